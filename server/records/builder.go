@@ -1,0 +1,144 @@
+package records
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"math/bits"
+)
+
+// castagnoli is the CRC-32C table Kafka's batch checksum uses.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var errEmptyBatch = errors.New("records: no records to encode")
+
+// Builder encodes records into one v2 batch. It keeps the encoded records in
+// one growing buffer, so a Builder reused through Reset (for instance from a
+// sync.Pool) allocates per batch at most, not per record. The zero value is
+// ready to use. A Builder is not safe for concurrent use.
+type Builder struct {
+	records []byte // encoded records, uncompressed
+	count   int
+	firstTS int64 // the first record's timestamp: deltas are taken from it
+	maxTS   int64
+}
+
+// Reset forgets the added records but keeps the buffer for the next batch.
+func (b *Builder) Reset() {
+	b.records = b.records[:0]
+	b.count = 0
+}
+
+// Len returns the number of records added since the last Reset.
+func (b *Builder) Len() int { return b.count }
+
+// Add encodes r as the next record: its offset delta is its index and its
+// timestamp delta is taken from the first record's timestamp (deltas may be
+// negative). r's slices are copied, so the caller may reuse them at once.
+func (b *Builder) Add(r Record) {
+	if b.count == 0 {
+		b.firstTS, b.maxTS = r.Timestamp, r.Timestamp
+	}
+	b.maxTS = max(b.maxTS, r.Timestamp)
+	b.records = appendRecord(b.records, &r, r.Timestamp-b.firstTS, int32(b.count))
+	b.count++
+}
+
+// AppendBatch appends the batch holding the added records to dst and returns
+// the extended slice. The batch has baseOffset 0 (the log assigns offsets),
+// partitionLeaderEpoch -1, CreateTime timestamps, and is compressed with
+// opts.Codec. On error dst is returned unextended. The Builder is unchanged,
+// so a caller may retry with another codec.
+func (b *Builder) AppendBatch(dst []byte, opts BatchOptions) ([]byte, error) {
+	if b.count == 0 {
+		return dst, errEmptyBatch
+	}
+	start := len(dst)
+	dst = append(dst, make([]byte, headerSize)...)
+	dst, err := Compress(opts.Codec, dst, b.records)
+	if err != nil {
+		return dst[:start], fmt.Errorf("build batch of %d records: %w", b.count, err)
+	}
+	batch := dst[start:]
+	if len(batch)-lengthFieldEnd > math.MaxInt32 {
+		return dst[:start], fmt.Errorf("build batch of %d bytes: %w", len(batch), ErrTooLarge)
+	}
+	b.putHeader(batch, opts)
+	return dst, nil
+}
+
+// putHeader fills the 61-byte header of batch, whose records are in place,
+// and computes the CRC last since it covers the rest of the header.
+func (b *Builder) putHeader(batch []byte, opts BatchOptions) {
+	be := binary.BigEndian
+	pid, epoch, seq := int64(-1), int16(-1), int32(-1)
+	if opts.ProducerID != 0 {
+		pid, epoch, seq = opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence
+	}
+	be.PutUint64(batch[offBaseOffset:], 0)
+	be.PutUint32(batch[offLength:], uint32(len(batch)-lengthFieldEnd))
+	be.PutUint32(batch[offLeaderEpoch:], math.MaxUint32) // -1: the log stamps it
+	batch[offMagic] = magicV2
+	be.PutUint16(batch[offAttributes:], uint16(opts.Codec)&attrCodecMask)
+	be.PutUint32(batch[offLastDelta:], uint32(b.count-1))
+	be.PutUint64(batch[offBaseTime:], uint64(b.firstTS))
+	be.PutUint64(batch[offMaxTime:], uint64(b.maxTS))
+	be.PutUint64(batch[offProducerID:], uint64(pid))
+	be.PutUint16(batch[offProducerEp:], uint16(epoch))
+	be.PutUint32(batch[offBaseSequence:], uint32(seq))
+	be.PutUint32(batch[offRecordCount:], uint32(b.count))
+	be.PutUint32(batch[offCRC:], crc32.Checksum(batch[offAttributes:], castagnoli))
+}
+
+// appendRecord appends r in the v2 record format. The length prefix comes
+// first, so the body size is computed up front instead of encoding twice.
+func appendRecord(dst []byte, r *Record, tsDelta int64, offsetDelta int32) []byte {
+	dst = binary.AppendVarint(dst, int64(recordBodyLen(r, tsDelta, offsetDelta)))
+	dst = append(dst, 0) // record attributes: unused by Kafka
+	dst = binary.AppendVarint(dst, tsDelta)
+	dst = binary.AppendVarint(dst, int64(offsetDelta))
+	dst = appendNullableBytes(dst, r.Key)
+	dst = appendNullableBytes(dst, r.Value)
+	dst = binary.AppendVarint(dst, int64(len(r.Headers)))
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		dst = binary.AppendVarint(dst, int64(len(h.Key)))
+		dst = append(dst, h.Key...)
+		dst = appendNullableBytes(dst, h.Value)
+	}
+	return dst
+}
+
+func recordBodyLen(r *Record, tsDelta int64, offsetDelta int32) int {
+	n := 1 + varintLen(tsDelta) + varintLen(int64(offsetDelta))
+	n += nullableBytesLen(r.Key) + nullableBytesLen(r.Value)
+	n += varintLen(int64(len(r.Headers)))
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		n += varintLen(int64(len(h.Key))) + len(h.Key) + nullableBytesLen(h.Value)
+	}
+	return n
+}
+
+func appendNullableBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	dst = binary.AppendVarint(dst, int64(len(b)))
+	return append(dst, b...)
+}
+
+func nullableBytesLen(b []byte) int {
+	if b == nil {
+		return varintLen(-1)
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+// varintLen is the size of v zigzag-varint encoded: 7 bits per byte.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	return (bits.Len64(u|1) + 6) / 7
+}

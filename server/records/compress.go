@@ -1,0 +1,242 @@
+package records
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// Compress appends src compressed with codec to dst, in the framing Kafka
+// clients expect: gzip streams, xerial-framed snappy (what the Java client
+// writes), LZ4 frames, zstd frames. None appends src unchanged.
+func Compress(codec Codec, dst, src []byte) ([]byte, error) {
+	var err error
+	switch codec {
+	case None:
+		return append(dst, src...), nil
+	case Gzip:
+		dst, err = compressGzip(dst, src)
+	case Snappy:
+		return appendXerial(dst, src), nil
+	case LZ4:
+		dst, err = compressLZ4(dst, src)
+	case Zstd:
+		return zstdEncoder().EncodeAll(src, dst), nil
+	default:
+		return dst, fmt.Errorf("compress with %v: %w", codec, ErrUnsupportedCodec)
+	}
+	if err != nil {
+		return dst, fmt.Errorf("compress with %v: %w", codec, err)
+	}
+	return dst, nil
+}
+
+// Decompress appends src decompressed with codec to dst. More than max
+// decompressed bytes (<= 0 means DefaultMaxDecompressed) fail with
+// ErrTooLarge, after decoding at most about max bytes, so a small bomb costs
+// little. Snappy accepts both raw blocks and xerial framing; a malformed
+// stream fails with ErrCorrupt.
+func Decompress(codec Codec, dst, src []byte, max int) ([]byte, error) {
+	if max <= 0 {
+		max = DefaultMaxDecompressed
+	}
+	start := len(dst)
+	var err error
+	switch codec {
+	case None:
+		if len(src) > max {
+			return dst, fmt.Errorf("%d bytes: %w", len(src), ErrTooLarge)
+		}
+		return append(dst, src...), nil
+	case Gzip:
+		dst, err = decompressGzip(dst, src, max)
+	case Snappy:
+		dst, err = decompressSnappy(dst, src, max)
+	case LZ4:
+		dst, err = decompressLZ4(dst, src, max)
+	case Zstd:
+		dst, err = decompressZstd(dst, src, max)
+	default:
+		return dst, fmt.Errorf("decompress with %v: %w", codec, ErrUnsupportedCodec)
+	}
+	if err != nil {
+		return dst[:start], fmt.Errorf("decompress %d bytes with %v: %w", len(src), codec, err)
+	}
+	return dst, nil
+}
+
+// corrupt tags a codec library's error as ErrCorrupt unless it already is
+// one of ours.
+func corrupt(err error) error {
+	if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrCorrupt, err)
+}
+
+// appendWriter is an io.Writer appending to b, so stream encoders write
+// straight into the caller's dst.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// readAll appends everything r yields to dst, failing once more than max
+// bytes have come out; it reads max+1 at most.
+func readAll(dst []byte, r io.Reader, max int, sizeHint int) ([]byte, error) {
+	lim := io.LimitedReader{R: r, N: int64(max) + 1}
+	start := len(dst)
+	dst = slices.Grow(dst, min(sizeHint, max+1))
+	for {
+		if len(dst) == cap(dst) {
+			dst = slices.Grow(dst, min(cap(dst)-start+512, max+1-(len(dst)-start)))
+		}
+		n, err := lim.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if len(dst)-start > max {
+			return dst, fmt.Errorf("more than %d bytes: %w", max, ErrTooLarge)
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, corrupt(err)
+		}
+	}
+}
+
+// gzipCodec pools a gzip reader and writer with their byte adapters, so a
+// batch allocates none of them.
+type gzipCodec struct {
+	r   gzip.Reader
+	src bytes.Reader
+	w   *gzip.Writer
+	out appendWriter
+}
+
+var gzipPool = sync.Pool{New: func() any {
+	return &gzipCodec{w: gzip.NewWriter(nil)}
+}}
+
+func compressGzip(dst, src []byte) ([]byte, error) {
+	c := gzipPool.Get().(*gzipCodec)
+	defer gzipPool.Put(c)
+	c.out.b = dst
+	c.w.Reset(&c.out)
+	_, err := c.w.Write(src)
+	if err == nil {
+		err = c.w.Close()
+	}
+	dst, c.out.b = c.out.b, nil
+	return dst, err
+}
+
+func decompressGzip(dst, src []byte, max int) ([]byte, error) {
+	c := gzipPool.Get().(*gzipCodec)
+	defer gzipPool.Put(c)
+	c.src.Reset(src)
+	if err := c.r.Reset(&c.src); err != nil {
+		return dst, corrupt(err)
+	}
+	dst, err := readAll(dst, &c.r, max, 4*len(src))
+	c.src.Reset(nil)
+	return dst, err
+}
+
+// lz4Codec pools an LZ4 frame reader and writer. Writers use 64 KiB blocks,
+// as the Java client does, which also bounds what a reader allocates.
+type lz4Codec struct {
+	r   *lz4.Reader
+	src bytes.Reader
+	w   *lz4.Writer
+	out appendWriter
+}
+
+var lz4Pool = sync.Pool{New: func() any {
+	return &lz4Codec{r: lz4.NewReader(nil), w: lz4.NewWriter(nil)}
+}}
+
+var lz4Options = []lz4.Option{lz4.BlockSizeOption(lz4.Block64Kb)}
+
+func compressLZ4(dst, src []byte) ([]byte, error) {
+	c := lz4Pool.Get().(*lz4Codec)
+	defer lz4Pool.Put(c)
+	c.out.b = dst
+	c.w.Reset(&c.out)
+	err := c.w.Apply(lz4Options...)
+	if err == nil {
+		_, err = c.w.Write(src)
+	}
+	if err == nil {
+		err = c.w.Close()
+	}
+	dst, c.out.b = c.out.b, nil
+	return dst, err
+}
+
+func decompressLZ4(dst, src []byte, max int) ([]byte, error) {
+	c := lz4Pool.Get().(*lz4Codec)
+	defer lz4Pool.Put(c)
+	c.src.Reset(src)
+	c.r.Reset(&c.src)
+	dst, err := readAll(dst, c.r, max, 4*len(src))
+	c.src.Reset(nil)
+	return dst, err
+}
+
+// zstdEncoder is shared: EncodeAll is safe for concurrent use and keeps its
+// own per-goroutine state.
+var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+	enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true))
+	if err != nil {
+		panic(fmt.Sprintf("records: zstd encoder with static options: %v", err))
+	}
+	return enc
+})
+
+// zstdDecoder is pooled rather than shared because the output cap is a
+// decoder option; each remembers its cap so the option changes only when a
+// caller's cap does.
+type zstdDecoder struct {
+	d   *zstd.Decoder
+	max int
+}
+
+var zstdPool = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		panic(fmt.Sprintf("records: zstd decoder with static options: %v", err))
+	}
+	return &zstdDecoder{d: d}
+}}
+
+// decompressZstd relies on the decoder's max-memory option, which bounds the
+// total output of DecodeAll and is checked against a frame's declared size
+// before anything is allocated.
+func decompressZstd(dst, src []byte, max int) ([]byte, error) {
+	z := zstdPool.Get().(*zstdDecoder)
+	defer zstdPool.Put(z)
+	if z.max != max {
+		if err := z.d.ResetWithOptions(nil, zstd.WithDecoderMaxMemory(uint64(max))); err != nil {
+			return dst, err
+		}
+		z.max = max
+	}
+	out, err := z.d.DecodeAll(src, dst)
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return dst, fmt.Errorf("more than %d bytes: %w: %w", max, ErrTooLarge, err)
+	}
+	if err != nil {
+		return dst, corrupt(err)
+	}
+	return out, nil
+}
