@@ -1,0 +1,118 @@
+package storage
+
+// This file pins the API that server/ builds on. The implementation lives in
+// the other files of this package; signatures here change only with the core.
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Sentinel errors. Callers match them with errors.Is.
+var (
+	// ErrCorrupt marks bytes on disk or on the wire that are not a valid
+	// record batch (bad length, magic, CRC, offsets). Recovery truncates a
+	// corrupt tail; Append rejects a corrupt batch and writes nothing.
+	ErrCorrupt = errors.New("corrupt record batch")
+	// ErrOffsetOutOfRange: a read below the log start offset or above the
+	// log end offset.
+	ErrOffsetOutOfRange = errors.New("offset out of range")
+	// ErrClosed: the log was closed or deleted.
+	ErrClosed = errors.New("log closed")
+	// ErrInvalidOffsets: AppendOptions.KeepOffsets with batches whose offsets
+	// do not continue the log.
+	ErrInvalidOffsets = errors.New("batch offsets do not continue the log")
+	// ErrBatchTooLarge: a batch over Config.MaxBatchBytes.
+	ErrBatchTooLarge = errors.New("record batch too large")
+	// ErrFailed: an earlier write or fsync failed, so the log refuses
+	// appends rather than risk acknowledging data that is not on disk.
+	// Reopening the log (which recovers it) is the way out.
+	ErrFailed = errors.New("log failed after a write or fsync error")
+)
+
+// Config holds one partition log's settings. The zero value is usable:
+// Defaults fills every zero field with Kafka's default.
+type Config struct {
+	// SegmentBytes rolls the active segment once it would exceed this size
+	// (log.segment.bytes / segment.bytes). Default 1 GiB.
+	SegmentBytes int64
+	// SegmentMaxAge rolls the active segment once its first batch is older
+	// than this (log.roll.ms / segment.ms). Default 7 days.
+	SegmentMaxAge time.Duration
+	// IndexIntervalBytes is how many log bytes pass between two entries of
+	// the sparse offset and time indexes (log.index.interval.bytes). Default 4096.
+	IndexIntervalBytes int
+	// RetentionTime deletes closed segments whose newest record is older
+	// than this (log.retention.ms). Negative: keep forever. Default 7 days.
+	RetentionTime time.Duration
+	// RetentionBytes deletes the oldest closed segments while the log is
+	// larger than this (log.retention.bytes). Negative: no limit. Default -1.
+	RetentionBytes int64
+	// FlushMessages fsyncs once this many records were appended since the
+	// last fsync (log.flush.interval.messages). 0 or negative: never by count.
+	FlushMessages int64
+	// FlushInterval fsyncs from MaybeFlush once the oldest unflushed append
+	// is older than this (log.flush.interval.ms). 0: never by time.
+	FlushInterval time.Duration
+	// MaxBatchBytes rejects a single batch larger than this
+	// (message.max.bytes / max.message.bytes). 0: no limit.
+	MaxBatchBytes int
+}
+
+// Options are the dependencies of a Log; the zero value uses the real disk,
+// slog.Default and time.Now.
+type Options struct {
+	FS     FS
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// AppendOptions say how Append treats the batches it is given.
+type AppendOptions struct {
+	// LeaderEpoch is written into every batch's partitionLeaderEpoch field.
+	LeaderEpoch int32
+	// LogAppendTime, when true, stamps every batch with the broker's time
+	// (timestamp type bit set, maxTimestamp rewritten, CRC recomputed), as
+	// Kafka does for message.timestamp.type=LogAppendTime.
+	LogAppendTime bool
+	// Sync makes Append return only after the appended bytes are fsynced.
+	// Concurrent synced appends share fsyncs (group commit).
+	Sync bool
+	// KeepOffsets appends batches with the offsets they carry (a follower
+	// copying its leader) instead of assigning new ones. The first batch
+	// must start at LogEndOffset.
+	KeepOffsets bool
+}
+
+// AppendResult describes what Append wrote.
+type AppendResult struct {
+	BaseOffset    int64 // offset of the first record appended
+	LastOffset    int64 // offset of the last record appended
+	LogAppendTime int64 // ms since epoch when LogAppendTime was used, else -1
+	MaxTimestamp  int64 // largest maxTimestamp among the appended batches
+	Records       int64 // number of records appended
+}
+
+// ReadOptions bound a read.
+type ReadOptions struct {
+	// Offset is the first offset wanted. The batch that contains it is
+	// returned whole (its base offset may be lower).
+	Offset int64
+	// MaxBytes bounds the total size of the returned batches.
+	MaxBytes int
+	// MinOneBatch returns the first batch even when it alone exceeds MaxBytes
+	// (Kafka's KIP-74), so a consumer never stalls on a large batch.
+	MinOneBatch bool
+	// MaxOffset, when positive, is exclusive: no batch whose last offset is
+	// >= MaxOffset is returned (the high watermark for consumers).
+	MaxOffset int64
+}
+
+// Chunk is a byte range of one segment file holding whole batches, so the
+// Kafka listener can send it with sendfile.
+type Chunk struct {
+	Path     string // the segment file
+	Position int64  // byte position inside it
+	Size     int    // number of bytes
+}

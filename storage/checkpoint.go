@@ -1,0 +1,62 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Small files in the partition directory besides the segments.
+const (
+	// recoveryPointFile holds the offset below which everything was fsynced.
+	recoveryPointFile = "recovery-point-offset-checkpoint"
+	// logStartFile holds the log start offset (retention, DeleteRecords).
+	logStartFile = "log-start-offset-checkpoint"
+	// cleanShutdownFile exists only between a clean Close and the next Open.
+	cleanShutdownFile = ".clean-shutdown"
+	checkpointVersion = "0"
+)
+
+// writeCheckpoint replaces path with "0\n<value>\n" through a temporary file
+// and a rename, so a reader sees the old or the new value, never a mix.
+// durable fsyncs the data before the rename.
+func writeCheckpoint(fsys FS, path string, value int64, durable bool) error {
+	tmp := path + ".tmp"
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write checkpoint %s: %w", filepath.Base(path), err)
+	}
+	_, err = f.Write([]byte(checkpointVersion + "\n" + strconv.FormatInt(value, 10) + "\n"))
+	if err == nil && durable {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = fsys.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("write checkpoint %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// readCheckpoint returns the value in path; ok is false when the file is
+// missing or unreadable garbage (a torn non-fsynced write), which callers
+// treat as "no checkpoint": the safe, slower choice.
+func readCheckpoint(fsys FS, path string) (value int64, ok bool, err error) {
+	b, err := readSmallFile(fsys, path, 64)
+	if err != nil || b == nil {
+		return 0, false, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || lines[0] != checkpointVersion {
+		return 0, false, nil
+	}
+	v, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil || v < 0 {
+		return 0, false, nil
+	}
+	return v, true, nil
+}

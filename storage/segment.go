@@ -1,0 +1,291 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// segment is one .log file with its two index files.
+//
+// Readers never lock a segment: they take a reference (refs) while the
+// Log's list still holds it, then read its immutable view. Deleting a
+// segment unlinks its files at once but closes them only when the last
+// reference goes, so a read in flight keeps working on the open file.
+type segment struct {
+	fs      FS
+	base    int64
+	logPath string
+	log     File
+	refs    atomic.Int32 // 1 for the Log's list, +1 per reader or syncer
+
+	// view is nil until loaded: sealed segments load lazily on first use,
+	// so a clean start reads no index of them. Views are immutable; the
+	// writer publishes a new one per append.
+	view   atomic.Pointer[segView]
+	loadMu sync.Mutex // serialises lazy loads
+
+	// Owned by the writer (Log.writeMu) while the segment is active, then
+	// handed over to the syncer (which closes them after fsync).
+	idx, tidx       File
+	bytesSinceIndex int64
+	created         time.Time
+
+	// indexSynced is owned by the syncer token (Log.mu.syncing): the
+	// segment is sealed and its files are durable.
+	indexSynced bool
+}
+
+// segView is what readers see of a segment. entries is append-only with
+// respect to earlier views: a later view may share its backing array but
+// never changes an element an earlier view can see.
+type segView struct {
+	size       int64 // bytes of whole, valid batches
+	entries    []indexEntry
+	nextOffset int64 // offset after the last batch; base when empty
+	maxTs      int64 // largest batch maxTimestamp, -1 when none
+}
+
+func segmentPath(dir string, base int64, ext string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, ext))
+}
+
+// openSegment opens (or with create, creates empty) the .log of base.
+func openSegment(fsys FS, dir string, base int64, create bool) (*segment, error) {
+	s := &segment{fs: fsys, base: base, logPath: segmentPath(dir, base, ".log")}
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE | os.O_TRUNC
+	}
+	f, err := fsys.OpenFile(s.logPath, flag, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open segment %d: %w", base, err)
+	}
+	s.log = f
+	s.refs.Store(1)
+	if create {
+		s.view.Store(&segView{nextOffset: base, maxTs: -1})
+	}
+	return s, nil
+}
+
+func (s *segment) indexPath() string     { return s.logPath[:len(s.logPath)-4] + ".index" }
+func (s *segment) timeIndexPath() string { return s.logPath[:len(s.logPath)-4] + ".timeindex" }
+
+// tryAcquire takes a reference unless the segment is already closed.
+func (s *segment) tryAcquire() bool {
+	for {
+		n := s.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release drops a reference; the last one closes the files.
+func (s *segment) release() {
+	if s.refs.Add(-1) != 0 {
+		return
+	}
+	s.log.Close()
+	s.closeIndexFiles()
+}
+
+func (s *segment) closeIndexFiles() {
+	if s.idx != nil {
+		s.idx.Close()
+		s.idx = nil
+	}
+	if s.tidx != nil {
+		s.tidx.Close()
+		s.tidx = nil
+	}
+}
+
+// removeFiles unlinks the segment's files; open descriptors stay valid.
+func (s *segment) removeFiles() error {
+	var errs []error
+	for _, p := range []string{s.logPath, s.indexPath(), s.timeIndexPath()} {
+		if err := s.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// openIndexFiles opens the index files for appending (active segment);
+// trunc empties them (a new segment must not inherit a stale index).
+func (s *segment) openIndexFiles(trunc bool) error {
+	flag := os.O_RDWR | os.O_CREATE
+	if trunc {
+		flag |= os.O_TRUNC
+	}
+	var err error
+	if s.idx == nil {
+		if s.idx, err = s.fs.OpenFile(s.indexPath(), flag, 0o644); err != nil {
+			return fmt.Errorf("open index of segment %d: %w", s.base, err)
+		}
+	}
+	if s.tidx == nil {
+		if s.tidx, err = s.fs.OpenFile(s.timeIndexPath(), flag, 0o644); err != nil {
+			return fmt.Errorf("open time index of segment %d: %w", s.base, err)
+		}
+	}
+	return nil
+}
+
+// size is the segment's byte size without forcing a lazy load.
+func (s *segment) size() int64 {
+	if v := s.view.Load(); v != nil {
+		return v.size
+	}
+	fi, err := s.log.Stat()
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// ensureView returns the segment's view, loading a sealed segment's
+// indexes on first use. A lazy load trusts the data (it is below the
+// recovery point) and never truncates; it stops at anything invalid.
+func (s *segment) ensureView(interval int64) (*segView, error) {
+	if v := s.view.Load(); v != nil {
+		return v, nil
+	}
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if v := s.view.Load(); v != nil {
+		return v, nil
+	}
+	if _, err := s.load(interval, math.MaxInt64, false); err != nil {
+		return nil, err
+	}
+	return s.view.Load(), nil
+}
+
+// readHeader reads and parses the batch header at pos, checking that the
+// whole batch lies below limit.
+func (s *segment) readHeader(buf []byte, pos, limit int64) (BatchHeader, error) {
+	if limit-pos < BatchHeaderSize {
+		return BatchHeader{}, fmt.Errorf("%w: %d bytes left at position %d of segment %d", ErrCorrupt, limit-pos, pos, s.base)
+	}
+	if _, err := s.log.ReadAt(buf[:BatchHeaderSize], pos); err != nil {
+		if errors.Is(err, io.EOF) {
+			return BatchHeader{}, fmt.Errorf("%w: segment %d ends before position %d", ErrCorrupt, s.base, pos+BatchHeaderSize)
+		}
+		return BatchHeader{}, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
+	}
+	h, err := ParseBatchHeader(buf)
+	if err != nil {
+		return h, fmt.Errorf("segment %d position %d: %w", s.base, pos, err)
+	}
+	if h.Size() > limit-pos {
+		return h, fmt.Errorf("%w: batch of %d bytes at position %d of segment %d passes its end %d", ErrCorrupt, h.Size(), pos, s.base, limit)
+	}
+	return h, nil
+}
+
+// seek returns the position of the first batch whose last offset is at or
+// above offset: a binary search in the sparse index, then a forward scan
+// of batch headers (at most about one index interval). found is false when
+// the segment ends first.
+func (s *segment) seek(v *segView, offset int64, hdr []byte) (pos int64, found bool, err error) {
+	pos = lookupOffset(v.entries, offset-s.base)
+	for pos < v.size {
+		h, err := s.readHeader(hdr, pos, v.size)
+		if err != nil {
+			return pos, false, err
+		}
+		if h.LastOffset() >= offset {
+			return pos, true, nil
+		}
+		pos += h.Size()
+	}
+	return pos, false, nil
+}
+
+// seekTime returns the base offset of the first batch at or after position
+// lookupTime(ts) whose maxTimestamp is >= ts and whose last offset is >=
+// minOffset, or -1.
+func (s *segment) seekTime(v *segView, ts, minOffset int64, hdr []byte) (int64, error) {
+	for pos := lookupTime(v.entries, ts); pos < v.size; {
+		h, err := s.readHeader(hdr, pos, v.size)
+		if err != nil {
+			return -1, err
+		}
+		if h.MaxTimestamp >= ts && h.LastOffset() >= minOffset {
+			return max(h.BaseOffset, minOffset), nil
+		}
+		pos += h.Size()
+	}
+	return -1, nil
+}
+
+// readResult is what readInto found in one segment.
+type readResult struct {
+	batches int
+	next    int64 // offset after the last batch read
+	toEnd   bool  // every batch up to the segment's end was taken
+}
+
+// readInto appends to dst the whole batches from pos on, stopping at limit,
+// after budget bytes, or before the first batch whose last offset is >=
+// maxOffset. With minOne the first batch is taken even over budget. It reads
+// the budget's worth of bytes in one pread and trims the partial tail.
+func (s *segment) readInto(dst []byte, pos, limit int64, budget int, minOne bool, maxOffset int64) ([]byte, readResult, error) {
+	r := readResult{next: -1}
+	want := max(min(limit-pos, int64(budget)), 0)
+	start := len(dst)
+	dst = slices.Grow(dst, int(want))[:start+int(want)]
+	got, err := s.log.ReadAt(dst[start:], pos)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return dst[:start], r, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
+	}
+	buf, used, stopped := dst[start:start+got], 0, false
+	for used < len(buf) {
+		h, err := ParseBatchHeader(buf[used:])
+		if err != nil || h.Size() > int64(len(buf)-used) {
+			break
+		}
+		if h.LastOffset() >= maxOffset {
+			stopped = true
+			break
+		}
+		used += int(h.Size())
+		r.batches++
+		r.next = h.LastOffset() + 1
+	}
+	r.toEnd = !stopped && pos+int64(used) == limit
+	if r.batches == 0 && minOne && !stopped && pos < limit {
+		return s.readOne(dst[:start], pos, limit, maxOffset)
+	}
+	return dst[:start+used], r, nil
+}
+
+// readOne appends the single batch at pos, whatever its size (KIP-74).
+func (s *segment) readOne(dst []byte, pos, limit, maxOffset int64) ([]byte, readResult, error) {
+	r := readResult{next: -1}
+	h, err := s.readHeader(make([]byte, BatchHeaderSize), pos, limit)
+	if err != nil || h.LastOffset() >= maxOffset {
+		return dst, r, err
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, int(h.Size()))[:start+int(h.Size())]
+	if _, err := s.log.ReadAt(dst[start:], pos); err != nil {
+		return dst[:start], r, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
+	}
+	r.batches, r.next, r.toEnd = 1, h.LastOffset()+1, pos+h.Size() == limit
+	return dst, r, nil
+}
