@@ -203,40 +203,60 @@ var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
 	return enc
 })
 
-// zstdDecoder is pooled rather than shared because the output cap is a
-// decoder option; each remembers its cap so the option changes only when a
-// caller's cap does.
+// zstdWindowFloor is the smallest window a zstd frame may always use. The
+// decoder needs a window-sized buffer, so the window is bounded too, by the
+// larger of the caller's cap and this floor: frames the Java client streams
+// declare no size but a window of up to 8 MiB (zstd levels up to 19), and a
+// small cap must not refuse a valid ten-byte batch.
+const zstdWindowFloor = 8 << 20
+
+// zstdDecoder is a pooled stream decoder with the reader it reads from.
+// Streaming, unlike DecodeAll, lets readAll stop the output at the cap and
+// grow it geometrically: DecodeAll stops only at the decoder's bound and
+// grows its output 1.25x a block at a time, which for a bomb meant ~6x the
+// bound in garbage. Concurrency 1 keeps decoding on the caller's goroutine;
+// WithDecodeBuffersBelow(0) turns off the shortcut that would DecodeAll
+// small inputs. Each decoder remembers its window bound so the option
+// changes only when a caller's cap does.
 type zstdDecoder struct {
-	d   *zstd.Decoder
-	max int
+	d      *zstd.Decoder
+	src    bytes.Reader
+	window int
 }
 
 var zstdPool = sync.Pool{New: func() any {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	d, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecodeBuffersBelow(0),
+	)
 	if err != nil {
 		panic(fmt.Sprintf("records: zstd decoder with static options: %v", err))
 	}
 	return &zstdDecoder{d: d}
 }}
 
-// decompressZstd relies on the decoder's max-memory option, which bounds the
-// total output of DecodeAll and is checked against a frame's declared size
-// before anything is allocated.
-func decompressZstd(dst, src []byte, max int) ([]byte, error) {
+func decompressZstd(dst, src []byte, limit int) ([]byte, error) {
 	z := zstdPool.Get().(*zstdDecoder)
 	defer zstdPool.Put(z)
-	if z.max != max {
-		if err := z.d.ResetWithOptions(nil, zstd.WithDecoderMaxMemory(uint64(max))); err != nil {
-			return dst, err
-		}
-		z.max = max
-	}
-	out, err := z.d.DecodeAll(src, dst)
-	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
-		return dst, fmt.Errorf("more than %d bytes: %w: %w", max, ErrTooLarge, err)
-	}
-	if err != nil {
+	z.src.Reset(src)
+	defer z.src.Reset(nil)
+	if err := z.reset(max(limit, zstdWindowFloor)); err != nil {
 		return dst, corrupt(err)
 	}
-	return out, nil
+	dst, err := readAll(dst, z.d, limit, 4*len(src))
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return dst, fmt.Errorf("window over %d bytes: %w: %w", max(limit, zstdWindowFloor), ErrTooLarge, err)
+	}
+	return dst, err
+}
+
+// reset points the decoder at z.src with window bound w; for streams the
+// max-memory option bounds the window.
+func (z *zstdDecoder) reset(w int) error {
+	if z.window == w {
+		return z.d.Reset(&z.src)
+	}
+	z.window = w
+	return z.d.ResetWithOptions(&z.src, zstd.WithDecoderMaxMemory(uint64(w)))
 }
