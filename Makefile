@@ -1,0 +1,43 @@
+# ferry — make targets. `make test` is what CI runs (.ci/run).
+GO        ?= go
+BIN       := bin/ferry
+PKGS      := ./...
+TEST_FLAGS ?= -race -timeout 20m
+
+.PHONY: build run test test-deps vet fmt-check bench bench-go bench-http fuzz clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/ferry
+
+run: build
+	./$(BIN) serve
+
+# Installs what the tests need where it is missing, then runs every test.
+test: test-deps fmt-check vet build
+	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+test-deps:
+	./scripts/install-test-deps.sh
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Benchmarks: Go micro-benchmarks, then HTTP against a no-op baseline.
+bench: bench-go bench-http
+
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./storage/... ./server/... ./api/...
+
+bench-http: build
+	./scripts/bench-http.sh
+
+# Short fuzzing of every decoder (FUZZTIME per target, default 20s).
+fuzz:
+	./scripts/fuzz.sh
+
+clean:
+	rm -rf bin

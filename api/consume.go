@@ -1,0 +1,183 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/records"
+)
+
+// Limits of GET /kafka/{topic}/partitions/{p}/records.
+const (
+	defaultMaxRecords = 500
+	maxMaxRecords     = 10000
+	defaultReadBytes  = 1 << 20
+)
+
+// Encodings of keys, values and header values in read answers.
+const (
+	encodingJSON   = "json"   // the bytes are JSON: the field holds it as is
+	encodingString = "string" // UTF-8 text that is not JSON: a JSON string
+	encodingBase64 = "base64" // anything else: base64 of the bytes
+)
+
+type readRecord struct {
+	Topic         string            `json:"topic"`
+	Partition     int32             `json:"partition"`
+	Offset        int64             `json:"offset"`
+	Timestamp     int64             `json:"timestamp"`
+	TimestampType string            `json:"timestamp_type"`
+	Key           json.RawMessage   `json:"key"`
+	KeyEncoding   string            `json:"key_encoding,omitempty"`
+	Value         json.RawMessage   `json:"value"`
+	ValueEncoding string            `json:"value_encoding,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+}
+
+type readAnswer struct {
+	Topic          string       `json:"topic"`
+	Partition      int32        `json:"partition"`
+	Records        []readRecord `json:"records"`
+	NextOffset     int64        `json:"next_offset"`
+	HighWatermark  int64        `json:"high_watermark"`
+	LogStartOffset int64        `json:"log_start_offset"`
+}
+
+type readParams struct {
+	offset     int64
+	maxRecords int
+	maxBytes   int
+	wait       time.Duration
+}
+
+// readRecords serves GET /kafka/{topic}/partitions/{partition}/records.
+func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
+	topicName := chi.URLParam(r, "topic")
+	partition, err := strconv.ParseInt(chi.URLParam(r, "partition"), 10, 32)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, codeBadParam, "partition must be an integer")
+		return
+	}
+	p, err := g.broker.Partition(topicName, int32(partition))
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	params, err := g.parseReadParams(r, p)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, codeBadParam, err.Error())
+		return
+	}
+	res, err := g.broker.Fetch(r.Context(), server.FetchRequest{
+		Topic: topicName, Partition: int32(partition), Offset: params.offset,
+		MaxBytes: params.maxBytes, MaxWait: params.wait,
+	}, nil)
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	ans := readAnswer{
+		Topic: topicName, Partition: int32(partition), Records: []readRecord{},
+		NextOffset: params.offset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset,
+	}
+	err = records.Decode(res.Data, params.offset, g.broker.Config().MaxDecompressedBytes, func(rec records.Record) bool {
+		if rec.Offset >= res.HighWatermark || len(ans.Records) >= params.maxRecords {
+			return false
+		}
+		ans.Records = append(ans.Records, toReadRecord(topicName, int32(partition), rec))
+		ans.NextOffset = rec.Offset + 1
+		return true
+	})
+	if err != nil {
+		writeCoreError(w, fmt.Errorf("%w: decode %s-%d: %v", server.ErrCorruptMessage, topicName, partition, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, typeJSON, ans)
+}
+
+func (g *Gateway) parseReadParams(r *http.Request, p server.Partition) (readParams, error) {
+	q := r.URL.Query()
+	params := readParams{offset: p.LogStartOffset(), maxRecords: defaultMaxRecords, maxBytes: defaultReadBytes}
+	switch v := q.Get("offset"); v {
+	case "", "earliest", "beginning":
+	case "latest", "end":
+		params.offset = p.HighWatermark()
+	default:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return params, fmt.Errorf("offset %q: want a non-negative integer, earliest or latest", v)
+		}
+		params.offset = n
+	}
+	var err error
+	if params.maxRecords, err = intParam(q.Get("max_records"), defaultMaxRecords, 1, maxMaxRecords); err != nil {
+		return params, fmt.Errorf("max_records: %v", err)
+	}
+	if params.maxBytes, err = intParam(q.Get("max_bytes"), defaultReadBytes, 1, g.cfg.MaxFetchBytes); err != nil {
+		return params, fmt.Errorf("max_bytes: %v", err)
+	}
+	waitMs, err := intParam(q.Get("timeout_ms"), 0, 0, int(g.cfg.MaxFetchWait.Milliseconds()))
+	if err != nil {
+		return params, fmt.Errorf("timeout_ms: %v", err)
+	}
+	params.wait = time.Duration(waitMs) * time.Millisecond
+	return params, nil
+}
+
+func intParam(v string, def, min, max int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an integer", v)
+	}
+	if n < min || n > max {
+		return 0, fmt.Errorf("%d is outside [%d, %d]", n, min, max)
+	}
+	return n, nil
+}
+
+func toReadRecord(topicName string, partition int32, rec records.Record) readRecord {
+	out := readRecord{
+		Topic: topicName, Partition: partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
+		TimestampType: "CreateTime",
+	}
+	if rec.TimestampType == 1 {
+		out.TimestampType = "LogAppendTime"
+	}
+	out.Key, out.KeyEncoding = encodeBytes(rec.Key)
+	out.Value, out.ValueEncoding = encodeBytes(rec.Value)
+	if len(rec.Headers) > 0 {
+		out.Headers = make(map[string]string, len(rec.Headers))
+		for _, h := range rec.Headers {
+			out.Headers[h.Key] = string(h.Value)
+		}
+	}
+	return out
+}
+
+// encodeBytes renders record bytes for a JSON answer: JSON as is, text as a
+// string, anything else as base64, with the encoding named unless it is JSON.
+// The result is a copy: Decode's buffers are reused.
+func encodeBytes(b []byte) (json.RawMessage, string) {
+	switch {
+	case b == nil:
+		return json.RawMessage("null"), ""
+	case json.Valid(b):
+		return append(json.RawMessage(nil), b...), ""
+	case utf8.Valid(b):
+		s, _ := json.Marshal(string(b))
+		return s, encodingString
+	}
+	s, _ := json.Marshal(base64.StdEncoding.EncodeToString(b))
+	return s, encodingBase64
+}

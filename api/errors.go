@@ -1,0 +1,88 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+// Error codes: HTTP status × 100 + a number, as Confluent's REST Proxy does.
+const (
+	codeMalformed          = 40001 // body is not valid JSON or not the expected shape
+	codeBadParam           = 40002 // a query or path parameter is not valid
+	codeTopicNotFound      = 40401
+	codePartitionNotFound  = 40402
+	codeNotFound           = 40404
+	codeMethodNotAllowed   = 40501
+	codeTopicExists        = 40901
+	codeTooLarge           = 41301
+	codeUnsupportedType    = 41501
+	codeOffsetOutOfRange   = 41601
+	codeInvalidTopic       = 42201
+	codeInvalidPartitions  = 42202
+	codeInvalidReplication = 42203
+	codeInvalidConfig      = 42204
+	codeInvalidRecord      = 42205
+	codeInvalidTimestamp   = 42206
+	codeInternal           = 50001
+	codeStorage            = 50002
+	codeUnavailable        = 50301
+)
+
+// httpErrors is the one table from core errors to HTTP answers.
+var httpErrors = []struct {
+	err    error
+	status int
+	code   int
+}{
+	{server.ErrUnknownTopic, http.StatusNotFound, codeTopicNotFound},
+	{server.ErrUnknownPartition, http.StatusNotFound, codePartitionNotFound},
+	{server.ErrTopicExists, http.StatusConflict, codeTopicExists},
+	{server.ErrRecordTooLarge, http.StatusRequestEntityTooLarge, codeTooLarge},
+	{server.ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, codeOffsetOutOfRange},
+	{server.ErrInvalidTopic, http.StatusUnprocessableEntity, codeInvalidTopic},
+	{server.ErrInvalidPartitions, http.StatusUnprocessableEntity, codeInvalidPartitions},
+	{server.ErrInvalidReplicas, http.StatusUnprocessableEntity, codeInvalidReplication},
+	{server.ErrInvalidConfig, http.StatusUnprocessableEntity, codeInvalidConfig},
+	{server.ErrInvalidRecord, http.StatusUnprocessableEntity, codeInvalidRecord},
+	{server.ErrCorruptMessage, http.StatusUnprocessableEntity, codeInvalidRecord},
+	{server.ErrInvalidTimestamp, http.StatusUnprocessableEntity, codeInvalidTimestamp},
+	{server.ErrShuttingDown, http.StatusServiceUnavailable, codeUnavailable},
+	{server.ErrStorage, http.StatusInternalServerError, codeStorage},
+}
+
+type errorBody struct {
+	ErrorCode int    `json:"error_code"`
+	Message   string `json:"message"`
+}
+
+// writeError answers with the JSON error body.
+func writeError(w http.ResponseWriter, status, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(errorBody{ErrorCode: code, Message: msg})
+}
+
+// writeCoreError maps a core error through httpErrors.
+func writeCoreError(w http.ResponseWriter, err error) {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge, err.Error())
+		return
+	}
+	for _, m := range httpErrors {
+		if errors.Is(err, m.err) {
+			writeError(w, m.status, m.code, err.Error())
+			return
+		}
+	}
+	writeError(w, http.StatusInternalServerError, codeInternal, err.Error())
+}
+
+func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

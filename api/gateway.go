@@ -1,0 +1,142 @@
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+// Config bounds what one HTTP request may cost. The zero value plus
+// Defaults is a sane public listener.
+type Config struct {
+	// MaxRequestBytes caps a request body; larger bodies get 413 before
+	// anything is decoded. Default 16 MiB.
+	MaxRequestBytes int64
+	// MaxFetchWait caps timeout_ms of a long-polling read. Default 30 s.
+	MaxFetchWait time.Duration
+	// MaxFetchBytes caps max_bytes of a read. Default 16 MiB.
+	MaxFetchBytes int
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout guard against slow
+	// clients. Defaults 10 s, 60 s, 120 s. The write timeout is derived
+	// from MaxFetchWait so long polls can finish.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	IdleTimeout       time.Duration
+	// AdvertisedKafkaAddr is what /brokers and /cluster report.
+	AdvertisedKafkaAddr string
+	Logger              *slog.Logger
+}
+
+// Defaults fills zero fields.
+func (c *Config) Defaults() {
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = 16 << 20
+	}
+	if c.MaxFetchWait == 0 {
+		c.MaxFetchWait = 30 * time.Second
+	}
+	if c.MaxFetchBytes == 0 {
+		c.MaxFetchBytes = 16 << 20
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = 10 * time.Second
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = 60 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 120 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	if c.MaxRequestBytes < 1024 {
+		return fmt.Errorf("max request bytes %d: must be >= 1024", c.MaxRequestBytes)
+	}
+	if c.MaxFetchWait < 0 || c.MaxFetchBytes < 1 {
+		return fmt.Errorf("fetch limits must be positive")
+	}
+	return nil
+}
+
+// Gateway serves the HTTP API over one broker.
+type Gateway struct {
+	broker *server.Broker
+	cfg    Config
+	logger *slog.Logger
+}
+
+// New builds a gateway; mount Handler on an http.Server (see NewHTTPServer).
+func New(b *server.Broker, cfg Config) (*Gateway, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Gateway{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "http")}, nil
+}
+
+// Handler is the whole route tree.
+func (g *Gateway) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(g.limitBody)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, codeNotFound, "no route for "+r.Method+" "+r.URL.Path)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path)
+	})
+
+	r.Get("/healthz", g.healthz)
+	r.Get("/brokers", g.listBrokers)
+	r.Get("/cluster", g.describeCluster)
+
+	r.Post("/kafka/{topic}", g.produce)
+	r.Get("/kafka/{topic}/partitions/{partition}/records", g.readRecords)
+
+	r.Get("/topics", g.listTopics)
+	r.Post("/topics", g.createTopic)
+	r.Get("/topics/{topic}", g.describeTopic)
+	r.Post("/topics/{topic}", g.produceRestProxy)
+	r.Delete("/topics/{topic}", g.deleteTopic)
+	r.Post("/topics/{topic}/partitions", g.createPartitions)
+	r.Put("/topics/{topic}/configs", g.alterConfigs)
+	return r
+}
+
+// limitBody caps every request body; reading past it fails with
+// *http.MaxBytesError, which writeCoreError turns into 413.
+func (g *Gateway) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > g.cfg.MaxRequestBytes {
+			writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge,
+				fmt.Sprintf("request body of %d bytes is over the %d byte limit", r.ContentLength, g.cfg.MaxRequestBytes))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, g.cfg.MaxRequestBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// NewHTTPServer wraps a handler in a server with the gateway's timeouts.
+func NewHTTPServer(addr string, h http.Handler, cfg Config) *http.Server {
+	cfg.Defaults()
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.MaxFetchWait + 30*time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+}

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ferry-mq/ferry/api"
+	"github.com/ferry-mq/ferry/server"
+)
+
+// serveSettings is everything `ferry serve` is configured with.
+type serveSettings struct {
+	broker              server.Config
+	httpAddr            string
+	kafkaAddr           string
+	advertisedKafkaAddr string
+	zookeeper           string
+	schemaStore         string
+	logFormat           string
+	logLevel            string
+}
+
+// option is one serve setting with its three spellings: --flag,
+// FERRY_FLAG env, and server.properties keys.
+type option struct {
+	flag  string
+	keys  []string
+	usage string
+	def   string
+	set   func(*serveSettings, string) error
+}
+
+var serveOptions = []option{
+	{"data-dir", []string{"log.dirs", "log.dir"}, "directory holding partition logs and metadata", "./data",
+		func(s *serveSettings, v string) error { s.broker.DataDir = v; return nil }},
+	{"http-addr", []string{"http.addr"}, "HTTP gateway listen address", ":8080",
+		func(s *serveSettings, v string) error { s.httpAddr = v; return nil }},
+	{"kafka-addr", []string{"listeners", "kafka.addr"}, "Kafka protocol listen address (listeners=PLAINTEXT://host:port also works)", ":9092",
+		func(s *serveSettings, v string) error { s.kafkaAddr = listenerAddr(v); return nil }},
+	{"advertised-kafka-addr", []string{"advertised.listeners", "advertised.kafka.addr"}, "host:port clients are told to use (default: kafka-addr, with localhost for an empty host)", "",
+		func(s *serveSettings, v string) error { s.advertisedKafkaAddr = listenerAddr(v); return nil }},
+	{"broker-id", []string{"broker.id"}, "this node's broker id", "0",
+		func(s *serveSettings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 32)
+			s.broker.BrokerID = int32(n)
+			return err
+		}},
+	{"zookeeper", []string{"zookeeper.connect"}, "host:port[,host:port…][/chroot]; empty: single node, embedded metadata", "",
+		func(s *serveSettings, v string) error { s.zookeeper = v; return nil }},
+	{"schema-store", []string{"schema.store"}, "schema registry store: empty for embedded, or postgres://…", "",
+		func(s *serveSettings, v string) error { s.schemaStore = v; return nil }},
+	{"log-format", []string{"log.format"}, "log output: text or json", "text",
+		func(s *serveSettings, v string) error { s.logFormat = v; return nil }},
+	{"log-level", []string{"log.level"}, "debug, info, warn or error", "info",
+		func(s *serveSettings, v string) error { s.logLevel = v; return nil }},
+}
+
+// listenerAddr turns Kafka's listeners syntax (PLAINTEXT://host:port) into host:port.
+func listenerAddr(v string) string {
+	v = strings.Split(v, ",")[0]
+	if i := strings.Index(v, "://"); i >= 0 {
+		v = v[i+3:]
+	}
+	return v
+}
+
+// loadServeSettings layers defaults < server.properties < FERRY_* env < flags.
+func loadServeSettings(args []string) (serveSettings, []string, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	values := map[string]*string{}
+	for _, o := range serveOptions {
+		values[o.flag] = fs.String(o.flag, o.def, o.usage+" (env "+envName(o.flag)+", properties "+strings.Join(o.keys, ", ")+")")
+	}
+	configPath := fs.String("config", os.Getenv("FERRY_CONFIG"), "Kafka-style server.properties file (env FERRY_CONFIG)")
+	if err := fs.Parse(args); err != nil {
+		return serveSettings{}, nil, err
+	}
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+
+	s := serveSettings{broker: server.Config{AutoCreateTopics: true}}
+	for _, o := range serveOptions {
+		if err := o.set(&s, o.def); err != nil {
+			return s, nil, err
+		}
+	}
+	var warnings []string
+	if *configPath != "" {
+		w, err := applyPropertiesFile(&s, *configPath)
+		if err != nil {
+			return s, nil, err
+		}
+		warnings = w
+	}
+	for _, o := range serveOptions {
+		v, fromEnv := os.LookupEnv(envName(o.flag))
+		if explicit[o.flag] {
+			v = *values[o.flag]
+		} else if !fromEnv {
+			continue
+		}
+		if err := o.set(&s, v); err != nil {
+			return s, nil, fmt.Errorf("--%s=%s: %w", o.flag, v, err)
+		}
+	}
+	if s.advertisedKafkaAddr == "" {
+		s.advertisedKafkaAddr = defaultAdvertised(s.kafkaAddr)
+	}
+	s.broker.AdvertisedKafkaAddr = s.advertisedKafkaAddr
+	return s, warnings, nil
+}
+
+func envName(flagName string) string {
+	return "FERRY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// applyPropertiesFile applies a server.properties file and returns one
+// warning per key ferry does not know.
+func applyPropertiesFile(s *serveSettings, path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	props, err := server.ParseProperties(f)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	unknown, err := s.broker.ApplyProperties(props)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	var warnings []string
+	sort.Strings(unknown)
+	for _, key := range unknown {
+		if o, ok := optionForKey(key); ok {
+			if err := o.set(s, props[key]); err != nil {
+				return nil, fmt.Errorf("config %s: %s: %w", path, key, err)
+			}
+			continue
+		}
+		warnings = append(warnings, fmt.Sprintf("%s: unknown key %q is ignored", path, key))
+	}
+	return warnings, nil
+}
+
+func optionForKey(key string) (option, bool) {
+	for _, o := range serveOptions {
+		for _, k := range o.keys {
+			if k == key {
+				return o, true
+			}
+		}
+	}
+	return option{}, false
+}
+
+func defaultAdvertised(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func newLogger(format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want text or json", format)
+}
+
+func runServe(args []string) error {
+	s, warnings, err := loadServeSettings(args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	logger, err := newLogger(s.logFormat, s.logLevel)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		logger.Warn(w)
+	}
+	if s.zookeeper != "" {
+		return errors.New("--zookeeper: clustering through ZooKeeper is not implemented yet; leave it empty for a single node")
+	}
+	if s.schemaStore != "" {
+		logger.Warn("--schema-store is not used yet: the schema registry is not implemented")
+	}
+	broker, err := server.Open(s.broker, logger)
+	if err != nil {
+		return err
+	}
+	gateway, err := api.New(broker, api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr})
+	if err != nil {
+		broker.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", s.httpAddr)
+	if err != nil {
+		broker.Close()
+		return fmt.Errorf("http listener: %w", err)
+	}
+	httpServer := api.NewHTTPServer(s.httpAddr, gateway.Handler(), api.Config{Logger: logger})
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpServer.Serve(ln) }()
+	logger.Info("ferry serving", "http", ln.Addr().String(), "data_dir", s.broker.DataDir,
+		"broker_id", s.broker.BrokerID, "kafka", s.kafkaAddr+" (Kafka protocol listener not implemented yet)")
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case sig := <-stop:
+		logger.Info("shutting down", "signal", sig.String())
+	case err = <-serveErr:
+		logger.Error("http server failed", "err", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if shutErr := httpServer.Shutdown(ctx); shutErr != nil && !errors.Is(shutErr, http.ErrServerClosed) {
+		logger.Warn("http shutdown", "err", shutErr)
+	}
+	if closeErr := broker.Close(); closeErr != nil {
+		return fmt.Errorf("close broker: %w", closeErr)
+	}
+	logger.Info("stopped cleanly")
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

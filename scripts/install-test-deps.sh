@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests and benchmarks use, only where
+# missing, so a warm machine pays nothing. Needs root (CI runs as root).
+set -euo pipefail
+need=()
+command -v kcat >/dev/null || need+=(kcat)
+command -v wrk  >/dev/null || need+=(wrk)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "install-test-deps: missing ${need[*]} and not root; install them by hand" >&2
+  exit 1
+fi
+echo "install-test-deps: installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${need[@]}" >/dev/null

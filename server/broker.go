@@ -1,0 +1,308 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// Broker is the single-node core. Create it with Open; every method is safe
+// for concurrent use; Close stops the background loops and closes the logs
+// cleanly so the next start does not rescan them.
+type Broker struct {
+	cfg    Config
+	logger *slog.Logger
+
+	// adminMu serialises topic changes (create, delete, add partitions,
+	// configs) so the metadata file is written by one at a time; produce and
+	// fetch never take it.
+	adminMu sync.Mutex
+
+	mu struct {
+		sync.RWMutex
+		topics map[string]*topic
+		meta   clusterMeta
+		closed bool
+	}
+
+	// unkeyedCursor spreads unkeyed records: each request's unkeyed records
+	// go to the next partition in turn, as one batch (like Kafka's sticky
+	// partitioner, which sticks per batch).
+	unkeyedCursor atomic.Uint32
+
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	toDelete chan string
+}
+
+// topic is an immutable snapshot: a change builds a new one and swaps it in
+// under Broker.mu, so produce and fetch read it without locking.
+type topic struct {
+	meta       topicMeta
+	settings   topicSettings
+	partitions []Partition
+}
+
+// Open loads the topic table from cfg.DataDir, opens every partition's log
+// and starts the background loops.
+func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	meta, err := loadMetadata(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	meta.BrokerID = cfg.BrokerID
+	b := &Broker{
+		cfg:      cfg,
+		logger:   logger.With("component", "broker"),
+		stop:     make(chan struct{}),
+		toDelete: make(chan string, 1024),
+	}
+	b.mu.topics = make(map[string]*topic, len(meta.Topics))
+	b.mu.meta = meta
+	for _, tm := range meta.Topics {
+		t, err := b.openTopic(tm, false)
+		if err != nil {
+			b.closeLogs()
+			return nil, err
+		}
+		b.mu.topics[tm.Name] = t
+	}
+	if err := saveMetadata(cfg.DataDir, meta); err != nil {
+		b.closeLogs()
+		return nil, fmt.Errorf("write topic metadata: %w", err)
+	}
+	b.queueLeftoverDeletes()
+	b.startLoops()
+	b.logger.Info("broker open", "data_dir", cfg.DataDir, "topics", len(meta.Topics))
+	return b, nil
+}
+
+// openTopic opens (or, when fresh, creates anew) the logs of a topic.
+func (b *Broker) openTopic(tm topicMeta, fresh bool) (*topic, error) {
+	t := &topic{meta: tm, settings: b.resolveSettings(tm.Configs)}
+	for i := int32(0); i < tm.Partitions; i++ {
+		p, err := b.openPartition(tm.Name, i, t.settings, fresh)
+		if err != nil {
+			closePartitions(t.partitions)
+			return nil, err
+		}
+		t.partitions = append(t.partitions, p)
+	}
+	return t, nil
+}
+
+func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh bool) (Partition, error) {
+	dir := b.partitionDir(name, index)
+	if fresh {
+		// A directory left by a crash between creating logs and recording the
+		// topic must not leak old records into a new topic of the same name.
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("clear %s: %w", dir, err)
+		}
+	}
+	l, err := storage.Open(dir, s.log, storage.Options{
+		Logger: b.logger.With("topic", name, "partition", index),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s-%d: %v", ErrStorage, name, index, err)
+	}
+	return newLocalPartition(name, index, b.cfg.BrokerID, l), nil
+}
+
+func (b *Broker) partitionDir(name string, index int32) string {
+	return filepath.Join(b.cfg.DataDir, name+"-"+strconv.Itoa(int(index)))
+}
+
+func closePartitions(ps []Partition) {
+	for _, p := range ps {
+		if lp, ok := p.(*localPartition); ok {
+			lp.log.Close()
+		}
+	}
+}
+
+// lookup returns the current snapshot of a topic.
+func (b *Broker) lookup(name string) (*topic, error) {
+	b.mu.RLock()
+	t, ok := b.mu.topics[name]
+	closed := b.mu.closed
+	b.mu.RUnlock()
+	if closed {
+		return nil, ErrShuttingDown
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	return t, nil
+}
+
+// Partition returns one partition of a topic.
+func (b *Broker) Partition(topicName string, index int32) (Partition, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return nil, err
+	}
+	return t.partition(index)
+}
+
+func (t *topic) partition(index int32) (Partition, error) {
+	if index < 0 || int(index) >= len(t.partitions) {
+		return nil, fmt.Errorf("%w: %s has no partition %d (it has %d)",
+			ErrUnknownPartition, t.meta.Name, index, len(t.partitions))
+	}
+	return t.partitions[index], nil
+}
+
+// BrokerID is this node's id.
+func (b *Broker) BrokerID() int32 { return b.cfg.BrokerID }
+
+// ClusterID is the id written into the data dir at first start.
+func (b *Broker) ClusterID() string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.mu.meta.ClusterID
+}
+
+// Config returns the broker's effective configuration.
+func (b *Broker) Config() Config { return b.cfg }
+
+func (b *Broker) startLoops() {
+	b.wg.Add(3)
+	go b.every(b.cfg.RetentionCheckInterval, b.enforceRetention)
+	go b.every(b.cfg.FlushCheckInterval, b.flushDue)
+	go b.deleter()
+}
+
+func (b *Broker) every(interval time.Duration, fn func(time.Time)) {
+	defer b.wg.Done()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case now := <-tick.C:
+			fn(now)
+		}
+	}
+}
+
+// eachLog calls fn for every partition's log of the current topics.
+func (b *Broker) eachLog(fn func(*localPartition)) {
+	b.mu.RLock()
+	var ps []*localPartition
+	for _, t := range b.mu.topics {
+		for _, p := range t.partitions {
+			if lp, ok := p.(*localPartition); ok {
+				ps = append(ps, lp)
+			}
+		}
+	}
+	b.mu.RUnlock()
+	for _, p := range ps {
+		fn(p)
+	}
+}
+
+func (b *Broker) enforceRetention(now time.Time) {
+	b.eachLog(func(p *localPartition) {
+		n, err := p.log.EnforceRetention(now)
+		if err != nil && !errors.Is(err, storage.ErrClosed) {
+			b.logger.Error("retention failed", "topic", p.topic, "partition", p.index, "err", err)
+		} else if n > 0 {
+			b.logger.Info("retention deleted segments", "topic", p.topic, "partition", p.index,
+				"segments", n, "log_start_offset", p.log.LogStartOffset())
+		}
+	})
+}
+
+func (b *Broker) flushDue(now time.Time) {
+	b.eachLog(func(p *localPartition) {
+		if err := p.log.MaybeFlush(now); err != nil && !errors.Is(err, storage.ErrClosed) {
+			b.logger.Error("flush failed", "topic", p.topic, "partition", p.index, "err", err)
+		}
+	})
+}
+
+// deleteSuffix marks a partition directory whose topic was deleted; the
+// deleter removes it, and a restart finishes what a crash interrupted.
+const deleteSuffix = "-delete"
+
+func (b *Broker) deleter() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case dir := <-b.toDelete:
+			if err := os.RemoveAll(dir); err != nil {
+				b.logger.Error("remove deleted partition", "dir", dir, "err", err)
+			}
+		}
+	}
+}
+
+func (b *Broker) queueLeftoverDeletes() {
+	entries, err := os.ReadDir(b.cfg.DataDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasSuffix(e.Name(), deleteSuffix) {
+			select {
+			case b.toDelete <- filepath.Join(b.cfg.DataDir, e.Name()):
+			default:
+			}
+		}
+	}
+}
+
+// Close stops the loops and closes every log cleanly (flush, clean-shutdown
+// marker). In-flight requests get ErrShuttingDown or storage.ErrClosed.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.closed = true
+	b.mu.Unlock()
+	close(b.stop)
+	b.wg.Wait()
+	return b.closeLogs()
+}
+
+func (b *Broker) closeLogs() error {
+	var errs []error
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, t := range b.mu.topics {
+		for _, p := range t.partitions {
+			if lp, ok := p.(*localPartition); ok {
+				if err := lp.log.Close(); err != nil {
+					errs = append(errs, fmt.Errorf("close %s-%d: %w", lp.topic, lp.index, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

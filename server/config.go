@@ -1,0 +1,84 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// Config is the broker core's configuration. The zero value plus Defaults
+// gives a single node with Kafka's defaults.
+type Config struct {
+	// BrokerID is this node's id (broker.id).
+	BrokerID int32
+	// DataDir holds one directory per partition and the topic metadata (log.dirs).
+	DataDir string
+	// NumPartitions is the partition count of auto-created topics and of
+	// topics created without one (num.partitions). Default 1.
+	NumPartitions int32
+	// AutoCreateTopics creates a topic on first produce (auto.create.topics.enable).
+	AutoCreateTopics bool
+	// MessageMaxBytes is the largest record batch accepted (message.max.bytes),
+	// overridable per topic by max.message.bytes. Default 1048588, as Kafka.
+	MessageMaxBytes int
+	// Log holds the broker-wide log defaults (log.segment.bytes, log.retention.*,
+	// log.flush.*); topic configs override them.
+	Log storage.Config
+	// RetentionCheckInterval is how often retention runs (log.retention.check.interval.ms).
+	// Default 5 minutes.
+	RetentionCheckInterval time.Duration
+	// FlushCheckInterval is how often logs are asked whether their flush
+	// interval has passed (log.flush.scheduler.interval.ms). Default 1 second.
+	FlushCheckInterval time.Duration
+	// LogAppendTime stamps batches with the broker's time (log.message.timestamp.type=LogAppendTime).
+	LogAppendTime bool
+	// MaxDecompressedBytes caps how far one batch may expand when the core
+	// decompresses it to validate or to serve it over HTTP. Default 64 MiB.
+	MaxDecompressedBytes int
+	// AdvertisedKafkaAddr is the host:port clients are told to connect to.
+	AdvertisedKafkaAddr string
+}
+
+// DefaultMessageMaxBytes is Kafka's message.max.bytes default.
+const DefaultMessageMaxBytes = 1048588
+
+// Defaults fills zero fields with their defaults.
+func (c *Config) Defaults() {
+	if c.DataDir == "" {
+		c.DataDir = "./data"
+	}
+	if c.NumPartitions == 0 {
+		c.NumPartitions = 1
+	}
+	if c.MessageMaxBytes == 0 {
+		c.MessageMaxBytes = DefaultMessageMaxBytes
+	}
+	if c.RetentionCheckInterval == 0 {
+		c.RetentionCheckInterval = 5 * time.Minute
+	}
+	if c.FlushCheckInterval == 0 {
+		c.FlushCheckInterval = time.Second
+	}
+	if c.MaxDecompressedBytes == 0 {
+		c.MaxDecompressedBytes = 64 << 20
+	}
+	c.Log = c.Log.Defaults()
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	switch {
+	case c.BrokerID < 0:
+		return fmt.Errorf("broker.id %d: must be >= 0", c.BrokerID)
+	case c.NumPartitions < 1:
+		return fmt.Errorf("num.partitions %d: must be >= 1", c.NumPartitions)
+	case c.MessageMaxBytes < 64:
+		return fmt.Errorf("message.max.bytes %d: must be >= 64", c.MessageMaxBytes)
+	case c.RetentionCheckInterval <= 0:
+		return fmt.Errorf("log.retention.check.interval.ms: must be > 0")
+	case c.FlushCheckInterval <= 0:
+		return fmt.Errorf("flush check interval: must be > 0")
+	}
+	return c.Log.Validate()
+}

@@ -1,0 +1,28 @@
+// Package server is ferry's broker core: the one place that owns topics,
+// partitions and the rules of produce, fetch and list-offsets. Both listeners —
+// the HTTP gateway (api/) and the Kafka binary protocol (server/kafka) — are
+// thin adapters over a *Broker, so a record written through either is read
+// through both with the same offsets, validation and errors.
+//
+// Data flow:
+//
+//	listener ──► Broker.Produce / ProduceBatch ──► Partition.Append ──► storage.Log
+//	listener ◄── Broker.Fetch (long-poll on Partition.Changed) ◄── storage.Log.Read
+//
+// Ownership:
+//   - Broker.mu guards the topic table (names → *topic). It is never held
+//     across disk I/O other than the small metadata file written on topic changes.
+//   - Each partition owns its storage.Log; appends serialise inside the log.
+//   - Topic metadata lives in <data-dir>/ferry-topics.json, rewritten atomically
+//     (temp file, fsync, rename, fsync dir) on every topic change.
+//
+// Long-lived goroutines (all stopped and waited for by Close):
+//   - the retention loop: every RetentionCheckInterval, EnforceRetention on every log;
+//   - the flush loop: every second, MaybeFlush on every log (log.flush.interval.ms);
+//   - the deleter: removes directories of deleted topics, fed by DeleteTopic.
+//
+// Replication comes later: a Partition keeps its high watermark apart from its
+// log end offset (on one node they move together), every append carries the
+// partition's leader epoch, and listeners see partitions only through the
+// Partition interface that a replicated partition will also implement.
+package server

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// Core errors. Listeners map them with KafkaCode and api's HTTP table; the
+// wrapped message says which topic, partition or value was wrong.
+var (
+	ErrUnknownTopic      = errors.New("unknown topic")
+	ErrUnknownPartition  = errors.New("unknown partition")
+	ErrTopicExists       = errors.New("topic already exists")
+	ErrInvalidTopic      = errors.New("invalid topic name")
+	ErrInvalidPartitions = errors.New("invalid partition count")
+	ErrInvalidReplicas   = errors.New("invalid replication factor")
+	ErrInvalidConfig     = errors.New("invalid config")
+	ErrRecordTooLarge    = errors.New("record batch too large")
+	ErrInvalidRecord     = errors.New("invalid record")
+	ErrCorruptMessage    = errors.New("corrupt message")
+	ErrOffsetOutOfRange  = errors.New("offset out of range")
+	ErrInvalidTimestamp  = errors.New("invalid timestamp")
+	ErrStorage           = errors.New("storage error")
+	ErrShuttingDown      = errors.New("broker is shutting down")
+)
+
+// Kafka protocol error codes used by the core's errors.
+const (
+	KafkaNone                  int16 = 0
+	KafkaUnknownServerError    int16 = -1
+	KafkaOffsetOutOfRange      int16 = 1
+	KafkaCorruptMessage        int16 = 2
+	KafkaUnknownTopicPartition int16 = 3
+	KafkaMessageTooLarge       int16 = 10
+	KafkaKafkaStorageError     int16 = 56
+	KafkaInvalidTopic          int16 = 17
+	KafkaRecordListTooLarge    int16 = 18
+	KafkaInvalidTimestamp      int16 = 32
+	KafkaTopicAlreadyExists    int16 = 36
+	KafkaInvalidPartitions     int16 = 37
+	KafkaInvalidReplication    int16 = 38
+	KafkaInvalidConfig         int16 = 40
+	KafkaInvalidRecord         int16 = 87
+	KafkaBrokerNotAvailable    int16 = 8
+)
+
+// kafkaCodes is the one table from core errors to Kafka error codes.
+var kafkaCodes = []struct {
+	err  error
+	code int16
+}{
+	{ErrUnknownTopic, KafkaUnknownTopicPartition},
+	{ErrUnknownPartition, KafkaUnknownTopicPartition},
+	{ErrTopicExists, KafkaTopicAlreadyExists},
+	{ErrInvalidTopic, KafkaInvalidTopic},
+	{ErrInvalidPartitions, KafkaInvalidPartitions},
+	{ErrInvalidReplicas, KafkaInvalidReplication},
+	{ErrInvalidConfig, KafkaInvalidConfig},
+	{ErrRecordTooLarge, KafkaMessageTooLarge},
+	{storage.ErrBatchTooLarge, KafkaMessageTooLarge},
+	{ErrInvalidRecord, KafkaInvalidRecord},
+	{ErrCorruptMessage, KafkaCorruptMessage},
+	{storage.ErrCorrupt, KafkaCorruptMessage},
+	{ErrOffsetOutOfRange, KafkaOffsetOutOfRange},
+	{storage.ErrOffsetOutOfRange, KafkaOffsetOutOfRange},
+	{ErrInvalidTimestamp, KafkaInvalidTimestamp},
+	{ErrStorage, KafkaKafkaStorageError},
+	{ErrShuttingDown, KafkaBrokerNotAvailable},
+}
+
+// KafkaCode returns the Kafka protocol error code for err (0 for nil).
+func KafkaCode(err error) int16 {
+	if err == nil {
+		return KafkaNone
+	}
+	for _, m := range kafkaCodes {
+		if errors.Is(err, m.err) {
+			return m.code
+		}
+	}
+	return KafkaUnknownServerError
+}

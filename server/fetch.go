@@ -1,0 +1,161 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// FetchRequest reads one partition from Offset.
+type FetchRequest struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	// MaxBytes bounds the batches returned; the first batch is returned even
+	// when larger, so a consumer never stalls.
+	MaxBytes int
+	// MaxWait long-polls this long when nothing at Offset is visible yet.
+	MaxWait time.Duration
+}
+
+// FetchResult holds whole record batches starting at or before Offset.
+type FetchResult struct {
+	Data             []byte
+	Chunks           []storage.Chunk
+	HighWatermark    int64
+	LogStartOffset   int64
+	LastStableOffset int64
+}
+
+// Fetch returns batches visible to consumers (below the high watermark),
+// waiting up to MaxWait for some to appear. Offsets below the log start or
+// above the log end are ErrOffsetOutOfRange.
+func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (FetchResult, error) {
+	p, err := b.Partition(req.Topic, req.Partition)
+	if err != nil {
+		return FetchResult{}, err
+	}
+	var deadline <-chan time.Time
+	for {
+		changed := p.Changed()
+		res, err := readVisible(p, req, dst)
+		if err != nil || len(res.Data) > 0 || req.MaxWait <= 0 {
+			return res, err
+		}
+		if deadline == nil {
+			timer := time.NewTimer(req.MaxWait)
+			defer timer.Stop()
+			deadline = timer.C
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return res, nil
+		case <-ctx.Done():
+			return res, nil
+		}
+	}
+}
+
+func readVisible(p Partition, req FetchRequest, dst []byte) (FetchResult, error) {
+	res := FetchResult{
+		HighWatermark:    p.HighWatermark(),
+		LogStartOffset:   p.LogStartOffset(),
+		LastStableOffset: p.LastStableOffset(),
+		Data:             dst,
+	}
+	if req.Offset < res.LogStartOffset || req.Offset > p.LogEndOffset() {
+		return res, fmt.Errorf("%w: %s-%d offset %d is outside [%d, %d]", ErrOffsetOutOfRange,
+			req.Topic, req.Partition, req.Offset, res.LogStartOffset, p.LogEndOffset())
+	}
+	if req.Offset >= res.HighWatermark {
+		return res, nil
+	}
+	rr, err := p.Read(storage.ReadOptions{
+		Offset:      req.Offset,
+		MaxBytes:    req.MaxBytes,
+		MinOneBatch: true,
+		MaxOffset:   res.HighWatermark,
+	}, dst)
+	if errors.Is(err, storage.ErrOffsetOutOfRange) {
+		// Retention moved the start between our check and the read.
+		return res, fmt.Errorf("%w: %s-%d offset %d: %v", ErrOffsetOutOfRange, req.Topic, req.Partition, req.Offset, err)
+	}
+	if err != nil {
+		return res, fmt.Errorf("%w: read %s-%d: %v", ErrStorage, req.Topic, req.Partition, err)
+	}
+	res.Data, res.Chunks = rr.Data, rr.Chunks
+	return res, nil
+}
+
+// Special timestamps of ListOffsets, as Kafka defines them.
+const (
+	OffsetLatest   int64 = -1
+	OffsetEarliest int64 = -2
+)
+
+// ListOffset returns the offset for a timestamp: OffsetEarliest (log start),
+// OffsetLatest (high watermark), or the first record whose timestamp is at
+// least ts, with that record's timestamp. With no such record it returns
+// offset -1 and timestamp -1, as Kafka does.
+func (b *Broker) ListOffset(topicName string, partition int32, ts int64) (offset, timestamp int64, err error) {
+	p, err := b.Partition(topicName, partition)
+	if err != nil {
+		return 0, 0, err
+	}
+	switch {
+	case ts == OffsetEarliest:
+		return p.LogStartOffset(), -1, nil
+	case ts == OffsetLatest:
+		return p.HighWatermark(), -1, nil
+	case ts < 0:
+		return 0, 0, fmt.Errorf("%w: %d is not a timestamp, -1 (latest) or -2 (earliest)", ErrInvalidTimestamp, ts)
+	}
+	base, err := p.OffsetForTimestamp(ts)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	if base < 0 {
+		return -1, -1, nil
+	}
+	return b.firstRecordAtOrAfter(p, base, ts)
+}
+
+// firstRecordAtOrAfter scans batches from base for the first visible record
+// with timestamp >= ts; the time index only locates the batch.
+func (b *Broker) firstRecordAtOrAfter(p Partition, base, ts int64) (int64, int64, error) {
+	hw := p.HighWatermark()
+	for base < hw {
+		rr, err := p.Read(storage.ReadOptions{Offset: base, MaxBytes: 1 << 20, MinOneBatch: true, MaxOffset: hw}, nil)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+		if len(rr.Data) == 0 {
+			break
+		}
+		found, foundTs, next := int64(-1), int64(-1), base
+		err = records.Decode(rr.Data, base, b.cfg.MaxDecompressedBytes, func(r records.Record) bool {
+			next = r.Offset + 1
+			if r.Timestamp >= ts {
+				found, foundTs = r.Offset, r.Timestamp
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
+		}
+		if found >= 0 {
+			return found, foundTs, nil
+		}
+		if next <= base {
+			break
+		}
+		base = next
+	}
+	return -1, -1, nil
+}

@@ -1,0 +1,222 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// PartitionAuto asks the core to choose a record's partition: Kafka's
+// murmur2 partitioner for keyed records, round robin per request otherwise.
+const PartitionAuto int32 = -1
+
+// ProduceRecord is one record of a produce request from a listener that
+// speaks in records rather than batches (the HTTP gateway).
+type ProduceRecord struct {
+	Partition int32 // PartitionAuto, or an explicit partition
+	Record    records.Record
+}
+
+// ProduceRequest writes Records to Topic: one batch per partition, every
+// batch validated before any is appended.
+type ProduceRequest struct {
+	Topic   string
+	Records []ProduceRecord
+	// Sync acknowledges only after fsync, whatever the topic's flush policy.
+	Sync bool
+}
+
+// RecordOffset is where one produced record landed.
+type RecordOffset struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+// ProduceResult holds one offset per request record, in request order.
+type ProduceResult struct {
+	Offsets []RecordOffset
+	// LogAppendTime is the broker's timestamp when the topic uses
+	// LogAppendTime, else -1.
+	LogAppendTime int64
+}
+
+// partitionBatch is the records of one request bound for one partition.
+type partitionBatch struct {
+	partition Partition
+	indexes   []int // positions in the request
+	bytes     []byte
+}
+
+var builderPool = sync.Pool{New: func() any { return new(records.Builder) }}
+
+// Produce validates, partitions and appends a request's records. Either all
+// batches are appended or, if validation fails, none is.
+func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResult, error) {
+	if len(req.Records) == 0 {
+		return ProduceResult{}, fmt.Errorf("%w: the request has no records", ErrInvalidRecord)
+	}
+	t, err := b.topicForProduce(req.Topic)
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	batches, err := b.buildBatches(t, req.Records)
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	res := ProduceResult{Offsets: make([]RecordOffset, len(req.Records)), LogAppendTime: -1}
+	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}
+	for i := range batches {
+		pb := &batches[i]
+		ar, err := pb.partition.Append(pb.bytes, opts)
+		if err != nil {
+			return ProduceResult{}, appendError(t.meta.Name, pb.partition.Index(), err)
+		}
+		for j, idx := range pb.indexes {
+			res.Offsets[idx] = RecordOffset{Partition: pb.partition.Index(), Offset: ar.BaseOffset + int64(j)}
+		}
+		if ar.LogAppendTime >= 0 {
+			res.LogAppendTime = ar.LogAppendTime
+		}
+	}
+	return res, nil
+}
+
+// topicForProduce finds the topic, creating it when auto-create is on.
+func (b *Broker) topicForProduce(name string) (*topic, error) {
+	t, err := b.lookup(name)
+	if err == nil || !errors.Is(err, ErrUnknownTopic) || !b.cfg.AutoCreateTopics {
+		return t, err
+	}
+	err = b.CreateTopic(TopicSpec{Name: name})
+	if err != nil && !errors.Is(err, ErrTopicExists) {
+		return nil, err
+	}
+	return b.lookup(name)
+}
+
+// buildBatches groups records by partition (in order of first appearance)
+// and encodes one batch per partition, checking every size limit first.
+func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch, error) {
+	n := int32(len(t.partitions))
+	unkeyed := int32(b.unkeyedCursor.Add(1) % uint32(n))
+	var batches []partitionBatch
+	slot := make(map[int32]int, 1)
+	now := time.Now().UnixMilli()
+	for i := range recs {
+		p := recs[i].Partition
+		switch {
+		case p == PartitionAuto && recs[i].Record.Key != nil:
+			p = records.PartitionForKey(recs[i].Record.Key, n)
+		case p == PartitionAuto:
+			p = unkeyed
+		case p < 0 || p >= n:
+			return nil, fmt.Errorf("%w: %s has no partition %d (it has %d)", ErrUnknownPartition, t.meta.Name, p, n)
+		}
+		if recs[i].Record.Timestamp < 0 {
+			return nil, fmt.Errorf("%w: record %d has timestamp %d", ErrInvalidTimestamp, i, recs[i].Record.Timestamp)
+		}
+		if recs[i].Record.Timestamp == 0 {
+			recs[i].Record.Timestamp = now
+		}
+		s, ok := slot[p]
+		if !ok {
+			s = len(batches)
+			slot[p] = s
+			batches = append(batches, partitionBatch{partition: t.partitions[p]})
+		}
+		batches[s].indexes = append(batches[s].indexes, i)
+	}
+	builder := builderPool.Get().(*records.Builder)
+	defer builderPool.Put(builder)
+	for i := range batches {
+		builder.Reset()
+		for _, idx := range batches[i].indexes {
+			builder.Add(recs[idx].Record)
+		}
+		data, err := builder.AppendBatch(nil, records.BatchOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+		}
+		if len(data) > t.settings.maxMessageBytes {
+			return nil, fmt.Errorf("%w: %d records for partition %d encode to %d bytes; max.message.bytes is %d",
+				ErrRecordTooLarge, len(batches[i].indexes), batches[i].partition.Index(), len(data), t.settings.maxMessageBytes)
+		}
+		batches[i].bytes = data
+	}
+	return batches, nil
+}
+
+// BatchProduce is one raw batch set from a Kafka client for one partition.
+type BatchProduce struct {
+	Topic     string
+	Partition int32
+	// Batches are record batches as the client sent them; Append rewrites
+	// their base offsets in place.
+	Batches []byte
+	Sync    bool
+}
+
+// ProduceBatch validates a client's batches record by record (decompressing
+// under a memory cap) and appends them; nothing is written if any is invalid.
+func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, error) {
+	t, err := b.topicForProduce(req.Topic)
+	if err != nil {
+		return storage.AppendResult{}, err
+	}
+	p, err := t.partition(req.Partition)
+	if err != nil {
+		return storage.AppendResult{}, err
+	}
+	if len(req.Batches) > t.settings.maxMessageBytes {
+		return storage.AppendResult{}, fmt.Errorf("%w: %d bytes; max.message.bytes is %d",
+			ErrRecordTooLarge, len(req.Batches), t.settings.maxMessageBytes)
+	}
+	if err := validateClientBatches(req.Batches, b.cfg.MaxDecompressedBytes); err != nil {
+		return storage.AppendResult{}, err
+	}
+	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}
+	res, err := p.Append(req.Batches, opts)
+	if err != nil {
+		return res, appendError(req.Topic, req.Partition, err)
+	}
+	return res, nil
+}
+
+func validateClientBatches(data []byte, maxDecompressed int) error {
+	for len(data) > 0 {
+		h, err := storage.ParseBatchHeader(data)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
+		}
+		size := int(h.Length) + 12
+		if size > len(data) {
+			return fmt.Errorf("%w: batch of %d bytes, %d present", ErrCorruptMessage, size, len(data))
+		}
+		if err := records.Validate(data[:size], maxDecompressed); err != nil {
+			if errors.Is(err, records.ErrTooLarge) {
+				return fmt.Errorf("%w: %v", ErrRecordTooLarge, err)
+			}
+			return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+		}
+		data = data[size:]
+	}
+	return nil
+}
+
+// appendError keeps storage's meaning but names the partition.
+func appendError(topicName string, partition int32, err error) error {
+	switch {
+	case errors.Is(err, storage.ErrBatchTooLarge):
+		return fmt.Errorf("%w: %s-%d: %v", ErrRecordTooLarge, topicName, partition, err)
+	case errors.Is(err, storage.ErrCorrupt):
+		return fmt.Errorf("%w: %s-%d: %v", ErrCorruptMessage, topicName, partition, err)
+	case errors.Is(err, storage.ErrClosed):
+		return fmt.Errorf("%w: %s-%d is closed", ErrShuttingDown, topicName, partition)
+	}
+	return fmt.Errorf("%w: %s-%d: %v", ErrStorage, topicName, partition, err)
+}

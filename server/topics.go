@@ -1,0 +1,301 @@
+package server
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"sort"
+)
+
+// MaxPartitionsPerTopic bounds a create or add-partitions request, so one
+// call cannot open an unbounded number of files.
+const MaxPartitionsPerTopic = 10000
+
+// ValidateTopicName applies Kafka's rules: 1–249 characters of
+// [a-zA-Z0-9._-], and not "." or "..".
+func ValidateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: the name is empty", ErrInvalidTopic)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopic, name)
+	case len(name) > 249:
+		return fmt.Errorf("%w: %d characters, the limit is 249", ErrInvalidTopic, len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q has %q; allowed are ASCII letters, digits, '.', '_' and '-'",
+				ErrInvalidTopic, name, c)
+		}
+	}
+	return nil
+}
+
+// TopicSpec describes a topic to create. Partitions and ReplicationFactor
+// of -1 (or 0) take the broker defaults.
+type TopicSpec struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int16
+	Configs           map[string]string
+}
+
+// CreateTopic validates spec and creates the topic with empty logs.
+func (b *Broker) CreateTopic(spec TopicSpec) error {
+	if err := b.validateSpec(&spec); err != nil {
+		return err
+	}
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	if _, err := b.lookup(spec.Name); err == nil {
+		return fmt.Errorf("%w: %q", ErrTopicExists, spec.Name)
+	}
+	tm := topicMeta{
+		Name:              spec.Name,
+		ID:                newID(),
+		Partitions:        spec.Partitions,
+		ReplicationFactor: spec.ReplicationFactor,
+		Configs:           spec.Configs,
+	}
+	t, err := b.openTopic(tm, true)
+	if err != nil {
+		return err
+	}
+	if err := b.commitTopic(tm.Name, t); err != nil {
+		closePartitions(t.partitions)
+		return err
+	}
+	b.logger.Info("topic created", "topic", tm.Name, "partitions", tm.Partitions)
+	return nil
+}
+
+func (b *Broker) validateSpec(spec *TopicSpec) error {
+	if err := ValidateTopicName(spec.Name); err != nil {
+		return err
+	}
+	if spec.Partitions <= 0 {
+		if spec.Partitions != 0 && spec.Partitions != -1 {
+			return fmt.Errorf("%w: %d; it must be at least 1", ErrInvalidPartitions, spec.Partitions)
+		}
+		spec.Partitions = b.cfg.NumPartitions
+	}
+	if spec.Partitions > MaxPartitionsPerTopic {
+		return fmt.Errorf("%w: %d is above the limit %d", ErrInvalidPartitions, spec.Partitions, MaxPartitionsPerTopic)
+	}
+	if spec.ReplicationFactor == 0 || spec.ReplicationFactor == -1 {
+		spec.ReplicationFactor = 1
+	}
+	if spec.ReplicationFactor != 1 {
+		return fmt.Errorf("%w: %d is more than the 1 broker available", ErrInvalidReplicas, spec.ReplicationFactor)
+	}
+	return validateTopicConfigs(spec.Configs)
+}
+
+// commitTopic records a topic change durably, then publishes the snapshot
+// (nil deletes). Callers hold adminMu.
+func (b *Broker) commitTopic(name string, t *topic) error {
+	b.mu.RLock()
+	meta := b.mu.meta
+	b.mu.RUnlock()
+	old := meta.Topics
+	meta.Topics = make([]topicMeta, 0, len(old)+1)
+	for _, tm := range old {
+		if tm.Name != name {
+			meta.Topics = append(meta.Topics, tm)
+		}
+	}
+	if t != nil {
+		meta.Topics = append(meta.Topics, t.meta)
+	}
+	if err := saveMetadata(b.cfg.DataDir, meta); err != nil {
+		return fmt.Errorf("%w: write topic metadata: %v", ErrStorage, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.closed {
+		return ErrShuttingDown
+	}
+	b.mu.meta = meta
+	if t == nil {
+		delete(b.mu.topics, name)
+	} else {
+		b.mu.topics[name] = t
+	}
+	return nil
+}
+
+// DeleteTopic removes a topic: it disappears at once, its files in the background.
+func (b *Broker) DeleteTopic(name string) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	t, err := b.lookup(name)
+	if err != nil {
+		return err
+	}
+	if err := b.commitTopic(name, nil); err != nil {
+		return err
+	}
+	for _, p := range t.partitions {
+		lp, ok := p.(*localPartition)
+		if !ok {
+			continue
+		}
+		lp.log.Close()
+		dir := lp.log.Dir()
+		gone := dir + "." + t.meta.ID + deleteSuffix
+		if err := os.Rename(dir, gone); err != nil {
+			b.logger.Error("rename deleted partition", "dir", dir, "err", err)
+			continue
+		}
+		select {
+		case b.toDelete <- gone:
+		default: // the next start removes it
+		}
+	}
+	b.logger.Info("topic deleted", "topic", name)
+	return nil
+}
+
+// CreatePartitions raises a topic's partition count to total.
+func (b *Broker) CreatePartitions(name string, total int32) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	t, err := b.lookup(name)
+	if err != nil {
+		return err
+	}
+	have := int32(len(t.partitions))
+	if total <= have {
+		return fmt.Errorf("%w: %s has %d partitions; the new count %d must be larger",
+			ErrInvalidPartitions, name, have, total)
+	}
+	if total > MaxPartitionsPerTopic {
+		return fmt.Errorf("%w: %d is above the limit %d", ErrInvalidPartitions, total, MaxPartitionsPerTopic)
+	}
+	next := &topic{meta: t.meta, settings: t.settings, partitions: append([]Partition(nil), t.partitions...)}
+	next.meta.Partitions = total
+	for i := have; i < total; i++ {
+		p, err := b.openPartition(name, i, t.settings, true)
+		if err != nil {
+			closePartitions(next.partitions[have:])
+			return err
+		}
+		next.partitions = append(next.partitions, p)
+	}
+	if err := b.commitTopic(name, next); err != nil {
+		closePartitions(next.partitions[have:])
+		return err
+	}
+	return nil
+}
+
+// AlterTopicConfigs sets and removes topic config overrides. With replace,
+// set becomes the whole override set (Kafka's AlterConfigs); otherwise set is
+// merged in and remove deleted (IncrementalAlterConfigs).
+func (b *Broker) AlterTopicConfigs(name string, set map[string]string, remove []string, replace bool) error {
+	if err := validateTopicConfigs(set); err != nil {
+		return err
+	}
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	t, err := b.lookup(name)
+	if err != nil {
+		return err
+	}
+	cfgs := map[string]string{}
+	if !replace {
+		maps.Copy(cfgs, t.meta.Configs)
+	}
+	maps.Copy(cfgs, set)
+	for _, k := range remove {
+		if _, known := topicConfigCheck[k]; !known {
+			return fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, k)
+		}
+		delete(cfgs, k)
+	}
+	next := &topic{meta: t.meta, settings: b.resolveSettings(cfgs), partitions: t.partitions}
+	next.meta.Configs = cfgs
+	if err := b.commitTopic(name, next); err != nil {
+		return err
+	}
+	for _, p := range t.partitions {
+		if lp, ok := p.(*localPartition); ok {
+			lp.log.SetConfig(next.settings.log)
+		}
+	}
+	return nil
+}
+
+// Topics lists topic names, sorted.
+func (b *Broker) Topics() []string {
+	b.mu.RLock()
+	names := make([]string, 0, len(b.mu.topics))
+	for n := range b.mu.topics {
+		names = append(names, n)
+	}
+	b.mu.RUnlock()
+	sort.Strings(names)
+	return names
+}
+
+// PartitionInfo describes one partition for admin surfaces.
+type PartitionInfo struct {
+	Partition      int32   `json:"partition"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+	LogStartOffset int64   `json:"log_start_offset"`
+	HighWatermark  int64   `json:"high_watermark"`
+	LogEndOffset   int64   `json:"log_end_offset"`
+	SizeBytes      int64   `json:"size_bytes"`
+	Segments       int     `json:"segments"`
+}
+
+// TopicInfo describes a topic for admin surfaces.
+type TopicInfo struct {
+	Name              string          `json:"name"`
+	ID                string          `json:"id"`
+	ReplicationFactor int16           `json:"replication_factor"`
+	Partitions        []PartitionInfo `json:"partitions"`
+	Configs           []ConfigEntry   `json:"configs"`
+}
+
+// DescribeTopic returns a topic's partitions and effective configs.
+func (b *Broker) DescribeTopic(name string) (TopicInfo, error) {
+	t, err := b.lookup(name)
+	if err != nil {
+		return TopicInfo{}, err
+	}
+	info := TopicInfo{
+		Name:              name,
+		ID:                t.meta.ID,
+		ReplicationFactor: t.meta.ReplicationFactor,
+		Configs:           b.describeConfigs(t.meta.Configs),
+	}
+	for _, p := range t.partitions {
+		info.Partitions = append(info.Partitions, PartitionInfo{
+			Partition:      p.Index(),
+			Leader:         p.Leader(),
+			LeaderEpoch:    p.LeaderEpoch(),
+			Replicas:       p.Replicas(),
+			ISR:            p.ISR(),
+			LogStartOffset: p.LogStartOffset(),
+			HighWatermark:  p.HighWatermark(),
+			LogEndOffset:   p.LogEndOffset(),
+			SizeBytes:      p.Size(),
+			Segments:       p.SegmentCount(),
+		})
+	}
+	return info, nil
+}
+
+// PartitionCount returns how many partitions a topic has.
+func (b *Broker) PartitionCount(name string) (int32, error) {
+	t, err := b.lookup(name)
+	if err != nil {
+		return 0, err
+	}
+	return int32(len(t.partitions)), nil
+}

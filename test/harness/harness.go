@@ -1,0 +1,191 @@
+// Package harness starts real ferry processes for end-to-end tests: it
+// builds bin/ferry once per test binary, runs `ferry serve` on free loopback
+// ports in a temp data dir, waits for /healthz, and kills or stops the
+// process by PID. Tests use it instead of in-process brokers when what they
+// prove involves the process: signals, kill -9, restarts, real clients.
+package harness
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds ./cmd/ferry once and returns the path of the binary.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ferry-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "ferry")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/ferry")
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// FreePort returns a loopback port that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Node is one running `ferry serve`.
+type Node struct {
+	t        testing.TB
+	DataDir  string
+	HTTPPort int
+	Args     []string // extra serve flags
+	URL      string   // http://127.0.0.1:port
+	cmd      *exec.Cmd
+	logs     *syncBuffer
+	done     chan struct{}
+}
+
+// Start runs a node with a fresh data dir; extra args go to `ferry serve`.
+func Start(t testing.TB, args ...string) *Node {
+	t.Helper()
+	n := &Node{t: t, DataDir: t.TempDir(), HTTPPort: FreePort(t), Args: args}
+	n.URL = fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort)
+	n.start()
+	t.Cleanup(func() {
+		n.Kill()
+		if t.Failed() {
+			t.Logf("ferry logs:\n%s", n.Logs())
+		}
+	})
+	return n
+}
+
+func (n *Node) start() {
+	n.t.Helper()
+	args := append([]string{"serve",
+		"--data-dir", n.DataDir,
+		"--http-addr", fmt.Sprintf("127.0.0.1:%d", n.HTTPPort),
+		"--kafka-addr", fmt.Sprintf("127.0.0.1:%d", FreePort(n.t)),
+	}, n.Args...)
+	n.cmd = exec.Command(Binary(n.t), args...)
+	if n.logs == nil {
+		n.logs = new(syncBuffer) // kept across restarts
+	}
+	n.cmd.Stdout = n.logs
+	n.cmd.Stderr = n.logs
+	n.cmd.Env = append(os.Environ(), "FERRY_LOG_LEVEL=info")
+	if err := n.cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	n.done = make(chan struct{})
+	go func() { n.cmd.Wait(); close(n.done) }()
+	n.WaitReady()
+}
+
+// WaitReady polls /healthz until it answers 200.
+func (n *Node) WaitReady() {
+	n.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-n.done:
+			n.t.Fatalf("ferry exited before it was ready:\n%s", n.Logs())
+		default:
+		}
+		res, err := http.Get(n.URL + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	n.t.Fatalf("ferry not ready within 30s:\n%s", n.Logs())
+}
+
+// Kill sends SIGKILL and waits for the process to end.
+func (n *Node) Kill() { n.signal(syscall.SIGKILL) }
+
+// Stop sends SIGTERM and waits for a clean exit; it fails the test on a
+// non-zero exit status.
+func (n *Node) Stop() {
+	n.t.Helper()
+	n.signal(syscall.SIGTERM)
+	if code := n.cmd.ProcessState.ExitCode(); code != 0 {
+		n.t.Fatalf("ferry exited with %d after SIGTERM:\n%s", code, n.Logs())
+	}
+}
+
+func (n *Node) signal(sig syscall.Signal) {
+	select {
+	case <-n.done:
+		return
+	default:
+	}
+	n.cmd.Process.Signal(sig)
+	select {
+	case <-n.done:
+	case <-time.After(30 * time.Second):
+		n.cmd.Process.Kill()
+		<-n.done
+	}
+}
+
+// Restart starts the process again on the same data dir and port.
+func (n *Node) Restart() {
+	n.t.Helper()
+	n.start()
+}
+
+// Logs returns what the process printed so far.
+func (n *Node) Logs() string { return n.logs.String() }
+
+// syncBuffer is written by exec's copying goroutine and read by the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
