@@ -102,6 +102,9 @@ func buildFrom(t *testing.T, b *Builder) []byte {
 // TestBuildAllocs proves the HTTP produce path allocates per batch, not per
 // record: a reused Builder and dst encode ten records with no allocation.
 func TestBuildAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
 	recs := benchRecords(10, 100)
 	var b Builder
 	var dst []byte
@@ -124,6 +127,9 @@ func TestBuildAllocs(t *testing.T) {
 }
 
 func TestDecodeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
 	var batch []byte
 	for _, codec := range []Codec{None, Snappy, Zstd} {
 		batch = append(batch[:0], buildBatch(t, benchRecords(10, 100), BatchOptions{Codec: codec})...)

@@ -27,7 +27,7 @@ func kgoCodec(c Codec) kgo.CompressionCodec {
 }
 
 // kmsgRecords encodes recs with kmsg.Record, the way franz-go producers do.
-func kmsgRecords(t *testing.T, recs []Record) []byte {
+func kmsgRecords(t testing.TB, recs []Record) []byte {
 	t.Helper()
 	var out []byte
 	for i, r := range recs {
@@ -49,7 +49,7 @@ func kmsgRecords(t *testing.T, recs []Record) []byte {
 
 // kmsgBatch frames recs as a franz-go client would: kmsg records, compressed
 // by franz-go's own compressor, in a kmsg.RecordBatch with Kafka's CRC.
-func kmsgBatch(t *testing.T, base int64, recs []Record, codec Codec, attrs int16) []byte {
+func kmsgBatch(t testing.TB, base int64, recs []Record, codec Codec, attrs int16) []byte {
 	t.Helper()
 	raw := kmsgRecords(t, recs)
 	payload := raw
