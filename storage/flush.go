@@ -76,7 +76,7 @@ func (l *Log) syncLocked() error {
 	if err == nil {
 		// An optimisation only, written after the data is durable: a lost
 		// or stale checkpoint means a longer rescan, never lost data.
-		if cerr := writeCheckpoint(l.fs, l.path(recoveryPointFile), end, false); cerr != nil {
+		if cerr := l.checkpoint.write(end); cerr != nil {
 			l.logger.Warn("recovery point checkpoint not written", "err", cerr)
 		}
 	}

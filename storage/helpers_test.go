@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -146,3 +147,19 @@ func mustIs(t testing.TB, err, target error) {
 		t.Fatalf("error %v, want %v", err, target)
 	}
 }
+
+// noSyncFS is the real disk without fsyncs, for tests that open many logs
+// and do not test durability (fuzzing, benchmarks of the non-sync path).
+type noSyncFS struct{ storage.OSFS }
+
+func (fs noSyncFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
+	f, err := fs.OSFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return noSyncFile{f}, nil
+}
+
+type noSyncFile struct{ storage.File }
+
+func (noSyncFile) Sync() error { return nil }

@@ -28,6 +28,9 @@ type Log struct {
 	logger *slog.Logger
 	now    func() time.Time
 
+	// checkpoint is owned by the sync token holder (mu.syncing) once open.
+	checkpoint *recoveryCheckpoint
+
 	writeMu sync.Mutex
 	// Owned by writeMu: buffers reused by every append.
 	newEntries []indexEntry
@@ -82,6 +85,9 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		for _, s := range l.mu.segs {
 			s.release()
 		}
+		if l.checkpoint != nil {
+			l.checkpoint.f.Close()
+		}
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	return l, nil
@@ -120,7 +126,7 @@ func (l *Log) open() error {
 }
 
 // start publishes the recovered state and readies the active segment.
-func (l *Log) start(clean bool, start, rp int64) error {
+func (l *Log) start(clean bool, start, rp int64) (err error) {
 	segs := l.mu.segs
 	active := segs[len(segs)-1]
 	if err := active.openIndexFiles(false); err != nil {
@@ -130,6 +136,13 @@ func (l *Log) start(clean bool, start, rp int64) error {
 	end := active.view.Load().nextOffset
 	l.mu.startOffset = min(max(start, segs[0].base), end)
 	l.mu.endOffset = end
+	cp := end
+	if !clean {
+		cp = min(rp, end)
+	}
+	if l.checkpoint, err = openRecoveryCheckpoint(l.fs, l.path(recoveryPointFile), cp); err != nil {
+		return err
+	}
 	if !clean {
 		// Recovered bytes above the recovery point may sit in the page
 		// cache only: make them durable before serving them.
@@ -358,6 +371,7 @@ func (l *Log) Close() error {
 	for _, s := range segs {
 		s.release()
 	}
+	l.checkpoint.f.Close()
 	if err != nil || failed != nil {
 		return errors.Join(err, l.failedErr(failed))
 	}

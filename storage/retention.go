@@ -241,7 +241,7 @@ func (l *Log) truncateSegment(s *segment, pos int64, kept []indexEntry, interval
 	l.mu.Lock()
 	rp := l.mu.recoveryPoint
 	l.mu.Unlock()
-	if err := writeCheckpoint(l.fs, l.path(recoveryPointFile), rp, false); err != nil {
+	if err := l.checkpoint.write(rp); err != nil {
 		l.logger.Warn("recovery point checkpoint not written", "err", err)
 	}
 	return l.syncDir()
