@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 
@@ -39,7 +40,7 @@ func Compress(codec Codec, dst, src []byte) ([]byte, error) {
 }
 
 // Decompress appends src decompressed with codec to dst. More than max
-// decompressed bytes (<= 0 means DefaultMaxDecompressed) fail with
+// decompressed bytes (<= 0 means DefaultMaxDecompressed; at most 2 GiB) fail with
 // ErrTooLarge, after decoding at most about max bytes, so a small bomb costs
 // little. Snappy accepts both raw blocks and xerial framing; a malformed
 // stream fails with ErrCorrupt.
@@ -47,6 +48,7 @@ func Decompress(codec Codec, dst, src []byte, max int) ([]byte, error) {
 	if max <= 0 {
 		max = DefaultMaxDecompressed
 	}
+	max = min(max, math.MaxInt32) // records are framed by int32 lengths anyway
 	start := len(dst)
 	var err error
 	switch codec {

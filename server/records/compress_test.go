@@ -142,3 +142,15 @@ func TestDecompressRejectsGarbage(t *testing.T) {
 		t.Errorf("codec 7: err = %v, want ErrUnsupportedCodec", err)
 	}
 }
+
+// TestLZ4FrameLikeJava: 64 KiB blocks (descriptor byte 0x40), as the Java
+// client writes, so Java readers never need a 4 MiB block buffer.
+func TestLZ4FrameLikeJava(t *testing.T) {
+	out, err := Compress(LZ4, nil, []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if magic := binary.LittleEndian.Uint32(out); magic != 0x184D2204 || out[5] != 0x40 {
+		t.Fatalf("frame starts % x, want LZ4 magic and block descriptor 0x40", out[:6])
+	}
+}

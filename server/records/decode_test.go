@@ -100,9 +100,9 @@ func TestDecodeRejectsCorruptBatches(t *testing.T) {
 		{"magic 1", func(b []byte) []byte { b[offMagic] = 1; return b }, ErrCorrupt},
 		{"short batch length", func(b []byte) []byte { binary.BigEndian.PutUint32(b[offLength:], 48); return b }, ErrCorrupt},
 		{"codec 6", func(b []byte) []byte { b[offAttributes+1] = 6; return fixCRC(b) }, ErrUnsupportedCodec},
-		{"negative count", func(b []byte) []byte { binary.BigEndian.PutUint32(b[offRecordCount:], math.MaxUint32); return fixCRC(b) }, ErrCorrupt},
-		{"huge count", func(b []byte) []byte { binary.BigEndian.PutUint32(b[offRecordCount:], math.MaxInt32); return fixCRC(b) }, ErrCorrupt},
-		{"count too small", func(b []byte) []byte { binary.BigEndian.PutUint32(b[offRecordCount:], 2); return fixCRC(b) }, ErrCorrupt},
+		{"negative count", setCount(math.MaxUint32), ErrCorrupt},
+		{"huge count", setCount(math.MaxInt32), ErrCorrupt},
+		{"count too small", setCount(2), ErrCorrupt},
 		{"gzip codec on plain records", func(b []byte) []byte { b[offAttributes+1] = byte(Gzip); return fixCRC(b) }, ErrCorrupt},
 	}
 	for _, c := range cases {
@@ -110,6 +110,14 @@ func TestDecodeRejectsCorruptBatches(t *testing.T) {
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
 		}
+	}
+}
+
+// setCount returns an edit that claims n records, with a matching CRC.
+func setCount(n uint32) func([]byte) []byte {
+	return func(b []byte) []byte {
+		binary.BigEndian.PutUint32(b[offRecordCount:], n)
+		return fixCRC(b)
 	}
 }
 
@@ -189,5 +197,22 @@ func TestValidate(t *testing.T) {
 		if err := Validate(c.batch, 0); !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
 		}
+	}
+}
+
+// TestDecodeHugeCountAllocatesNothing: a header claiming 2^31-1 records in a
+// small batch must fail on the data, not size anything by the claim.
+func TestDecodeHugeCountAllocatesNothing(t *testing.T) {
+	batch := recordBatch(math.MaxInt32, math.MaxInt32-1, rawRecord(0, -1, -1, 0))
+	allocated := allocatedBy(func() {
+		if err := Decode(batch, 0, 0, func(Record) bool { return true }); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Decode: err = %v, want ErrCorrupt", err)
+		}
+		if err := Validate(batch, 0); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Validate: err = %v, want ErrCorrupt", err)
+		}
+	})
+	if allocated > 64<<10 {
+		t.Fatalf("allocated %d bytes for a %d byte batch", allocated, len(batch))
 	}
 }
