@@ -3,11 +3,12 @@ package api
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/go-chi/chi/v5"
@@ -42,15 +43,6 @@ const (
 	formatNDJSON
 )
 
-// httpRecord is one element of a "records" array.
-type httpRecord struct {
-	Key       json.RawMessage   `json:"key"`
-	Value     json.RawMessage   `json:"value"`
-	Partition *int32            `json:"partition"`
-	Headers   map[string]string `json:"headers"`
-	Timestamp *int64            `json:"timestamp"`
-}
-
 type producedOffsets struct {
 	Offsets []server.RecordOffset `json:"offsets"`
 }
@@ -61,9 +53,6 @@ type produceState struct {
 	body  bytes.Buffer
 	arena []byte
 	req   server.ProduceRequest
-	batch struct {
-		Records []httpRecord `json:"records"`
-	}
 }
 
 var producePool = sync.Pool{New: func() any { return new(produceState) }}
@@ -72,11 +61,9 @@ func (s *produceState) reset(topic string) {
 	s.body.Reset()
 	s.arena = s.arena[:0]
 	s.req.Topic = topic
+	// Records hold slices of the last body and arena: drop them.
+	clear(s.req.Records[:cap(s.req.Records)])
 	s.req.Records = s.req.Records[:0]
-	// encoding/json decodes into existing slice elements without zeroing
-	// them, so a field absent from this request would keep the last one's value.
-	clear(s.batch.Records[:cap(s.batch.Records)])
-	s.batch.Records = s.batch.Records[:0]
 }
 
 // produce serves POST /kafka/{topic}.
@@ -104,7 +91,7 @@ func (g *Gateway) produceAs(w http.ResponseWriter, r *http.Request, restProxy bo
 		writeCoreError(w, fmt.Errorf("read body: %w", err))
 		return
 	}
-	if err := st.decode(format, restProxy); err != nil {
+	if err := st.decode(format); err != nil {
 		writeError(w, http.StatusBadRequest, codeMalformed, err.Error())
 		return
 	}
@@ -121,7 +108,21 @@ func (g *Gateway) produceAs(w http.ResponseWriter, r *http.Request, restProxy bo
 		writeRestProxyOffsets(w, res.Offsets)
 		return
 	}
-	writeJSON(w, http.StatusOK, typeJSON, producedOffsets{Offsets: res.Offsets})
+	out := append(st.arena[:0], `{"offsets":[`...)
+	for i, o := range res.Offsets {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"partition":`...)
+		out = strconv.AppendInt(out, int64(o.Partition), 10)
+		out = append(out, `,"offset":`...)
+		out = strconv.AppendInt(out, o.Offset, 10)
+		out = append(out, '}')
+	}
+	out = append(out, "]}\n"...)
+	st.arena = out
+	w.Header().Set("Content-Type", typeJSON)
+	w.Write(out)
 }
 
 // produceFormat maps a Content-Type to a body format. curl's default form
@@ -152,79 +153,102 @@ func produceFormat(contentType string, restProxy bool) (bodyFormat, bool) {
 	return 0, false
 }
 
-// decode turns st.body into st.req.Records.
-func (st *produceState) decode(format bodyFormat, restProxy bool) error {
-	body := bytes.TrimSpace(st.body.Bytes())
-	if len(body) == 0 {
+// decode turns st.body into st.req.Records in one pass over the bytes.
+func (st *produceState) decode(format bodyFormat) error {
+	sc := scanner{data: st.body.Bytes(), arena: &st.arena}
+	if sc.atEnd() {
 		return errors.New("the body is empty")
 	}
+	switch format {
+	case formatNDJSON:
+		return st.decodeNDJSON(sc.data)
+	case formatJSON:
+		if sc.peek() != '{' {
+			return st.singleValue(&sc)
+		}
+	}
+	found, err := st.decodeRecordsObject(&sc, format)
 	switch {
-	case format == formatNDJSON:
-		return st.decodeNDJSON(body)
-	case format == formatJSON && !isRecordsObject(body):
-		value, err := st.compact(body)
-		if err != nil {
-			return fmt.Errorf("the body is not valid JSON: %v", err)
-		}
-		st.req.Records = append(st.req.Records, server.ProduceRecord{
-			Partition: server.PartitionAuto,
-			Record:    records.Record{Value: value},
-		})
-		return nil
-	}
-	if err := json.Unmarshal(body, &st.batch); err != nil {
-		return fmt.Errorf("the body is not a JSON object with a \"records\" array: %v", err)
-	}
-	if len(st.batch.Records) == 0 {
-		return errors.New("\"records\" is empty")
-	}
-	for i := range st.batch.Records {
-		rec, err := st.toRecord(&st.batch.Records[i], format)
-		if err != nil {
-			return fmt.Errorf("records[%d]: %v", i, err)
-		}
-		st.req.Records = append(st.req.Records, rec)
+	case err != nil:
+		return err
+	case !found && format == formatJSON:
+		// An object without a "records" array is itself the value.
+		st.req.Records = st.req.Records[:0]
+		return st.singleValue(&scanner{data: sc.data, arena: &st.arena})
+	case !found:
+		return errors.New(`the body needs a "records" array`)
+	case len(st.req.Records) == 0:
+		return errors.New(`"records" is empty`)
 	}
 	return nil
 }
 
-// isRecordsObject tells a batch body ({"records": [...]}) from a single JSON
-// value that happens to be an object.
-func isRecordsObject(body []byte) bool {
-	if body[0] != '{' {
-		return false
+func (st *produceState) singleValue(sc *scanner) error {
+	value, err := sc.value()
+	if err == nil {
+		err = sc.end()
 	}
-	var probe struct {
-		Records json.RawMessage `json:"records"`
+	if err != nil {
+		return fmt.Errorf("the body is not valid JSON: %v", err)
 	}
-	if json.Unmarshal(body, &probe) != nil {
-		return false
+	st.req.Records = append(st.req.Records, server.ProduceRecord{
+		Partition: server.PartitionAuto,
+		Record:    records.Record{Value: value},
+	})
+	return nil
+}
+
+// decodeRecordsObject reads {"records": [...], ...}; other top-level keys
+// (REST Proxy's key_schema and the like) are skipped.
+func (st *produceState) decodeRecordsObject(sc *scanner, format bodyFormat) (found bool, err error) {
+	err = sc.objectKeys(func(key []byte) error {
+		if string(key) != "records" || sc.peek() != '[' {
+			return sc.skipValue(1)
+		}
+		found = true
+		st.req.Records = st.req.Records[:0]
+		return sc.arrayItems(func(i int) error {
+			rec, err := st.record(sc, format)
+			if err != nil {
+				return fmt.Errorf("records[%d]: %v", i, err)
+			}
+			st.req.Records = append(st.req.Records, rec)
+			return nil
+		})
+	})
+	if err == nil {
+		err = sc.end()
 	}
-	trimmed := bytes.TrimSpace(probe.Records)
-	return len(trimmed) > 0 && trimmed[0] == '['
+	if err != nil {
+		return false, fmt.Errorf("the body is not a valid JSON object with a \"records\" array: %v", err)
+	}
+	return found, nil
 }
 
 func (st *produceState) decodeNDJSON(body []byte) error {
 	line := 0
 	for len(body) > 0 {
 		line++
-		var next []byte
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			body, next = body[:i], body[i+1:]
-		} else {
-			next = nil
+		current := body
+		body = nil
+		if i := bytes.IndexByte(current, '\n'); i >= 0 {
+			current, body = current[:i], current[i+1:]
 		}
-		if v := bytes.TrimSpace(body); len(v) > 0 {
-			value, err := st.compact(v)
-			if err != nil {
-				return fmt.Errorf("line %d is not valid JSON: %v", line, err)
-			}
-			st.req.Records = append(st.req.Records, server.ProduceRecord{
-				Partition: server.PartitionAuto,
-				Record:    records.Record{Value: value},
-			})
+		sc := scanner{data: current, arena: &st.arena}
+		if sc.atEnd() {
+			continue
 		}
-		body = next
+		value, err := sc.value()
+		if err == nil {
+			err = sc.end()
+		}
+		if err != nil {
+			return fmt.Errorf("line %d is not valid JSON: %v", line, err)
+		}
+		st.req.Records = append(st.req.Records, server.ProduceRecord{
+			Partition: server.PartitionAuto,
+			Record:    records.Record{Value: value},
+		})
 	}
 	if len(st.req.Records) == 0 {
 		return errors.New("the body has no JSON lines")
@@ -232,78 +256,78 @@ func (st *produceState) decodeNDJSON(body []byte) error {
 	return nil
 }
 
-func (st *produceState) toRecord(hr *httpRecord, format bodyFormat) (server.ProduceRecord, error) {
+// record reads one {"key","value","partition","headers","timestamp"} object.
+func (st *produceState) record(sc *scanner, format bodyFormat) (server.ProduceRecord, error) {
 	pr := server.ProduceRecord{Partition: server.PartitionAuto}
-	if hr.Partition != nil {
-		if *hr.Partition < 0 {
-			return pr, fmt.Errorf("partition %d is negative", *hr.Partition)
+	err := sc.objectKeys(func(key []byte) error {
+		var err error
+		switch string(key) {
+		case "key":
+			pr.Record.Key, err = st.field(sc, format, true)
+		case "value":
+			pr.Record.Value, err = st.field(sc, format, false)
+		case "partition":
+			if !sc.isNull() {
+				var n int64
+				n, err = sc.integer(0, math.MaxInt32)
+				pr.Partition = int32(n)
+			}
+		case "timestamp":
+			if !sc.isNull() {
+				pr.Record.Timestamp, err = sc.integer(0, math.MaxInt64)
+			}
+		case "headers":
+			pr.Record.Headers, err = st.headers(sc)
+		default:
+			err = sc.skipValue(1)
 		}
-		pr.Partition = *hr.Partition
-	}
-	var err error
-	if pr.Record.Key, err = st.field(hr.Key, format, true); err != nil {
-		return pr, fmt.Errorf("key: %v", err)
-	}
-	if pr.Record.Value, err = st.field(hr.Value, format, false); err != nil {
-		return pr, fmt.Errorf("value: %v", err)
-	}
-	if hr.Timestamp != nil {
-		if *hr.Timestamp < 0 {
-			return pr, fmt.Errorf("timestamp %d is negative", *hr.Timestamp)
+		if err != nil {
+			return fmt.Errorf("%s: %v", key, err)
 		}
-		pr.Record.Timestamp = *hr.Timestamp
-	}
-	for k, v := range hr.Headers {
-		pr.Record.Headers = append(pr.Record.Headers, records.Header{Key: k, Value: []byte(v)})
-	}
-	return pr, nil
+		return nil
+	})
+	return pr, err
 }
 
-var jsonNull = []byte("null")
-
-// field encodes a key or value; absent or null is a Kafka null.
-func (st *produceState) field(raw json.RawMessage, format bodyFormat, isKey bool) ([]byte, error) {
-	if len(raw) == 0 || bytes.Equal(raw, jsonNull) {
+func (st *produceState) headers(sc *scanner) ([]records.Header, error) {
+	if sc.isNull() {
 		return nil, nil
 	}
-	switch format {
-	case formatRestBinary:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+	var hs []records.Header
+	err := sc.objectKeys(func(key []byte) error {
+		v, err := sc.str()
+		if err != nil {
+			return fmt.Errorf("header %q: values are strings: %v", key, err)
+		}
+		hs = append(hs, records.Header{Key: string(key), Value: v})
+		return nil
+	})
+	return hs, err
+}
+
+// field encodes a key or value; absent or null is a Kafka null.
+func (st *produceState) field(sc *scanner, format bodyFormat, isKey bool) ([]byte, error) {
+	if sc.isNull() {
+		return nil, nil
+	}
+	switch {
+	case format == formatRestBinary:
+		s, err := sc.str()
+		if err != nil {
 			return nil, errors.New("must be a base64 string")
 		}
 		start := len(st.arena)
 		st.arena = append(st.arena, make([]byte, base64.StdEncoding.DecodedLen(len(s)))...)
-		n, err := base64.StdEncoding.Decode(st.arena[start:], []byte(s))
+		n, err := base64.StdEncoding.Decode(st.arena[start:], s)
 		if err != nil {
 			return nil, fmt.Errorf("invalid base64: %v", err)
 		}
 		st.arena = st.arena[:start+n]
 		return st.arena[start : start+n : start+n], nil
-	case formatJSON:
-		if isKey && raw[0] == '"' {
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return nil, err
-			}
-			start := len(st.arena)
-			st.arena = append(st.arena, s...)
-			return st.arena[start:len(st.arena):len(st.arena)], nil
-		}
+	case format == formatJSON && isKey && sc.peek() == '"':
+		return sc.str()
 	}
-	return st.compact(raw)
-}
-
-// compact appends compact JSON to the request's arena; slices into the
-// arena stay valid when it grows, because the old array is never rewritten.
-func (st *produceState) compact(src []byte) ([]byte, error) {
-	buf := bytes.NewBuffer(st.arena)
-	start := buf.Len()
-	if err := json.Compact(buf, src); err != nil {
-		return nil, err
-	}
-	st.arena = buf.Bytes()
-	return st.arena[start:len(st.arena):len(st.arena)], nil
+	return sc.value()
 }
 
 // restProxyOffset is REST Proxy v2's per-record answer.
