@@ -128,6 +128,7 @@ func (l *Log) maybeRoll(cfg Config, now time.Time, n, last int64) error {
 	a := l.active()
 	v := a.view.Load()
 	if v.size == 0 {
+		a.created = now // age counts from the first batch
 		return nil
 	}
 	if v.size+n > cfg.SegmentBytes || now.Sub(a.created) >= cfg.SegmentMaxAge || last-a.base > math.MaxInt32 {

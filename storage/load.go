@@ -86,7 +86,8 @@ func (s *segment) load(interval, trustBelow int64, verify bool) (truncated bool,
 		}
 		truncated = true
 	}
-	if kept != len(st.entries) || len(off) != kept*offsetEntrySize || len(tim) != kept*timeEntrySize {
+	stale := kept != len(st.entries) || len(off) != kept*offsetEntrySize || len(tim) != kept*timeEntrySize
+	if stale && !s.deleted.Load() {
 		if err := s.rewriteIndexFiles(st.entries, verify); err != nil {
 			return truncated, err
 		}

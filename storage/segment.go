@@ -26,6 +26,10 @@ type segment struct {
 	logPath string
 	log     File
 	refs    atomic.Int32 // 1 for the Log's list, +1 per reader or syncer
+	deleted atomic.Bool  // files unlinked: a lazy load must not recreate them
+	// openSize is the file size at open, the size of a sealed segment not
+	// loaded yet.
+	openSize int64
 
 	// view is nil until loaded: sealed segments load lazily on first use,
 	// so a clean start reads no index of them. Views are immutable; the
@@ -73,7 +77,14 @@ func openSegment(fsys FS, dir string, base int64, create bool) (*segment, error)
 	s.refs.Store(1)
 	if create {
 		s.view.Store(&segView{nextOffset: base, maxTs: -1})
+		return s, nil
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat segment %d: %w", base, err)
+	}
+	s.openSize = fi.Size()
 	return s, nil
 }
 
@@ -115,6 +126,7 @@ func (s *segment) closeIndexFiles() {
 
 // removeFiles unlinks the segment's files; open descriptors stay valid.
 func (s *segment) removeFiles() error {
+	s.deleted.Store(true)
 	var errs []error
 	for _, p := range []string{s.logPath, s.indexPath(), s.timeIndexPath()} {
 		if err := s.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -150,11 +162,7 @@ func (s *segment) size() int64 {
 	if v := s.view.Load(); v != nil {
 		return v.size
 	}
-	fi, err := s.log.Stat()
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
+	return s.openSize
 }
 
 // ensureView returns the segment's view, loading a sealed segment's

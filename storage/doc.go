@@ -1,0 +1,95 @@
+// Package storage is ferry's partition log: one partition's record batches,
+// stored byte for byte as producers sent them, in segment files with sparse
+// offset and time indexes, recovered after a crash, trimmed by retention.
+// It knows nothing of topics, networks or Kafka requests; the server core
+// owns a *Log per partition and gives it the partition's directory.
+//
+// # On-disk format
+//
+// A partition directory, as Apache Kafka lays it out:
+//
+//	<dir>/
+//	  00000000000000000000.log        segment: batches with offsets [0, 1200)
+//	  00000000000000000000.index      its sparse offset index
+//	  00000000000000000000.timeindex  its sparse time index
+//	  00000000000000001200.log        the active segment (appends go here)
+//	  00000000000000001200.index
+//	  00000000000000001200.timeindex
+//	  recovery-point-offset-checkpoint  "0\n<offset>\n": all below is fsynced
+//	  log-start-offset-checkpoint       "0\n<offset>\n": first readable offset
+//	  .clean-shutdown                   only between Close and the next Open
+//
+// A segment is named by its base offset (20 digits) and holds whole record
+// batches, magic v2, back to back, as received except for the fields the
+// broker assigns:
+//
+//	 0  baseOffset            int64   assigned by Append (outside the CRC)
+//	 8  batchLength           int32   bytes after this field
+//	12  partitionLeaderEpoch  int32   set by Append (outside the CRC)
+//	16  magic                 int8    always 2
+//	17  crc                   uint32  CRC-32C of bytes 21 to the end
+//	21  attributes            int16   bit 3: LogAppendTime
+//	23  lastOffsetDelta       int32
+//	27  baseTimestamp         int64
+//	35  maxTimestamp          int64   rewritten (with the CRC) for LogAppendTime
+//	43  producerId, producerEpoch, baseSequence, recordCount
+//	61  records               opaque to storage
+//
+// The two index files hold entry i of the same sparse index, one entry per
+// IndexIntervalBytes of log (the first batch of a segment has none, as at
+// position 0 a scan starts anyway):
+//
+//	.index      relOffset uint32 | position uint32         (8 bytes, big endian)
+//	.timeindex  timestamp int64  | relOffset uint32        (12 bytes)
+//
+// relOffset is the base offset of the batch at position, minus the segment's
+// base. timestamp is the largest maxTimestamp of all batches before that
+// batch, so timestamps never decrease and a binary search finds where a scan
+// for "first batch with maxTimestamp >= ts" must start. The active segment's
+// entries also live in memory; a sealed segment's are read on first use.
+//
+// # Reads
+//
+// A read takes the segment list and the log end under a short lock, then
+// works without it: binary search for the segment, binary search in its
+// index, a forward scan of batch headers (about one index interval), and one
+// pread of up to MaxBytes, trimmed to whole batches. A segment deleted by
+// retention meanwhile stays open until the last reader releases it.
+//
+// # Durability and recovery
+//
+// Appends serialise on the log's write lock and write(2) under it; fsync
+// never runs under it. Sync appends share fsyncs (group commit): a waiter
+// that finds no fsync in flight fsyncs up to the current end, covering every
+// appender that wrote before it started. After each fsync the recovery point
+// checkpoint is rewritten in place, without its own fsync: it may lag, never
+// lead. A write or fsync error fails the log (ErrFailed): appends are
+// refused from then on, since after a failed fsync the page cache can no
+// longer be trusted to hold what was acknowledged.
+//
+// Open follows these rules:
+//
+//   - .clean-shutdown present (Close fsynced data and indexes): trust the
+//     index files; read only the active segment's index and its tail from
+//     the last entry. Then delete the marker, so a later crash looks unclean.
+//   - Otherwise rescan from the recovery point only: in the segment holding
+//     it, index entries below it are trusted (the last one is checked against
+//     the batch it names); from there on every batch is checked (length,
+//     magic, CRC, offsets increasing) and the file is truncated at the first
+//     bad one, with every later segment deleted. Indexes of rescanned
+//     segments are rebuilt; everything is fsynced before Open returns.
+//   - Segments below are never read at startup. An index file that is
+//     missing, short, or invalid is rebuilt from its segment when first used:
+//     its longest valid prefix is kept and the scan resumes from there.
+//   - Segments wholly below log-start-offset-checkpoint are deleted (a crash
+//     between persisting a new start offset and deleting the files).
+//
+// Every length and offset read from disk is bounds-checked; corrupt bytes
+// end a scan or a read with an ErrCorrupt-wrapped error, never a panic.
+//
+// # Concurrency
+//
+// All methods of Log are safe for concurrent use. There are no goroutines
+// of its own: flushing by time is the caller's MaybeFlush ticker, retention
+// the caller's EnforceRetention ticker.
+package storage
