@@ -198,8 +198,11 @@ func validateClientBatches(data []byte, maxDecompressed int) error {
 			return fmt.Errorf("%w: batch of %d bytes, %d present", ErrCorruptMessage, size, len(data))
 		}
 		if err := records.Validate(data[:size], maxDecompressed); err != nil {
-			if errors.Is(err, records.ErrTooLarge) {
+			switch {
+			case errors.Is(err, records.ErrTooLarge):
 				return fmt.Errorf("%w: %v", ErrRecordTooLarge, err)
+			case errors.Is(err, records.ErrCorrupt):
+				return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
 			}
 			return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 		}
