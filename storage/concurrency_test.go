@@ -3,6 +3,7 @@ package storage_test
 import (
 	"errors"
 	"math/rand"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/errorfs"
 )
 
 func TestConcurrentSyncAppendsShareFsyncs(t *testing.T) {
@@ -169,5 +171,38 @@ func TestFlushPolicies(t *testing.T) {
 	}
 	if err := l.MaybeFlush(clock.Now().Add(time.Second)); err != nil || l.FlushedOffset() != 12 {
 		t.Fatalf("MaybeFlush flushed to %d: %v", l.FlushedOffset(), err)
+	}
+}
+
+// TestReadSurvivesSegmentDeletion deletes the segment a read is about to
+// pread from, at that exact moment: the read still returns its batches.
+func TestReadSurvivesSegmentDeletion(t *testing.T) {
+	fs := newErrorFS()
+	dir := t.TempDir()
+	l := openLog(t, dir, storage.Config{SegmentBytes: 1000}, fs)
+	defer l.Close()
+	appendBatches(t, l, 20, 2, 100, 0) // 3 batches per segment
+	want := mustRead(t, l, 0)
+	first := segPath(dir, 0, ".log")
+	deleted := false
+	fs.Inject(errorfs.Fault{Op: errorfs.OpRead, PathSuffix: first, Times: 1, Hook: func(string) {
+		if err := l.AdvanceStartOffset(30); err != nil {
+			t.Error(err)
+		}
+		_, err := os.Stat(first)
+		deleted = os.IsNotExist(err)
+	}})
+	res, err := l.Read(storage.ReadOptions{Offset: 0, MaxBytes: 1 << 20}, nil)
+	if err != nil || !deleted {
+		t.Fatalf("read: %v, segment deleted: %v", err, deleted)
+	}
+	// The read began before the deletion; it serves what it saw, or stops
+	// early, but never garbage.
+	if string(res.Data) != string(want[:len(res.Data)]) || res.Batches < 3 {
+		t.Fatalf("read returned %d batches, %d bytes", res.Batches, len(res.Data))
+	}
+	headers(t, res.Data)
+	if l.LogStartOffset() != 30 {
+		t.Fatal(l.LogStartOffset())
 	}
 }

@@ -43,6 +43,10 @@ type Fault struct {
 	After int
 	// Times is how often it fails; 0 means every time from then on.
 	Times int
+	// Hook, when set, runs (outside the FS's lock) as the operation is
+	// about to happen; with Err nil the operation then proceeds normally.
+	// Tests use it to interleave another call at an exact point.
+	Hook func(path string)
 }
 
 // ENOSPC and EIO are the usual errors to inject.
@@ -73,7 +77,7 @@ func New(inner storage.FS) *FS {
 
 // Inject adds a fault.
 func (fs *FS) Inject(f Fault) {
-	if f.Err == nil {
+	if f.Err == nil && f.Hook == nil {
 		f.Err = EIO
 	}
 	fs.mu.Lock()
@@ -101,8 +105,23 @@ func (fs *FS) ResetCounters() {
 	fs.syncs.Store(0)
 }
 
-// check returns the fault hitting op on path, if any, consuming it.
+// check returns the fault hitting op on path, if any, consuming it, after
+// running its hook.
 func (fs *FS) check(op Op, path string) *Fault {
+	f := fs.match(op, path)
+	if f == nil {
+		return nil
+	}
+	if f.Hook != nil {
+		f.Hook(path)
+	}
+	if f.Err == nil {
+		return nil
+	}
+	return f
+}
+
+func (fs *FS) match(op Op, path string) *Fault {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for i, f := range fs.faults {
