@@ -2,9 +2,7 @@ package storage_test
 
 import (
 	"math/rand"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/ferry-mq/ferry/storage"
@@ -30,14 +28,13 @@ func TestCrashKeepsAcknowledgedData(t *testing.T) {
 		ackList []acked
 		images  []image
 		wg      sync.WaitGroup
-		done    atomic.Int32
+		r       = rand.New(rand.NewSource(1)) // guarded by mu
 	)
 	const writers, each = 12, 60
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			defer done.Add(1)
 			for i := 0; i < each; i++ {
 				sync := w%3 != 0
 				res, err := l.Append(makeBatch(1+i%3, 100+w, int64(i)), storage.AppendOptions{Sync: sync})
@@ -48,24 +45,16 @@ func TestCrashKeepsAcknowledgedData(t *testing.T) {
 				if sync {
 					mu.Lock()
 					ackList = append(ackList, acked{res.BaseOffset, res.LastOffset})
+					if len(ackList)%25 == 0 {
+						// Crash now, while the other writers go on.
+						img := image{acked: append([]acked(nil), ackList...), flushed: l.FlushedOffset()}
+						img.fs = fs.CrashImage(r)
+						images = append(images, img)
+					}
 					mu.Unlock()
 				}
 			}
 		}(w)
-	}
-	r := rand.New(rand.NewSource(1))
-	for seen := 0; done.Load() < writers; {
-		mu.Lock()
-		img := image{acked: append([]acked(nil), ackList...)}
-		mu.Unlock()
-		if len(img.acked) < seen+25 {
-			runtime.Gosched() // poll until enough new appends were acknowledged
-			continue
-		}
-		seen = len(img.acked)
-		img.flushed = l.FlushedOffset()
-		img.fs = fs.CrashImage(r)
-		images = append(images, img)
 	}
 	wg.Wait()
 	if len(images) < 5 {

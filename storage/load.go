@@ -62,21 +62,9 @@ func (s *segment) load(interval, trustBelow int64, verify bool) (truncated bool,
 	if err != nil {
 		return false, fmt.Errorf("read time index of segment %d: %w", s.base, err)
 	}
-	trustRel := trustBelow - s.base
-	entries := parseIndex(off, tim, size, max(trustRel, 0))
-	kept := len(entries)
+	entries := parseIndex(off, tim, size, max(trustBelow-s.base, 0))
 	hdr := make([]byte, BatchHeaderSize)
-	st := scanState{next: s.base, maxTs: -1}
-	if n := len(entries); n > 0 {
-		last := entries[n-1]
-		h, err := s.readHeader(hdr, int64(last.pos), size)
-		if err == nil && h.BaseOffset == s.base+int64(last.rel) {
-			// Re-scan from the last entry's batch, forcing its entry again.
-			st = scanState{pos: int64(last.pos), next: h.BaseOffset, maxTs: last.ts, bytesSince: interval, entries: entries[:n-1]}
-		} else {
-			entries, kept = nil, -1
-		}
-	}
+	st, kept := s.resume(entries, size, interval, hdr)
 	if err := s.scan(&st, size, interval, hdr, verify); err != nil {
 		return false, err
 	}
@@ -95,6 +83,23 @@ func (s *segment) load(interval, trustBelow int64, verify bool) (truncated bool,
 	s.bytesSinceIndex = st.bytesSince
 	s.view.Store(&segView{size: st.pos, entries: slices.Clip(st.entries), nextOffset: st.next, maxTs: st.maxTs})
 	return truncated, nil
+}
+
+// resume returns where a scan starts given the trusted index entries: at
+// the batch of the last entry, if it really starts there, forcing that
+// entry to be re-created; else at the segment start with no entries. kept
+// is how many entries of the files survive (-1: the files are wrong).
+func (s *segment) resume(entries []indexEntry, size, interval int64, hdr []byte) (st scanState, kept int) {
+	n := len(entries)
+	if n == 0 {
+		return scanState{next: s.base, maxTs: -1}, 0
+	}
+	last := entries[n-1]
+	h, err := s.readHeader(hdr, int64(last.pos), size)
+	if err != nil || h.BaseOffset != s.base+int64(last.rel) {
+		return scanState{next: s.base, maxTs: -1}, -1
+	}
+	return scanState{pos: int64(last.pos), next: h.BaseOffset, maxTs: last.ts, bytesSince: interval, entries: entries[:n-1]}, n
 }
 
 // scan walks batches from st.pos until size or the first invalid batch.
