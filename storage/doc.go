@@ -48,6 +48,13 @@
 // for "first batch with maxTimestamp >= ts" must start. The active segment's
 // entries also live in memory; a sealed segment's are read on first use.
 //
+// The entry sizes are Kafka's, the meaning differs slightly: Kafka's offset
+// entry names the batch's last offset and its time entries are (max
+// timestamp so far, its offset) at their own pace. Index files written by
+// Kafka therefore fail ferry's checks (the entry must name the batch found
+// at its position; both files must agree) and are rebuilt from the segment,
+// which is slower but correct; segment files are interchangeable.
+//
 // # Reads
 //
 // A read takes the segment list and the log end under a short lock, then
@@ -86,6 +93,14 @@
 //
 // Every length and offset read from disk is bounds-checked; corrupt bytes
 // end a scan or a read with an ErrCorrupt-wrapped error, never a panic.
+//
+// # Testing twins
+//
+// All file access goes through FS. storage/errorfs wraps an FS to inject
+// torn writes, ENOSPC, fsync errors or hooks at exact points, and counts the
+// bytes read (the startup and read-cost tests use it). storage/memfs is an
+// in-memory FS that can produce the image a power loss would leave (only
+// fsynced bytes, plus a random part of the rest), for crash tests and fuzzing.
 //
 // # Concurrency
 //

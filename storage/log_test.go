@@ -158,7 +158,7 @@ func TestRejectedBatchWritesNothing(t *testing.T) {
 	l := openLog(t, dir, storage.Config{}, nil)
 	defer l.Close()
 	appendBatches(t, l, 2, 3, 10, 0)
-	before := l.Size()
+	before, beforeFile := l.Size(), fileSize(t, segPath(dir, 0, ".log"))
 	bad := makeBatch(2, 10, 0)
 	bad[len(bad)-1] ^= 0xff
 	tooFew := makeBatch(2, 10, 0)
@@ -177,7 +177,7 @@ func TestRejectedBatchWritesNothing(t *testing.T) {
 		if _, err := l.Append(b, storage.AppendOptions{}); !errors.Is(err, storage.ErrCorrupt) {
 			t.Errorf("%s: %v", name, err)
 		}
-		if l.LogEndOffset() != 6 || l.Size() != before {
+		if l.LogEndOffset() != 6 || l.Size() != before || fileSize(t, segPath(dir, 0, ".log")) != beforeFile {
 			t.Fatalf("%s: LEO %d size %d", name, l.LogEndOffset(), l.Size())
 		}
 	}
