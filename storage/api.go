@@ -82,6 +82,10 @@ type AppendOptions struct {
 	// KeepOffsets appends batches with the offsets they carry (a follower
 	// copying its leader) instead of assigning new ones. The first batch
 	// must start at LogEndOffset.
+	// The batches are then stored exactly as given: LeaderEpoch and
+	// LogAppendTime are ignored, since a copy keeps the leader's epoch and
+	// timestamps. Later batches must start above the previous one's last
+	// offset (gaps are allowed, as after compaction).
 	KeepOffsets bool
 }
 

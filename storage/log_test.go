@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/ferry-mq/ferry/storage"
@@ -72,6 +73,16 @@ func TestReadAtEveryOffsetAcrossSegments(t *testing.T) {
 	}
 	size := 0
 	for _, c := range res.Chunks {
+		// A chunk is what sendfile would send: the same bytes, in the file.
+		f, err := os.Open(c.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, c.Size)
+		if _, err := f.ReadAt(b, c.Position); err != nil || string(b) != string(res.Data[size:size+c.Size]) {
+			t.Fatalf("chunk %+v does not match the data: %v", c, err)
+		}
+		f.Close()
 		size += c.Size
 	}
 	if size != len(res.Data) || int64(size) != l.Size() {
