@@ -3,6 +3,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -12,6 +14,22 @@ const usage = `ferry — Kafka-compatible messaging with an HTTP gateway
 Usage:
   ferry serve [flags]     run a node (ferry serve -h for flags)
   ferry version           print the version
+
+Kafka clients of a running node (--bootstrap host:port, default localhost:9092,
+env FERRY_BOOTSTRAP; add -h to any command for its flags):
+  ferry topics create NAME [--partitions N] [--replication-factor R] [--config k=v]…
+  ferry topics list
+  ferry topics describe [NAME…]
+  ferry topics alter NAME [--partitions N] [--config k=v]… [--delete-config k]…
+  ferry topics delete NAME
+  ferry produce TOPIC     stdin lines to records [--key-separator S] [--acks 0|1|all]
+                          [--partition P] [--compression none|gzip|snappy|lz4|zstd]
+  ferry consume TOPIC     records to stdout [--from-beginning] [--group G] [--partition P]
+                          [--offset N|earliest|latest] [--max-messages N] [--timeout 5s]
+                          [--print-key] [--key-separator S]
+  ferry groups list | describe GROUP | delete GROUP
+  ferry groups reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N [--execute]
+  ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
 
 `
 
@@ -27,6 +45,16 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = runServe(os.Args[2:])
+	case "topics":
+		err = runTopics(os.Args[2:])
+	case "produce":
+		err = runProduce(os.Args[2:])
+	case "consume":
+		err = runConsume(os.Args[2:])
+	case "groups":
+		err = runGroups(os.Args[2:])
+	case "bench":
+		err = runBench(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("ferry", version)
 	case "help", "-h", "--help":
@@ -35,8 +63,19 @@ func main() {
 		fmt.Fprintf(os.Stderr, "ferry: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
-	if err != nil {
+	exit(err)
+}
+
+// exit ends the process: 0 for success or -h, 2 for a usage mistake, 1 for
+// anything else.
+func exit(err error) {
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, errUsage):
 		fmt.Fprintln(os.Stderr, "ferry:", err)
-		os.Exit(1)
+		os.Exit(2)
 	}
+	fmt.Fprintln(os.Stderr, "ferry:", err)
+	os.Exit(1)
 }

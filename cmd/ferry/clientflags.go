@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/ferry-mq/ferry/cmd/ferry/internal/kcli"
+)
+
+// adminTimeout bounds one administrative command (topics, groups).
+const adminTimeout = 30 * time.Second
+
+// errUsage marks a command-line mistake; main exits 2 for it.
+var errUsage = errors.New("usage")
+
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// newClientFlags returns a flag set with --bootstrap, the flag every
+// client subcommand shares.
+func newClientFlags(name string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("ferry "+name, flag.ContinueOnError)
+	def := os.Getenv("FERRY_BOOTSTRAP")
+	if def == "" {
+		def = "localhost:9092"
+	}
+	bootstrap := fs.String("bootstrap", def, "Kafka bootstrap brokers, host:port[,host:port…] (env FERRY_BOOTSTRAP)")
+	return fs, bootstrap
+}
+
+// parseArgs parses flags placed before, between or after positional
+// arguments (`ferry topics create NAME --partitions 3`), and returns the
+// positional ones. Everything after "--" is positional.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// wantArgs checks the count of positional arguments.
+func wantArgs(args []string, min, max int, what string) error {
+	if len(args) < min || len(args) > max {
+		return usageErr("want %s, got %q", what, args)
+	}
+	return nil
+}
+
+// keyValues is a repeatable --config k=v flag.
+type keyValues map[string]string
+
+func (kv keyValues) String() string {
+	var s []string
+	for k, v := range kv {
+		s = append(s, k+"="+v)
+	}
+	sort.Strings(s)
+	return strings.Join(s, ",")
+}
+
+func (kv keyValues) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q: want key=value", s)
+	}
+	kv[k] = v
+	return nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+// signalContext ends on SIGINT or SIGTERM, so a consumer interrupted with
+// ^C still commits and leaves its group.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+}
+
+// adminContext is signalContext bounded by adminTimeout.
+func adminContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signalContext()
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	return ctx, func() { cancel(); stop() }
+}
+
+// subcommand dispatches args[0] to one of cmds.
+func subcommand(group string, args []string, cmds map[string]func([]string) error) error {
+	if len(args) == 0 {
+		return usageErr("ferry %s: want one of %s", group, commandNames(cmds))
+	}
+	run, ok := cmds[args[0]]
+	if !ok {
+		return usageErr("ferry %s: unknown command %q; want one of %s", group, args[0], commandNames(cmds))
+	}
+	return run(args[1:])
+}
+
+func commandNames(cmds map[string]func([]string) error) string {
+	var names []string
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// withAdmin runs fn with an admin client of bootstrap, bounded by
+// adminTimeout and interrupted by SIGINT/SIGTERM.
+func withAdmin(bootstrap string, fn func(context.Context, *kadm.Client) error) error {
+	ctx, cancel := adminContext()
+	defer cancel()
+	adm, err := kcli.DialAdmin(ctx, bootstrap)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	return fn(ctx, adm)
+}

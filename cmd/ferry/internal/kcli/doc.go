@@ -1,0 +1,12 @@
+// Package kcli is the logic behind ferry's Kafka client subcommands
+// (`ferry topics`, `produce`, `consume`, `groups`): what kafka-topics.sh,
+// kafka-console-producer.sh, kafka-console-consumer.sh and
+// kafka-consumer-groups.sh do, spoken through franz-go (kgo for records, kadm
+// for administration). cmd/ferry parses flags into the config structs here and
+// prints what these functions return; nothing here reads flags or os.Args.
+//
+// Every command starts with Dial, which checks that a bootstrap broker accepts
+// TCP connections before handing the seeds to kgo: kgo retries an unreachable
+// seed until its context ends, and a user who typed the wrong port deserves
+// "connection refused" in a second rather than a timeout after thirty.
+package kcli

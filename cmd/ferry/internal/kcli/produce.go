@@ -1,0 +1,113 @@
+package kcli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// maxLine bounds one input line; the broker's max.message.bytes is the
+// real limit and answers larger records with MESSAGE_TOO_LARGE.
+const maxLine = 16 << 20
+
+// ProduceConfig is what `ferry produce` asks for.
+type ProduceConfig struct {
+	Topic        string
+	KeySeparator string // non-empty: each line is key SEP value
+	Acks         string // 0, 1 or all
+	Compression  string
+	Partition    int32     // -1: the default partitioner (murmur2 of the key, sticky without one)
+	Verbose      io.Writer // nil: silent; else one "topic partition offset" line per record
+}
+
+// produceState collects the outcome of asynchronous produces.
+type produceState struct {
+	verbose io.Writer
+	mu      sync.Mutex
+	err     error // first failure
+	acked   int64
+}
+
+func (s *produceState) promise(r *kgo.Record, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if s.err == nil {
+			s.err = fmt.Errorf("produce to %s: %w", r.Topic, err)
+		}
+		return
+	}
+	s.acked++
+	if s.verbose != nil {
+		fmt.Fprintf(s.verbose, "%s\t%d\t%d\n", r.Topic, r.Partition, r.Offset)
+	}
+}
+
+func (s *produceState) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Produce sends one record per line of in and waits for every
+// acknowledgement. It stops at the first failure and returns it with the
+// count of records acknowledged before it.
+func Produce(ctx context.Context, bootstrap string, cfg ProduceConfig, in io.Reader) (int64, error) {
+	opts, err := ProducerOpts(cfg.Acks, cfg.Compression)
+	if err != nil {
+		return 0, err
+	}
+	opts = append(opts, kgo.DefaultProduceTopic(cfg.Topic))
+	if cfg.Partition >= 0 {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	cl, err := Dial(ctx, bootstrap, opts...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	st := &produceState{verbose: cfg.Verbose}
+	if err := produceLines(ctx, cl, cfg, in, st); err != nil {
+		return st.acked, err
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return st.acked, fmt.Errorf("flush: %w", err)
+	}
+	return st.acked, st.failed()
+}
+
+func produceLines(ctx context.Context, cl *kgo.Client, cfg ProduceConfig, in io.Reader, st *produceState) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	for line := 1; sc.Scan(); line++ {
+		if err := st.failed(); err != nil {
+			return err
+		}
+		r, err := lineRecord(sc.Text(), line, cfg)
+		if err != nil {
+			return err
+		}
+		cl.Produce(ctx, r, st.promise)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read stdin: %w", err)
+	}
+	return nil
+}
+
+func lineRecord(line string, n int, cfg ProduceConfig) (*kgo.Record, error) {
+	r := &kgo.Record{Partition: cfg.Partition, Value: []byte(line)}
+	if cfg.KeySeparator != "" {
+		key, value, ok := strings.Cut(line, cfg.KeySeparator)
+		if !ok {
+			return nil, fmt.Errorf("line %d: no key separator %q", n, cfg.KeySeparator)
+		}
+		r.Key, r.Value = []byte(key), []byte(value)
+	}
+	return r, nil
+}
