@@ -2,6 +2,7 @@ package kcli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -156,16 +157,28 @@ func offsetsAndConfigs(ctx context.Context, adm *kadm.Client, topics []string) (
 	if len(topics) == 0 {
 		return nil, nil, nil, nil
 	}
-	if starts, err = adm.ListStartOffsets(ctx, topics...); err != nil {
+	// A partition or topic that fails (one deleted meanwhile, say) shows
+	// without offsets or configs rather than failing the whole answer.
+	if starts, err = adm.ListStartOffsets(ctx, topics...); partialErr(err) != nil {
 		return nil, nil, nil, fmt.Errorf("list start offsets: %w", err)
 	}
-	if ends, err = adm.ListEndOffsets(ctx, topics...); err != nil {
+	if ends, err = adm.ListEndOffsets(ctx, topics...); partialErr(err) != nil {
 		return nil, nil, nil, fmt.Errorf("list end offsets: %w", err)
 	}
-	if configs, err = adm.DescribeTopicConfigs(ctx, topics...); err != nil {
+	if configs, err = adm.DescribeTopicConfigs(ctx, topics...); partialErr(err) != nil {
 		return nil, nil, nil, fmt.Errorf("describe configs: %w", err)
 	}
 	return starts, ends, configs, nil
+}
+
+// partialErr drops kadm's error for a request that the brokers answered
+// with per-partition or per-topic errors; those show as missing values.
+func partialErr(err error) error {
+	var se *kadm.ShardErrors
+	if errors.As(err, &se) {
+		return nil
+	}
+	return err
 }
 
 func offsetOf(l kadm.ListedOffsets, topic string, p int32) int64 {
@@ -191,8 +204,8 @@ func WriteTopicInfos(w io.Writer, infos []TopicInfo, allConfigs bool) {
 		fmt.Fprintf(w, "Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
 			t.Name, len(t.Partitions), rf, formatConfigs(t.Configs, allConfigs))
 		for _, p := range t.Partitions {
-			fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %d\tReplicas: %s\tIsr: %s\tStartOffset: %d\tEndOffset: %d\n",
-				t.Name, p.Partition, p.Leader, joinInt32(p.Replicas), joinInt32(p.ISR), p.StartOffset, p.EndOffset)
+			fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %d\tReplicas: %s\tIsr: %s\tStartOffset: %s\tEndOffset: %s\n",
+				t.Name, p.Partition, p.Leader, joinInt32(p.Replicas), joinInt32(p.ISR), dashIfNeg(p.StartOffset), dashIfNeg(p.EndOffset))
 		}
 	}
 }
