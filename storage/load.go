@@ -10,9 +10,12 @@ import (
 	"slices"
 )
 
-// maxIndexFileBytes bounds how much of an index file is read: more entries
-// than a 2 GiB segment can need means the file is garbage.
-const maxIndexFileBytes = 1 << 30
+// indexFileLimit bounds how much of an index file is read: a segment of
+// size bytes holds at most one entry per minimal batch, so anything longer
+// is garbage and must not cost memory.
+func indexFileLimit(size int64) int64 {
+	return (size/BatchHeaderSize + 1) * timeEntrySize
+}
 
 // scanState is the running state of a forward scan over a segment's batches,
 // the same bookkeeping Append does, so a scan rebuilds exactly the index
@@ -54,11 +57,11 @@ func (s *segment) load(interval, trustBelow int64, verify bool) (truncated bool,
 		return false, fmt.Errorf("stat segment %d: %w", s.base, err)
 	}
 	size := fi.Size()
-	off, err := readSmallFile(s.fs, s.indexPath(), maxIndexFileBytes)
+	off, err := readSmallFile(s.fs, s.indexPath(), indexFileLimit(size))
 	if err != nil {
 		return false, fmt.Errorf("read index of segment %d: %w", s.base, err)
 	}
-	tim, err := readSmallFile(s.fs, s.timeIndexPath(), maxIndexFileBytes)
+	tim, err := readSmallFile(s.fs, s.timeIndexPath(), indexFileLimit(size))
 	if err != nil {
 		return false, fmt.Errorf("read time index of segment %d: %w", s.base, err)
 	}
