@@ -4,7 +4,7 @@ BIN       := bin/ferry
 PKGS      := ./...
 TEST_FLAGS ?= -race -timeout 20m
 
-.PHONY: build run test test-deps vet fmt-check bench bench-go bench-http fuzz clean
+.PHONY: build run test test-deps vet fmt-check bench bench-go bench-http bench-kafka fuzz clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ferry
@@ -26,14 +26,19 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# Benchmarks: Go micro-benchmarks, then HTTP against a no-op baseline.
-bench: bench-go bench-http
+# Benchmarks: Go micro-benchmarks, HTTP against a no-op baseline, then the
+# Kafka protocol against an in-process franz-go kfake cluster.
+bench: bench-go bench-http bench-kafka
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./storage/... ./server/... ./api/...
 
 bench-http: build
 	./scripts/bench-http.sh
+
+# RECORDS (2000000), DURATION (20s), PARTITIONS (4), ROUNDS (1) bound the run.
+bench-kafka: build
+	./scripts/bench-kafka.sh
 
 # Short fuzzing of every decoder (FUZZTIME per target, default 20s).
 fuzz:

@@ -19,6 +19,8 @@ type Config struct {
 	Acks        string        // 0, 1 or all
 	Compression string        // none, gzip, snappy, lz4, zstd
 	Duration    time.Duration // upper bound of the run; 0: none
+	Buffered    int           // records the producer buffers before Produce blocks
+	Linger      time.Duration // how long a partition's batch waits to fill
 	Progress    io.Writer     // progress bar, e.g. a terminal's stderr; nil: none
 }
 
@@ -32,6 +34,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Acks, "acks", "1", "produce acknowledgements: 0, 1 or all")
 	fs.StringVar(&c.Compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "stop after this long even if --records are not done (0: no bound)")
+	fs.IntVar(&c.Buffered, "buffered-records", 32<<10, "records the producer buffers before it blocks (bounds latency measured from Produce)")
+	fs.DurationVar(&c.Linger, "linger", 5*time.Millisecond, "how long a batch waits to fill (producer linger)")
 }
 
 // Validate checks that the run is bounded and well formed.
@@ -43,8 +47,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--record-size %d is negative", c.RecordSize)
 	case c.Partitions < 1:
 		return fmt.Errorf("--partitions %d: want at least 1", c.Partitions)
-	case c.Records < 0 || c.Duration < 0:
-		return errors.New("--records and --duration must not be negative")
+	case c.Buffered < 1:
+		return fmt.Errorf("--buffered-records %d: want at least 1", c.Buffered)
+	case c.Records < 0 || c.Duration < 0 || c.Linger < 0:
+		return errors.New("--records, --duration and --linger must not be negative")
 	case c.Records == 0 && c.Duration == 0:
 		return errors.New("give --records or --duration: the run must be bounded")
 	}

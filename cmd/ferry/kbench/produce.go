@@ -57,15 +57,15 @@ func Produce(ctx context.Context, cfg Config) (Result, error) {
 	return res, err
 }
 
-// producerTuning lets one client keep the broker busy: a deep buffer, large
-// batches, and a short linger so batches fill under load without adding
-// latency when idle.
+// producerTuning lets one client keep the broker busy: a buffer deep
+// enough to fill large batches, but not so deep that the measured latency
+// is mostly time spent queued in the client.
 func producerTuning(cfg Config) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.DefaultProduceTopic(cfg.Topic),
-		kgo.MaxBufferedRecords(256 << 10),
+		kgo.MaxBufferedRecords(cfg.Buffered),
 		kgo.ProducerBatchMaxBytes(1 << 20),
-		kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.ProducerLinger(cfg.Linger),
 	}
 }
 
