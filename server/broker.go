@@ -39,6 +39,9 @@ type Broker struct {
 	// partitioner, which sticks per batch).
 	unkeyedCursor atomic.Uint32
 
+	// idem owns idempotent producers' state and producer ids (idempotence.go).
+	idem idempotence
+
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	toDelete chan string

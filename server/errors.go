@@ -43,6 +43,8 @@ const (
 	KafkaInvalidConfig         int16 = 40
 	KafkaInvalidRecord         int16 = 87
 	KafkaBrokerNotAvailable    int16 = 8
+	KafkaOutOfOrderSequence    int16 = 45
+	KafkaInvalidProducerEpoch  int16 = 47
 )
 
 // kafkaCodes is the one table from core errors to Kafka error codes.
@@ -67,6 +69,8 @@ var kafkaCodes = []struct {
 	{ErrInvalidTimestamp, KafkaInvalidTimestamp},
 	{ErrStorage, KafkaKafkaStorageError},
 	{ErrShuttingDown, KafkaBrokerNotAvailable},
+	{ErrOutOfOrderSequence, KafkaOutOfOrderSequence},
+	{ErrInvalidProducerEpoch, KafkaInvalidProducerEpoch},
 }
 
 // KafkaCode returns the Kafka protocol error code for err (0 for nil).

@@ -180,6 +180,12 @@ func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.Ap
 		return storage.AppendResult{}, err
 	}
 	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}
+	if h, ok, err := idempotentBatch(req.Batches); err != nil || ok {
+		if err != nil {
+			return storage.AppendResult{}, err
+		}
+		return b.appendIdempotent(p, h, req.Batches, opts) // duplicate and sequence rules
+	}
 	res, err := p.Append(req.Batches, opts)
 	if err != nil {
 		return res, appendError(req.Topic, req.Partition, err)

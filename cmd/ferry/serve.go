@@ -18,6 +18,8 @@ import (
 
 	"github.com/ferry-mq/ferry/api"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/group"
+	"github.com/ferry-mq/ferry/server/kafka"
 )
 
 // serveSettings is everything `ferry serve` is configured with.
@@ -218,21 +220,40 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	gateway, err := api.New(broker, api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr})
+	groups, err := group.New(broker, group.Config{Logger: logger})
 	if err != nil {
 		broker.Close()
 		return err
 	}
+	closeCore := func() { groups.Close(); broker.Close() }
+	gateway, err := api.New(broker, api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr})
+	if err != nil {
+		closeCore()
+		return err
+	}
+	kafkaServer, err := kafka.New(broker, groups, kafka.Config{Addr: s.kafkaAddr,
+		AdvertisedAddr: s.advertisedKafkaAddr, Logger: logger})
+	if err != nil {
+		closeCore()
+		return err
+	}
+	kln, err := net.Listen("tcp", s.kafkaAddr)
+	if err != nil {
+		closeCore()
+		return fmt.Errorf("kafka listener: %w", err)
+	}
 	ln, err := net.Listen("tcp", s.httpAddr)
 	if err != nil {
-		broker.Close()
+		kln.Close()
+		closeCore()
 		return fmt.Errorf("http listener: %w", err)
 	}
 	httpServer := api.NewHTTPServer(s.httpAddr, gateway.Handler(), api.Config{Logger: logger})
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- httpServer.Serve(ln) }()
-	logger.Info("ferry serving", "http", ln.Addr().String(), "data_dir", s.broker.DataDir,
-		"broker_id", s.broker.BrokerID, "kafka", s.kafkaAddr+" (Kafka protocol listener not implemented yet)")
+	go func() { serveErr <- kafkaServer.Serve(kln) }()
+	logger.Info("ferry serving", "http", ln.Addr().String(), "kafka", kln.Addr().String(),
+		"advertised_kafka", s.advertisedKafkaAddr, "data_dir", s.broker.DataDir, "broker_id", s.broker.BrokerID)
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
@@ -240,18 +261,24 @@ func runServe(args []string) error {
 	case sig := <-stop:
 		logger.Info("shutting down", "signal", sig.String())
 	case err = <-serveErr:
-		logger.Error("http server failed", "err", err)
+		logger.Error("listener failed", "err", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if shutErr := httpServer.Shutdown(ctx); shutErr != nil && !errors.Is(shutErr, http.ErrServerClosed) {
 		logger.Warn("http shutdown", "err", shutErr)
 	}
+	if shutErr := kafkaServer.Shutdown(ctx); shutErr != nil {
+		logger.Warn("kafka shutdown", "err", shutErr)
+	}
+	if closeErr := groups.Close(); closeErr != nil {
+		logger.Warn("close group coordinator", "err", closeErr)
+	}
 	if closeErr := broker.Close(); closeErr != nil {
 		return fmt.Errorf("close broker: %w", closeErr)
 	}
 	logger.Info("stopped cleanly")
-	if errors.Is(err, http.ErrServerClosed) {
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, kafka.ErrServerClosed) {
 		return nil
 	}
 	return err

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// This file holds core methods the Kafka listener needs beyond what the
+// HTTP gateway uses: validate-only admin requests, topic ids, DeleteRecords
+// and waiting on several partitions at once.
+
+// ValidateTopicSpec reports whether CreateTopic(spec) would succeed, without
+// creating anything (CreateTopics with validateOnly).
+func (b *Broker) ValidateTopicSpec(spec TopicSpec) error {
+	if err := b.validateSpec(&spec); err != nil {
+		return err
+	}
+	if _, err := b.lookup(spec.Name); err == nil {
+		return fmt.Errorf("%w: %q", ErrTopicExists, spec.Name)
+	}
+	return nil
+}
+
+// ValidateTopicConfigs rejects unknown topic config keys and bad values.
+func ValidateTopicConfigs(cfgs map[string]string) error { return validateTopicConfigs(cfgs) }
+
+// TopicID returns a topic's 16-byte id.
+func (b *Broker) TopicID(name string) ([16]byte, error) {
+	t, err := b.lookup(name)
+	if err != nil {
+		return [16]byte{}, err
+	}
+	return decodeTopicID(t.meta.ID), nil
+}
+
+// TopicByID returns the name of the topic with id.
+func (b *Broker) TopicByID(id [16]byte) (string, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for name, t := range b.mu.topics {
+		if decodeTopicID(t.meta.ID) == id {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// decodeTopicID turns the stored base64url id into Kafka's 16 bytes; an
+// unreadable id reads as all zeroes (Kafka's "no id").
+func decodeTopicID(s string) [16]byte {
+	var id [16]byte
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil && len(raw) == 16 {
+		copy(id[:], raw)
+	}
+	return id
+}
+
+// DeleteRecords moves a partition's log start offset up to offset
+// (OffsetLatest means the high watermark) and returns the new log start.
+// Offsets above the high watermark are ErrOffsetOutOfRange.
+func (b *Broker) DeleteRecords(topicName string, partition int32, offset int64) (int64, error) {
+	p, err := b.Partition(topicName, partition)
+	if err != nil {
+		return 0, err
+	}
+	hw := p.HighWatermark()
+	if offset == OffsetLatest {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return 0, fmt.Errorf("%w: %s-%d: offset %d is outside [0, %d]", ErrOffsetOutOfRange, topicName, partition, offset, hw)
+	}
+	lp, ok := p.(*localPartition)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s-%d does not support deleting records", ErrStorage, topicName, partition)
+	}
+	if err := lp.log.AdvanceStartOffset(offset); err != nil {
+		return 0, appendError(topicName, partition, err)
+	}
+	return p.LogStartOffset(), nil
+}
+
+// WaitAny blocks until one of changed is closed, timeout passes or ctx
+// ends. Callers take the channels (Partition.Changed) before reading, so a
+// change between the read and the wait is not missed. It reports whether a
+// channel closed.
+func WaitAny(ctx context.Context, changed []<-chan struct{}, timeout time.Duration) bool {
+	if timeout <= 0 {
+		return false
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	cases := make([]reflect.SelectCase, 0, len(changed)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	for _, c := range changed {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+	}
+	chosen, _, _ := reflect.Select(cases)
+	return chosen >= 2
+}
+
+// MaxTimestampOffset returns the offset and timestamp of the first visible
+// record with the largest timestamp (ListOffsets -3, KIP-734), or -1, -1
+// for an empty partition. It scans every batch header below the high
+// watermark, then decodes the one batch that holds the record: its cost
+// grows with the log, which is acceptable for an admin query.
+func (b *Broker) MaxTimestampOffset(topicName string, partition int32) (int64, int64, error) {
+	p, err := b.Partition(topicName, partition)
+	if err != nil {
+		return 0, 0, err
+	}
+	hw := p.HighWatermark()
+	bestBase, bestTs := int64(-1), int64(-1)
+	var buf []byte
+	for offset := p.LogStartOffset(); offset < hw; {
+		rr, err := p.Read(storage.ReadOptions{Offset: offset, MaxBytes: 1 << 20, MinOneBatch: true, MaxOffset: hw}, buf[:0])
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+		buf = rr.Data
+		next := offset
+		for data := rr.Data; len(data) >= storage.BatchHeaderSize; {
+			h, err := storage.ParseBatchHeader(data)
+			if err != nil || h.Size() > int64(len(data)) {
+				break
+			}
+			data = data[h.Size():]
+			if h.LastOffset() >= offset && h.MaxTimestamp > bestTs {
+				bestBase, bestTs = h.BaseOffset, h.MaxTimestamp
+			}
+			next = max(next, h.LastOffset()+1)
+		}
+		if next <= offset {
+			break
+		}
+		offset = next
+	}
+	if bestBase < 0 {
+		return -1, -1, nil
+	}
+	return b.firstRecordAtOrAfter(p, bestBase, bestTs)
+}

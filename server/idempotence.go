@@ -1,0 +1,313 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// Idempotent producers (Kafka's KIP-98, without transactions).
+//
+// A producer that got an id from InitProducerID numbers its batches per
+// partition: baseSequence, baseSequence+1, … one per record. The core keeps,
+// per partition and producer, the epoch and the last producerBatchesKept
+// batches it appended, and applies Kafka's rules before appending:
+//
+//   - a batch equal to one of those (same first and last sequence) is a
+//     retry: it is not appended again and gets the offsets of the original;
+//   - an older epoch is INVALID_PRODUCER_EPOCH;
+//   - a newer epoch must start at sequence 0;
+//   - otherwise the batch must start right after the last one
+//     (OUT_OF_ORDER_SEQUENCE_NUMBER on a gap or an older, evicted retry);
+//   - a producer the partition has not seen may start at any sequence (as
+//     Kafka does since KIP-360, after retention removed its batches).
+//
+// The state is not written anywhere of its own: the batches carry producer
+// id, epoch and base sequence, so after a restart (clean or kill -9) the
+// state of a partition is rebuilt from the tail of its log, the first time
+// an idempotent batch is produced to it or its producers are described.
+
+// Errors of the idempotence rules; KafkaCode maps them.
+var (
+	ErrOutOfOrderSequence   = errors.New("out of order sequence number")
+	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+)
+
+const (
+	// producerBatchesKept is how many batches per producer and partition
+	// are remembered for duplicate detection (Kafka keeps 5, the most
+	// in-flight requests an idempotent producer may have).
+	producerBatchesKept = 5
+	// producerScanWindow bounds the rebuild: only the last this many
+	// offsets of a log are scanned for producer state. A producer whose
+	// last batch is older is treated as new (any sequence accepted).
+	producerScanWindow = 1 << 20
+	// noEpoch marks a producer entry that has accepted nothing yet.
+	noEpoch int16 = -1
+)
+
+// seqBatch is one remembered batch of a producer.
+type seqBatch struct {
+	firstSeq, lastSeq     int32
+	baseOffset, lastOffset int64
+}
+
+// producerEntry is one producer's state on one partition. mu is held from
+// the sequence check through the append, so two retries of one batch can
+// never both be appended; other producers of the partition do not wait.
+type producerEntry struct {
+	mu            sync.Mutex
+	epoch         int16 // guarded by mu
+	batches       []seqBatch
+	lastTimestamp int64
+}
+
+// partitionProducers is the producer state of one partition.
+type partitionProducers struct {
+	rebuilt sync.Once
+	mu      struct {
+		sync.Mutex
+		entries map[int64]*producerEntry
+	}
+}
+
+// idempotence owns the producer state of every partition and the producer
+// id allocator. The zero value is ready; Broker holds one.
+type idempotence struct {
+	mu struct {
+		sync.Mutex
+		// parts is keyed by the Partition value, so a topic deleted and
+		// created again starts with no producer state.
+		parts map[Partition]*partitionProducers
+	}
+	ids producerIDs
+}
+
+// nextSeq is Kafka's sequence increment, wrapping at MaxInt32 to 0.
+func nextSeq(seq int32, inc int32) int32 {
+	if int64(seq)+int64(inc) > math.MaxInt32 {
+		return int32(int64(inc) - (math.MaxInt32 - int64(seq)) - 1)
+	}
+	return seq + inc
+}
+
+// producerPartition returns the state of p, rebuilding it from the log
+// tail the first time.
+func (b *Broker) producerPartition(p Partition) *partitionProducers {
+	ix := &b.idem
+	ix.mu.Lock()
+	if ix.mu.parts == nil {
+		ix.mu.parts = make(map[Partition]*partitionProducers)
+	}
+	pp, ok := ix.mu.parts[p]
+	if !ok {
+		pp = &partitionProducers{}
+		pp.mu.entries = make(map[int64]*producerEntry)
+		ix.mu.parts[p] = pp
+	}
+	ix.mu.Unlock()
+	pp.rebuilt.Do(func() { b.rebuildProducers(p, pp) })
+	return pp
+}
+
+func (pp *partitionProducers) entry(id int64) *producerEntry {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	e, ok := pp.mu.entries[id]
+	if !ok {
+		e = &producerEntry{epoch: noEpoch}
+		pp.mu.entries[id] = e
+	}
+	return e
+}
+
+// appendIdempotent checks a producer's single batch against its state and
+// appends it, or answers a retry with the original offsets.
+func (b *Broker) appendIdempotent(p Partition, h storage.BatchHeader, batch []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
+	e := b.producerPartition(p).entry(h.ProducerID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	dup, isDup, err := e.check(h)
+	if err != nil {
+		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d producer %d: %v",
+			err, p.Topic(), p.Index(), h.ProducerID, errorDetail(err, e, h))
+	}
+	if isDup {
+		return storage.AppendResult{BaseOffset: dup.baseOffset, LastOffset: dup.lastOffset,
+			LogAppendTime: -1, MaxTimestamp: -1}, nil
+	}
+	res, err := p.Append(batch, opts)
+	if err != nil {
+		return res, appendError(p.Topic(), p.Index(), err)
+	}
+	e.record(h, res.BaseOffset, res.LastOffset)
+	return res, nil
+}
+
+func errorDetail(err error, e *producerEntry, h storage.BatchHeader) string {
+	if errors.Is(err, ErrInvalidProducerEpoch) {
+		return fmt.Sprintf("epoch %d is older than %d", h.ProducerEpoch, e.epoch)
+	}
+	if h.ProducerEpoch != e.epoch {
+		return fmt.Sprintf("new epoch %d must start at sequence 0, not %d", h.ProducerEpoch, h.BaseSequence)
+	}
+	last := e.batches[len(e.batches)-1].lastSeq
+	return fmt.Sprintf("sequence %d, expected %d", h.BaseSequence, nextSeq(last, 1))
+}
+
+// check applies the rules in the file comment. Expects e.mu.
+func (e *producerEntry) check(h storage.BatchHeader) (seqBatch, bool, error) {
+	switch {
+	case e.epoch == noEpoch || len(e.batches) == 0:
+		return seqBatch{}, false, nil
+	case h.ProducerEpoch < e.epoch:
+		return seqBatch{}, false, ErrInvalidProducerEpoch
+	case h.ProducerEpoch > e.epoch:
+		if h.BaseSequence != 0 {
+			return seqBatch{}, false, ErrOutOfOrderSequence
+		}
+		return seqBatch{}, false, nil
+	}
+	last := nextSeq(h.BaseSequence, h.LastOffsetDelta)
+	for _, sb := range e.batches {
+		if sb.firstSeq == h.BaseSequence && sb.lastSeq == last {
+			return sb, true, nil
+		}
+	}
+	if h.BaseSequence != nextSeq(e.batches[len(e.batches)-1].lastSeq, 1) {
+		return seqBatch{}, false, ErrOutOfOrderSequence
+	}
+	return seqBatch{}, false, nil
+}
+
+// record remembers an appended batch. Expects e.mu.
+func (e *producerEntry) record(h storage.BatchHeader, base, last int64) {
+	if h.ProducerEpoch != e.epoch {
+		e.epoch = h.ProducerEpoch
+		e.batches = e.batches[:0]
+	}
+	if len(e.batches) == producerBatchesKept {
+		copy(e.batches, e.batches[1:])
+		e.batches = e.batches[:producerBatchesKept-1]
+	}
+	e.batches = append(e.batches, seqBatch{
+		firstSeq:   h.BaseSequence,
+		lastSeq:    nextSeq(h.BaseSequence, h.LastOffsetDelta),
+		baseOffset: base,
+		lastOffset: last,
+	})
+	e.lastTimestamp = h.MaxTimestamp
+}
+
+// rebuildProducers scans the last producerScanWindow offsets of p's log
+// and replays every idempotent batch into pp. It reads batch headers only.
+func (b *Broker) rebuildProducers(p Partition, pp *partitionProducers) {
+	end := p.LogEndOffset()
+	offset := max(p.LogStartOffset(), end-producerScanWindow)
+	var buf []byte
+	for offset < end {
+		rr, err := p.Read(storage.ReadOptions{Offset: offset, MaxBytes: 1 << 20, MinOneBatch: true, MaxOffset: end}, buf[:0])
+		if err != nil {
+			b.logger.Warn("producer state rebuild stopped early", "topic", p.Topic(), "partition", p.Index(),
+				"offset", offset, "err", err)
+			return
+		}
+		buf = rr.Data
+		next := replayBatches(pp, rr.Data, offset)
+		if next <= offset {
+			break
+		}
+		offset = next
+	}
+	pp.mu.Lock()
+	n := len(pp.mu.entries)
+	pp.mu.Unlock()
+	if n > 0 {
+		b.logger.Info("producer state rebuilt", "topic", p.Topic(), "partition", p.Index(), "producers", n)
+	}
+}
+
+// replayBatches records the idempotent batches of data at or after from
+// and returns the offset after the last batch seen.
+func replayBatches(pp *partitionProducers, data []byte, from int64) int64 {
+	next := from
+	for len(data) >= storage.BatchHeaderSize {
+		h, err := storage.ParseBatchHeader(data)
+		if err != nil || h.Size() > int64(len(data)) {
+			break
+		}
+		data = data[h.Size():]
+		if h.LastOffset() < from {
+			continue
+		}
+		next = h.LastOffset() + 1
+		const control = 0x20
+		if h.ProducerID < 0 || h.Attributes&control != 0 {
+			continue
+		}
+		e := pp.entry(h.ProducerID)
+		if e.epoch != noEpoch && h.ProducerEpoch < e.epoch {
+			continue
+		}
+		e.record(h, h.BaseOffset, h.LastOffset())
+	}
+	return next
+}
+
+// ProducerState describes one idempotent producer of a partition
+// (DescribeProducers).
+type ProducerState struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	LastSequence  int32
+	LastTimestamp int64
+}
+
+// Producers returns the idempotent producers a partition remembers.
+func (b *Broker) Producers(topicName string, partition int32) ([]ProducerState, error) {
+	p, err := b.Partition(topicName, partition)
+	if err != nil {
+		return nil, err
+	}
+	pp := b.producerPartition(p)
+	pp.mu.Lock()
+	entries := make(map[int64]*producerEntry, len(pp.mu.entries))
+	for id, e := range pp.mu.entries {
+		entries[id] = e
+	}
+	pp.mu.Unlock()
+	var out []ProducerState
+	for id, e := range entries {
+		e.mu.Lock()
+		if len(e.batches) > 0 {
+			out = append(out, ProducerState{ProducerID: id, ProducerEpoch: e.epoch,
+				LastSequence: e.batches[len(e.batches)-1].lastSeq, LastTimestamp: e.lastTimestamp})
+		}
+		e.mu.Unlock()
+	}
+	return out, nil
+}
+
+// idempotentBatch returns the header of an idempotent producer's batch.
+// Such a request must hold exactly one batch, and no transactional one:
+// ferry has no transactions.
+func idempotentBatch(data []byte) (storage.BatchHeader, bool, error) {
+	h, err := storage.ParseBatchHeader(data)
+	if err != nil {
+		return h, false, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
+	}
+	const transactional = 0x10
+	if h.Attributes&transactional != 0 {
+		return h, false, fmt.Errorf("%w: transactional batch; ferry does not support transactions", ErrInvalidRecord)
+	}
+	if h.ProducerID < 0 {
+		return h, false, nil
+	}
+	if h.Size() != int64(len(data)) {
+		return h, false, fmt.Errorf("%w: an idempotent producer sends one batch per partition", ErrInvalidRecord)
+	}
+	return h, true, nil
+}

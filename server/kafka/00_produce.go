@@ -1,0 +1,78 @@
+package kafka
+
+// Produce (key 0), versions 0–9.
+//
+// Advertised from v0 because librdkafka disables gzip, snappy and lz4
+// against brokers that do not, but only magic v2 record batches are
+// accepted: a v0–v2 request carrying magic 0 or 1 message sets gets
+// UNSUPPORTED_FOR_MESSAGE_FORMAT (43) per partition (ferry never converts
+// formats). Every partition's data goes to Broker.ProduceBatch, which
+// validates the batch (CRC, one batch, count = lastOffsetDelta+1, no control
+// batch, records framed, decompressed under a cap) and applies the
+// idempotent producer rules before appending; nothing is written for a
+// rejected partition. acks=0 gets no response, acks=1 and acks=-1 are the
+// same on one node (a topic with flush.messages=1 answers after fsync).
+// Deviations: partitions are appended one after the other, not in
+// parallel; TimeoutMillis is not used (appends do not wait on replicas);
+// transactional batches are rejected with INVALID_RECORD.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+const magicOffset = 16 // the magic byte sits here in every message format
+
+func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			if acksOK {
+				s.producePartition(ctx, t.Topic, &p, &rp)
+			} else {
+				rp.ErrorCode = codeInvalidRequiredAcks
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Acks == 0 {
+		return nil // the client expects no response; errors are only logged
+	}
+	return resp
+}
+
+func (s *Server) producePartition(ctx context.Context, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+	switch {
+	case len(p.Records) == 0:
+		rp.ErrorCode = codeInvalidRecord
+		return
+	case len(p.Records) > magicOffset && p.Records[magicOffset] < 2:
+		rp.ErrorCode = codeUnsupportedFormat
+		msg := "message format v" + string('0'+p.Records[magicOffset]) + " is not supported; use record batches (magic 2)"
+		rp.ErrorMessage = &msg
+		return
+	}
+	res, err := s.broker.ProduceBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: p.Records})
+	if err != nil {
+		rp.ErrorCode = errorCode(err)
+		rp.ErrorMessage = errorMessage(err)
+		s.logger.Debug("produce rejected", "topic", topic, "partition", p.Partition, "err", err)
+		return
+	}
+	rp.BaseOffset = res.BaseOffset
+	rp.LogAppendTime = res.LogAppendTime
+	if part, err := s.broker.Partition(topic, p.Partition); err == nil {
+		rp.LogStartOffset = part.LogStartOffset()
+	}
+}

@@ -1,0 +1,110 @@
+package kafka
+
+// Fetch (key 1), versions 4–12.
+//
+// Sessionless: every response has SessionID 0 and is a full response, which
+// KIP-227 allows (clients then send full requests); ForgottenTopics is
+// ignored. Batches are sent as stored, never re-encoded or down-converted.
+// Only records below the high watermark are returned; the last stable
+// offset equals the high watermark (no transactions), so read_committed
+// consumers (librdkafka's default) see everything. The fetch long-polls up
+// to MaxWaitMillis across all requested partitions until MinBytes are
+// available; any partition error answers at once, as in Kafka. MaxBytes and
+// PartitionMaxBytes are honoured with KIP-74: the first non-empty partition
+// returns its first batch even when larger, later partitions return nothing
+// rather than exceed the limit. Versions 13+ (topic ids) are not advertised;
+// follower fetches (ReplicaID >= 0) are served like consumer fetches.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.FetchRequest)
+	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	for {
+		resp, changed, done := s.fetchOnce(ctx, req)
+		// Nothing changed by the deadline: resp is still current.
+		if done || !server.WaitAny(ctx, changed, time.Until(deadline)) {
+			return resp
+		}
+	}
+}
+
+// fetchOnce reads every requested partition once. done reports that the
+// response should be sent now (MinBytes reached or an error); otherwise
+// changed holds the partitions' change channels, taken before reading.
+func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []<-chan struct{}, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	budget := int(req.MaxBytes)
+	if budget <= 0 {
+		budget = int(^uint32(0) >> 1)
+	}
+	var changed []<-chan struct{}
+	total, failed := 0, false
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		for i := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			n, ch := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, budget-total, total == 0)
+			if ch != nil {
+				changed = append(changed, ch)
+			}
+			failed = failed || rp.ErrorCode != 0
+			total += n
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, changed, failed || total >= int(req.MinBytes) || len(changed) == 0
+}
+
+// fetchPartition fills rp and returns the bytes it added and the
+// partition's change channel.
+func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.FetchRequestTopicPartition,
+	rp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, <-chan struct{}) {
+	rp.Partition = fp.Partition
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+	rp.RecordBatches = []byte{} // never null: librdkafka rejects a null record set
+	p, err := s.broker.Partition(topic, fp.Partition)
+	if err != nil {
+		rp.ErrorCode = errorCode(err)
+		return 0, nil
+	}
+	if code := checkLeaderEpoch(fp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {
+		rp.ErrorCode = code
+		return 0, nil
+	}
+	changed := p.Changed()
+	limit := min(int(fp.PartitionMaxBytes), budget)
+	if limit <= 0 && !first {
+		fillOffsets(rp, p)
+		return 0, changed
+	}
+	res, err := s.broker.Fetch(ctx, server.FetchRequest{Topic: topic, Partition: fp.Partition,
+		Offset: fp.FetchOffset, MaxBytes: max(limit, 1)}, nil)
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+	if err != nil {
+		rp.ErrorCode = errorCode(err)
+		return 0, nil
+	}
+	if !first && len(res.Data) > budget {
+		return 0, changed // KIP-74: only the first partition may exceed the limits
+	}
+	if len(res.Data) > 0 {
+		rp.RecordBatches = res.Data
+	}
+	return len(res.Data), changed
+}
+
+func fillOffsets(rp *kmsg.FetchResponseTopicPartition, p server.Partition) {
+	rp.HighWatermark = p.HighWatermark()
+	rp.LastStableOffset = p.LastStableOffset()
+	rp.LogStartOffset = p.LogStartOffset()
+}

@@ -1,0 +1,63 @@
+package kafka
+
+// ListOffsets (key 2), versions 1–7.
+//
+// v0 (OldStyleOffsets) is not advertised. Timestamp -2 is the log start
+// offset, -1 the high watermark (which is also the last stable offset, so
+// read_committed and read_uncommitted agree), -3 (v7, KIP-734) the record
+// with the largest timestamp, found by scanning batch headers; any other
+// value is the first record whose timestamp is at least it, or -1 with
+// timestamp -1 when there is none, as Kafka answers. The leader epoch is
+// the partition's (0 on one node); CurrentLeaderEpoch is checked (KIP-320).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const offsetMaxTimestamp = -3
+
+func (s *Server) handleListOffsets(_ context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			s.listOffset(t.Topic, &p, &rp)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (s *Server) listOffset(topic string, p *kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) {
+	rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
+	part, err := s.broker.Partition(topic, p.Partition)
+	if err != nil {
+		rp.ErrorCode = errorCode(err)
+		return
+	}
+	if code := checkLeaderEpoch(p.CurrentLeaderEpoch, part.LeaderEpoch()); code != 0 {
+		rp.ErrorCode = code
+		return
+	}
+	var offset, ts int64
+	if p.Timestamp == offsetMaxTimestamp {
+		offset, ts, err = s.broker.MaxTimestampOffset(topic, p.Partition)
+	} else {
+		offset, ts, err = s.broker.ListOffset(topic, p.Partition, p.Timestamp)
+	}
+	if err != nil {
+		rp.ErrorCode = errorCode(err)
+		return
+	}
+	rp.Offset, rp.Timestamp = offset, ts
+	if offset >= 0 {
+		rp.LeaderEpoch = part.LeaderEpoch()
+	}
+}

@@ -1,0 +1,109 @@
+package kafka
+
+// Metadata (key 3), versions 0–12.
+//
+// One broker (this node, at the advertised address), which is also the
+// controller; every partition is led by it with itself as the only replica
+// and ISR, and no offline replicas. v0 with no topics and v1+ with null
+// topics list every topic. Unknown topics are created when the broker's
+// auto.create.topics.enable is on and the request allows it: always for
+// v0–3, AllowAutoTopicCreation for v4+. Unlike Kafka, which answers
+// LEADER_NOT_AVAILABLE until a new topic's leaders are elected, the created
+// topic is returned at once (creation is synchronous on one node). v10+
+// carry topic ids; topics requested by id alone are looked up by id.
+// Authorized operations are not computed (ACLs do not exist): the fields
+// keep Kafka's "not requested" value.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+// consumerOffsetsTopic is the coordinator's internal topic.
+const consumerOffsetsTopic = "__consumer_offsets"
+
+func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.Brokers = []kmsg.MetadataResponseBroker{s.brokerEntry()}
+	clusterID := s.broker.ClusterID()
+	resp.ClusterID = &clusterID
+	resp.ControllerID = s.broker.BrokerID()
+	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
+	if all {
+		for _, name := range s.broker.Topics() {
+			resp.Topics = append(resp.Topics, s.topicMetadata(name, false))
+		}
+		return resp
+	}
+	autoCreate := s.broker.Config().AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	for _, t := range req.Topics {
+		if t.Topic == nil {
+			resp.Topics = append(resp.Topics, s.topicMetadataByID(t.TopicID))
+			continue
+		}
+		resp.Topics = append(resp.Topics, s.topicMetadata(*t.Topic, autoCreate))
+	}
+	return resp
+}
+
+func (s *Server) brokerEntry() kmsg.MetadataResponseBroker {
+	b := kmsg.NewMetadataResponseBroker()
+	b.NodeID, b.Host, b.Port = s.broker.BrokerID(), s.host, s.port
+	return b
+}
+
+func (s *Server) topicMetadataByID(id [16]byte) kmsg.MetadataResponseTopic {
+	name, ok := s.broker.TopicByID(id)
+	if !ok {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.TopicID = id
+		mt.ErrorCode = codeUnknownTopicID
+		return mt
+	}
+	return s.topicMetadata(name, false)
+}
+
+func (s *Server) topicMetadata(name string, autoCreate bool) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = &name
+	mt.IsInternal = name == consumerOffsetsTopic
+	if err := server.ValidateTopicName(name); err != nil {
+		mt.ErrorCode = codeInvalidTopic
+		return mt
+	}
+	n, err := s.broker.PartitionCount(name)
+	if errors.Is(err, server.ErrUnknownTopic) && autoCreate {
+		if err = s.broker.CreateTopic(server.TopicSpec{Name: name}); err == nil || errors.Is(err, server.ErrTopicExists) {
+			n, err = s.broker.PartitionCount(name)
+		}
+	}
+	if err != nil {
+		mt.ErrorCode = errorCode(err)
+		return mt
+	}
+	if mt.TopicID, err = s.broker.TopicID(name); err != nil {
+		mt.ErrorCode = errorCode(err)
+		return mt
+	}
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, n)
+	for i := range n {
+		p, err := s.broker.Partition(name, i)
+		if err != nil {
+			continue // the topic shrank or went away meanwhile
+		}
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = i
+		mp.Leader = p.Leader()
+		mp.LeaderEpoch = p.LeaderEpoch()
+		mp.Replicas = p.Replicas()
+		mp.ISR = p.ISR()
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

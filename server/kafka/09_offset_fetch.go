@@ -1,0 +1,18 @@
+package kafka
+
+// OffsetFetch (key 9), versions 1–8.
+//
+// A thin pass-through: server/group.Coordinator serves every version and
+// owns the semantics (shared with the HTTP gateway's consumer API); the
+// listener only decodes, sets the response version and encodes.
+// v8 carries several groups per request. Versions 9+ (KIP-848 member epochs) and 10 (topic ids) are not advertised.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleOffsetFetch(ctx context.Context, req kmsg.Request) kmsg.Response {
+	return s.groups.HandleOffsetFetch(ctx, req.(*kmsg.OffsetFetchRequest))
+}

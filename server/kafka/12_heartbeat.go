@@ -1,0 +1,17 @@
+package kafka
+
+// Heartbeat (key 12), versions 0–4.
+//
+// A thin pass-through: server/group.Coordinator serves every version and
+// owns the semantics (shared with the HTTP gateway's consumer API); the
+// listener only decodes, sets the response version and encodes.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleHeartbeat(ctx context.Context, req kmsg.Request) kmsg.Response {
+	return s.groups.HandleHeartbeat(ctx, req.(*kmsg.HeartbeatRequest))
+}

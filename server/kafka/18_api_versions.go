@@ -1,0 +1,43 @@
+package kafka
+
+// ApiVersions (key 18), versions 0–3.
+//
+// Advertises exactly the apis table. The response header is always v0
+// (no tagged fields), even for v3, as Kafka does, so clients can parse it
+// before they know what the broker speaks. A request for a version above 3
+// gets a v0 answer with UNSUPPORTED_VERSION and the ranges, so the client
+// retries with a version this broker serves. No features are advertised
+// (in particular no transaction.version), and no KIP-848 or telemetry APIs.
+// Kafka checks the v3 ClientSoftwareName/Version format; ferry does not.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.ApiVersionsRequest)
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.ApiKeys = apiKeys()
+	return resp
+}
+
+func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
+	for _, a := range apis {
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max})
+	}
+	return keys
+}
+
+// unsupportedAPIVersions is the v0 answer to an ApiVersions request of a
+// version outside 0–3.
+func unsupportedAPIVersions() kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(0)
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = apiKeys()
+	return resp
+}

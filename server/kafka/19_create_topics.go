@@ -1,0 +1,123 @@
+package kafka
+
+// CreateTopics (key 19), versions 2–7.
+//
+// Topics are created synchronously, so TimeoutMillis is not used.
+// ValidateOnly checks everything CreateTopic would and creates nothing.
+// NumPartitions and ReplicationFactor of -1 take the broker defaults
+// (num.partitions, 1); the only replication factor possible is 1. A
+// manual ReplicaAssignment must name partitions 0..n-1, each with this
+// broker as its only replica (else INVALID_REPLICA_ASSIGNMENT), and comes
+// with NumPartitions and ReplicationFactor -1 (else INVALID_REQUEST), as in
+// Kafka. A name twice in one request fails both (INVALID_REQUEST). v5+
+// answers with the topic's partitions, replication factor and configs
+// (source DYNAMIC_TOPIC_CONFIG for overrides, DEFAULT_CONFIG otherwise),
+// v7 with the topic id.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+func (s *Server) handleCreateTopics(_ context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	seen := make(map[string]int, len(req.Topics))
+	for _, t := range req.Topics {
+		seen[t.Topic]++
+	}
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		if seen[t.Topic] > 1 {
+			rt.ErrorCode = codeInvalidRequest
+			rt.ErrorMessage = errorMessage(fmt.Errorf("topic %q appears %d times in the request", t.Topic, seen[t.Topic]))
+		} else {
+			s.createTopic(&t, req.ValidateOnly, &rt)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (s *Server) createTopic(t *kmsg.CreateTopicsRequestTopic, validateOnly bool, rt *kmsg.CreateTopicsResponseTopic) {
+	spec, code, err := s.topicSpec(t)
+	if err == nil {
+		if validateOnly {
+			err = s.broker.ValidateTopicSpec(spec)
+		} else {
+			err = s.broker.CreateTopic(spec)
+		}
+		code = errorCode(err)
+	}
+	if err != nil {
+		rt.ErrorCode, rt.ErrorMessage = code, errorMessage(err)
+		return
+	}
+	if validateOnly {
+		rt.NumPartitions = spec.Partitions
+		if spec.Partitions <= 0 {
+			rt.NumPartitions = s.broker.Config().NumPartitions
+		}
+		rt.ReplicationFactor = 1
+		return
+	}
+	info, err := s.broker.DescribeTopic(spec.Name)
+	if err != nil {
+		return // deleted meanwhile; the create itself succeeded
+	}
+	rt.TopicID, _ = s.broker.TopicID(spec.Name)
+	rt.NumPartitions = int32(len(info.Partitions))
+	rt.ReplicationFactor = info.ReplicationFactor
+	for _, c := range info.Configs {
+		rc := kmsg.NewCreateTopicsResponseTopicConfig()
+		rc.Name, rc.Value = c.Name, &c.Value
+		rc.Source = int8(configSource(c.IsDefault))
+		rt.Configs = append(rt.Configs, rc)
+	}
+}
+
+// topicSpec turns a request topic into a core spec, checking what only
+// the wire form can get wrong (assignments, null config values).
+func (s *Server) topicSpec(t *kmsg.CreateTopicsRequestTopic) (server.TopicSpec, int16, error) {
+	spec := server.TopicSpec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}
+	for _, c := range t.Configs {
+		if c.Value == nil {
+			return spec, codeInvalidRequest, fmt.Errorf("config %q has a null value", c.Name)
+		}
+		if spec.Configs == nil {
+			spec.Configs = make(map[string]string, len(t.Configs))
+		}
+		spec.Configs[c.Name] = *c.Value
+	}
+	if len(t.ReplicaAssignment) == 0 {
+		return spec, 0, nil
+	}
+	if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
+		return spec, codeInvalidRequest, fmt.Errorf("a replica assignment comes with numPartitions and replicationFactor -1")
+	}
+	seen := make([]bool, len(t.ReplicaAssignment))
+	for _, a := range t.ReplicaAssignment {
+		if a.Partition < 0 || int(a.Partition) >= len(seen) || seen[a.Partition] {
+			return spec, codeInvalidReplicaAssign, fmt.Errorf("partitions must be numbered 0..%d once each", len(seen)-1)
+		}
+		seen[a.Partition] = true
+		if len(a.Replicas) != 1 || a.Replicas[0] != s.broker.BrokerID() {
+			return spec, codeInvalidReplicaAssign, fmt.Errorf("partition %d: replicas %v; the only broker is %d",
+				a.Partition, a.Replicas, s.broker.BrokerID())
+		}
+	}
+	spec.Partitions, spec.ReplicationFactor = int32(len(seen)), 1
+	return spec, 0, nil
+}
+
+func configSource(isDefault bool) kmsg.ConfigSource {
+	if isDefault {
+		return kmsg.ConfigSourceDefaultConfig
+	}
+	return kmsg.ConfigSourceDynamicTopicConfig
+}

@@ -1,0 +1,150 @@
+package kafka
+
+// DescribeConfigs (key 32), versions 1–4.
+//
+// Topic resources list every topic config ferry knows (server.TopicConfigKeys),
+// or those named in ConfigNames: an override has source DYNAMIC_TOPIC_CONFIG,
+// anything else the broker's value with source DEFAULT_CONFIG and IsDefault.
+// The broker resource (name "" or this broker's id) lists the broker's
+// settings with source STATIC_BROKER_CONFIG, read-only: ferry has no
+// dynamic broker configs. Synonyms, when asked for, hold just the entry
+// itself. Documentation is not provided (null). Other resource types
+// (broker loggers, client metrics, groups) are INVALID_REQUEST.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+func (s *Server) handleDescribeConfigs(_ context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, r := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		entries, code, err := s.configEntries(r.ResourceType, r.ResourceName)
+		if err != nil {
+			rr.ErrorCode, rr.ErrorMessage = code, errorMessage(err)
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
+		for _, e := range entries {
+			if r.ConfigNames != nil && !slices.Contains(r.ConfigNames, e.Name) {
+				continue
+			}
+			rr.Configs = append(rr.Configs, describedConfig(e, req.IncludeSynonyms))
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+// configEntry is one config as described.
+type configEntry struct {
+	Name, Value string
+	Source      kmsg.ConfigSource
+	ReadOnly    bool
+	Type        kmsg.ConfigType
+}
+
+func describedConfig(e configEntry, synonyms bool) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	value := e.Value
+	c.Name, c.Value, c.Source, c.ReadOnly, c.ConfigType = e.Name, &value, e.Source, e.ReadOnly, e.Type
+	c.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
+	if synonyms {
+		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		syn.Name, syn.Value, syn.Source = e.Name, &value, e.Source
+		c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn}
+	}
+	return c
+}
+
+func (s *Server) configEntries(typ kmsg.ConfigResourceType, name string) ([]configEntry, int16, error) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		info, err := s.broker.DescribeTopic(name)
+		if err != nil {
+			return nil, errorCode(err), err
+		}
+		out := make([]configEntry, 0, len(info.Configs))
+		for _, c := range info.Configs {
+			out = append(out, configEntry{Name: c.Name, Value: c.Value, Source: configSource(c.IsDefault), Type: topicConfigType(c.Name)})
+		}
+		return out, 0, nil
+	case kmsg.ConfigResourceTypeBroker:
+		if err := s.checkBrokerResource(name); err != nil {
+			return nil, codeInvalidRequest, err
+		}
+		return s.brokerConfigs(), 0, nil
+	}
+	return nil, codeInvalidRequest, fmt.Errorf("resource type %d is not supported; ferry describes topics (2) and the broker (4)", typ)
+}
+
+func (s *Server) checkBrokerResource(name string) error {
+	if name != "" && name != strconv.Itoa(int(s.broker.BrokerID())) {
+		return fmt.Errorf("broker %q: this is broker %d", name, s.broker.BrokerID())
+	}
+	return nil
+}
+
+func topicConfigType(name string) kmsg.ConfigType {
+	switch name {
+	case server.CfgCleanupPolicy:
+		return kmsg.ConfigTypeList
+	case server.CfgTimestampType:
+		return kmsg.ConfigTypeString
+	case server.CfgMaxMessageBytes, server.CfgMinInsyncReplicas, server.CfgIndexIntervalBytes, server.CfgSegmentBytes:
+		return kmsg.ConfigTypeInt
+	}
+	return kmsg.ConfigTypeLong
+}
+
+// brokerConfigs are the broker settings, as Kafka names them.
+func (s *Server) brokerConfigs() []configEntry {
+	c := s.broker.Config()
+	ms := func(d time.Duration) string {
+		if d < 0 {
+			return "-1"
+		}
+		return strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	tsType := "CreateTime"
+	if c.LogAppendTime {
+		tsType = "LogAppendTime"
+	}
+	entry := func(name, value string, typ kmsg.ConfigType) configEntry {
+		return configEntry{Name: name, Value: value, Source: kmsg.ConfigSourceStaticBrokerConfig, ReadOnly: true, Type: typ}
+	}
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	return []configEntry{
+		entry("advertised.listeners", "PLAINTEXT://"+s.cfg.AdvertisedAddr, kmsg.ConfigTypeString),
+		entry("auto.create.topics.enable", strconv.FormatBool(c.AutoCreateTopics), kmsg.ConfigTypeBoolean),
+		entry("broker.id", i64(int64(c.BrokerID)), kmsg.ConfigTypeInt),
+		entry("connections.max.idle.ms", ms(s.cfg.IdleTimeout), kmsg.ConfigTypeLong),
+		entry("default.replication.factor", "1", kmsg.ConfigTypeInt),
+		entry("listeners", "PLAINTEXT://"+s.cfg.Addr, kmsg.ConfigTypeString),
+		entry("log.dirs", c.DataDir, kmsg.ConfigTypeString),
+		entry("log.flush.interval.messages", i64(c.Log.FlushMessages), kmsg.ConfigTypeLong),
+		entry("log.flush.interval.ms", ms(c.Log.FlushInterval), kmsg.ConfigTypeLong),
+		entry("log.flush.scheduler.interval.ms", ms(c.FlushCheckInterval), kmsg.ConfigTypeLong),
+		entry("log.index.interval.bytes", i64(int64(c.Log.IndexIntervalBytes)), kmsg.ConfigTypeInt),
+		entry("log.message.timestamp.type", tsType, kmsg.ConfigTypeString),
+		entry("log.retention.bytes", i64(c.Log.RetentionBytes), kmsg.ConfigTypeLong),
+		entry("log.retention.check.interval.ms", ms(c.RetentionCheckInterval), kmsg.ConfigTypeLong),
+		entry("log.retention.ms", ms(c.Log.RetentionTime), kmsg.ConfigTypeLong),
+		entry("log.roll.ms", ms(c.Log.SegmentMaxAge), kmsg.ConfigTypeLong),
+		entry("log.segment.bytes", i64(c.Log.SegmentBytes), kmsg.ConfigTypeInt),
+		entry("message.max.bytes", i64(int64(c.MessageMaxBytes)), kmsg.ConfigTypeInt),
+		entry("min.insync.replicas", "1", kmsg.ConfigTypeInt),
+		entry("num.partitions", i64(int64(c.NumPartitions)), kmsg.ConfigTypeInt),
+		entry("socket.request.max.bytes", i64(int64(s.cfg.MaxRequestBytes)), kmsg.ConfigTypeInt),
+	}
+}

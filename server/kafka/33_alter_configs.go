@@ -1,0 +1,85 @@
+package kafka
+
+// AlterConfigs (key 33), versions 0–2.
+//
+// Replaces a topic's whole override set (configs not listed return to the
+// broker default), as Kafka's legacy AlterConfigs does. A null value is
+// INVALID_REQUEST; unknown keys and bad values are INVALID_CONFIG.
+// ValidateOnly checks without changing anything. Broker resources are
+// refused with INVALID_REQUEST: ferry's broker settings are static
+// (flags, env, server.properties).
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+func (s *Server) handleAlterConfigs(_ context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.AlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	for _, r := range req.Resources {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		set := make(map[string]string, len(r.Configs))
+		var code int16
+		err := alterableResource(r.ResourceType)
+		for _, c := range r.Configs {
+			if c.Value == nil && err == nil {
+				err = fmt.Errorf("config %q has a null value", c.Name)
+			} else if c.Value != nil {
+				set[c.Name] = *c.Value
+			}
+		}
+		if err != nil {
+			code = codeInvalidRequest
+		} else {
+			err = s.alterTopicConfigs(r.ResourceName, set, nil, true, req.ValidateOnly)
+			code = errorCode(err)
+		}
+		rr.ErrorCode, rr.ErrorMessage = code, errorMessage(err)
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+func alterableResource(typ kmsg.ConfigResourceType) error {
+	if typ == kmsg.ConfigResourceTypeTopic {
+		return nil
+	}
+	if typ == kmsg.ConfigResourceTypeBroker {
+		return fmt.Errorf("broker configs are static in ferry: set them with flags, FERRY_* env or server.properties")
+	}
+	return fmt.Errorf("resource type %d cannot be altered; ferry alters topic configs", typ)
+}
+
+// alterTopicConfigs applies (or with validateOnly, checks) a change.
+func (s *Server) alterTopicConfigs(topic string, set map[string]string, remove []string, replace, validateOnly bool) error {
+	if !validateOnly {
+		return s.broker.AlterTopicConfigs(topic, set, remove, replace)
+	}
+	if _, err := s.broker.PartitionCount(topic); err != nil {
+		return err
+	}
+	if err := server.ValidateTopicConfigs(set); err != nil {
+		return err
+	}
+	for _, k := range remove {
+		if !knownTopicConfig(k) {
+			return fmt.Errorf("%w: unknown topic config %q", server.ErrInvalidConfig, k)
+		}
+	}
+	return nil
+}
+
+func knownTopicConfig(k string) bool {
+	for _, known := range server.TopicConfigKeys() {
+		if k == known {
+			return true
+		}
+	}
+	return false
+}

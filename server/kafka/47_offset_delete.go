@@ -1,0 +1,17 @@
+package kafka
+
+// OffsetDelete (key 47), versions 0.
+//
+// A thin pass-through: server/group.Coordinator serves every version and
+// owns the semantics (shared with the HTTP gateway's consumer API); the
+// listener only decodes, sets the response version and encodes.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleOffsetDelete(ctx context.Context, req kmsg.Request) kmsg.Response {
+	return s.groups.HandleOffsetDelete(ctx, req.(*kmsg.OffsetDeleteRequest))
+}

@@ -1,0 +1,26 @@
+package kafka
+
+// DescribeCluster (key 60), versions 0–1.
+//
+// One broker, this node, which is also the controller. v1's EndpointType
+// is answered with brokers whatever was asked (Kafka answers controllers
+// only on KRaft controller listeners). Authorized operations are not
+// computed (no ACLs).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleDescribeCluster(_ context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = 1 // brokers
+	resp.ClusterID = s.broker.ClusterID()
+	resp.ControllerID = s.broker.BrokerID()
+	b := kmsg.NewDescribeClusterResponseBroker()
+	b.NodeID, b.Host, b.Port = s.broker.BrokerID(), s.host, s.port
+	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	return resp
+}

@@ -1,0 +1,41 @@
+package kafka
+
+// DescribeProducers (key 61), version 0.
+//
+// Lists the idempotent producers each partition remembers (the state the
+// core keeps for duplicate detection, rebuilt from the log after a
+// restart). There are no transactions: CoordinatorEpoch and
+// CurrentTxnStartOffset are always -1.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (s *Server) handleDescribeProducers(_ context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.DescribeProducersRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewDescribeProducersResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewDescribeProducersResponseTopicPartition()
+			rp.Partition = p
+			states, err := s.broker.Producers(t.Topic, p)
+			if err != nil {
+				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+			}
+			for _, st := range states {
+				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+				ap.ProducerID, ap.ProducerEpoch = st.ProducerID, int32(st.ProducerEpoch)
+				ap.LastSequence, ap.LastTimestamp = st.LastSequence, st.LastTimestamp
+				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+				rp.ActiveProducers = append(rp.ActiveProducers, ap)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

@@ -1,0 +1,77 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// api is one served Kafka API: its key, the versions served, the handler.
+type api struct {
+	key      int16
+	min, max int16
+	serve    func(s *Server, ctx context.Context, req kmsg.Request) kmsg.Response
+}
+
+const apiVersionsKey = 18
+
+// apis is the one table of what this listener serves; ApiVersions
+// advertises exactly these ranges, and a request outside them closes the
+// connection (ApiVersions excepted, which Kafka always answers).
+//
+// Not served: transactions (24–28; no transaction.version feature),
+// SASL (17, 36), ACLs, KIP-848 and share groups, telemetry, controller
+// and inter-broker APIs. Produce stops at 9, Fetch at 12, OffsetCommit and
+// OffsetFetch at 9 and 8: later versions need topic ids end to end.
+var apis []api
+
+// apiByKey indexes apis by key.
+var apiByKey map[int16]*api
+
+func init() { // a var initializer would be a cycle: ApiVersions reads apis
+	apis = []api{
+		{0, 0, 9, (*Server).handleProduce},
+		{1, 4, 12, (*Server).handleFetch},
+		{2, 1, 7, (*Server).handleListOffsets},
+		{3, 0, 12, (*Server).handleMetadata},
+		{8, 2, 9, (*Server).handleOffsetCommit},
+		{9, 1, 8, (*Server).handleOffsetFetch},
+		{10, 0, 4, (*Server).handleFindCoordinator},
+		{11, 0, 9, (*Server).handleJoinGroup},
+		{12, 0, 4, (*Server).handleHeartbeat},
+		{13, 0, 5, (*Server).handleLeaveGroup},
+		{14, 0, 5, (*Server).handleSyncGroup},
+		{15, 0, 5, (*Server).handleDescribeGroups},
+		{16, 0, 4, (*Server).handleListGroups},
+		{18, 0, 3, (*Server).handleApiVersions},
+		{19, 2, 7, (*Server).handleCreateTopics},
+		{20, 1, 6, (*Server).handleDeleteTopics},
+		{21, 0, 2, (*Server).handleDeleteRecords},
+		{22, 0, 4, (*Server).handleInitProducerID},
+		{23, 0, 4, (*Server).handleOffsetForLeaderEpoch},
+		{32, 1, 4, (*Server).handleDescribeConfigs},
+		{33, 0, 2, (*Server).handleAlterConfigs},
+		{37, 0, 3, (*Server).handleCreatePartitions},
+		{42, 0, 2, (*Server).handleDeleteGroups},
+		{44, 0, 1, (*Server).handleIncrementalAlterConfigs},
+		{47, 0, 0, (*Server).handleOffsetDelete},
+		{60, 0, 1, (*Server).handleDescribeCluster},
+		{61, 0, 0, (*Server).handleDescribeProducers},
+	}
+	m := make(map[int16]*api, len(apis))
+	for i := range apis {
+		a := &apis[i]
+		if a.max > kmsg.RequestForKey(a.key).MaxVersion() {
+			panic("kafka: apis table serves a version kmsg cannot encode: " + kmsg.NameForKey(a.key))
+		}
+		m[a.key] = a
+	}
+	apiByKey = m
+}
+
+func lookupAPI(key int16) *api { return apiByKey[key] }
+
+func inRange(key, version int16) bool {
+	a := lookupAPI(key)
+	return a != nil && version >= a.min && version <= a.max
+}

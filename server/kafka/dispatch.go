@@ -1,0 +1,155 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// requestHeader is Kafka's request header (v1, or v2 with tagged fields
+// for flexible versions). kmsg generates bodies, not headers, so this tiny
+// part is parsed here; every body goes through kmsg.
+type requestHeader struct {
+	key, version int16
+	correlation  int32
+	clientID     string
+}
+
+var errHeader = errors.New("malformed request header")
+
+// parseHeader splits frame into the fixed part of the header and the rest
+// (tagged fields, when flexible, then the body).
+func parseHeader(frame []byte) (requestHeader, []byte, error) {
+	if len(frame) < minFrameBytes {
+		return requestHeader{}, nil, fmt.Errorf("%w: %d bytes", errHeader, len(frame))
+	}
+	be := binary.BigEndian
+	h := requestHeader{
+		key:         int16(be.Uint16(frame[0:])),
+		version:     int16(be.Uint16(frame[2:])),
+		correlation: int32(be.Uint32(frame[4:])),
+	}
+	n := int16(be.Uint16(frame[8:]))
+	rest := frame[10:]
+	if n > 0 {
+		if int(n) > len(rest) {
+			return h, nil, fmt.Errorf("%w: client id of %d bytes, %d left", errHeader, n, len(rest))
+		}
+		h.clientID, rest = string(rest[:n]), rest[n:]
+	} else if n < -1 {
+		return h, nil, fmt.Errorf("%w: client id length %d", errHeader, n)
+	}
+	return h, rest, nil
+}
+
+// skipTags skips a tagged-field section (KIP-482): a count, then per
+// field a tag, a size and the bytes.
+func skipTags(b []byte) ([]byte, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return nil, fmt.Errorf("%w: tagged field count", errHeader)
+	}
+	b = b[n:]
+	for range count {
+		if _, n = binary.Uvarint(b); n <= 0 {
+			return nil, fmt.Errorf("%w: tag", errHeader)
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > uint64(len(b)-n) {
+			return nil, fmt.Errorf("%w: tagged field size", errHeader)
+		}
+		b = b[n+int(size):]
+	}
+	return b, nil
+}
+
+// handle serves one request frame and returns the encoded response (nil
+// when the request gets none, like acks=0 produce) and whether to keep
+// the connection open.
+func (s *Server) handle(c *conn, frame []byte) ([]byte, bool) {
+	h, rest, err := parseHeader(frame)
+	if err != nil {
+		s.logger.Warn("closing connection: bad request header", "remote", c.remote, "err", err)
+		return nil, false
+	}
+	if h.key == apiVersionsKey && !inRange(h.key, h.version) {
+		// Kafka answers any ApiVersions version, so a newer client learns
+		// what this broker speaks: v0 body, UNSUPPORTED_VERSION, the ranges.
+		return encodeResponse(h.correlation, unsupportedAPIVersions()), true
+	}
+	req, err := s.decodeRequest(h, rest)
+	if err != nil {
+		s.logger.Warn("closing connection: cannot serve request", "remote", c.remote, "client_id", h.clientID,
+			"api_key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version, "err", err)
+		return nil, false
+	}
+	resp, ok := s.serve(c, h, req)
+	if !ok {
+		return nil, false
+	}
+	if resp == nil {
+		return nil, true
+	}
+	resp.SetVersion(h.version)
+	return encodeResponse(h.correlation, resp), true
+}
+
+// decodeRequest checks the key and version against the table and parses
+// the body with kmsg.
+func (s *Server) decodeRequest(h requestHeader, rest []byte) (kmsg.Request, error) {
+	a := lookupAPI(h.key)
+	if a == nil {
+		return nil, fmt.Errorf("unknown or unsupported api key %d", h.key)
+	}
+	if h.version < a.min || h.version > a.max {
+		return nil, fmt.Errorf("version %d is outside the served range %d-%d", h.version, a.min, a.max)
+	}
+	req := kmsg.RequestForKey(h.key)
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		var err error
+		if rest, err = skipTags(rest); err != nil {
+			return nil, err
+		}
+	}
+	if err := req.ReadFrom(rest); err != nil {
+		return nil, fmt.Errorf("decode body: %w", err)
+	}
+	return req, nil
+}
+
+// serve runs the handler. A panic is a ferry bug: it is logged with its
+// stack and closes this connection only.
+func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Response, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Error("BUG: panic serving request; closing the connection", "remote", c.remote,
+				"api", kmsg.NameForKey(h.key), "version", h.version, "panic", fmt.Sprint(r),
+				"stack", string(debug.Stack()))
+			resp, ok = nil, false
+		}
+	}()
+	ctx := context.WithValue(s.ctx, clientIDKey{}, h.clientID)
+	return lookupAPI(h.key).serve(s, ctx, req), true
+}
+
+type clientIDKey struct{}
+
+// encodeResponse frames a response: size, correlation id, the header's
+// tagged fields when flexible (never for ApiVersions, whose response
+// header stays v0 so any client can read it), then the body.
+func encodeResponse(correlation int32, resp kmsg.Response) []byte {
+	buf := make([]byte, 8, 64)
+	binary.BigEndian.PutUint32(buf[4:], uint32(correlation))
+	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}

@@ -1,0 +1,36 @@
+// Package kafka is ferry's Kafka binary protocol listener: unmodified Kafka
+// clients (franz-go, sarama, kafka-go, librdkafka/kcat, the Java client)
+// produce, fetch and administer topics through it, over the same broker
+// core (server.Broker) and group coordinator (group.Coordinator) as the
+// HTTP gateway.
+//
+// Requests and responses are decoded and encoded with franz-go's kmsg,
+// generated from Kafka's own message specs, so every version and flexible
+// encoding (tagged fields) is handled by generated code; only the small
+// request header is read here (dispatch.go). Each API lives in a file named
+// by its key (00_produce.go, 01_fetch.go, …) that opens with the versions
+// it serves and how it differs from Apache Kafka; apis.go is the one table
+// of keys and version ranges, and ApiVersions advertises exactly that table.
+//
+// Data flow for one connection:
+//
+//	net.Conn ─► reader goroutine: frame (size checked against
+//	            MaxRequestBytes before allocating) ─► header ─► kmsg decode
+//	            ─► handler (core / coordinator) ─► encoded response
+//	         ◄─ writer goroutine ◄─ out channel (in request order)
+//
+// The reader serves one request at a time, as Kafka does per connection,
+// so responses leave in request order while the writer overlaps the
+// network write with reading the next request (pipelining). A malformed or
+// oversized frame, an unknown API key or a version outside the table closes
+// that connection with a log line (ApiVersions is always answered); a panic
+// in a handler is recovered, logged as a bug and closes only that
+// connection.
+//
+// Long-lived goroutines, all tracked by Server.wg and waited for by
+// Shutdown: one accept loop per Serve call, and per connection a reader
+// (fed by the socket) and a writer (fed by the reader's out channel).
+// Shutdown stops accepting, lets each reader finish its current request
+// (long-polling fetches return at once), and closes connections once their
+// responses are written, or at once when its context ends.
+package kafka

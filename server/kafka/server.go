@@ -1,0 +1,239 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/group"
+)
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("kafka: server closed")
+
+// Server serves the Kafka protocol over a broker core and a group
+// coordinator. Create it with New, run Serve on one or more listeners, stop
+// it with Shutdown.
+type Server struct {
+	broker *server.Broker
+	groups *group.Coordinator
+	cfg    Config
+	logger *slog.Logger
+	// advertised host and port, parsed once for Metadata and DescribeCluster.
+	host string
+	port int32
+
+	// ctx is cancelled by Shutdown: long-polling fetches return at once.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wg tracks every goroutine the server starts: accept loops and each
+	// connection's reader and writer.
+	wg sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		listeners map[net.Listener]struct{}
+		conns     map[*conn]struct{}
+		closed    bool
+	}
+}
+
+// New checks cfg and returns a server that is not yet listening.
+func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, error) {
+	if b == nil || groups == nil {
+		return nil, errors.New("kafka: New needs a broker and a group coordinator")
+	}
+	cfg.Defaults()
+	if cfg.AdvertisedAddr == "" {
+		cfg.AdvertisedAddr = b.Config().AdvertisedKafkaAddr
+	}
+	if cfg.AdvertisedAddr == "" {
+		cfg.AdvertisedAddr = cfg.Addr
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{broker: b, groups: groups, cfg: cfg, logger: cfg.Logger.With("component", "kafka")}
+	if err := s.setAdvertised(cfg.AdvertisedAddr); err != nil {
+		return nil, err
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.conns = make(map[*conn]struct{})
+	return s, nil
+}
+
+func (s *Server) setAdvertised(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("kafka: advertised address %q: %w", addr, err)
+	}
+	var p int
+	if _, err := fmt.Sscanf(port, "%d", &p); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("kafka: advertised address %q: bad port", addr)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	s.host, s.port = host, int32(p)
+	return nil
+}
+
+// Addr is the address of the first listener Serve was given, or the
+// configured address before that.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ln := range s.mu.listeners {
+		return ln.Addr()
+	}
+	a, _ := net.ResolveTCPAddr("tcp", s.cfg.Addr)
+	return a
+}
+
+// ListenAndServe listens on Config.Addr and serves.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("kafka listener: %w", err)
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln until Shutdown, and then returns
+// ErrServerClosed. It closes ln. Temporary accept errors are retried with
+// a backoff from 5 ms to 1 s, as net/http does.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.trackListener(ln) {
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.wg.Add(1)
+	defer s.wg.Done()
+	defer s.untrackListener(ln)
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.closing() {
+				return ErrServerClosed
+			}
+			if !isTemporary(err) {
+				return fmt.Errorf("kafka accept: %w", err)
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logger.Warn("accept failed; retrying", "err", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return ErrServerClosed
+			}
+			continue
+		}
+		backoff = 0
+		s.startConn(c)
+	}
+}
+
+// isTemporary: errors worth retrying (EMFILE, ECONNABORTED, timeouts).
+func isTemporary(err error) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	var ne interface{ Temporary() bool }
+	if errors.As(err, &ne) && ne.Temporary() {
+		return true
+	}
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+func (s *Server) trackListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return false
+	}
+	s.mu.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) untrackListener(ln net.Listener) {
+	s.mu.Lock()
+	delete(s.mu.listeners, ln)
+	s.mu.Unlock()
+	ln.Close()
+}
+
+func (s *Server) closing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.closed
+}
+
+func (s *Server) startConn(nc net.Conn) {
+	c := newConn(s, nc)
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.mu.conns[c] = struct{}{}
+	s.wg.Add(2)
+	s.mu.Unlock()
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+func (s *Server) forgetConn(c *conn) {
+	s.mu.Lock()
+	delete(s.mu.conns, c)
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting, lets each connection finish the request it is
+// serving (a long-polling fetch returns at once with what it has), writes
+// the responses, and closes the connections. When ctx ends first it closes
+// them at once; either way it returns after every goroutine has stopped.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.mu.closed = true
+	for ln := range s.mu.listeners {
+		ln.Close()
+	}
+	for c := range s.mu.conns {
+		c.stopReading()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	for c := range s.mu.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	<-done
+	return ctx.Err()
+}
+
+// Close closes every listener and connection at once and waits.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
