@@ -71,15 +71,19 @@ type Node struct {
 	HTTPPort int
 	Args     []string // extra serve flags
 	URL      string   // http://127.0.0.1:port
-	cmd      *exec.Cmd
-	logs     *syncBuffer
-	done     chan struct{}
+	// KafkaAddr is the --kafka-addr, 127.0.0.1:port, for Kafka clients'
+	// bootstrap; it is chosen once and kept across restarts.
+	KafkaAddr string
+	cmd       *exec.Cmd
+	logs      *syncBuffer
+	done      chan struct{}
 }
 
 // Start runs a node with a fresh data dir; extra args go to `ferry serve`.
 func Start(t testing.TB, args ...string) *Node {
 	t.Helper()
 	n := &Node{t: t, DataDir: t.TempDir(), HTTPPort: FreePort(t), Args: args}
+	n.KafkaAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	n.URL = fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort)
 	n.start()
 	t.Cleanup(func() {
@@ -96,7 +100,7 @@ func (n *Node) start() {
 	args := append([]string{"serve",
 		"--data-dir", n.DataDir,
 		"--http-addr", fmt.Sprintf("127.0.0.1:%d", n.HTTPPort),
-		"--kafka-addr", fmt.Sprintf("127.0.0.1:%d", FreePort(n.t)),
+		"--kafka-addr", n.KafkaAddr,
 	}, n.Args...)
 	n.cmd = exec.Command(Binary(n.t), args...)
 	if n.logs == nil {
@@ -188,4 +192,19 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// WaitKafka polls until the node accepts TCP connections on KafkaAddr.
+func (n *Node) WaitKafka() {
+	n.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		conn, err := net.DialTimeout("tcp", n.KafkaAddr, time.Second)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	n.t.Fatalf("ferry does not accept Kafka connections on %s within 30s:\n%s", n.KafkaAddr, n.Logs())
 }
