@@ -152,10 +152,12 @@ func (l *Log) roll(now time.Time) error {
 		return fmt.Errorf("roll: %w", err)
 	}
 	s.created = now
+	old := l.active()
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.mu.segs = append(l.mu.segs[:len(l.mu.segs):len(l.mu.segs)], s)
 	l.mu.dirDirty = true
+	l.mu.Unlock()
+	old.seal(old.view.Load())
 	return nil
 }
 

@@ -46,7 +46,9 @@
 // base. timestamp is the largest maxTimestamp of all batches before that
 // batch, so timestamps never decrease and a binary search finds where a scan
 // for "first batch with maxTimestamp >= ts" must start. The active segment's
-// entries also live in memory; a sealed segment's are read on first use.
+// entries also live in memory; a sealed segment's are read on first use and
+// kept in a process-wide cache of bounded size (256 MiB of entries), which
+// drops the least recently used and rereads them from the files when needed.
 //
 // The entry sizes are Kafka's, the meaning differs slightly: Kafka's offset
 // entry names the batch's last offset and its time entries are (max

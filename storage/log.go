@@ -205,6 +205,9 @@ func (l *Log) openSegments(bases []int64, start int64) ([]*segment, error) {
 		segs = append(segs, s)
 	}
 	if len(segs) > 0 {
+		for _, s := range segs[:len(segs)-1] {
+			s.sealed.Store(true)
+		}
 		return segs, nil
 	}
 	s, err := openSegment(l.fs, l.dir, start, true)
@@ -241,12 +244,17 @@ func (l *Log) recover(segs []*segment, rp int64) ([]*segment, error) {
 		if truncated {
 			l.logger.Warn("recovery truncated a corrupt or torn tail", "segment", s.base, "from", before, "to", v.size)
 		}
-		if j+1 < len(segs) && (truncated || segs[j+1].base < v.nextOffset) {
+		if j+1 < len(segs) && !truncated && segs[j+1].base >= v.nextOffset {
+			sealedIndexCache.add(s, v)
+			continue
+		}
+		if j+1 < len(segs) {
 			for _, d := range segs[j+1:] {
 				l.logger.Warn("recovery deleted a segment after a corrupt one", "segment", d.base)
 				err = errors.Join(err, d.removeFiles())
 				d.release()
 			}
+			s.sealed.Store(false) // the new active segment
 			return segs[:j+1], err
 		}
 	}

@@ -263,3 +263,33 @@ func TestClosedLog(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSealedIndexCacheBounded reads a many-segment log with an index cache
+// that holds about two segments' indexes: views are dropped and reloaded,
+// and every read stays correct.
+func TestSealedIndexCacheBounded(t *testing.T) {
+	defer storage.SetIndexCacheLimit(2 * (20*16 + 64))()
+	dir := t.TempDir()
+	cfg := storage.Config{SegmentBytes: 4000, IndexIntervalBytes: 200}
+	l := openLog(t, dir, cfg, nil)
+	appendBatches(t, l, 200, 2, 100, 7)
+	check := func(l *storage.Log) {
+		checkEveryOffset(t, l)
+		if used := storage.IndexCacheUsed(); used > 4*(20*16+64) {
+			t.Fatalf("cache holds %d bytes", used)
+		}
+		if off, err := l.OffsetForTimestamp(7); err != nil || off != l.LogStartOffset() {
+			t.Fatalf("OffsetForTimestamp: %d, %v", off, err)
+		}
+	}
+	check(l)
+	if err := l.TruncateTo(150); err != nil { // into a sealed segment
+		t.Fatal(err)
+	}
+	appendBatches(t, l, 50, 2, 100, 7)
+	check(l)
+	l.Close()
+	l2 := openLog(t, dir, cfg, nil)
+	defer l2.Close()
+	check(l2)
+}

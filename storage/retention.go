@@ -183,6 +183,7 @@ func (l *Log) truncate(offset, interval int64) error {
 	segs := l.mu.segs
 	i := segIndex(segs, offset)
 	s := segs[i]
+	s.unseal() // keep its view from now on: it becomes the active segment
 	v, err := s.ensureView(interval)
 	if err != nil {
 		return err

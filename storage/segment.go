@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"io"
@@ -27,9 +28,15 @@ type segment struct {
 	log     File
 	refs    atomic.Int32 // 1 for the Log's list, +1 per reader or syncer
 	deleted atomic.Bool  // files unlinked: a lazy load must not recreate them
-	// openSize is the file size at open, the size of a sealed segment not
-	// loaded yet.
-	openSize int64
+	// sealedSize is the size of a sealed segment whose view is not loaded.
+	sealedSize atomic.Int64
+	// sealed: not the active segment, so its view may be dropped by
+	// sealedIndexCache. Changes under loadMu.
+	sealed atomic.Bool
+	recent atomic.Bool // used since the cache last looked (CLOCK bit)
+	// Guarded by sealedIndexCache.mu.
+	cacheElem *list.Element
+	cacheCost int64
 
 	// view is nil until loaded: sealed segments load lazily on first use,
 	// so a clean start reads no index of them. Views are immutable; the
@@ -84,7 +91,7 @@ func openSegment(fsys FS, dir string, base int64, create bool) (*segment, error)
 		f.Close()
 		return nil, fmt.Errorf("stat segment %d: %w", base, err)
 	}
-	s.openSize = fi.Size()
+	s.sealedSize.Store(fi.Size())
 	return s, nil
 }
 
@@ -109,6 +116,7 @@ func (s *segment) release() {
 	if s.refs.Add(-1) != 0 {
 		return
 	}
+	sealedIndexCache.remove(s)
 	s.log.Close()
 	s.closeIndexFiles()
 }
@@ -162,7 +170,7 @@ func (s *segment) size() int64 {
 	if v := s.view.Load(); v != nil {
 		return v.size
 	}
-	return s.openSize
+	return s.sealedSize.Load()
 }
 
 // ensureView returns the segment's view, loading a sealed segment's
@@ -170,17 +178,30 @@ func (s *segment) size() int64 {
 // recovery point) and never truncates; it stops at anything invalid.
 func (s *segment) ensureView(interval int64) (*segView, error) {
 	if v := s.view.Load(); v != nil {
+		if !s.recent.Load() {
+			s.recent.Store(true)
+		}
 		return v, nil
 	}
+	v, loaded, err := s.loadView(interval)
+	if loaded {
+		sealedIndexCache.add(s, v)
+	}
+	return v, err
+}
+
+// loadView loads the view unless another caller just did; loaded reports
+// whether this call did the work.
+func (s *segment) loadView(interval int64) (v *segView, loaded bool, err error) {
 	s.loadMu.Lock()
 	defer s.loadMu.Unlock()
 	if v := s.view.Load(); v != nil {
-		return v, nil
+		return v, false, nil
 	}
 	if _, err := s.load(interval, math.MaxInt64, false); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return s.view.Load(), nil
+	return s.view.Load(), s.sealed.Load(), nil
 }
 
 // readHeader reads and parses the batch header at pos, checking that the
