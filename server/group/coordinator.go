@@ -1,98 +1,273 @@
-// Package group is ferry's consumer group coordinator. THIS FILE IS A STUB
-// pinning the API the Kafka listener (server/kafka) codes against; the group
-// coordinator work replaces it.
 package group
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"sort"
+	"sync"
+	"time"
 
 	"github.com/ferry-mq/ferry/server"
 )
 
-// Config holds the coordinator's settings.
+// Config holds the coordinator's settings. The zero value gives Kafka's
+// defaults.
 type Config struct {
 	Logger *slog.Logger
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms: how long
+	// the first join phase of an empty group waits for more members (each
+	// new member extends it, up to the rebalance timeout). Default 3 s;
+	// negative disables it.
+	InitialRebalanceDelay time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound a member's session
+	// timeout (group.min/max.session.timeout.ms). Defaults 6 s and 30 min.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// OffsetsTopicPartitions is the partition count used when creating
+	// __consumer_offsets (offsets.topic.num.partitions; Kafka's default
+	// is 50, ferry's 1). An existing topic keeps its count.
+	OffsetsTopicPartitions int32
+	// OffsetMetadataMaxBytes bounds a commit's metadata string
+	// (offset.metadata.max.bytes). Default 4096.
+	OffsetMetadataMaxBytes int
+	// ConsumerIdleTimeout expires REST and SSE consumer instances that see
+	// no request for this long (REST Proxy's consumer.instance.timeout.ms).
+	// Default 5 min.
+	ConsumerIdleTimeout time.Duration
+	// TickInterval is how often timeouts are checked. Default 100 ms.
+	TickInterval time.Duration
+	// Now is the clock; tests inject a fake one. Default time.Now.
+	Now func() time.Time
+	// ManualTick turns off the background timeout loop; tests then call
+	// Tick themselves.
+	ManualTick bool
 }
 
-// Coordinator runs every consumer group of this node.
+// Defaults fills zero fields.
+func (c *Config) Defaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.InitialRebalanceDelay == 0 {
+		c.InitialRebalanceDelay = 3 * time.Second
+	}
+	if c.InitialRebalanceDelay < 0 {
+		c.InitialRebalanceDelay = 0
+	}
+	if c.MinSessionTimeout == 0 {
+		c.MinSessionTimeout = 6 * time.Second
+	}
+	if c.MaxSessionTimeout == 0 {
+		c.MaxSessionTimeout = 30 * time.Minute
+	}
+	if c.OffsetsTopicPartitions == 0 {
+		c.OffsetsTopicPartitions = 1
+	}
+	if c.OffsetMetadataMaxBytes == 0 {
+		c.OffsetMetadataMaxBytes = 4096
+	}
+	if c.ConsumerIdleTimeout == 0 {
+		c.ConsumerIdleTimeout = 5 * time.Minute
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = 100 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	switch {
+	case c.MinSessionTimeout <= 0 || c.MaxSessionTimeout < c.MinSessionTimeout:
+		return fmt.Errorf("session timeout bounds [%v, %v] are invalid", c.MinSessionTimeout, c.MaxSessionTimeout)
+	case c.OffsetsTopicPartitions < 1:
+		return fmt.Errorf("offsets.topic.num.partitions %d: must be >= 1", c.OffsetsTopicPartitions)
+	case c.TickInterval <= 0:
+		return fmt.Errorf("tick interval must be > 0")
+	}
+	return nil
+}
+
+// Coordinator runs every consumer group of this node. Each group is owned
+// by its own mutex (group.mu); the coordinator's mu guards only the map of
+// groups and of consumer instances. Lock order: commitMu of a group, then
+// Coordinator.mu or group.mu — never Coordinator.mu while holding a group's
+// mu except in the tick loop's removal of dead groups, which takes them in
+// the order group.mu → Coordinator.mu and is the only place that nests.
 type Coordinator struct {
 	broker *server.Broker
+	cfg    Config
+	logger *slog.Logger
+	env    *env
+
+	mu struct {
+		sync.Mutex
+		groups    map[string]*group
+		instances map[instanceKey]*instance
+	}
+
+	closing chan struct{}
+	wg      sync.WaitGroup
 }
 
-// New loads committed offsets and starts the coordinator.
+// New creates __consumer_offsets if missing, loads the committed offsets
+// from it and starts the timeout loop.
 func New(b *server.Broker, cfg Config) (*Coordinator, error) {
-	return &Coordinator{broker: b}, nil
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "group"), closing: make(chan struct{})}
+	c.env = &env{initialDelay: cfg.InitialRebalanceDelay, partitionCount: c.partitionCount}
+	c.mu.groups = map[string]*group{}
+	c.mu.instances = map[instanceKey]*instance{}
+	if err := c.ensureOffsetsTopic(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	n, err := c.loadOffsets(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	c.logger.Info("committed offsets loaded", "offsets", n, "groups", len(c.mu.groups), "took", time.Since(start))
+	if !cfg.ManualTick {
+		c.wg.Add(1)
+		go c.tickLoop()
+	}
+	return c, nil
 }
 
-// Close stops the coordinator's goroutines.
-func (c *Coordinator) Close() error { return nil }
-
-var errNotImplemented = errors.New("group coordinator not implemented")
-
-// Each Handle method serves every version of its request (req.Version) and
-// returns the response of the same version. The listener sets the version
-// and the header; the coordinator fills the body.
-
-func (c *Coordinator) HandleFindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
-	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	resp.ErrorCode = 15 // COORDINATOR_NOT_AVAILABLE
-	return resp
+// Close stops the timeout loop and answers every waiting join or sync with
+// COORDINATOR_NOT_AVAILABLE (via the handlers' closing check).
+func (c *Coordinator) Close() error {
+	select {
+	case <-c.closing:
+		return nil
+	default:
+	}
+	close(c.closing)
+	c.wg.Wait()
+	return nil
 }
 
-func (c *Coordinator) HandleJoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
-	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	resp.ErrorCode = 15
-	return resp
+func (c *Coordinator) now() time.Time { return c.cfg.Now() }
+
+func (c *Coordinator) partitionCount(topic string) int32 {
+	n, err := c.broker.PartitionCount(topic)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
-func (c *Coordinator) HandleSyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
-	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	resp.ErrorCode = 15
-	return resp
+func (c *Coordinator) tickLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closing:
+			return
+		case <-t.C:
+			c.Tick()
+		}
+	}
 }
 
-func (c *Coordinator) HandleHeartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
-	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	resp.ErrorCode = 15
-	return resp
+// Tick applies every timeout due at the clock's current time: session
+// expiry, join and sync deadlines, the initial delay, idle consumer
+// instances, and removal of groups that hold nothing. The background loop
+// calls it every TickInterval; with ManualTick, tests call it.
+func (c *Coordinator) Tick() {
+	now := c.now()
+	for _, g := range c.groupList() {
+		g.mu.Lock()
+		g.tick(now)
+		if g.removable() {
+			g.state = stateDead
+			g.notify()
+			c.mu.Lock()
+			if c.mu.groups[g.name] == g {
+				delete(c.mu.groups, g.name)
+			}
+			c.mu.Unlock()
+		}
+		g.mu.Unlock()
+	}
+	c.expireInstances(now)
 }
 
-func (c *Coordinator) HandleLeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
-	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	resp.ErrorCode = 15
-	return resp
+// removable: an empty group with nothing committed is forgotten.
+func (g *group) removable() bool {
+	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0
 }
 
-func (c *Coordinator) HandleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
-	return req.ResponseKind().(*kmsg.OffsetCommitResponse)
+func (c *Coordinator) groupList() []*group {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gs := make([]*group, 0, len(c.mu.groups))
+	for _, g := range c.mu.groups {
+		gs = append(gs, g)
+	}
+	sort.Slice(gs, func(i, j int) bool { return gs[i].name < gs[j].name })
+	return gs
 }
 
-func (c *Coordinator) HandleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
-	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	resp.ErrorCode = 15
-	return resp
+// lockGroup returns the named group with its mu held, creating it when
+// create is set; nil when it does not exist.
+func (c *Coordinator) lockGroup(name string, create bool) *group {
+	for {
+		c.mu.Lock()
+		g, ok := c.mu.groups[name]
+		if !ok {
+			if !create {
+				c.mu.Unlock()
+				return nil
+			}
+			g = newGroup(name, c.env)
+			c.mu.groups[name] = g
+		}
+		c.mu.Unlock()
+		g.mu.Lock()
+		if g.state != stateDead {
+			return g
+		}
+		g.mu.Unlock() // removed under us: look again
+	}
 }
 
-func (c *Coordinator) HandleDescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
-	return req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+// errClosed answers requests that arrive during shutdown.
+var errClosed = errors.New("group coordinator is closed")
+
+func (c *Coordinator) closed() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
 }
 
-func (c *Coordinator) HandleListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
-	return req.ResponseKind().(*kmsg.ListGroupsResponse)
+type clientKey struct{}
+
+// ClientInfo is what the listener knows of the connection a request came
+// on; DescribeGroups reports it per member.
+type ClientInfo struct {
+	ClientID string
+	Host     string
 }
 
-func (c *Coordinator) HandleDeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
-	return req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+// WithClient attaches the request header's client id and the peer's host
+// to ctx, for JoinGroup to record.
+func WithClient(ctx context.Context, clientID, host string) context.Context {
+	return context.WithValue(ctx, clientKey{}, ClientInfo{ClientID: clientID, Host: host})
 }
 
-func (c *Coordinator) HandleOffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
-	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	resp.ErrorCode = 15
-	return resp
+func clientFrom(ctx context.Context) ClientInfo {
+	ci, _ := ctx.Value(clientKey{}).(ClientInfo)
+	return ci
 }
-
-var _ = errNotImplemented

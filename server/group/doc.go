@@ -1,0 +1,48 @@
+// Package group is ferry's consumer group coordinator: Kafka's classic
+// group protocol (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+// LeaveGroup, DescribeGroups, ListGroups, DeleteGroups) and committed
+// offsets (OffsetCommit, OffsetFetch, OffsetDelete), shared by the Kafka
+// listener (server/kafka calls the Handle methods) and the HTTP gateway
+// (REST Proxy v2 consumers, SSE streams, /groups).
+//
+// # Ownership
+//
+// Each group is owned by its mutex (group.mu): handlers lock it, apply a
+// decision of the state machine in group.go, and unlock. The state machine
+// does no I/O and starts no goroutines; every time-dependent decision takes
+// the current time, and Coordinator.Tick applies timeouts (session expiry,
+// rebalance and sync deadlines, the initial rebalance delay, idle consumer
+// instances). A JoinGroup or SyncGroup that must wait gets a buffered
+// channel and blocks on it after unlocking. Tests inject Config.Now and
+// set Config.ManualTick to drive all of it without real time.
+//
+// Long-lived goroutines: one, the tick loop (Config.TickInterval), stopped
+// by Close. Poll starts short-lived waiters that end with the poll.
+//
+// # Committed offsets
+//
+// Commits are written to the internal topic __consumer_offsets through the
+// broker core (Produce with Sync, so a commit is acknowledged after fsync),
+// in Kafka's formats (key v1: group, topic, partition; value v3: offset,
+// leader epoch, metadata, commit timestamp; a null value deletes), to
+// partition abs(javaHash(group)) % partitions as Kafka does. The topic is
+// created at New with cleanup.policy=compact so retention never deletes
+// it; compaction itself is not implemented, so it grows with every commit
+// and New reads it in full from the start (a known cost at startup until
+// compaction exists). A group's commits are serialised by group.commitMu,
+// so the log and the in-memory table apply them in the same order; the
+// table changes only after the write is durable.
+//
+// Group metadata (members, assignments, generations) is not persisted:
+// after a restart members rejoin, as they would after a coordinator move.
+// Offsets never expire (Kafka's offsets.retention.minutes is not applied).
+//
+// # Consumer instances
+//
+// REST and SSE consumers are members the coordinator drives itself
+// (instance.go): their subscription, assignment and positions live here,
+// not in an HTTP handler, they join and sync in place whenever the group
+// rebalances, and when one leads it runs the chosen assignor (franz-go's
+// range, roundrobin, sticky and cooperative-sticky balancers), so HTTP and
+// Kafka members of one group share its partitions.
+package group
