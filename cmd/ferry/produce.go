@@ -24,6 +24,9 @@ func runProduce(args []string) error {
 		return err
 	}
 	cfg.Topic, cfg.Partition = pos[0], int32(*partition)
+	if _, err := kcli.ProducerOpts(cfg.Acks, cfg.Compression); err != nil {
+		return usageErr("%v", err)
+	}
 	if *verbose {
 		cfg.Verbose = os.Stderr
 	}
