@@ -51,7 +51,7 @@ const (
 
 // seqBatch is one remembered batch of a producer.
 type seqBatch struct {
-	firstSeq, lastSeq     int32
+	firstSeq, lastSeq      int32
 	baseOffset, lastOffset int64
 }
 
