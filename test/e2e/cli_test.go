@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,7 +250,9 @@ func TestCLIGroups(t *testing.T) {
 	describeHas(t, node, "g1", "g1 gt 0 3 5 2") // a dry run commits nothing
 	cli(t, node, "", "groups", "reset-offsets", "g1", "--topic", "gt", "--to-offset", "1", "--execute")
 	describeHas(t, node, "g1", "g1 gt 0 1 5 4")
-	if out := cli(t, node, "", "consume", "gt", "--group", "g1", "--max-messages", "4", "--timeout", "30s"); out != "2\n3\n4\n5\n" {
+	// --timeout counts idle time after the group's first assignment, which
+	// alone takes group.initial.rebalance.delay.ms (3s).
+	if out := cli(t, node, "", "consume", "gt", "--group", "g1", "--timeout", "1s"); out != "2\n3\n4\n5\n" {
 		t.Fatalf("consume after reset to 1 printed %q, want 2 3 4 5", out)
 	}
 	describeHas(t, node, "g1", "g1 gt 0 5 5 0")
@@ -257,6 +260,10 @@ func TestCLIGroups(t *testing.T) {
 	cli(t, node, "", "groups", "delete", "g1")
 	if out := cli(t, node, "", "groups", "list"); strings.Contains("\n"+out, "\ng1\n") {
 		t.Errorf("groups list after delete still has g1:\n%s", out)
+	}
+	res := runCLI(t, "", nil, "groups", "describe", "g1", "--bootstrap", node.KafkaAddr)
+	if res.code != 1 || !strings.Contains(res.stderr, `no such consumer group: "g1"`) {
+		t.Errorf("describe deleted group: exit %d, stderr %q", res.code, res.stderr)
 	}
 }
 
@@ -268,4 +275,69 @@ func describeHas(t *testing.T, node *harness.Node, group string, wants ...string
 			t.Errorf("groups describe %s lacks %q:\n%s", group, want, out)
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer written by exec's copying goroutine and
+// read by the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls cond every 50ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+	}
+}
+
+// TestCLIGroupActiveMember runs a group consumer in the background: describe
+// shows it with its assignment, reset-offsets --execute is refused while it
+// is a member, and on SIGINT it commits what it printed, leaves, exits 0.
+func TestCLIGroupActiveMember(t *testing.T) {
+	node := startKafkaNode(t)
+	cli(t, node, "", "topics", "create", "live", "--partitions", "2")
+	cli(t, node, "a\nb\nc\n", "produce", "live", "--partition", "0")
+	cli(t, node, "d\ne\n", "produce", "live", "--partition", "1")
+
+	consumer := exec.Command(harness.Binary(t), "consume", "live", "--group", "g2", "--from-beginning", "--bootstrap", node.KafkaAddr)
+	var stdout, stderr lockedBuffer
+	consumer.Stdout, consumer.Stderr = &stdout, &stderr
+	if err := consumer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { consumer.Process.Kill(); consumer.Wait() })
+	waitFor(t, 30*time.Second, "5 records consumed", func() bool { return len(sortedLines(stdout.String())) == 5 })
+	waitFor(t, 30*time.Second, "describe to show the member", func() bool {
+		out := squeeze(runCLI(t, "", nil, "groups", "describe", "g2", "--bootstrap", node.KafkaAddr).stdout)
+		return strings.Contains(out, "STATE Stable MEMBERS 1") && strings.Contains(out, " live:0,1\n")
+	})
+	res := runCLI(t, "", nil, "groups", "reset-offsets", "g2", "--topic", "live", "--to-earliest", "--execute", "--bootstrap", node.KafkaAddr)
+	if res.code != 1 || !strings.Contains(res.stderr, "while it has no members") {
+		t.Errorf("reset of an active group: exit %d, stderr %q; want 1 and a refusal", res.code, res.stderr)
+	}
+
+	consumer.Process.Signal(os.Interrupt)
+	if err := consumer.Wait(); err != nil {
+		t.Fatalf("consumer after SIGINT: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if got := sortedLines(stdout.String()); fmt.Sprint(got) != "[a b c d e]" {
+		t.Errorf("consumer printed %q", got)
+	}
+	describeHas(t, node, "g2", "STATE Empty MEMBERS 0", "g2 live 0 3 3 0", "g2 live 1 2 2 0")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -54,12 +55,21 @@ func (c ConsumeConfig) startOffset() (kgo.Offset, error) {
 	return kgo.NewOffset().At(n), nil
 }
 
-func (c ConsumeConfig) clientOpts() []kgo.Opt {
+// joinTimeout bounds the wait for a group's first assignment; the idle
+// timeout starts after it, since joining alone takes the coordinator's
+// group.initial.rebalance.delay.ms (3s by default).
+const joinTimeout = 60 * time.Second
+
+// clientOpts are the consumer options; with a group, assigned is closed
+// at the first assignment.
+func (c ConsumeConfig) clientOpts(assigned chan struct{}) []kgo.Opt {
 	start, _ := c.startOffset()
 	switch {
 	case c.Group != "":
+		var once sync.Once
+		onAssigned := func(context.Context, *kgo.Client, map[string][]int32) { once.Do(func() { close(assigned) }) }
 		return []kgo.Opt{kgo.ConsumerGroup(c.Group), kgo.ConsumeTopics(c.Topic),
-			kgo.ConsumeResetOffset(start), kgo.AutoCommitMarks()}
+			kgo.ConsumeResetOffset(start), kgo.AutoCommitMarks(), kgo.OnPartitionsAssigned(onAssigned)}
 	case c.Partition >= 0:
 		return []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.Topic: {c.Partition: start}})}
 	}
@@ -74,13 +84,19 @@ func Consume(ctx context.Context, bootstrap string, cfg ConsumeConfig, out io.Wr
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
-	cl, err := Dial(ctx, bootstrap, cfg.clientOpts()...)
+	assigned := make(chan struct{})
+	cl, err := Dial(ctx, bootstrap, cfg.clientOpts(assigned)...)
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
 	if err := checkTopic(ctx, kadm.NewClient(cl), cfg.Topic); err != nil {
 		return 0, err
+	}
+	if cfg.Group != "" {
+		if err := waitAssigned(ctx, cfg.Group, assigned); err != nil {
+			return 0, err
+		}
 	}
 	n, err := pollLoop(ctx, cl, cfg, bufio.NewWriter(out))
 	if cfg.Group != "" {
@@ -91,6 +107,19 @@ func Consume(ctx context.Context, bootstrap string, cfg ConsumeConfig, out io.Wr
 		}
 	}
 	return n, err
+}
+
+func waitAssigned(ctx context.Context, group string, assigned <-chan struct{}) error {
+	t := time.NewTimer(joinTimeout)
+	defer t.Stop()
+	select {
+	case <-assigned:
+		return nil
+	case <-ctx.Done():
+		return nil // interrupted: exit quietly, as after any ^C
+	case <-t.C:
+		return fmt.Errorf("group %q: no assignment within %v", group, joinTimeout)
+	}
 }
 
 // checkTopic fails fast on a missing topic: the consumer would otherwise

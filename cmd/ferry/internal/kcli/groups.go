@@ -35,8 +35,15 @@ func DescribeGroup(ctx context.Context, adm *kadm.Client, group string) (kadm.De
 	if err := l.Error(); err != nil {
 		return l, fmt.Errorf("describe group %q: %w", group, err)
 	}
+	if l.State == "Dead" && len(l.Lag) == 0 {
+		return l, fmt.Errorf("%w: %q", ErrNoGroup, group)
+	}
 	return l, nil
 }
+
+// ErrNoGroup is returned by DescribeGroup for a group the coordinator does
+// not know (state Dead, no committed offsets).
+var ErrNoGroup = errors.New("no such consumer group")
 
 // DeleteGroup deletes a group with no members and its committed offsets.
 func DeleteGroup(ctx context.Context, adm *kadm.Client, group string) error {
