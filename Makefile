@@ -36,7 +36,7 @@ bench-go:
 bench-http: build
 	./scripts/bench-http.sh
 
-# RECORDS (2000000), DURATION (20s), PARTITIONS (4), ROUNDS (1) bound the run.
+# RECORDS (2000000), DURATION (20s), PARTITIONS (4), ROUNDS (3, medians) shape the run.
 bench-kafka: build
 	./scripts/bench-kafka.sh
 

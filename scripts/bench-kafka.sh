@@ -11,7 +11,7 @@ RECORDS=${RECORDS:-2000000}
 DURATION=${DURATION:-20s}
 RECORD_SIZE=${RECORD_SIZE:-100}
 PARTITIONS=${PARTITIONS:-4}
-ROUNDS=${ROUNDS:-1}
+ROUNDS=${ROUNDS:-3}
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
