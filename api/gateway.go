@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/group"
 )
 
 // Config bounds what one HTTP request may cost. The zero value plus
@@ -30,6 +31,9 @@ type Config struct {
 	// AdvertisedKafkaAddr is what /brokers and /cluster report.
 	AdvertisedKafkaAddr string
 	Logger              *slog.Logger
+	// Groups is the group coordinator behind /consumers, /groups and
+	// /kafka/{topic}/stream; without it those routes answer 503.
+	Groups *group.Coordinator
 }
 
 // Defaults fills zero fields.
@@ -71,6 +75,7 @@ func (c *Config) Validate() error {
 // Gateway serves the HTTP API over one broker.
 type Gateway struct {
 	broker *server.Broker
+	groups *group.Coordinator
 	cfg    Config
 	logger *slog.Logger
 }
@@ -81,7 +86,7 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Gateway{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "http")}, nil
+	return &Gateway{broker: b, groups: cfg.Groups, cfg: cfg, logger: cfg.Logger.With("component", "http")}, nil
 }
 
 // Handler is the whole route tree.
@@ -109,6 +114,20 @@ func (g *Gateway) Handler() http.Handler {
 	r.Delete("/topics/{topic}", g.deleteTopic)
 	r.Post("/topics/{topic}/partitions", g.createPartitions)
 	r.Put("/topics/{topic}/configs", g.alterConfigs)
+
+	gr := g.requireGroups
+	r.Get("/kafka/{topic}/stream", gr(g.stream))
+	r.Get("/groups", gr(g.listGroups))
+	r.Get("/groups/{group}", gr(g.describeGroup))
+	r.Post("/consumers/{group}", gr(g.createConsumer))
+	r.Delete("/consumers/{group}/instances/{instance}", gr(g.deleteConsumer))
+	r.Post("/consumers/{group}/instances/{instance}/subscription", gr(g.subscribe))
+	r.Get("/consumers/{group}/instances/{instance}/subscription", gr(g.subscription))
+	r.Delete("/consumers/{group}/instances/{instance}/subscription", gr(g.unsubscribe))
+	r.Get("/consumers/{group}/instances/{instance}/assignments", gr(g.assignments))
+	r.Get("/consumers/{group}/instances/{instance}/records", gr(g.consumeRecords))
+	r.Post("/consumers/{group}/instances/{instance}/offsets", gr(g.commitOffsets))
+	r.Get("/consumers/{group}/instances/{instance}/offsets", gr(g.committedOffsets))
 	return r
 }
 

@@ -226,7 +226,7 @@ func runServe(args []string) error {
 		return err
 	}
 	closeCore := func() { groups.Close(); broker.Close() }
-	gateway, err := api.New(broker, api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr})
+	gateway, err := api.New(broker, api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups})
 	if err != nil {
 		closeCore()
 		return err

@@ -420,10 +420,10 @@ func (c *Coordinator) Poll(ctx context.Context, groupName, id string, o PollOpti
 			}
 		}
 		wait := time.Until(deadline)
-		if wait <= 0 || ctx.Err() != nil {
+		if wait <= 0 || ctx.Err() != nil || c.closed() {
 			return []ConsumedRecord{}, nil
 		}
-		chans := []<-chan struct{}{changed}
+		chans := []<-chan struct{}{changed, c.closing}
 		for _, a := range parts {
 			if p, err := c.broker.Partition(a.tp.topic, a.tp.partition); err == nil {
 				chans = append(chans, p.Changed())
