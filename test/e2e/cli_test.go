@@ -178,18 +178,20 @@ func TestCLIProduceConsume(t *testing.T) {
 	checkKeysStayTogether(t, node)
 }
 
-// checkKeysStayTogether reads each partition alone: every key must be in
-// one partition only (the default partitioner hashes the key).
+// checkKeysStayTogether reads each partition alone, as many records as
+// describe says it holds: every key must be in one partition only (the
+// default partitioner hashes the key).
 func checkKeysStayTogether(t *testing.T, node *harness.Node) {
 	t.Helper()
 	seen := map[string]string{}
 	total := 0
 	for _, p := range []string{"0", "1"} {
-		out := cli(t, node, "", "consume", "t", "--partition", p, "--offset", "earliest", "--timeout", "2s", "--print-key")
-		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-			if line == "" {
-				continue
-			}
+		n := endOffset(t, node, "t", p)
+		if n == "0" {
+			continue
+		}
+		out := cli(t, node, "", "consume", "t", "--partition", p, "--offset", "earliest", "--max-messages", n, "--timeout", "20s", "--print-key")
+		for _, line := range sortedLines(out) {
 			total++
 			key, _, _ := strings.Cut(line, "\t")
 			if prev, ok := seen[key]; ok && prev != p {
@@ -201,6 +203,20 @@ func checkKeysStayTogether(t *testing.T, node *harness.Node) {
 	if total != 20 {
 		t.Errorf("partitions 0 and 1 hold %d records, want 20", total)
 	}
+}
+
+// endOffset reads a partition's end offset from `ferry topics describe`.
+func endOffset(t *testing.T, node *harness.Node, topic, partition string) string {
+	t.Helper()
+	out := cli(t, node, "", "topics", "describe", topic)
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "\tPartition: "+partition+"\t") {
+			_, end, _ := strings.Cut(line, "EndOffset: ")
+			return end
+		}
+	}
+	t.Fatalf("describe %s has no partition %s:\n%s", topic, partition, out)
+	return ""
 }
 
 // TestCLIProduceOptions covers acks and every codec, a fixed partition, and
@@ -252,7 +268,7 @@ func TestCLIGroups(t *testing.T) {
 	describeHas(t, node, "g1", "g1 gt 0 1 5 4")
 	// --timeout counts idle time after the group's first assignment, which
 	// alone takes group.initial.rebalance.delay.ms (3s).
-	if out := cli(t, node, "", "consume", "gt", "--group", "g1", "--timeout", "1s"); out != "2\n3\n4\n5\n" {
+	if out := cli(t, node, "", "consume", "gt", "--group", "g1", "--timeout", "2s"); out != "2\n3\n4\n5\n" {
 		t.Fatalf("consume after reset to 1 printed %q, want 2 3 4 5", out)
 	}
 	describeHas(t, node, "g1", "g1 gt 0 5 5 0")
