@@ -62,6 +62,9 @@ type testServer struct {
 func newTestServer(t testing.TB, mutate ...func(*Config)) *testServer {
 	t.Helper()
 	sink := &logSink{t: t}
+	if _, fuzzing := t.(*testing.F); fuzzing {
+		sink.done = true // f.Log is not allowed inside the fuzz function
+	}
 	logger := slog.New(slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	bcfg := server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}
 	ts := &testServer{logs: sink, cfg: bcfg}
