@@ -241,6 +241,10 @@ func TestCLIProduceOptions(t *testing.T) {
 	if fmt.Sprint(got[:15]) != fmt.Sprint(want) {
 		t.Errorf("partition 1 holds %q, want %q", got[:15], want)
 	}
+	cli(t, node, "auto\n", "produce", "autocreated") // auto.create.topics.enable is on by default
+	if out := cli(t, node, "", "consume", "autocreated", "--from-beginning", "--max-messages", "1", "--timeout", "20s"); out != "auto\n" {
+		t.Errorf("auto-created topic holds %q", out)
+	}
 	res := runCLI(t, "x\n", nil, "produce", "opts", "--partition", "7", "--bootstrap", node.KafkaAddr)
 	if res.code != 1 {
 		t.Errorf("produce to missing partition 7: exit %d, stderr %q; want 1", res.code, res.stderr)
@@ -258,6 +262,9 @@ func TestCLIGroups(t *testing.T) {
 		t.Fatalf("groups list lacks g1:\n%s", out)
 	}
 	describeHas(t, node, "g1", "GROUP g1 STATE Empty MEMBERS 0", "g1 gt 0 3 5 2 - - -")
+	if out := cli(t, node, "", "topics", "list"); out != "gt\n" {
+		t.Errorf("topics list = %q; want gt alone (internal topics hidden)", out)
+	}
 
 	out := cli(t, node, "", "groups", "reset-offsets", "g1", "--topic", "gt", "--to-earliest")
 	if !strings.Contains(squeeze(out), "GROUP TOPIC PARTITION NEW-OFFSET\ng1 gt 0 0\n") {

@@ -62,7 +62,9 @@ func Produce(ctx context.Context, bootstrap string, cfg ProduceConfig, in io.Rea
 	if err != nil {
 		return 0, err
 	}
-	opts = append(opts, kgo.DefaultProduceTopic(cfg.Topic))
+	// As with Kafka's console producer, a missing topic is created when
+	// the broker's auto.create.topics.enable allows it.
+	opts = append(opts, kgo.DefaultProduceTopic(cfg.Topic), kgo.AllowAutoTopicCreation())
 	if cfg.Partition >= 0 {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
