@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// groupLedger counts how often each record was handed to a group member.
+type groupLedger struct {
+	mu    sync.Mutex
+	seen  map[string]int
+	byWho map[string]int
+}
+
+func (l *groupLedger) add(who string, r *kgo.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen[fmt.Sprintf("%d:%d", r.Partition, r.Offset)]++
+	l.byWho[who]++
+}
+
+func (l *groupLedger) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.seen)
+}
+
+// runMember consumes as a group member until ctx ends: each poll's records
+// are committed before a rebalance may take their partitions
+// (BlockRebalanceOnPoll), so a record is read twice only if the broker's
+// group or offsets are wrong.
+func runMember(ctx context.Context, t *testing.T, addr, group, topic, who string, l *groupLedger) (*kgo.Client, <-chan struct{}) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.ClientID(who))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fetches := cl.PollRecords(ctx, 50)
+			if fetches.IsClientClosed() {
+				return
+			}
+			fetches.EachRecord(func(r *kgo.Record) { l.add(who, r) })
+			if err := cl.CommitUncommittedOffsets(context.Background()); err != nil {
+				t.Errorf("%s commit: %v", who, err)
+			}
+			cl.AllowRebalance()
+		}
+	}()
+	return cl, done
+}
+
+func produceN(t *testing.T, addr, topic string, from, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i))})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFranzGoGroupRebalanceNoSkipNoDup: three kgo members share a
+// 6-partition topic; one leaves mid-way; the other two take over its
+// partitions from its committed offsets. Every record is read exactly once
+// and the committed offsets end at the high watermarks.
+func TestFranzGoGroupRebalanceNoSkipNoDup(t *testing.T) {
+	node := startKafkaNode(t)
+	adm, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	admin := kadm.NewClient(adm)
+	ctx := context.Background()
+	if _, err := admin.CreateTopic(ctx, 6, 1, nil, "events"); err != nil {
+		t.Fatal(err)
+	}
+	produceN(t, node.KafkaAddr, "events", 0, 600)
+
+	ledger := &groupLedger{seen: map[string]int{}, byWho: map[string]int{}}
+	runCtx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	leaveCtx, stopLeaver := context.WithCancel(runCtx)
+	var clients []*kgo.Client
+	var dones []<-chan struct{}
+	for i, c := range []context.Context{runCtx, runCtx, leaveCtx} {
+		cl, done := runMember(c, t, node.KafkaAddr, "g3", "events", fmt.Sprintf("m%d", i), ledger)
+		clients, dones = append(clients, cl), append(dones, done)
+	}
+	defer func() {
+		stopAll()
+		for i, cl := range clients {
+			cl.Close()
+			<-dones[i]
+		}
+	}()
+	waitFor(t, 60*time.Second, "the group to consume 300 records", func() bool { return ledger.total() >= 300 })
+	waitFor(t, 30*time.Second, "all three members to get records", func() bool {
+		ledger.mu.Lock()
+		defer ledger.mu.Unlock()
+		return len(ledger.byWho) == 3
+	})
+	// m2 leaves: stop its loop (its last poll is committed), then Close
+	// sends LeaveGroup.
+	stopLeaver()
+	<-dones[2]
+	clients[2].Close()
+	produceN(t, node.KafkaAddr, "events", 600, 600)
+	waitFor(t, 90*time.Second, "all 1200 records", func() bool { return ledger.total() >= 1200 })
+
+	ends, err := admin.ListEndOffsets(ctx, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "committed offsets at the end of every partition", func() bool {
+		offs, err := admin.FetchOffsets(ctx, "g3")
+		if err != nil {
+			return false
+		}
+		ok := true
+		ends.Each(func(e kadm.ListedOffset) {
+			o, found := offs.Lookup("events", e.Partition)
+			ok = ok && found && o.At == e.Offset
+		})
+		return ok
+	})
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	var total int64
+	ends.Each(func(e kadm.ListedOffset) {
+		total += e.Offset
+		for off := int64(0); off < e.Offset; off++ {
+			if n := ledger.seen[fmt.Sprintf("%d:%d", e.Partition, off)]; n != 1 {
+				t.Errorf("record %d:%d read %d times", e.Partition, off, n)
+			}
+		}
+	})
+	if total != 1200 {
+		t.Fatalf("high watermarks sum to %d, want 1200", total)
+	}
+	t.Logf("records per member: %v", ledger.byWho)
+	// DescribeGroups through the Kafka protocol sees the two survivors.
+	described, err := admin.DescribeGroups(ctx, "g3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := described["g3"]; g.State != "Stable" || len(g.Members) != 2 {
+		t.Fatalf("described: state %s, %d members", g.State, len(g.Members))
+	}
+}
+
+// requireKcat finds kcat; without it the test skips, except under CI
+// (env CI set), where it fails: scripts/install-test-deps.sh installs it.
+func requireKcat(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("kcat")
+	if err == nil {
+		return path
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("kcat is not installed (CI is set); run scripts/install-test-deps.sh")
+	}
+	t.Skip("kcat is not installed; run scripts/install-test-deps.sh")
+	return ""
+}
+
+// TestKcatGroupMember: kcat -G (librdkafka's balanced consumer) joins a
+// group, reads every record once and commits; GET /groups/{group} shows
+// the committed offsets at the high watermarks.
+func TestKcatGroupMember(t *testing.T) {
+	kcat := requireKcat(t)
+	node := startKafkaNode(t)
+	mustPost(t, node.URL+"/topics", "application/json", `{"name":"kc","partitions":2}`, 201)
+	var lines []string
+	for i := 0; i < 20; i++ {
+		lines = append(lines, fmt.Sprintf(`{"key":"k%d","value":{"id":%d}}`, i, i))
+	}
+	mustPost(t, node.URL+"/kafka/kc", "application/json", `{"records":[`+strings.Join(lines, ",")+`]}`, 200)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, "-b", node.KafkaAddr, "-G", "kcg", "-o", "beginning",
+		"-c", "20", "-f", "%p:%o\n", "-X", "auto.commit.interval.ms=100", "kc")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kcat: %v\n%s", err, out)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Fields(string(out)) {
+		if seen[line] {
+			t.Fatalf("kcat read %s twice", line)
+		}
+		seen[line] = true
+	}
+	if len(seen) != 20 {
+		t.Fatalf("kcat read %d distinct records, want 20:\n%s", len(seen), out)
+	}
+	var d struct {
+		Offsets []struct {
+			Partition     int32 `json:"partition"`
+			Committed     int64 `json:"committed_offset"`
+			HighWatermark int64 `json:"high_watermark"`
+		} `json:"offsets"`
+	}
+	waitFor(t, 20*time.Second, "kcat's commits", func() bool {
+		status, data := restCall(t, "GET", node.URL+"/groups/kcg", "", "", "")
+		if status != 200 || json.Unmarshal(data, &d) != nil || len(d.Offsets) != 2 {
+			return false
+		}
+		for _, o := range d.Offsets {
+			if o.Committed != o.HighWatermark {
+				return false
+			}
+		}
+		return true
+	})
+}
