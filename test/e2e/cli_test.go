@@ -232,7 +232,7 @@ func TestCLIProduceOptions(t *testing.T) {
 			cli(t, node, line+"\n", "produce", "opts", "--partition", "1", "--acks", acks, "--compression", codec)
 		}
 	}
-	mustPost(t, node.URL+"/kafka/opts?partition=1", "application/json", `{"via":"http"}`, 200)
+	mustPost(t, node.URL+"/kafka/opts", "application/json", `{"records":[{"partition":1,"value":{"via":"http"}}]}`, 200)
 	out := cli(t, node, "", "consume", "opts", "--partition", "1", "--offset", "earliest", "--max-messages", "16", "--timeout", "20s")
 	got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(got) != 16 || got[15] != `{"via":"http"}` {
