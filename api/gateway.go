@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/group"
 )
@@ -34,6 +35,9 @@ type Config struct {
 	// Groups is the group coordinator behind /consumers, /groups and
 	// /kafka/{topic}/stream; without it those routes answer 503.
 	Groups *group.Coordinator
+	// Schemas is the schema registry behind /subjects, /schemas, /config,
+	// /compatibility and /mode; without it those routes answer 503.
+	Schemas *schemaregistry.Registry
 }
 
 // Defaults fills zero fields.
@@ -128,6 +132,8 @@ func (g *Gateway) Handler() http.Handler {
 	r.Get("/consumers/{group}/instances/{instance}/records", gr(g.consumeRecords))
 	r.Post("/consumers/{group}/instances/{instance}/offsets", gr(g.commitOffsets))
 	r.Get("/consumers/{group}/instances/{instance}/offsets", gr(g.committedOffsets))
+
+	g.schemaRoutes(r)
 	return r
 }
 

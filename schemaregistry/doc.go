@@ -1,0 +1,29 @@
+// Package schemaregistry is ferry's Avro schema registry, with Confluent
+// Schema Registry's subjects, versions, ids, compatibility levels, modes
+// and delete rules; package api serves it at Confluent's paths.
+//
+// Data flow: a request reaches Registry, which parses the schema
+// (ParseAvro: validation, references, the normalized identity form),
+// applies the rules (compatibility from compat.go, mode, deletes) and
+// writes through a Store. Store keeps only rows and enforces uniqueness
+// atomically; it has two implementations:
+//
+//   - EmbeddedStore: an append-only, fsynced JSON-lines journal in the
+//     data dir with in-memory indexes, for the single-node default;
+//   - PostgresStore: pgx over PostgreSQL, migrations embedded, ids and
+//     versions assigned under a transaction-scoped advisory lock so nodes
+//     sharing a database never hand out the same id or version; writes
+//     NOTIFY the other nodes, whose caches drop what changed.
+//
+// Registry caches parsed schemas by id (immutable until a permanent
+// delete), fingerprints → ids, and each subject's version rows; a Store
+// reports other writers' changes through Watch, and a registration whose
+// view was stale fails its precondition in the store and is retried.
+//
+// Identity: two registrations are the same schema when their fingerprints
+// match — SHA-256 over the schema type, the normalized form (full names,
+// fixed key order, no doc or custom properties, but logicalType,
+// precision, scale, defaults, aliases, order and enum defaults kept) and
+// the references. Avro's Parsing Canonical Form alone would drop logical
+// types and make decimal(10,2) and decimal(12,4) one schema.
+package schemaregistry

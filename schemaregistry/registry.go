@@ -1,0 +1,801 @@
+package schemaregistry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Compatibility levels.
+const (
+	None               = "NONE"
+	Backward           = "BACKWARD"
+	BackwardTransitive = "BACKWARD_TRANSITIVE"
+	Forward            = "FORWARD"
+	ForwardTransitive  = "FORWARD_TRANSITIVE"
+	Full               = "FULL"
+	FullTransitive     = "FULL_TRANSITIVE"
+)
+
+// Modes.
+const (
+	ReadWrite = "READWRITE"
+	ReadOnly  = "READONLY"
+	Import    = "IMPORT"
+)
+
+// Latest stands for "latest" and -1 in a version argument.
+const Latest = -1
+
+// Config configures a Registry.
+type Config struct {
+	// DefaultCompatibility applies when neither the subject nor the global
+	// config sets a level. Default BACKWARD.
+	DefaultCompatibility string
+	Logger               *slog.Logger
+}
+
+// Registry is the schema registry: Confluent's rules over a Store, with a
+// cache of parsed schemas by id and of each subject's versions.
+type Registry struct {
+	store  Store
+	cfg    Config
+	logger *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		// byID holds parsed schemas; an id's schema never changes, it can
+		// only disappear (permanent delete).
+		byID map[int]*cachedSchema
+		// byFingerprint maps fingerprints to ids.
+		byFingerprint map[string]int
+		// versions holds each subject's version rows.
+		versions map[string][]Version
+	}
+}
+
+type cachedSchema struct {
+	stored StoredSchema
+	parsed *ParsedSchema
+}
+
+// New builds a registry over store; it takes ownership (Close closes it).
+func New(store Store, cfg Config) (*Registry, error) {
+	if cfg.DefaultCompatibility == "" {
+		cfg.DefaultCompatibility = Backward
+	}
+	level, ok := parseLevel(cfg.DefaultCompatibility)
+	if !ok {
+		return nil, fmt.Errorf("default compatibility %q: not a level", cfg.DefaultCompatibility)
+	}
+	cfg.DefaultCompatibility = level
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Registry{store: store, cfg: cfg, logger: cfg.Logger.With("component", "schemaregistry")}
+	r.resetCache()
+	store.Watch(r.invalidate)
+	return r, nil
+}
+
+// Close closes the store.
+func (r *Registry) Close() error { return r.store.Close() }
+
+func (r *Registry) resetCache() {
+	r.mu.Lock()
+	r.mu.byID = map[int]*cachedSchema{}
+	r.mu.byFingerprint = map[string]int{}
+	r.mu.versions = map[string][]Version{}
+	r.mu.Unlock()
+}
+
+// invalidate drops what another writer may have changed.
+func (r *Registry) invalidate(subject string) {
+	if subject == "" {
+		r.resetCache()
+		return
+	}
+	r.mu.Lock()
+	delete(r.mu.versions, subject)
+	r.mu.Unlock()
+}
+
+// versions returns a subject's rows, from the cache unless fresh is set.
+func (r *Registry) versions(ctx context.Context, subject string, fresh bool) ([]Version, error) {
+	if !fresh {
+		r.mu.Lock()
+		vs, ok := r.mu.versions[subject]
+		r.mu.Unlock()
+		if ok {
+			return vs, nil
+		}
+	}
+	vs, err := r.store.Versions(ctx, subject)
+	if err != nil {
+		return nil, storeError("read versions", err)
+	}
+	r.mu.Lock()
+	if len(r.mu.versions) > 100000 {
+		r.mu.versions = map[string][]Version{}
+	}
+	r.mu.versions[subject] = vs
+	r.mu.Unlock()
+	return vs, nil
+}
+
+// schema returns the parsed schema with this id, loading it (and its
+// references) on a cache miss.
+func (r *Registry) schema(ctx context.Context, id int) (*cachedSchema, error) {
+	return r.schemaDepth(ctx, id, 0)
+}
+
+func (r *Registry) schemaDepth(ctx context.Context, id, depth int) (*cachedSchema, error) {
+	r.mu.Lock()
+	c, ok := r.mu.byID[id]
+	r.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	st, err := r.store.Schema(ctx, id)
+	if errors.Is(err, ErrStoreNotFound) {
+		return nil, errorf(40403, "Schema %d not found", id)
+	}
+	if err != nil {
+		return nil, storeError("read schema", err)
+	}
+	refTypes, err := r.resolveRefs(ctx, st.References, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ParseAvro(st.Text, refTypes)
+	if err != nil {
+		return nil, errorf(50001, "stored schema %d does not parse: %v", id, err)
+	}
+	c = &cachedSchema{stored: st, parsed: p}
+	r.mu.Lock()
+	r.mu.byID[id] = c
+	r.mu.byFingerprint[st.Fingerprint] = id
+	r.mu.Unlock()
+	return c, nil
+}
+
+// resolveRefs loads each referenced version and collects the named types
+// it defines.
+func (r *Registry) resolveRefs(ctx context.Context, refs []Reference, depth int) (map[string]*Type, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	if depth > 32 {
+		return nil, errorf(42201, "Invalid schema: references nest more than 32 deep")
+	}
+	types := map[string]*Type{}
+	for _, ref := range refs {
+		v, err := r.findVersion(ctx, ref.Subject, ref.Version, true)
+		if err != nil {
+			return nil, errorf(42201, "Invalid schema: reference %q to subject '%s' version %d: %v", ref.Name, ref.Subject, ref.Version, err)
+		}
+		c, err := r.schemaDepth(ctx, v.ID, depth)
+		if err != nil {
+			return nil, err
+		}
+		NamedTypes(c.parsed.Root, types)
+	}
+	return types, nil
+}
+
+// SchemaRequest is a schema given to register, look up or check.
+type SchemaRequest struct {
+	Schema     string      `json:"schema"`
+	SchemaType string      `json:"schemaType,omitempty"`
+	References []Reference `json:"references,omitempty"`
+	// ID and Version are honoured in IMPORT mode only.
+	ID      int `json:"id,omitempty"`
+	Version int `json:"version,omitempty"`
+}
+
+// prepared is a parsed request: references pinned to versions.
+type prepared struct {
+	stored StoredSchema
+	parsed *ParsedSchema
+}
+
+func (r *Registry) prepare(ctx context.Context, req SchemaRequest) (*prepared, error) {
+	typ := strings.ToUpper(req.SchemaType)
+	if typ == "" {
+		typ = "AVRO"
+	}
+	if typ != "AVRO" {
+		return nil, errorf(42201, "Invalid schema: schema type %s is not supported; this registry serves AVRO", req.SchemaType)
+	}
+	if strings.TrimSpace(req.Schema) == "" {
+		return nil, errorf(42201, "Invalid schema: empty schema")
+	}
+	refs := make([]Reference, len(req.References))
+	for i, ref := range req.References {
+		if ref.Name == "" || ref.Subject == "" {
+			return nil, errorf(42201, "Invalid schema: reference %d needs a name and a subject", i)
+		}
+		if ref.Version == Latest {
+			v, err := r.findVersion(ctx, ref.Subject, Latest, false)
+			if err != nil {
+				return nil, errorf(42201, "Invalid schema: reference %q: %v", ref.Name, err)
+			}
+			ref.Version = v.Version
+		}
+		refs[i] = ref
+	}
+	refTypes, err := r.resolveRefs(ctx, refs, 1)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ParseAvro(req.Schema, refTypes)
+	if err != nil {
+		return nil, errorf(42201, "Invalid schema %s: %v", abbreviate(req.Schema), err)
+	}
+	st := StoredSchema{Type: "AVRO", Text: req.Schema, References: refs}
+	if len(refs) == 0 {
+		st.References = nil
+	}
+	st.Fingerprint = fingerprint(typ, p.Normalized, st.References)
+	return &prepared{stored: st, parsed: p}, nil
+}
+
+func abbreviate(s string) string {
+	if len(s) > 200 {
+		return s[:197] + "..."
+	}
+	return s
+}
+
+// fingerprint identifies a schema: its type, normalized form and references.
+func fingerprint(typ, normalized string, refs []Reference) string {
+	h := sha256.New()
+	h.Write([]byte(typ + "\n" + normalized + "\n"))
+	for _, ref := range refs {
+		fmt.Fprintf(h, "%s\x00%s\x00%d\n", ref.Name, ref.Subject, ref.Version)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// schemaID returns the id of a fingerprint, 0 when none.
+func (r *Registry) schemaID(ctx context.Context, fp string) (int, error) {
+	r.mu.Lock()
+	id, ok := r.mu.byFingerprint[fp]
+	r.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	id, err := r.store.SchemaID(ctx, fp)
+	if errors.Is(err, ErrStoreNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, storeError("look up schema", err)
+	}
+	r.mu.Lock()
+	r.mu.byFingerprint[fp] = id
+	r.mu.Unlock()
+	return id, nil
+}
+
+// Register registers a schema under subject and returns its id: the
+// existing id when the subject already has it, the id it has under other
+// subjects, or a new one.
+func (r *Registry) Register(ctx context.Context, subject string, req SchemaRequest) (int, error) {
+	if err := validSubject(subject); err != nil {
+		return 0, err
+	}
+	mode, err := r.effectiveMode(ctx, subject)
+	if err != nil {
+		return 0, err
+	}
+	if mode == ReadOnly {
+		return 0, errorf(42205, "Subject %s is in read-only mode", subject)
+	}
+	if (req.ID != 0 || req.Version != 0) && mode != Import {
+		return 0, errorf(42205, "Registering a schema with a given id or version is only permitted in IMPORT mode; subject %s is in %s mode", subject, mode)
+	}
+	if req.ID < 0 || req.Version < 0 {
+		return 0, errorf(42205, "Imported id and version must be positive")
+	}
+	p, err := r.prepare(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	for attempt := 0; ; attempt++ {
+		id, err := r.registerOnce(ctx, subject, req, p, mode, attempt > 0)
+		if !errors.Is(err, ErrStoreConflict) || attempt == 8 {
+			return id, err
+		}
+	}
+}
+
+func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaRequest, p *prepared, mode string, fresh bool) (int, error) {
+	vs, err := r.versions(ctx, subject, fresh)
+	if err != nil {
+		return 0, err
+	}
+	id, err := r.schemaID(ctx, p.stored.Fingerprint)
+	if err != nil {
+		return 0, err
+	}
+	if id != 0 {
+		for i := len(vs) - 1; i >= 0; i-- {
+			if v := vs[i]; v.ID == id && !v.Deleted && (req.Version == 0 || req.Version == v.Version) {
+				return id, nil
+			}
+		}
+	}
+	if mode != Import {
+		if err := r.checkAgainst(ctx, subject, p, live(vs), ""); err != nil {
+			return 0, err
+		}
+	}
+	latest := 0
+	if len(vs) > 0 {
+		latest = vs[len(vs)-1].Version
+	}
+	v, err := r.store.AddVersion(ctx, NewVersion{Subject: subject, Schema: p.stored, ExpectLatest: latest, ID: req.ID, Version: req.Version})
+	switch {
+	case errors.Is(err, ErrStoreConflict):
+		r.invalidate(subject)
+		return 0, err
+	case errors.Is(err, ErrIDInUse):
+		return 0, errorf(42205, "Overwrite new schema with id %d is not permitted: the id belongs to another schema", req.ID)
+	case errors.Is(err, ErrVersionInUse):
+		return 0, errorf(42205, "Overwrite of subject %s version %d is not permitted: it holds another schema", subject, req.Version)
+	case err != nil:
+		return 0, storeError("register schema", err)
+	}
+	r.invalidate(subject)
+	return v.ID, nil
+}
+
+func live(vs []Version) []Version {
+	var out []Version
+	for _, v := range vs {
+		if !v.Deleted {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// checkAgainst applies the subject's level against olds (oldest first) and
+// returns a 409 naming every breaking change. An empty level means the
+// subject's effective one.
+func (r *Registry) checkAgainst(ctx context.Context, subject string, p *prepared, olds []Version, level string) error {
+	msgs, err := r.incompatibilities(ctx, subject, p, olds, level)
+	if err != nil || len(msgs) == 0 {
+		return err
+	}
+	return errorf(409, "Schema being registered is incompatible with an earlier schema for subject \"%s\", details: [%s]", subject, strings.Join(msgs, ", "))
+}
+
+// incompatibilities lists, in Confluent's verbose style, why p breaks the
+// level against olds; none when compatible.
+func (r *Registry) incompatibilities(ctx context.Context, subject string, p *prepared, olds []Version, level string) ([]string, error) {
+	if level == "" {
+		var err error
+		if level, err = r.effectiveLevel(ctx, subject); err != nil {
+			return nil, err
+		}
+	}
+	if level == None || len(olds) == 0 {
+		return nil, nil
+	}
+	if !strings.HasSuffix(level, "_TRANSITIVE") {
+		olds = olds[len(olds)-1:]
+	}
+	var msgs []string
+	for i := len(olds) - 1; i >= 0; i-- {
+		old, err := r.schema(ctx, olds[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		found := CheckLevel(level, p.parsed.Root, old.parsed.Root)
+		if len(found) == 0 {
+			continue
+		}
+		for _, f := range found {
+			msgs = append(msgs, f.String())
+		}
+		msgs = append(msgs, fmt.Sprintf("{oldSchemaVersion: %d}", olds[i].Version),
+			fmt.Sprintf("{oldSchema: '%s'}", old.stored.Text),
+			fmt.Sprintf("{compatibility: '%s'}", level))
+	}
+	return msgs, nil
+}
+
+// CheckLevel reports why newer breaks level against older (one pair; the
+// caller picks which olds a transitive level covers).
+func CheckLevel(level string, newer, older *Type) []Incompatibility {
+	var out []Incompatibility
+	if strings.HasPrefix(level, Backward) || strings.HasPrefix(level, Full) {
+		out = append(out, CheckReadable(newer, older, "new", "old")...)
+	}
+	if strings.HasPrefix(level, Forward) || strings.HasPrefix(level, Full) {
+		out = append(out, CheckReadable(older, newer, "old", "new")...)
+	}
+	return out
+}
+
+func validSubject(s string) error {
+	if s == "" || strings.ContainsAny(s, "\x00") {
+		return errorf(42201, "Invalid subject name %q", s)
+	}
+	return nil
+}
+
+// ParseVersion reads a version argument: a positive number, "latest" or -1.
+func ParseVersion(s string) (int, error) {
+	if s == "latest" || s == "-1" {
+		return Latest, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > math.MaxInt32 {
+		return 0, errorf(42202, "The specified version '%s' is not a valid version id. Allowed values are between [1, 2^31-1] and the string \"latest\"", s)
+	}
+	return n, nil
+}
+
+// findVersion resolves a version of a subject. With deleted set,
+// soft-deleted versions count (and "latest" is the highest of all).
+func (r *Registry) findVersion(ctx context.Context, subject string, version int, deleted bool) (Version, error) {
+	vs, err := r.versions(ctx, subject, false)
+	if err != nil {
+		return Version{}, err
+	}
+	if !deleted {
+		vs = live(vs)
+	}
+	if len(vs) == 0 {
+		return Version{}, subjectNotFound(subject)
+	}
+	if version == Latest {
+		return vs[len(vs)-1], nil
+	}
+	for _, v := range vs {
+		if v.Version == version {
+			return v, nil
+		}
+	}
+	return Version{}, versionNotFound(version)
+}
+
+// SchemaInfo is a registered schema as one subject's version.
+type SchemaInfo struct {
+	Subject    string      `json:"subject"`
+	Version    int         `json:"version"`
+	ID         int         `json:"id"`
+	SchemaType string      `json:"schemaType,omitempty"`
+	References []Reference `json:"references,omitempty"`
+	Schema     string      `json:"schema"`
+	Deleted    bool        `json:"-"`
+}
+
+func (r *Registry) info(ctx context.Context, v Version) (SchemaInfo, error) {
+	c, err := r.schema(ctx, v.ID)
+	if err != nil {
+		return SchemaInfo{}, err
+	}
+	return SchemaInfo{Subject: v.Subject, Version: v.Version, ID: v.ID, Schema: c.stored.Text,
+		References: c.stored.References, Deleted: v.Deleted}, nil
+}
+
+// GetVersion returns one version of a subject.
+func (r *Registry) GetVersion(ctx context.Context, subject string, version int, deleted bool) (SchemaInfo, error) {
+	v, err := r.findVersion(ctx, subject, version, deleted)
+	if err != nil {
+		return SchemaInfo{}, err
+	}
+	return r.info(ctx, v)
+}
+
+// Subjects lists subjects with a live version (all with deleted).
+func (r *Registry) Subjects(ctx context.Context, deleted bool) ([]string, error) {
+	infos, err := r.store.Subjects(ctx)
+	if err != nil {
+		return nil, storeError("list subjects", err)
+	}
+	out := []string{}
+	for _, s := range infos {
+		if s.Live > 0 || deleted {
+			out = append(out, s.Name)
+		}
+	}
+	return out, nil
+}
+
+// Versions lists a subject's version numbers.
+func (r *Registry) Versions(ctx context.Context, subject string, deleted bool) ([]int, error) {
+	vs, err := r.versions(ctx, subject, false)
+	if err != nil {
+		return nil, err
+	}
+	if !deleted {
+		vs = live(vs)
+	}
+	if len(vs) == 0 {
+		return nil, subjectNotFound(subject)
+	}
+	out := make([]int, len(vs))
+	for i, v := range vs {
+		out[i] = v.Version
+	}
+	return out, nil
+}
+
+// Lookup finds the version of subject holding this schema.
+func (r *Registry) Lookup(ctx context.Context, subject string, req SchemaRequest, deleted bool) (SchemaInfo, error) {
+	vs, err := r.versions(ctx, subject, false)
+	if err != nil {
+		return SchemaInfo{}, err
+	}
+	if !deleted {
+		vs = live(vs)
+	}
+	if len(vs) == 0 {
+		return SchemaInfo{}, subjectNotFound(subject)
+	}
+	p, err := r.prepare(ctx, req)
+	if err != nil {
+		return SchemaInfo{}, err
+	}
+	id, err := r.schemaID(ctx, p.stored.Fingerprint)
+	if err != nil {
+		return SchemaInfo{}, err
+	}
+	for i := len(vs) - 1; id != 0 && i >= 0; i-- {
+		if vs[i].ID == id {
+			return r.info(ctx, vs[i])
+		}
+	}
+	return SchemaInfo{}, errorf(40403, "Schema not found")
+}
+
+// SchemaByID returns a schema by id; with subject set, only if that
+// subject has it.
+func (r *Registry) SchemaByID(ctx context.Context, id int, subject string) (StoredSchema, error) {
+	c, err := r.schema(ctx, id)
+	if err != nil {
+		return StoredSchema{}, err
+	}
+	if subject != "" {
+		vs, err := r.versions(ctx, subject, false)
+		if err != nil {
+			return StoredSchema{}, err
+		}
+		found := false
+		for _, v := range vs {
+			found = found || v.ID == id
+		}
+		if !found {
+			return StoredSchema{}, errorf(40403, "Schema %d not found under subject '%s'", id, subject)
+		}
+	}
+	return c.stored, nil
+}
+
+// ParsedByID returns the parsed schema with this id (for encoders).
+func (r *Registry) ParsedByID(ctx context.Context, id int) (*ParsedSchema, error) {
+	c, err := r.schema(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return c.parsed, nil
+}
+
+// VersionsByID lists the (subject, version) pairs using schema id.
+func (r *Registry) VersionsByID(ctx context.Context, id int, deleted bool) ([]Version, error) {
+	if _, err := r.schema(ctx, id); err != nil {
+		return nil, err
+	}
+	vs, err := r.store.VersionsOf(ctx, id)
+	if err != nil {
+		return nil, storeError("read versions of schema", err)
+	}
+	out := []Version{}
+	for _, v := range vs {
+		if deleted || !v.Deleted {
+			v.ID, v.Deleted = 0, false
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// SubjectsByID lists the subjects using schema id.
+func (r *Registry) SubjectsByID(ctx context.Context, id int, deleted bool) ([]string, error) {
+	vs, err := r.VersionsByID(ctx, id, deleted)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, v := range vs {
+		if !seen[v.Subject] {
+			seen[v.Subject] = true
+			out = append(out, v.Subject)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// ReferencedBy lists the ids of schemas referencing subject/version.
+func (r *Registry) ReferencedBy(ctx context.Context, subject string, version int) ([]int, error) {
+	v, err := r.findVersion(ctx, subject, version, false)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := r.store.ReferencedBy(ctx, subject, v.Version)
+	if err != nil {
+		return nil, storeError("read references", err)
+	}
+	if ids == nil {
+		ids = []int{}
+	}
+	return ids, nil
+}
+
+// CheckCompatibility tests a schema against one version, or against the
+// versions the subject's level covers when version is Latest. It returns
+// the breaking changes, none when compatible.
+func (r *Registry) CheckCompatibility(ctx context.Context, subject string, version int, req SchemaRequest) ([]string, error) {
+	p, err := r.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	vs, err := r.versions(ctx, subject, false)
+	if err != nil {
+		return nil, err
+	}
+	vs = live(vs)
+	if version == Latest {
+		return r.incompatibilities(ctx, subject, p, vs, "")
+	}
+	v, err := r.findVersion(ctx, subject, version, false)
+	if err != nil {
+		return nil, err
+	}
+	return r.incompatibilities(ctx, subject, p, []Version{v}, "")
+}
+
+// DeleteVersion soft-deletes a version, or removes a soft-deleted one
+// for good when permanent is set. It returns the version number.
+func (r *Registry) DeleteVersion(ctx context.Context, subject string, version int, permanent bool) (int, error) {
+	if err := r.writable(ctx, subject); err != nil {
+		return 0, err
+	}
+	vs, err := r.versions(ctx, subject, true)
+	if err != nil {
+		return 0, err
+	}
+	if len(vs) == 0 || (!permanent && len(live(vs)) == 0) {
+		return 0, subjectNotFound(subject)
+	}
+	v, err := r.findVersion(ctx, subject, version, permanent)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case !permanent && v.Deleted:
+		return 0, errorf(40406, "Subject '%s' Version %d was soft deleted.Set permanent=true to delete permanently", subject, v.Version)
+	case permanent && !v.Deleted:
+		return 0, errorf(40407, "Subject '%s' Version %d was not deleted first before being permanently deleted", subject, v.Version)
+	}
+	if err := r.checkUnreferenced(ctx, subject, []Version{v}); err != nil {
+		return 0, err
+	}
+	if permanent {
+		err = r.store.Purge(ctx, subject, []int{v.Version})
+	} else {
+		err = r.store.SoftDelete(ctx, subject, []int{v.Version})
+	}
+	r.afterDelete(subject, permanent)
+	if err != nil {
+		return 0, storeError("delete version", err)
+	}
+	return v.Version, nil
+}
+
+// DeleteSubject soft-deletes every live version, or removes a subject
+// whose versions are all soft-deleted when permanent is set.
+func (r *Registry) DeleteSubject(ctx context.Context, subject string, permanent bool) ([]int, error) {
+	if err := r.writable(ctx, subject); err != nil {
+		return nil, err
+	}
+	vs, err := r.versions(ctx, subject, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) == 0 {
+		return nil, subjectNotFound(subject)
+	}
+	lv := live(vs)
+	switch {
+	case !permanent && len(lv) == 0:
+		return nil, errorf(40404, "Subject '%s' was soft deleted.Set permanent=true to delete permanently", subject)
+	case permanent && len(lv) > 0:
+		return nil, errorf(40405, "Subject '%s' was not deleted first before being permanently deleted", subject)
+	}
+	target := lv
+	if permanent {
+		target = vs
+	}
+	if err := r.checkUnreferenced(ctx, subject, target); err != nil {
+		return nil, err
+	}
+	nums := make([]int, len(target))
+	for i, v := range target {
+		nums[i] = v.Version
+	}
+	if permanent {
+		err = r.store.Purge(ctx, subject, nums)
+		if err == nil {
+			err = r.store.DeleteSetting(ctx, SettingCompatibility, subject)
+		}
+		if err == nil {
+			err = r.store.DeleteSetting(ctx, SettingMode, subject)
+		}
+	} else {
+		err = r.store.SoftDelete(ctx, subject, nums)
+	}
+	r.afterDelete(subject, permanent)
+	if err != nil {
+		return nil, storeError("delete subject", err)
+	}
+	return nums, nil
+}
+
+func (r *Registry) afterDelete(subject string, permanent bool) {
+	if permanent {
+		r.resetCache() // ids may be gone
+		return
+	}
+	r.invalidate(subject)
+}
+
+// checkUnreferenced refuses to delete versions live schemas refer to.
+func (r *Registry) checkUnreferenced(ctx context.Context, subject string, vs []Version) error {
+	for _, v := range vs {
+		ids, err := r.store.ReferencedBy(ctx, subject, v.Version)
+		if err != nil {
+			return storeError("read references", err)
+		}
+		if len(ids) > 0 {
+			return errorf(42206, "One or more references exist to the schema {subject=%s, version=%d}: ids %v", subject, v.Version, ids)
+		}
+	}
+	return nil
+}
+
+func (r *Registry) writable(ctx context.Context, subject string) error {
+	mode, err := r.effectiveMode(ctx, subject)
+	if err != nil {
+		return err
+	}
+	if mode == ReadOnly {
+		return errorf(42205, "Subject %s is in read-only mode", subject)
+	}
+	return nil
+}
+
+// marshalRefs is for stores that keep references as JSON.
+func marshalRefs(refs []Reference) []byte {
+	if len(refs) == 0 {
+		return []byte("[]")
+	}
+	b, _ := json.Marshal(refs)
+	return b
+}
