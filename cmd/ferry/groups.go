@@ -78,7 +78,8 @@ func groupsDelete(args []string) error {
 
 func groupsResetOffsets(args []string) error {
 	fs, bootstrap := newClientFlags("groups reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N")
-	topic := fs.String("topic", "", "topic whose partitions are reset (required)")
+	var topics stringList
+	fs.Var(&topics, "topic", "topic whose partitions are reset (required, repeatable)")
 	var to kcli.ResetTarget
 	fs.BoolVar(&to.Earliest, "to-earliest", false, "reset to each partition's start offset")
 	fs.BoolVar(&to.Latest, "to-latest", false, "reset to each partition's end offset")
@@ -88,11 +89,11 @@ func groupsResetOffsets(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkResetArgs(pos, *topic, to); err != nil {
+	if err := checkResetArgs(pos, topics, to); err != nil {
 		return err
 	}
 	return withAdmin(*bootstrap, func(ctx context.Context, adm *kadm.Client) error {
-		plan, err := kcli.PlanReset(ctx, adm, *topic, to)
+		plan, err := kcli.PlanReset(ctx, adm, topics, to)
 		if err != nil {
 			return err
 		}
@@ -109,11 +110,11 @@ func groupsResetOffsets(args []string) error {
 	})
 }
 
-func checkResetArgs(pos []string, topic string, to kcli.ResetTarget) error {
+func checkResetArgs(pos []string, topics []string, to kcli.ResetTarget) error {
 	if err := wantArgs(pos, 1, 1, "one GROUP"); err != nil {
 		return err
 	}
-	if topic == "" {
+	if len(topics) == 0 {
 		return usageErr("--topic is required")
 	}
 	n := 0

@@ -271,6 +271,11 @@ func TestCLIGroups(t *testing.T) {
 		t.Fatalf("dry run printed:\n%s", out)
 	}
 	describeHas(t, node, "g1", "g1 gt 0 3 5 2") // a dry run commits nothing
+	cli(t, node, "", "topics", "create", "gt2", "--partitions", "2")
+	out = cli(t, node, "", "groups", "reset-offsets", "g1", "--topic", "gt", "--topic", "gt2", "--to-latest")
+	if !strings.Contains(squeeze(out), "g1 gt 0 5\ng1 gt2 0 0\ng1 gt2 1 0\n") {
+		t.Fatalf("two-topic dry run printed:\n%s", out)
+	}
 	cli(t, node, "", "groups", "reset-offsets", "g1", "--topic", "gt", "--to-offset", "1", "--execute")
 	describeHas(t, node, "g1", "g1 gt 0 1 5 4")
 	// --timeout counts idle time after the group's first assignment, which

@@ -110,26 +110,28 @@ type ResetTarget struct {
 	Offset           int64 // used when neither Earliest nor Latest
 }
 
-// PlanReset computes the new committed offset of every partition of topic
-// for group. Like Kafka, an explicit offset is clamped to the partition's
-// [start, end] range.
-func PlanReset(ctx context.Context, adm *kadm.Client, topic string, to ResetTarget) (kadm.Offsets, error) {
-	if err := checkTopic(ctx, adm, topic); err != nil {
-		return nil, err
+// PlanReset computes the new committed offset of every partition of the
+// topics for a group. Like Kafka, an explicit offset is clamped to each
+// partition's [start, end] range.
+func PlanReset(ctx context.Context, adm *kadm.Client, topics []string, to ResetTarget) (kadm.Offsets, error) {
+	for _, topic := range topics {
+		if err := checkTopic(ctx, adm, topic); err != nil {
+			return nil, err
+		}
 	}
-	starts, err := adm.ListStartOffsets(ctx, topic)
+	starts, err := adm.ListStartOffsets(ctx, topics...)
 	if err == nil {
 		err = starts.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list start offsets of %q: %w", topic, err)
+		return nil, fmt.Errorf("list start offsets: %w", err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list end offsets of %q: %w", topic, err)
+		return nil, fmt.Errorf("list end offsets: %w", err)
 	}
 	plan := make(kadm.Offsets)
 	starts.Each(func(s kadm.ListedOffset) {
