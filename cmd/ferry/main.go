@@ -28,7 +28,7 @@ env FERRY_BOOTSTRAP; add -h to any command for its flags):
                           [--offset N|earliest|latest] [--max-messages N] [--timeout 5s]
                           [--print-key] [--key-separator S]
   ferry groups list | describe GROUP | delete GROUP
-  ferry groups reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N [--execute]
+  ferry groups reset-offsets GROUP --topic T… --to-earliest|--to-latest|--to-offset N [--execute]
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
 
 `
