@@ -61,12 +61,21 @@ type testServer struct {
 // request panicked.
 func newTestServer(t testing.TB, mutate ...func(*Config)) *testServer {
 	t.Helper()
+	return newTestServerWith(t, nil, mutate...)
+}
+
+// newTestServerWith also lets the test change the broker core's config.
+func newTestServerWith(t testing.TB, core func(*server.Config), mutate ...func(*Config)) *testServer {
+	t.Helper()
 	sink := &logSink{t: t}
 	if _, fuzzing := t.(*testing.F); fuzzing {
 		sink.done = true // f.Log is not allowed inside the fuzz function
 	}
 	logger := slog.New(slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	bcfg := server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}
+	if core != nil {
+		core(&bcfg)
+	}
 	ts := &testServer{logs: sink, cfg: bcfg}
 	ts.start(t, logger, mutate...)
 	t.Cleanup(func() {

@@ -113,8 +113,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return ErrServerClosed
 	}
-	s.wg.Add(1)
-	defer s.wg.Done()
+	defer s.wg.Done() // added by trackListener
 	defer s.untrackListener(ln)
 	var backoff time.Duration
 	for {
@@ -160,6 +159,7 @@ func (s *Server) trackListener(ln net.Listener) bool {
 		return false
 	}
 	s.mu.listeners[ln] = struct{}{}
+	s.wg.Add(1) // under mu, so Shutdown's Wait never races a late Add
 	return true
 }
 
