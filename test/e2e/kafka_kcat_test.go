@@ -54,12 +54,19 @@ func TestKafkaKcat(t *testing.T) {
 		}
 	}
 	var lines []string
-	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd", "idempotent"} {
 		in := "alpha:" + codec + "-1\nbeta:" + codec + "-2\ngamma:" + codec + "-3\n"
 		// murmur2_random is Kafka's Java default; librdkafka's own default is CRC32
-		kcat(t, in, "-b", node.KafkaAddr, "-P", "-t", "kc", "-K:", "-z", codec, "-X", "partitioner=murmur2_random")
+		args := []string{"-b", node.KafkaAddr, "-P", "-t", "kc", "-K:", "-X", "partitioner=murmur2_random"}
+		if codec == "idempotent" {
+			args = append(args, "-X", "enable.idempotence=true")
+		} else {
+			args = append(args, "-z", codec)
+		}
+		kcat(t, in, args...)
 		lines = append(lines, strings.Split(strings.TrimSpace(in), "\n")...)
 	}
+	// read_committed is librdkafka's default: it needs a correct last stable offset
 	out := kcat(t, "", "-b", node.KafkaAddr, "-C", "-t", "kc", "-o", "beginning", "-e", "-q", "-f", `%p %o %k:%s\n`)
 	got := strings.Split(strings.TrimSpace(out), "\n")
 	if len(got) != len(lines) {
