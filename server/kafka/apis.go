@@ -13,7 +13,10 @@ type api struct {
 	serve    func(s *Server, ctx context.Context, req kmsg.Request) kmsg.Response
 }
 
-const apiVersionsKey = 18
+const (
+	produceKey     = 0
+	apiVersionsKey = 18
+)
 
 // apis is the one table of what this listener serves; ApiVersions
 // advertises exactly these ranges, and a request outside them closes the

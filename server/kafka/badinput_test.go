@@ -120,3 +120,15 @@ func TestShutdownEndsLongPollsAndWaits(t *testing.T) {
 	c.recv(corr, resp) // the fetch was answered before the connection closed
 	c.expectClosed()
 }
+
+func TestLargeNonProduceFramesAreRefused(t *testing.T) {
+	ts := newTestServer(t) // MaxRequestBytes at its 100 MiB default
+	c := ts.dial(t)
+	frame := binary.BigEndian.AppendUint32(nil, maxNonProduceBytes+1)
+	frame = append(frame, 0, 3, 0, 1) // Metadata v1
+	if _, err := c.nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	c.expectClosed()
+	stillServes(t, ts)
+}

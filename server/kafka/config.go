@@ -25,6 +25,7 @@ type Config struct {
 	AdvertisedAddr string
 	// MaxRequestBytes caps one request frame (socket.request.max.bytes),
 	// checked before the frame is read into memory. Default 100 MiB.
+	// Requests other than Produce are further capped at 8 MiB.
 	MaxRequestBytes int32
 	// IdleTimeout closes a connection that sent nothing for this long
 	// (connections.max.idle.ms). Default 10 minutes.

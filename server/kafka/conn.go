@@ -21,6 +21,12 @@ const (
 	writeTimeout = 30 * time.Second
 	// outQueue is how many encoded responses may wait for the writer.
 	outQueue = 8
+	// maxNonProduceBytes caps every request but Produce below
+	// MaxRequestBytes. kmsg allocates an array by its declared count
+	// (bounded only by the bytes left), so a frame can cost tens of times
+	// its size in memory; requests other than Produce are small in
+	// practice (an OffsetCommit of 100,000 partitions is about 2 MiB).
+	maxNonProduceBytes = 8 << 20
 )
 
 // conn is one client connection. The reader owns nc's read side and
@@ -105,6 +111,16 @@ func (c *conn) readFrame(br *bufio.Reader) ([]byte, error) {
 	case n > c.s.cfg.MaxRequestBytes:
 		return nil, errFrame{"request frame of " + strconv.Itoa(int(n)) +
 			" bytes exceeds socket.request.max.bytes " + strconv.Itoa(int(c.s.cfg.MaxRequestBytes))}
+	}
+	if n > maxNonProduceBytes {
+		key, err := br.Peek(2)
+		if err != nil {
+			return nil, err
+		}
+		if k := int16(binary.BigEndian.Uint16(key)); k != produceKey {
+			return nil, errFrame{"request frame of " + strconv.Itoa(int(n)) + " bytes for api key " +
+				strconv.Itoa(int(k)) + " exceeds " + strconv.Itoa(maxNonProduceBytes) + ", the cap for requests other than Produce"}
+		}
 	}
 	frame := make([]byte, n)
 	if _, err := io.ReadFull(br, frame); err != nil {
