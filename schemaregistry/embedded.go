@@ -420,6 +420,9 @@ func (s *EmbeddedStore) DeleteSetting(_ context.Context, kind SettingKind, subje
 // Watch implements Store; this store has no other writers.
 func (s *EmbeddedStore) Watch(func(subject string)) {}
 
+// Path is the journal's path.
+func (s *EmbeddedStore) Path() string { return s.path }
+
 // Close implements Store.
 func (s *EmbeddedStore) Close() error {
 	s.writeMu.Lock()

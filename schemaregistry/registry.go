@@ -60,6 +60,8 @@ type Registry struct {
 		byFingerprint map[string]int
 		// versions holds each subject's version rows.
 		versions map[string][]Version
+		// gen counts invalidations; a read that raced one is not cached.
+		gen uint64
 	}
 }
 
@@ -95,6 +97,7 @@ func (r *Registry) resetCache() {
 	r.mu.byID = map[int]*cachedSchema{}
 	r.mu.byFingerprint = map[string]int{}
 	r.mu.versions = map[string][]Version{}
+	r.mu.gen++
 	r.mu.Unlock()
 }
 
@@ -106,18 +109,18 @@ func (r *Registry) invalidate(subject string) {
 	}
 	r.mu.Lock()
 	delete(r.mu.versions, subject)
+	r.mu.gen++
 	r.mu.Unlock()
 }
 
 // versions returns a subject's rows, from the cache unless fresh is set.
 func (r *Registry) versions(ctx context.Context, subject string, fresh bool) ([]Version, error) {
-	if !fresh {
-		r.mu.Lock()
-		vs, ok := r.mu.versions[subject]
-		r.mu.Unlock()
-		if ok {
-			return vs, nil
-		}
+	r.mu.Lock()
+	vs, ok := r.mu.versions[subject]
+	gen := r.mu.gen
+	r.mu.Unlock()
+	if ok && !fresh {
+		return vs, nil
 	}
 	vs, err := r.store.Versions(ctx, subject)
 	if err != nil {
@@ -127,7 +130,9 @@ func (r *Registry) versions(ctx context.Context, subject string, fresh bool) ([]
 	if len(r.mu.versions) > 100000 {
 		r.mu.versions = map[string][]Version{}
 	}
-	r.mu.versions[subject] = vs
+	if r.mu.gen == gen {
+		r.mu.versions[subject] = vs
+	}
 	r.mu.Unlock()
 	return vs, nil
 }
@@ -684,7 +689,9 @@ func (r *Registry) DeleteVersion(ctx context.Context, subject string, version in
 	if len(vs) == 0 || (!permanent && len(live(vs)) == 0) {
 		return 0, subjectNotFound(subject)
 	}
-	v, err := r.findVersion(ctx, subject, version, permanent)
+	// A numbered version is found even when soft-deleted, so deleting it
+	// again is 40406; "latest" means the latest live one unless permanent.
+	v, err := r.findVersion(ctx, subject, version, permanent || version != Latest)
 	if err != nil {
 		return 0, err
 	}

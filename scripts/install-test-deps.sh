@@ -5,6 +5,8 @@ set -euo pipefail
 need=()
 command -v kcat >/dev/null || need+=(kcat)
 command -v wrk  >/dev/null || need+=(wrk)
+# PostgreSQL for the schema registry's store tests (schemaregistry/internal/pgtest).
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

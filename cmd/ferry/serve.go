@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/api"
+	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/kafka"
@@ -213,9 +214,11 @@ func runServe(args []string) error {
 	if s.zookeeper != "" {
 		return errors.New("--zookeeper: clustering through ZooKeeper is not implemented yet; leave it empty for a single node")
 	}
-	if s.schemaStore != "" {
-		logger.Warn("--schema-store is not used yet: the schema registry is not implemented")
+	schemas, err := openSchemaRegistry(s, logger)
+	if err != nil {
+		return err
 	}
+	defer schemas.Close()
 	broker, err := server.Open(s.broker, logger)
 	if err != nil {
 		return err
@@ -226,7 +229,7 @@ func runServe(args []string) error {
 		return err
 	}
 	closeCore := func() { groups.Close(); broker.Close() }
-	gateway, err := api.New(broker, api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups})
+	gateway, err := api.New(broker, api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas})
 	if err != nil {
 		closeCore()
 		return err
@@ -282,4 +285,21 @@ func runServe(args []string) error {
 		return nil
 	}
 	return err
+}
+
+// openSchemaRegistry opens --schema-store: empty for the embedded store
+// under <data-dir>/schemas, postgres://… for PostgreSQL.
+func openSchemaRegistry(s serveSettings, logger *slog.Logger) (*schemaregistry.Registry, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := schemaregistry.OpenStore(ctx, s.schemaStore, s.broker.DataDir, logger)
+	if err != nil {
+		return nil, fmt.Errorf("schema store: %w", err)
+	}
+	reg, err := schemaregistry.New(store, schemaregistry.Config{Logger: logger})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return reg, nil
 }
