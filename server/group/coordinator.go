@@ -122,7 +122,7 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "group"), closing: make(chan struct{})}
-	c.env = &env{initialDelay: cfg.InitialRebalanceDelay, partitionCount: c.partitionCount}
+	c.env = &env{logger: c.logger, initialDelay: cfg.InitialRebalanceDelay, partitionCount: c.partitionCount}
 	c.mu.groups = map[string]*group{}
 	c.mu.instances = map[instanceKey]*instance{}
 	if err := c.ensureOffsetsTopic(); err != nil {

@@ -2,6 +2,7 @@ package group
 
 import (
 	"bytes"
+	"log/slog"
 	"crypto/rand"
 	"encoding/hex"
 	"sort"
@@ -108,6 +109,7 @@ type member struct {
 // env is what a group needs from outside: the time and partition counts
 // (for assignments the coordinator computes for its own consumers).
 type env struct {
+	logger         *slog.Logger
 	initialDelay   time.Duration
 	partitionCount func(topic string) int32
 }
@@ -446,6 +448,7 @@ func (g *group) prepareRebalance(now time.Time) {
 		g.delayMax = now.Add(maxRebalance)
 		g.delayUntil = now.Add(min(g.env.initialDelay, maxRebalance))
 	}
+	g.env.logger.Info("group rebalancing", "group", g.name, "from", g.state.String(), "generation", g.generation, "members", len(g.members))
 	g.state = statePreparingRebalance
 	g.rebalanceDeadline = now.Add(maxRebalance)
 	for _, m := range g.members {
@@ -483,6 +486,7 @@ func (g *group) tryCompleteJoin(now time.Time) {
 func (g *group) completeJoin(now time.Time) {
 	for _, m := range g.members {
 		if !m.joined {
+			g.env.logger.Info("group member did not rejoin in time", "group", g.name, "member", m.id)
 			g.dropMember(m, errUnknownMemberID)
 		}
 	}
@@ -500,6 +504,8 @@ func (g *group) completeJoin(now time.Time) {
 	g.protocolType = ms[0].ptype
 	g.protocol = g.selectProtocol(ms)
 	g.state = stateCompletingRebalance
+	g.env.logger.Info("group join phase complete", "group", g.name, "generation", g.generation,
+		"members", len(ms), "leader", g.leader, "protocol", g.protocol)
 	var maxRebalance time.Duration
 	for _, m := range ms {
 		maxRebalance = max(maxRebalance, m.rebalanceTimeout)
@@ -738,6 +744,8 @@ func (g *group) tick(now time.Time) {
 		}
 		if now.Sub(m.lastSeen) > m.sessionTimeout {
 			if _, still := g.members[m.id]; still {
+				g.env.logger.Info("group member session expired", "group", g.name, "member", m.id,
+					"silent_for", now.Sub(m.lastSeen), "session_timeout", m.sessionTimeout)
 				g.removeMember(now, m)
 			}
 		}
