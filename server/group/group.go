@@ -2,9 +2,9 @@ package group
 
 import (
 	"bytes"
-	"log/slog"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"

@@ -18,11 +18,12 @@ type saramaHandler struct {
 	seen map[string]int
 }
 
-func (h *saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *saramaHandler) Setup(sarama.ConsumerGroupSession) error { return nil }
 func (h *saramaHandler) Cleanup(sess sarama.ConsumerGroupSession) error {
 	sess.Commit() // before the partitions go to another member
 	return nil
 }
+
 // ConsumeClaim commits every 20 records and whenever it has caught up (a
 // commit is an fsync on the broker; one per record is slow on a busy disk).
 func (h *saramaHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
