@@ -11,7 +11,8 @@ package kafka
 // batch, records framed, decompressed under a cap) and applies the
 // idempotent producer rules before appending; nothing is written for a
 // rejected partition. acks=0 gets no response, acks=1 and acks=-1 are the
-// same on one node (a topic with flush.messages=1 answers after fsync).
+// same on one node (a topic with flush.messages=1 answers after fsync); an
+// acks=0 request with a failed partition closes the connection, as in Kafka.
 // Deviations: partitions are appended one after the other, not in
 // parallel; TimeoutMillis is not used (appends do not wait on replicas);
 // transactional batches are rejected with INVALID_RECORD.
@@ -46,9 +47,26 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.Acks == 0 {
-		return nil // the client expects no response; errors are only logged
+		// The client expects no response. As Kafka does, a failed
+		// partition closes the connection, so the client notices and
+		// refreshes its metadata.
+		if failed(resp) {
+			return closeConnection
+		}
+		return nil
 	}
 	return resp
+}
+
+func failed(resp *kmsg.ProduceResponse) bool {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *Server) producePartition(ctx context.Context, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {

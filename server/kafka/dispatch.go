@@ -92,6 +92,10 @@ func (s *Server) handle(c *conn, frame []byte) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
+	if resp == closeConnection {
+		s.logger.Info("closing connection after a failed acks=0 produce", "remote", c.remote, "client_id", h.clientID)
+		return nil, false
+	}
 	if resp == nil {
 		return nil, true
 	}
@@ -139,6 +143,10 @@ func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Re
 }
 
 type clientIDKey struct{}
+
+// closeConnection is returned by a handler to close the connection instead
+// of answering (acks=0 produce with an error, as Kafka does).
+var closeConnection kmsg.Response = new(kmsg.ProduceResponse)
 
 // encodeResponse frames a response: size, correlation id, the header's
 // tagged fields when flexible (never for ApiVersions, whose response

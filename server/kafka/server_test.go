@@ -174,6 +174,14 @@ func TestProduceAcksZeroSendsNoResponse(t *testing.T) {
 	}
 }
 
+func TestProduceAcksZeroErrorClosesConnection(t *testing.T) {
+	ts := newTestServerWith(t, func(c *server.Config) { c.AutoCreateTopics = false })
+	c := ts.dial(t)
+	c.send(withVersion(produceReq("missing", 0, 0, batch(t, records.BatchOptions{}, "x")), 9))
+	c.expectClosed()
+	stillServes(t, ts)
+}
+
 func listOffsetsReq(topic string, ts int64) *kmsg.ListOffsetsRequest {
 	req := kmsg.NewPtrListOffsetsRequest()
 	rt := kmsg.NewListOffsetsRequestTopic()
