@@ -1,11 +1,12 @@
 package kafka
 
-// ListGroups (key 16), versions 0–4.
+// ListGroups (key 16), versions 0–5.
 //
 // A thin pass-through: server/group.Coordinator serves every version and
 // owns the semantics (shared with the HTTP gateway's consumer API); the
 // listener only decodes, sets the response version and encodes.
-// v5 (KIP-848 type filter) is not advertised.
+// v5's TypesFilter (KIP-848) is honoured by the coordinator: every ferry
+// group is "classic".
 
 import (
 	"context"

@@ -45,7 +45,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{13, 0, 5, (*Server).handleLeaveGroup},
 		{14, 0, 5, (*Server).handleSyncGroup},
 		{15, 0, 5, (*Server).handleDescribeGroups},
-		{16, 0, 4, (*Server).handleListGroups},
+		{16, 0, 5, (*Server).handleListGroups},
 		{18, 0, 3, (*Server).handleApiVersions},
 		{19, 2, 7, (*Server).handleCreateTopics},
 		{20, 1, 6, (*Server).handleDeleteTopics},
