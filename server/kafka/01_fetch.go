@@ -13,7 +13,9 @@ package kafka
 // PartitionMaxBytes are honoured with KIP-74: the first non-empty partition
 // returns its first batch even when larger, later partitions return nothing
 // rather than exceed the limit. Versions 13+ (topic ids) are not advertised;
-// follower fetches (ReplicaID >= 0) are served like consumer fetches.
+// follower fetches (ReplicaID >= 0) are served like consumer fetches, and
+// LastFetchedEpoch (divergence) is not checked. Batches are copied into the
+// response rather than sent with sendfile (storage's Chunks are unused).
 
 import (
 	"context"
