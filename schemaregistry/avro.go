@@ -219,6 +219,9 @@ func (tab *names) lookup(name, namespace, path string) (*Type, error) {
 
 func (tab *names) parseUnion(branches []any, namespace, path string) (*Type, error) {
 	u := &Type{Kind: Union}
+	if len(branches) == 0 {
+		return nil, fmt.Errorf("at %s: a union needs at least one branch", pathOrRoot(path))
+	}
 	seen := map[string]bool{}
 	for i, b := range branches {
 		bt, err := tab.parse(b, namespace, fmt.Sprintf("%s/%d", path, i))
@@ -593,13 +596,7 @@ func checkDefault(t *Type, d any, path string, inRecord map[*Type]bool) error {
 			return bad()
 		}
 	case Float, Double:
-		switch x := d.(type) {
-		case json.Number:
-		case string:
-			if x != "NaN" && x != "Infinity" && x != "-Infinity" {
-				return bad()
-			}
-		default:
+		if _, ok := d.(json.Number); !ok {
 			return bad()
 		}
 	case String:
