@@ -80,7 +80,8 @@ type idempotence struct {
 	mu struct {
 		sync.Mutex
 		// parts is keyed by the Partition value, so a topic deleted and
-		// created again starts with no producer state.
+		// created again starts with no producer state; entries of deleted
+		// topics are pruned when a new partition is added.
 		parts map[Partition]*partitionProducers
 	}
 	ids producerIDs
@@ -104,6 +105,7 @@ func (b *Broker) producerPartition(p Partition) *partitionProducers {
 	}
 	pp, ok := ix.mu.parts[p]
 	if !ok {
+		b.pruneProducerPartitions()
 		pp = &partitionProducers{}
 		pp.mu.entries = make(map[int64]*producerEntry)
 		ix.mu.parts[p] = pp
@@ -111,6 +113,18 @@ func (b *Broker) producerPartition(p Partition) *partitionProducers {
 	ix.mu.Unlock()
 	pp.rebuilt.Do(func() { b.rebuildProducers(p, pp) })
 	return pp
+}
+
+// pruneProducerPartitions drops the state of partitions that are no longer
+// current (their topic was deleted, maybe created again), so it does not
+// keep their logs reachable. It runs when a partition is first seen, which
+// is rare. Expects b.idem.mu.
+func (b *Broker) pruneProducerPartitions() {
+	for p := range b.idem.mu.parts {
+		if cur, err := b.Partition(p.Topic(), p.Index()); err != nil || cur != p {
+			delete(b.idem.mu.parts, p)
+		}
+	}
 }
 
 func (pp *partitionProducers) entry(id int64) *producerEntry {

@@ -106,3 +106,24 @@ func TestIdempotentBatchesMustBeSingle(t *testing.T) {
 		t.Fatalf("two idempotent batches in one request: %v", err)
 	}
 }
+
+func TestProducerStateOfDeletedTopicsIsDropped(t *testing.T) {
+	b := newTestBroker(t)
+	id, _, _ := b.InitProducerID(-1, -1)
+	if _, err := produceIdem(t, b, idemBatch(t, id, 0, 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteTopic("idem"); err != nil {
+		t.Fatal(err)
+	}
+	// the topic comes back (auto-create): its producer state starts empty
+	if off, err := produceIdem(t, b, idemBatch(t, id, 0, 5, 1)); err != nil || off != 0 {
+		t.Fatalf("produce to the new topic: offset %d err %v", off, err)
+	}
+	b.idem.mu.Lock()
+	n := len(b.idem.mu.parts)
+	b.idem.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d partitions with producer state, want 1", n)
+	}
+}
