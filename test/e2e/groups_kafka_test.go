@@ -236,3 +236,52 @@ func TestKcatGroupMember(t *testing.T) {
 		return true
 	})
 }
+
+// TestRestAndFranzGoShareGroup: a REST Proxy consumer and a franz-go
+// consumer in one group split the partitions (the coordinator runs the
+// cooperative-sticky assignor for its own member): after the Kafka member
+// joins, no record is read by both, none is missed.
+func TestRestAndFranzGoShareGroup(t *testing.T) {
+	node := startKafkaNode(t)
+	mustPost(t, node.URL+"/topics", "application/json", `{"name":"mixed","partitions":4}`, 201)
+	produceN(t, node.KafkaAddr, "mixed", 0, 40)
+	// The REST instance alone owns all four partitions and commits what it read.
+	inst, _ := restConsume(t, node, "mix", "r", "mixed", 40)
+	mustRest(t, 200, "POST", inst+"/offsets", "")
+
+	ledger := &groupLedger{seen: map[string]int{}, byWho: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cl, done := runMember(ctx, t, node.KafkaAddr, "mix", "mixed", "kgo", ledger)
+	defer func() { cancel(); cl.Close(); <-done }()
+	waitFor(t, 60*time.Second, "the group to give the Kafka member partitions", func() bool {
+		status, data := restCall(t, "GET", inst+"/assignments", "", "", "")
+		var a struct {
+			Partitions []struct{} `json:"partitions"`
+		}
+		// Keep the REST member polling so it sees the rebalance.
+		restCall(t, "GET", inst+"/records?timeout=100", "", "application/vnd.kafka.json.v2+json", "")
+		return status == 200 && json.Unmarshal(data, &a) == nil && len(a.Partitions) == 2
+	})
+	produceN(t, node.KafkaAddr, "mixed", 40, 40)
+	restSeen := map[string]int{}
+	waitFor(t, 60*time.Second, "the 40 new records between the two members", func() bool {
+		status, data := restCall(t, "GET", inst+"/records?timeout=200", "", "application/vnd.kafka.json.v2+json", "")
+		var batch []restRecord
+		if status == 200 && json.Unmarshal(data, &batch) == nil {
+			for _, r := range batch {
+				restSeen[fmt.Sprintf("%d:%d", r.Partition, r.Offset)]++
+			}
+		}
+		return len(restSeen)+ledger.total() >= 40
+	})
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	for key, n := range ledger.seen {
+		if restSeen[key] > 0 || n != 1 {
+			t.Errorf("record %s: Kafka member read it %d times, REST member %d times", key, n, restSeen[key])
+		}
+	}
+	if len(restSeen) == 0 || len(ledger.seen) == 0 || len(restSeen)+len(ledger.seen) != 40 {
+		t.Fatalf("REST read %d, Kafka read %d of the 40 new records", len(restSeen), len(ledger.seen))
+	}
+}
