@@ -74,7 +74,9 @@ func OpenEmbedded(dir string) (*EmbeddedStore, error) {
 		return nil, fmt.Errorf("schema store dir: %w", err)
 	}
 	path := filepath.Join(dir, "journal.jsonl")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// O_APPEND: after a failed write is truncated away, the next one
+	// lands at the new end.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open schema journal: %w", err)
 	}
@@ -84,10 +86,6 @@ func OpenEmbedded(dir string) (*EmbeddedStore, error) {
 	if err != nil {
 		f.Close()
 		return nil, err
-	}
-	if _, err := f.Seek(size, io.SeekStart); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("seek schema journal: %w", err)
 	}
 	s.size = size
 	if d, err := os.Open(dir); err == nil {
@@ -173,9 +171,6 @@ func (s *EmbeddedStore) writeDurably(line []byte) error {
 	if terr := s.file.Truncate(s.size); terr != nil {
 		s.broken = fmt.Errorf("schema journal unusable after a failed write (%v) and a failed truncate: %w", err, terr)
 		return s.broken
-	}
-	if f, ok := s.file.(*os.File); ok {
-		f.Seek(s.size, io.SeekStart)
 	}
 	return fmt.Errorf("write schema journal: %w", err)
 }

@@ -1,0 +1,183 @@
+package schemaregistry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	sr "github.com/ferry-mq/ferry/schemaregistry"
+	"github.com/ferry-mq/ferry/schemaregistry/internal/pgtest"
+	"github.com/ferry-mq/ferry/schemaregistry/internal/storetest"
+)
+
+// twoNodes opens two registries on one database, as two ferry nodes would.
+func twoNodes(t *testing.T) (*sr.Registry, *sr.Registry) {
+	dsn := pgtest.DSN(t)
+	var nodes [2]*sr.Registry
+	for i := range nodes {
+		r, err := sr.New(openPostgres(t, dsn), sr.Config{Logger: storetest.Logger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = r
+	}
+	return nodes[0], nodes[1]
+}
+
+func record(name string, i int) string {
+	return fmt.Sprintf(`{"type":"record","name":"%s","fields":[{"name":"f%d","type":"int"}]}`, name, i)
+}
+
+// TestTwoNodesRegisterConcurrently: registrations racing on two nodes
+// never share an id or a version, and one schema gets one id.
+func TestTwoNodesRegisterConcurrently(t *testing.T) {
+	a, b := twoNodes(t)
+	ctx := context.Background()
+	if _, err := a.SetCompatibility(ctx, "", "NONE"); err != nil {
+		t.Fatal(err)
+	}
+	const perNode, subjects = 12, 3
+	type result struct {
+		subject, schema string
+		id              int
+	}
+	results := make(chan result, 2*perNode*subjects+2*subjects)
+	var wg sync.WaitGroup
+	for n, node := range []*sr.Registry{a, b} {
+		for s := 0; s < subjects; s++ {
+			wg.Add(1)
+			go func(n, s int, node *sr.Registry) {
+				defer wg.Done()
+				subject := fmt.Sprintf("s%d", s)
+				for i := 0; i < perNode; i++ {
+					schema := record("R", n*1000+i)
+					if i%4 == 0 {
+						schema = record("Shared", s*1000+i) // both nodes register it
+					}
+					id, err := node.Register(ctx, subject, sr.SchemaRequest{Schema: schema})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					results <- result{subject, schema, id}
+				}
+			}(n, s, node)
+		}
+	}
+	wg.Wait()
+	close(results)
+	idOf := map[string]int{}
+	schemaOf := map[int]string{}
+	for r := range results {
+		if prev, ok := idOf[r.schema]; ok && prev != r.id {
+			t.Fatalf("schema %s got ids %d and %d", r.schema, prev, r.id)
+		}
+		if prev, ok := schemaOf[r.id]; ok && prev != r.schema {
+			t.Fatalf("id %d handed to %s and %s", r.id, prev, r.schema)
+		}
+		idOf[r.schema], schemaOf[r.id] = r.id, r.schema
+	}
+	for s := 0; s < subjects; s++ {
+		subject := fmt.Sprintf("s%d", s)
+		versions, err := b.Versions(ctx, subject, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vs []sr.Version
+		for _, v := range versions {
+			info, err := a.GetVersion(ctx, subject, v, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, sr.Version{Version: v, ID: info.ID})
+		}
+		// Shared schemas are registered twice but stored once per subject.
+		storetest.CheckUnique(t, vs, 2*perNode-perNode/4)
+	}
+}
+
+// TestTwoNodesCompatibilityRace: two registrations each compatible with
+// the latest version but not with each other race on two nodes; exactly
+// one wins, the other sees it and answers 409.
+func TestTwoNodesCompatibilityRace(t *testing.T) {
+	a, b := twoNodes(t)
+	ctx := context.Background()
+	base := `{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`
+	withInt := `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":"int","default":0}]}`
+	withMap := `{"type":"record","name":"R","fields":[{"name":"a","type":"int"},{"name":"b","type":{"type":"map","values":"int"},"default":{}}]}`
+	for round := 0; round < 5; round++ {
+		subject := fmt.Sprintf("race%d", round)
+		if _, err := a.Register(ctx, subject, sr.SchemaRequest{Schema: base}); err != nil {
+			t.Fatal(err)
+		}
+		b.Versions(ctx, subject, false) // warm b's cache with version 1 only
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, node := range []*sr.Registry{a, b} {
+			wg.Add(1)
+			go func(i int, node *sr.Registry) {
+				defer wg.Done()
+				_, errs[i] = node.Register(ctx, subject, sr.SchemaRequest{Schema: []string{withInt, withMap}[i]})
+			}(i, node)
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, sr.ErrIncompatible):
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d registrations won, want exactly 1 (%v)", round, ok, errs)
+		}
+	}
+}
+
+// TestTwoNodesSeeEachOthersChanges: caches follow the other node's writes.
+func TestTwoNodesSeeEachOthersChanges(t *testing.T) {
+	a, b := twoNodes(t)
+	ctx := context.Background()
+	req := sr.SchemaRequest{Schema: record("R", 1)}
+	if _, err := b.Versions(ctx, "s", false); !errors.Is(err, sr.ErrSubjectNotFound) {
+		t.Fatalf("empty: %v", err) // b caches "no versions"
+	}
+	id, err := a.Register(ctx, "s", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b sees a's registration", func() bool {
+		info, err := b.Lookup(ctx, "s", req, false)
+		return err == nil && info.ID == id
+	})
+	if _, err := a.DeleteSubject(ctx, "s", false); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b sees a's soft delete", func() bool {
+		_, err := b.GetVersion(ctx, "s", 1, false)
+		return errors.Is(err, sr.ErrSubjectNotFound)
+	})
+	if _, err := a.DeleteSubject(ctx, "s", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b sees a's permanent delete", func() bool {
+		_, err := b.SchemaByID(ctx, id, "")
+		return errors.Is(err, sr.ErrSchemaNotFound)
+	})
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
