@@ -63,6 +63,7 @@ var groupErrors = []struct {
 	{group.ErrInvalidConsumer, http.StatusUnprocessableEntity, codeInvalidConsumer},
 	{group.ErrNoOffsetReset, http.StatusConflict, codeNoOffsetReset},
 	{group.ErrCommitRejected, http.StatusInternalServerError, codeStorage},
+	{group.ErrClosed, http.StatusServiceUnavailable, codeUnavailable},
 }
 
 func writeGroupError(w http.ResponseWriter, err error) {

@@ -36,6 +36,8 @@ var (
 	ErrInconsistentProtocol = errors.New("the group's members use an incompatible protocol")
 	ErrCommitRejected       = errors.New("offset commit rejected")
 	ErrNoOffsetReset        = errors.New("no committed offset and auto.offset.reset is none")
+	// ErrClosed: the coordinator is shutting down.
+	ErrClosed = errClosed
 )
 
 type instanceKey struct{ group, id string }
@@ -383,6 +385,9 @@ func (c *Coordinator) Poll(ctx context.Context, groupName, id string, o PollOpti
 	}
 	inst.pollMu.Lock()
 	defer inst.pollMu.Unlock()
+	if c.closed() {
+		return nil, errClosed
+	}
 	if inst.autoCommit {
 		if err := c.commitInstance(ctx, inst, nil); err != nil {
 			c.logger.Warn("auto commit failed", "group", groupName, "instance", id, "err", err)

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -309,5 +310,53 @@ func TestLeaderNeverSyncs(t *testing.T) {
 	}
 	if code := e.heartbeat(4, "g", leader, gen+1); code != errUnknownMemberID {
 		t.Fatalf("leader that never synced: %d", code)
+	}
+}
+
+func TestCloseAnswersWaitingJoins(t *testing.T) {
+	e := newTestEnv(t)
+	_, w := e.joinNew(9, "g") // waits in the initial delay
+	e.c.Close()
+	if r := recv(t, w, "join"); r.ErrorCode != errCoordinatorNotAvailable {
+		t.Fatalf("join during Close: %d, want COORDINATOR_NOT_AVAILABLE", r.ErrorCode)
+	}
+	if code := e.heartbeat(0, "g", "x", 1); code != errCoordinatorNotAvailable {
+		t.Fatalf("heartbeat after Close: %d", code)
+	}
+}
+
+func TestJoinResponseShapesPerVersion(t *testing.T) {
+	e := newTestEnv(t)
+	for _, v := range []int16{0, 1, 2, 3} { // no MEMBER_ID_REQUIRED before v4
+		w := e.joinAsync(joinReq(v, fmt.Sprintf("g%d", v), ""))
+		e.waitFor(fmt.Sprintf("g%d", v), joinedCount(1))
+		e.clock.Advance(3 * time.Second)
+		e.c.Tick()
+		r := recv(t, w, "join")
+		if r.ErrorCode != 0 || r.ProtocolType != nil || r.Protocol == nil || r.Version != v {
+			t.Fatalf("v%d: %+v", v, r)
+		}
+	}
+	for _, v := range []int16{7, 9} {
+		group := fmt.Sprintf("g%d", v)
+		_, w := e.joinNew(v, group)
+		e.clock.Advance(3 * time.Second)
+		e.c.Tick()
+		r := recv(t, w, "join")
+		if r.ErrorCode != 0 || r.ProtocolType == nil || *r.ProtocolType != "consumer" {
+			t.Fatalf("v%d: %+v", v, r)
+		}
+		// SyncGroup v5 echoes protocol type and name; a mismatch is refused.
+		sr := syncReq(5, group, r.MemberID, r.Generation, map[string][]byte{r.MemberID: assignmentFor(0)})
+		bad := "roundrobin"
+		sr.Protocol = &bad
+		if resp := e.c.HandleSyncGroup(context.Background(), sr); resp.ErrorCode != errInconsistentGroupProtocol {
+			t.Fatalf("sync with another protocol name: %d", resp.ErrorCode)
+		}
+		sr.Protocol = r.Protocol
+		resp := e.c.HandleSyncGroup(context.Background(), sr)
+		if resp.ErrorCode != 0 || resp.Protocol == nil || *resp.Protocol != "range" || *resp.ProtocolType != "consumer" {
+			t.Fatalf("sync v5: %+v", resp)
+		}
 	}
 }
