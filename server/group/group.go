@@ -655,11 +655,6 @@ func (g *group) heartbeat(now time.Time, memberID, instanceID string, generation
 	}
 	m, code := g.checkMember(memberID, instanceID, generation)
 	if code != errNone {
-		if code == errIllegalGeneration && g.state == statePreparingRebalance {
-			// The member is behind a rebalance it has not joined yet.
-			g.members[memberID].lastSeen = now
-			return errRebalanceInProgress
-		}
 		return code
 	}
 	m.lastSeen = now
