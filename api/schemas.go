@@ -181,12 +181,21 @@ func decodeSchemaBody(r *http.Request, v any) error {
 	return nil
 }
 
-// listSubjects serves GET /subjects (?deleted=true).
+// listSubjects serves GET /subjects (?deleted=true, ?subjectPrefix=).
 func (g *Gateway) listSubjects(w http.ResponseWriter, r *http.Request) {
 	subjects, err := g.cfg.Schemas.Subjects(r.Context(), flag(r, "deleted"))
 	if err != nil {
 		writeRegistryError(w, r, err)
 		return
+	}
+	if prefix := r.URL.Query().Get("subjectPrefix"); prefix != "" {
+		kept := subjects[:0]
+		for _, s := range subjects {
+			if strings.HasPrefix(s, prefix) {
+				kept = append(kept, s)
+			}
+		}
+		subjects = kept
 	}
 	writeSchemaJSON(w, r, subjects)
 }

@@ -122,6 +122,7 @@ func TestSchemaRegisterAndRead(t *testing.T) {
 	e.do(t, "GET", fmt.Sprintf("/schemas/ids/%d/versions", id), "", "").wantJSON(t, `[{"subject":"copy","version":1},{"subject":"orders-value","version":1}]`)
 	e.do(t, "GET", fmt.Sprintf("/schemas/ids/%d/subjects", id), "", "").wantJSON(t, `["copy","orders-value"]`)
 	e.do(t, "GET", "/schemas/types", "", "").wantJSON(t, `["AVRO"]`)
+	e.do(t, "GET", "/subjects?subjectPrefix=ord", "", "").wantJSON(t, `["orders-value"]`)
 
 	e.do(t, "POST", "/subjects/orders-value", srType, body(" "+orderV2)).wantJSON(t,
 		fmt.Sprintf(`{"subject":"orders-value","version":2,"id":%d,"schema":%s}`, id2, mustQuote(orderV2)))

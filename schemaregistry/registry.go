@@ -60,6 +60,10 @@ type Registry struct {
 		byFingerprint map[string]int
 		// versions holds each subject's version rows.
 		versions map[string][]Version
+		// prepared holds parsed requests by their text, so a lookup or a
+		// repeated registration skips parsing. Cleared with byID: a
+		// reference's subject/version can name another schema after a purge.
+		prepared map[string]*prepared
 		// gen counts invalidations; a read that raced one is not cached.
 		gen uint64
 	}
@@ -97,6 +101,7 @@ func (r *Registry) resetCache() {
 	r.mu.byID = map[int]*cachedSchema{}
 	r.mu.byFingerprint = map[string]int{}
 	r.mu.versions = map[string][]Version{}
+	r.mu.prepared = map[string]*prepared{}
 	r.mu.gen++
 	r.mu.Unlock()
 }
@@ -213,7 +218,46 @@ type prepared struct {
 	parsed *ParsedSchema
 }
 
+// prepare parses a request, from the cache when the same text (and
+// pinned references) was parsed before.
 func (r *Registry) prepare(ctx context.Context, req SchemaRequest) (*prepared, error) {
+	key, cacheable := prepareKey(req)
+	if cacheable {
+		r.mu.Lock()
+		p, ok := r.mu.prepared[key]
+		r.mu.Unlock()
+		if ok {
+			return p, nil
+		}
+	}
+	p, err := r.parseRequest(ctx, req)
+	if err == nil && cacheable {
+		r.mu.Lock()
+		if len(r.mu.prepared) > 10000 {
+			r.mu.prepared = map[string]*prepared{}
+		}
+		r.mu.prepared[key] = p
+		r.mu.Unlock()
+	}
+	return p, err
+}
+
+// prepareKey keys the prepared cache; a "latest" reference is not cacheable.
+func prepareKey(req SchemaRequest) (string, bool) {
+	var b strings.Builder
+	b.WriteString(strings.ToUpper(req.SchemaType))
+	b.WriteByte(0)
+	b.WriteString(req.Schema)
+	for _, ref := range req.References {
+		if ref.Version == Latest {
+			return "", false
+		}
+		fmt.Fprintf(&b, "\x00%s\x00%s\x00%d", ref.Name, ref.Subject, ref.Version)
+	}
+	return b.String(), true
+}
+
+func (r *Registry) parseRequest(ctx context.Context, req SchemaRequest) (*prepared, error) {
 	typ := strings.ToUpper(req.SchemaType)
 	if typ == "" {
 		typ = "AVRO"
