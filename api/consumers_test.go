@@ -317,3 +317,57 @@ func TestGroupRoutesWithoutCoordinator(t *testing.T) {
 	e.do(t, http.MethodGet, "/groups", "", "").wantError(t, http.StatusServiceUnavailable, codeGroupsUnavailable)
 	e.do(t, http.MethodPost, "/consumers/g", typeRestV2, `{}`).wantError(t, http.StatusServiceUnavailable, codeGroupsUnavailable)
 }
+
+// TestStreamAck: with commit_interval_ms=0 the stream commits nothing
+// itself; the client acknowledges through the REST commit of its instance.
+func TestStreamAck(t *testing.T) {
+	e := newGroupsEnv(t)
+	e.broker.CreateTopic(server.TopicSpec{Name: "t", Partitions: 1})
+	e.produce(t, "t", 0, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/kafka/t/stream?group=ack&from=earliest&commit_interval_ms=0", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	var hello struct {
+		BaseURI string `json:"base_uri"`
+	}
+	records := 0
+	for records < 3 && sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "data: ") && hello.BaseURI == "" {
+			json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &hello)
+		} else if strings.HasPrefix(line, "event: record") {
+			records++
+		}
+	}
+	if records != 3 || !strings.HasPrefix(hello.BaseURI, e.url+"/consumers/ack/instances/") {
+		t.Fatalf("records %d, consumer %+v", records, hello)
+	}
+	// Acknowledge the first two records only.
+	ack, err := http.Post(hello.BaseURI+"/offsets", typeRestV2, strings.NewReader(`{"offsets":[{"topic":"t","partition":0,"offset":1}]}`))
+	if err != nil || ack.StatusCode != 200 {
+		t.Fatalf("ack: %v %v", err, ack)
+	}
+	ack.Body.Close()
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, _ := e.groups.Describe("ack")
+		if len(d.Members) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stream's instance did not leave the group")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	lag, _ := e.groups.Lag("ack")
+	if len(lag) != 1 || lag[0].Committed != 2 {
+		t.Fatalf("committed after ack: %+v", lag)
+	}
+}

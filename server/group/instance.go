@@ -42,9 +42,10 @@ var (
 
 type instanceKey struct{ group, id string }
 
-// instance is one coordinator-driven consumer. The fields below mu-less
-// are set at creation and never change; the others are guarded by the
-// group's mu; pollMu serialises polls and commits of one instance.
+// instance is one coordinator-driven consumer. The first fields are set
+// at creation and never change; the others are guarded by the group's mu;
+// pollMu serialises the polls of one instance (two concurrent GETs must
+// not hand out the same records).
 type instance struct {
 	group, id  string
 	format     string
@@ -251,8 +252,6 @@ func (c *Coordinator) Unsubscribe(ctx context.Context, groupName, id string) err
 	if err != nil {
 		return err
 	}
-	inst.pollMu.Lock()
-	defer inst.pollMu.Unlock()
 	if inst.autoCommit {
 		c.commitInstance(ctx, inst, nil)
 	}
@@ -622,12 +621,12 @@ func (c *Coordinator) CommitConsumer(ctx context.Context, groupName, id string, 
 	if err != nil {
 		return err
 	}
-	inst.pollMu.Lock()
-	defer inst.pollMu.Unlock()
 	return c.commitInstance(ctx, inst, offsets)
 }
 
-// commitInstance: callers hold inst.pollMu.
+// commitInstance writes offsets (nil: the instance's positions) durably.
+// It does not wait for an in-flight poll: positions are read under the
+// group's mu, and a commit racing a poll commits what was returned so far.
 func (c *Coordinator) commitInstance(ctx context.Context, inst *instance, offsets []CommitOffset) error {
 	now := c.now().UnixMilli()
 	set := map[topicPartition]offsetEntry{}
@@ -711,20 +710,23 @@ func (c *Coordinator) DeleteConsumer(ctx context.Context, groupName, id string) 
 	return nil
 }
 
+// removeInstance is idempotent: the first caller to take the instance out
+// of the map commits and leaves. An in-flight poll wakes (the group
+// changes) and answers ErrConsumerNotFound.
 func (c *Coordinator) removeInstance(ctx context.Context, inst *instance) {
-	inst.pollMu.Lock()
-	defer inst.pollMu.Unlock()
-	if inst.gone.Load() {
+	key := instanceKey{inst.group, inst.id}
+	c.mu.Lock()
+	if c.mu.instances[key] != inst {
+		c.mu.Unlock()
 		return
 	}
+	delete(c.mu.instances, key)
+	c.mu.Unlock()
 	if inst.autoCommit {
 		if err := c.commitInstance(ctx, inst, nil); err != nil {
 			c.logger.Warn("commit on consumer removal failed", "group", inst.group, "instance", inst.id, "err", err)
 		}
 	}
-	c.mu.Lock()
-	delete(c.mu.instances, instanceKey{inst.group, inst.id})
-	c.mu.Unlock()
 	g := c.lockGroup(inst.group, true)
 	defer g.mu.Unlock()
 	inst.gone.Store(true)
