@@ -108,13 +108,13 @@ func (g *Gateway) Handler() http.Handler {
 	r.Get("/brokers", g.listBrokers)
 	r.Get("/cluster", g.describeCluster)
 
-	r.Post("/kafka/{topic}", g.produce)
+	r.Post("/kafka/{topic}", g.avroOr(g.produce))
 	r.Get("/kafka/{topic}/partitions/{partition}/records", g.readRecords)
 
 	r.Get("/topics", g.listTopics)
 	r.Post("/topics", g.createTopic)
 	r.Get("/topics/{topic}", g.describeTopic)
-	r.Post("/topics/{topic}", g.produceRestProxy)
+	r.Post("/topics/{topic}", g.avroOr(g.produceRestProxy))
 	r.Delete("/topics/{topic}", g.deleteTopic)
 	r.Post("/topics/{topic}/partitions", g.createPartitions)
 	r.Put("/topics/{topic}/configs", g.alterConfigs)

@@ -403,7 +403,7 @@ func BenchmarkSchemaByID(b *testing.B) {
 
 func benchHandler(b *testing.B) http.Handler {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	broker, err := server.Open(server.Config{DataDir: b.TempDir()}, logger)
+	broker, err := server.Open(server.Config{DataDir: b.TempDir(), AutoCreateTopics: true}, logger)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -420,6 +420,20 @@ func benchHandler(b *testing.B) http.Handler {
 func serve(h http.Handler, method, path, reqBody string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, path, strings.NewReader(reqBody))
 	req.Header.Set("Content-Type", srType)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+func testLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func httpRequest(method, path, contentType, reqBody string) *http.Request {
+	req := httptest.NewRequest(method, path, strings.NewReader(reqBody))
+	req.Header.Set("Content-Type", contentType)
+	return req
+}
+
+func serveRequest(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	return w

@@ -1,0 +1,218 @@
+package api
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ferry-mq/ferry/schemaregistry"
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/records"
+)
+
+// Avro produce: POST /kafka/{topic} and REST Proxy v2's POST /topics/{topic}
+// with application/vnd.kafka.avro.v2+json. Each record's key and value are
+// Avro JSON, checked against the schema and stored in Confluent's wire
+// format (magic 0, 4-byte big-endian schema id, Avro binary), so
+// Confluent's KafkaAvroDeserializer reads them. An inline schema is
+// registered under <topic>-key / <topic>-value (TopicNameStrategy), with
+// the subject's compatibility rules. One bad record rejects the request.
+
+const typeRestAvro = "application/vnd.kafka.avro.v2+json"
+
+// avroOr routes Avro bodies to produceAvro and every other body to h.
+func (g *Gateway) avroOr(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == typeRestAvro {
+			g.produceAvro(w, r)
+			return
+		}
+		h(w, r)
+	}
+}
+
+type avroProduceBody struct {
+	KeySchema     string            `json:"key_schema"`
+	KeySchemaID   int               `json:"key_schema_id"`
+	ValueSchema   string            `json:"value_schema"`
+	ValueSchemaID int               `json:"value_schema_id"`
+	Records       []avroProduceItem `json:"records"`
+}
+
+type avroProduceItem struct {
+	Key       json.RawMessage   `json:"key"`
+	Value     json.RawMessage   `json:"value"`
+	Partition *int32            `json:"partition"`
+	Timestamp *int64            `json:"timestamp"`
+	Headers   map[string]string `json:"headers"`
+}
+
+// avroSide is the schema of keys or of values in one request.
+type avroSide struct {
+	id     int
+	parsed *schemaregistry.ParsedSchema
+}
+
+// produceAvro serves an Avro produce body.
+func (g *Gateway) produceAvro(w http.ResponseWriter, r *http.Request) {
+	if g.cfg.Schemas == nil {
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "Avro needs the schema registry, which is not configured on this node")
+		return
+	}
+	topic := chi.URLParam(r, "topic")
+	if err := server.ValidateTopicName(topic); err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	var body avroProduceBody
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeCoreError(w, err)
+			return
+		}
+		writeError(w, http.StatusBadRequest, codeMalformed, "the body is not a valid Avro produce request: "+err.Error())
+		return
+	}
+	if len(body.Records) == 0 {
+		writeError(w, http.StatusBadRequest, codeMalformed, `"records" is missing or empty`)
+		return
+	}
+	keys, values, err := g.avroSchemas(r, topic, &body)
+	if err != nil {
+		writeRegistryError(w, r, err)
+		return
+	}
+	req := server.ProduceRequest{Topic: topic, Records: make([]server.ProduceRecord, len(body.Records))}
+	for i, item := range body.Records {
+		pr, err := encodeAvroRecord(item, keys, values)
+		if err != nil {
+			writeError(w, http.StatusUnprocessableEntity, codeInvalidRecord, fmt.Sprintf("records[%d].%v; nothing was written", i, err))
+			return
+		}
+		req.Records[i] = pr
+	}
+	res, err := g.broker.Produce(r.Context(), &req)
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	writeAvroOffsets(w, res.Offsets, keys, values)
+}
+
+// avroSchemas resolves the key and value schemas: by id, or registered
+// inline under the topic's subjects.
+func (g *Gateway) avroSchemas(r *http.Request, topic string, body *avroProduceBody) (keys, values *avroSide, err error) {
+	var needKey, needValue bool
+	for _, item := range body.Records {
+		needKey = needKey || !isJSONNull(item.Key)
+		needValue = needValue || !isJSONNull(item.Value)
+	}
+	if keys, err = g.avroSide(r, topic+"-key", body.KeySchema, body.KeySchemaID); err != nil {
+		return nil, nil, err
+	}
+	if values, err = g.avroSide(r, topic+"-value", body.ValueSchema, body.ValueSchemaID); err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case needKey && keys == nil:
+		return nil, nil, &schemaregistry.Error{Code: 42201, Message: "records have keys but the request has neither key_schema nor key_schema_id"}
+	case needValue && values == nil:
+		return nil, nil, &schemaregistry.Error{Code: 42201, Message: "records have values but the request has neither value_schema nor value_schema_id"}
+	}
+	return keys, values, nil
+}
+
+func (g *Gateway) avroSide(r *http.Request, subject, schema string, id int) (*avroSide, error) {
+	if schema == "" && id == 0 {
+		return nil, nil
+	}
+	if schema != "" {
+		var err error
+		if id, err = g.cfg.Schemas.Register(r.Context(), subject, schemaregistry.SchemaRequest{Schema: schema}); err != nil {
+			return nil, err
+		}
+	}
+	parsed, err := g.cfg.Schemas.ParsedByID(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	return &avroSide{id: id, parsed: parsed}, nil
+}
+
+func isJSONNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+func encodeAvroRecord(item avroProduceItem, keys, values *avroSide) (server.ProduceRecord, error) {
+	pr := server.ProduceRecord{Partition: server.PartitionAuto}
+	if item.Partition != nil {
+		if *item.Partition < 0 {
+			return pr, errors.New("partition: must be >= 0")
+		}
+		pr.Partition = *item.Partition
+	}
+	if item.Timestamp != nil {
+		if *item.Timestamp < 0 {
+			return pr, errors.New("timestamp: must be >= 0")
+		}
+		pr.Record.Timestamp = *item.Timestamp
+	}
+	for k, v := range item.Headers {
+		pr.Record.Headers = append(pr.Record.Headers, records.Header{Key: k, Value: []byte(v)})
+	}
+	var err error
+	if pr.Record.Key, err = encodeAvro(item.Key, keys); err != nil {
+		return pr, fmt.Errorf("key: %v", err)
+	}
+	if pr.Record.Value, err = encodeAvro(item.Value, values); err != nil {
+		return pr, fmt.Errorf("value: %v", err)
+	}
+	return pr, nil
+}
+
+// encodeAvro turns Avro JSON into Confluent's wire format; absent or null
+// is a Kafka null.
+func encodeAvro(raw json.RawMessage, side *avroSide) ([]byte, error) {
+	if isJSONNull(raw) {
+		return nil, nil
+	}
+	if err := schemaregistry.ValidateJSON(side.parsed.Root, raw); err != nil {
+		return nil, fmt.Errorf("does not match schema %d at %v", side.id, err)
+	}
+	codec := side.parsed.Codec()
+	native, rest, err := codec.NativeFromTextual(raw)
+	if err != nil {
+		return nil, fmt.Errorf("does not match schema %d: %v", side.id, err)
+	}
+	if len(rest) > 0 {
+		return nil, fmt.Errorf("trailing data after the Avro JSON value")
+	}
+	out := make([]byte, 5, 5+len(raw))
+	binary.BigEndian.PutUint32(out[1:], uint32(side.id))
+	return codec.BinaryFromNative(out, native)
+}
+
+func writeAvroOffsets(w http.ResponseWriter, offsets []server.RecordOffset, keys, values *avroSide) {
+	out := struct {
+		KeySchemaID   *int              `json:"key_schema_id"`
+		ValueSchemaID *int              `json:"value_schema_id"`
+		Offsets       []restProxyOffset `json:"offsets"`
+	}{Offsets: make([]restProxyOffset, len(offsets))}
+	if keys != nil {
+		out.KeySchemaID = &keys.id
+	}
+	if values != nil {
+		out.ValueSchemaID = &values.id
+	}
+	for i, o := range offsets {
+		out.Offsets[i] = restProxyOffset{Partition: o.Partition, Offset: o.Offset}
+	}
+	writeJSON(w, http.StatusOK, typeRestV2, out)
+}
