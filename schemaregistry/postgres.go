@@ -330,15 +330,18 @@ func (s *PostgresStore) ReferencedBy(ctx context.Context, subject string, versio
 
 // write runs fn in a transaction holding the registry's write lock, then
 // announces the change to the other nodes (payload notifyAll or "s:"+subject).
-func (s *PostgresStore) write(ctx context.Context, payload string, fn func(tx pgx.Tx) error) error {
+func (s *PostgresStore) write(ctx context.Context, payload string, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(writeLockKey)); err != nil {
 			return err
 		}
-		if err := fn(tx); err != nil {
+		if err := fn(ctx, tx); err != nil {
 			return err
+		}
+		if len(payload) > 7000 { // NOTIFY payloads stop at 8000 bytes
+			payload = notifyAll
 		}
 		_, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, payload)
 		return err
@@ -348,7 +351,7 @@ func (s *PostgresStore) write(ctx context.Context, payload string, fn func(tx pg
 // AddVersion implements Store.
 func (s *PostgresStore) AddVersion(ctx context.Context, w NewVersion) (Version, error) {
 	v := Version{Subject: w.Subject, Version: w.Version}
-	err := s.write(ctx, "s:"+w.Subject, func(tx pgx.Tx) error {
+	err := s.write(ctx, "s:"+w.Subject, func(ctx context.Context, tx pgx.Tx) error {
 		var latest int
 		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schemaregistry_versions WHERE subject = $1", w.Subject).Scan(&latest); err != nil {
 			return err
@@ -424,7 +427,7 @@ func (s *PostgresStore) schemaIDFor(ctx context.Context, tx pgx.Tx, w NewVersion
 
 // SoftDelete implements Store.
 func (s *PostgresStore) SoftDelete(ctx context.Context, subject string, versions []int) error {
-	return s.write(ctx, "s:"+subject, func(tx pgx.Tx) error {
+	return s.write(ctx, "s:"+subject, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "UPDATE schemaregistry_versions SET deleted = true WHERE subject = $1 AND version = ANY($2)", subject, versions)
 		return err
 	})
@@ -432,7 +435,7 @@ func (s *PostgresStore) SoftDelete(ctx context.Context, subject string, versions
 
 // Purge implements Store.
 func (s *PostgresStore) Purge(ctx context.Context, subject string, versions []int) error {
-	return s.write(ctx, notifyAll, func(tx pgx.Tx) error {
+	return s.write(ctx, notifyAll, func(ctx context.Context, tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, "DELETE FROM schemaregistry_versions WHERE subject = $1 AND version = ANY($2) RETURNING schema_id", subject, versions)
 		if err != nil {
 			return err
@@ -461,7 +464,7 @@ func (s *PostgresStore) Setting(ctx context.Context, kind SettingKind, subject s
 
 // SetSetting implements Store.
 func (s *PostgresStore) SetSetting(ctx context.Context, kind SettingKind, subject, value string) error {
-	return s.write(ctx, "s:"+subject, func(tx pgx.Tx) error {
+	return s.write(ctx, "s:"+subject, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO schemaregistry_settings (kind, subject, value) VALUES ($1, $2, $3)
 			ON CONFLICT (kind, subject) DO UPDATE SET value = EXCLUDED.value`, string(kind), subject, value)
 		return err
@@ -470,7 +473,7 @@ func (s *PostgresStore) SetSetting(ctx context.Context, kind SettingKind, subjec
 
 // DeleteSetting implements Store.
 func (s *PostgresStore) DeleteSetting(ctx context.Context, kind SettingKind, subject string) error {
-	return s.write(ctx, "s:"+subject, func(tx pgx.Tx) error {
+	return s.write(ctx, "s:"+subject, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "DELETE FROM schemaregistry_settings WHERE kind = $1 AND subject = $2", string(kind), subject)
 		return err
 	})

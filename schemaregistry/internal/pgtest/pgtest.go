@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -136,8 +137,15 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	stopOrphans(bin)
 	dir, err := os.MkdirTemp("", "ferry-pg-")
 	if err != nil {
+		return nil, err
+	}
+	// The owner file lets a later run stop this cluster if this test
+	// binary dies (a panic, a kill) before Stop.
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	s := &Server{dir: dir, bin: bin, asPG: os.Geteuid() == 0}
@@ -167,6 +175,29 @@ func Start() (*Server, error) {
 	}
 	os.RemoveAll(dir)
 	return nil, err
+}
+
+// stopOrphans stops clusters whose test binary is gone.
+func stopOrphans(bin string) {
+	owners, _ := filepath.Glob(filepath.Join(os.TempDir(), "ferry-pg-*", "owner.pid"))
+	for _, owner := range owners {
+		b, err := os.ReadFile(owner)
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || perr != nil || processAlive(pid) {
+			continue
+		}
+		dir := filepath.Dir(owner)
+		orphan := &Server{dir: dir, bin: bin, asPG: os.Geteuid() == 0}
+		if _, err := os.Stat(filepath.Join(orphan.dataDir(), "postmaster.pid")); err == nil {
+			orphan.run("pg_ctl", "-D", orphan.dataDir(), "-m", "immediate", "-w", "-t", "30", "stop")
+		}
+		os.RemoveAll(dir)
+	}
+}
+
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	return err == nil && p.Signal(syscall.Signal(0)) == nil
 }
 
 func tail(s string) string {
