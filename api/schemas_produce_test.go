@@ -52,6 +52,28 @@ func startKafka(t *testing.T, b *server.Broker) string {
 	return ln.Addr().String()
 }
 
+// consumeOne reads the first record of partition 0 with franz-go.
+func consumeOne(t *testing.T, addr, topic string) []byte {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("no record on %s within 20s: %v", topic, fetches.Errors())
+		}
+		if recs := fetches.Records(); len(recs) > 0 {
+			return recs[0].Value
+		}
+	}
+}
+
 func avroBody(keySchema, valueSchema string, valueID int, recs ...string) string {
 	var parts []string
 	if keySchema != "" {
