@@ -17,6 +17,9 @@ type scanner struct {
 	data  []byte
 	pos   int
 	arena *[]byte // compacted and unescaped bytes live here
+	// spaces counts whitespace bytes skipped, so value() knows without a
+	// second pass whether a value needs compacting.
+	spaces int
 }
 
 // maxDepth bounds nesting so a body of "[[[[..." cannot exhaust the stack.
@@ -27,14 +30,17 @@ func (s *scanner) errorf(format string, args ...any) error {
 }
 
 func (s *scanner) skipSpace() {
+	start := s.pos
 	for s.pos < len(s.data) {
 		switch s.data[s.pos] {
 		case ' ', '\t', '\n', '\r':
 			s.pos++
 		default:
+			s.spaces += s.pos - start
 			return
 		}
 	}
+	s.spaces += s.pos - start
 }
 
 // peek returns the next non-space byte, or 0 at the end.
@@ -61,12 +67,12 @@ func (s *scanner) expect(c byte) error {
 // when it holds no insignificant whitespace, else a compacted copy.
 func (s *scanner) value() ([]byte, error) {
 	s.skipSpace()
-	start := s.pos
+	start, spacesBefore := s.pos, s.spaces
 	if err := s.skipValue(0); err != nil {
 		return nil, err
 	}
 	raw := s.data[start:s.pos]
-	if !hasSpaceOutsideStrings(raw) {
+	if s.spaces == spacesBefore {
 		return raw[:len(raw):len(raw)], nil
 	}
 	return compactInto(s.arena, raw), nil
@@ -314,21 +320,6 @@ func (s *scanner) end() error {
 		return s.errorf("unexpected data after the JSON value")
 	}
 	return nil
-}
-
-func hasSpaceOutsideStrings(src []byte) bool {
-	inString := false
-	for i := 0; i < len(src); i++ {
-		switch c := src[i]; {
-		case inString && c == '\\':
-			i++
-		case c == '"':
-			inString = !inString
-		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			return true
-		}
-	}
-	return false
 }
 
 // compactInto appends src without insignificant whitespace to the arena.

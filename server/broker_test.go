@@ -431,3 +431,29 @@ func TestKafkaCodes(t *testing.T) {
 func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
+
+func TestProduceSpanningManyPartitionsKeepsRequestOrder(t *testing.T) {
+	b := newTestBroker(t)
+	if err := b.CreateTopic(TopicSpec{Name: "wide", Partitions: 12}); err != nil {
+		t.Fatal(err)
+	}
+	req := &ProduceRequest{Topic: "wide"}
+	for i := 0; i < 36; i++ {
+		p := int32((i * 5) % 12) // visits all 12 partitions, out of order, three times each
+		req.Records = append(req.Records, ProduceRecord{Partition: p, Record: records.Record{Value: []byte(fmt.Sprint(i))}})
+	}
+	res, err := b.Produce(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := map[int32]int64{}
+	for i, o := range res.Offsets {
+		if o.Partition != req.Records[i].Partition || o.Offset != next[o.Partition] {
+			t.Fatalf("record %d: %+v, want partition %d offset %d", i, o, req.Records[i].Partition, next[o.Partition])
+		}
+		next[o.Partition]++
+		if got := readValues(t, b, "wide", o.Partition, o.Offset); got[0] != fmt.Sprint(i) {
+			t.Fatalf("record %d read back as %q", i, got[0])
+		}
+	}
+}

@@ -105,7 +105,7 @@ func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch,
 	n := int32(len(t.partitions))
 	unkeyed := int32(b.unkeyedCursor.Add(1) % uint32(n))
 	var batches []partitionBatch
-	slot := make(map[int32]int, 1)
+	var slot map[int32]int // only once a request spans many partitions
 	now := time.Now().UnixMilli()
 	for i := range recs {
 		p := recs[i].Partition
@@ -123,11 +123,13 @@ func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch,
 		if recs[i].Record.Timestamp == 0 {
 			recs[i].Record.Timestamp = now
 		}
-		s, ok := slot[p]
-		if !ok {
+		s := batchIndex(batches, slot, p)
+		if s < 0 {
 			s = len(batches)
-			slot[p] = s
 			batches = append(batches, partitionBatch{partition: t.partitions[p]})
+			if slot != nil || len(batches) > 8 {
+				slot = indexBatches(slot, batches)
+			}
 		}
 		batches[s].indexes = append(batches[s].indexes, i)
 	}
@@ -149,6 +151,33 @@ func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch,
 		batches[i].bytes = data
 	}
 	return batches, nil
+}
+
+// batchIndex finds partition p's batch: a scan while a request touches a
+// few partitions (the common case, no allocation), the map beyond that.
+func batchIndex(batches []partitionBatch, slot map[int32]int, p int32) int {
+	if slot != nil {
+		if s, ok := slot[p]; ok {
+			return s
+		}
+		return -1
+	}
+	for s := range batches {
+		if batches[s].partition.Index() == p {
+			return s
+		}
+	}
+	return -1
+}
+
+func indexBatches(slot map[int32]int, batches []partitionBatch) map[int32]int {
+	if slot == nil {
+		slot = make(map[int32]int, 2*len(batches))
+	}
+	for s := range batches {
+		slot[batches[s].partition.Index()] = s
+	}
+	return slot
 }
 
 // BatchProduce is one raw batch set from a Kafka client for one partition.
