@@ -37,6 +37,8 @@ func (g *Gateway) schemaRoutes(r chi.Router) {
 	r.Delete("/subjects/{subject}/versions/{version}", sr(g.deleteVersion))
 	r.Get("/subjects/{subject}/versions/{version}/schema", sr(g.getVersionSchema))
 	r.Get("/subjects/{subject}/versions/{version}/referencedby", sr(g.referencedBy))
+	r.Get("/subjects/{subject}/diff", sr(g.diffVersions))
+	r.Post("/subjects/{subject}/diff", sr(g.diffVersions))
 
 	r.Get("/schemas/types", sr(g.schemaTypes))
 	r.Get("/schemas/ids/{id}", sr(g.schemaByID))
@@ -493,4 +495,46 @@ func (g *Gateway) deleteMode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeSchemaJSON(w, r, map[string]string{"mode": mode})
+}
+
+// diffVersions serves GET /subjects/{subject}/diff?from=V1&to=V2 (to
+// defaults to latest) and POST /subjects/{subject}/diff?from=V with a
+// candidate schema in the body (from defaults to latest): the semantic
+// changes, each with its verdict under every compatibility level.
+func (g *Gateway) diffVersions(w http.ResponseWriter, r *http.Request) {
+	from, err := queryVersion(r, "from")
+	if err != nil {
+		writeRegistryError(w, r, err)
+		return
+	}
+	to, err := queryVersion(r, "to")
+	if err != nil {
+		writeRegistryError(w, r, err)
+		return
+	}
+	var candidate *schemaregistry.SchemaRequest
+	if r.Method == http.MethodPost {
+		candidate = new(schemaregistry.SchemaRequest)
+		if err := decodeSchemaBody(r, candidate); err != nil {
+			writeRegistryError(w, r, err)
+			return
+		}
+	} else if r.URL.Query().Get("from") == "" {
+		writeRegistryError(w, r, &schemaregistry.Error{Code: 42202, Message: "from=<version> is required to compare two versions"})
+		return
+	}
+	res, err := g.cfg.Schemas.Diff(r.Context(), subjectParam(r), from, to, candidate)
+	if err != nil {
+		writeRegistryError(w, r, err)
+		return
+	}
+	writeSchemaJSON(w, r, res)
+}
+
+func queryVersion(r *http.Request, name string) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return schemaregistry.Latest, nil
+	}
+	return schemaregistry.ParseVersion(v)
 }

@@ -438,3 +438,36 @@ func serveRequest(h http.Handler, req *http.Request) *httptest.ResponseRecorder 
 	h.ServeHTTP(w, req)
 	return w
 }
+
+func TestSchemaDiffRoute(t *testing.T) {
+	e := newSchemaEnv(t)
+	e.register(t, "s", orderV1)
+	e.register(t, "s", orderV2)
+	var res struct {
+		From          struct{ Version int }
+		To            *struct{ Version int }
+		Compatibility map[string]bool
+		Changes       []struct {
+			Kind, Path        string
+			Backward, Forward bool
+			Levels            map[string]bool
+		}
+	}
+	a := e.do(t, "GET", "/subjects/s/diff?from=1&to=2", "", "")
+	a.decode(t, &res)
+	if a.status != 200 || res.To == nil || res.To.Version != 2 || len(res.Changes) != 1 ||
+		res.Changes[0].Kind != "FIELD_ADDED" || res.Changes[0].Path != "/fields/note" || !res.Changes[0].Levels["FULL"] || !res.Compatibility["FULL_TRANSITIVE"] {
+		t.Fatalf("diff 1→2: %d %s", a.status, a.body)
+	}
+	a = e.do(t, "POST", "/subjects/s/diff", srType, body(orderBad))
+	res.To, res.Changes = nil, nil
+	a.decode(t, &res)
+	if a.status != 200 || res.From.Version != 2 || res.To != nil || res.Compatibility["BACKWARD"] || len(res.Changes) != 2 {
+		t.Fatalf("candidate diff: %d %s", a.status, a.body)
+	}
+	e.do(t, "GET", "/subjects/s/diff", "", "").wantError(t, 422, 42202)
+	e.do(t, "GET", "/subjects/s/diff?from=x", "", "").wantError(t, 422, 42202)
+	e.do(t, "GET", "/subjects/s/diff?from=1&to=9", "", "").wantError(t, 404, 40402)
+	e.do(t, "GET", "/subjects/nobody/diff?from=1", "", "").wantError(t, 404, 40401)
+	e.do(t, "POST", "/subjects/s/diff", srType, body(`{"type":"nope"}`)).wantError(t, 422, 42201)
+}

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Compatibility levels.
@@ -360,13 +362,27 @@ func (r *Registry) Register(ctx context.Context, subject string, req SchemaReque
 	if err != nil {
 		return 0, err
 	}
+	// Another node (or goroutine) may add a version between our read and
+	// our write; the store then refuses ours and we check again against
+	// the new latest. Jittered backoff keeps one writer from starving.
 	for attempt := 0; ; attempt++ {
 		id, err := r.registerOnce(ctx, subject, req, p, mode, attempt > 0)
-		if !errors.Is(err, ErrStoreConflict) || attempt == 8 {
+		if !errors.Is(err, ErrStoreConflict) {
 			return id, err
+		}
+		if attempt == maxRegisterAttempts {
+			return 0, errorf(50001, "register under subject %s: gave up after %d concurrent changes of the subject; retry", subject, attempt+1)
+		}
+		backoff := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
+		select {
+		case <-ctx.Done():
+			return 0, storeError("register schema", ctx.Err())
+		case <-time.After(backoff):
 		}
 	}
 }
+
+const maxRegisterAttempts = 64
 
 func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaRequest, p *prepared, mode string, fresh bool) (int, error) {
 	vs, err := r.versions(ctx, subject, fresh)
@@ -457,6 +473,9 @@ func (r *Registry) incompatibilities(ctx context.Context, subject string, p *pre
 		}
 		for _, f := range found {
 			msgs = append(msgs, f.String())
+		}
+		if breaking := breakingChanges(level, Diff(old.parsed.Root, p.parsed.Root)); breaking != "" {
+			msgs = append(msgs, "{breakingChanges: '"+breaking+"'}")
 		}
 		msgs = append(msgs, fmt.Sprintf("{oldSchemaVersion: %d}", olds[i].Version),
 			fmt.Sprintf("{oldSchema: '%s'}", old.stored.Text),
@@ -849,4 +868,15 @@ func marshalRefs(refs []Reference) []byte {
 	}
 	b, _ := json.Marshal(refs)
 	return b
+}
+
+// breakingChanges summarizes the changes the level refuses.
+func breakingChanges(level string, changes []Change) string {
+	var breaking []Change
+	for _, c := range changes {
+		if !c.Levels[level] {
+			breaking = append(breaking, c)
+		}
+	}
+	return DescribeChanges(breaking)
 }
