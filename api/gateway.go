@@ -109,7 +109,7 @@ func (g *Gateway) Handler() http.Handler {
 	r.Get("/cluster", g.describeCluster)
 
 	r.Post("/kafka/{topic}", g.avroOr(g.produce))
-	r.Get("/kafka/{topic}/partitions/{partition}/records", g.readRecords)
+	r.Get("/kafka/{topic}/partitions/{partition}/records", g.avroReadOr(g.readRecords))
 
 	r.Get("/topics", g.listTopics)
 	r.Post("/topics", g.createTopic)

@@ -240,3 +240,44 @@ func BenchmarkAvroProduceHandler(b *testing.B) {
 }
 
 const benchAvroSchema = `{"type":"record","name":"Event","fields":[{"name":"id","type":"long"},{"name":"event","type":"string"},{"name":"path","type":"string"},{"name":"agent","type":"string"}]}`
+
+func TestAvroReadFormat(t *testing.T) {
+	e := newSchemaEnv(t)
+	var ans avroAnswer
+	e.do(t, "POST", "/kafka/orders", typeRestAvro, avroBody(keyAvro, orderAvro, 0,
+		`{"key":"k1","value":{"id":1,"item":"book","note":{"string":"gift"}},"partition":0}`)).decode(t, &ans)
+	e.do(t, "POST", "/kafka/orders", typeJSON, `{"records":[{"value":{"plain":true},"partition":0}]}`)
+	var read struct {
+		Records []struct {
+			Key           json.RawMessage
+			KeyEncoding   string `json:"key_encoding"`
+			KeySchemaID   int    `json:"key_schema_id"`
+			Value         json.RawMessage
+			ValueEncoding string `json:"value_encoding"`
+			ValueSchemaID int    `json:"value_schema_id"`
+		}
+		NextOffset int64 `json:"next_offset"`
+	}
+	a := e.do(t, "GET", "/kafka/orders/partitions/0/records?format=avro", "", "")
+	a.decode(t, &read)
+	if a.status != 200 || len(read.Records) != 2 || read.NextOffset != 2 {
+		t.Fatalf("read: %d %s", a.status, a.body)
+	}
+	r0 := read.Records[0]
+	if r0.ValueEncoding != "avro" || r0.ValueSchemaID != *ans.ValueSchemaID || r0.KeyEncoding != "avro" || r0.KeySchemaID != *ans.KeySchemaID || string(r0.Key) != `"k1"` {
+		t.Fatalf("avro record: %s", a.body)
+	}
+	var value map[string]any
+	json.Unmarshal(r0.Value, &value)
+	if value["item"] != "book" || value["id"] != float64(1) || value["note"].(map[string]any)["string"] != "gift" {
+		t.Fatalf("decoded value: %s", r0.Value)
+	}
+	if r1 := read.Records[1]; r1.ValueEncoding != "" || string(r1.Value) != `{"plain":true}` {
+		t.Fatalf("a JSON record must pass through: %s", a.body)
+	}
+	plain := e.do(t, "GET", "/kafka/orders/partitions/0/records", "", "")
+	if strings.Contains(string(plain.body), `"avro"`) {
+		t.Fatalf("a read without format=avro decoded Avro: %s", plain.body)
+	}
+	e.do(t, "GET", "/kafka/nope/partitions/0/records?format=avro", "", "").wantError(t, 404, codeTopicNotFound)
+}
