@@ -71,7 +71,7 @@ var ErrCorruptJournal = errors.New("schema journal is corrupt")
 // OpenEmbedded opens (creating it if needed) the store in dir.
 func OpenEmbedded(dir string) (*EmbeddedStore, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("schema store dir: %w", err)
+		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, "journal.jsonl")
 	// O_APPEND: after a failed write is truncated away, the next one

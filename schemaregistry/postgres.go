@@ -79,11 +79,11 @@ func OpenPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresStore, erro
 	}
 	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
-		return nil, fmt.Errorf("schema store dsn: %w", err)
+		return nil, fmt.Errorf("postgres dsn: %w", err)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("schema store: %w", err)
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &PostgresStore{dsn: cfg.DSN, pool: pool, timeout: cfg.Timeout, logger: cfg.Logger.With("component", "schemaregistry-postgres")}
 	mctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -104,16 +104,16 @@ func OpenPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresStore, erro
 func (s *PostgresStore) migrate(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("schema store: connect: %w", err)
+		return fmt.Errorf("postgres: connect: %w", err)
 	}
 	defer conn.Release()
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockKey)); err != nil {
-		return fmt.Errorf("schema store: migration lock: %w", err)
+		return fmt.Errorf("postgres: migration lock: %w", err)
 	}
 	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", int64(migrateLockKey))
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schemaregistry_migrations (
 		name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return fmt.Errorf("schema store: migrations table: %w", err)
+		return fmt.Errorf("postgres: migrations table: %w", err)
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
@@ -122,7 +122,7 @@ func (s *PostgresStore) migrate(ctx context.Context) error {
 	sort.Strings(names)
 	for _, name := range names {
 		if err := applyMigration(ctx, conn.Conn(), name); err != nil {
-			return fmt.Errorf("schema store: migration %s: %w", name, err)
+			return fmt.Errorf("postgres: migration %s: %w", name, err)
 		}
 	}
 	return nil
@@ -491,7 +491,7 @@ func OpenStore(ctx context.Context, spec, dataDir string, logger *slog.Logger) (
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
 		return OpenPostgres(ctx, PostgresConfig{DSN: spec, Logger: logger})
 	}
-	return nil, fmt.Errorf("schema store %q: want empty (embedded) or postgres://…", redact(spec))
+	return nil, fmt.Errorf("%q: want empty (embedded) or postgres://…", redact(spec))
 }
 
 // redact hides a password in a DSN for messages.
