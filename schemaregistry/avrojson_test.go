@@ -52,3 +52,35 @@ func TestValidateJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzValidateJSON: validating and then encoding an Avro JSON value never
+// panics, and a value ValidateJSON accepts encodes and decodes back.
+func FuzzValidateJSON(f *testing.F) {
+	schemas := []*ParsedSchema{}
+	for _, tc := range compatCases {
+		p, err := ParseAvro(tc.new, nil)
+		if err == nil {
+			schemas = append(schemas, p)
+		}
+	}
+	for i, v := range []string{`1`, `"x"`, `null`, `{"a":1}`, `{"a":1,"b":""}`, `{"int":3}`, `["A"]`, `{"v":1,"next":{"Node":{"v":2,"next":null}}}`, `"\u00ff\u0001"`} {
+		f.Add(uint8(i), v)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, value string) {
+		p := schemas[int(which)%len(schemas)]
+		if err := ValidateJSON(p.Root, []byte(value)); err != nil {
+			return
+		}
+		native, _, err := p.Codec().NativeFromTextual([]byte(value))
+		if err != nil {
+			return // goavro is stricter in places (e.g. union names of logical types)
+		}
+		bin, err := p.Codec().BinaryFromNative(nil, native)
+		if err != nil {
+			t.Fatalf("schema %s: %s validated and decoded but does not encode: %v", p.Normalized, value, err)
+		}
+		if _, _, err := p.Codec().NativeFromBinary(bin); err != nil {
+			t.Fatalf("schema %s: %s does not decode back: %v", p.Normalized, value, err)
+		}
+	})
+}

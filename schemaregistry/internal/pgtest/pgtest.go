@@ -7,7 +7,8 @@
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 //
-// and in a test, pgtest.DSN(t) returns a fresh database. When the server
+// and in a test, pgtest.DSN(t) returns a fresh database (the cluster
+// starts on first use, once per test binary). When the server
 // could not start, the test fails if the CI environment variable is set
 // and is skipped otherwise.
 package pgtest
@@ -24,6 +25,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -41,14 +43,18 @@ type Server struct {
 }
 
 var (
-	shared   *Server
-	startErr error
-	dbSeq    atomic.Int64
+	mainCalled bool
+	startOnce  sync.Once
+	shared     *Server
+	startErr   error
+	dbSeq      atomic.Int64
 )
 
-// Main starts the cluster, runs the tests and stops it.
+// Main runs the tests and stops the cluster if one was started. The
+// cluster starts on the first Require, so test binaries (and fuzz
+// workers) that need no database never start one.
 func Main(m *testing.M) int {
-	shared, startErr = Start()
+	mainCalled = true
 	code := m.Run()
 	if shared != nil {
 		if err := shared.Stop(); err != nil {
@@ -58,17 +64,18 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// Require returns the shared server, failing the test under CI and
-// skipping it elsewhere when none could be started.
+// Require returns the shared server, starting it on first use; it fails
+// the test under CI and skips it elsewhere when none could be started.
 func Require(t testing.TB) *Server {
 	t.Helper()
+	if !mainCalled {
+		t.Fatal("pgtest: call pgtest.Main from TestMain, so the cluster is stopped at the end")
+	}
+	startOnce.Do(func() { shared, startErr = Start() })
 	if shared != nil {
 		return shared
 	}
 	err := startErr
-	if err == nil {
-		err = errors.New("pgtest.Main was not called from TestMain")
-	}
 	if os.Getenv("CI") != "" {
 		t.Fatalf("PostgreSQL is required under CI and could not start: %v", err)
 	}
