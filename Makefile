@@ -4,7 +4,7 @@ BIN       := bin/ferry
 PKGS      := ./...
 TEST_FLAGS ?= -race -timeout 20m
 
-.PHONY: build run test test-deps vet fmt-check bench bench-go bench-http bench-kafka fuzz clean
+.PHONY: build run test test-deps vet fmt-check bench bench-go bench-http bench-kafka fuzz clean openapi
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ferry
@@ -43,6 +43,16 @@ bench-kafka: build
 # Short fuzzing of every decoder (FUZZTIME per target, default 20s).
 fuzz:
 	./scripts/fuzz.sh
+
+# Regenerates openapi/ (swagger.json/.yaml, openapi3.json/.yaml) from the swag
+# annotations on the handlers, with this swag (openapi/internal/specgen pins
+# the same; its test fails when the committed files are stale).
+SWAG_VERSION := v1.16.6
+SWAG_BIN     := bin/tools/swag-$(SWAG_VERSION)
+
+openapi:
+	GOBIN=$(CURDIR)/$(SWAG_BIN) $(GO) install github.com/swaggo/swag/cmd/swag@$(SWAG_VERSION)
+	$(GO) run ./openapi/gen -swag $(SWAG_BIN)/swag -out openapi
 
 clean:
 	rm -rf bin

@@ -8,10 +8,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/group"
-	"github.com/ferry-mq/ferry/web"
 )
 
 // Config bounds what one HTTP request may cost. The zero value plus
@@ -111,7 +111,6 @@ func (g *Gateway) Handler() http.Handler {
 
 	r.Post("/kafka/{topic}", g.avroOr(g.produce))
 	r.Get("/kafka/{topic}/partitions/{partition}/records", g.avroReadOr(g.readRecords))
-	r.Get("/kafka/{topic}/partitions/{partition}/offsets", g.listOffset)
 
 	r.Get("/topics", g.listTopics)
 	r.Post("/topics", g.createTopic)
@@ -136,9 +135,7 @@ func (g *Gateway) Handler() http.Handler {
 	r.Get("/consumers/{group}/instances/{instance}/offsets", gr(g.committedOffsets))
 
 	g.schemaRoutes(r)
-
-	r.Handle("/ui/*", web.Handler())
-	r.Get("/ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusMovedPermanently) })
+	openapi.Register(r) // /openapi.json, /openapi.yaml, /docs
 	return r
 }
 
