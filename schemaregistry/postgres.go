@@ -81,6 +81,9 @@ func OpenPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresStore, erro
 	if err != nil {
 		return nil, fmt.Errorf("postgres dsn: %w", err)
 	}
+	if !strings.Contains(cfg.DSN, "pool_max_conns") && pcfg.MaxConns < 10 {
+		pcfg.MaxConns = 10 // one is the LISTEN connection; pgx's default is 4 here
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
