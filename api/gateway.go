@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/group"
+	"github.com/ferry-mq/ferry/web"
 )
 
 // Config bounds what one HTTP request may cost. The zero value plus
@@ -111,6 +112,7 @@ func (g *Gateway) Handler() http.Handler {
 
 	r.Post("/kafka/{topic}", g.avroOr(g.produce))
 	r.Get("/kafka/{topic}/partitions/{partition}/records", g.avroReadOr(g.readRecords))
+	r.Get("/kafka/{topic}/partitions/{partition}/offsets", g.listOffset)
 
 	r.Get("/topics", g.listTopics)
 	r.Post("/topics", g.createTopic)
@@ -136,6 +138,9 @@ func (g *Gateway) Handler() http.Handler {
 
 	g.schemaRoutes(r)
 	openapi.Register(r) // /openapi.json, /openapi.yaml, /docs
+
+	r.Handle("/ui/*", web.Handler())
+	r.Get("/ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusMovedPermanently) })
 	return r
 }
 
