@@ -151,10 +151,13 @@ func TestTwoNodesSeeEachOthersChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "b sees a's registration", func() bool {
-		info, err := b.Lookup(ctx, "s", req, false)
-		return err == nil && info.ID == id
-	})
+	// No waiting: a miss in b's cache reloads from the database.
+	if info, err := b.Lookup(ctx, "s", req, false); err != nil || info.ID != id {
+		t.Fatalf("b's lookup right after a's registration: %+v %v", info, err)
+	}
+	if _, err := b.GetVersion(ctx, "s", 1, false); err != nil {
+		t.Fatalf("b's read right after a's registration: %v", err)
+	}
 	if _, err := a.DeleteSubject(ctx, "s", false); err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,12 @@
 //     NOTIFY the other nodes, whose caches drop what changed.
 //
 // Registry caches parsed schemas by id (immutable until a permanent
-// delete), fingerprints → ids, and each subject's version rows; a Store
-// reports other writers' changes through Watch, and a registration whose
-// view was stale fails its precondition in the store and is retried.
+// delete), fingerprints → ids, and each subject's version rows. It stays
+// correct when another node writes: a miss (unknown subject, version or
+// schema) rereads the store before answering, a Store reports other
+// writers' changes through Watch (PostgreSQL: LISTEN/NOTIFY) so stale hits
+// are dropped, and a registration whose view was stale fails its
+// precondition in the store and is retried.
 //
 // Identity: two registrations are the same schema when their fingerprints
 // match — SHA-256 over the schema type, the normalized form (full names,

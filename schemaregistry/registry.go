@@ -519,7 +519,21 @@ func ParseVersion(s string) (int, error) {
 // findVersion resolves a version of a subject. With deleted set,
 // soft-deleted versions count (and "latest" is the highest of all).
 func (r *Registry) findVersion(ctx context.Context, subject string, version int, deleted bool) (Version, error) {
-	vs, err := r.versions(ctx, subject, false)
+	v, err := r.findVersionIn(ctx, subject, version, deleted, false)
+	if isNotFound(err) {
+		// Reload on a miss: another node may have written since our
+		// cache was filled and its NOTIFY is still on the way.
+		v, err = r.findVersionIn(ctx, subject, version, deleted, true)
+	}
+	return v, err
+}
+
+func isNotFound(err error) bool {
+	return errors.Is(err, ErrSubjectNotFound) || errors.Is(err, ErrVersionNotFound) || errors.Is(err, ErrSchemaNotFound)
+}
+
+func (r *Registry) findVersionIn(ctx context.Context, subject string, version int, deleted, fresh bool) (Version, error) {
+	vs, err := r.versions(ctx, subject, fresh)
 	if err != nil {
 		return Version{}, err
 	}
@@ -587,6 +601,9 @@ func (r *Registry) Subjects(ctx context.Context, deleted bool) ([]string, error)
 // Versions lists a subject's version numbers.
 func (r *Registry) Versions(ctx context.Context, subject string, deleted bool) ([]int, error) {
 	vs, err := r.versions(ctx, subject, false)
+	if err == nil && len(vs) == 0 {
+		vs, err = r.versions(ctx, subject, true) // reload on a miss
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -605,7 +622,15 @@ func (r *Registry) Versions(ctx context.Context, subject string, deleted bool) (
 
 // Lookup finds the version of subject holding this schema.
 func (r *Registry) Lookup(ctx context.Context, subject string, req SchemaRequest, deleted bool) (SchemaInfo, error) {
-	vs, err := r.versions(ctx, subject, false)
+	info, err := r.lookup(ctx, subject, req, deleted, false)
+	if isNotFound(err) {
+		info, err = r.lookup(ctx, subject, req, deleted, true) // reload on a miss
+	}
+	return info, err
+}
+
+func (r *Registry) lookup(ctx context.Context, subject string, req SchemaRequest, deleted, fresh bool) (SchemaInfo, error) {
+	vs, err := r.versions(ctx, subject, fresh)
 	if err != nil {
 		return SchemaInfo{}, err
 	}
