@@ -183,12 +183,13 @@ func encodeAvro(raw json.RawMessage, side *avroSide) ([]byte, error) {
 	if isJSONNull(raw) {
 		return nil, nil
 	}
-	if err := schemaregistry.ValidateJSON(side.parsed.Root, raw); err != nil {
-		return nil, fmt.Errorf("does not match schema %d at %v", side.id, err)
-	}
 	codec := side.parsed.Codec()
 	native, rest, err := codec.NativeFromTextual(raw)
 	if err != nil {
+		// goavro's errors rarely name the field; ValidateJSON's do.
+		if verr := schemaregistry.ValidateJSON(side.parsed.Root, raw); verr != nil {
+			return nil, fmt.Errorf("does not match schema %d at %v", side.id, verr)
+		}
 		return nil, fmt.Errorf("does not match schema %d: %v", side.id, err)
 	}
 	if len(rest) > 0 {
