@@ -5,6 +5,8 @@ set -euo pipefail
 need=()
 command -v kcat >/dev/null || need+=(kcat)
 command -v wrk  >/dev/null || need+=(wrk)
+# Headless Chromium for the admin page's browser tests (test/e2e/ui_*_test.go).
+command -v chromium >/dev/null || need+=(chromium)
 # PostgreSQL for the schema registry's store tests (schemaregistry/internal/pgtest).
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 if [ ${#need[@]} -eq 0 ]; then

@@ -24,6 +24,12 @@ export function validateTopicName(name) {
   return '';
 }
 
+/** internal reports ferry's own topics (__consumer_offsets), which the page does not offer to delete. */
+export const internal = (name) => name.startsWith('__');
+
+/** plural is "1 topic", "2 topics". */
+export const plural = (n, word) => `${fmtNum(n)} ${word}${n === 1 ? '' : 's'}`;
+
 /** topicStats sums a described topic's partitions. */
 export function topicStats(t) {
   let size = 0; let messages = 0; let under = 0; let offline = 0;
@@ -64,17 +70,18 @@ export async function renderList(root) {
       const s = topicStats(t);
       return h('tr', { 'data-topic': t.name },
         h('td', {}, link(`#/topics/${enc(t.name)}`, t.name, { class: 'topic-link' }),
-          t.name.startsWith('__') ? h('span', { class: 'badge' }, 'internal') : null),
+          internal(t.name) ? h('span', { class: 'badge' }, 'internal') : null),
         h('td', { class: 'num' }, s.partitions),
         h('td', { class: 'num' }, t.replication_factor),
         h('td', { class: 'num' }, fmtBytes(s.size)),
         h('td', { class: 'num' }, fmtNum(s.messages)),
         h('td', { class: 'row-actions' },
           link(`#/messages/${enc(t.name)}`, 'Messages', { class: 'button secondary small' }),
-          h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete topic ${t.name}`, onClick: () => deleteTopic(t, reload) }, 'Delete')));
+          internal(t.name) ? null
+            : h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete topic ${t.name}`, onClick: () => deleteTopic(t, reload) }, 'Delete')));
     });
     fill(listSlot,
-      h('p', { class: 'muted', 'aria-live': 'polite' }, q ? `${shown.length} of ${topics.length} topics match “${filter.value.trim()}”.` : `${topics.length} topics.`),
+      h('p', { class: 'muted', 'aria-live': 'polite' }, q ? `${shown.length} of ${plural(topics.length, 'topic')} match “${filter.value.trim()}”.` : `${plural(topics.length, 'topic')}.`),
       table(['Name', 'Partitions', 'Replication', 'Size', 'Messages', h('span', { class: 'sr-only' }, 'Actions')], rows,
         { empty: q ? 'No topic matches the filter.' : 'No topics yet. Create one with “New topic”.', class: 'topics' }));
   };
