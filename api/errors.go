@@ -53,13 +53,19 @@ var httpErrors = []struct {
 	{server.ErrStorage, http.StatusInternalServerError, codeStorage},
 }
 
+// errorBody is every error answer's body; the spec calls it Error.
 type errorBody struct {
-	ErrorCode int    `json:"error_code"`
-	Message   string `json:"message"`
-}
+	// ErrorCode is the HTTP status × 100 + a number (REST Proxy's habit).
+	ErrorCode int `json:"error_code" example:"40401"`
+	// Message says what went wrong and why.
+	Message string `json:"message" example:"topic orders does not exist"`
+} //	@name	Error
 
 // writeError answers with the JSON error body.
 func writeError(w http.ResponseWriter, status, code int, msg string) {
+	if rec, ok := w.(errorCodeSetter); ok {
+		rec.setErrorCode(code) // for the request log and ferry_request_errors_total
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(errorBody{ErrorCode: code, Message: msg})

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/group"
+	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/web"
 )
 
@@ -40,6 +42,9 @@ type Config struct {
 	// Schemas is the schema registry behind /subjects, /schemas, /config,
 	// /compatibility and /mode; without it those routes answer 503.
 	Schemas *schemaregistry.Registry
+	// Metrics is served at /metrics and counts requests per route; nil:
+	// no /metrics (observe.go).
+	Metrics *metrics.Metrics
 }
 
 // Defaults fills zero fields.
@@ -84,6 +89,7 @@ type Gateway struct {
 	groups *group.Coordinator
 	cfg    Config
 	logger *slog.Logger
+	obs    *observer
 }
 
 // New builds a gateway; mount Handler on an http.Server (see NewHTTPServer).
@@ -92,13 +98,14 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Gateway{broker: b, groups: cfg.Groups, cfg: cfg, logger: cfg.Logger.With("component", "http")}, nil
+	return &Gateway{broker: b, groups: cfg.Groups, cfg: cfg, logger: cfg.Logger.With("component", "http"),
+		obs: newObserver(cfg.Metrics)}, nil
 }
 
 // Handler is the whole route tree.
 func (g *Gateway) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(g.limitBody)
+	r.Use(g.observe, g.limitBody)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -107,6 +114,7 @@ func (g *Gateway) Handler() http.Handler {
 	})
 
 	r.Get("/healthz", g.healthz)
+	g.observabilityRoutes(r) // /readyz, /metrics
 	r.Get("/brokers", g.listBrokers)
 	r.Get("/cluster", g.describeCluster)
 
@@ -161,7 +169,12 @@ func (g *Gateway) limitBody(next http.Handler) http.Handler {
 // NewHTTPServer wraps a handler in a server with the gateway's timeouts.
 func NewHTTPServer(addr string, h http.Handler, cfg Config) *http.Server {
 	cfg.Defaults()
+	var connState func(net.Conn, http.ConnState)
+	if cfg.Metrics != nil {
+		connState = newConnTracker(cfg.Metrics.Listener(metrics.ListenerHTTP)).track
+	}
 	return &http.Server{
+		ConnState:         connState,
 		Addr:              addr,
 		Handler:           h,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,

@@ -94,6 +94,7 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 		return nil, fmt.Errorf("write topic metadata: %w", err)
 	}
 	b.queueLeftoverDeletes()
+	b.registerMetrics()
 	b.startLoops()
 	b.logger.Info("broker open", "data_dir", cfg.DataDir, "topics", len(meta.Topics))
 	return b, nil
@@ -123,11 +124,13 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		}
 	}
 	l, err := storage.Open(dir, s.log, storage.Options{
-		Logger: b.logger.With("topic", name, "partition", index),
+		Logger:  b.logger.With("topic", name, "partition", index),
+		OnFlush: b.flushObserver(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s-%d: %v", ErrStorage, name, index, err)
 	}
+	b.cfg.Metrics.LeaderElected() // this node leads every partition it opens
 	return newLocalPartition(name, index, b.cfg.BrokerID, l), nil
 }
 

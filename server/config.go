@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -38,6 +39,9 @@ type Config struct {
 	MaxDecompressedBytes int
 	// AdvertisedKafkaAddr is the host:port clients are told to connect to.
 	AdvertisedKafkaAddr string
+	// Metrics receives per-topic traffic, leader elections and log flush
+	// latencies, and reads partition state at scrape time; nil: no metrics.
+	Metrics *metrics.Metrics
 }
 
 // DefaultMessageMaxBytes is Kafka's message.max.bytes default.

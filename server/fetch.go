@@ -44,6 +44,9 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 		changed := p.Changed()
 		res, err := readVisible(p, req, dst)
 		if err != nil || len(res.Data) > 0 || req.MaxWait <= 0 {
+			if n := len(res.Data) - len(dst); n > 0 {
+				b.cfg.Metrics.Topic(req.Topic).Out(n)
+			}
 			return res, err
 		}
 		if deadline == nil {

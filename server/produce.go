@@ -70,12 +70,14 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 	}
 	res := ProduceResult{Offsets: make([]RecordOffset, len(req.Records)), LogAppendTime: -1}
 	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}
+	counters := b.cfg.Metrics.Topic(t.meta.Name)
 	for i := range batches {
 		pb := &batches[i]
 		ar, err := pb.partition.Append(pb.bytes, opts)
 		if err != nil {
 			return ProduceResult{}, appendError(t.meta.Name, pb.partition.Index(), err)
 		}
+		counters.In(len(pb.bytes), int(ar.Records))
 		for j, idx := range pb.indexes {
 			res.Offsets[idx] = RecordOffset{Partition: pb.partition.Index(), Offset: ar.BaseOffset + int64(j)}
 		}
@@ -213,12 +215,15 @@ func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.Ap
 		if err != nil {
 			return storage.AppendResult{}, err
 		}
-		return b.appendIdempotent(p, h, req.Batches, opts) // duplicate and sequence rules
+		res, err := b.appendIdempotent(p, h, req.Batches, opts) // duplicate and sequence rules
+		b.countIn(req.Topic, len(req.Batches), res, err)
+		return res, err
 	}
 	res, err := p.Append(req.Batches, opts)
 	if err != nil {
 		return res, appendError(req.Topic, req.Partition, err)
 	}
+	b.countIn(req.Topic, len(req.Batches), res, nil)
 	return res, nil
 }
 

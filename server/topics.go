@@ -153,6 +153,7 @@ func (b *Broker) DeleteTopic(name string) error {
 		default: // the next start removes it
 		}
 	}
+	b.cfg.Metrics.ForgetTopic(name)
 	b.logger.Info("topic deleted", "topic", name)
 	return nil
 }

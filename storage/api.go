@@ -66,6 +66,11 @@ type Options struct {
 	FS     FS
 	Logger *slog.Logger
 	Now    func() time.Time
+	// OnFlush, when set, is called after every successful fsync of the log
+	// with how long it took (the broker feeds a flush latency histogram;
+	// storage knows nothing of metrics). It runs on the flushing goroutine
+	// without locks held and must be quick.
+	OnFlush func(time.Duration)
 }
 
 // AppendOptions say how Append treats the batches it is given.

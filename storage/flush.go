@@ -64,6 +64,7 @@ func (l *Log) syncTo(target int64) error {
 func (l *Log) syncLocked() error {
 	l.mu.syncing = true
 	started := l.now()
+	timer := time.Now() // monotonic, unlike the injectable l.now
 	end, dirDirty := l.mu.endOffset, l.mu.dirDirty
 	l.mu.dirDirty = false
 	segs := l.mu.segs[segIndex(l.mu.segs, l.mu.recoveryPoint):]
@@ -73,6 +74,9 @@ func (l *Log) syncLocked() error {
 	l.mu.Unlock()
 
 	err := l.syncSegments(segs, dirDirty)
+	if err == nil && l.onFlush != nil {
+		l.onFlush(time.Since(timer))
+	}
 	if err == nil {
 		// An optimisation only, written after the data is durable: a lost
 		// or stale checkpoint means a longer rescan, never lost data.

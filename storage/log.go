@@ -27,6 +27,8 @@ type Log struct {
 	fs     FS
 	logger *slog.Logger
 	now    func() time.Time
+	// onFlush is Options.OnFlush (may be nil).
+	onFlush func(time.Duration)
 
 	// checkpoint is owned by the sync token holder (mu.syncing) once open.
 	checkpoint *recoveryCheckpoint
@@ -75,7 +77,8 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger.With("component", "storage", "dir", dir), now: opts.Now}
+	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger.With("component", "storage", "dir", dir), now: opts.Now,
+		onFlush: opts.OnFlush}
 	l.mu.cfg = cfg
 	l.mu.syncCond.L = &l.mu.Mutex
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/kafka"
+	"github.com/ferry-mq/ferry/server/metrics"
 )
 
 // serveSettings is everything `ferry serve` is configured with.
@@ -33,6 +34,7 @@ type serveSettings struct {
 	schemaStore         string
 	logFormat           string
 	logLevel            string
+	metrics             bool
 }
 
 // option is one serve setting with its three spellings: --flag,
@@ -68,6 +70,8 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { s.logFormat = v; return nil }},
 	{"log-level", []string{"log.level"}, "debug, info, warn or error", "info",
 		func(s *serveSettings, v string) error { s.logLevel = v; return nil }},
+	{"metrics", []string{"metrics.enabled"}, "serve Prometheus metrics at /metrics (false: no metrics are kept)", "true",
+		func(s *serveSettings, v string) (err error) { s.metrics, err = strconv.ParseBool(v); return err }},
 }
 
 // listenerAddr turns Kafka's listeners syntax (PLAINTEXT://host:port) into host:port.
@@ -208,6 +212,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	logger = logger.With("broker", s.broker.BrokerID)
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
@@ -219,6 +224,12 @@ func runServe(args []string) error {
 		return err
 	}
 	defer schemas.Close()
+	var m *metrics.Metrics // nil: --metrics=false
+	if s.metrics {
+		m = metrics.New()
+		m.AddSchemaSource(schemas.LiveVersions)
+	}
+	s.broker.Metrics = m
 	broker, err := server.Open(s.broker, logger)
 	if err != nil {
 		return err
@@ -228,14 +239,16 @@ func runServe(args []string) error {
 		broker.Close()
 		return err
 	}
+	m.AddLagSource(groups.LagStats)
 	closeCore := func() { groups.Close(); broker.Close() }
-	gateway, err := api.New(broker, api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas})
+	gateway, err := api.New(broker, api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
+		Metrics: m})
 	if err != nil {
 		closeCore()
 		return err
 	}
 	kafkaServer, err := kafka.New(broker, groups, kafka.Config{Addr: s.kafkaAddr,
-		AdvertisedAddr: s.advertisedKafkaAddr, Logger: logger})
+		AdvertisedAddr: s.advertisedKafkaAddr, Logger: logger, Metrics: m})
 	if err != nil {
 		closeCore()
 		return err
@@ -251,12 +264,12 @@ func runServe(args []string) error {
 		closeCore()
 		return fmt.Errorf("http listener: %w", err)
 	}
-	httpServer := api.NewHTTPServer(s.httpAddr, gateway.Handler(), api.Config{Logger: logger})
+	httpServer := api.NewHTTPServer(s.httpAddr, gateway.Handler(), api.Config{Logger: logger, Metrics: m})
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- httpServer.Serve(ln) }()
 	go func() { serveErr <- kafkaServer.Serve(kln) }()
 	logger.Info("ferry serving", "http", ln.Addr().String(), "kafka", kln.Addr().String(),
-		"advertised_kafka", s.advertisedKafkaAddr, "data_dir", s.broker.DataDir, "broker_id", s.broker.BrokerID)
+		"advertised_kafka", s.advertisedKafkaAddr, "data_dir", s.broker.DataDir, "metrics", s.metrics)
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/ferry-mq/ferry/server/metrics"
 )
 
 // Kafka's defaults for the listener settings.
@@ -32,6 +34,9 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Logger receives connection and request errors. Default slog.Default.
 	Logger *slog.Logger
+	// Metrics counts requests per API, their latency and errors, open
+	// connections and connection idle time; nil: no metrics.
+	Metrics *metrics.Metrics
 }
 
 // Defaults fills zero fields.

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferry-mq/ferry/server/metrics"
 )
 
 const (
@@ -64,8 +66,12 @@ func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.out)
 	br := bufio.NewReaderSize(c.nc, 64<<10)
+	lm := c.s.metrics.conns // nil when metrics are off
 	for {
+		waiting := now(lm)
 		frame, err := c.readFrame(br)
+		started := now(lm)
+		lm.Idle(started.Sub(waiting))
 		if err != nil {
 			c.logReadError(err)
 			return
@@ -78,10 +84,21 @@ func (c *conn) readLoop() {
 				return
 			}
 		}
+		if lm != nil {
+			lm.Busy(time.Since(started))
+		}
 		if !keep {
 			return
 		}
 	}
+}
+
+// now is time.Now when connection time is measured, else the zero time.
+func now(lm *metrics.Listener) time.Time {
+	if lm == nil {
+		return time.Time{}
+	}
+	return time.Now()
 }
 
 // errFrame is a frame the reader refuses: the connection is closed.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -82,13 +83,16 @@ func (s *Server) handle(c *conn, frame []byte) ([]byte, bool) {
 		// what this broker speaks: v0 body, UNSUPPORTED_VERSION, the ranges.
 		return encodeResponse(h.correlation, unsupportedAPIVersions()), true
 	}
+	started := time.Now()
 	req, err := s.decodeRequest(h, rest)
 	if err != nil {
+		s.metrics.failedDecode(h.key)
 		s.logger.Warn("closing connection: cannot serve request", "remote", c.remote, "client_id", h.clientID,
 			"api_key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version, "err", err)
 		return nil, false
 	}
 	resp, ok := s.serve(c, h, req)
+	s.metrics.observe(h.key, started, resp)
 	if !ok {
 		return nil, false
 	}

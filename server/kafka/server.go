@@ -24,6 +24,8 @@ type Server struct {
 	groups *group.Coordinator
 	cfg    Config
 	logger *slog.Logger
+	// metrics are cfg.Metrics' children for this listener (metrics.go).
+	metrics listenerMetrics
 	// advertised host and port, parsed once for Metadata and DescribeCluster.
 	host string
 	port int32
@@ -58,7 +60,8 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{broker: b, groups: groups, cfg: cfg, logger: cfg.Logger.With("component", "kafka")}
+	s := &Server{broker: b, groups: groups, cfg: cfg, logger: cfg.Logger.With("component", "kafka"),
+		metrics: newListenerMetrics(cfg.Metrics)}
 	if err := s.setAdvertised(cfg.AdvertisedAddr); err != nil {
 		return nil, err
 	}
@@ -187,6 +190,7 @@ func (s *Server) startConn(nc net.Conn) {
 	s.mu.conns[c] = struct{}{}
 	s.wg.Add(2)
 	s.mu.Unlock()
+	s.metrics.conns.Opened()
 	go c.readLoop()
 	go c.writeLoop()
 }
@@ -195,6 +199,7 @@ func (s *Server) forgetConn(c *conn) {
 	s.mu.Lock()
 	delete(s.mu.conns, c)
 	s.mu.Unlock()
+	s.metrics.conns.Closed()
 }
 
 // Shutdown stops accepting, lets each connection finish the request it is

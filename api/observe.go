@@ -1,0 +1,273 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ferry-mq/ferry/server/metrics"
+)
+
+// This file holds the gateway's observability: the request metrics and
+// request log middleware, /metrics, /readyz, and the connection tracker
+// behind ferry_open_connections{listener="http"} and the HTTP idle ratio.
+
+// observer caches the request metrics of each route, so a request costs a
+// read-locked map lookup, not a label lookup in the metric vectors.
+type observer struct {
+	m  *metrics.Metrics // nil: metrics off
+	mu struct {
+		sync.RWMutex
+		routes map[routeKey]*metrics.Request
+	}
+}
+
+type routeKey struct{ method, pattern string }
+
+func newObserver(m *metrics.Metrics) *observer {
+	o := &observer{m: m}
+	o.mu.routes = make(map[routeKey]*metrics.Request)
+	return o
+}
+
+// route returns the metrics of a route; pattern is chi's route pattern
+// ("/kafka/{topic}"), never the raw path, so the label set stays bounded.
+func (o *observer) route(method, pattern string) *metrics.Request {
+	if o.m == nil {
+		return nil
+	}
+	if pattern == "" {
+		pattern, method = "unmatched", "" // 404s: one series, whatever the path
+	}
+	k := routeKey{method, pattern}
+	o.mu.RLock()
+	r := o.mu.routes[k]
+	o.mu.RUnlock()
+	if r != nil {
+		return r
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if r = o.mu.routes[k]; r == nil {
+		api := pattern
+		if method != "" {
+			api = method + " " + pattern
+		}
+		r = o.m.Request(metrics.ListenerHTTP, api)
+		if isSchemaRoute(pattern) {
+			r.SchemaRoute()
+		}
+		o.mu.routes[k] = r
+	}
+	return r
+}
+
+// isSchemaRoute: the Confluent schema registry paths (schemas.go).
+func isSchemaRoute(pattern string) bool {
+	for _, p := range []string{"/subjects", "/schemas", "/config", "/compatibility", "/mode"} {
+		if pattern == p || strings.HasPrefix(pattern, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// recorder remembers what a handler answered. Unwrap lets
+// http.ResponseController reach the connection (SSE flushes, deadlines).
+type recorder struct {
+	http.ResponseWriter
+	status    int
+	bytes     int64
+	errorCode int // error_code of a JSON error body (writeError)
+}
+
+func (w *recorder) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *recorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *recorder) setErrorCode(code int) { w.errorCode = code }
+
+// errorCodeSetter is implemented by recorder; writeError reports the
+// error_code it writes through it.
+type errorCodeSetter interface{ setErrorCode(int) }
+
+// observe is the outermost middleware: it times every request, counts it
+// under its route pattern, and logs it — at Debug below 400 (a benchmark
+// at Info pays nothing for it), Info for 4xx, Warn for 5xx. Bodies are
+// never logged.
+func (g *Gateway) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		took := time.Since(started)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		pattern := chi.RouteContext(r.Context()).RoutePattern()
+		if m := g.obs.route(r.Method, pattern); m != nil {
+			m.Observe(took)
+			m.Status(rec.status)
+			if rec.status >= 400 {
+				code := rec.errorCode
+				if code == 0 {
+					code = rec.status
+				}
+				m.Failed(strconv.Itoa(code), 1)
+			}
+		}
+		g.logRequest(r, pattern, rec, took)
+	})
+}
+
+func (g *Gateway) logRequest(r *http.Request, pattern string, rec *recorder, took time.Duration) {
+	level := slog.LevelDebug
+	switch {
+	case rec.status >= 500:
+		level = slog.LevelWarn
+	case rec.status >= 400:
+		level = slog.LevelInfo
+	}
+	ctx := r.Context()
+	if !g.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("route", pattern),
+		slog.Int("status", rec.status), slog.Duration("duration", took), slog.Int64("bytes", rec.bytes),
+		slog.String("remote", r.RemoteAddr)}
+	if t := chi.URLParam(r, "topic"); t != "" {
+		attrs = append(attrs, slog.String("topic", t))
+	}
+	if p := chi.URLParam(r, "partition"); p != "" {
+		attrs = append(attrs, slog.String("partition", p))
+	}
+	if rec.errorCode != 0 {
+		attrs = append(attrs, slog.Int("error_code", rec.errorCode))
+	}
+	g.logger.LogAttrs(ctx, level, "http request", attrs...)
+}
+
+// observabilityRoutes mounts /readyz and, when metrics are on, /metrics.
+func (g *Gateway) observabilityRoutes(r chi.Router) {
+	r.Get("/readyz", g.readyz)
+	if g.cfg.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", g.cfg.Metrics.Handler())
+	}
+}
+
+// readyTimeout bounds each readiness check.
+const readyTimeout = 2 * time.Second
+
+type readyBody struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks"`
+}
+
+// readyz answers 200 when the node can serve: storage is loaded (the
+// broker is open) and the schema store, when there is one, answers. A
+// failing check answers 503 and names itself with its error.
+func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	body := readyBody{Status: "ready", Checks: map[string]string{}}
+	check := func(name string, err error) {
+		body.Checks[name] = "ok"
+		if err != nil {
+			body.Checks[name] = err.Error()
+			body.Status = "not ready"
+		}
+	}
+	check("storage", g.broker.Ready())
+	if g.cfg.Schemas != nil {
+		check("schema_store", g.cfg.Schemas.Ping(ctx))
+	}
+	status := http.StatusOK
+	if body.Status != "ready" {
+		status = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
+}
+
+// connTracker is the HTTP server's ConnState hook: it counts open
+// connections and splits each connection's time into idle (waiting for a
+// request, keep-alive) and busy (from the first byte of a request to the
+// end of its response), as the Kafka listener does.
+type connTracker struct {
+	l  *metrics.Listener
+	mu struct {
+		sync.Mutex
+		conns map[net.Conn]connState
+	}
+}
+
+// connState is when a connection entered its state, and whether it is
+// serving a request.
+type connState struct {
+	since  time.Time
+	active bool
+}
+
+func newConnTracker(l *metrics.Listener) *connTracker {
+	t := &connTracker{l: l}
+	t.mu.conns = make(map[net.Conn]connState)
+	return t
+}
+
+func (t *connTracker) track(c net.Conn, state http.ConnState) {
+	now := time.Now()
+	t.mu.Lock()
+	last, known := t.mu.conns[c]
+	switch state {
+	case http.StateNew, http.StateActive, http.StateIdle:
+		t.mu.conns[c] = connState{since: now, active: state == http.StateActive}
+	case http.StateHijacked, http.StateClosed:
+		delete(t.mu.conns, c)
+	}
+	t.mu.Unlock()
+	if state == http.StateNew {
+		t.l.Opened()
+		return
+	}
+	if !known {
+		return
+	}
+	if last.active {
+		t.l.Busy(now.Sub(last.since))
+	} else {
+		t.l.Idle(now.Sub(last.since))
+	}
+	if state == http.StateHijacked || state == http.StateClosed {
+		t.l.Closed()
+	}
+}

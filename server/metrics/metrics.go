@@ -1,0 +1,330 @@
+// Package metrics is the one place where ferry's Prometheus metrics are
+// defined. Every metric name, label and help text is in this file; the
+// collectors that read state at scrape time are in collect.go.
+//
+// It depends on no other ferry package: the broker core, the listeners and
+// cmd/ferry call small hooks (Topic, Request, Listener, LeaderElected,
+// ObserveFlush) and register sources (AddPartitionSource, AddLagSource,
+// AddSchemaSource) that are read when /metrics is scraped. A nil *Metrics
+// is valid and does nothing, which is how metrics are turned off
+// (`ferry serve --metrics=false`); every hook checks for it.
+//
+// Each Metrics owns its own prometheus.Registry (never the global default
+// one), so tests can run several brokers in one process.
+//
+// Hot paths: per-topic counters are looked up once per request or batch
+// (Topic returns cached children), Kafka API children are looked up once per
+// API when the listener starts, HTTP route children once per route. Nothing
+// here allocates per record.
+//
+// Meanings follow Kafka's JMX metrics where one exists:
+//
+//	ferry_topic_bytes_in_total        BrokerTopicMetrics BytesInPerSec (batch bytes appended)
+//	ferry_topic_bytes_out_total       BrokerTopicMetrics BytesOutPerSec (batch bytes read by fetches)
+//	ferry_topic_messages_in_total     BrokerTopicMetrics MessagesInPerSec
+//	ferry_requests_total, ferry_request_duration_seconds
+//	                                  RequestMetrics RequestsPerSec / TotalTimeMs, per listener and API
+//	ferry_request_errors_total        RequestMetrics ErrorsPerSec, per error code
+//	ferry_listener_{idle,busy}_seconds_total
+//	                                  RequestHandlerAvgIdlePercent / NetworkProcessorAvgIdlePercent:
+//	                                  idle / (idle + busy) is the fraction of connection time spent
+//	                                  waiting for the next request rather than serving one (see Listener)
+//	ferry_under_replicated_partitions, ferry_offline_partitions,
+//	ferry_at_min_isr_partitions, ferry_under_min_isr_partitions
+//	                                  ReplicaManager / KafkaController gauges
+//	ferry_isr_shrinks_total, ferry_isr_expands_total
+//	ferry_leader_elections_total, ferry_unclean_leader_elections_total
+//	ferry_controller_active           ActiveControllerCount
+//	ferry_log_size_bytes, ferry_log_segments   Log Size / NumLogSegments
+//	ferry_log_flush_duration_seconds  LogFlushRateAndTimeMs
+//	ferry_consumer_group_lag          consumer lag per group and partition
+//	ferry_open_connections            per listener
+//	ferry_schema_registry_requests_total, ferry_schema_registry_schemas
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Listener names used as the "listener" label.
+const (
+	ListenerKafka = "kafka"
+	ListenerHTTP  = "http"
+)
+
+// Metrics holds one process's (or one test broker's) metrics.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	bytesIn, bytesOut, messagesIn *prometheus.CounterVec // topic
+
+	requests *prometheus.CounterVec   // listener, api
+	duration *prometheus.HistogramVec // listener, api
+	errors   *prometheus.CounterVec   // listener, api, code
+
+	idle, busy *prometheus.CounterVec // listener
+	conns      *prometheus.GaugeVec   // listener
+
+	isrShrinks, isrExpands        prometheus.Counter
+	leaderElections, uncleanElect prometheus.Counter
+	controllerActive              prometheus.Gauge
+	flush                         prometheus.Histogram
+	schemaRequests                *prometheus.CounterVec // api, status
+
+	topics struct {
+		sync.RWMutex
+		m map[string]*TopicCounters
+	}
+	sources sources // collect.go
+}
+
+// New creates the metrics and registers them, with the Go runtime and
+// process collectors, on a registry of their own.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.topics.m = make(map[string]*TopicCounters)
+	m.bytesIn = counterVec("ferry_topic_bytes_in_total", "Record batch bytes appended to the topic by produce requests (both listeners).", "topic")
+	m.bytesOut = counterVec("ferry_topic_bytes_out_total", "Record batch bytes read from the topic by fetch requests (both listeners).", "topic")
+	m.messagesIn = counterVec("ferry_topic_messages_in_total", "Records appended to the topic by produce requests (both listeners).", "topic")
+	m.requests = counterVec("ferry_requests_total", "Requests served, by listener and API (Kafka API name, or HTTP method and chi route pattern).", "listener", "api")
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ferry_request_duration_seconds",
+		Help:    "Time from a request's arrival (decoded header) to its response being handed to the writer, by listener and API; long-polling fetches include their wait.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"listener", "api"})
+	m.errors = counterVec("ferry_request_errors_total", "Failed requests (Kafka: per failed partition, by Kafka error name; HTTP: by error_code of the JSON error body, or the status).", "listener", "api", "code")
+	m.idle = counterVec("ferry_listener_idle_seconds_total", "Connection-seconds spent waiting for the next request (Kafka: read loop blocked on the socket; HTTP: keep-alive idle). idle/(idle+busy) is the idle ratio.", "listener")
+	m.busy = counterVec("ferry_listener_busy_seconds_total", "Connection-seconds spent reading, serving and answering a request.", "listener")
+	m.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ferry_open_connections", Help: "Open client connections per listener."}, []string{"listener"})
+	m.isrShrinks = counter("ferry_isr_shrinks_total", "Times a partition's in-sync replica set shrank (always 0 until replication exists).")
+	m.isrExpands = counter("ferry_isr_expands_total", "Times a partition's in-sync replica set grew (always 0 until replication exists).")
+	m.leaderElections = counter("ferry_leader_elections_total", "Partitions that got a leader on this node (at startup, topic creation, partition addition).")
+	m.uncleanElect = counter("ferry_unclean_leader_elections_total", "Leaders elected from outside the in-sync replica set (never, on a single node).")
+	m.controllerActive = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ferry_controller_active", Help: "1 when this node is the active controller (a single node always is)."})
+	m.flush = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ferry_log_flush_duration_seconds",
+		Help:    "Time one partition log fsync (group commit, interval flush or shutdown flush) took.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	})
+	m.schemaRequests = counterVec("ferry_schema_registry_requests_total", "Schema registry HTTP requests by route and status.", "api", "status")
+	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.duration, m.errors,
+		m.idle, m.busy, m.conns, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect,
+		m.controllerActive, m.flush, m.schemaRequests,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&partitionCollector{m: m}, &lagCollector{m: m}, &schemaCollector{m: m})
+	return m
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+// Registry is where everything is registered; tests gather from it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// TopicCounters are one topic's children, cached so the produce and fetch
+// paths do one map lookup per request or batch. A nil *TopicCounters
+// ignores every call.
+type TopicCounters struct {
+	bytesIn, bytesOut, messagesIn prometheus.Counter
+}
+
+// Topic returns the topic's counters; nil when m is nil.
+func (m *Metrics) Topic(name string) *TopicCounters {
+	if m == nil {
+		return nil
+	}
+	m.topics.RLock()
+	tc := m.topics.m[name]
+	m.topics.RUnlock()
+	if tc != nil {
+		return tc
+	}
+	m.topics.Lock()
+	defer m.topics.Unlock()
+	if tc = m.topics.m[name]; tc == nil {
+		tc = &TopicCounters{bytesIn: m.bytesIn.WithLabelValues(name), bytesOut: m.bytesOut.WithLabelValues(name),
+			messagesIn: m.messagesIn.WithLabelValues(name)}
+		m.topics.m[name] = tc
+	}
+	return tc
+}
+
+// ForgetTopic drops a deleted topic's series.
+func (m *Metrics) ForgetTopic(name string) {
+	if m == nil {
+		return
+	}
+	m.topics.Lock()
+	defer m.topics.Unlock()
+	delete(m.topics.m, name)
+	m.bytesIn.DeleteLabelValues(name)
+	m.bytesOut.DeleteLabelValues(name)
+	m.messagesIn.DeleteLabelValues(name)
+}
+
+// In counts an append of records records in bytes batch bytes.
+func (tc *TopicCounters) In(bytes, records int) {
+	if tc == nil {
+		return
+	}
+	tc.bytesIn.Add(float64(bytes))
+	tc.messagesIn.Add(float64(records))
+}
+
+// Out counts batch bytes read for a consumer.
+func (tc *TopicCounters) Out(bytes int) {
+	if tc == nil || bytes == 0 {
+		return
+	}
+	tc.bytesOut.Add(float64(bytes))
+}
+
+// Request is one (listener, API) pair's children. A nil *Request ignores
+// every call.
+type Request struct {
+	m             *Metrics
+	listener, api string
+	count         prometheus.Counter
+	dur           prometheus.Observer
+	schema        bool // a schema registry route: also counted by status
+}
+
+// Request returns the children of a listener's API; callers cache it.
+func (m *Metrics) Request(listener, api string) *Request {
+	if m == nil {
+		return nil
+	}
+	return &Request{m: m, listener: listener, api: api,
+		count: m.requests.WithLabelValues(listener, api), dur: m.duration.WithLabelValues(listener, api)}
+}
+
+// SchemaRoute marks r as a schema registry route, also counted in
+// ferry_schema_registry_requests_total.
+func (r *Request) SchemaRoute() *Request {
+	if r != nil {
+		r.schema = true
+	}
+	return r
+}
+
+// Observe counts one request that took d.
+func (r *Request) Observe(d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.count.Inc()
+	r.dur.Observe(d.Seconds())
+}
+
+// Failed counts n failures with an error code (a Kafka error name or an
+// HTTP error_code); the code set is bounded by the protocols.
+func (r *Request) Failed(code string, n int) {
+	if r == nil || n <= 0 {
+		return
+	}
+	r.m.errors.WithLabelValues(r.listener, r.api, code).Add(float64(n))
+}
+
+// Status counts a schema registry request's HTTP status.
+func (r *Request) Status(status int) {
+	if r == nil || !r.schema {
+		return
+	}
+	r.m.schemaRequests.WithLabelValues(r.api, strconv.Itoa(status)).Inc()
+}
+
+// Listener is one listener's connection accounting. A nil *Listener
+// ignores every call.
+//
+// The idle ratio, Go's counterpart of Kafka's request handler and network
+// processor idle percentages: ferry has no fixed thread pools — each
+// connection has its own goroutines — so it measures connection time. A
+// connection is idle while its read loop (Kafka) or net/http (HTTP
+// keep-alive) waits for the next request, and busy from the moment a
+// request has been read until its response has been handed over. Spans are
+// added when they end, so a connection idle for minutes shows up when its
+// next request arrives or when it closes.
+type Listener struct {
+	idle, busy prometheus.Counter
+	open       prometheus.Gauge
+}
+
+// Listener returns a listener's accounting.
+func (m *Metrics) Listener(name string) *Listener {
+	if m == nil {
+		return nil
+	}
+	return &Listener{idle: m.idle.WithLabelValues(name), busy: m.busy.WithLabelValues(name),
+		open: m.conns.WithLabelValues(name)}
+}
+
+// Opened and Closed track open connections.
+func (l *Listener) Opened() {
+	if l != nil {
+		l.open.Inc()
+	}
+}
+
+// Closed counts a connection closing.
+func (l *Listener) Closed() {
+	if l != nil {
+		l.open.Dec()
+	}
+}
+
+// Idle adds time a connection waited for a request.
+func (l *Listener) Idle(d time.Duration) {
+	if l != nil {
+		l.idle.Add(d.Seconds())
+	}
+}
+
+// Busy adds time a connection spent on a request.
+func (l *Listener) Busy(d time.Duration) {
+	if l != nil {
+		l.busy.Add(d.Seconds())
+	}
+}
+
+// LeaderElected counts a partition getting a leader on this node.
+func (m *Metrics) LeaderElected() {
+	if m != nil {
+		m.leaderElections.Inc()
+	}
+}
+
+// SetControllerActive sets ferry_controller_active.
+func (m *Metrics) SetControllerActive(active bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if active {
+		v = 1
+	}
+	m.controllerActive.Set(v)
+}
+
+// ObserveFlush records one log fsync; it fits storage.Options.OnFlush.
+func (m *Metrics) ObserveFlush(d time.Duration) {
+	if m != nil {
+		m.flush.Observe(d.Seconds())
+	}
+}
