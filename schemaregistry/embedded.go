@@ -17,7 +17,8 @@ import (
 // <dir>/journal.jsonl: one JSON object per line, each a whole write
 // (a new version with its schema, a soft delete, a purge, a setting),
 // fsynced before it is applied to the in-memory indexes. Opening replays
-// the journal; a torn last line (a crash mid-write) is cut off.
+// the journal; a torn last line (a crash mid-write) is cut off, and a
+// journal mostly made of superseded lines is rewritten (embedded_compact.go).
 //
 // Writers are serialized by writeMu, which is held across the fsync;
 // readers only take mu, which is never held during I/O.
@@ -54,7 +55,7 @@ type embeddedState struct {
 
 // journalEntry is one line of the journal.
 type journalEntry struct {
-	Op       string        `json:"op"` // add, softdelete, purge, set, unset
+	Op       string        `json:"op"` // add, softdelete, purge, set, unset, highest
 	Schema   *StoredSchema `json:"schema,omitempty"`
 	Subject  string        `json:"subject,omitempty"`
 	Version  int           `json:"version,omitempty"`
@@ -82,16 +83,19 @@ func OpenEmbedded(dir string) (*EmbeddedStore, error) {
 	}
 	s := &EmbeddedStore{path: path, file: f}
 	s.mu.state = newEmbeddedState()
-	size, err := s.replay(f)
+	size, lines, err := s.replay(f)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	s.size = size
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+	if f, size, err = s.compactIfWorthIt(f, size, lines); err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, err
 	}
+	s.file, s.size = f, size
+	syncDir(dir)
 	return s, nil
 }
 
@@ -101,8 +105,8 @@ func newEmbeddedState() embeddedState {
 }
 
 // replay applies every whole line and cuts a torn tail; it returns the
-// length of the good prefix.
-func (s *EmbeddedStore) replay(f *os.File) (int64, error) {
+// length of the good prefix and its number of lines.
+func (s *EmbeddedStore) replay(f *os.File) (int64, int, error) {
 	r := bufio.NewReaderSize(f, 1<<16)
 	var good int64
 	for lineNo := 1; ; lineNo++ {
@@ -110,17 +114,17 @@ func (s *EmbeddedStore) replay(f *os.File) (int64, error) {
 		if err == io.EOF {
 			if len(line) > 0 { // torn write: drop it
 				if terr := f.Truncate(good); terr != nil {
-					return 0, fmt.Errorf("cut torn schema journal tail: %w", terr)
+					return 0, 0, fmt.Errorf("cut torn schema journal tail: %w", terr)
 				}
 			}
-			return good, nil
+			return good, lineNo - 1, nil
 		}
 		if err != nil {
-			return 0, fmt.Errorf("read schema journal: %w", err)
+			return 0, 0, fmt.Errorf("read schema journal: %w", err)
 		}
 		var e journalEntry
 		if err := json.Unmarshal(line, &e); err != nil {
-			return 0, fmt.Errorf("%w: %s line %d: %v", ErrCorruptJournal, s.path, lineNo, err)
+			return 0, 0, fmt.Errorf("%w: %s line %d: %v", ErrCorruptJournal, s.path, lineNo, err)
 		}
 		s.mu.state.apply(e)
 		good += int64(len(line))
@@ -198,6 +202,8 @@ func (st *embeddedState) apply(e journalEntry) {
 		st.settings[string(e.Kind)+"\x00"+e.Subject] = e.Value
 	case "unset":
 		delete(st.settings, string(e.Kind)+"\x00"+e.Subject)
+	case "highest": // written by compaction: ids up to here were handed out
+		st.highestID = max(st.highestID, e.ID)
 	}
 }
 

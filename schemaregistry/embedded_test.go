@@ -100,3 +100,53 @@ func TestEmbeddedFailedWriteLeavesNothing(t *testing.T) {
 		t.Fatal("the failed write's schema is in the journal")
 	}
 }
+
+func TestEmbeddedCompactsOnOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenEmbedded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addFP(t, s, "a", "fp1", 0)
+	addFP(t, s, "a", "fp2", 1)
+	addFP(t, s, "gone", "fp3", 0)
+	s.Purge(ctx, "gone", []int{1})
+	s.SoftDelete(ctx, "a", []int{1})
+	for i := 0; i < 1500; i++ { // churn: 3000 lines for one setting
+		s.SetSetting(ctx, SettingMode, "a", "READONLY")
+		s.DeleteSetting(ctx, SettingMode, "a")
+	}
+	s.SetSetting(ctx, SettingCompatibility, "", "FULL")
+	s.Close()
+	path := filepath.Join(dir, "journal.jsonl")
+	before, _ := os.Stat(path)
+
+	s, err = OpenEmbedded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(path)
+	if after.Size() >= before.Size()/10 {
+		t.Fatalf("journal %d bytes before, %d after compaction", before.Size(), after.Size())
+	}
+	vs, _ := s.Versions(ctx, "a")
+	if len(vs) != 2 || !vs[0].Deleted || vs[1].Deleted || vs[1].ID != 2 {
+		t.Fatalf("versions after compaction: %+v", vs)
+	}
+	if v, _, _ := s.Setting(ctx, SettingCompatibility, ""); v != "FULL" {
+		t.Fatalf("global level after compaction: %q", v)
+	}
+	if _, ok, _ := s.Setting(ctx, SettingMode, "a"); ok {
+		t.Fatal("a deleted setting came back")
+	}
+	if err := addFP(t, s, "b", "fp4", 0); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, _ = OpenEmbedded(dir) // the compacted journal replays, with the append after it
+	defer s.Close()
+	if id, _ := s.SchemaID(ctx, "fp4"); id != 4 {
+		t.Fatalf("id after compaction %d, want 4 (3 was purged, never reused)", id)
+	}
+}

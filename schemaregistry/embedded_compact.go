@@ -1,0 +1,114 @@
+package schemaregistry
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Compaction: the journal only grows, so on open, when it holds more than
+// twice the lines a fresh one would (plus some slack), it is rewritten
+// from the in-memory state: written to journal.jsonl.tmp, fsynced, renamed
+// over the journal, and the directory fsynced. A crash at any point leaves
+// either the old or the new journal whole.
+
+const compactSlack = 1000
+
+// snapshot is the shortest journal that rebuilds st.
+func (st *embeddedState) snapshot() []journalEntry {
+	var out []journalEntry
+	written := map[int]bool{}
+	subjects := make([]string, 0, len(st.subjects))
+	for s := range st.subjects {
+		subjects = append(subjects, s)
+	}
+	sort.Strings(subjects)
+	for _, subject := range subjects {
+		var deleted []int
+		for _, v := range st.subjects[subject] {
+			e := journalEntry{Op: "add", Subject: subject, Version: v.Version, ID: v.ID}
+			if !written[v.ID] {
+				sc := st.schemas[v.ID]
+				e.Schema, written[v.ID] = &sc, true
+			}
+			out = append(out, e)
+			if v.Deleted {
+				deleted = append(deleted, v.Version)
+			}
+		}
+		if deleted != nil {
+			out = append(out, journalEntry{Op: "softdelete", Subject: subject, Versions: deleted})
+		}
+	}
+	keys := make([]string, 0, len(st.settings))
+	for k := range st.settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kind, subject := splitSettingKey(k)
+		out = append(out, journalEntry{Op: "set", Kind: kind, Subject: subject, Value: st.settings[k]})
+	}
+	return append(out, journalEntry{Op: "highest", ID: st.highestID})
+}
+
+func splitSettingKey(k string) (SettingKind, string) {
+	for i := 0; i < len(k); i++ {
+		if k[i] == 0 {
+			return SettingKind(k[:i]), k[i+1:]
+		}
+	}
+	return SettingKind(k), ""
+}
+
+// compactIfWorthIt rewrites the journal when lines is well above what the
+// state needs; it returns the open file and size to use from then on.
+func (s *EmbeddedStore) compactIfWorthIt(f *os.File, size int64, lines int) (*os.File, int64, error) {
+	snap := s.mu.state.snapshot()
+	if lines <= 2*len(snap)+compactSlack {
+		return f, size, nil
+	}
+	// Until the rename, a failure leaves the old journal in use: the
+	// next open tries again.
+	tmp := s.path + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return f, size, nil
+	}
+	w := bufio.NewWriter(out)
+	var n int64
+	for _, e := range snap {
+		line, _ := json.Marshal(e)
+		line = append(line, '\n')
+		w.Write(line)
+		n += int64(len(line))
+	}
+	if err := w.Flush(); err == nil {
+		err = out.Sync()
+	}
+	out.Close()
+	if err == nil {
+		err = os.Rename(tmp, s.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return f, size, nil
+	}
+	syncDir(filepath.Dir(s.path))
+	f.Close()
+	nf, err := os.OpenFile(s.path, os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reopen compacted schema journal: %w", err)
+	}
+	return nf, n, nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
