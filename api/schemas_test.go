@@ -471,3 +471,11 @@ func TestSchemaDiffRoute(t *testing.T) {
 	e.do(t, "GET", "/subjects/nobody/diff?from=1", "", "").wantError(t, 404, 40401)
 	e.do(t, "POST", "/subjects/s/diff", srType, body(`{"type":"nope"}`)).wantError(t, 422, 42201)
 }
+
+func TestSchemaRegisterIgnoresUnsetIDAndVersion(t *testing.T) {
+	e := newSchemaEnv(t)
+	for _, extra := range []string{`,"id":-1,"version":-1`, `,"id":0,"version":0`, `,"id":null`} {
+		e.register(t, "s", `"int"`, extra)
+	}
+	e.do(t, "GET", "/subjects/s/versions", "", "").wantJSON(t, `[1]`)
+}

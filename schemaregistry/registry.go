@@ -352,11 +352,10 @@ func (r *Registry) Register(ctx context.Context, subject string, req SchemaReque
 	if mode == ReadOnly {
 		return 0, errorf(42205, "Subject %s is in read-only mode", subject)
 	}
+	// Clients send 0 or -1 for "not given", as Confluent's server reads them.
+	req.ID, req.Version = max(req.ID, 0), max(req.Version, 0)
 	if (req.ID != 0 || req.Version != 0) && mode != Import {
 		return 0, errorf(42205, "Registering a schema with a given id or version is only permitted in IMPORT mode; subject %s is in %s mode", subject, mode)
-	}
-	if req.ID < 0 || req.Version < 0 {
-		return 0, errorf(42205, "Imported id and version must be positive")
 	}
 	p, err := r.prepare(ctx, req)
 	if err != nil {
