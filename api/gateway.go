@@ -134,6 +134,7 @@ func (g *Gateway) Handler() http.Handler {
 	r.Get("/kafka/{topic}/stream", gr(g.stream))
 	r.Get("/groups", gr(g.listGroups))
 	r.Get("/groups/{group}", gr(g.describeGroup))
+	r.Post("/groups/{group}/offsets/reset", gr(g.resetGroupOffsets))
 	r.Post("/consumers/{group}", gr(g.createConsumer))
 	r.Delete("/consumers/{group}/instances/{instance}", gr(g.deleteConsumer))
 	r.Post("/consumers/{group}/instances/{instance}/subscription", gr(g.subscribe))
