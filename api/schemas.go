@@ -327,7 +327,8 @@ type schemaByIDAnswer struct {
 	References []schemaregistry.Reference `json:"references,omitempty"`
 }
 
-// schemaByID serves GET /schemas/ids/{id} (?subject=).
+// schemaByID serves GET /schemas/ids/{id} (?subject= is accepted and,
+// with a single schema context, does not narrow the lookup).
 func (g *Gateway) schemaByID(w http.ResponseWriter, r *http.Request) {
 	st, ok := g.storedSchema(w, r)
 	if ok {
@@ -348,7 +349,7 @@ func (g *Gateway) storedSchema(w http.ResponseWriter, r *http.Request) (schemare
 	id, err := idParam(r)
 	if err == nil {
 		var st schemaregistry.StoredSchema
-		if st, err = g.cfg.Schemas.SchemaByID(r.Context(), id, r.URL.Query().Get("subject")); err == nil {
+		if st, err = g.cfg.Schemas.SchemaByID(r.Context(), id); err == nil {
 			return st, true
 		}
 	}

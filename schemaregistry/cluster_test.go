@@ -169,7 +169,7 @@ func TestTwoNodesSeeEachOthersChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "b sees a's permanent delete", func() bool {
-		_, err := b.SchemaByID(ctx, id, "")
+		_, err := b.SchemaByID(ctx, id)
 		return errors.Is(err, sr.ErrSchemaNotFound)
 	})
 }

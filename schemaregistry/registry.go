@@ -655,25 +655,14 @@ func (r *Registry) lookup(ctx context.Context, subject string, req SchemaRequest
 	return SchemaInfo{}, errorf(40403, "Schema not found")
 }
 
-// SchemaByID returns a schema by id; with subject set, only if that
-// subject has it.
-func (r *Registry) SchemaByID(ctx context.Context, id int, subject string) (StoredSchema, error) {
+// SchemaByID returns a schema by id. Confluent's ?subject= names the
+// schema context a subject belongs to; ferry has one context, so the
+// schema is found whatever subject is given (deserializers pass the
+// subject they guess, which need not be the one that registered it).
+func (r *Registry) SchemaByID(ctx context.Context, id int) (StoredSchema, error) {
 	c, err := r.schema(ctx, id)
 	if err != nil {
 		return StoredSchema{}, err
-	}
-	if subject != "" {
-		vs, err := r.versions(ctx, subject, false)
-		if err != nil {
-			return StoredSchema{}, err
-		}
-		found := false
-		for _, v := range vs {
-			found = found || v.ID == id
-		}
-		if !found {
-			return StoredSchema{}, errorf(40403, "Schema %d not found under subject '%s'", id, subject)
-		}
 	}
 	return c.stored, nil
 }

@@ -418,10 +418,10 @@ func testRegistry(t *testing.T, f Factory) {
 	}
 	_, err = r.DeleteSubject(ctx, "users-value", true)
 	wantCode(t, err, 40401)
-	if _, err := r.SchemaByID(ctx, id1, ""); err != nil {
+	if _, err := r.SchemaByID(ctx, id1); err != nil {
 		t.Fatalf("schema %d still used by 'other' is gone: %v", id1, err)
 	}
-	_, err = r.SchemaByID(ctx, id2, "")
+	_, err = r.SchemaByID(ctx, id2)
 	wantCode(t, err, 40403)
 
 	// Config and mode.
