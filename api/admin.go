@@ -13,21 +13,57 @@ import (
 	"github.com/ferry-mq/ferry/server"
 )
 
-func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, typeJSON, map[string]string{"status": "ok"})
+// healthAnswer is GET /healthz's answer.
+type healthAnswer struct {
+	Status string `json:"status" example:"ok"`
 }
 
+// healthz serves GET /healthz: 200 once the node is serving.
+//
+//	@Summary	Liveness: 200 while the node serves HTTP
+//	@Tags		cluster
+//	@Produce	json
+//	@Success	200	{object}	healthAnswer
+//	@Router		/healthz [get]
+func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, typeJSON, healthAnswer{Status: "ok"})
+}
+
+// listTopics serves GET /topics.
+//
+//	@Summary	List topic names
+//	@Tags		topics
+//	@Produce	json
+//	@Success	200	{array}	string
+//	@Router		/topics [get]
 func (g *Gateway) listTopics(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, typeJSON, g.broker.Topics())
 }
 
 type createTopicBody struct {
-	Name              string            `json:"name"`
-	Partitions        int32             `json:"partitions"`
-	ReplicationFactor int16             `json:"replication_factor"`
+	Name              string            `json:"name" example:"orders"`
+	Partitions        int32             `json:"partitions" example:"3"`
+	ReplicationFactor int16             `json:"replication_factor" example:"1"`
 	Configs           map[string]string `json:"configs"`
 }
 
+// createTopic serves POST /topics.
+//
+//	@Summary		Create a topic
+//	@Description	Partitions and replication_factor 0 (or absent) take the broker's defaults; configs are topic-level overrides (retention.ms, cleanup.policy, …).
+//	@Tags			topics
+//	@Accept			json
+//	@Produce		json
+//	@Param			body	body		createTopicBody	true	"the topic"
+//	@Success		201		{object}	server.TopicInfo
+//	@Failure		400		{object}	errorBody	"40001: the body is not JSON of this shape"
+//	@Failure		409		{object}	errorBody	"40901: the topic exists"
+//	@Failure		413		{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure		415		{object}	errorBody	"41501: the content type is not JSON"
+//	@Failure		422		{object}	errorBody	"42201 invalid name, 42202 partitions, 42203 replication factor, 42204 configs"
+//	@Failure		500		{object}	errorBody	"50001/50002: internal or storage error"
+//	@Failure		503		{object}	errorBody	"50301: the node is shutting down"
+//	@Router			/topics [post]
 func (g *Gateway) createTopic(w http.ResponseWriter, r *http.Request) {
 	var body createTopicBody
 	if !decodeBody(w, r, &body) {
@@ -44,6 +80,16 @@ func (g *Gateway) createTopic(w http.ResponseWriter, r *http.Request) {
 	g.writeTopic(w, http.StatusCreated, body.Name)
 }
 
+// describeTopic serves GET /topics/{topic}.
+//
+//	@Summary	Describe a topic: partitions (leader, replicas, ISR, offsets, size) and effective configs
+//	@Tags		topics
+//	@Produce	json
+//	@Param		topic	path		string	true	"topic name"
+//	@Success	200		{object}	server.TopicInfo
+//	@Failure	404		{object}	errorBody	"40401: no such topic"
+//	@Failure	500		{object}	errorBody	"50001/50002: internal or storage error"
+//	@Router		/topics/{topic} [get]
 func (g *Gateway) describeTopic(w http.ResponseWriter, r *http.Request) {
 	g.writeTopic(w, http.StatusOK, chi.URLParam(r, "topic"))
 }
@@ -57,6 +103,17 @@ func (g *Gateway) writeTopic(w http.ResponseWriter, status int, name string) {
 	writeJSON(w, status, typeJSON, info)
 }
 
+// deleteTopic serves DELETE /topics/{topic}.
+//
+//	@Summary	Delete a topic and its data
+//	@Tags		topics
+//	@Produce	json
+//	@Param		topic	path	string	true	"topic name"
+//	@Success	204		"deleted"
+//	@Failure	404		{object}	errorBody	"40401: no such topic"
+//	@Failure	500		{object}	errorBody	"50001/50002: internal or storage error"
+//	@Failure	503		{object}	errorBody	"50301: the node is shutting down"
+//	@Router		/topics/{topic} [delete]
 func (g *Gateway) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	if err := g.broker.DeleteTopic(chi.URLParam(r, "topic")); err != nil {
 		writeCoreError(w, err)
@@ -65,10 +122,31 @@ func (g *Gateway) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// createPartitionsBody is POST /topics/{topic}/partitions's body.
+type createPartitionsBody struct {
+	// Partitions is the new total count, more than the topic has.
+	Partitions int32 `json:"partitions" example:"6"`
+}
+
+// createPartitions serves POST /topics/{topic}/partitions.
+//
+//	@Summary	Add partitions to a topic (the body gives the new total)
+//	@Tags		topics
+//	@Accept		json
+//	@Produce	json
+//	@Param		topic	path		string					true	"topic name"
+//	@Param		body	body		createPartitionsBody	true	"the new partition count"
+//	@Success	200		{object}	server.TopicInfo
+//	@Failure	400		{object}	errorBody	"40001: the body is not JSON of this shape"
+//	@Failure	404		{object}	errorBody	"40401: no such topic"
+//	@Failure	413		{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure	415		{object}	errorBody	"41501: the content type is not JSON"
+//	@Failure	422		{object}	errorBody	"42202: the count is not more than the topic has"
+//	@Failure	500		{object}	errorBody	"50001/50002: internal or storage error"
+//	@Failure	503		{object}	errorBody	"50301: the node is shutting down"
+//	@Router		/topics/{topic}/partitions [post]
 func (g *Gateway) createPartitions(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Partitions int32 `json:"partitions"`
-	}
+	var body createPartitionsBody
 	if !decodeBody(w, r, &body) {
 		return
 	}
@@ -80,12 +158,34 @@ func (g *Gateway) createPartitions(w http.ResponseWriter, r *http.Request) {
 	g.writeTopic(w, http.StatusOK, name)
 }
 
+// alterConfigsBody is PUT /topics/{topic}/configs's body.
+type alterConfigsBody struct {
+	// Configs maps a config name to a string, number or boolean value, or
+	// to null to remove the override.
+	Configs map[string]json.RawMessage `json:"configs"`
+}
+
 // alterConfigs serves PUT /topics/{topic}/configs: {"configs": {"k": "v"|number|null}};
 // null removes an override, other keys keep theirs.
+//
+//	@Summary		Set or remove topic config overrides
+//	@Description	Each key of configs is set to its value (a string, number or boolean), or its override removed when null; keys not named keep theirs.
+//	@Tags			topics
+//	@Accept			json
+//	@Produce		json
+//	@Param			topic	path		string				true	"topic name"
+//	@Param			body	body		alterConfigsBody	true	"the overrides"
+//	@Success		200		{object}	server.TopicInfo
+//	@Failure		400		{object}	errorBody	"40001: the body is not JSON of this shape, or a value is not a string, number, boolean or null"
+//	@Failure		404		{object}	errorBody	"40401: no such topic"
+//	@Failure		413		{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure		415		{object}	errorBody	"41501: the content type is not JSON"
+//	@Failure		422		{object}	errorBody	"42204: an unknown config or an invalid value"
+//	@Failure		500		{object}	errorBody	"50001/50002: internal or storage error"
+//	@Failure		503		{object}	errorBody	"50301: the node is shutting down"
+//	@Router			/topics/{topic}/configs [put]
 func (g *Gateway) alterConfigs(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Configs map[string]json.RawMessage `json:"configs"`
-	}
+	var body alterConfigsBody
 	if !decodeBody(w, r, &body) {
 		return
 	}
@@ -163,21 +263,50 @@ type brokerInfo struct {
 	Port     int    `json:"port"`
 }
 
+// brokersAnswer is GET /brokers's answer.
+type brokersAnswer struct {
+	Brokers []brokerInfo `json:"brokers"`
+}
+
+// clusterAnswer is GET /cluster's answer (fields in the order a map
+// would encode them, as before this type existed).
+type clusterAnswer struct {
+	Brokers      []brokerInfo `json:"brokers"`
+	ClusterID    string       `json:"cluster_id"`
+	ControllerID int32        `json:"controller_id"`
+	// Topics is how many topics exist.
+	Topics int `json:"topics"`
+}
+
 func (g *Gateway) brokers() []brokerInfo {
 	host, portText, _ := net.SplitHostPort(g.cfg.AdvertisedKafkaAddr)
 	port, _ := strconv.Atoi(portText)
 	return []brokerInfo{{BrokerID: g.broker.BrokerID(), Host: host, Port: port}}
 }
 
+// listBrokers serves GET /brokers.
+//
+//	@Summary	List brokers and their Kafka listener addresses
+//	@Tags		cluster
+//	@Produce	json
+//	@Success	200	{object}	brokersAnswer
+//	@Router		/brokers [get]
 func (g *Gateway) listBrokers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, typeJSON, map[string]any{"brokers": g.brokers()})
+	writeJSON(w, http.StatusOK, typeJSON, brokersAnswer{Brokers: g.brokers()})
 }
 
+// describeCluster serves GET /cluster.
+//
+//	@Summary	Describe the cluster: id, controller, brokers and topic count
+//	@Tags		cluster
+//	@Produce	json
+//	@Success	200	{object}	clusterAnswer
+//	@Router		/cluster [get]
 func (g *Gateway) describeCluster(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, typeJSON, map[string]any{
-		"cluster_id":    g.broker.ClusterID(),
-		"controller_id": g.broker.BrokerID(),
-		"brokers":       g.brokers(),
-		"topics":        len(g.broker.Topics()),
+	writeJSON(w, http.StatusOK, typeJSON, clusterAnswer{
+		ClusterID:    g.broker.ClusterID(),
+		ControllerID: g.broker.BrokerID(),
+		Brokers:      g.brokers(),
+		Topics:       len(g.broker.Topics()),
 	})
 }

@@ -30,15 +30,18 @@ const (
 )
 
 type readRecord struct {
-	Topic         string            `json:"topic"`
-	Partition     int32             `json:"partition"`
-	Offset        int64             `json:"offset"`
-	Timestamp     int64             `json:"timestamp"`
-	TimestampType string            `json:"timestamp_type"`
-	Key           json.RawMessage   `json:"key"`
-	KeyEncoding   string            `json:"key_encoding,omitempty"`
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Offset        int64  `json:"offset"`
+	Timestamp     int64  `json:"timestamp"`
+	TimestampType string `json:"timestamp_type" enums:"CreateTime,LogAppendTime"`
+	// Key is the key's JSON when the bytes are JSON, else a string (see
+	// key_encoding); null for a null key.
+	Key         json.RawMessage `json:"key"`
+	KeyEncoding string          `json:"key_encoding,omitempty" enums:"string,base64,avro"`
+	// Value is rendered as Key is.
 	Value         json.RawMessage   `json:"value"`
-	ValueEncoding string            `json:"value_encoding,omitempty"`
+	ValueEncoding string            `json:"value_encoding,omitempty" enums:"string,base64,avro"`
 	Headers       map[string]string `json:"headers,omitempty"`
 }
 
@@ -59,6 +62,26 @@ type readParams struct {
 }
 
 // readRecords serves GET /kafka/{topic}/partitions/{partition}/records.
+//
+//	@Summary		Read records from a partition
+//	@Description	Records from offset on, up to max_records and max_bytes, waiting up to timeout_ms for the first when there are none. Keys and values that are JSON are returned as JSON, other UTF-8 text as a string (key_encoding/value_encoding "string"), other bytes as base64 ("base64"). With format=avro, keys and values in Confluent's wire format are decoded through the schema registry into Avro JSON (encoding "avro", with key_schema_id/value_schema_id).
+//	@Tags			gateway
+//	@Produce		json
+//	@Param			topic		path		string	true	"topic name"
+//	@Param			partition	path		integer	true	"partition number"
+//	@Param			offset		query		string	false	"first offset: a number, earliest (default) or latest"
+//	@Param			max_records	query		integer	false	"at most this many records (default 500, at most 10000)"	minimum(1)	maximum(10000)
+//	@Param			max_bytes	query		integer	false	"at most about this many bytes of batches (default 1 MiB; capped by the gateway's MaxFetchBytes)"	minimum(1)
+//	@Param			timeout_ms	query		integer	false	"long-poll up to this long for a first record (default 0; capped by MaxFetchWait)"	minimum(0)
+//	@Param			format		query		string	false	"avro: decode Confluent wire-format keys and values through the registry"	Enums(avro)
+//	@Success		200			{object}	avroReadAnswer
+//	@Failure		400			{object}	errorBody	"40002: a path or query parameter is not valid"
+//	@Failure		404			{object}	errorBody	"40401 no such topic, 40402 no such partition"
+//	@Failure		416			{object}	errorBody	"41601: the offset is outside the log"
+//	@Failure		422			{object}	errorBody	"42205: a stored batch does not decode"
+//	@Failure		500			{object}	errorBody	"50001/50002: internal or storage error"
+//	@Failure		503			{object}	errorBody	"50301: format=avro without a schema registry, or the node is shutting down"
+//	@Router			/kafka/{topic}/partitions/{partition}/records [get]
 func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 	topicName := chi.URLParam(r, "topic")
 	partition, err := strconv.ParseInt(chi.URLParam(r, "partition"), 10, 32)

@@ -115,13 +115,40 @@ func decodeRestBody(w http.ResponseWriter, r *http.Request, v any) (present, ok 
 }
 
 type createConsumerBody struct {
-	Name            string          `json:"name"`
-	Format          string          `json:"format"`
-	AutoOffsetReset string          `json:"auto.offset.reset"`
-	AutoCommit      json.RawMessage `json:"auto.commit.enable"`
+	// Name is the instance id; generated when empty.
+	Name   string `json:"name"`
+	Format string `json:"format" enums:"binary,json" example:"json"`
+	// AutoOffsetReset is where a partition without a commit starts.
+	AutoOffsetReset string `json:"auto.offset.reset" enums:"earliest,latest,none"`
+	// AutoCommit is true (the default) or false, as a boolean or a string.
+	AutoCommit json.RawMessage `json:"auto.commit.enable" swaggertype:"boolean"`
+}
+
+// consumerInstance is POST /consumers/{group}'s answer (fields in the
+// order a map would encode them, as before this type existed).
+type consumerInstance struct {
+	// BaseURI is where the instance's routes are, as the client reached us.
+	BaseURI    string `json:"base_uri"`
+	InstanceID string `json:"instance_id"`
 }
 
 // createConsumer serves POST /consumers/{group}.
+//
+//	@Summary		Create a consumer instance in a group (REST Proxy v2)
+//	@Description	The instance is a member of the group in the coordinator, sharing partitions with the group's Kafka clients. The body may be empty.
+//	@Tags			consumers
+//	@Accept			application/vnd.kafka.v2+json,json,application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json
+//	@Produce		application/vnd.kafka.v2+json,json
+//	@Param			group	path		string				true	"group id"
+//	@Param			body	body		createConsumerBody	false	"instance options"
+//	@Success		200		{object}	consumerInstance
+//	@Failure		400		{object}	errorBody	"40001: the body is not JSON"
+//	@Failure		409		{object}	errorBody	"40902: an instance of that name exists; 40904: the group's members use another protocol"
+//	@Failure		413		{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure		415		{object}	errorBody	"41501: the content type is not accepted"
+//	@Failure		422		{object}	errorBody	"42204: an invalid option (format, auto.offset.reset, auto.commit.enable, name)"
+//	@Failure		503		{object}	errorBody	"50302: consumer groups are not enabled; 50301: shutting down"
+//	@Router			/consumers/{group} [post]
 func (g *Gateway) createConsumer(w http.ResponseWriter, r *http.Request) {
 	var body createConsumerBody
 	if _, ok := decodeRestBody(w, r, &body); !ok {
@@ -152,9 +179,9 @@ func (g *Gateway) createConsumer(w http.ResponseWriter, r *http.Request) {
 		writeGroupError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, typeRestV2, map[string]string{
-		"instance_id": info.ID,
-		"base_uri":    baseURL(r) + "/consumers/" + groupName + "/instances/" + info.ID,
+	writeJSON(w, http.StatusOK, typeRestV2, consumerInstance{
+		InstanceID: info.ID,
+		BaseURI:    baseURL(r) + "/consumers/" + groupName + "/instances/" + info.ID,
 	})
 }
 
@@ -179,6 +206,17 @@ func instanceParams(r *http.Request) (string, string) {
 }
 
 // deleteConsumer serves DELETE /consumers/{group}/instances/{instance}.
+//
+//	@Summary	Delete a consumer instance (it commits first with auto commit, then leaves the group)
+//	@Tags		consumers
+//	@Produce	json
+//	@Param		group		path	string	true	"group id"
+//	@Param		instance	path	string	true	"instance id"
+//	@Success	204			"deleted"
+//	@Failure	404			{object}	errorBody	"40403: no such consumer instance"
+//	@Failure	500			{object}	errorBody	"50002: the final commit failed"
+//	@Failure	503			{object}	errorBody	"50302: consumer groups are not enabled; 50301: shutting down"
+//	@Router		/consumers/{group}/instances/{instance} [delete]
 func (g *Gateway) deleteConsumer(w http.ResponseWriter, r *http.Request) {
 	groupName, id := instanceParams(r)
 	if err := g.groups.DeleteConsumer(r.Context(), groupName, id); err != nil {
@@ -189,12 +227,35 @@ func (g *Gateway) deleteConsumer(w http.ResponseWriter, r *http.Request) {
 }
 
 type subscriptionBody struct {
-	Topics       []string `json:"topics"`
-	TopicPattern string   `json:"topic_pattern"`
+	Topics []string `json:"topics"`
+	// TopicPattern is a regular expression matched against whole topic
+	// names that exist now.
+	TopicPattern string `json:"topic_pattern"`
+}
+
+// subscriptionAnswer is GET …/subscription's answer.
+type subscriptionAnswer struct {
+	Topics []string `json:"topics"`
 }
 
 // subscribe serves POST …/subscription. A topic_pattern is matched against
 // the topics that exist now (not re-evaluated as topics are created).
+//
+//	@Summary	Subscribe a consumer instance to topics, or to the topics matching a pattern now
+//	@Tags		consumers
+//	@Accept		application/vnd.kafka.v2+json,json
+//	@Produce	json
+//	@Param		group		path	string				true	"group id"
+//	@Param		instance	path	string				true	"instance id"
+//	@Param		body		body	subscriptionBody	true	"topics or topic_pattern"
+//	@Success	204			"subscribed"
+//	@Failure	400			{object}	errorBody	"40001: the body is missing or not JSON"
+//	@Failure	404			{object}	errorBody	"40403: no such consumer instance"
+//	@Failure	413			{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure	415			{object}	errorBody	"41501: the content type is not accepted"
+//	@Failure	422			{object}	errorBody	"42204: topic_pattern is not a valid regular expression"
+//	@Failure	503			{object}	errorBody	"50302: consumer groups are not enabled; 50301: shutting down"
+//	@Router		/consumers/{group}/instances/{instance}/subscription [post]
 func (g *Gateway) subscribe(w http.ResponseWriter, r *http.Request) {
 	var body subscriptionBody
 	if present, ok := decodeRestBody(w, r, &body); !ok {
@@ -225,6 +286,16 @@ func (g *Gateway) subscribe(w http.ResponseWriter, r *http.Request) {
 }
 
 // subscription serves GET …/subscription.
+//
+//	@Summary	A consumer instance's subscribed topics
+//	@Tags		consumers
+//	@Produce	application/vnd.kafka.v2+json,json
+//	@Param		group		path		string	true	"group id"
+//	@Param		instance	path		string	true	"instance id"
+//	@Success	200			{object}	subscriptionAnswer
+//	@Failure	404			{object}	errorBody	"40403: no such consumer instance"
+//	@Failure	503			{object}	errorBody	"50302: consumer groups are not enabled"
+//	@Router		/consumers/{group}/instances/{instance}/subscription [get]
 func (g *Gateway) subscription(w http.ResponseWriter, r *http.Request) {
 	groupName, id := instanceParams(r)
 	info, err := g.groups.Consumer(groupName, id)
@@ -232,10 +303,20 @@ func (g *Gateway) subscription(w http.ResponseWriter, r *http.Request) {
 		writeGroupError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, typeRestV2, map[string][]string{"topics": info.Topics})
+	writeJSON(w, http.StatusOK, typeRestV2, subscriptionAnswer{Topics: info.Topics})
 }
 
 // unsubscribe serves DELETE …/subscription.
+//
+//	@Summary	Unsubscribe a consumer instance from all topics
+//	@Tags		consumers
+//	@Produce	json
+//	@Param		group		path	string	true	"group id"
+//	@Param		instance	path	string	true	"instance id"
+//	@Success	204			"unsubscribed"
+//	@Failure	404			{object}	errorBody	"40403: no such consumer instance"
+//	@Failure	503			{object}	errorBody	"50302: consumer groups are not enabled; 50301: shutting down"
+//	@Router		/consumers/{group}/instances/{instance}/subscription [delete]
 func (g *Gateway) unsubscribe(w http.ResponseWriter, r *http.Request) {
 	groupName, id := instanceParams(r)
 	if err := g.groups.Unsubscribe(r.Context(), groupName, id); err != nil {
@@ -250,7 +331,22 @@ type restPartition struct {
 	Partition int32  `json:"partition"`
 }
 
+// assignmentsAnswer is GET …/assignments's answer.
+type assignmentsAnswer struct {
+	Partitions []restPartition `json:"partitions"`
+}
+
 // assignments serves GET …/assignments.
+//
+//	@Summary	The partitions the group assigned to a consumer instance
+//	@Tags		consumers
+//	@Produce	application/vnd.kafka.v2+json,json
+//	@Param		group		path		string	true	"group id"
+//	@Param		instance	path		string	true	"instance id"
+//	@Success	200			{object}	assignmentsAnswer
+//	@Failure	404			{object}	errorBody	"40403: no such consumer instance"
+//	@Failure	503			{object}	errorBody	"50302: consumer groups are not enabled"
+//	@Router		/consumers/{group}/instances/{instance}/assignments [get]
 func (g *Gateway) assignments(w http.ResponseWriter, r *http.Request) {
 	groupName, id := instanceParams(r)
 	info, err := g.groups.Consumer(groupName, id)
@@ -264,7 +360,7 @@ func (g *Gateway) assignments(w http.ResponseWriter, r *http.Request) {
 			out = append(out, restPartition{Topic: tps.Topic, Partition: p})
 		}
 	}
-	writeJSON(w, http.StatusOK, typeRestV2, map[string][]restPartition{"partitions": out})
+	writeJSON(w, http.StatusOK, typeRestV2, assignmentsAnswer{Partitions: out})
 }
 
 // restRecord is one consumed record: REST Proxy v2's fields plus the
@@ -279,7 +375,7 @@ type restRecord struct {
 	Partition     int32           `json:"partition"`
 	Offset        int64           `json:"offset"`
 	Timestamp     int64           `json:"timestamp"`
-	TimestampType string          `json:"timestamp_type"`
+	TimestampType string          `json:"timestamp_type" enums:"CreateTime,LogAppendTime"`
 	Headers       []restHeader    `json:"headers,omitempty"`
 }
 
@@ -347,6 +443,23 @@ func acceptFormat(r *http.Request) (string, bool) {
 }
 
 // consumeRecords serves GET …/records?timeout=&max_bytes=.
+//
+//	@Summary		Poll records for a consumer instance (REST Proxy v2)
+//	@Description	Waits up to timeout ms for records of the assigned partitions. Accept must match the instance's format: application/vnd.kafka.binary.v2+json (keys, values and header values base64) or application/vnd.kafka.json.v2+json (JSON as stored; other text a string, other bytes base64); */* or application/json take the instance's.
+//	@Tags			consumers
+//	@Produce		application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,json
+//	@Param			group		path		string	true	"group id"
+//	@Param			instance	path		string	true	"instance id"
+//	@Param			timeout		query		integer	false	"long-poll up to this many ms (default 1000; capped by MaxFetchWait)"	minimum(0)
+//	@Param			max_bytes	query		integer	false	"at most about this many bytes (default 1 MiB; capped by MaxFetchBytes)"	minimum(1)
+//	@Success		200			{array}		restRecord
+//	@Failure		400			{object}	errorBody	"40002: timeout or max_bytes is not valid"
+//	@Failure		404			{object}	errorBody	"40403: no such consumer instance"
+//	@Failure		406			{object}	errorBody	"40601: Accept does not match the instance's format"
+//	@Failure		409			{object}	errorBody	"40903: not subscribed; 40905: no committed offset and auto.offset.reset is none"
+//	@Failure		500			{object}	errorBody	"50001/50002: internal or storage error"
+//	@Failure		503			{object}	errorBody	"50302: consumer groups are not enabled; 50301: shutting down"
+//	@Router			/consumers/{group}/instances/{instance}/records [get]
 func (g *Gateway) consumeRecords(w http.ResponseWriter, r *http.Request) {
 	groupName, id := instanceParams(r)
 	info, err := g.groups.Consumer(groupName, id)
@@ -397,14 +510,44 @@ type commitBody struct {
 	Offsets []struct {
 		Topic     string `json:"topic"`
 		Partition int32  `json:"partition"`
-		Offset    int64  `json:"offset"`
-		Metadata  string `json:"metadata"`
+		// Offset is the last record consumed; offset+1 is stored.
+		Offset   int64  `json:"offset"`
+		Metadata string `json:"metadata"`
 	} `json:"offsets"`
+}
+
+// committedOffsetsBody is GET …/offsets's optional body.
+type committedOffsetsBody struct {
+	Partitions []restPartition `json:"partitions"`
+}
+
+// committedOffsetsAnswer is GET …/offsets's answer.
+type committedOffsetsAnswer struct {
+	Offsets []group.CommittedOffset `json:"offsets"`
 }
 
 // commitOffsets serves POST …/offsets: the given offsets (each the last
 // record consumed; offset+1 is stored), or with no body every position the
 // instance has consumed to.
+//
+//	@Summary		Commit offsets for a consumer instance
+//	@Description	Each offset names the last record consumed (offset+1 is stored, as REST Proxy does). With no body, every position the instance has consumed to is committed.
+//	@Tags			consumers
+//	@Accept			application/vnd.kafka.v2+json,json
+//	@Produce		json
+//	@Param			group		path	string		true	"group id"
+//	@Param			instance	path	string		true	"instance id"
+//	@Param			body		body	commitBody	false	"offsets to commit"
+//	@Success		200			"committed"
+//	@Failure		400			{object}	errorBody	"40001: the body is not JSON"
+//	@Failure		404			{object}	errorBody	"40403: no such consumer instance"
+//	@Failure		409			{object}	errorBody	"40903: the instance is not in the group now (illegal state)"
+//	@Failure		413			{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure		415			{object}	errorBody	"41501: the content type is not accepted"
+//	@Failure		422			{object}	errorBody	"42204: a negative offset"
+//	@Failure		500			{object}	errorBody	"50002: the commit was rejected"
+//	@Failure		503			{object}	errorBody	"50302: consumer groups are not enabled; 50301: shutting down"
+//	@Router			/consumers/{group}/instances/{instance}/offsets [post]
 func (g *Gateway) commitOffsets(w http.ResponseWriter, r *http.Request) {
 	var body commitBody
 	present, ok := decodeRestBody(w, r, &body)
@@ -433,10 +576,24 @@ func (g *Gateway) commitOffsets(w http.ResponseWriter, r *http.Request) {
 
 // committedOffsets serves GET …/offsets with {"partitions":[…]} (or no
 // body: every partition assigned to the instance).
+//
+//	@Summary		Committed offsets of a consumer instance's group
+//	@Description	For the partitions in the body (a GET body, as REST Proxy takes it), or with none every partition assigned to the instance; -1 where nothing is committed.
+//	@Tags			consumers
+//	@Accept			application/vnd.kafka.v2+json,json
+//	@Produce		application/vnd.kafka.v2+json,json
+//	@Param			group		path		string					true	"group id"
+//	@Param			instance	path		string					true	"instance id"
+//	@Param			body		body		committedOffsetsBody	false	"partitions to report"
+//	@Success		200			{object}	committedOffsetsAnswer
+//	@Failure		400			{object}	errorBody	"40001: the body is not JSON"
+//	@Failure		404			{object}	errorBody	"40403: no such consumer instance"
+//	@Failure		413			{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure		415			{object}	errorBody	"41501: the content type is not accepted"
+//	@Failure		503			{object}	errorBody	"50302: consumer groups are not enabled"
+//	@Router			/consumers/{group}/instances/{instance}/offsets [get]
 func (g *Gateway) committedOffsets(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Partitions []restPartition `json:"partitions"`
-	}
+	var body committedOffsetsBody
 	if _, ok := decodeRestBody(w, r, &body); !ok {
 		return
 	}
@@ -450,5 +607,5 @@ func (g *Gateway) committedOffsets(w http.ResponseWriter, r *http.Request) {
 		writeGroupError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, typeRestV2, map[string][]group.CommittedOffset{"offsets": offsets})
+	writeJSON(w, http.StatusOK, typeRestV2, committedOffsetsAnswer{Offsets: offsets})
 }

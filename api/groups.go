@@ -18,17 +18,38 @@ type groupDetail struct {
 	TotalLag int64 `json:"total_lag"`
 }
 
+// groupsAnswer is GET /groups's answer.
+type groupsAnswer struct {
+	Groups []group.GroupSummary `json:"groups"`
+}
+
 // listGroups serves GET /groups.
+//
+//	@Summary	List the consumer groups this node coordinates
+//	@Tags		groups
+//	@Produce	json
+//	@Success	200	{object}	groupsAnswer
+//	@Failure	503	{object}	errorBody	"50302: consumer groups are not enabled on this gateway"
+//	@Router		/groups [get]
 func (g *Gateway) listGroups(w http.ResponseWriter, r *http.Request) {
 	groups := g.groups.List()
 	if groups == nil {
 		groups = []group.GroupSummary{}
 	}
-	writeJSON(w, http.StatusOK, typeJSON, map[string]any{"groups": groups})
+	writeJSON(w, http.StatusOK, typeJSON, groupsAnswer{Groups: groups})
 }
 
 // describeGroup serves GET /groups/{group}: members with client id, host
 // and assignment; committed offset, high watermark and lag per partition.
+//
+//	@Summary	Describe a consumer group: members, assignments, committed offsets and lag
+//	@Tags		groups
+//	@Produce	json
+//	@Param		group	path		string	true	"group id"
+//	@Success	200		{object}	groupDetail
+//	@Failure	404		{object}	errorBody	"40405: no such group"
+//	@Failure	503		{object}	errorBody	"50302: consumer groups are not enabled on this gateway"
+//	@Router		/groups/{group} [get]
 func (g *Gateway) describeGroup(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "group")
 	d, ok := g.groups.Describe(name)

@@ -187,13 +187,22 @@ func (g *Gateway) observabilityRoutes(r chi.Router) {
 const readyTimeout = 2 * time.Second
 
 type readyBody struct {
-	Status string            `json:"status"`
+	Status string `json:"status" enums:"ready,not ready"`
+	// Checks maps storage and schema_store to "ok" or the error.
 	Checks map[string]string `json:"checks"`
 }
 
 // readyz answers 200 when the node can serve: storage is loaded (the
 // broker is open) and the schema store, when there is one, answers. A
 // failing check answers 503 and names itself with its error.
+//
+//	@Summary		Readiness: storage loaded and the schema store answering
+//	@Description	Each check is "ok" or its error; any failing check makes the answer 503 with status "not ready".
+//	@Tags			cluster
+//	@Produce		json
+//	@Success		200	{object}	readyBody
+//	@Failure		503	{object}	readyBody	"a check failed (this body, not Error)"
+//	@Router			/readyz [get]
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()

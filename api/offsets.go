@@ -22,6 +22,19 @@ type offsetAnswer struct {
 }
 
 // listOffset serves GET /kafka/{topic}/partitions/{partition}/offsets.
+//
+//	@Summary		Find an offset by time (Kafka's ListOffsets)
+//	@Description	earliest: the log start offset; latest (the default): the high watermark, timestamp -1; a time in ms: the first record at or after it and its timestamp, or offset -1 and timestamp -1 when no record is that recent.
+//	@Tags			gateway
+//	@Produce		json
+//	@Param			topic		path		string	true	"topic name"
+//	@Param			partition	path		integer	true	"partition number"
+//	@Param			timestamp	query		string	false	"milliseconds since the epoch, earliest or latest (default)"
+//	@Success		200			{object}	offsetAnswer
+//	@Failure		400			{object}	errorBody	"40002: partition or timestamp is not valid"
+//	@Failure		404			{object}	errorBody	"40401 no such topic, 40402 no such partition"
+//	@Failure		500			{object}	errorBody	"50001/50002: internal or storage error"
+//	@Router			/kafka/{topic}/partitions/{partition}/offsets [get]
 func (g *Gateway) listOffset(w http.ResponseWriter, r *http.Request) {
 	partition, err := strconv.ParseInt(chi.URLParam(r, "partition"), 10, 32)
 	if err != nil {

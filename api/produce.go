@@ -43,8 +43,44 @@ const (
 	formatNDJSON
 )
 
+// producedOffsets is POST /kafka/{topic}'s answer: one offset per record,
+// in request order (produce writes the same JSON without this type).
 type producedOffsets struct {
 	Offsets []server.RecordOffset `json:"offsets"`
+}
+
+// produceBody documents the produce bodies for the spec; the produce path
+// scans bodies itself (jsonscan.go) and never decodes into this type.
+type produceBody struct {
+	Records []produceRecord `json:"records"`
+}
+
+// produceRecord documents one record of a produce body.
+type produceRecord struct {
+	// Key is any JSON (a JSON string key is stored as its UTF-8 bytes on
+	// POST /kafka/{topic}); base64 in the binary format; Avro JSON in the
+	// Avro format. Absent or null: a null key.
+	Key any `json:"key"`
+	// Value is encoded as Key is.
+	Value any `json:"value"`
+	// Partition is chosen from the key (or round robin) when absent.
+	Partition *int32 `json:"partition,omitempty"`
+	// Timestamp in ms since the epoch; the broker's time when absent.
+	Timestamp *int64            `json:"timestamp,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+}
+
+// restProduceBody documents REST Proxy v2's produce body (and the Avro
+// body of POST /kafka/{topic}).
+type restProduceBody struct {
+	// KeySchema and ValueSchema are inline Avro schemas (Avro format
+	// only), registered under <topic>-key and <topic>-value.
+	KeySchema   string `json:"key_schema,omitempty"`
+	KeySchemaID int    `json:"key_schema_id,omitempty"`
+	ValueSchema string `json:"value_schema,omitempty"`
+	// ValueSchemaID names a registered schema instead of value_schema.
+	ValueSchemaID int             `json:"value_schema_id,omitempty"`
+	Records       []produceRecord `json:"records"`
 }
 
 // produceState is per-request scratch reused across requests, so the
@@ -67,11 +103,47 @@ func (s *produceState) reset(topic string) {
 }
 
 // produce serves POST /kafka/{topic}.
+//
+//	@Summary		Produce records to a topic
+//	@Description	The body is one of: any JSON value (one record with that value); {"records": [{"key", "value", "partition", "headers", "timestamp"}, …]} with JSON keys and values (application/json, also curl's default form type), REST Proxy's JSON- or binary-embedded formats, or Avro (application/vnd.kafka.avro.v2+json, see POST /topics/{topic}; it answers REST Proxy's shape with the schema ids); or newline-delimited JSON values (application/x-ndjson). All records are written or none. A topic that does not exist is created when the broker auto-creates topics.
+//	@Tags			gateway
+//	@Accept			json,application/x-ndjson,application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json,x-www-form-urlencoded
+//	@Produce		json
+//	@Param			topic	path		string		true	"topic name"
+//	@Param			body	body		produceBody	true	"records, a single JSON value, or JSON lines"
+//	@Success		200		{object}	producedOffsets
+//	@Failure		400		{object}	errorBody	"40001: the body is empty or not JSON of an accepted shape"
+//	@Failure		404		{object}	errorBody	"40401 no such topic (auto-creation off), 40402 no such partition"
+//	@Failure		409		{object}	errorBody	"Avro: an inline schema is incompatible with the subject's (registry code 409)"
+//	@Failure		413		{object}	errorBody	"41301: the body or a record is over the limit"
+//	@Failure		415		{object}	errorBody	"41501: the content type is not accepted"
+//	@Failure		422		{object}	errorBody	"42201 invalid topic name, 42205 invalid record (Avro: does not match its schema), 42206 invalid timestamp; registry 42201 invalid schema"
+//	@Failure		500		{object}	errorBody	"50001/50002: internal or storage error"
+//	@Failure		503		{object}	errorBody	"50301: the node is shutting down, or Avro without a schema registry"
+//	@Router			/kafka/{topic} [post]
 func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 	g.produceAs(w, r, false)
 }
 
 // produceRestProxy serves REST Proxy v2's POST /topics/{topic}.
+//
+//	@Summary		Produce records, Confluent REST Proxy v2
+//	@Description	Keys and values are JSON (vnd.kafka.json.v2+json, stored JSON-serialized), base64 (vnd.kafka.binary.v2+json) or Avro JSON (vnd.kafka.avro.v2+json: key_schema/value_schema are registered under <topic>-key/<topic>-value, or key_schema_id/value_schema_id name registered schemas; stored in Confluent's wire format). All records are written or none.
+//	@Tags			topics
+//	@Accept			application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json
+//	@Produce		application/vnd.kafka.v2+json,json
+//	@Param			topic	path		string			true	"topic name"
+//	@Param			body	body		restProduceBody	true	"records"
+//	@Success		200		{object}	restProduceAnswer
+//	@Failure		400		{object}	errorBody	"40001: the body is not JSON of this shape"
+//	@Failure		404		{object}	errorBody	"40401 no such topic (auto-creation off), 40402 no such partition; Avro: 40403 unknown schema id"
+//	@Failure		409		{object}	errorBody	"Avro: an inline schema is incompatible with the subject's (registry code 409)"
+//	@Failure		413		{object}	errorBody	"41301: the body or a record is over the limit"
+//	@Failure		415		{object}	errorBody	"41501: the content type is not one of REST Proxy's"
+//	@Failure		422		{object}	errorBody	"42201 invalid topic name, 42205 invalid record (Avro: does not match its schema), 42206 invalid timestamp; registry 42201 invalid schema"
+//	@Failure		500		{object}	errorBody	"50001/50002: internal or storage error"
+//	@Failure		503		{object}	errorBody	"50301: the node is shutting down, or Avro without a schema registry"
+//	@Router			/topics/{topic} [post]
 func (g *Gateway) produceRestProxy(w http.ResponseWriter, r *http.Request) {
 	g.produceAs(w, r, true)
 }
@@ -338,12 +410,16 @@ type restProxyOffset struct {
 	Error     *string `json:"error"`
 }
 
+// restProduceAnswer is REST Proxy v2's produce answer; the schema ids are
+// set for Avro, else null.
+type restProduceAnswer struct {
+	KeySchemaID   *int              `json:"key_schema_id"`
+	ValueSchemaID *int              `json:"value_schema_id"`
+	Offsets       []restProxyOffset `json:"offsets"`
+}
+
 func writeRestProxyOffsets(w http.ResponseWriter, offsets []server.RecordOffset) {
-	out := struct {
-		KeySchemaID   *int              `json:"key_schema_id"`
-		ValueSchemaID *int              `json:"value_schema_id"`
-		Offsets       []restProxyOffset `json:"offsets"`
-	}{Offsets: make([]restProxyOffset, len(offsets))}
+	out := restProduceAnswer{Offsets: make([]restProxyOffset, len(offsets))}
 	for i, o := range offsets {
 		out.Offsets[i] = restProxyOffset{Partition: o.Partition, Offset: o.Offset}
 	}

@@ -94,6 +94,23 @@ func parseStreamParams(r *http.Request) (streamParams, error) {
 }
 
 // stream serves GET /kafka/{topic}/stream.
+//
+//	@Summary		Live feed of a topic as server-sent events, as a member of a consumer group
+//	@Description	Events: "consumer" first, once, with {"group","instance_id","base_uri"}; then "record" events (id <partition>:<offset>) whose data is a record as GET /consumers/…/records returns it in the json format; a ": keepalive" comment every heartbeat_ms without records; "error" with an Error body if polling fails. Every commit_interval_ms the positions sent are committed (and once more at the end); with commit_interval_ms=0 the client commits by POSTing {"offsets":[…]} to <base_uri>/offsets. The server ends the stream after max_duration; EventSource reconnects and resumes from the committed offsets.
+//	@Tags			gateway
+//	@Produce		text/event-stream,json
+//	@Param			topic				path		string	true	"topic name"
+//	@Param			group				query		string	true	"consumer group to join"
+//	@Param			from				query		string	false	"where a partition without a commit starts (default latest)"	Enums(earliest, latest)
+//	@Param			max_duration		query		string	false	"end the stream after this long: a Go duration (30s, 5m) or seconds; default 5m, at most 1h"
+//	@Param			heartbeat_ms		query		integer	false	"keepalive interval (default 15000)"	minimum(100)
+//	@Param			commit_interval_ms	query		integer	false	"auto-commit interval; 0: the client commits (default 5000)"	minimum(0)
+//	@Success		200					{string}	string	"text/event-stream"
+//	@Failure		400					{object}	errorBody	"40002: a query parameter is not valid"
+//	@Failure		404					{object}	errorBody	"40401: no such topic"
+//	@Failure		409					{object}	errorBody	"40904: the group's members use another protocol"
+//	@Failure		503					{object}	errorBody	"50302: consumer groups are not enabled; 50301: shutting down"
+//	@Router			/kafka/{topic}/stream [get]
 func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 	topicName := chi.URLParam(r, "topic")
 	params, err := parseStreamParams(r)

@@ -27,5 +27,7 @@ package openapi
 //	@tag.description	Consumer groups, Kafka clients and HTTP consumers alike: members, offsets and lag.
 //	@tag.name		schemas
 //	@tag.description	Confluent-compatible schema registry.
+//	@tag.name		ui
+//	@tag.description	The admin page (web/).
 //	@tag.name		docs
 //	@tag.description	This description and Swagger UI.
