@@ -64,6 +64,9 @@ type resetOffsetsAnswer struct {
 //	@Failure		400		{object}	errorBody	"40001: malformed body; 40002: bad to, timestamp, offset or partition"
 //	@Failure		404		{object}	errorBody	"40405 no such group; 40401 no such topic; 40402 no such partition"
 //	@Failure		409		{object}	errorBody	"40906: the group has members or is rebalancing"
+//	@Failure		413		{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure		415		{object}	errorBody	"41501: the content type is not JSON"
+//	@Failure		500		{object}	errorBody	"50001: the commit failed"
 //	@Failure		503		{object}	errorBody	"50301/50302: the coordinator is unavailable or not enabled"
 //	@Router			/groups/{group}/offsets/reset [post]
 func (g *Gateway) resetGroupOffsets(w http.ResponseWriter, r *http.Request) {
