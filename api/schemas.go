@@ -224,7 +224,7 @@ func (g *Gateway) registerSchema(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
-	writeSchemaJSON(w, r, map[string]int{"id": id})
+	writeSchemaJSON(w, r, schemaIDAnswer{ID: id})
 }
 
 // lookupSchema serves POST /subjects/{subject}: which version holds this schema.
@@ -431,7 +431,7 @@ func (g *Gateway) getConfig(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
-	writeSchemaJSON(w, r, map[string]string{"compatibilityLevel": level})
+	writeSchemaJSON(w, r, compatibilityLevelAnswer{CompatibilityLevel: level})
 }
 
 // putConfig serves PUT /config and /config/{subject} {"compatibility": "..."}.
@@ -448,7 +448,7 @@ func (g *Gateway) putConfig(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
-	writeSchemaJSON(w, r, map[string]string{"compatibility": level})
+	writeSchemaJSON(w, r, compatibilityUpdate{Compatibility: level})
 }
 
 // deleteConfig serves DELETE /config and /config/{subject} → the level it had.
@@ -458,7 +458,7 @@ func (g *Gateway) deleteConfig(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
-	writeSchemaJSON(w, r, map[string]string{"compatibilityLevel": level})
+	writeSchemaJSON(w, r, compatibilityLevelAnswer{CompatibilityLevel: level})
 }
 
 // getMode serves GET /mode and /mode/{subject} (?defaultToGlobal=true).
@@ -468,7 +468,7 @@ func (g *Gateway) getMode(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
-	writeSchemaJSON(w, r, map[string]string{"mode": mode})
+	writeSchemaJSON(w, r, modeBody{Mode: mode})
 }
 
 // putMode serves PUT /mode and /mode/{subject} {"mode": "..."} (?force=true).
@@ -485,7 +485,7 @@ func (g *Gateway) putMode(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
-	writeSchemaJSON(w, r, map[string]string{"mode": mode})
+	writeSchemaJSON(w, r, modeBody{Mode: mode})
 }
 
 // deleteMode serves DELETE /mode/{subject} → the mode it had.
@@ -495,7 +495,7 @@ func (g *Gateway) deleteMode(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
-	writeSchemaJSON(w, r, map[string]string{"mode": mode})
+	writeSchemaJSON(w, r, modeBody{Mode: mode})
 }
 
 // diffVersions serves GET /subjects/{subject}/diff?from=V1&to=V2 (to
