@@ -31,26 +31,25 @@ func (e *Error) Status() int {
 
 // Confluent's error codes, as sentinels for errors.Is.
 var (
-	ErrSubjectNotFound        = &Error{Code: 40401}
-	ErrVersionNotFound        = &Error{Code: 40402}
-	ErrSchemaNotFound         = &Error{Code: 40403}
-	ErrSubjectSoftDeleted     = &Error{Code: 40404}
-	ErrSubjectNotSoftDeleted  = &Error{Code: 40405}
-	ErrVersionSoftDeleted     = &Error{Code: 40406}
-	ErrVersionNotSoftDeleted  = &Error{Code: 40407}
-	ErrSubjectConfigNotFound  = &Error{Code: 40408}
-	ErrSubjectModeNotFound    = &Error{Code: 40409}
-	ErrIncompatible           = &Error{Code: 409}
-	ErrInvalidSchema          = &Error{Code: 42201}
-	ErrInvalidVersion         = &Error{Code: 42202}
-	ErrInvalidCompatibility   = &Error{Code: 42203}
-	ErrInvalidMode            = &Error{Code: 42204}
-	ErrOperationNotPermitted  = &Error{Code: 42205}
-	ErrReferenceExists        = &Error{Code: 42206}
-	ErrStore                  = &Error{Code: 50001}
-	ErrStoreTimeout           = &Error{Code: 50002}
-	ErrStoreUnavailable       = &Error{Code: 50003}
-	errorCodeForUnknownStores = 50001
+	ErrSubjectNotFound       = &Error{Code: 40401}
+	ErrVersionNotFound       = &Error{Code: 40402}
+	ErrSchemaNotFound        = &Error{Code: 40403}
+	ErrSubjectSoftDeleted    = &Error{Code: 40404}
+	ErrSubjectNotSoftDeleted = &Error{Code: 40405}
+	ErrVersionSoftDeleted    = &Error{Code: 40406}
+	ErrVersionNotSoftDeleted = &Error{Code: 40407}
+	ErrSubjectConfigNotFound = &Error{Code: 40408}
+	ErrSubjectModeNotFound   = &Error{Code: 40409}
+	ErrIncompatible          = &Error{Code: 409}
+	ErrInvalidSchema         = &Error{Code: 42201}
+	ErrInvalidVersion        = &Error{Code: 42202}
+	ErrInvalidCompatibility  = &Error{Code: 42203}
+	ErrInvalidMode           = &Error{Code: 42204}
+	ErrOperationNotPermitted = &Error{Code: 42205}
+	ErrReferenceExists       = &Error{Code: 42206}
+	ErrStore                 = &Error{Code: 50001}
+	ErrStoreTimeout          = &Error{Code: 50002}
+	ErrStoreUnavailable      = &Error{Code: 50003}
 )
 
 func errorf(code int, format string, args ...any) *Error {
@@ -74,7 +73,7 @@ func storeError(op string, err error) error {
 	case errors.Is(err, errStoreClosed), isUnavailable(err):
 		return errorf(50003, "%s: schema store unavailable: %v", op, err)
 	}
-	return errorf(errorCodeForUnknownStores, "%s: error in the schema store: %v", op, err)
+	return errorf(50001, "%s: error in the schema store: %v", op, err)
 }
 
 var errStoreClosed = errors.New("schema store is closed")

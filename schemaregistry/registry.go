@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -872,15 +871,6 @@ func (r *Registry) writable(ctx context.Context, subject string) error {
 		return errorf(42205, "Subject %s is in read-only mode", subject)
 	}
 	return nil
-}
-
-// marshalRefs is for stores that keep references as JSON.
-func marshalRefs(refs []Reference) []byte {
-	if len(refs) == 0 {
-		return []byte("[]")
-	}
-	b, _ := json.Marshal(refs)
-	return b
 }
 
 // breakingChanges summarizes the changes the level refuses.
