@@ -219,4 +219,3 @@ func (g *Gateway) commitReset(r *http.Request, group, topic string, parts []rese
 	}
 	return 0, 0, ""
 }
-

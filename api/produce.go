@@ -49,12 +49,6 @@ type producedOffsets struct {
 	Offsets []server.RecordOffset `json:"offsets"`
 }
 
-// produceBody documents the produce bodies for the spec; the produce path
-// scans bodies itself (jsonscan.go) and never decodes into this type.
-type produceBody struct {
-	Records []produceRecord `json:"records"`
-}
-
 // produceRecord documents one record of a produce body.
 type produceRecord struct {
 	// Key is any JSON (a JSON string key is stored as its UTF-8 bytes on
@@ -70,9 +64,11 @@ type produceRecord struct {
 	Headers   map[string]string `json:"headers,omitempty"`
 }
 
-// restProduceBody documents REST Proxy v2's produce body (and the Avro
-// body of POST /kafka/{topic}).
-type restProduceBody struct {
+// produceBody documents the {"records": […]} produce bodies for the spec
+// (REST Proxy v2's, which POST /kafka/{topic} also takes). The produce
+// path scans bodies itself (jsonscan.go) and the Avro path decodes into
+// avroProduceBody; neither uses this type.
+type produceBody struct {
 	// KeySchema and ValueSchema are inline Avro schemas (Avro format
 	// only), registered under <topic>-key and <topic>-value.
 	KeySchema   string `json:"key_schema,omitempty"`
@@ -133,7 +129,7 @@ func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 //	@Accept			application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json
 //	@Produce		application/vnd.kafka.v2+json,json
 //	@Param			topic	path		string			true	"topic name"
-//	@Param			body	body		restProduceBody	true	"records"
+//	@Param			body	body		produceBody		true	"records"
 //	@Success		200		{object}	restProduceAnswer
 //	@Failure		400		{object}	errorBody	"40001: the body is not JSON of this shape"
 //	@Failure		404		{object}	errorBody	"40401 no such topic (auto-creation off), 40402 no such partition; Avro: 40403 unknown schema id"

@@ -316,3 +316,50 @@ func TestServe(t *testing.T) {
 		t.Errorf("GET /docs/no-such-file.js: %d, want 404", res.StatusCode)
 	}
 }
+
+// nonErrorBodies are the error answers that are not the Error body, and why.
+var nonErrorBodies = map[string]string{
+	"GET /readyz 503":       "answers its checks, as on 200",
+	"GET /docs/{asset} 404": "a static file server's text",
+	"GET /ui/{path} 405":    "the admin page's static file server's text",
+	"GET /openapi.yaml 404": "never happens: the file is embedded",
+	"GET /openapi.json 404": "never happens: the file is embedded",
+}
+
+// TestOperationsAreDescribed checks every operation has a summary and a
+// tag, and that every 4xx and 5xx answer is the Error body (with a
+// description of its codes), unless listed in nonErrorBodies.
+func TestOperationsAreDescribed(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(mustSpec(t, "openapi3.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			name := method + " " + path
+			if op.Summary == "" || len(op.Tags) == 0 {
+				t.Errorf("%s: no @Summary or @Tags", name)
+			}
+			for code, res := range op.Responses.Map() {
+				if code[0] != '4' && code[0] != '5' {
+					continue
+				}
+				if _, ok := nonErrorBodies[name+" "+code]; ok {
+					continue
+				}
+				if res.Value == nil || res.Value.Description == nil || *res.Value.Description == "" {
+					t.Errorf("%s %s: no description of the error codes", name, code)
+					continue
+				}
+				for ct, media := range res.Value.Content {
+					if media.Schema == nil || media.Schema.Ref != "#/components/schemas/Error" {
+						t.Errorf("%s %s (%s): the answer is not {object} errorBody (Error)", name, code, ct)
+					}
+				}
+				if len(res.Value.Content) == 0 {
+					t.Errorf("%s %s: no body; errors answer errorBody (Error)", name, code)
+				}
+			}
+		}
+	}
+}
