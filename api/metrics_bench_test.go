@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/server/metrics/metricstest"
 )
 
 // BenchmarkProduceHandlerMetrics is BenchmarkProduceHandler with metrics
@@ -49,4 +50,34 @@ func BenchmarkProduceHandlerMetrics(b *testing.B) {
 			b.ReportMetric(float64(b.N*10)/b.Elapsed().Seconds(), "records/s")
 		})
 	}
+}
+
+// BenchmarkProduceHandlerMetricsPaired interleaves the two sides of
+// BenchmarkProduceHandlerMetrics in short blocks (metricstest.Paired) and
+// reports the median cost in percent.
+func BenchmarkProduceHandlerMetricsPaired(b *testing.B) {
+	body := benchBody()
+	side := func(m *metrics.Metrics) func() {
+		logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+		broker, err := server.Open(server.Config{DataDir: b.TempDir(), AutoCreateTopics: true, Metrics: m}, logger)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { broker.Close() })
+		g, _ := New(broker, Config{Logger: logger, Metrics: m})
+		h := g.Handler()
+		return func() {
+			req := httptest.NewRequest("POST", "/kafka/topic1", strings.NewReader(body))
+			req.Header.Set("Content-Type", typeJSON)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusOK {
+				b.Fatalf("%d %s", w.Code, w.Body)
+			}
+		}
+	}
+	off, on := side(nil), side(metrics.New())
+	off()
+	on()
+	metricstest.Paired(b, off, on)
 }

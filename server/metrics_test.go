@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/server/metrics/metricstest"
 	"github.com/ferry-mq/ferry/server/records"
 )
 
@@ -94,4 +94,22 @@ func gathered(t *testing.T, m *metrics.Metrics, name string) float64 {
 	}
 	t.Fatalf("no %s", name)
 	return 0
+}
+
+// BenchmarkProduceBatchMetricsPaired interleaves the two sides of
+// BenchmarkProduceBatchMetrics in short blocks (metricstest.Paired) and
+// reports the median cost in percent.
+func BenchmarkProduceBatchMetricsPaired(b *testing.B) {
+	data := tenRecordBatch(b)
+	side := func(m *metrics.Metrics) func() {
+		br := newTestBroker(b, func(c *Config) { c.Metrics = m })
+		req := BatchProduce{Topic: "bench", Partition: 0, Batches: append([]byte(nil), data...)}
+		return func() {
+			copy(req.Batches, data)
+			if _, err := br.ProduceBatch(context.Background(), req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	metricstest.Paired(b, side(nil), side(metrics.New()))
 }

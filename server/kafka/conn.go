@@ -66,9 +66,12 @@ func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.out)
 	br := bufio.NewReaderSize(c.nc, 64<<10)
+	// Two clock reads per request when metrics are on, none when off:
+	// started (request read) and finished (response handed to the writer),
+	// which is also when the wait for the next request starts.
 	lm := c.s.metrics.conns // nil when metrics are off
+	waiting := now(lm)
 	for {
-		waiting := now(lm)
 		frame, err := c.readFrame(br)
 		started := now(lm)
 		lm.Idle(started.Sub(waiting))
@@ -76,7 +79,7 @@ func (c *conn) readLoop() {
 			c.logReadError(err)
 			return
 		}
-		resp, keep := c.s.handle(c, frame)
+		resp, keep, served := c.s.handle(c, frame)
 		if resp != nil {
 			select {
 			case c.out <- resp:
@@ -85,7 +88,9 @@ func (c *conn) readLoop() {
 			}
 		}
 		if lm != nil {
-			lm.Busy(time.Since(started))
+			waiting = time.Now()
+			served.Observe(waiting.Sub(started))
+			lm.Busy(waiting.Sub(started))
 		}
 		if !keep {
 			return

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/metrics"
 )
 
 // requestHeader is Kafka's request header (v1, or v2 with tagged fields
@@ -70,41 +71,42 @@ func skipTags(b []byte) ([]byte, error) {
 }
 
 // handle serves one request frame and returns the encoded response (nil
-// when the request gets none, like acks=0 produce) and whether to keep
-// the connection open.
-func (s *Server) handle(c *conn, frame []byte) ([]byte, bool) {
+// when the request gets none, like acks=0 produce), whether to keep the
+// connection open, and the API's request metrics for the reader to time
+// it (nil when metrics are off or the request was not served); failed
+// partitions are counted here.
+func (s *Server) handle(c *conn, frame []byte) (_ []byte, keep bool, served *metrics.Request) {
 	h, rest, err := parseHeader(frame)
 	if err != nil {
 		s.logger.Warn("closing connection: bad request header", "remote", c.remote, "err", err)
-		return nil, false
+		return nil, false, nil
 	}
 	if h.key == apiVersionsKey && !inRange(h.key, h.version) {
 		// Kafka answers any ApiVersions version, so a newer client learns
 		// what this broker speaks: v0 body, UNSUPPORTED_VERSION, the ranges.
-		return encodeResponse(h.correlation, unsupportedAPIVersions()), true
+		return encodeResponse(h.correlation, unsupportedAPIVersions()), true, nil
 	}
-	started := time.Now()
 	req, err := s.decodeRequest(h, rest)
 	if err != nil {
 		s.metrics.failedDecode(h.key)
 		s.logger.Warn("closing connection: cannot serve request", "remote", c.remote, "client_id", h.clientID,
 			"api_key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version, "err", err)
-		return nil, false
+		return nil, false, nil
 	}
 	resp, ok := s.serve(c, h, req)
-	s.metrics.observe(h.key, started, resp)
+	served = s.metrics.served(h.key, resp)
 	if !ok {
-		return nil, false
+		return nil, false, served
 	}
 	if resp == closeConnection {
 		s.logger.Info("closing connection after a failed acks=0 produce", "remote", c.remote, "client_id", h.clientID)
-		return nil, false
+		return nil, false, served
 	}
 	if resp == nil {
-		return nil, true
+		return nil, true, served
 	}
 	resp.SetVersion(h.version)
-	return encodeResponse(h.correlation, resp), true
+	return encodeResponse(h.correlation, resp), true, served
 }
 
 // decodeRequest checks the key and version against the table and parses

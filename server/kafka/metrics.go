@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,16 +49,14 @@ func (lm *listenerMetrics) request(key int16) *metrics.Request {
 	return r
 }
 
-// observe counts one served request and its failed partitions.
-func (lm *listenerMetrics) observe(key int16, started time.Time, resp kmsg.Response) {
+// served counts a served request's failed partitions and returns the
+// API's metrics, which the connection's reader times the request with.
+func (lm *listenerMetrics) served(key int16, resp kmsg.Response) *metrics.Request {
 	r := lm.request(key)
-	if r == nil {
-		return
-	}
-	r.Observe(time.Since(started))
-	if resp != nil {
+	if r != nil && resp != nil {
 		eachErrorCode(resp, func(code int16) { r.Failed(errorName(code), 1) })
 	}
+	return r
 }
 
 // failedDecode counts a request that closed the connection unserved.

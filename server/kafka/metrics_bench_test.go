@@ -7,6 +7,7 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/server/metrics/metricstest"
 	"github.com/ferry-mq/ferry/server/records"
 )
 
@@ -42,4 +43,28 @@ func BenchmarkProduceMetrics(b *testing.B) {
 			b.ReportMetric(float64(b.N*10)/b.Elapsed().Seconds(), "records/s")
 		})
 	}
+}
+
+// BenchmarkProduceMetricsPaired interleaves the two sides of
+// BenchmarkProduceMetrics in short blocks (metricstest.Paired), each side
+// its own broker, listener and connection, and reports the median cost.
+func BenchmarkProduceMetricsPaired(b *testing.B) {
+	side := func(m *metrics.Metrics) func() {
+		ts := newTestServerWith(b, func(c *server.Config) { c.Metrics = m }, func(c *Config) { c.Metrics = m })
+		c := ts.dial(b)
+		values := make([]string, 10)
+		for i := range values {
+			values[i] = `{"id":1,"event":"page_view","path":"/products/00042","agent":"wrk-benchmark/4.2","n":` + string(rune('0'+i)) + `}`
+		}
+		req := produceReq("bench", 0, 1, batch(b, records.BatchOptions{}, values...))
+		return func() {
+			if p := do[*kmsg.ProduceResponse](c, req, 9).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+				b.Fatalf("produce: error %d", p.ErrorCode)
+			}
+		}
+	}
+	off, on := side(nil), side(metrics.New())
+	off()
+	on()
+	metricstest.Paired(b, off, on)
 }
