@@ -60,7 +60,9 @@ func newBrowser(t *testing.T) *browser {
 	// The first run starts the browser; it must not carry a timeout (that
 	// would stop the browser with it), so a watchdog bounds it instead.
 	started := make(chan error, 1)
-	go func() { started <- chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate("about:blank")) }()
+	go func() {
+		started <- chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate("about:blank"))
+	}()
 	select {
 	case err := <-started:
 		if err != nil {
@@ -146,6 +148,19 @@ func eval[T any](b *browser, step, expr string) T {
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
 		b.t.Fatalf("%s: %v", step, err)
+	}
+	return v
+}
+
+// evalAsync evaluates expr (an await-using expression) wrapped by the
+// format wrapper, waiting for the promise.
+func evalAsync[T any](b *browser, expr, wrapper string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, uiTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](fmt.Sprintf(wrapper, expr), chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("%s: %v", expr, err)
 	}
 	return v
 }

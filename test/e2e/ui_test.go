@@ -87,6 +87,27 @@ func TestUITopicsAndMessages(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("table.partitions")))
 	b.waitText("table.partitions tbody", "0")
 	b.screenshot("topic-detail")
+	b.run("add a partition",
+		fillIn("#partition-total", "4"),
+		chromedp.Click(chromedp.Search(`//button[text()="Add partitions"]`)))
+	b.waitText("#flash", "now has 4 partitions")
+	b.run("edit retention.ms",
+		fillIn(`input[data-config="retention.ms"]`, "7200000"),
+		chromedp.Click(chromedp.CSS("#save-configs")))
+	b.waitText("#flash", "Saved retention.ms")
+	b.run("reject a bad config value",
+		fillIn(`input[data-config="retention.ms"]`, "soon"),
+		chromedp.Click(chromedp.CSS("#save-configs")))
+	b.waitText("form .error", "ferry refused the config change")
+	b.waitText("form .error", "HTTP 422")
+	if st := uiGetJSON(t, node.URL+"/topics/orders-ui", &topic); st != http.StatusOK || len(topic.Partitions) != 4 {
+		t.Fatalf("after adding a partition: %d partitions, want 4", len(topic.Partitions))
+	}
+	for _, c := range topic.Configs {
+		if c.Name == "retention.ms" && c.Value != "7200000" {
+			t.Fatalf("retention.ms = %q after the edit, want 7200000", c.Value)
+		}
+	}
 
 	// Produce a record from the form and see it in the message browser.
 	b.run("produce from the form",
@@ -150,5 +171,55 @@ func TestUITopicsAndMessages(t *testing.T) {
 		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-topic="orders-ui"]`)))
 	if st := uiGetJSON(t, node.URL+"/topics/orders-ui", nil); st != http.StatusNotFound {
 		t.Fatalf("GET /topics/orders-ui after delete = %d, want 404", st)
+	}
+
+	// The overview turns ferry's byte counters (/metrics) into rates; it
+	// refreshes every 5 s, so the second sample gives a figure.
+	b.run("open the overview again", chromedp.Navigate(node.URL+"/ui/#/"), chromedp.WaitVisible(chromedp.CSS("#overview-stats")))
+	b.waitText("#overview-stats .rate", "/s")
+	restCall(t, http.MethodPost, node.URL+"/kafka/rates", "application/json", "", `{"payload":"`+strings.Repeat("x", 4000)+`"}`)
+	b.run("wait for a bytes-in rate above zero", chromedp.Poll[chromedp.Void](
+		`/[1-9]/.test(document.querySelector('#overview-stats .rate .stat-value').textContent)`,
+		chromedp.WithPollingTimeout(uiTimeout)))
+	b.screenshot("overview-rates")
+}
+
+// TestUIModules runs the page's pure functions in the browser, where they run.
+func TestUIModules(t *testing.T) {
+	node := harness.Start(t)
+	b := newBrowser(t)
+	b.run("open the page", chromedp.Navigate(node.URL+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#overview-stats")))
+	cases := []struct{ expr, want string }{
+		{`(await import('./js/topics.js')).validateTopicName('orders.v1_a-b')`, ``},
+		{`(await import('./js/topics.js')).validateTopicName('')`, `Enter a topic name.`},
+		{`(await import('./js/topics.js')).validateTopicName('..')`, `A topic cannot be named "." or "..".`},
+		{`(await import('./js/topics.js')).validateTopicName('x'.repeat(250))`, `A topic name has at most 249 characters; this one has 250.`},
+		{`(await import('./js/topics.js')).validateTopicName('a/b c')`, `Only letters, digits, ".", "_" and "-" are allowed; remove "/", the space.`},
+		{`(await import('./js/topics.js')).validateTopicName('x'.repeat(249))`, ``},
+		{`JSON.stringify((await import('./js/topics.js')).topicStats({partitions: [
+			{leader: 0, replicas: [0, 1], isr: [0], log_start_offset: 2, high_watermark: 10, size_bytes: 100},
+			{leader: -1, replicas: [1], isr: [], log_start_offset: 0, high_watermark: 0, size_bytes: 0}]}))`,
+			`{"partitions":2,"size":100,"messages":8,"under":2,"offline":1}`},
+		{`JSON.stringify((await import('./js/overview.js')).byteTotals((await import('./js/overview.js')).parseMetrics(
+			'# TYPE ferry_topic_bytes_in_total counter\nferry_topic_bytes_in_total{topic="a"} 10\nferry_topic_bytes_in_total{topic="b"} 5 1700000000\nferry_topic_bytes_out_total{topic="a"} 7\n')))`,
+			`{"inBytes":15,"outBytes":7}`},
+		{`JSON.stringify((await import('./js/overview.js')).byteTotals((await import('./js/overview.js')).parseMetrics('go_goroutines 7\n')))`,
+			`{"inBytes":null,"outBytes":null}`},
+		{`(await import('./js/messages.js')).toHex((await import('./js/messages.js')).bytesOf('AAH/', 'base64'))`, `00 01 ff`},
+		{`(await import('./js/messages.js')).toBase64((await import('./js/messages.js')).bytesOf('hi', 'string'))`, `aGk=`},
+		{`(await import('./js/messages.js')).toHex((await import('./js/messages.js')).bytesOf({"a":1}, ''))`, `7b 22 61 22 3a 31 7d`},
+		{`(await import('./js/messages.js')).renderBytes('AAH/', 'base64', 'auto').textContent`, `00 01 ff binary · hex`},
+		{`(await import('./js/messages.js')).renderBytes({"a":[1]}, '', 'auto').textContent`, "{\n  \"a\": [\n    1\n  ]\n}"},
+		{`(await import('./js/schemas.js')).reasonText("{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'the field has no default', path:'/fields/x'}")`, `the field has no default`},
+		{`(await import('./js/schemas.js')).reasonText("{oldSchemaVersion: 1}")`, ``},
+		{`(await import('./js/schemas.js')).lineDiff(['a','b','c'], ['a','x','c','d']).map((r) => r.kind).join(' ')`, `same change same add`},
+		{`(await import('./js/schemas.js')).lineDiff(['a','b'], []).map((r) => r.kind).join(' ')`, `del del`},
+		{`(await import('./js/app.js')).parseHash('#/messages/a%2Fb?partition=2').segments.join('|')`, `messages|a/b`},
+	}
+	for _, c := range cases {
+		got := evalAsync[string](b, c.expr, `(async () => String(%s))()`)
+		if got != c.want {
+			t.Errorf("%s\n got %q\nwant %q", c.expr, got, c.want)
+		}
 	}
 }

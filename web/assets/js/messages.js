@@ -20,12 +20,27 @@ export function bytesOf(json, encoding) {
 export const toHex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join(' ');
 export const toBase64 = (b) => btoa(String.fromCharCode(...b));
 
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
+/** wireSchemaId is the schema id of Confluent's wire format (magic 0, 4-byte id), or 0. */
+export function wireSchemaId(b) {
+  if (!b || b.length < 5 || b[0] !== 0) return 0;
+  return ((b[1] << 24) | (b[2] << 16) | (b[3] << 8) | b[4]) >>> 0;
+}
+
 /** renderBytes shows a key or value in the chosen mode (auto, text, hex, base64). */
 export function renderBytes(json, encoding, mode, schemaId) {
   if (json === null || json === undefined) return h('span', { class: 'muted' }, 'null');
+  // Text with control characters is binary that happens to be valid UTF-8
+  // (Confluent's wire format often is): auto shows it as hex too.
+  const binary = encoding === 'base64' || (encoding === 'string' && CONTROL.test(json));
+  if (mode === 'auto' && binary) {
+    const b = bytesOf(json, encoding);
+    return h('pre', { class: 'val' }, toHex(b), ' ', h('span', { class: 'badge' }, 'binary · hex'),
+      wireSchemaId(b) ? h('span', { class: 'badge accent', title: 'Tick “Decode Avro” to read it' }, `Avro wire format · schema ${wireSchemaId(b)}`) : null);
+  }
   if (mode === 'auto' || (mode === 'text' && encoding !== 'base64')) {
     if (encoding === 'string') return h('pre', { class: 'val' }, json);
-    if (encoding === 'base64') return h('pre', { class: 'val' }, toHex(bytesOf(json, encoding)), ' ', h('span', { class: 'badge' }, 'binary · hex'));
     const pretty = JSON.stringify(json, null, 2);
     return h('pre', { class: 'val json' }, pretty,
       encoding === 'avro' ? h('span', { class: 'badge accent' }, `avro${schemaId ? ` · schema ${schemaId}` : ''}`) : null);
@@ -97,7 +112,10 @@ export async function render(root, { segments, params }) {
   function describePartition() {
     const p = partitionInfo();
     if (!p) { info.textContent = ''; return; }
-    info.textContent = `Partition ${p.partition}: offsets ${fmtNum(p.log_start_offset)} to ${fmtNum(p.high_watermark - 1)} — ${fmtNum(p.high_watermark - p.log_start_offset)} message(s).`;
+    const count = p.high_watermark - p.log_start_offset;
+    info.textContent = count > 0
+      ? `Partition ${p.partition}: offsets ${fmtNum(p.log_start_offset)} to ${fmtNum(p.high_watermark - 1)}, ${fmtNum(count)} message(s).`
+      : `Partition ${p.partition} is empty; the next message gets offset ${fmtNum(p.high_watermark)}.`;
   }
 
   function recordsPath(start, max, extra = '') {

@@ -26,17 +26,26 @@ export function parseMetrics(text) {
 }
 
 /**
- * byteTotals picks ferry's byte counters: a counter (…_total) whose name
- * has "bytes" and says in (in, received, produced) or out (out, sent,
- * fetched, consumed). null when /metrics has none of them.
+ * byteTotals picks ferry's byte counters: ferry_topic_bytes_in_total and
+ * ferry_topic_bytes_out_total (per topic, summed); failing those, any
+ * ferry_…bytes…_total counter whose name says in (in, received, produced)
+ * or out (out, sent, fetched, consumed); 0 when ferry serves metrics but
+ * no traffic has been counted yet; null where /metrics has none.
  */
 export function byteTotals(sums) {
+  if (sums.has('ferry_topic_bytes_in_total') || sums.has('ferry_topic_bytes_out_total')) {
+    return { inBytes: sums.get('ferry_topic_bytes_in_total') ?? 0, outBytes: sums.get('ferry_topic_bytes_out_total') ?? 0 };
+  }
   let inBytes = null; let outBytes = null;
   for (const [name, v] of sums) {
     if (!name.startsWith('ferry_') || !name.endsWith('_total') || !name.includes('bytes')) continue;
     const words = name.split('_');
     if (words.some((w) => ['in', 'received', 'produced'].includes(w))) inBytes = (inBytes || 0) + v;
     else if (words.some((w) => ['out', 'sent', 'fetched', 'consumed'].includes(w))) outBytes = (outBytes || 0) + v;
+  }
+  if (inBytes === null && outBytes === null && sums.has('ferry_requests_total')) {
+    // ferry's per-topic byte counters appear with the first produce or fetch.
+    return { inBytes: 0, outBytes: 0 };
   }
   return { inBytes, outBytes };
 }
@@ -86,8 +95,8 @@ export async function render(root) {
         card('Partitions', fmtNum(partitions)),
         card('Under-replicated partitions', under, under ? 'warn' : ''),
         card('Offline partitions', offline, offline ? 'bad' : ''),
-        card('Bytes in', bytesIn),
-        card('Bytes out', bytesOut)),
+        card('Bytes in', bytesIn, 'rate'),
+        card('Bytes out', bytesOut, 'rate')),
       topics.filter((t) => t.error).map((t) => errorBox(t.error, `Could not describe ${t.name}`)),
       h('section', { 'aria-labelledby': 'brokers-title' },
         h('h2', { id: 'brokers-title' }, 'Brokers'),

@@ -45,6 +45,21 @@ export function lineDiff(a, b) {
   return rows;
 }
 
+/**
+ * reasonText turns one of the registry's verbose messages (Confluent's
+ * "{errorType:'…', description:'…', path:'…'}" strings) into a sentence;
+ * bookkeeping entries (oldSchemaVersion, oldSchema, validateFields,
+ * compatibility) give ''. Anything else is shown as it came.
+ */
+export function reasonText(m) {
+  const desc = m.match(/description:'(.*?)'(?:, path:'(.*?)')?\}$/s);
+  if (desc) return desc[1];
+  const breaking = m.match(/^\{breakingChanges: '(.*)'\}$/s);
+  if (breaking) return `Breaking change: ${breaking[1]}`;
+  if (/^\{(oldSchemaVersion|oldSchema|validateFields|compatibility):/.test(m)) return '';
+  return m;
+}
+
 function diffTable(leftTitle, rightTitle, rows) {
   const cell = (side, kind) => {
     const cls = !side ? 'gap' : kind === 'same' ? '' : kind === 'add' || kind === 'change' ? 'add' : 'del';
@@ -213,7 +228,7 @@ function registerSection(subject, latest, level) {
       h('strong', {}, ans.is_compatible
         ? `Compatible with version ${latest.version} under ${level.level}.`
         : `Incompatible with version ${latest.version} under ${level.level}.`),
-      (ans.messages || []).length ? h('ul', { class: 'reasons' }, ans.messages.map((m) => h('li', {}, m))) : null),
+      reasons(ans.messages || [])),
     changes && (changes.changes || []).length ? changesList(changes) : null);
     return ans.is_compatible;
   }
@@ -221,6 +236,14 @@ function registerSection(subject, latest, level) {
     errSlot.replaceChildren();
     try { await runCheck(check); } catch (e) { showError(errSlot, e, 'The registry could not check the schema'); }
   });
+  function reasons(messages) {
+    const lines = messages.map(reasonText).filter(Boolean);
+    if (!messages.length) return null;
+    return [
+      lines.length ? h('ul', { class: 'reasons' }, lines.map((m) => h('li', {}, m))) : null,
+      h('details', {}, h('summary', {}, 'The registry’s full answer'), h('ul', {}, messages.map((m) => h('li', {}, h('code', {}, m))))),
+    ];
+  }
   return h('section', { 'aria-labelledby': 'register-title' }, h('h2', { id: 'register-title' }, 'Register a new version'),
     h('form', {
       class: 'panel',
