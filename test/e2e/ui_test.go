@@ -223,3 +223,69 @@ func TestUIModules(t *testing.T) {
 		}
 	}
 }
+
+// TestUIKeyboardAndProgress: the main flow works from the keyboard with a
+// visible focus, Escape cancels the confirmation, and a slow call shows
+// progress until it ends.
+func TestUIKeyboardAndProgress(t *testing.T) {
+	node := harness.Start(t)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Get(node.URL + "/ui")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != "/ui/" {
+		t.Fatalf("GET /ui: %d Location %q, want 301 to /ui/", res.StatusCode, res.Header.Get("Location"))
+	}
+
+	b := newBrowser(t)
+	b.run("open the topics page", chromedp.Navigate(node.URL+"/ui/#/topics"), chromedp.WaitVisible(chromedp.CSS("#new-topic")))
+	for i := 0; ; i++ {
+		if eval[string](b, "read the focus", `document.activeElement.id`) == "new-topic" {
+			break
+		}
+		if i == 40 {
+			t.Fatal("Tab never reached the New topic button")
+		}
+		b.run("press Tab", chromedp.KeyEvent("\t"))
+	}
+	if outline := eval[string](b, "read the focus style", `getComputedStyle(document.activeElement).outlineStyle`); outline == "none" {
+		t.Fatal("the focused button shows no outline")
+	}
+	b.run("open the form with Enter and type a name", chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS("#topic-name")))
+	if id := eval[string](b, "read the focus", `document.activeElement.id`); id != "topic-name" {
+		t.Fatalf("focus is on %q after opening the form, want the name field", id)
+	}
+	b.run("create with Enter",
+		chromedp.KeyEvent("kb-topic"), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-topic="kb-topic"]`)))
+
+	b.run("open the delete confirmation from the keyboard",
+		chromedp.Focus(chromedp.CSS(`button[aria-label="Delete topic kb-topic"]`)), chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS("dialog[open] input")))
+	if id := eval[string](b, "read the focus", `document.activeElement.closest('dialog') ? 'dialog' : document.activeElement.id`); id != "dialog" {
+		t.Fatalf("focus is on %q with the dialog open", id)
+	}
+	b.run("cancel with Escape", chromedp.KeyEvent("\x1b"), chromedp.WaitNotPresent(chromedp.CSS("dialog[open]")))
+	if st := uiGetJSON(t, node.URL+"/topics/kb-topic", nil); st != http.StatusOK {
+		t.Fatalf("the topic is gone after Escape: %d", st)
+	}
+
+	// A call that takes a while (a 3 s long poll) shows the progress bar and
+	// "Working…" after 250 ms, and hides them when it ends.
+	b.run("start a slow call", chromedp.Evaluate[chromedp.Void](
+		`import('./js/api.js').then((m) => { window.slowCall = m.get('/kafka/kb-topic/partitions/0/records?offset=latest&timeout_ms=3000'); })`,
+		chromedp.EvalAwaitPromise),
+		chromedp.WaitVisible(chromedp.CSS("#progress")))
+	b.waitText("#busy", "Working")
+	b.run("wait for the end of the slow call", chromedp.WaitNotVisible(chromedp.CSS("#progress")))
+	if busy := eval[string](b, "read the status", `document.querySelector('#busy').textContent`); busy != "" {
+		t.Fatalf("status still says %q", busy)
+	}
+
+	// The filter narrows the list and says so.
+	b.run("filter the list", chromedp.SendKeys(chromedp.CSS("#topic-filter"), "nothing-like-this"))
+	b.waitText("#view", "No topic matches the filter.")
+	b.waitText("#view", "0 of 2 topics match")
+}
