@@ -32,7 +32,8 @@ type browser struct {
 }
 
 // newBrowser starts Chromium for t; it fails when CI is set and Chromium
-// cannot start, and skips otherwise.
+// cannot start, and skips otherwise. Tests call it first, so a missing
+// Chromium skips before a ferry is started.
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {

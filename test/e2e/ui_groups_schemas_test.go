@@ -23,6 +23,7 @@ type uiGroupDetail struct {
 }
 
 func TestUIConsumerGroup(t *testing.T) {
+	b := newBrowser(t)
 	node := harness.Start(t)
 	restCall(t, http.MethodPost, node.URL+"/topics", "application/json", "", `{"name":"events","partitions":1}`)
 	restCall(t, http.MethodPost, node.URL+"/kafka/events", "application/x-ndjson", "", "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n{\"n\":5}\n")
@@ -51,7 +52,6 @@ func TestUIConsumerGroup(t *testing.T) {
 		t.Fatalf("commit: %d %s", st, body)
 	}
 
-	b := newBrowser(t)
 	b.run("open the groups list",
 		chromedp.Navigate(node.URL+"/ui/#/groups"),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-group="billing"]`)))
@@ -94,8 +94,8 @@ func TestUIConsumerGroup(t *testing.T) {
 }
 
 func TestUISchemaRegistry(t *testing.T) {
-	node := harness.Start(t)
 	b := newBrowser(t)
+	node := harness.Start(t)
 
 	// Register version 1 from the new-subject form.
 	b.run("register a schema",

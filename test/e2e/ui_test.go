@@ -27,8 +27,8 @@ func uiGetJSON(t *testing.T, url string, v any) int {
 }
 
 func TestUITopicsAndMessages(t *testing.T) {
-	node := harness.Start(t)
 	b := newBrowser(t)
+	node := harness.Start(t)
 
 	b.run("open the overview",
 		chromedp.Navigate(node.URL+"/ui/"),
@@ -186,8 +186,8 @@ func TestUITopicsAndMessages(t *testing.T) {
 
 // TestUIModules runs the page's pure functions in the browser, where they run.
 func TestUIModules(t *testing.T) {
-	node := harness.Start(t)
 	b := newBrowser(t)
+	node := harness.Start(t)
 	b.run("open the page", chromedp.Navigate(node.URL+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#overview-stats")))
 	cases := []struct{ expr, want string }{
 		{`(await import('./js/topics.js')).validateTopicName('orders.v1_a-b')`, ``},
@@ -228,6 +228,7 @@ func TestUIModules(t *testing.T) {
 // visible focus, Escape cancels the confirmation, and a slow call shows
 // progress until it ends.
 func TestUIKeyboardAndProgress(t *testing.T) {
+	b := newBrowser(t)
 	node := harness.Start(t)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	res, err := client.Get(node.URL + "/ui")
@@ -239,7 +240,6 @@ func TestUIKeyboardAndProgress(t *testing.T) {
 		t.Fatalf("GET /ui: %d Location %q, want 301 to /ui/", res.StatusCode, res.Header.Get("Location"))
 	}
 
-	b := newBrowser(t)
 	b.run("open the topics page", chromedp.Navigate(node.URL+"/ui/#/topics"), chromedp.WaitVisible(chromedp.CSS("#new-topic")))
 	for i := 0; ; i++ {
 		if eval[string](b, "read the focus", `document.activeElement.id`) == "new-topic" {
