@@ -205,6 +205,8 @@ func TestUIModules(t *testing.T) {
 			`{"inBytes":15,"outBytes":7}`},
 		{`JSON.stringify((await import('./js/overview.js')).byteTotals((await import('./js/overview.js')).parseMetrics('go_goroutines 7\n')))`,
 			`{"inBytes":null,"outBytes":null}`},
+		{`(await import('./js/topics.js')).replicaList({replicas: [0, 1, 2], isr: [0, 2]}).querySelector('.oos').textContent`, `1 (out of sync)`},
+		{`(await import('./js/topics.js')).replicaList({replicas: [0, 1], isr: [0, 1]}).querySelectorAll('.oos').length`, `0`},
 		{`(await import('./js/messages.js')).toHex((await import('./js/messages.js')).bytesOf('AAH/', 'base64'))`, `00 01 ff`},
 		{`(await import('./js/messages.js')).toBase64((await import('./js/messages.js')).bytesOf('hi', 'string'))`, `aGk=`},
 		{`(await import('./js/messages.js')).toHex((await import('./js/messages.js')).bytesOf({"a":1}, ''))`, `7b 22 61 22 3a 31 7d`},

@@ -2,7 +2,7 @@
 // offsets and lag, and resetting an Empty group's offsets.
 
 import { enc, get, post } from './api.js';
-import { busy, field, fill, flash, fmtNum, fmtTime, h, link, setInvalid, showError, table } from './ui.js';
+import { busy, field, fill, flash, fmtNum, fmtTime, h, link, num, setInvalid, showError, table } from './ui.js';
 
 const stateBadge = (state) => h('span', {
   class: `badge ${state === 'Stable' ? 'ok' : state === 'Empty' ? '' : state === 'Dead' ? 'bad' : 'warn'}`,
@@ -18,7 +18,7 @@ export async function renderList(root) {
     h('td', {}, g.protocol || '—')));
   root.append(h('h1', {}, 'Consumer groups'),
     h('p', { class: 'muted' }, 'Groups of Kafka clients and of HTTP consumers that this node coordinates.'),
-    table(['Group', 'State', 'Members', 'Protocol type', 'Assignor'], rows,
+    table(['Group', 'State', num('Members'), 'Protocol type', 'Assignor'], rows,
       { empty: 'No consumer groups yet. They appear when a consumer joins or commits.', class: 'groups' }));
 }
 
@@ -67,7 +67,7 @@ function offsetsSection(d) {
     h('td', { class: `num ${o.lag > 0 ? 'lagging' : ''}` }, o.lag < 0 ? '—' : fmtNum(o.lag)),
     h('td', {}, o.member_id ? h('code', {}, o.member_id) : h('span', { class: 'muted' }, 'unassigned'))));
   return h('section', { 'aria-labelledby': 'offsets-title' }, h('h2', { id: 'offsets-title' }, 'Committed offsets and lag'),
-    table(['Topic', 'Partition', 'Committed', 'End offset', 'Lag', 'Member'], rows, { empty: 'Nothing committed or assigned yet.', class: 'group-offsets' }),
+    table(['Topic', num('Partition'), num('Committed'), num('End offset'), num('Lag'), 'Member'], rows, { empty: 'Nothing committed or assigned yet.', class: 'group-offsets' }),
     h('p', { class: 'muted legend' }, 'Lag is the end offset minus the committed offset; without a commit, the messages from the log start.'));
 }
 
@@ -113,7 +113,7 @@ function resetSection(d, topicNames, redraw) {
         h('td', { class: 'num' }, o.previous_offset < 0 ? 'none' : fmtNum(o.previous_offset)), h('td', { class: 'num' }, fmtNum(o.offset))));
       fill(result, h('p', { class: `notice ${dryRun ? 'warn' : 'ok'}`, id: 'reset-result' },
         dryRun ? `Preview for ${ans.topic}: nothing is committed yet.` : `Offsets of ${ans.topic} reset${b.timestamp ? ` to ${fmtTime(b.timestamp)}` : ` to ${b.to}`}.`),
-      table(['Partition', 'Before', 'After'], rows));
+      table([num('Partition'), num('Before'), num('After')], rows));
       if (!dryRun) {
         flash(`Offsets of ${d.group} on ${ans.topic} reset.`);
         await redraw();

@@ -4,7 +4,7 @@
 // the records route; produce a record (JSON, or Avro with a registered schema).
 
 import { enc, get, post } from './api.js';
-import { busy, errorBox, field, fill, flash, fmtNum, fmtTime, h, setInvalid, showError, table } from './ui.js';
+import { busy, field, fill, flash, fmtNum, fmtTime, h, num, setInvalid, showError, table } from './ui.js';
 
 const LIVE_WAIT_MS = 10000; // one long poll
 const MAX_ROWS = 1000;      // rows kept on screen while tailing
@@ -191,7 +191,7 @@ export async function render(root, { segments, params }) {
       h('td', { class: 'key' }, renderBytes(r.key, r.key_encoding, state.mode, r.key_schema_id)),
       h('td', { class: 'value' }, renderBytes(r.value, r.value_encoding, state.mode, r.value_schema_id)),
       h('td', {}, headersCell(r.headers))));
-    fill(listSlot, table(['Offset', 'Timestamp', 'Key', 'Value', 'Headers'], rows,
+    fill(listSlot, table([num('Offset'), 'Timestamp', 'Key', 'Value', 'Headers'], rows,
       { class: 'records', empty: 'No messages in this range.', caption: `${state.records.length} message(s) from partition ${partSel.value} of ${topic}` }));
     more.replaceChildren();
     if (!state.live && state.next < state.hw) {

@@ -3,7 +3,7 @@
 // (offline), and byte rates from /metrics when ferry exposes them.
 
 import { get } from './api.js';
-import { errorBox, fill, fmtBytes, fmtNum, h, link, table } from './ui.js';
+import { errorBox, fill, fmtBytes, fmtNum, h, link, num, table } from './ui.js';
 import { describeAll, topicStats } from './topics.js';
 
 const REFRESH_MS = 5000;
@@ -100,7 +100,7 @@ export async function render(root) {
       topics.filter((t) => t.error).map((t) => errorBox(t.error, `Could not describe ${t.name}`)),
       h('section', { 'aria-labelledby': 'brokers-title' },
         h('h2', { id: 'brokers-title' }, 'Brokers'),
-        table(['Id', 'Address', 'Rack', 'Controller'], brokers.brokers.map((b) => h('tr', {},
+        table([num('Id'), 'Address', 'Rack', 'Controller'], brokers.brokers.map((b) => h('tr', {},
           h('td', { class: 'num' }, b.broker_id),
           h('td', {}, h('code', {}, `${b.host || '(all interfaces)'}:${b.port}`)),
           h('td', {}, b.rack || h('span', { class: 'muted' }, 'none')),

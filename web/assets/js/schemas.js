@@ -3,7 +3,7 @@
 // compatibility level per subject. Confluent's routes, as clients use them.
 
 import { ApiError, del, enc, get, mapLimit, post, put } from './api.js';
-import { busy, errorBox, field, fill, flash, h, link, setInvalid, showError, table } from './ui.js';
+import { busy, errorBox, field, fill, flash, h, num, link, setInvalid, showError, table } from './ui.js';
 
 const SR = 'application/vnd.schemaregistry.v1+json';
 const LEVELS = ['NONE', 'BACKWARD', 'BACKWARD_TRANSITIVE', 'FORWARD', 'FORWARD_TRANSITIVE', 'FULL', 'FULL_TRANSITIVE'];
@@ -95,7 +95,7 @@ export async function renderList(root) {
   root.append(
     h('div', { class: 'view-head' }, h('h1', {}, 'Schema registry'),
       h('p', { class: 'muted' }, 'Global compatibility: ', h('strong', { id: 'global-level' }, global.compatibilityLevel))),
-    table(['Subject', 'Versions', 'Latest', 'Compatibility'], rows, { empty: 'No subjects yet. Register a schema below.', class: 'subjects' }),
+    table(['Subject', num('Versions'), num('Latest'), 'Compatibility'], rows, { empty: 'No subjects yet. Register a schema below.', class: 'subjects' }),
     newSubjectForm());
 }
 
@@ -230,6 +230,7 @@ function registerSection(subject, latest, level) {
         : `Incompatible with version ${latest.version} under ${level.level}.`),
       reasons(ans.messages || [])),
     changes && (changes.changes || []).length ? changesList(changes) : null);
+    verdict.scrollIntoView({ block: 'nearest' });
     return ans.is_compatible;
   }
   check.addEventListener('click', async () => {

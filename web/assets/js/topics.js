@@ -3,7 +3,7 @@
 
 import { del, enc, get, mapLimit, post, put } from './api.js';
 import {
-  busy, confirmTyped, errorBox, field, fill, flash, fmtBytes, fmtNum, h, link, setInvalid, showError, table,
+  busy, confirmTyped, errorBox, field, fill, flash, fmtBytes, fmtNum, h, link, num, setInvalid, showError, table,
 } from './ui.js';
 
 // Topic configs ferry knows (README "Topics"), offered as suggestions.
@@ -82,7 +82,7 @@ export async function renderList(root) {
     });
     fill(listSlot,
       h('p', { class: 'muted', 'aria-live': 'polite' }, q ? `${shown.length} of ${plural(topics.length, 'topic')} match “${filter.value.trim()}”.` : `${plural(topics.length, 'topic')}.`),
-      table(['Name', 'Partitions', 'Replication', 'Size', 'Messages', h('span', { class: 'sr-only' }, 'Actions')], rows,
+      table(['Name', num('Partitions'), num('Replication'), num('Size'), num('Messages'), h('span', { class: 'sr-only' }, 'Actions')], rows,
         { empty: q ? 'No topic matches the filter.' : 'No topics yet. Create one with “New topic”.', class: 'topics' }));
   };
   const reload = async () => {
@@ -220,7 +220,7 @@ function summary(t) {
     item('Under-replicated', s.under), item('Topic id', h('code', {}, t.id || '—')));
 }
 
-function replicaList(p) {
+export function replicaList(p) {
   const isr = new Set(p.isr || []);
   return h('span', { class: 'replicas' }, (p.replicas || []).map((r) => isr.has(r)
     ? h('span', { class: 'chip' }, r)
@@ -265,7 +265,7 @@ function partitionsSection(t, redraw) {
   }, field('New partition count', total, 'Partitions can be added, never removed; keyed records may move.'), submit);
   return h('section', { 'aria-labelledby': 'parts-title' },
     h('h2', { id: 'parts-title' }, 'Partitions'),
-    table(['Partition', 'Leader', 'Replicas', 'In-sync replicas', 'Start offset', 'End offset', 'Messages', 'Size', ''], rows, { class: 'partitions' }),
+    table([num('Partition'), num('Leader'), 'Replicas', 'In-sync replicas', num('Start offset'), num('End offset'), num('Messages'), num('Size'), ''], rows, { class: 'partitions' }),
     h('p', { class: 'muted legend' }, h('span', { class: 'chip oos' }, 'n'), ' marks a replica that is out of sync.'),
     form, errSlot);
 }

@@ -114,12 +114,17 @@ export function fmtTime(ms) {
   return `${d.toISOString().replace('T', ' ').replace('Z', '')} UTC`;
 }
 
+/** num marks a column heading as numeric (right-aligned like its cells). */
+export const num = (label) => ({ num: label });
+
 /** table builds a table from column headings and rows of cells. */
 export function table(headings, rows, opts = {}) {
   return h('div', { class: 'table-wrap' },
     h('table', { class: opts.class || '' },
       opts.caption ? h('caption', {}, opts.caption) : null,
-      h('thead', {}, h('tr', {}, headings.map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, headings.map((c) => (c && c.num
+        ? h('th', { scope: 'col', class: 'num' }, c.num)
+        : h('th', { scope: 'col' }, c))))),
       h('tbody', {}, rows.length ? rows : h('tr', {}, h('td', { colspan: headings.length, class: 'empty' }, opts.empty || 'Nothing here yet.')))));
 }
 
