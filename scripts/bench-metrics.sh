@@ -53,7 +53,7 @@ done
 kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=()
 
 go test -run '^$' -bench 'ProduceBatchMetrics' -count="$COUNT" ./server | grep '^Benchmark' >"$work/go.txt"
-go test -run '^$' -bench 'ProduceMetrics$' -count="$COUNT" ./server/kafka | grep '^Benchmark' >>"$work/go.txt"
+go test -run '^$' -bench 'ProduceMetrics' -count="$COUNT" ./server/kafka | grep '^Benchmark' >>"$work/go.txt"
 go test -run '^$' -bench 'ProduceHandlerMetrics' -count="$COUNT" ./api | grep '^Benchmark' >>"$work/go.txt"
 
 python3 - "$results" "$work/go.txt" "$CONNS" "$DURATION" "$ROUNDS" "$COUNT" <<'PY'
@@ -65,13 +65,23 @@ print(f"\nwrk, HTTP produce of 10 JSON records/request, {sys.argv[3]} connection
 print(f"  metrics on  {on:>9.0f} req/s   ({[int(float(r[1])) for r in rows if r[0]=='on']})")
 print(f"  metrics off {off:>9.0f} req/s   ({[int(float(r[1])) for r in rows if r[0]=='off']})")
 print(f"  cost of metrics: {(off - on) / off * 100:+.1f}% of throughput (budget 3%)")
-ns = collections.defaultdict(list)
+ns, paired = collections.defaultdict(list), collections.defaultdict(list)
 for line in open(sys.argv[2]):
     m = re.match(r"(Benchmark\S+?)-\d+\s+\d+\s+([\d.]+) ns/op", line)
-    if m:
+    if not m:
+        continue
+    if "Paired" in m.group(1):
+        kv = dict((u, float(v)) for v, u in re.findall(r"([-\d.]+) (\S+)", line))
+        paired[m.group(1)].append(kv)
+    else:
         ns[m.group(1)].append(float(m.group(2)))
-print(f"\nGo benchmarks, -count={sys.argv[6]} (median ns/op)")
+print(f"\nGo benchmarks, -count={sys.argv[6]}: separate sub-benchmarks (median ns/op)")
 for name in sorted({k.rsplit('/', 1)[0] for k in ns}):
     o, f = statistics.median(ns[name + "/on"]), statistics.median(ns[name + "/off"])
     print(f"  {name:<34} off {f:>9.0f}  on {o:>9.0f}  cost {(o - f) / f * 100:+.1f}%")
+print(f"Go benchmarks, -count={sys.argv[6]}: paired, on and off interleaved in blocks of 64 (medians)")
+for name, runs in sorted(paired.items()):
+    med = lambda k: statistics.median(r[k] for r in runs)
+    costs = ", ".join("%+.1f" % r["cost-%"] for r in runs)
+    print(f"  {name:<34} off {med('off-ns/op'):>9.0f}  on {med('on-ns/op'):>9.0f}  cost {med('cost-%'):+.1f}%   (runs: {costs})")
 PY

@@ -145,7 +145,7 @@ func (b *Broker) DeleteTopic(name string) error {
 		dir := lp.log.Dir()
 		gone := dir + "." + t.meta.ID + deleteSuffix
 		if err := os.Rename(dir, gone); err != nil {
-			b.logger.Error("rename deleted partition", "dir", dir, "err", err)
+			b.logger.Error("rename deleted partition", "topic", name, "partition", lp.index, "dir", dir, "err", err)
 			continue
 		}
 		select {

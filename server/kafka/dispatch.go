@@ -84,18 +84,19 @@ func (s *Server) handle(c *conn, frame []byte) (_ []byte, keep bool, served *met
 	if h.key == apiVersionsKey && !inRange(h.key, h.version) {
 		// Kafka answers any ApiVersions version, so a newer client learns
 		// what this broker speaks: v0 body, UNSUPPORTED_VERSION, the ranges.
-		return encodeResponse(h.correlation, unsupportedAPIVersions()), true, nil
+		return encodeResponse(h.correlation, unsupportedAPIVersions()), true, s.metrics.served(h.key, nil)
 	}
 	req, err := s.decodeRequest(h, rest)
 	if err != nil {
-		s.metrics.failedDecode(h.key)
+		served = s.metrics.failedDecode(h.key)
 		s.logger.Warn("closing connection: cannot serve request", "remote", c.remote, "client_id", h.clientID,
 			"api_key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version, "err", err)
-		return nil, false, nil
+		return nil, false, served
 	}
 	resp, ok := s.serve(c, h, req)
 	served = s.metrics.served(h.key, resp)
-	if !ok {
+	if !ok { // the handler panicked
+		served.Failed(errorName(codeUnknownServerError), 1)
 		return nil, false, served
 	}
 	if resp == closeConnection {

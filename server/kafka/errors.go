@@ -32,6 +32,7 @@ var (
 	codeInvalidRecord        = kerr.InvalidRecord.Code
 	codeInvalidReplicaAssign = kerr.InvalidReplicaAssignment.Code
 	codeUnsupportedVersion   = kerr.UnsupportedVersion.Code
+	codeUnknownServerError   = kerr.UnknownServerError.Code
 )
 
 // checkLeaderEpoch applies Kafka's CurrentLeaderEpoch check (KIP-320):

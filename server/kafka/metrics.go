@@ -59,9 +59,12 @@ func (lm *listenerMetrics) served(key int16, resp kmsg.Response) *metrics.Reques
 	return r
 }
 
-// failedDecode counts a request that closed the connection unserved.
-func (lm *listenerMetrics) failedDecode(key int16) {
-	lm.request(key).Failed(errorName(codeInvalidRequest), 1)
+// failedDecode counts a request that closed the connection unserved, as
+// an INVALID_REQUEST failure of its API, and returns the API's metrics.
+func (lm *listenerMetrics) failedDecode(key int16) *metrics.Request {
+	r := lm.request(key)
+	r.Failed(errorName(codeInvalidRequest), 1)
+	return r
 }
 
 func errorName(code int16) string {

@@ -160,6 +160,33 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+var (
+	descIdle = prometheus.NewDesc("ferry_listener_idle_seconds_total",
+		"Connection-seconds spent waiting for (and reading) the next request: Kafka, the read loop on the socket; HTTP, keep-alive idle. idle/(idle+busy) is the idle ratio.",
+		[]string{"listener"}, nil)
+	descBusy = prometheus.NewDesc("ferry_listener_busy_seconds_total",
+		"Connection-seconds spent serving a request: Kafka, from the request read to its response handed to the writer; HTTP, from its first byte to the end of the response.",
+		[]string{"listener"}, nil)
+)
+
+// listenerCollector exports the listeners' idle and busy nanoseconds as
+// seconds.
+type listenerCollector struct{ m *Metrics }
+
+func (c *listenerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descIdle
+	ch <- descBusy
+}
+
+func (c *listenerCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.listeners.Lock()
+	defer c.m.listeners.Unlock()
+	for name, l := range c.m.listeners.m {
+		ch <- prometheus.MustNewConstMetric(descIdle, prometheus.CounterValue, time.Duration(l.idleNs.Load()).Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(descBusy, prometheus.CounterValue, time.Duration(l.busyNs.Load()).Seconds(), name)
+	}
+}
+
 // schemaStoreTimeout bounds how long a scrape waits for the schema store.
 const schemaStoreTimeout = 2 * time.Second
 

@@ -46,6 +46,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,8 +70,7 @@ type Metrics struct {
 	duration *prometheus.HistogramVec // listener, api
 	errors   *prometheus.CounterVec   // listener, api, code
 
-	idle, busy *prometheus.CounterVec // listener
-	conns      *prometheus.GaugeVec   // listener
+	conns *prometheus.GaugeVec // listener
 
 	isrShrinks, isrExpands        prometheus.Counter
 	leaderElections, uncleanElect prometheus.Counter
@@ -78,9 +78,15 @@ type Metrics struct {
 	flush                         prometheus.Histogram
 	schemaRequests                *prometheus.CounterVec // api, status
 
-	topics struct {
-		sync.RWMutex
-		m map[string]*TopicCounters
+	// topics maps topic names to their counters. Readers load the map
+	// without locking; writers (a new or deleted topic) copy it under
+	// topicsMu and swap it in.
+	topics   atomic.Pointer[map[string]*TopicCounters]
+	topicsMu sync.Mutex
+
+	listeners struct {
+		sync.Mutex
+		m map[string]*Listener
 	}
 	sources sources // collect.go
 }
@@ -89,19 +95,18 @@ type Metrics struct {
 // process collectors, on a registry of their own.
 func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	m.topics.m = make(map[string]*TopicCounters)
+	m.topics.Store(&map[string]*TopicCounters{})
+	m.listeners.m = make(map[string]*Listener)
 	m.bytesIn = counterVec("ferry_topic_bytes_in_total", "Record batch bytes appended to the topic by produce requests (both listeners).", "topic")
 	m.bytesOut = counterVec("ferry_topic_bytes_out_total", "Record batch bytes read from the topic by fetch requests (both listeners).", "topic")
 	m.messagesIn = counterVec("ferry_topic_messages_in_total", "Records appended to the topic by produce requests (both listeners).", "topic")
 	m.requests = counterVec("ferry_requests_total", "Requests served, by listener and API (Kafka API name, or HTTP method and chi route pattern).", "listener", "api")
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "ferry_request_duration_seconds",
-		Help:    "Time from a request's arrival (decoded header) to its response being handed to the writer, by listener and API; long-polling fetches include their wait.",
+		Help:    "Time to serve a request, by listener and API: Kafka, from the request read off the socket to its response handed to the connection's writer; HTTP, the handler's run. Long-polling fetches include their wait.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 	}, []string{"listener", "api"})
 	m.errors = counterVec("ferry_request_errors_total", "Failed requests (Kafka: per failed partition, by Kafka error name; HTTP: by error_code of the JSON error body, or the status).", "listener", "api", "code")
-	m.idle = counterVec("ferry_listener_idle_seconds_total", "Connection-seconds spent waiting for the next request (Kafka: read loop blocked on the socket; HTTP: keep-alive idle). idle/(idle+busy) is the idle ratio.", "listener")
-	m.busy = counterVec("ferry_listener_busy_seconds_total", "Connection-seconds spent reading, serving and answering a request.", "listener")
 	m.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ferry_open_connections", Help: "Open client connections per listener."}, []string{"listener"})
 	m.isrShrinks = counter("ferry_isr_shrinks_total", "Times a partition's in-sync replica set shrank (always 0 until replication exists).")
 	m.isrExpands = counter("ferry_isr_expands_total", "Times a partition's in-sync replica set grew (always 0 until replication exists).")
@@ -115,10 +120,10 @@ func New() *Metrics {
 	})
 	m.schemaRequests = counterVec("ferry_schema_registry_requests_total", "Schema registry HTTP requests by route and status.", "api", "status")
 	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.duration, m.errors,
-		m.idle, m.busy, m.conns, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect,
+		m.conns, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect,
 		m.controllerActive, m.flush, m.schemaRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&partitionCollector{m: m}, &lagCollector{m: m}, &schemaCollector{m: m})
+		&partitionCollector{m: m}, &lagCollector{m: m}, &schemaCollector{m: m}, &listenerCollector{m: m})
 	return m
 }
 
@@ -150,19 +155,23 @@ func (m *Metrics) Topic(name string) *TopicCounters {
 	if m == nil {
 		return nil
 	}
-	m.topics.RLock()
-	tc := m.topics.m[name]
-	m.topics.RUnlock()
-	if tc != nil {
+	if tc := (*m.topics.Load())[name]; tc != nil {
 		return tc
 	}
-	m.topics.Lock()
-	defer m.topics.Unlock()
-	if tc = m.topics.m[name]; tc == nil {
-		tc = &TopicCounters{bytesIn: m.bytesIn.WithLabelValues(name), bytesOut: m.bytesOut.WithLabelValues(name),
-			messagesIn: m.messagesIn.WithLabelValues(name)}
-		m.topics.m[name] = tc
+	m.topicsMu.Lock()
+	defer m.topicsMu.Unlock()
+	old := *m.topics.Load()
+	if tc := old[name]; tc != nil {
+		return tc
 	}
+	tc := &TopicCounters{bytesIn: m.bytesIn.WithLabelValues(name), bytesOut: m.bytesOut.WithLabelValues(name),
+		messagesIn: m.messagesIn.WithLabelValues(name)}
+	next := make(map[string]*TopicCounters, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[name] = tc
+	m.topics.Store(&next)
 	return tc
 }
 
@@ -171,9 +180,15 @@ func (m *Metrics) ForgetTopic(name string) {
 	if m == nil {
 		return
 	}
-	m.topics.Lock()
-	defer m.topics.Unlock()
-	delete(m.topics.m, name)
+	m.topicsMu.Lock()
+	defer m.topicsMu.Unlock()
+	next := make(map[string]*TopicCounters, len(*m.topics.Load()))
+	for k, v := range *m.topics.Load() {
+		if k != name {
+			next[k] = v
+		}
+	}
+	m.topics.Store(&next)
 	m.bytesIn.DeleteLabelValues(name)
 	m.bytesOut.DeleteLabelValues(name)
 	m.messagesIn.DeleteLabelValues(name)
@@ -261,18 +276,27 @@ func (r *Request) Status(status int) {
 // request has been read until its response has been handed over. Spans are
 // added when they end, so a connection idle for minutes shows up when its
 // next request arrives or when it closes.
+//
+// Idle and busy time are integer nanoseconds (one atomic add each), turned
+// into seconds when scraped (listenerCollector).
 type Listener struct {
-	idle, busy prometheus.Counter
-	open       prometheus.Gauge
+	idleNs, busyNs atomic.Int64
+	open           prometheus.Gauge
 }
 
-// Listener returns a listener's accounting.
+// Listener returns a listener's accounting, the same for the same name.
 func (m *Metrics) Listener(name string) *Listener {
 	if m == nil {
 		return nil
 	}
-	return &Listener{idle: m.idle.WithLabelValues(name), busy: m.busy.WithLabelValues(name),
-		open: m.conns.WithLabelValues(name)}
+	m.listeners.Lock()
+	defer m.listeners.Unlock()
+	l := m.listeners.m[name]
+	if l == nil {
+		l = &Listener{open: m.conns.WithLabelValues(name)}
+		m.listeners.m[name] = l
+	}
+	return l
 }
 
 // Opened and Closed track open connections.
@@ -292,14 +316,14 @@ func (l *Listener) Closed() {
 // Idle adds time a connection waited for a request.
 func (l *Listener) Idle(d time.Duration) {
 	if l != nil {
-		l.idle.Add(d.Seconds())
+		l.idleNs.Add(int64(d))
 	}
 }
 
 // Busy adds time a connection spent on a request.
 func (l *Listener) Busy(d time.Duration) {
 	if l != nil {
-		l.busy.Add(d.Seconds())
+		l.busyNs.Add(int64(d))
 	}
 }
 

@@ -171,8 +171,16 @@ func TestMetricsCountBothListeners(t *testing.T) {
 	expectDelta(t, s1, s2, 1, "ferry_requests_total", "listener=kafka", "api=Produce")
 	expectDelta(t, s1, s2, 1, "ferry_request_duration_seconds", "listener=kafka", "api=Produce")
 	expectDelta(t, s1, s2, 0, "ferry_requests_total", "listener=http", "api=POST /kafka/{topic}")
-	if got := s2.value("ferry_open_connections", "listener=kafka"); got < 1 {
-		t.Errorf("ferry_open_connections{listener=kafka} = %v with a client connected", got)
+	for _, l := range []string{"listener=kafka", "listener=http"} {
+		if got := s2.value("ferry_open_connections", l); got < 1 {
+			t.Errorf("ferry_open_connections{%s} = %v with a client connected", l, got)
+		}
+		if got := delta(s0, s2, "ferry_listener_busy_seconds_total", l); got <= 0 {
+			t.Errorf("ferry_listener_busy_seconds_total{%s} did not move after a produce", l)
+		}
+		if got := delta(s0, s2, "ferry_listener_idle_seconds_total", l); got <= 0 {
+			t.Errorf("ferry_listener_idle_seconds_total{%s} did not move between requests", l)
+		}
 	}
 
 	// Fetch over HTTP: the whole log (9 records) in one read.
