@@ -125,10 +125,10 @@ type errorCodeSetter interface{ setErrorCode(int) }
 // never logged.
 func (g *Gateway) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		started := time.Now()
+		started := metrics.Now()
 		rec := &recorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		took := time.Since(started)
+		took := metrics.Now() - started
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
@@ -243,7 +243,7 @@ type connTracker struct {
 // connState is when a connection entered its state, and whether it is
 // serving a request.
 type connState struct {
-	since  time.Time
+	since  time.Duration // metrics.Now
 	active bool
 }
 
@@ -254,7 +254,7 @@ func newConnTracker(l *metrics.Listener) *connTracker {
 }
 
 func (t *connTracker) track(c net.Conn, state http.ConnState) {
-	now := time.Now()
+	now := metrics.Now()
 	t.mu.Lock()
 	last, known := t.mu.conns[c]
 	switch state {
@@ -272,9 +272,9 @@ func (t *connTracker) track(c net.Conn, state http.ConnState) {
 		return
 	}
 	if last.active {
-		t.l.Busy(now.Sub(last.since))
+		t.l.Busy(now - last.since)
 	} else {
-		t.l.Idle(now.Sub(last.since))
+		t.l.Idle(now - last.since)
 	}
 	if state == http.StateHijacked || state == http.StateClosed {
 		t.l.Closed()

@@ -3,7 +3,8 @@
 # processes in the same run — one with metrics (the default) and one with
 # --metrics=false — alternating rounds so both see the same machine, and
 # prints the median requests/s of each and the cost of metrics (budget 3%).
-# Then the Go benchmarks of the same comparison in process (core
+# Then the same with `ferry bench produce` (franz-go, 100-byte records,
+# acks=1) over the Kafka listener of each. Then the Go benchmarks of the same comparison in process (core
 # ProduceBatch, Kafka listener over loopback, HTTP produce handler), with
 # the median ns/op of each. Loopback only; every run is bounded.
 set -euo pipefail
@@ -31,6 +32,7 @@ start() { # start NAME EXTRA-ARGS…: a node, its URL in $work/NAME.url
   curl -fs -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$hp/topics" \
     -d '{"name":"topic1","partitions":1}' >/dev/null
   echo "http://127.0.0.1:$hp" >"$work/$name.url"
+  echo "127.0.0.1:$kp" >"$work/$name.kafka"
 }
 start on
 start off --metrics=false
@@ -50,13 +52,22 @@ for round in $(seq "$ROUNDS"); do
   if (( round % 2 )); then order="on off"; else order="off on"; fi
   for label in $order; do run "$label" "$(cat "$work/$label.url")" | tee -a "$results"; done
 done
+kresults="$work/kresults"
+for round in $(seq "$ROUNDS"); do
+  if (( round % 2 )); then order="on off"; else order="off on"; fi
+  for label in $order; do
+    "$work/ferry" bench produce --bootstrap "$(cat "$work/$label.kafka")" --topic "bench-$round" \
+      --records "${KRECORDS:-2000000}" --duration "$DURATION" --record-size 100 --partitions 4 --acks 1 \
+      --compression none | sed -n "s/^RESULT /$label /p" | tee -a "$kresults"
+  done
+done
 kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=()
 
 go test -run '^$' -bench 'ProduceBatchMetrics' -count="$COUNT" ./server | grep '^Benchmark' >"$work/go.txt"
 go test -run '^$' -bench 'ProduceMetrics' -count="$COUNT" ./server/kafka | grep '^Benchmark' >>"$work/go.txt"
 go test -run '^$' -bench 'ProduceHandlerMetrics' -count="$COUNT" ./api | grep '^Benchmark' >>"$work/go.txt"
 
-python3 - "$results" "$work/go.txt" "$CONNS" "$DURATION" "$ROUNDS" "$COUNT" <<'PY'
+python3 - "$results" "$work/go.txt" "$CONNS" "$DURATION" "$ROUNDS" "$COUNT" "$kresults" <<'PY'
 import sys, statistics, re, collections
 rows = [l.split() for l in open(sys.argv[1])]
 med = lambda label: statistics.median(float(r[1]) for r in rows if r[0] == label)
@@ -65,6 +76,13 @@ print(f"\nwrk, HTTP produce of 10 JSON records/request, {sys.argv[3]} connection
 print(f"  metrics on  {on:>9.0f} req/s   ({[int(float(r[1])) for r in rows if r[0]=='on']})")
 print(f"  metrics off {off:>9.0f} req/s   ({[int(float(r[1])) for r in rows if r[0]=='off']})")
 print(f"  cost of metrics: {(off - on) / off * 100:+.1f}% of throughput (budget 3%)")
+krows = [l.split() for l in open(sys.argv[7])]
+krps = lambda label: [float(dict(p.split("=") for p in r[1:])["records_per_sec"]) for r in krows if r[0] == label]
+kon, koff = statistics.median(krps("on")), statistics.median(krps("off"))
+print(f"\nferry bench produce (franz-go, 100-byte records, acks=1, 4 partitions), {sys.argv[5]} rounds each (medians)")
+print(f"  metrics on  {kon:>9.0f} records/s   ({[int(x) for x in krps('on')]})")
+print(f"  metrics off {koff:>9.0f} records/s   ({[int(x) for x in krps('off')]})")
+print(f"  cost of metrics: {(koff - kon) / koff * 100:+.1f}% of throughput (budget 3%)")
 ns, paired = collections.defaultdict(list), collections.defaultdict(list)
 for line in open(sys.argv[2]):
     m = re.match(r"(Benchmark\S+?)-\d+\s+\d+\s+([\d.]+) ns/op", line)

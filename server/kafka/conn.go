@@ -74,7 +74,7 @@ func (c *conn) readLoop() {
 	for {
 		frame, err := c.readFrame(br)
 		started := now(lm)
-		lm.Idle(started.Sub(waiting))
+		lm.Idle(started - waiting)
 		if err != nil {
 			c.logReadError(err)
 			return
@@ -88,9 +88,9 @@ func (c *conn) readLoop() {
 			}
 		}
 		if lm != nil {
-			waiting = time.Now()
-			served.Observe(waiting.Sub(started))
-			lm.Busy(waiting.Sub(started))
+			waiting = metrics.Now()
+			served.Observe(waiting - started)
+			lm.Busy(waiting - started)
 		}
 		if !keep {
 			return
@@ -98,12 +98,12 @@ func (c *conn) readLoop() {
 	}
 }
 
-// now is time.Now when connection time is measured, else the zero time.
-func now(lm *metrics.Listener) time.Time {
+// now is metrics.Now when connection time is measured, else 0.
+func now(lm *metrics.Listener) time.Duration {
 	if lm == nil {
-		return time.Time{}
+		return 0
 	}
-	return time.Now()
+	return metrics.Now()
 }
 
 // errFrame is a frame the reader refuses: the connection is closed.
