@@ -25,7 +25,7 @@ func TestHandlerServesAssetsAndFallsBackToIndex(t *testing.T) {
 		path, contentType, contains string
 	}{
 		{"/ui/", "text/html", `<script type="module" src="js/app.js">`},
-		{"/ui/index.html", "", ""}, // redirected to /ui/ by net/http
+		{"/ui/index.html", "", ""},                            // redirected to /ui/ by net/http
 		{"/ui/topics/orders", "text/html", `<main id="main"`}, // a deep link: the page, whose router reads the hash
 		{"/ui/js/app.js", "text/javascript", "hashchange"},
 		{"/ui/style.css", "text/css", ":focus-visible"},
