@@ -13,6 +13,7 @@ DURATION=${DURATION:-10s}
 CONNS=${CONNS:-32}
 ROUNDS=${ROUNDS:-5}
 COUNT=${COUNT:-10}
+PHASES=${PHASES:-wrk kafka go} # any of: wrk kafka go
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -47,13 +48,13 @@ kv = dict(p.split("=") for p in line.split()[1:])
 print(f"{label} {int(kv['requests']) / (int(kv['duration_us']) / 1e6):.0f} {kv['errors']}")
 PY
 }
-results="$work/results"
-for round in $(seq "$ROUNDS"); do
+results="$work/results" kresults="$work/kresults"
+touch "$results" "$kresults" "$work/go.txt"
+[[ $PHASES == *wrk* ]] && for round in $(seq "$ROUNDS"); do
   if (( round % 2 )); then order="on off"; else order="off on"; fi
   for label in $order; do run "$label" "$(cat "$work/$label.url")" | tee -a "$results"; done
 done
-kresults="$work/kresults"
-for round in $(seq "$ROUNDS"); do
+[[ $PHASES == *kafka* ]] && for round in $(seq "$ROUNDS"); do
   if (( round % 2 )); then order="on off"; else order="off on"; fi
   for label in $order; do
     "$work/ferry" bench produce --bootstrap "$(cat "$work/$label.kafka")" --topic "bench-$round" \
@@ -63,26 +64,30 @@ for round in $(seq "$ROUNDS"); do
 done
 kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=()
 
-go test -run '^$' -bench 'ProduceBatchMetrics' -count="$COUNT" ./server | grep '^Benchmark' >"$work/go.txt"
-go test -run '^$' -bench 'ProduceMetrics' -count="$COUNT" ./server/kafka | grep '^Benchmark' >>"$work/go.txt"
-go test -run '^$' -bench 'ProduceHandlerMetrics' -count="$COUNT" ./api | grep '^Benchmark' >>"$work/go.txt"
+if [[ $PHASES == *go* ]]; then
+  go test -run '^$' -bench 'ProduceBatchMetrics' -count="$COUNT" ./server | grep '^Benchmark' >"$work/go.txt"
+  go test -run '^$' -bench 'ProduceMetrics' -count="$COUNT" ./server/kafka | grep '^Benchmark' >>"$work/go.txt"
+  go test -run '^$' -bench 'ProduceHandlerMetrics' -count="$COUNT" ./api | grep '^Benchmark' >>"$work/go.txt"
+fi
 
 python3 - "$results" "$work/go.txt" "$CONNS" "$DURATION" "$ROUNDS" "$COUNT" "$kresults" <<'PY'
 import sys, statistics, re, collections
 rows = [l.split() for l in open(sys.argv[1])]
-med = lambda label: statistics.median(float(r[1]) for r in rows if r[0] == label)
-on, off = med("on"), med("off")
-print(f"\nwrk, HTTP produce of 10 JSON records/request, {sys.argv[3]} connections, {sys.argv[4]} x {sys.argv[5]} rounds each (medians)")
-print(f"  metrics on  {on:>9.0f} req/s   ({[int(float(r[1])) for r in rows if r[0]=='on']})")
-print(f"  metrics off {off:>9.0f} req/s   ({[int(float(r[1])) for r in rows if r[0]=='off']})")
-print(f"  cost of metrics: {(off - on) / off * 100:+.1f}% of throughput (budget 3%)")
+if rows:
+    med = lambda label: statistics.median(float(r[1]) for r in rows if r[0] == label)
+    on, off = med("on"), med("off")
+    print(f"\nwrk, HTTP produce of 10 JSON records/request, {sys.argv[3]} connections, {sys.argv[4]} x {sys.argv[5]} rounds each (medians)")
+    print(f"  metrics on  {on:>9.0f} req/s   ({[int(float(r[1])) for r in rows if r[0]=='on']})")
+    print(f"  metrics off {off:>9.0f} req/s   ({[int(float(r[1])) for r in rows if r[0]=='off']})")
+    print(f"  cost of metrics: {(off - on) / off * 100:+.1f}% of throughput (budget 3%)")
 krows = [l.split() for l in open(sys.argv[7])]
-krps = lambda label: [float(dict(p.split("=") for p in r[1:])["records_per_sec"]) for r in krows if r[0] == label]
-kon, koff = statistics.median(krps("on")), statistics.median(krps("off"))
-print(f"\nferry bench produce (franz-go, 100-byte records, acks=1, 4 partitions), {sys.argv[5]} rounds each (medians)")
-print(f"  metrics on  {kon:>9.0f} records/s   ({[int(x) for x in krps('on')]})")
-print(f"  metrics off {koff:>9.0f} records/s   ({[int(x) for x in krps('off')]})")
-print(f"  cost of metrics: {(koff - kon) / koff * 100:+.1f}% of throughput (budget 3%)")
+if krows:
+    krps = lambda label: [float(dict(p.split("=") for p in r[1:])["records_per_sec"]) for r in krows if r[0] == label]
+    kon, koff = statistics.median(krps("on")), statistics.median(krps("off"))
+    print(f"\nferry bench produce (franz-go, 100-byte records, acks=1, 4 partitions), {sys.argv[5]} rounds each (medians)")
+    print(f"  metrics on  {kon:>9.0f} records/s   ({[int(x) for x in krps('on')]})")
+    print(f"  metrics off {koff:>9.0f} records/s   ({[int(x) for x in krps('off')]})")
+    print(f"  cost of metrics: {(koff - kon) / koff * 100:+.1f}% of throughput (budget 3%)")
 ns, paired = collections.defaultdict(list), collections.defaultdict(list)
 for line in open(sys.argv[2]):
     m = re.match(r"(Benchmark\S+?)-\d+\s+\d+\s+([\d.]+) ns/op", line)
