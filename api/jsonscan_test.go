@@ -97,3 +97,20 @@ func FuzzScanBody(f *testing.F) {
 		}
 	})
 }
+
+func TestMediaTypeMatchesParseMediaType(t *testing.T) {
+	for ct, want := range map[string]string{
+		"application/json":                   "application/json",
+		"application/json; charset=utf-8":    "application/json",
+		"Application/JSON":                   "application/json",
+		"application/vnd.kafka.json.v2+json": "application/vnd.kafka.json.v2+json",
+		"application/":                       "",
+		"/json":                              "",
+		"application json":                   "",
+	} {
+		got, err := mediaType(ct)
+		if (err != nil) != (want == "") || (err == nil && got != want) {
+			t.Fatalf("%q: %q %v, want %q", ct, got, err, want)
+		}
+	}
+}

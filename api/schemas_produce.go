@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -28,7 +27,7 @@ const typeRestAvro = "application/vnd.kafka.avro.v2+json"
 // avroOr routes Avro bodies to produceAvro and every other body to h.
 func (g *Gateway) avroOr(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == typeRestAvro {
+		if mt, err := mediaType(r.Header.Get("Content-Type")); err == nil && mt == typeRestAvro {
 			g.produceAvro(w, r)
 			return
 		}
