@@ -41,10 +41,11 @@ var _ = schemaregistry.SchemaInfo{}
 //
 //	@Summary	List subjects
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		deleted			query	bool	false	"include soft-deleted subjects"
 //	@Param		subjectPrefix	query	string	false	"only subjects starting with this"
 //	@Success	200	{array}		string
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
 //	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/subjects [get]
 func subjectsDoc() {}
@@ -53,11 +54,13 @@ func subjectsDoc() {}
 //
 //	@Summary	List a subject's versions
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		subject	path	string	true	"subject"
 //	@Param		deleted	query	bool	false	"include soft-deleted versions"
 //	@Success	200	{array}		int
 //	@Failure	404	{object}	errorBody	"40401: subject not found"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/subjects/{subject}/versions [get]
 func versionsDoc() {}
 
@@ -66,14 +69,18 @@ func versionsDoc() {}
 //	@Summary		Register a schema under a subject
 //	@Description	Returns the schema's id: the same schema gets the same id under every subject. The subject's compatibility level is checked against its live versions; IMPORT mode takes the given id and version.
 //	@Tags			schemas
-//	@Accept			json
-//	@Produce		json
+//	@Accept			application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json,application/octet-stream
+//	@Produce		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param			subject	path		string							true	"subject"
 //	@Param			body	body		schemaregistry.SchemaRequest	true	"schema, schemaType (AVRO), references; id and version in IMPORT mode"
 //	@Success		200		{object}	schemaIDAnswer
+//	@Failure	400	{object}	errorBody	"400: the body is not JSON"
 //	@Failure		409		{object}	errorBody	"409: incompatible, naming each breaking change"
+//	@Failure	413	{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure	415	{object}	errorBody	"41501: the content type is not one the registry takes"
 //	@Failure		422		{object}	errorBody	"42201: invalid schema; 42205: not permitted in this mode"
 //	@Failure		500		{object}	errorBody	"50001-50003: schema store error"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router			/subjects/{subject}/versions [post]
 func registerDoc() {}
 
@@ -81,14 +88,19 @@ func registerDoc() {}
 //
 //	@Summary	Find the version of a subject that holds a schema
 //	@Tags		schemas
-//	@Accept		json
-//	@Produce	json
+//	@Accept		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json,application/octet-stream
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		subject	path		string							true	"subject"
 //	@Param		deleted	query		bool							false	"look among soft-deleted versions too"
 //	@Param		body	body		schemaregistry.SchemaRequest	true	"the schema"
 //	@Success	200		{object}	schemaregistry.SchemaInfo
+//	@Failure	400	{object}	errorBody	"400: the body is not JSON"
 //	@Failure	404		{object}	errorBody	"40401: subject not found; 40403: schema not found"
+//	@Failure	413	{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure	415	{object}	errorBody	"41501: the content type is not one the registry takes"
 //	@Failure	422		{object}	errorBody	"42201: invalid schema"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/subjects/{subject} [post]
 func lookupDoc() {}
 
@@ -96,12 +108,14 @@ func lookupDoc() {}
 //
 //	@Summary	Delete a subject (soft, then ?permanent=true)
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		subject		path	string	true	"subject"
 //	@Param		permanent	query	bool	false	"remove a soft-deleted subject for good"
 //	@Success	200	{array}		int	"the versions deleted"
 //	@Failure	404	{object}	errorBody	"40401: not found; 40404: already soft-deleted; 40405: not soft-deleted first"
 //	@Failure	422	{object}	errorBody	"42205: read-only; 42206: referenced by other schemas"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/subjects/{subject} [delete]
 func deleteSubjectDoc() {}
 
@@ -109,13 +123,15 @@ func deleteSubjectDoc() {}
 //
 //	@Summary	Get a version of a subject
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		subject	path		string	true	"subject"
 //	@Param		version	path		string	true	"a version number, latest or -1"
 //	@Param		deleted	query		bool	false	"soft-deleted versions too"
 //	@Success	200		{object}	schemaregistry.SchemaInfo
 //	@Failure	404		{object}	errorBody	"40401: subject not found; 40402: version not found"
 //	@Failure	422		{object}	errorBody	"42202: invalid version"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/subjects/{subject}/versions/{version} [get]
 func versionDoc() {}
 
@@ -123,13 +139,15 @@ func versionDoc() {}
 //
 //	@Summary	Delete a version (soft, then ?permanent=true)
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		subject		path	string	true	"subject"
 //	@Param		version		path	string	true	"a version number, latest or -1"
 //	@Param		permanent	query	bool	false	"remove a soft-deleted version for good"
 //	@Success	200	{integer}	int	"the version deleted"
 //	@Failure	404	{object}	errorBody	"40401, 40402; 40406: already soft-deleted; 40407: not soft-deleted first"
 //	@Failure	422	{object}	errorBody	"42202: invalid version; 42205: read-only; 42206: referenced"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/subjects/{subject}/versions/{version} [delete]
 func deleteVersionDoc() {}
 
@@ -137,11 +155,14 @@ func deleteVersionDoc() {}
 //
 //	@Summary	Get a version's schema text alone
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		subject	path		string	true	"subject"
 //	@Param		version	path		string	true	"a version number, latest or -1"
 //	@Success	200		{string}	string	"the schema"
 //	@Failure	404		{object}	errorBody	"40401, 40402"
+//	@Failure	422	{object}	errorBody	"42202: invalid version"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/subjects/{subject}/versions/{version}/schema [get]
 func versionSchemaDoc() {}
 
@@ -149,38 +170,62 @@ func versionSchemaDoc() {}
 //
 //	@Summary	Ids of the schemas that reference a version
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		subject	path	string	true	"subject"
 //	@Param		version	path	string	true	"a version number, latest or -1"
 //	@Success	200	{array}		int
 //	@Failure	404	{object}	errorBody	"40401, 40402"
+//	@Failure	422	{object}	errorBody	"42202: invalid version"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/subjects/{subject}/versions/{version}/referencedby [get]
 func referencedByDoc() {}
 
-// diffDoc documents GET and POST /subjects/{subject}/diff.
+// diffDoc documents GET /subjects/{subject}/diff.
 //
-//	@Summary		Semantic changes between two versions, or a candidate and a version
+//	@Summary		Semantic changes between two versions of a subject
 //	@Description	Each change (field added/removed/renamed, type promoted, default changed, enum symbol or union branch added/removed, decimal changed…) carries its verdict under every compatibility level. GET compares ?from with ?to (default latest); POST compares the body with ?from (default latest).
 //	@Tags			schemas
-//	@Accept			json
-//	@Produce		json
-//	@Param			subject	path		string							true	"subject"
-//	@Param			from	query		string							false	"older version (required for GET)"
-//	@Param			to		query		string							false	"newer version, default latest (GET)"
-//	@Param			body	body		schemaregistry.SchemaRequest	false	"candidate schema (POST)"
+//	@Produce		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
+//	@Param			subject	path		string	true	"subject"
+//	@Param			from	query		string	true	"older version (number or latest)"
+//	@Param			to		query		string	false	"newer version, default latest"
 //	@Success		200		{object}	schemaregistry.DiffResult
-//	@Failure		404		{object}	errorBody	"40401, 40402"
-//	@Failure		422		{object}	errorBody	"42201, 42202"
+//	@Failure		404		{object}	errorBody	"40401: subject not found; 40402: version not found"
+//	@Failure		422		{object}	errorBody	"42202: from is missing or a version is invalid"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router			/subjects/{subject}/diff [get]
-//	@Router			/subjects/{subject}/diff [post]
 func diffDoc() {}
+
+// diffCandidateDoc documents POST /subjects/{subject}/diff.
+//
+//	@Summary		Semantic changes between a version of a subject and a candidate schema
+//	@Description	Each change (field added/removed/renamed, type promoted, default changed, enum symbol or union branch added/removed, decimal changed…) carries its verdict under every compatibility level. GET compares ?from with ?to (default latest); POST compares the body with ?from (default latest).
+//	@Tags			schemas
+//	@Accept			application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json,application/octet-stream
+//	@Produce		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
+//	@Param			subject	path		string							true	"subject"
+//	@Param			from	query		string							false	"the version to compare with (default latest)"
+//	@Param			body	body		schemaregistry.SchemaRequest	true	"the candidate schema"
+//	@Success		200		{object}	schemaregistry.DiffResult
+//	@Failure	400	{object}	errorBody	"400: the body is not JSON"
+//	@Failure		404		{object}	errorBody	"40401: subject not found; 40402: version not found"
+//	@Failure	413	{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure	415	{object}	errorBody	"41501: the content type is not one the registry takes"
+//	@Failure		422		{object}	errorBody	"42201: invalid candidate schema; 42202: invalid version; 422: a field of the wrong type"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
+//	@Router			/subjects/{subject}/diff [post]
+func diffCandidateDoc() {}
 
 // schemaTypesDoc documents GET /schemas/types.
 //
 //	@Summary	Schema types this registry serves
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Success	200	{array}	string
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/schemas/types [get]
 func schemaTypesDoc() {}
 
@@ -188,11 +233,13 @@ func schemaTypesDoc() {}
 //
 //	@Summary	Get a schema by id
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		id		path		int		true	"schema id"
 //	@Param		subject	query		string	false	"accepted; one schema context, so it does not narrow the lookup"
 //	@Success	200		{object}	schemaByIDAnswer
 //	@Failure	404		{object}	errorBody	"40403: schema not found"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/schemas/ids/{id} [get]
 func schemaByIDDoc() {}
 
@@ -200,10 +247,12 @@ func schemaByIDDoc() {}
 //
 //	@Summary	Get a schema's text by id
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		id	path		int		true	"schema id"
 //	@Success	200	{string}	string	"the schema"
 //	@Failure	404	{object}	errorBody	"40403: schema not found"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/schemas/ids/{id}/schema [get]
 func rawSchemaByIDDoc() {}
 
@@ -211,11 +260,13 @@ func rawSchemaByIDDoc() {}
 //
 //	@Summary	Subject versions that use a schema id
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		id		path	int		true	"schema id"
 //	@Param		deleted	query	bool	false	"soft-deleted versions too"
 //	@Success	200	{array}		subjectVersion
 //	@Failure	404	{object}	errorBody	"40403: schema not found"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/schemas/ids/{id}/versions [get]
 func idVersionsDoc() {}
 
@@ -223,11 +274,13 @@ func idVersionsDoc() {}
 //
 //	@Summary	Subjects that use a schema id
 //	@Tags		schemas
-//	@Produce	json
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		id		path	int		true	"schema id"
 //	@Param		deleted	query	bool	false	"soft-deleted versions too"
 //	@Success	200	{array}		string
 //	@Failure	404	{object}	errorBody	"40403: schema not found"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/schemas/ids/{id}/subjects [get]
 func idSubjectsDoc() {}
 
@@ -235,15 +288,20 @@ func idSubjectsDoc() {}
 //
 //	@Summary		Test a schema against a version, or against what the subject's level covers
 //	@Tags			schemas
-//	@Accept			json
-//	@Produce		json
+//	@Accept			application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json,application/octet-stream
+//	@Produce		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param			subject	path		string							true	"subject"
 //	@Param			version	path		string							true	"a version number, latest or -1"
 //	@Param			verbose	query		bool							false	"list the breaking changes"
 //	@Param			body	body		schemaregistry.SchemaRequest	true	"the schema"
 //	@Success		200		{object}	compatibilityAnswer
+//	@Failure	400	{object}	errorBody	"400: the body is not JSON"
 //	@Failure		404		{object}	errorBody	"40401, 40402"
+//	@Failure	413	{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure	415	{object}	errorBody	"41501: the content type is not one the registry takes"
 //	@Failure		422		{object}	errorBody	"42201, 42202"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router			/compatibility/subjects/{subject}/versions/{version} [post]
 func compatibilityDoc() {}
 
@@ -251,54 +309,116 @@ func compatibilityDoc() {}
 //
 //	@Summary	Test a schema against the versions the subject's level covers
 //	@Tags		schemas
-//	@Accept		json
-//	@Produce	json
+//	@Accept		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json,application/octet-stream
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param		subject	path		string							true	"subject"
 //	@Param		verbose	query		bool							false	"list the breaking changes"
 //	@Param		body	body		schemaregistry.SchemaRequest	true	"the schema"
 //	@Success	200		{object}	compatibilityAnswer
+//	@Failure	400	{object}	errorBody	"400: the body is not JSON"
+//	@Failure	413	{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure	415	{object}	errorBody	"41501: the content type is not one the registry takes"
 //	@Failure	422		{object}	errorBody	"42201"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router		/compatibility/subjects/{subject}/versions [post]
 func compatibilityAllDoc() {}
 
-// configDoc documents /config and /config/{subject}.
+// configGetDoc documents GET /config and /config/{subject}.
 //
 //	@Summary		Compatibility level, global or of a subject
-//	@Description	GET answers the level (a subject without its own is 40408 unless ?defaultToGlobal=true); PUT sets it ({"compatibility": "BACKWARD"}, 42203 when invalid); DELETE removes it and answers the level it had.
+//	@Description	A subject without a level of its own answers 40408 unless defaultToGlobal=true.
 //	@Tags			schemas
-//	@Accept			json
-//	@Produce		json
-//	@Param			subject			path		string				true	"subject (for /config/{subject})"
-//	@Param			defaultToGlobal	query		bool				false	"GET: fall back to the global level"
-//	@Param			body			body		compatibilityUpdate	false	"PUT: the level"
-//	@Success		200				{object}	compatibilityLevelAnswer	"GET and DELETE; PUT answers compatibilityUpdate"
-//	@Failure		404				{object}	errorBody					"40401, 40408"
-//	@Failure		422				{object}	errorBody					"42203: invalid level"
+//	@Produce		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
+//	@Param			subject			path		string	true	"subject (for /config/{subject})"
+//	@Param			defaultToGlobal	query		bool	false	"fall back to the global level"
+//	@Success		200				{object}	compatibilityLevelAnswer
+//	@Failure		404				{object}	errorBody	"40401: subject not found; 40408: the subject has no level of its own"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router			/config [get]
-//	@Router			/config [put]
-//	@Router			/config [delete]
 //	@Router			/config/{subject} [get]
-//	@Router			/config/{subject} [put]
-//	@Router			/config/{subject} [delete]
-func configDoc() {}
+func configGetDoc() {}
 
-// modeDoc documents /mode and /mode/{subject}.
+// configPutDoc documents PUT /config and /config/{subject}.
+//
+//	@Summary	Set the compatibility level, global or of a subject
+//	@Tags		schemas
+//	@Accept		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json,application/octet-stream
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
+//	@Param		subject	path		string				true	"subject (for /config/{subject})"
+//	@Param		body	body		compatibilityUpdate	true	"the level: NONE, BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL or FULL_TRANSITIVE"
+//	@Success	200		{object}	compatibilityUpdate
+//	@Failure	400	{object}	errorBody	"400: the body is not JSON"
+//	@Failure	413	{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure	415	{object}	errorBody	"41501: the content type is not one the registry takes"
+//	@Failure	422		{object}	errorBody	"42203: invalid level; 422: a field of the wrong type"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
+//	@Router		/config [put]
+//	@Router		/config/{subject} [put]
+func configPutDoc() {}
+
+// configDeleteDoc documents DELETE /config and /config/{subject}.
+//
+//	@Summary	Remove the compatibility level, global or of a subject; answers the level it had
+//	@Tags		schemas
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
+//	@Param		subject	path		string	true	"subject (for /config/{subject})"
+//	@Success	200		{object}	compatibilityLevelAnswer
+//	@Failure	404		{object}	errorBody	"40401: subject not found; 40408: the subject has no level of its own"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
+//	@Router		/config [delete]
+//	@Router		/config/{subject} [delete]
+func configDeleteDoc() {}
+
+// modeGetDoc documents GET /mode and /mode/{subject}.
 //
 //	@Summary		Mode (READWRITE, READONLY, IMPORT), global or of a subject
-//	@Description	GET answers the mode (a subject without its own is 40409 unless ?defaultToGlobal=true); PUT sets it (IMPORT where schemas exist needs ?force=true, else 42205; 42204 when invalid); DELETE /mode/{subject} removes it and answers the mode it had.
+//	@Description	A subject without a mode of its own answers 40409 unless defaultToGlobal=true.
 //	@Tags			schemas
-//	@Accept			json
-//	@Produce		json
-//	@Param			subject			path		string		true	"subject (for /mode/{subject})"
-//	@Param			defaultToGlobal	query		bool		false	"GET: fall back to the global mode"
-//	@Param			force			query		bool		false	"PUT: switch to IMPORT although schemas exist"
-//	@Param			body			body		modeBody	false	"PUT: the mode"
+//	@Produce		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
+//	@Param			subject			path		string	true	"subject (for /mode/{subject})"
+//	@Param			defaultToGlobal	query		bool	false	"fall back to the global mode"
 //	@Success		200				{object}	modeBody
-//	@Failure		404				{object}	errorBody	"40401, 40409"
-//	@Failure		422				{object}	errorBody	"42204: invalid mode; 42205: IMPORT needs force"
+//	@Failure		404				{object}	errorBody	"40401: subject not found; 40409: the subject has no mode of its own"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router			/mode [get]
-//	@Router			/mode [put]
 //	@Router			/mode/{subject} [get]
+func modeGetDoc() {}
+
+// modePutDoc documents PUT /mode and /mode/{subject}.
+//
+//	@Summary		Set the mode, global or of a subject
+//	@Description	IMPORT where schemas exist needs force=true.
+//	@Tags			schemas
+//	@Accept			application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json,application/octet-stream
+//	@Produce		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
+//	@Param			subject	path		string		true	"subject (for /mode/{subject})"
+//	@Param			force	query		bool		false	"switch to IMPORT although schemas exist"
+//	@Param			body	body		modeBody	true	"the mode: READWRITE, READONLY or IMPORT"
+//	@Success		200		{object}	modeBody
+//	@Failure	400	{object}	errorBody	"400: the body is not JSON"
+//	@Failure	413	{object}	errorBody	"41301: the body is over the request limit"
+//	@Failure	415	{object}	errorBody	"41501: the content type is not one the registry takes"
+//	@Failure		422		{object}	errorBody	"42204: invalid mode; 42205: IMPORT needs force; 422: a field of the wrong type"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
+//	@Router			/mode [put]
 //	@Router			/mode/{subject} [put]
-//	@Router			/mode/{subject} [delete]
-func modeDoc() {}
+func modePutDoc() {}
+
+// modeDeleteDoc documents DELETE /mode/{subject}.
+//
+//	@Summary	Remove a subject's mode; answers the mode it had
+//	@Tags		schemas
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
+//	@Param		subject	path		string	true	"subject"
+//	@Success	200		{object}	modeBody
+//	@Failure	404		{object}	errorBody	"40401: subject not found; 40409: the subject has no mode of its own"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
+//	@Router		/mode/{subject} [delete]
+func modeDeleteDoc() {}
