@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -170,26 +169,11 @@ func TestFranzGoGroupRebalanceNoSkipNoDup(t *testing.T) {
 	}
 }
 
-// requireKcat finds kcat; without it the test skips, except under CI
-// (env CI set), where it fails: scripts/install-test-deps.sh installs it.
-func requireKcat(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("kcat")
-	if err == nil {
-		return path
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("kcat is not installed (CI is set); run scripts/install-test-deps.sh")
-	}
-	t.Skip("kcat is not installed; run scripts/install-test-deps.sh")
-	return ""
-}
-
 // TestKcatGroupMember: kcat -G (librdkafka's balanced consumer) joins a
 // group, reads every record once and commits; GET /groups/{group} shows
 // the committed offsets at the high watermarks.
 func TestKcatGroupMember(t *testing.T) {
-	kcat := requireKcat(t)
+	kcat := kcatPath(t)
 	node := startKafkaNode(t)
 	mustPost(t, node.URL+"/topics", "application/json", `{"name":"kc","partitions":2}`, 201)
 	var lines []string
