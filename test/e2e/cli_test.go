@@ -71,13 +71,6 @@ func sortedLines(s string) []string {
 	return lines
 }
 
-func startKafkaNode(t *testing.T) *harness.Node {
-	t.Helper()
-	node := harness.Start(t)
-	node.WaitKafka()
-	return node
-}
-
 // TestCLIUsageAndUnreachable needs no broker: usage mistakes exit 2, and an
 // unreachable bootstrap fails fast with exit 1 and a message naming it.
 func TestCLIUsageAndUnreachable(t *testing.T) {
@@ -121,7 +114,7 @@ func TestCLIUsageAndUnreachable(t *testing.T) {
 }
 
 func TestCLITopics(t *testing.T) {
-	node := startKafkaNode(t)
+	node := kafkaNode(t)
 	cli(t, node, "", "topics", "create", "orders", "--partitions", "3", "--replication-factor", "1",
 		"--config", "retention.ms=86400000")
 	if out := cli(t, node, "", "topics", "list"); !strings.Contains("\n"+out, "\norders\n") {
@@ -160,7 +153,7 @@ func TestCLITopics(t *testing.T) {
 }
 
 func TestCLIProduceConsume(t *testing.T) {
-	node := startKafkaNode(t)
+	node := kafkaNode(t)
 	cli(t, node, "", "topics", "create", "t", "--partitions", "2")
 	var in strings.Builder
 	for i := range 20 {
@@ -222,7 +215,7 @@ func endOffset(t *testing.T, node *harness.Node, topic, partition string) string
 // TestCLIProduceOptions covers acks and every codec, a fixed partition, and
 // a record POSTed over HTTP read back with `ferry consume`.
 func TestCLIProduceOptions(t *testing.T) {
-	node := startKafkaNode(t)
+	node := kafkaNode(t)
 	cli(t, node, "", "topics", "create", "opts", "--partitions", "3")
 	var want []string
 	for _, acks := range []string{"0", "1", "all"} {
@@ -252,7 +245,7 @@ func TestCLIProduceOptions(t *testing.T) {
 }
 
 func TestCLIGroups(t *testing.T) {
-	node := startKafkaNode(t)
+	node := kafkaNode(t)
 	cli(t, node, "", "topics", "create", "gt", "--partitions", "1")
 	cli(t, node, "1\n2\n3\n4\n5\n", "produce", "gt")
 	if out := cli(t, node, "", "consume", "gt", "--group", "g1", "--from-beginning", "--max-messages", "3", "--timeout", "30s"); out != "1\n2\n3\n" {
@@ -338,7 +331,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // shows it with its assignment, reset-offsets --execute is refused while it
 // is a member, and on SIGINT it commits what it printed, leaves, exits 0.
 func TestCLIGroupActiveMember(t *testing.T) {
-	node := startKafkaNode(t)
+	node := kafkaNode(t)
 	cli(t, node, "", "topics", "create", "live", "--partitions", "2")
 	cli(t, node, "a\nb\nc\n", "produce", "live", "--partition", "0")
 	cli(t, node, "d\ne\n", "produce", "live", "--partition", "1")

@@ -84,7 +84,7 @@ func produceN(t *testing.T, addr, topic string, from, n int) {
 // partitions from its committed offsets. Every record is read exactly once
 // and the committed offsets end at the high watermarks.
 func TestFranzGoGroupRebalanceNoSkipNoDup(t *testing.T) {
-	node := startKafkaNode(t)
+	node := kafkaNode(t)
 	adm, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr))
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestFranzGoGroupRebalanceNoSkipNoDup(t *testing.T) {
 // the committed offsets at the high watermarks.
 func TestKcatGroupMember(t *testing.T) {
 	kcat := kcatPath(t)
-	node := startKafkaNode(t)
+	node := kafkaNode(t)
 	mustPost(t, node.URL+"/topics", "application/json", `{"name":"kc","partitions":2}`, 201)
 	var lines []string
 	for i := 0; i < 20; i++ {
@@ -226,7 +226,7 @@ func TestKcatGroupMember(t *testing.T) {
 // cooperative-sticky assignor for its own member): after the Kafka member
 // joins, no record is read by both, none is missed.
 func TestRestAndFranzGoShareGroup(t *testing.T) {
-	node := startKafkaNode(t)
+	node := kafkaNode(t)
 	mustPost(t, node.URL+"/topics", "application/json", `{"name":"mixed","partitions":4}`, 201)
 	produceN(t, node.KafkaAddr, "mixed", 0, 40)
 	// The REST instance alone owns all four partitions and commits what it read.

@@ -81,7 +81,7 @@ func runSarama(ctx context.Context, t *testing.T, addr, group, topic string, ver
 // both leave, a new member resumes from the committed offsets and reads
 // only what was produced since.
 func TestSaramaConsumerGroup(t *testing.T) {
-	node := startKafkaNode(t)
+	node := kafkaNode(t)
 	mustPost(t, node.URL+"/topics", "application/json", `{"name":"sar","partitions":4}`, 201)
 	produceN(t, node.KafkaAddr, "sar", 0, 200)
 
