@@ -457,3 +457,22 @@ func TestProduceSpanningManyPartitionsKeepsRequestOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestSchemaEnforcedTopicWithoutRegistryRefusesValues(t *testing.T) {
+	b := newTestBroker(t)
+	err := b.CreateTopic(TopicSpec{Name: "strict", Configs: map[string]string{CfgValueSchemaValidation: "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Produce(context.Background(), &ProduceRequest{Topic: "strict", Records: []ProduceRecord{{Record: records.Record{Value: []byte("x")}}}})
+	if !errors.Is(err, ErrInvalidRecord) || !strings.Contains(err.Error(), "no schema registry") {
+		t.Fatalf("got %v", err)
+	}
+	// A tombstone carries no schema and passes.
+	if _, err := b.Produce(context.Background(), &ProduceRequest{Topic: "strict", Records: []ProduceRecord{{}}}); err != nil {
+		t.Fatalf("tombstone: %v", err)
+	}
+	if err := b.CreateTopic(TopicSpec{Name: "bad", Configs: map[string]string{CfgValueSchemaValidation: "yes"}}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("value yes: %v", err)
+	}
+}

@@ -42,6 +42,10 @@ type Config struct {
 	// Metrics receives per-topic traffic, leader elections and log flush
 	// latencies, and reads partition state at scrape time; nil: no metrics.
 	Metrics *metrics.Metrics
+	// ValueValidator checks record values of topics with
+	// confluent.value.schema.validation=true (the schema registry); nil:
+	// such topics reject every produce with a clear error.
+	ValueValidator ValueValidator
 }
 
 // DefaultMessageMaxBytes is Kafka's message.max.bytes default.

@@ -64,6 +64,11 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 	if err != nil {
 		return ProduceResult{}, err
 	}
+	for i := range req.Records {
+		if err := b.checkValue(ctx, t, i, req.Records[i].Record.Value); err != nil {
+			return ProduceResult{}, err
+		}
+	}
 	batches, err := b.buildBatches(t, req.Records)
 	if err != nil {
 		return ProduceResult{}, err
@@ -208,6 +213,9 @@ func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.Ap
 			ErrRecordTooLarge, len(req.Batches), t.settings.maxMessageBytes)
 	}
 	if err := validateClientBatches(req.Batches, b.cfg.MaxDecompressedBytes); err != nil {
+		return storage.AppendResult{}, err
+	}
+	if err := b.checkBatchValues(ctx, t, req.Batches); err != nil {
 		return storage.AppendResult{}, err
 	}
 	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}

@@ -27,17 +27,18 @@ const (
 
 // topicConfigCheck validates one value; every known key has one.
 var topicConfigCheck = map[string]func(string) error{
-	CfgRetentionMs:        intAtLeast(-1),
-	CfgRetentionBytes:     intAtLeast(-1),
-	CfgSegmentBytes:       intBetween(1024, math.MaxInt32),
-	CfgSegmentMs:          intAtLeast(1),
-	CfgMaxMessageBytes:    intAtLeast(0),
-	CfgFlushMessages:      intAtLeast(1),
-	CfgFlushMs:            intAtLeast(0),
-	CfgMinInsyncReplicas:  intAtLeast(1),
-	CfgIndexIntervalBytes: intAtLeast(0),
-	CfgCleanupPolicy:      oneOf("delete", "compact", "compact,delete", "delete,compact"),
-	CfgTimestampType:      oneOf("CreateTime", "LogAppendTime"),
+	CfgRetentionMs:           intAtLeast(-1),
+	CfgRetentionBytes:        intAtLeast(-1),
+	CfgSegmentBytes:          intBetween(1024, math.MaxInt32),
+	CfgSegmentMs:             intAtLeast(1),
+	CfgMaxMessageBytes:       intAtLeast(0),
+	CfgFlushMessages:         intAtLeast(1),
+	CfgFlushMs:               intAtLeast(0),
+	CfgMinInsyncReplicas:     intAtLeast(1),
+	CfgIndexIntervalBytes:    intAtLeast(0),
+	CfgCleanupPolicy:         oneOf("delete", "compact", "compact,delete", "delete,compact"),
+	CfgValueSchemaValidation: oneOf("true", "false"),
+	CfgTimestampType:         oneOf("CreateTime", "LogAppendTime"),
 }
 
 // TopicConfigKeys lists the topic configs ferry accepts, sorted.
@@ -110,6 +111,9 @@ type topicSettings struct {
 	logAppendTime   bool
 	// syncAppends acknowledges only after fsync (flush.messages=1).
 	syncAppends bool
+	// validateValues: every value must be Confluent wire format with a
+	// schema of <topic>-value and decode with it.
+	validateValues bool
 }
 
 func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
@@ -160,6 +164,7 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 		s.log.RetentionBytes = -1
 	}
 	s.syncAppends = s.log.FlushMessages == 1
+	s.validateValues = cfgs[CfgValueSchemaValidation] == "true"
 	s.log.MaxBatchBytes = s.maxMessageBytes
 	return s
 }
@@ -187,17 +192,18 @@ type ConfigEntry struct {
 func (b *Broker) describeConfigs(cfgs map[string]string) []ConfigEntry {
 	def := b.resolveSettings(nil)
 	defaults := map[string]string{
-		CfgRetentionMs:        strconv.FormatInt(durationMs(def.log.RetentionTime), 10),
-		CfgRetentionBytes:     strconv.FormatInt(def.log.RetentionBytes, 10),
-		CfgSegmentBytes:       strconv.FormatInt(def.log.SegmentBytes, 10),
-		CfgSegmentMs:          strconv.FormatInt(durationMs(def.log.SegmentMaxAge), 10),
-		CfgMaxMessageBytes:    strconv.Itoa(def.maxMessageBytes),
-		CfgCleanupPolicy:      "delete",
-		CfgFlushMessages:      strconv.FormatInt(flushMessagesDefault(def.log.FlushMessages), 10),
-		CfgFlushMs:            strconv.FormatInt(flushMsShown(def.log.FlushInterval), 10),
-		CfgTimestampType:      map[bool]string{false: "CreateTime", true: "LogAppendTime"}[def.logAppendTime],
-		CfgMinInsyncReplicas:  "1",
-		CfgIndexIntervalBytes: strconv.Itoa(def.log.IndexIntervalBytes),
+		CfgRetentionMs:           strconv.FormatInt(durationMs(def.log.RetentionTime), 10),
+		CfgRetentionBytes:        strconv.FormatInt(def.log.RetentionBytes, 10),
+		CfgSegmentBytes:          strconv.FormatInt(def.log.SegmentBytes, 10),
+		CfgSegmentMs:             strconv.FormatInt(durationMs(def.log.SegmentMaxAge), 10),
+		CfgMaxMessageBytes:       strconv.Itoa(def.maxMessageBytes),
+		CfgCleanupPolicy:         "delete",
+		CfgFlushMessages:         strconv.FormatInt(flushMessagesDefault(def.log.FlushMessages), 10),
+		CfgFlushMs:               strconv.FormatInt(flushMsShown(def.log.FlushInterval), 10),
+		CfgTimestampType:         map[bool]string{false: "CreateTime", true: "LogAppendTime"}[def.logAppendTime],
+		CfgMinInsyncReplicas:     "1",
+		CfgIndexIntervalBytes:    strconv.Itoa(def.log.IndexIntervalBytes),
+		CfgValueSchemaValidation: "false",
 	}
 	out := make([]ConfigEntry, 0, len(defaults))
 	for _, k := range TopicConfigKeys() {

@@ -230,6 +230,7 @@ func runServe(args []string) error {
 		m.AddSchemaSource(schemas.LiveVersions)
 	}
 	s.broker.Metrics = m
+	s.broker.ValueValidator = schemas
 	broker, err := server.Open(s.broker, logger)
 	if err != nil {
 		return err
