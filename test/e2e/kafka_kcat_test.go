@@ -3,11 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // kcatPath finds kcat. Without it the test is skipped, except under CI
@@ -15,12 +16,7 @@ import (
 func kcatPath(t *testing.T) string {
 	t.Helper()
 	path, err := exec.LookPath("kcat")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("kcat is required when CI is set (scripts/install-test-deps.sh installs it): %v", err)
-		}
-		t.Skip("kcat is not installed")
-	}
+	harness.RequireService(t, "kcat", err)
 	return path
 }
 

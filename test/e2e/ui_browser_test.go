@@ -13,6 +13,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // Helpers for the admin page's browser tests: a headless Chromium per
@@ -85,10 +87,7 @@ func newBrowser(t *testing.T) *browser {
 
 func noBrowser(t *testing.T, err error) {
 	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf("chromium cannot start: %v", err)
-	}
-	t.Skipf("chromium cannot start (set CI to make this a failure): %v", err)
+	harness.RequireService(t, "Chromium", err)
 }
 
 // onEvent collects uncaught exceptions and console errors; it runs on

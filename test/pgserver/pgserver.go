@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // Server is one cluster, owned by one test.
@@ -41,12 +43,7 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s, err := start(t)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL is required under CI and could not start: %v", err)
-		}
-		t.Skipf("PostgreSQL could not start (set CI to make this a failure): %v", err)
-	}
+	harness.RequireService(t, "PostgreSQL", err)
 	return s
 }
 

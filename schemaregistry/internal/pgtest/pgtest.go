@@ -32,6 +32,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // Server is a running throwaway cluster.
@@ -75,11 +77,7 @@ func Require(t testing.TB) *Server {
 	if shared != nil {
 		return shared
 	}
-	err := startErr
-	if os.Getenv("CI") != "" {
-		t.Fatalf("PostgreSQL is required under CI and could not start: %v", err)
-	}
-	t.Skipf("PostgreSQL could not start (set CI to make this a failure): %v", err)
+	harness.RequireService(t, "PostgreSQL", startErr)
 	return nil
 }
 
