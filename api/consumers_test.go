@@ -60,20 +60,11 @@ func (e *groupsEnv) produce(t *testing.T, topic string, partition int32, n int, 
 
 func (e *groupsEnv) get(t *testing.T, path, accept, body string) answer {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, e.url+path, strings.NewReader(body))
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
+	contentType := ""
 	if body != "" {
-		req.Header.Set("Content-Type", typeRestV2)
+		contentType = typeRestV2
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	return answer{status: res.StatusCode, body: data}
+	return e.request(t, http.MethodGet, path, map[string]string{"Accept": accept, "Content-Type": contentType}, body)
 }
 
 type createdInstance struct {

@@ -48,12 +48,20 @@ type answer struct {
 
 func (e *testEnv) do(t *testing.T, method, path, contentType, body string) answer {
 	t.Helper()
+	return e.request(t, method, path, map[string]string{"Content-Type": contentType}, body)
+}
+
+// request sends one request with the given headers (empty values are left out).
+func (e *testEnv) request(t *testing.T, method, path string, headers map[string]string, body string) answer {
+	t.Helper()
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for k, v := range headers {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
