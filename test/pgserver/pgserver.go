@@ -1,19 +1,18 @@
-// Package pgserver runs a throwaway PostgreSQL cluster for end-to-end
-// tests that must stop and start it (readiness flipping when the schema
-// store goes away): initdb in a temp dir (as the postgres user when the
-// test runs as root, since PostgreSQL refuses root), pg_ctl start on a free
-// loopback port with fsync off, Stop and Start by pg_ctl, and removal at
-// test cleanup. Recipe: /work/shared/TESTING.md.
+// Package pgserver runs throwaway PostgreSQL clusters for tests, by the
+// recipe in /work/shared/TESTING.md: initdb in a temp dir (as the postgres
+// user when the test runs as root, since PostgreSQL refuses root), pg_ctl
+// start on a free loopback port with the socket in that dir and fsync off,
+// pg_ctl stop at the end. It is the one implementation: Start gives a test
+// its own cluster (which it may stop and restart, e.g. to flip readiness);
+// Launch gives a cluster to share, such as schemaregistry/internal/pgtest's
+// one per test binary.
 //
-// When PostgreSQL cannot start, Start fails the test if the CI
-// environment variable is set and skips it otherwise.
-//
-// (schemaregistry/internal/pgtest serves the registry's own tests with one
-// shared cluster per test binary; it is internal and cannot stop and
-// restart a cluster, hence this package.)
+// When PostgreSQL cannot start, Start fails the test if the CI environment
+// variable is set and skips it otherwise (harness.RequireService).
 package pgserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -24,81 +23,133 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
-// Server is one cluster, owned by one test.
+// Server is one running cluster.
 type Server struct {
-	t    testing.TB
+	t    testing.TB // set by Start: Stop and Restart fail the test
 	dir  string
 	bin  string
 	port int
-	asPG bool
+	asPG bool // run binaries as the postgres user (we are root)
 }
 
-// Start initializes and starts a cluster; the test's cleanup stops it
+// Start launches a cluster owned by one test; the test's cleanup stops it
 // and removes its files.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := start(t)
+	s, err := Launch()
 	harness.RequireService(t, "PostgreSQL", err)
+	s.t = t
+	t.Cleanup(func() { s.Close() })
 	return s
 }
 
-func start(t testing.TB) (*Server, error) {
+// Launch initializes and starts a cluster; Close stops and removes it.
+func Launch() (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "ferry-pgserver-")
+	stopOrphans(bin)
+	dir, err := os.MkdirTemp("", "ferry-pg-")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{t: t, dir: dir, bin: bin, asPG: os.Geteuid() == 0}
-	t.Cleanup(s.remove)
-	if s.asPG {
-		if err := chownToPostgres(dir); err != nil {
-			return nil, err
-		}
-	}
-	if out, err := s.run("initdb", "-D", s.dataDir(), "-A", "trust", "-U", "postgres", "--no-sync"); err != nil {
-		return nil, fmt.Errorf("initdb: %v: %s", err, out)
-	}
-	if s.port, err = freePort(); err != nil {
+	// The owner file lets a later run stop this cluster if this process
+	// dies (a panic, a kill) before Close.
+	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := s.start(); err != nil {
+	s := &Server{dir: dir, bin: bin, asPG: os.Geteuid() == 0}
+	if err := s.initAndStart(); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	return s, nil
 }
 
-// DSN is the URL of the postgres database.
-func (s *Server) DSN() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+func (s *Server) initAndStart() (err error) {
+	if s.asPG {
+		if err := chownToPostgres(s.dir); err != nil {
+			return err
+		}
+	}
+	if out, err := s.run("initdb", "-D", s.dataDir(), "-A", "trust", "-U", "postgres", "--no-sync"); err != nil {
+		return fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	for attempt := 0; attempt < 3; attempt++ { // a free port may be taken before pg_ctl binds it
+		if s.port, err = freePort(); err != nil {
+			return err
+		}
+		if err = s.start(); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
-// Stop stops the server (fast shutdown: clients are disconnected).
-func (s *Server) Stop() {
-	s.t.Helper()
-	if out, err := s.run("pg_ctl", "-D", s.dataDir(), "-m", "fast", "-w", "-t", "60", "stop"); err != nil {
-		s.t.Fatalf("pg_ctl stop: %v: %s", err, out)
+// DSN is the URL of the postgres database.
+func (s *Server) DSN() string { return s.URL("postgres") }
+
+// URL is the DSN of a database on this server.
+func (s *Server) URL(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, db)
+}
+
+// CreateDatabase creates a database.
+func (s *Server) CreateDatabase(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.DSN())
+	if err != nil {
+		return err
 	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	return err
+}
+
+// Stop stops the server (fast shutdown: clients are disconnected); for a
+// server from Start, a failure fails the test.
+func (s *Server) Stop() error {
+	out, err := s.run("pg_ctl", "-D", s.dataDir(), "-m", "fast", "-w", "-t", "60", "stop")
+	if err != nil {
+		err = fmt.Errorf("pg_ctl stop: %v: %s", err, out)
+	}
+	return s.check(err)
 }
 
 // Restart starts a stopped server again, on the same port and data.
-func (s *Server) Restart() {
-	s.t.Helper()
-	if err := s.start(); err != nil {
+func (s *Server) Restart() error { return s.check(s.start()) }
+
+func (s *Server) check(err error) error {
+	if err != nil && s.t != nil {
+		s.t.Helper()
 		s.t.Fatal(err)
 	}
+	return err
+}
+
+// Close stops the server if it runs and deletes its files.
+func (s *Server) Close() error {
+	if _, err := os.Stat(filepath.Join(s.dataDir(), "postmaster.pid")); err == nil {
+		s.run("pg_ctl", "-D", s.dataDir(), "-m", "fast", "-w", "-t", "60", "stop")
+	}
+	return os.RemoveAll(s.dir)
 }
 
 func (s *Server) start() error {
 	out, err := s.run("pg_ctl", "-D", s.dataDir(), "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60",
-		"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off", s.port, s.dir),
+		"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off", s.port, s.dir),
 		"start")
 	if err != nil {
 		logTail, _ := os.ReadFile(filepath.Join(s.dir, "log"))
@@ -108,14 +159,6 @@ func (s *Server) start() error {
 		return fmt.Errorf("pg_ctl start: %v: %s %s", err, out, logTail)
 	}
 	return nil
-}
-
-// remove stops the server if it runs and deletes its files.
-func (s *Server) remove() {
-	if _, err := os.Stat(filepath.Join(s.dataDir(), "postmaster.pid")); err == nil {
-		s.run("pg_ctl", "-D", s.dataDir(), "-m", "immediate", "-w", "-t", "30", "stop")
-	}
-	os.RemoveAll(s.dir)
 }
 
 func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
@@ -131,17 +174,36 @@ func (s *Server) run(tool string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
+// stopOrphans stops clusters whose owning process is gone.
+func stopOrphans(bin string) {
+	owners, _ := filepath.Glob(filepath.Join(os.TempDir(), "ferry-pg-*", "owner.pid"))
+	for _, owner := range owners {
+		b, err := os.ReadFile(owner)
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || perr != nil || processAlive(pid) {
+			continue
+		}
+		orphan := &Server{dir: filepath.Dir(owner), bin: bin, asPG: os.Geteuid() == 0}
+		orphan.Close()
+	}
+}
+
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	return err == nil && p.Signal(syscall.Signal(0)) == nil
+}
+
 // binDir finds the newest installed PostgreSQL's bin directory.
 func binDir() (string, error) {
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	major := func(d string) int { n, _ := strconv.Atoi(filepath.Base(filepath.Dir(d))); return n }
 	sort.Slice(dirs, func(i, j int) bool { return major(dirs[i]) > major(dirs[j]) })
 	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "pg_ctl")); err == nil {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
 			return d, nil
 		}
 	}
-	return "", errors.New("no /usr/lib/postgresql/*/bin/pg_ctl (apt-get install postgresql)")
+	return "", errors.New("no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql; scripts/install-test-deps.sh does)")
 }
 
 func freePort() (int, error) {

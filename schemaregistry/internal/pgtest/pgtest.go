@@ -1,7 +1,5 @@
-// Package pgtest starts a throwaway PostgreSQL cluster for tests, as
-// /work/shared/TESTING.md describes: initdb (as the postgres user when
-// running as root) in a temp dir, pg_ctl start on a free loopback port
-// with the socket in that dir and fsync off, pg_ctl stop at the end.
+// Package pgtest shares one throwaway PostgreSQL cluster (test/pgserver)
+// per test binary, started on first use and stopped by Main.
 //
 // Use it from TestMain:
 //
@@ -14,35 +12,18 @@
 package pgtest
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ferry-mq/ferry/test/harness"
+	"github.com/ferry-mq/ferry/test/pgserver"
 )
 
-// Server is a running throwaway cluster.
-type Server struct {
-	dir  string
-	bin  string
-	port int
-	asPG bool // run binaries as the postgres user (we are root)
-}
+// Server is the shared cluster (see test/pgserver, which runs it).
+type Server = pgserver.Server
 
 var (
 	mainCalled bool
@@ -59,7 +40,7 @@ func Main(m *testing.M) int {
 	mainCalled = true
 	code := m.Run()
 	if shared != nil {
-		if err := shared.Stop(); err != nil {
+		if err := shared.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest: stop:", err)
 		}
 	}
@@ -73,7 +54,7 @@ func Require(t testing.TB) *Server {
 	if !mainCalled {
 		t.Fatal("pgtest: call pgtest.Main from TestMain, so the cluster is stopped at the end")
 	}
-	startOnce.Do(func() { shared, startErr = Start() })
+	startOnce.Do(func() { shared, startErr = pgserver.Launch() })
 	if shared != nil {
 		return shared
 	}
@@ -90,158 +71,4 @@ func DSN(t testing.TB) string {
 		t.Fatalf("create database: %v", err)
 	}
 	return s.URL(name)
-}
-
-// URL is the DSN of a database on this server.
-func (s *Server) URL(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, db)
-}
-
-// CreateDatabase creates a database.
-func (s *Server) CreateDatabase(name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.URL("postgres"))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	return err
-}
-
-// findBin returns the newest /usr/lib/postgresql/*/bin holding initdb.
-func findBin() (string, error) {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			return d, nil
-		}
-	}
-	return "", errors.New("no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql; scripts/install-test-deps.sh does)")
-}
-
-func versionOf(binDir string) int {
-	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
-	return n
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// Start initializes and starts a cluster.
-func Start() (*Server, error) {
-	bin, err := findBin()
-	if err != nil {
-		return nil, err
-	}
-	stopOrphans(bin)
-	dir, err := os.MkdirTemp("", "ferry-pg-")
-	if err != nil {
-		return nil, err
-	}
-	// The owner file lets a later run stop this cluster if this test
-	// binary dies (a panic, a kill) before Stop.
-	if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	s := &Server{dir: dir, bin: bin, asPG: os.Geteuid() == 0}
-	if s.asPG {
-		if err := chownToPostgres(dir); err != nil {
-			os.RemoveAll(dir)
-			return nil, err
-		}
-	}
-	if out, err := s.run("initdb", "-D", s.dataDir(), "-A", "trust", "-U", "postgres", "--no-sync"); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("initdb: %v: %s", err, out)
-	}
-	for attempt := 0; attempt < 3; attempt++ {
-		if s.port, err = freePort(); err != nil {
-			break
-		}
-		var out string
-		out, err = s.run("pg_ctl", "-D", s.dataDir(), "-l", filepath.Join(dir, "log"), "-w", "-t", "60",
-			"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off", s.port, dir),
-			"start")
-		if err == nil {
-			return s, nil
-		}
-		logTail, _ := os.ReadFile(filepath.Join(dir, "log"))
-		err = fmt.Errorf("pg_ctl start: %v: %s %s", err, out, tail(string(logTail)))
-	}
-	os.RemoveAll(dir)
-	return nil, err
-}
-
-// stopOrphans stops clusters whose test binary is gone.
-func stopOrphans(bin string) {
-	owners, _ := filepath.Glob(filepath.Join(os.TempDir(), "ferry-pg-*", "owner.pid"))
-	for _, owner := range owners {
-		b, err := os.ReadFile(owner)
-		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || perr != nil || processAlive(pid) {
-			continue
-		}
-		dir := filepath.Dir(owner)
-		orphan := &Server{dir: dir, bin: bin, asPG: os.Geteuid() == 0}
-		if _, err := os.Stat(filepath.Join(orphan.dataDir(), "postmaster.pid")); err == nil {
-			orphan.run("pg_ctl", "-D", orphan.dataDir(), "-m", "immediate", "-w", "-t", "30", "stop")
-		}
-		os.RemoveAll(dir)
-	}
-}
-
-func processAlive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	return err == nil && p.Signal(syscall.Signal(0)) == nil
-}
-
-func tail(s string) string {
-	if len(s) > 2000 {
-		return s[len(s)-2000:]
-	}
-	return s
-}
-
-func chownToPostgres(dir string) error {
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return fmt.Errorf("no postgres user: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return os.Chown(dir, uid, gid)
-}
-
-func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
-
-func (s *Server) run(tool string, args ...string) (string, error) {
-	path := filepath.Join(s.bin, tool)
-	var cmd *exec.Cmd
-	if s.asPG {
-		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
-	} else {
-		cmd = exec.Command(path, args...)
-	}
-	cmd.Dir = s.dir
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
-
-// Stop stops the cluster and removes its directory.
-func (s *Server) Stop() error {
-	out, err := s.run("pg_ctl", "-D", s.dataDir(), "-m", "fast", "-w", "-t", "60", "stop")
-	if err != nil {
-		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
-	}
-	return os.RemoveAll(s.dir)
 }
