@@ -84,16 +84,25 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	if err := l.open(); err != nil {
+	if err := l.load(); err != nil {
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	return l, nil
+}
+
+// load runs open on a log not yet shared and releases what it opened when
+// it fails.
+func (l *Log) load() error {
+	err := l.open()
+	if err != nil {
 		for _, s := range l.mu.segs {
 			s.release()
 		}
 		if l.checkpoint != nil {
 			l.checkpoint.f.Close()
 		}
-		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	return l, nil
+	return err
 }
 
 // open loads the segments and checkpoints; called before l is shared.
