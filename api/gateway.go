@@ -129,6 +129,7 @@ func (g *Gateway) Handler() http.Handler {
 	r.Delete("/topics/{topic}", g.deleteTopic)
 	r.Post("/topics/{topic}/partitions", g.createPartitions)
 	r.Put("/topics/{topic}/configs", g.alterConfigs)
+	r.Post("/admin/partitions/{topic}/{partition}/recover", g.recoverPartition)
 
 	gr := g.requireGroups
 	r.Get("/kafka/{topic}/stream", gr(g.stream))

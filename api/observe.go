@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/metrics"
 )
 
@@ -187,17 +188,21 @@ func (g *Gateway) observabilityRoutes(r chi.Router) {
 const readyTimeout = 2 * time.Second
 
 type readyBody struct {
-	Status string `json:"status" enums:"ready,not ready"`
+	Status string `json:"status" enums:"ready,degraded,not ready"`
 	// Checks maps storage and schema_store to "ok" or the error.
 	Checks map[string]string `json:"checks"`
+	// OfflinePartitions are the partitions whose log failed (see health.go).
+	OfflinePartitions []server.OfflinePartition `json:"offline_partitions,omitempty"`
 }
 
 // readyz answers 200 when the node can serve: storage is loaded (the
 // broker is open) and the schema store, when there is one, answers. A
-// failing check answers 503 and names itself with its error.
+// failing check answers 503 and names itself with its error. Partitions
+// offline after a write or fsync error make it "degraded" (200) or, when
+// all are, "not ready" (503): see health.go.
 //
 //	@Summary		Readiness: storage loaded and the schema store answering
-//	@Description	Each check is "ok" or its error; any failing check makes the answer 503 with status "not ready".
+//	@Description	Each check is "ok" or its error; any failing check makes the answer 503 with status "not ready". Partitions whose log failed on a write or fsync error (disk full, EIO) are listed in offline_partitions and named in checks.storage: some offline is status "degraded" with 200 (the node serves the others), all offline is "not ready" with 503.
 //	@Tags			cluster
 //	@Produce		json
 //	@Success		200	{object}	readyBody
@@ -218,8 +223,11 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	if g.cfg.Schemas != nil {
 		check("schema_store", g.cfg.Schemas.Ping(ctx))
 	}
+	if body.Checks["storage"] == "ok" {
+		g.checkPartitions(&body)
+	}
 	status := http.StatusOK
-	if body.Status != "ready" {
+	if body.Status == "not ready" {
 		status = http.StatusServiceUnavailable
 	}
 	w.Header().Set("Content-Type", "application/json")

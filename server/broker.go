@@ -124,6 +124,7 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		}
 	}
 	l, err := storage.Open(dir, s.log, storage.Options{
+		FS:      b.cfg.LogFS,
 		Logger:  b.logger.With("topic", name, "partition", index),
 		OnFlush: b.flushObserver(),
 	})
@@ -192,9 +193,10 @@ func (b *Broker) ClusterID() string {
 func (b *Broker) Config() Config { return b.cfg }
 
 func (b *Broker) startLoops() {
-	b.wg.Add(3)
+	b.wg.Add(4)
 	go b.every(b.cfg.RetentionCheckInterval, b.enforceRetention)
 	go b.every(b.cfg.FlushCheckInterval, b.flushDue)
+	go b.every(b.cfg.FailedLogProbeInterval, b.probeFailedLogs)
 	go b.deleter()
 }
 

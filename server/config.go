@@ -32,6 +32,14 @@ type Config struct {
 	// FlushCheckInterval is how often logs are asked whether their flush
 	// interval has passed (log.flush.scheduler.interval.ms). Default 1 second.
 	FlushCheckInterval time.Duration
+	// FailedLogProbeInterval is how often a partition whose log failed on a
+	// write or fsync error (disk full, EIO) is tried again: once its
+	// directory takes a probe write, the log is recovered and takes appends
+	// (log.failure.probe.interval.ms, ferry's own). Default 5 seconds.
+	FailedLogProbeInterval time.Duration
+	// LogFS is the filesystem the partition logs use; nil: the real disk.
+	// Tests inject faults through it (storage/errorfs).
+	LogFS storage.FS
 	// LogAppendTime stamps batches with the broker's time (log.message.timestamp.type=LogAppendTime).
 	LogAppendTime bool
 	// MaxDecompressedBytes caps how far one batch may expand when the core
@@ -68,6 +76,9 @@ func (c *Config) Defaults() {
 	if c.FlushCheckInterval == 0 {
 		c.FlushCheckInterval = time.Second
 	}
+	if c.FailedLogProbeInterval == 0 {
+		c.FailedLogProbeInterval = 5 * time.Second
+	}
 	if c.MaxDecompressedBytes == 0 {
 		c.MaxDecompressedBytes = 64 << 20
 	}
@@ -87,6 +98,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("log.retention.check.interval.ms: must be > 0")
 	case c.FlushCheckInterval <= 0:
 		return fmt.Errorf("flush check interval: must be > 0")
+	case c.FailedLogProbeInterval <= 0:
+		return fmt.Errorf("log.failure.probe.interval.ms: must be > 0")
 	}
 	return c.Log.Validate()
 }

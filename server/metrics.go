@@ -60,12 +60,18 @@ func (b *Broker) partitionStats(yield func(metrics.PartitionStat) bool) {
 		for _, p := range t.partitions {
 			st := metrics.PartitionStat{Topic: t.meta.Name, Partition: p.Index(), SizeBytes: p.Size(),
 				Segments: p.SegmentCount(), Leader: p.Leader(), Replicas: len(p.Replicas()),
-				ISR: len(p.ISR()), MinISR: minISR}
+				ISR: len(p.ISR()), MinISR: minISR, Offline: failed(p)}
 			if !yield(st) {
 				return
 			}
 		}
 	}
+}
+
+// failed reports whether p's log failed and refuses appends.
+func failed(p Partition) bool {
+	f, ok := p.(interface{ Failure() error })
+	return ok && f.Failure() != nil
 }
 
 // minInsyncReplicas is the topic's min.insync.replicas (default 1).

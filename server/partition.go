@@ -125,3 +125,17 @@ func (p *localPartition) Replicas() []int32       { return []int32{p.brokerID} }
 func (p *localPartition) ISR() []int32            { return []int32{p.brokerID} }
 func (p *localPartition) Size() int64             { return p.log.Size() }
 func (p *localPartition) SegmentCount() int       { return p.log.SegmentCount() }
+
+// Failure is the error that failed the partition's log (it refuses appends
+// until recovered), or nil.
+func (p *localPartition) Failure() error { return p.log.Failure() }
+
+// recoverLog reopens a failed log (storage.Log.Recover) and moves the high
+// watermark to the recovered log end: recovery fsynced everything it kept,
+// so it is all durable, as after a restart.
+func (p *localPartition) recoverLog() (recovered bool, err error) {
+	if recovered, err = p.log.Recover(); recovered {
+		p.advanceHighWatermark(p.log.LogEndOffset())
+	}
+	return recovered, err
+}

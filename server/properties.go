@@ -57,6 +57,7 @@ var propertySetters = map[string]func(*Config, string) error{
 	"log.flush.interval.ms":             func(c *Config, v string) error { return setDuration(&c.Log.FlushInterval, v, time.Millisecond) },
 	"log.flush.scheduler.interval.ms":   func(c *Config, v string) error { return setDuration(&c.FlushCheckInterval, v, time.Millisecond) },
 	"log.index.interval.bytes":          func(c *Config, v string) error { return setInt(&c.Log.IndexIntervalBytes, v) },
+	"log.failure.probe.interval.ms":     func(c *Config, v string) error { return setDuration(&c.FailedLogProbeInterval, v, time.Millisecond) },
 	"log.message.timestamp.type":        setTimestampType,
 	"log.retention.ms":                  nil, // resolved together below, as Kafka does
 	"log.retention.minutes":             nil,

@@ -35,9 +35,10 @@ func (l *Log) Failure() error {
 // once its directory is writable: it first writes, fsyncs and removes a
 // probe file, then recovers the log from disk as Open does after a crash
 // and swaps the recovered segments in. Reads in flight finish on the old
-// files. On a log that has not failed it does nothing; on error the log
-// stays failed (with its first cause) and Recover may be called again.
-func (l *Log) Recover() error {
+// files. recovered is false on a log that had not failed (nothing done);
+// on error the log stays failed (with its first cause) and Recover may be
+// called again.
+func (l *Log) Recover() (recovered bool, err error) {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
 	l.mu.Lock()
@@ -45,23 +46,23 @@ func (l *Log) Recover() error {
 	l.mu.Unlock()
 	switch {
 	case closed:
-		return ErrClosed
+		return false, ErrClosed
 	case failed == nil:
-		return nil
+		return false, nil
 	}
 	if err := l.probeWritable(); err != nil {
-		return fmt.Errorf("recover log %s: directory not writable: %w", l.dir, err)
+		return false, fmt.Errorf("recover log %s: directory not writable: %w", l.dir, err)
 	}
 	fresh := &Log{dir: l.dir, fs: l.fs, logger: l.logger, now: l.now, onFlush: l.onFlush}
 	fresh.mu.cfg = cfg
 	fresh.mu.syncCond.L = &fresh.mu.Mutex
 	if err := fresh.load(); err != nil {
-		return fmt.Errorf("recover log %s: %w", l.dir, err)
+		return false, fmt.Errorf("recover log %s: %w", l.dir, err)
 	}
 	before, after := l.adopt(fresh)
 	l.logger.Info("log recovered; taking appends again", "after", failed,
 		"log_end_offset_before", before, "log_end_offset", after)
-	return nil
+	return true, nil
 }
 
 // probeWritable writes one page to a new file in the log's directory,

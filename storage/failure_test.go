@@ -57,15 +57,15 @@ func TestRecoverAfterFault(t *testing.T) {
 			if l.Failure() == nil {
 				t.Fatal("Failure() is nil after a failed append")
 			}
-			if err := l.Recover(); err == nil || l.Failure() == nil {
+			if _, err := l.Recover(); err == nil || l.Failure() == nil {
 				t.Fatalf("Recover with the fault still there: %v, failure %v", err, l.Failure())
 			}
 			if _, err := l.Append(makeBatch(1, 1, 0), storage.AppendOptions{}); !errors.Is(err, storage.ErrFailed) {
 				t.Fatalf("append after a refused recovery: %v", err)
 			}
 			fs.Clear()
-			if err := l.Recover(); err != nil {
-				t.Fatalf("Recover after the fault cleared: %v", err)
+			if ok, err := l.Recover(); !ok || err != nil {
+				t.Fatalf("Recover after the fault cleared: %v %v", ok, err)
 			}
 			if l.Failure() != nil {
 				t.Fatalf("Failure() after Recover: %v", l.Failure())
@@ -120,8 +120,8 @@ func TestRecoverHealthyLogIsNoop(t *testing.T) {
 	defer l.Close()
 	appendBatches(t, l, 3, 2, 50, 0)
 	before := mustRead(t, l, 0)
-	if err := l.Recover(); err != nil {
-		t.Fatal(err)
+	if ok, err := l.Recover(); ok || err != nil {
+		t.Fatalf("Recover of a healthy log: %v %v", ok, err)
 	}
 	if got := mustRead(t, l, 0); !bytes.Equal(got, before) {
 		t.Fatal("Recover of a healthy log changed it")
@@ -143,7 +143,7 @@ func TestRecoverKeepsReadsInFlightWorking(t *testing.T) {
 	done := make(chan []byte)
 	fs.Inject(errorfs.Fault{Op: errorfs.OpRead, PathSuffix: ".log", Times: 1, Hook: func(string) {
 		// The read holds its segment reference while the log is recovered.
-		if err := l.Recover(); err != nil {
+		if _, err := l.Recover(); err != nil {
 			t.Error(err)
 		}
 	}})

@@ -23,6 +23,10 @@ type PartitionStat struct {
 	ISR      int
 	// MinISR is the topic's min.insync.replicas.
 	MinISR int
+	// Offline: the partition's log failed on a write or fsync error and
+	// refuses appends (it counts as offline, as in Kafka after a log
+	// directory failure).
+	Offline bool
 }
 
 // LagStat is one consumer group's lag on one partition.
@@ -83,12 +87,14 @@ var (
 		"Bytes of a partition log's segment files on disk.", []string{"topic", "partition"}, nil)
 	descLogSegments = prometheus.NewDesc("ferry_log_segments",
 		"Segments of a partition log.", []string{"topic", "partition"}, nil)
+	descLogFailed = prometheus.NewDesc("ferry_log_failed",
+		"1 while a partition log has failed on a write or fsync error (disk full, EIO) and refuses appends, else 0.", []string{"topic", "partition"}, nil)
 	descPartitions = prometheus.NewDesc("ferry_partitions",
 		"Partitions this node hosts.", nil, nil)
 	descUnderReplicated = prometheus.NewDesc("ferry_under_replicated_partitions",
 		"Partitions whose in-sync replica set is smaller than their replica set.", nil, nil)
 	descOffline = prometheus.NewDesc("ferry_offline_partitions",
-		"Partitions without a leader.", nil, nil)
+		"Partitions without a leader or whose log failed (ferry_log_failed): they refuse produce.", nil, nil)
 	descAtMinISR = prometheus.NewDesc("ferry_at_min_isr_partitions",
 		"Partitions whose in-sync replica count equals min.insync.replicas (one more loss blocks acks=all).", nil, nil)
 	descUnderMinISR = prometheus.NewDesc("ferry_under_min_isr_partitions",
@@ -106,7 +112,7 @@ var (
 type partitionCollector struct{ m *Metrics }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLogSize, descLogSegments, descPartitions,
+	for _, d := range []*prometheus.Desc{descLogSize, descLogSegments, descLogFailed, descPartitions,
 		descUnderReplicated, descOffline, descAtMinISR, descUnderMinISR} {
 		ch <- d
 	}
@@ -119,11 +125,12 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 			part := strconv.Itoa(int(p.Partition))
 			ch <- prometheus.MustNewConstMetric(descLogSize, prometheus.GaugeValue, float64(p.SizeBytes), p.Topic, part)
 			ch <- prometheus.MustNewConstMetric(descLogSegments, prometheus.GaugeValue, float64(p.Segments), p.Topic, part)
+			ch <- prometheus.MustNewConstMetric(descLogFailed, prometheus.GaugeValue, boolValue(p.Offline), p.Topic, part)
 			total++
 			if p.ISR < p.Replicas {
 				under++
 			}
-			if p.Leader < 0 {
+			if p.Leader < 0 || p.Offline {
 				offline++
 			}
 			if p.ISR == p.MinISR {
@@ -141,6 +148,13 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		{descAtMinISR, atMin}, {descUnderMinISR, underMin}} {
 		ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, float64(g.v))
 	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // lagCollector reads consumer group lag at scrape time.

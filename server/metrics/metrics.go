@@ -36,6 +36,10 @@
 //	ferry_leader_elections_total, ferry_unclean_leader_elections_total
 //	ferry_controller_active           ActiveControllerCount
 //	ferry_log_size_bytes, ferry_log_segments   Log Size / NumLogSegments
+//	ferry_log_failed, ferry_log_recoveries_total
+//	                                  OfflineLogDirectoryCount, per partition: a log failed by a
+//	                                  write or fsync error (it also counts in ferry_offline_partitions),
+//	                                  and failed logs brought back without a restart
 //	ferry_log_flush_duration_seconds  LogFlushRateAndTimeMs
 //	ferry_consumer_group_lag          consumer lag per group and partition
 //	ferry_open_connections            per listener
@@ -74,6 +78,7 @@ type Metrics struct {
 
 	isrShrinks, isrExpands        prometheus.Counter
 	leaderElections, uncleanElect prometheus.Counter
+	logRecoveries                 prometheus.Counter
 	controllerActive              prometheus.Gauge
 	flush                         prometheus.Histogram
 	schemaRequests                *prometheus.CounterVec // api, status
@@ -112,6 +117,7 @@ func New() *Metrics {
 	m.isrExpands = counter("ferry_isr_expands_total", "Times a partition's in-sync replica set grew (always 0 until replication exists).")
 	m.leaderElections = counter("ferry_leader_elections_total", "Partitions that got a leader on this node (at startup, topic creation, partition addition).")
 	m.uncleanElect = counter("ferry_unclean_leader_elections_total", "Leaders elected from outside the in-sync replica set (never, on a single node).")
+	m.logRecoveries = counter("ferry_log_recoveries_total", "Failed partition logs (write or fsync error) recovered without a restart, by the probe loop or POST /admin/partitions/{topic}/{partition}/recover.")
 	m.controllerActive = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ferry_controller_active", Help: "1 when this node is the active controller (a single node always is)."})
 	m.flush = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "ferry_log_flush_duration_seconds",
@@ -120,7 +126,7 @@ func New() *Metrics {
 	})
 	m.schemaRequests = counterVec("ferry_schema_registry_requests_total", "Schema registry HTTP requests by route and status.", "api", "status")
 	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.duration, m.errors,
-		m.conns, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect,
+		m.conns, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect, m.logRecoveries,
 		m.controllerActive, m.flush, m.schemaRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&partitionCollector{m: m}, &lagCollector{m: m}, &schemaCollector{m: m}, &listenerCollector{m: m})
@@ -331,6 +337,13 @@ func (l *Listener) Busy(d time.Duration) {
 func (m *Metrics) LeaderElected() {
 	if m != nil {
 		m.leaderElections.Inc()
+	}
+}
+
+// PartitionRecovered counts a failed partition log recovered without a restart.
+func (m *Metrics) PartitionRecovered() {
+	if m != nil {
+		m.logRecoveries.Inc()
 	}
 }
 
