@@ -27,7 +27,7 @@ var (
 	ErrBatchTooLarge = errors.New("record batch too large")
 	// ErrFailed: an earlier write or fsync failed, so the log refuses
 	// appends rather than risk acknowledging data that is not on disk.
-	// Reopening the log (which recovers it) is the way out.
+	// Recover (or reopening the log) runs crash recovery and is the way out.
 	ErrFailed = errors.New("log failed after a write or fsync error")
 )
 
