@@ -191,6 +191,13 @@ func (b *memoryBudget) inUse() int64 {
 	return b.size - b.mu.free
 }
 
+// waiting is how many connections wait for budget.
+func (b *memoryBudget) waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.mu.waiters)
+}
+
 func removeWaiter(ws []*budgetWaiter, w *budgetWaiter) []*budgetWaiter {
 	for i, x := range ws {
 		if x == w {
