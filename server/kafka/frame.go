@@ -19,9 +19,13 @@ import (
 //   - frames larger than unbudgetedFrameBytes also reserve their declared
 //     size from the node-wide memoryBudget (queued.max.request.bytes) once
 //     their first unbudgetedFrameBytes have arrived, and hold it until the
-//     request has been served. A connection whose frame does not fit stops
+//     request has been served; a reserved frame is allocated whole, as
+//     Kafka's MemoryPool does. A connection whose frame does not fit stops
 //     reading until others release theirs. Small requests (metadata,
 //     heartbeats, most fetches and produces) never wait behind large ones.
+//
+// So frame memory is at most max.connections × 2 × unbudgetedFrameBytes
+// plus queued.max.request.bytes (without a budget: twice what arrived).
 const (
 	firstChunkBytes      = 4 << 10
 	unbudgetedFrameBytes = 64 << 10
@@ -49,6 +53,8 @@ func readFrameBody(ctx context.Context, br *bufio.Reader, n int, budget *memoryB
 			return nil, func() {}, err
 		}
 		started()
+		// Paid for: allocate once rather than copy while doubling.
+		buf = append(make([]byte, 0, n), buf...)
 	}
 	if buf, err = readGrowing(br, buf, n); err != nil {
 		release()
