@@ -357,3 +357,24 @@ func TestConfigValidatesLimits(t *testing.T) {
 		t.Fatal("host name accepted")
 	}
 }
+
+// Shutdown does not wait for a connection that waits for budget, nor for
+// a frame that stopped arriving.
+func TestShutdownWithFramesWaitingForBudget(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) {
+		c.MaxRequestBytes = 1 << 20
+		c.QueuedMaxRequestBytes = 1 << 20
+	})
+	startFrame(t, dialFrom(t, ts.addr, "127.0.0.1"), 900<<10, make([]byte, 100<<10))
+	waitFor(t, "the first frame to reserve", func() bool { return ts.budget.inUse() == 900<<10 })
+	startFrame(t, dialFrom(t, ts.addr, "127.0.0.1"), 900<<10, make([]byte, 100<<10))
+	waitFor(t, "the second frame to wait", func() bool { return ts.budget.waiting() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ts.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if n := ts.budget.inUse(); n != 0 {
+		t.Fatalf("%d bytes of budget reserved after shutdown", n)
+	}
+}
