@@ -92,6 +92,8 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.FetchMaxBytes, v) }},
 	{"connections-max-idle-ms", []string{"connections.max.idle.ms"}, "close Kafka connections idle this long", "600000",
 		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.IdleTimeout, v) }},
+	{"kafka-request-read-timeout-ms", []string{"kafka.request.read.timeout.ms"}, "close a Kafka connection whose request frame, once started, takes longer to arrive (ferry's own; Kafka has none)", "60000",
+		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.RequestReadTimeout, v) }},
 }
 
 // parseInt parses v into an integer field of whatever width, refusing

@@ -119,7 +119,10 @@ func frameSize(br *bufio.Reader, maxBytes int32) (int, error) {
 // admitted alone, once everything else has been released.
 type memoryBudget struct {
 	size int64
-	mu   struct {
+	// observe is told the reserved bytes and waiters after each change,
+	// under mu (so in order); it must not block.
+	observe func(reserved int64, waiting int)
+	mu      struct {
 		sync.Mutex
 		free    int64
 		waiters []*budgetWaiter // FIFO
@@ -131,8 +134,11 @@ type budgetWaiter struct {
 	ready chan struct{} // closed when n has been taken for this waiter
 }
 
-func newMemoryBudget(size int64) *memoryBudget {
-	b := &memoryBudget{size: size}
+func newMemoryBudget(size int64, observe func(reserved int64, waiting int)) *memoryBudget {
+	if observe == nil {
+		observe = func(int64, int) {}
+	}
+	b := &memoryBudget{size: size, observe: observe}
 	b.mu.free = size
 	return b
 }
@@ -144,11 +150,13 @@ func (b *memoryBudget) acquire(ctx context.Context, n int64) (func(), error) {
 	b.mu.Lock()
 	if len(b.mu.waiters) == 0 && b.mu.free >= n {
 		b.mu.free -= n
+		b.observeLocked()
 		b.mu.Unlock()
 		return b.releaser(n), nil
 	}
 	w := &budgetWaiter{n: n, ready: make(chan struct{})}
 	b.mu.waiters = append(b.mu.waiters, w)
+	b.observeLocked()
 	b.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -188,7 +196,10 @@ func (b *memoryBudget) grantLocked() {
 		b.mu.free -= w.n
 		close(w.ready)
 	}
+	b.observeLocked()
 }
+
+func (b *memoryBudget) observeLocked() { b.observe(b.size-b.mu.free, len(b.mu.waiters)) }
 
 // inUse is the bytes currently reserved.
 func (b *memoryBudget) inUse() int64 {

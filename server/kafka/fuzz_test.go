@@ -156,7 +156,7 @@ func FuzzFrameReader(f *testing.F) {
 	f.Add(append(binary.BigEndian.AppendUint32(nil, 200<<10), make([]byte, 70<<10)...))
 	f.Add(append(binary.BigEndian.AppendUint32(nil, 9<<20), 0, 3))
 	const maxBytes = 256 << 10
-	budget := newMemoryBudget(maxBytes)
+	budget := newMemoryBudget(maxBytes, nil)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		br := bufio.NewReaderSize(bytes.NewReader(data), readBufferBytes)
 		for {

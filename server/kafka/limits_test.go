@@ -298,7 +298,7 @@ func TestSlowFrameIsClosedAndReleasesBudget(t *testing.T) {
 }
 
 func TestMemoryBudget(t *testing.T) {
-	b := newMemoryBudget(100)
+	b := newMemoryBudget(100, nil)
 	ctx := context.Background()
 	r1, _ := b.acquire(ctx, 60)
 	got := make(chan func(), 1)

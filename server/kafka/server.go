@@ -82,7 +82,7 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 	s.mu.conns = make(map[*conn]struct{})
 	s.mu.perIP = make(map[netip.Addr]int)
 	if cfg.QueuedMaxRequestBytes > 0 {
-		s.budget = newMemoryBudget(cfg.QueuedMaxRequestBytes)
+		s.budget = newMemoryBudget(cfg.QueuedMaxRequestBytes, s.metrics.conns.RequestMemory)
 	}
 	s.perIPOverrides = make(map[netip.Addr]int, len(cfg.MaxConnectionsPerIPOverrides))
 	for ip, n := range cfg.MaxConnectionsPerIPOverrides {

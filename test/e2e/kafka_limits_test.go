@@ -107,8 +107,37 @@ func TestKafkaFrameHeadersKeepHeapSmall(t *testing.T) {
 	if growth > 64 {
 		t.Fatalf("heap grew %.0f MiB, want < 64 MiB", growth)
 	}
+	if r := scrapeMetrics(t, node).value("ferry_request_memory_reserved_bytes", "listener=kafka"); r != 0 {
+		t.Fatalf("frames that sent 5 bytes reserved %v bytes of queued.max.request.bytes", r)
+	}
 	if !apiVersionsAnswered(t, dialKafkaFrom(t, node, "127.0.0.1")) {
 		t.Fatal("a fresh connection is not served")
+	}
+}
+
+// A frame that has reserved budget shows in the gauges, and so does a
+// connection waiting behind it.
+func TestKafkaRequestMemoryGauges(t *testing.T) {
+	node := harness.Start(t, "--socket-request-max-bytes=1048576", "--queued-max-request-bytes=1048576")
+	for range 2 {
+		nc := dialKafkaFrom(t, node, "127.0.0.1")
+		h := binary.BigEndian.AppendUint32(nil, 900<<10)
+		h = append(h, 0, 0, 0, 9)
+		if _, err := nc.Write(append(h, make([]byte, 100<<10)...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		s := scrapeMetrics(t, node)
+		reserved := s.value("ferry_request_memory_reserved_bytes", "listener=kafka")
+		waiting := s.value("ferry_request_memory_waiting_connections", "listener=kafka")
+		if reserved == 900<<10 && waiting == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reserved %v bytes, %v waiting; want %d and 1", reserved, waiting, 900<<10)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
