@@ -140,15 +140,10 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err er
 	}
 	c.s.framesReading.Add(1)
 	defer c.s.framesReading.Add(-1)
-	var armErr error
 	frame, release, err = readFrameBody(c.s.ctx, br, n, c.s.budget,
-		func() { armErr = c.armReadDeadline(c.s.cfg.RequestReadTimeout) })
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded) && !c.stopping.Load():
+		func() error { return c.armReadDeadline(c.s.cfg.RequestReadTimeout) })
+	if errors.Is(err, os.ErrDeadlineExceeded) && !c.stopping.Load() {
 		return nil, nil, errSlowFrame{n: n, timeout: c.s.cfg.RequestReadTimeout}
-	case err == nil && armErr != nil:
-		release()
-		return nil, nil, armErr
 	}
 	return frame, release, err
 }

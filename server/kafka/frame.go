@@ -38,11 +38,11 @@ type frameLimits struct {
 }
 
 // readFrameBody reads a frame of n bytes (size prefix already read and
-// checked) from br. started is called with the frame's reservation once
-// it is taken, so the caller can re-arm its read deadline after a wait.
-// release gives the reservation back; it is never nil and is safe to call
-// once when err is nil.
-func readFrameBody(ctx context.Context, br *bufio.Reader, n int, budget *memoryBudget, started func()) (frame []byte, release func(), err error) {
+// checked) from br. reserved is called once the frame's reservation is
+// taken, so the caller can re-arm its read deadline after a wait; its
+// error ends the read. release gives the reservation back; it is never
+// nil and is safe to call once when err is nil.
+func readFrameBody(ctx context.Context, br *bufio.Reader, n int, budget *memoryBudget, reserved func() error) (frame []byte, release func(), err error) {
 	release = func() {}
 	buf := make([]byte, 0, min(n, max(firstChunkBytes, br.Buffered())))
 	if buf, err = readGrowing(br, buf, min(n, unbudgetedFrameBytes)); err != nil {
@@ -52,7 +52,10 @@ func readFrameBody(ctx context.Context, br *bufio.Reader, n int, budget *memoryB
 		if release, err = budget.acquire(ctx, int64(n)); err != nil {
 			return nil, func() {}, err
 		}
-		started()
+		if err := reserved(); err != nil {
+			release()
+			return nil, func() {}, err
+		}
 		// Paid for: allocate once rather than copy while doubling.
 		buf = append(make([]byte, 0, n), buf...)
 	}

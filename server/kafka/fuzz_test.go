@@ -167,7 +167,7 @@ func FuzzFrameReader(f *testing.F) {
 			if n < minFrameBytes || n > maxBytes {
 				t.Fatalf("size %d passed the checks", n)
 			}
-			frame, release, err := readFrameBody(context.Background(), br, n, budget, func() {})
+			frame, release, err := readFrameBody(context.Background(), br, n, budget, func() error { return nil })
 			if err != nil {
 				if budget.inUse() != 0 {
 					t.Fatalf("a failed frame kept %d bytes of budget", budget.inUse())
