@@ -59,7 +59,8 @@ type Config struct {
 	// being read or served (queued.max.request.bytes). A frame above
 	// 64 KiB reserves its size once its first 64 KiB have arrived; a
 	// connection whose frame does not fit stops reading until it does.
-	// Must be at least MaxRequestBytes, as in Kafka. Default 256 MiB;
+	// Must be at least MaxRequestBytes, as in Kafka. Default 256 MiB (or
+	// MaxRequestBytes when larger);
 	// negative: unbounded (Kafka's default).
 	QueuedMaxRequestBytes int64
 	// MaxConnections caps this listener's open connections
