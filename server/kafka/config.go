@@ -60,8 +60,7 @@ type Config struct {
 	// 64 KiB reserves its size once its first 64 KiB have arrived; a
 	// connection whose frame does not fit stops reading until it does.
 	// Must be at least MaxRequestBytes, as in Kafka. Default 256 MiB (or
-	// MaxRequestBytes when larger);
-	// negative: unbounded (Kafka's default).
+	// MaxRequestBytes when larger); negative: unbounded (Kafka's default).
 	QueuedMaxRequestBytes int64
 	// MaxConnections caps this listener's open connections
 	// (max.connections); a connection beyond it is closed at once
