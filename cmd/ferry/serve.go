@@ -35,6 +35,9 @@ type serveSettings struct {
 	logFormat           string
 	logLevel            string
 	metrics             bool
+	// kafkaLimits are the Kafka listener's resource limits; Addr,
+	// AdvertisedAddr, Logger and Metrics are filled in runServe.
+	kafkaLimits kafka.Config
 }
 
 // option is one serve setting with its three spellings: --flag,
@@ -72,6 +75,48 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { s.logLevel = v; return nil }},
 	{"metrics", []string{"metrics.enabled"}, "serve Prometheus metrics at /metrics (false: no metrics are kept)", "true",
 		func(s *serveSettings, v string) (err error) { s.metrics, err = strconv.ParseBool(v); return err }},
+	{"socket-request-max-bytes", []string{"socket.request.max.bytes"}, "largest Kafka request frame", strconv.Itoa(kafka.DefaultMaxRequestBytes),
+		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.MaxRequestBytes, v) }},
+	{"queued-max-request-bytes", []string{"queued.max.request.bytes"}, "memory for Kafka request frames in flight across all connections (0: 256 MiB, at least socket.request.max.bytes; negative: unbounded)", "0",
+		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.QueuedMaxRequestBytes, v) }},
+	{"max-connections", []string{"max.connections"}, "open Kafka connections (0: half the open-file limit)", "0",
+		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.MaxConnections, v) }},
+	{"max-connections-per-ip", []string{"max.connections.per.ip"}, "open Kafka connections from one IP (0: unbounded)", "0",
+		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.MaxConnectionsPerIP, v) }},
+	{"max-connections-per-ip-overrides", []string{"max.connections.per.ip.overrides"}, "per-IP caps, ip:count,ip:count", "",
+		func(s *serveSettings, v string) (err error) {
+			s.kafkaLimits.MaxConnectionsPerIPOverrides, err = kafka.ParseConnectionOverrides(v)
+			return err
+		}},
+	{"fetch-max-bytes", []string{"fetch.max.bytes"}, "largest Kafka Fetch response", strconv.Itoa(kafka.DefaultFetchMaxBytes),
+		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.FetchMaxBytes, v) }},
+	{"connections-max-idle-ms", []string{"connections.max.idle.ms"}, "close Kafka connections idle this long", "600000",
+		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.IdleTimeout, v) }},
+	{"kafka-request-read-timeout-ms", []string{"kafka.request.read.timeout.ms"}, "close a Kafka connection whose request frame, once started, takes longer to arrive (ferry's own; Kafka has none)", "60000",
+		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.RequestReadTimeout, v) }},
+}
+
+// parseInt parses v into an integer field of whatever width, refusing
+// values that do not fit.
+func parseInt[T int | int32 | int64](dst *T, v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return err
+	}
+	if int64(T(n)) != n {
+		return fmt.Errorf("%s is out of range", v)
+	}
+	*dst = T(n)
+	return nil
+}
+
+func parseMillis(dst *time.Duration, v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > int64(time.Duration(1<<63-1)/time.Millisecond) {
+		return fmt.Errorf("%q: want milliseconds", v)
+	}
+	*dst = time.Duration(n) * time.Millisecond
+	return nil
 }
 
 // listenerAddr turns Kafka's listeners syntax (PLAINTEXT://host:port) into host:port.
@@ -248,8 +293,9 @@ func runServe(args []string) error {
 		closeCore()
 		return err
 	}
-	kafkaServer, err := kafka.New(broker, groups, kafka.Config{Addr: s.kafkaAddr,
-		AdvertisedAddr: s.advertisedKafkaAddr, Logger: logger, Metrics: m})
+	kcfg := s.kafkaLimits
+	kcfg.Addr, kcfg.AdvertisedAddr, kcfg.Logger, kcfg.Metrics = s.kafkaAddr, s.advertisedKafkaAddr, logger, m
+	kafkaServer, err := kafka.New(broker, groups, kcfg)
 	if err != nil {
 		closeCore()
 		return err

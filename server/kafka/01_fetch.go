@@ -16,6 +16,13 @@ package kafka
 // follower fetches (ReplicaID >= 0) are served like consumer fetches, and
 // LastFetchedEpoch (divergence) is not checked. Batches are copied into the
 // response rather than sent with sendfile (storage's Chunks are unused).
+//
+// The response is capped, as in Kafka's KafkaApis, at min(MaxBytes,
+// fetch.max.bytes) (Config.FetchMaxBytes), and MinBytes at that cap. A
+// partition listed more than once is fetched once: Kafka reads the
+// request into a map keyed by topic-partition (FetchRequest.fetchData, a
+// LinkedHashMap), so duplicates collapse into one entry answered once, in
+// the position of its first occurrence, with the fields of its last.
 
 import (
 	"context"
@@ -28,6 +35,11 @@ import (
 
 func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.FetchRequest)
+	collapseDuplicatePartitions(req)
+	if req.MaxBytes <= 0 || req.MaxBytes > s.cfg.FetchMaxBytes {
+		req.MaxBytes = s.cfg.FetchMaxBytes
+	}
+	req.MinBytes = min(req.MinBytes, req.MaxBytes)
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	for {
 		resp, changed, done := s.fetchOnce(ctx, req)
@@ -43,10 +55,7 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 // changed holds the partitions' change channels, taken before reading.
 func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []<-chan struct{}, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	budget := int(req.MaxBytes)
-	if budget <= 0 {
-		budget = int(^uint32(0) >> 1)
-	}
+	budget := int(req.MaxBytes) // capped by handleFetch
 	var changed []<-chan struct{}
 	total, failed := 0, false
 	for _, t := range req.Topics {
@@ -103,6 +112,50 @@ func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.Fetc
 		rp.RecordBatches = res.Data
 	}
 	return len(res.Data), changed
+}
+
+// collapseDuplicatePartitions keeps one entry per topic-partition, as
+// Kafka's map does: at its first position, with its last fields. A topic
+// left without partitions is dropped.
+func collapseDuplicatePartitions(req *kmsg.FetchRequest) {
+	type topicPartition struct {
+		topic     string
+		partition int32
+	}
+	seen := make(map[topicPartition]*kmsg.FetchRequestTopicPartition)
+	dup := false
+	for ti := range req.Topics {
+		t := &req.Topics[ti]
+		for pi := range t.Partitions {
+			tp := topicPartition{t.Topic, t.Partitions[pi].Partition}
+			if first, ok := seen[tp]; ok {
+				*first, dup = t.Partitions[pi], true
+				continue
+			}
+			seen[tp] = &t.Partitions[pi]
+		}
+	}
+	if !dup {
+		return
+	}
+	kept := make(map[*kmsg.FetchRequestTopicPartition]bool, len(seen))
+	for _, p := range seen {
+		kept[p] = true
+	}
+	topics := req.Topics[:0]
+	for _, t := range req.Topics {
+		parts := make([]kmsg.FetchRequestTopicPartition, 0, len(t.Partitions))
+		for pi := range t.Partitions {
+			if kept[&t.Partitions[pi]] {
+				parts = append(parts, t.Partitions[pi])
+			}
+		}
+		if len(parts) > 0 {
+			t.Partitions = parts
+			topics = append(topics, t)
+		}
+	}
+	req.Topics = topics
 }
 
 func fillOffsets(rp *kmsg.FetchResponseTopicPartition, p server.Partition) {

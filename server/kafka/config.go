@@ -3,6 +3,9 @@ package kafka
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ferry-mq/ferry/server/metrics"
@@ -14,6 +17,20 @@ const (
 	DefaultMaxRequestBytes = 100 << 20
 	// DefaultIdleTimeout is connections.max.idle.ms.
 	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultFetchMaxBytes is fetch.max.bytes (55 MiB).
+	DefaultFetchMaxBytes = 57671680
+	// DefaultQueuedMaxRequestBytes bounds the request frames in memory
+	// across all connections. Kafka's queued.max.request.bytes defaults
+	// to unbounded (-1); ferry keeps room for two full-size requests, so
+	// no client can make the node allocate without end.
+	DefaultQueuedMaxRequestBytes = 256 << 20
+	// DefaultRequestReadTimeout bounds how long one frame may take to
+	// arrive once its size has been read. Clients give up on a request
+	// after request.timeout.ms (30 s by default) anyway.
+	DefaultRequestReadTimeout = time.Minute
+	// fallbackMaxConnections is max.connections where the open-file limit
+	// cannot be read.
+	fallbackMaxConnections = 10000
 )
 
 // Config is the Kafka listener's configuration. The zero value plus
@@ -32,6 +49,37 @@ type Config struct {
 	// IdleTimeout closes a connection that sent nothing for this long
 	// (connections.max.idle.ms). Default 10 minutes.
 	IdleTimeout time.Duration
+	// RequestReadTimeout closes a connection whose request frame, once
+	// its size has arrived, is not complete within this long (not
+	// waiting for memory budget counted), so a client trickling bytes
+	// cannot hold budget. Kafka has no such setting (it relies on
+	// connections.max.idle.ms); default 1 minute; negative: none.
+	RequestReadTimeout time.Duration
+	// QueuedMaxRequestBytes is the node-wide budget for request frames
+	// being read or served (queued.max.request.bytes). A frame above
+	// 64 KiB reserves its size once its first 64 KiB have arrived; a
+	// connection whose frame does not fit stops reading until it does.
+	// Must be at least MaxRequestBytes, as in Kafka. Default 256 MiB (or
+	// MaxRequestBytes when larger); negative: unbounded (Kafka's default).
+	QueuedMaxRequestBytes int64
+	// MaxConnections caps this listener's open connections
+	// (max.connections); a connection beyond it is closed at once
+	// (Kafka instead stops accepting until one closes). Default: half of
+	// the process's open-file soft limit (RLIMIT_NOFILE), so partition
+	// logs always have descriptors left.
+	MaxConnections int
+	// MaxConnectionsPerIP caps open connections from one client address
+	// (max.connections.per.ip); 0, the default, is unbounded, as in
+	// Kafka. A connection beyond it is closed at once, as in Kafka.
+	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides sets other caps for some client IPs
+	// (max.connections.per.ip.overrides, "ip:count,ip:count"); 0 refuses
+	// every connection from that IP. Host names are not resolved.
+	MaxConnectionsPerIPOverrides map[string]int
+	// FetchMaxBytes caps one Fetch response (fetch.max.bytes), below the
+	// request's own MaxBytes; the first batch is sent even when larger,
+	// so consumers make progress. Default 57671680 (55 MiB).
+	FetchMaxBytes int32
 	// Logger receives connection and request errors. Default slog.Default.
 	Logger *slog.Logger
 	// Metrics counts requests per API, their latency and errors, open
@@ -50,6 +98,18 @@ func (c *Config) Defaults() {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
+	if c.RequestReadTimeout == 0 {
+		c.RequestReadTimeout = DefaultRequestReadTimeout
+	}
+	if c.QueuedMaxRequestBytes == 0 {
+		c.QueuedMaxRequestBytes = max(DefaultQueuedMaxRequestBytes, int64(c.MaxRequestBytes))
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = defaultMaxConnections()
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = DefaultFetchMaxBytes
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -62,6 +122,50 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("socket.request.max.bytes %d: must be at least %d", c.MaxRequestBytes, minFrameBytes)
 	case c.IdleTimeout < 0:
 		return fmt.Errorf("connections.max.idle.ms %v: must not be negative", c.IdleTimeout)
+	case c.QueuedMaxRequestBytes > 0 && c.QueuedMaxRequestBytes < int64(c.MaxRequestBytes):
+		return fmt.Errorf("queued.max.request.bytes %d: must be at least socket.request.max.bytes %d (or negative: unbounded)",
+			c.QueuedMaxRequestBytes, c.MaxRequestBytes)
+	case c.MaxConnections < 1:
+		return fmt.Errorf("max.connections %d: must be at least 1", c.MaxConnections)
+	case c.MaxConnectionsPerIP < 0:
+		return fmt.Errorf("max.connections.per.ip %d: must not be negative (0: unbounded)", c.MaxConnectionsPerIP)
+	case c.FetchMaxBytes < 1024:
+		return fmt.Errorf("fetch.max.bytes %d: must be at least 1024", c.FetchMaxBytes)
+	}
+	for ip, n := range c.MaxConnectionsPerIPOverrides {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			return fmt.Errorf("max.connections.per.ip.overrides: %q is not an IP address", ip)
+		}
+		if n < 0 {
+			return fmt.Errorf("max.connections.per.ip.overrides: %s:%d must not be negative", ip, n)
+		}
 	}
 	return nil
+}
+
+// ParseConnectionOverrides reads max.connections.per.ip.overrides:
+// comma-separated ip:count pairs (an IPv6 address in brackets, or bare:
+// the count follows its last colon).
+func ParseConnectionOverrides(v string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, pair := range strings.Split(v, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		i := strings.LastIndex(pair, ":")
+		if i <= 0 {
+			return nil, fmt.Errorf("%q: want ip:count", pair)
+		}
+		n, err := strconv.Atoi(pair[i+1:])
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", pair, err)
+		}
+		ip, err := netip.ParseAddr(strings.Trim(pair[:i], "[]"))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", pair, err)
+		}
+		out[ip.String()] = n
+	}
+	return out, nil
 }

@@ -2,10 +2,11 @@ package kafka
 
 import (
 	"bufio"
-	"encoding/binary"
+	"context"
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -29,6 +30,9 @@ const (
 	// its size in memory; requests other than Produce are small in
 	// practice (an OffsetCommit of 100,000 partitions is about 2 MiB).
 	maxNonProduceBytes = 8 << 20
+	// readBufferBytes is each connection's read buffer, held while it is
+	// open even when idle: small, since large frames bypass it.
+	readBufferBytes = 16 << 10
 )
 
 // conn is one client connection. The reader owns nc's read side and
@@ -40,6 +44,7 @@ type conn struct {
 	s          *Server
 	nc         net.Conn
 	remote     string
+	ip         netip.Addr // the client's address; invalid when not TCP
 	out        chan []byte
 	writerDone chan struct{}
 	// stopping is set by Shutdown: the reader finishes its request and stops.
@@ -47,13 +52,17 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{
+	c := &conn{
 		s:          s,
 		nc:         nc,
 		remote:     nc.RemoteAddr().String(),
 		out:        make(chan []byte, outQueue),
 		writerDone: make(chan struct{}),
 	}
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		c.ip = ta.AddrPort().Addr().Unmap()
+	}
+	return c
 }
 
 // stopReading makes the reader stop before its next request.
@@ -65,14 +74,14 @@ func (c *conn) stopReading() {
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer close(c.out)
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	br := bufio.NewReaderSize(c.nc, readBufferBytes)
 	// Two clock reads per request when metrics are on, none when off:
 	// started (request read) and finished (response handed to the writer),
 	// which is also when the wait for the next request starts.
 	lm := c.s.metrics.conns // nil when metrics are off
 	waiting := now(lm)
 	for {
-		frame, err := c.readFrame(br)
+		frame, release, err := c.readFrame(br)
 		started := now(lm)
 		lm.Idle(started - waiting)
 		if err != nil {
@@ -80,6 +89,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		resp, keep, served := c.s.handle(c, frame)
+		release()
 		if resp != nil {
 			select {
 			case c.out <- resp:
@@ -111,55 +121,67 @@ type errFrame struct{ msg string }
 
 func (e errFrame) Error() string { return e.msg }
 
-// readFrame reads one size-prefixed request. The size is checked against
-// MaxRequestBytes before anything is allocated for the body.
-func (c *conn) readFrame(br *bufio.Reader) ([]byte, error) {
-	if c.s.cfg.IdleTimeout > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+// readFrame reads one size-prefixed request (frame.go: the buffer grows
+// as bytes arrive; large frames take their size from the memory budget).
+// The wait for a frame to start is bounded by IdleTimeout, its bytes by
+// RequestReadTimeout, so a peer trickling bytes cannot hold a reservation
+// for longer. release returns the reservation; call it once the request
+// has been served.
+func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err error) {
+	if err := c.armReadDeadline(c.s.cfg.IdleTimeout); err != nil {
+		return nil, nil, err
+	}
+	n, err := frameSize(br, c.s.cfg.MaxRequestBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.armReadDeadline(c.s.cfg.RequestReadTimeout); err != nil {
+		return nil, nil, err
+	}
+	c.s.framesReading.Add(1)
+	defer c.s.framesReading.Add(-1)
+	frame, release, err = readFrameBody(c.s.ctx, br, n, c.s.budget,
+		func() error { return c.armReadDeadline(c.s.cfg.RequestReadTimeout) })
+	if errors.Is(err, os.ErrDeadlineExceeded) && !c.stopping.Load() {
+		return nil, nil, errSlowFrame{n: n, timeout: c.s.cfg.RequestReadTimeout}
+	}
+	return frame, release, err
+}
+
+// errSlowFrame is a frame that did not arrive within RequestReadTimeout.
+type errSlowFrame struct {
+	n       int
+	timeout time.Duration
+}
+
+func (e errSlowFrame) Error() string {
+	return "request frame of " + strconv.Itoa(e.n) + " bytes did not arrive within " + e.timeout.String()
+}
+
+// armReadDeadline sets the read deadline d from now (none for d <= 0)
+// and reports io.EOF once Shutdown asked the reader to stop: stopReading
+// sets its own deadline after the flag, so one of the two always wins.
+func (c *conn) armReadDeadline(d time.Duration) error {
+	if d > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(d))
 	} else {
 		c.nc.SetReadDeadline(time.Time{})
 	}
 	if c.stopping.Load() {
-		return nil, io.EOF
+		return io.EOF
 	}
-	var size [4]byte
-	if _, err := io.ReadFull(br, size[:]); err != nil {
-		return nil, err
-	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	switch {
-	case n < minFrameBytes:
-		return nil, errFrame{"request frame of " + strconv.Itoa(int(n)) + " bytes is too short"}
-	case n > c.s.cfg.MaxRequestBytes:
-		return nil, errFrame{"request frame of " + strconv.Itoa(int(n)) +
-			" bytes exceeds socket.request.max.bytes " + strconv.Itoa(int(c.s.cfg.MaxRequestBytes))}
-	}
-	if n > maxNonProduceBytes {
-		key, err := br.Peek(2)
-		if err != nil {
-			return nil, err
-		}
-		if k := int16(binary.BigEndian.Uint16(key)); k != produceKey {
-			return nil, errFrame{"request frame of " + strconv.Itoa(int(n)) + " bytes for api key " +
-				strconv.Itoa(int(k)) + " exceeds " + strconv.Itoa(maxNonProduceBytes) + ", the cap for requests other than Produce"}
-		}
-	}
-	frame := make([]byte, n)
-	if _, err := io.ReadFull(br, frame); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return frame, nil
+	return nil
 }
 
 func (c *conn) logReadError(err error) {
 	var fe errFrame
+	var slow errSlowFrame
 	switch {
 	case errors.As(err, &fe):
 		c.s.logger.Warn("closing connection: bad frame", "remote", c.remote, "err", err)
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case errors.As(err, &slow):
+		c.s.logger.Info("closing connection: slow request", "remote", c.remote, "err", err)
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, context.Canceled):
 		// the client hung up, or Shutdown closed the connection
 	case errors.Is(err, os.ErrDeadlineExceeded) && !c.stopping.Load():
 		c.s.logger.Info("closing idle connection", "remote", c.remote, "idle", c.s.cfg.IdleTimeout)
@@ -174,14 +196,16 @@ func (c *conn) writeLoop() {
 	defer c.s.forgetConn(c)
 	defer c.nc.Close()
 	defer close(c.writerDone)
-	bw := bufio.NewWriterSize(c.nc, 64<<10)
+	// Pipelined responses already queued go out in one writev; no copy
+	// and no per-connection write buffer.
+	var queued [outQueue][]byte
 	for resp := range c.out {
-		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		_, err := bw.Write(resp)
-		if err == nil && len(c.out) == 0 {
-			err = bw.Flush() // batch pipelined responses into one write
+		bufs := append(net.Buffers(queued[:0]), resp) // WriteTo consumes bufs, not queued
+		for len(c.out) > 0 && len(bufs) < outQueue {
+			bufs = append(bufs, <-c.out)
 		}
-		if err != nil {
+		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := bufs.WriteTo(c.nc); err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				c.s.logger.Info("connection write failed", "remote", c.remote, "err", err)
 			}

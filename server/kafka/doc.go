@@ -15,7 +15,8 @@
 // Data flow for one connection:
 //
 //	net.Conn ─► reader goroutine: frame (size checked against
-//	            MaxRequestBytes before allocating) ─► header ─► kmsg decode
+//	            MaxRequestBytes; buffer grown as bytes arrive; large frames
+//	            reserve from the node-wide budget) ─► header ─► kmsg decode
 //	            ─► handler (core / coordinator) ─► encoded response
 //	         ◄─ writer goroutine ◄─ out channel (in request order)
 //
@@ -26,6 +27,14 @@
 // that connection with a log line (ApiVersions is always answered); a panic
 // in a handler is recovered, logged as a bug and closes only that
 // connection.
+//
+// Resource limits (frame.go, Config): memory for frames is what has
+// arrived, and frames above 64 KiB also hold their size of the node-wide
+// QueuedMaxRequestBytes budget until served (a connection that does not
+// fit stops reading); a started frame must arrive within
+// RequestReadTimeout; connections beyond MaxConnections, or beyond their
+// address's per-IP cap, are closed as soon as accepted; a Fetch answer is
+// capped at FetchMaxBytes.
 //
 // Long-lived goroutines, all tracked by Server.wg and waited for by
 // Shutdown: one accept loop per Serve call, and per connection a reader

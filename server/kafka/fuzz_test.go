@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"io"
@@ -138,6 +140,64 @@ func FuzzDispatch(f *testing.F) {
 		check.SetVersion(version)
 		if err := check.ReadFrom(body); err != nil {
 			t.Fatalf("%s v%d response does not decode: %v", kmsg.NameForKey(a.key), version, err)
+		}
+	})
+}
+
+// FuzzFrameReader reads a stream of frames with the listener's limits
+// (small ones, so the fuzzer reaches them): every frame returned has its
+// declared size, nothing is allocated beyond twice the bytes present, and
+// the memory budget is whole again after each frame.
+func FuzzFrameReader(f *testing.F) {
+	for _, frame := range seedRequests(f) {
+		f.Add(frame)
+	}
+	f.Add(binary.BigEndian.AppendUint32(nil, 100<<20))
+	f.Add(append(binary.BigEndian.AppendUint32(nil, 200<<10), make([]byte, 70<<10)...))
+	f.Add(append(binary.BigEndian.AppendUint32(nil, 9<<20), 0, 3))
+	const maxBytes = 256 << 10
+	budget := newMemoryBudget(maxBytes, nil)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		br := bufio.NewReaderSize(bytes.NewReader(data), readBufferBytes)
+		for {
+			n, err := frameSize(br, maxBytes)
+			if err != nil {
+				return
+			}
+			if n < minFrameBytes || n > maxBytes {
+				t.Fatalf("size %d passed the checks", n)
+			}
+			frame, release, err := readFrameBody(context.Background(), br, n, budget, func() error { return nil })
+			if err != nil {
+				if budget.inUse() != 0 {
+					t.Fatalf("a failed frame kept %d bytes of budget", budget.inUse())
+				}
+				return
+			}
+			if len(frame) != n || cap(frame) != n {
+				t.Fatalf("frame of %d bytes (cap %d), declared %d", len(frame), cap(frame), n)
+			}
+			release()
+			if budget.inUse() != 0 {
+				t.Fatalf("%d bytes of budget kept after release", budget.inUse())
+			}
+		}
+	})
+}
+
+// FuzzReadGrowing checks the growth rule on its own: what readGrowing
+// allocates is bounded by the bytes that arrived, whatever is declared.
+func FuzzReadGrowing(f *testing.F) {
+	f.Add([]byte("abc"), uint32(100<<20))
+	f.Add(make([]byte, 10000), uint32(9000))
+	f.Fuzz(func(t *testing.T, data []byte, want uint32) {
+		w := int(want % (128 << 20))
+		buf, err := readGrowing(bytes.NewReader(data), nil, w)
+		if err == nil && len(buf) != w {
+			t.Fatalf("read %d, want %d", len(buf), w)
+		}
+		if limit := max(firstChunkBytes, 2*len(buf)); cap(buf) > limit {
+			t.Fatalf("cap %d after %d bytes arrived (declared %d)", cap(buf), len(buf), w)
 		}
 	})
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
@@ -37,11 +39,21 @@ type Server struct {
 	// connection's reader and writer.
 	wg sync.WaitGroup
 
+	// budget is queued.max.request.bytes; nil when unbounded.
+	budget *memoryBudget
+	// framesReading counts connections inside a frame (size read, body
+	// not yet complete), for tests to know every reader has started.
+	framesReading atomic.Int64
+	// perIPOverrides is cfg.MaxConnectionsPerIPOverrides by address.
+	perIPOverrides map[netip.Addr]int
+
 	mu struct {
 		sync.Mutex
 		listeners map[net.Listener]struct{}
 		conns     map[*conn]struct{}
-		closed    bool
+		// perIP counts open connections by client address.
+		perIP  map[netip.Addr]int
+		closed bool
 	}
 }
 
@@ -68,6 +80,14 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
+	s.mu.perIP = make(map[netip.Addr]int)
+	if cfg.QueuedMaxRequestBytes > 0 {
+		s.budget = newMemoryBudget(cfg.QueuedMaxRequestBytes, s.metrics.conns.RequestMemory)
+	}
+	s.perIPOverrides = make(map[netip.Addr]int, len(cfg.MaxConnectionsPerIPOverrides))
+	for ip, n := range cfg.MaxConnectionsPerIPOverrides {
+		s.perIPOverrides[netip.MustParseAddr(ip).Unmap()] = n // Validate parsed it
+	}
 	return s, nil
 }
 
@@ -187,6 +207,13 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	if reason := s.admitLocked(c); reason != "" {
+		s.mu.Unlock()
+		nc.Close() // as Kafka: no response, the client sees the connection closed
+		s.metrics.conns.Rejected(reason)
+		s.logger.Debug("connection refused", "remote", c.remote, "reason", reason)
+		return
+	}
 	s.mu.conns[c] = struct{}{}
 	s.wg.Add(2)
 	s.mu.Unlock()
@@ -195,9 +222,34 @@ func (s *Server) startConn(nc net.Conn) {
 	go c.writeLoop()
 }
 
+// admitLocked counts c against max.connections and its address's cap,
+// or names the limit it exceeds. s.mu must be held.
+func (s *Server) admitLocked(c *conn) (refused string) {
+	if len(s.mu.conns) >= s.cfg.MaxConnections {
+		return "max.connections"
+	}
+	if !c.ip.IsValid() {
+		return ""
+	}
+	limit, overridden := s.perIPOverrides[c.ip]
+	if !overridden {
+		limit = s.cfg.MaxConnectionsPerIP
+	}
+	if (overridden || limit > 0) && s.mu.perIP[c.ip] >= limit {
+		return "max.connections.per.ip"
+	}
+	s.mu.perIP[c.ip]++
+	return ""
+}
+
 func (s *Server) forgetConn(c *conn) {
 	s.mu.Lock()
 	delete(s.mu.conns, c)
+	if c.ip.IsValid() {
+		if s.mu.perIP[c.ip]--; s.mu.perIP[c.ip] <= 0 {
+			delete(s.mu.perIP, c.ip)
+		}
+	}
 	s.mu.Unlock()
 	s.metrics.conns.Closed()
 }

@@ -43,6 +43,11 @@
 //	ferry_log_flush_duration_seconds  LogFlushRateAndTimeMs
 //	ferry_consumer_group_lag          consumer lag per group and partition
 //	ferry_open_connections            per listener
+//	ferry_connections_rejected_total  connections closed at accept, by listener and limit
+//	                                  (max.connections, max.connections.per.ip)
+//	ferry_request_memory_reserved_bytes, ferry_request_memory_waiting_connections
+//	                                  queued.max.request.bytes in use, and connections waiting for it
+//	                                  (Kafka's MemoryPoolAvailable / MemoryPoolUsed idea)
 //	ferry_schema_registry_requests_total, ferry_schema_registry_schemas
 package metrics
 
@@ -74,7 +79,10 @@ type Metrics struct {
 	duration *prometheus.HistogramVec // listener, api
 	errors   *prometheus.CounterVec   // listener, api, code
 
-	conns *prometheus.GaugeVec // listener
+	conns    *prometheus.GaugeVec   // listener
+	rejected *prometheus.CounterVec // listener, reason
+	reserved *prometheus.GaugeVec   // listener
+	waiting  *prometheus.GaugeVec   // listener
 
 	isrShrinks, isrExpands        prometheus.Counter
 	leaderElections, uncleanElect prometheus.Counter
@@ -113,6 +121,11 @@ func New() *Metrics {
 	}, []string{"listener", "api"})
 	m.errors = counterVec("ferry_request_errors_total", "Failed requests (Kafka: per failed partition, by Kafka error name; HTTP: by error_code of the JSON error body, or the status).", "listener", "api", "code")
 	m.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ferry_open_connections", Help: "Open client connections per listener."}, []string{"listener"})
+	m.rejected = counterVec("ferry_connections_rejected_total", "Connections closed as soon as accepted because a connection limit was reached, by listener and the limit's Kafka name.", "listener", "reason")
+	m.reserved = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ferry_request_memory_reserved_bytes",
+		Help: "Bytes of the request memory budget (queued.max.request.bytes) reserved by request frames being read or served."}, []string{"listener"})
+	m.waiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ferry_request_memory_waiting_connections",
+		Help: "Connections that stopped reading until their request frame fits in the request memory budget."}, []string{"listener"})
 	m.isrShrinks = counter("ferry_isr_shrinks_total", "Times a partition's in-sync replica set shrank (always 0 until replication exists).")
 	m.isrExpands = counter("ferry_isr_expands_total", "Times a partition's in-sync replica set grew (always 0 until replication exists).")
 	m.leaderElections = counter("ferry_leader_elections_total", "Partitions that got a leader on this node (at startup, topic creation, partition addition).")
@@ -126,7 +139,7 @@ func New() *Metrics {
 	})
 	m.schemaRequests = counterVec("ferry_schema_registry_requests_total", "Schema registry HTTP requests by route and status.", "api", "status")
 	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.duration, m.errors,
-		m.conns, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect, m.logRecoveries,
+		m.conns, m.rejected, m.reserved, m.waiting, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect, m.logRecoveries,
 		m.controllerActive, m.flush, m.schemaRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&partitionCollector{m: m}, &lagCollector{m: m}, &schemaCollector{m: m}, &listenerCollector{m: m})
@@ -288,6 +301,9 @@ func (r *Request) Status(status int) {
 type Listener struct {
 	idleNs, busyNs atomic.Int64
 	open           prometheus.Gauge
+	rejected       *prometheus.CounterVec // curried with the listener's name
+	reserved       prometheus.Gauge
+	waiting        prometheus.Gauge
 }
 
 // Listener returns a listener's accounting, the same for the same name.
@@ -299,7 +315,9 @@ func (m *Metrics) Listener(name string) *Listener {
 	defer m.listeners.Unlock()
 	l := m.listeners.m[name]
 	if l == nil {
-		l = &Listener{open: m.conns.WithLabelValues(name)}
+		l = &Listener{open: m.conns.WithLabelValues(name),
+			rejected: m.rejected.MustCurryWith(prometheus.Labels{"listener": name}),
+			reserved: m.reserved.WithLabelValues(name), waiting: m.waiting.WithLabelValues(name)}
 		m.listeners.m[name] = l
 	}
 	return l
@@ -316,6 +334,22 @@ func (l *Listener) Opened() {
 func (l *Listener) Closed() {
 	if l != nil {
 		l.open.Dec()
+	}
+}
+
+// Rejected counts a connection closed at accept by the limit named reason.
+func (l *Listener) Rejected(reason string) {
+	if l != nil {
+		l.rejected.WithLabelValues(reason).Inc()
+	}
+}
+
+// RequestMemory sets the request memory budget's reserved bytes and the
+// connections waiting for it.
+func (l *Listener) RequestMemory(reserved int64, waiting int) {
+	if l != nil {
+		l.reserved.Set(float64(reserved))
+		l.waiting.Set(float64(waiting))
 	}
 }
 

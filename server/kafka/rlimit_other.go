@@ -1,0 +1,5 @@
+//go:build !unix
+
+package kafka
+
+func defaultMaxConnections() int { return fallbackMaxConnections }
