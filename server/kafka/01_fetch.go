@@ -1,10 +1,13 @@
 package kafka
 
-// Fetch (key 1), versions 4–12.
+// Fetch (key 1), versions 0–12.
+//
+// v0–v3 answer in the old message formats, down-converted from the stored
+// batches (01_fetch_legacy.go); the rest holds for every version.
 //
 // Sessionless: every response has SessionID 0 and is a full response, which
 // KIP-227 allows (clients then send full requests); ForgottenTopics is
-// ignored. Batches are sent as stored, never re-encoded or down-converted.
+// ignored. v4+ batches are sent as stored, never re-encoded.
 // Only records below the high watermark are returned; the last stable
 // offset equals the high watermark (no transactions), so read_committed
 // consumers (librdkafka's default) see everything. The fetch long-polls up
@@ -33,7 +36,7 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 		resp, changed, done := s.fetchOnce(ctx, req)
 		// Nothing changed by the deadline: resp is still current.
 		if done || !server.WaitAny(ctx, changed, time.Until(deadline)) {
-			return resp
+			return s.downConvertFetch(req, resp)
 		}
 	}
 }

@@ -1,8 +1,8 @@
 package kafka
 
-// ListOffsets (key 2), versions 1–7.
+// ListOffsets (key 2), versions 0–7.
 //
-// v0 (OldStyleOffsets) is not advertised. Timestamp -2 is the log start
+// v0 answers a list of offsets (02_list_offsets_legacy.go). Timestamp -2 is the log start
 // offset, -1 the high watermark (which is also the last stable offset, so
 // read_committed and read_uncommitted agree), -3 (v7, KIP-734) the record
 // with the largest timestamp, found by scanning batch headers; any other
@@ -27,7 +27,11 @@ func (s *Server) handleListOffsets(_ context.Context, kreq kmsg.Request) kmsg.Re
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
-			s.listOffset(t.Topic, &p, &rp)
+			if req.Version == 0 {
+				s.listOldStyleOffsets(t.Topic, &p, &rp)
+			} else {
+				s.listOffset(t.Topic, &p, &rp)
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -227,9 +227,9 @@ func TestProduceRejectsBadBatches(t *testing.T) {
 		t.Fatalf("bad CRC: %+v", p)
 	}
 	legacy := batch(t, records.BatchOptions{}, "a")
-	legacy[magicOffset] = 1
-	if p := produceOne(c, 3, "bad", legacy); p.ErrorCode != kerr.UnsupportedForMessageFormat.Code {
-		t.Fatalf("magic 1: %+v", p)
+	legacy[16] = 1 // the magic byte: a message set in a v3+ request
+	if p := produceOne(c, 3, "bad", legacy); p.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("magic 1 in produce v3: %+v", p)
 	}
 	if p := produceOne(c, 9, "bad", nil); p.ErrorCode != kerr.InvalidRecord.Code {
 		t.Fatalf("no records: %+v", p)
