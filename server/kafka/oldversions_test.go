@@ -1,0 +1,336 @@
+package kafka
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/records"
+)
+
+// kafka39Floors is the first version Kafka 3.9 serves of each API ferry
+// implements (its clients/src/main/resources/common/message/*Request.json
+// validVersions): 4.0 raised these for Fetch, ListOffsets, OffsetCommit,
+// OffsetFetch, CreateTopics, DeleteTopics and DescribeConfigs (KIP-896),
+// which old tools still send.
+var kafka39Floors = map[int16]int16{
+	0: 0, 1: 0, 2: 0, 3: 0, 8: 0, 9: 0, 10: 0, 11: 0, 12: 0, 13: 0, 14: 0, 15: 0, 16: 0,
+	18: 0, 19: 0, 20: 0, 21: 0, 22: 0, 23: 0, 32: 0, 33: 0, 37: 0, 42: 0, 44: 0, 47: 0, 60: 0, 61: 0,
+}
+
+func TestApiVersionsAdvertisesKafka39Floors(t *testing.T) {
+	ts := newTestServer(t)
+	resp := do[*kmsg.ApiVersionsResponse](ts.dial(t), kmsg.NewPtrApiVersionsRequest(), 0)
+	seen := map[int16]bool{}
+	for _, k := range resp.ApiKeys {
+		floor, ok := kafka39Floors[k.ApiKey]
+		if !ok {
+			t.Fatalf("api %d (%s) advertised but not in the Kafka 3.9 floor table", k.ApiKey, kmsg.NameForKey(k.ApiKey))
+		}
+		if k.MinVersion != floor {
+			t.Fatalf("%s: min version %d, Kafka 3.9 serves from %d", kmsg.NameForKey(k.ApiKey), k.MinVersion, floor)
+		}
+		seen[k.ApiKey] = true
+	}
+	if len(seen) != len(kafka39Floors) {
+		t.Fatalf("advertised %d apis, want %d", len(seen), len(kafka39Floors))
+	}
+}
+
+func TestListOffsetsV0AnswersOldStyleOffsets(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	var b records.Builder
+	for i, ts := range []int64{1000, 5000, 3000} {
+		b.Add(records.Record{Value: []byte{byte(i)}, Timestamp: ts})
+	}
+	data, _ := b.AppendBatch(nil, records.BatchOptions{})
+	produceOne(c, 9, "lo0", data)
+	for _, tc := range []struct {
+		ts   int64
+		max  int32
+		want []int64
+	}{
+		{-1, 1, []int64{3}}, {-2, 1, []int64{0}}, {-1, 10, []int64{3}}, {2000, 1, []int64{1}},
+		{9000, 1, []int64{3}}, {-1, 0, []int64{}},
+	} {
+		req := listOffsetsReq("lo0", tc.ts)
+		req.Topics[0].Partitions[0].MaxNumOffsets = tc.max
+		p := do[*kmsg.ListOffsetsResponse](c, req, 0).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || !slices.Equal(p.OldStyleOffsets, tc.want) {
+			t.Fatalf("v0 ts %d max %d: %+v, want offsets %v", tc.ts, tc.max, p, tc.want)
+		}
+	}
+	req := listOffsetsReq("no-such-topic-and-no-autocreate", -1)
+	req.Topics[0].Partitions[0].Partition = 7
+	if p := do[*kmsg.ListOffsetsResponse](c, req, 0).Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown partition: %+v", p)
+	}
+}
+
+// oldMessage is one message of a legacy message set, as an old client sees it.
+type oldMessage struct {
+	offset     int64
+	magic      int8
+	attrs      int8
+	timestamp  int64
+	key, value []byte
+}
+
+// parseMessageSet decodes a fetched message set with kmsg's MessageV0/V1,
+// checking framing and each CRC-32 as a pre-0.11 consumer does.
+func parseMessageSet(t testing.TB, set []byte) []oldMessage {
+	t.Helper()
+	var out []oldMessage
+	for len(set) > 0 {
+		if len(set) < 17 {
+			t.Fatalf("%d trailing bytes", len(set))
+		}
+		end := 12 + int(binary.BigEndian.Uint32(set[8:]))
+		if end > len(set) {
+			t.Fatalf("message of %d bytes, %d left", end, len(set))
+		}
+		entry := set[:end]
+		if got, want := crc32.ChecksumIEEE(entry[16:]), binary.BigEndian.Uint32(entry[12:]); got != want {
+			t.Fatalf("crc %#x, computed %#x", want, got)
+		}
+		var m oldMessage
+		switch entry[16] {
+		case 0:
+			var v kmsg.MessageV0
+			if err := v.ReadFrom(entry); err != nil {
+				t.Fatal(err)
+			}
+			m = oldMessage{v.Offset, v.Magic, v.Attributes, -1, v.Key, v.Value}
+		case 1:
+			var v kmsg.MessageV1
+			if err := v.ReadFrom(entry); err != nil {
+				t.Fatal(err)
+			}
+			m = oldMessage{v.Offset, v.Magic, v.Attributes, v.Timestamp, v.Key, v.Value}
+		default:
+			t.Fatalf("magic %d in a message set", entry[16])
+		}
+		out = append(out, m)
+		set = set[end:]
+	}
+	return out
+}
+
+// messageSet frames messages as a pre-0.11 producer does.
+func messageSet(msgs ...oldMessage) []byte {
+	var out []byte
+	for _, m := range msgs {
+		var entry []byte
+		if m.magic == 0 {
+			entry = (&kmsg.MessageV0{Offset: m.offset, Attributes: m.attrs, Key: m.key, Value: m.value}).AppendTo(nil)
+		} else {
+			entry = (&kmsg.MessageV1{Offset: m.offset, Magic: 1, Attributes: m.attrs, Timestamp: m.timestamp, Key: m.key, Value: m.value}).AppendTo(nil)
+		}
+		binary.BigEndian.PutUint32(entry[8:], uint32(len(entry)-12))
+		binary.BigEndian.PutUint32(entry[12:], crc32.ChecksumIEEE(entry[16:]))
+		out = append(out, entry...)
+	}
+	return out
+}
+
+func TestFetchV0ToV3DownConvertsToMessageSets(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	stored := []records.Record{
+		{Key: []byte("k0"), Value: []byte("v0"), Timestamp: 1000},
+		{Key: nil, Value: []byte("v1"), Timestamp: 2000, Headers: []records.Header{{Key: "h", Value: []byte("x")}}},
+		{Key: []byte("k2"), Value: nil, Timestamp: 3000},
+		{Key: []byte("k3"), Value: bytes.Repeat([]byte("z"), 500), Timestamp: 4000},
+	}
+	for i, codec := range []records.Codec{records.None, records.Snappy} { // two batches: 0-1 plain, 2-3 snappy
+		var b records.Builder
+		b.Add(stored[2*i])
+		b.Add(stored[2*i+1])
+		data, _ := b.AppendBatch(nil, records.BatchOptions{Codec: codec})
+		if p := produceOne(c, 9, "old", data); p.ErrorCode != 0 {
+			t.Fatalf("produce: %+v", p)
+		}
+	}
+	for v := int16(0); v <= 3; v++ {
+		wantMagic := int8(1)
+		if v < 2 {
+			wantMagic = 0
+		}
+		resp := do[*kmsg.FetchResponse](c, fetchReq("old", 0, 1, 0, 1), v)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.HighWatermark != 4 {
+			t.Fatalf("fetch v%d: %+v", v, p)
+		}
+		got := parseMessageSet(t, p.RecordBatches)
+		if len(got) != 3 {
+			t.Fatalf("fetch v%d from offset 1: %d messages, want 3", v, len(got))
+		}
+		for i, m := range got {
+			want := stored[i+1]
+			wantTS := want.Timestamp
+			if wantMagic == 0 {
+				wantTS = -1
+			}
+			if m.offset != int64(i+1) || m.magic != wantMagic || m.attrs != 0 || m.timestamp != wantTS ||
+				!bytes.Equal(m.key, want.Key) || (m.key == nil) != (want.Key == nil) ||
+				!bytes.Equal(m.value, want.Value) || (m.value == nil) != (want.Value == nil) {
+				t.Fatalf("fetch v%d message %d: %+v, want offset %d magic %d of %+v", v, i, m, i+1, wantMagic, want)
+			}
+		}
+	}
+	// Limits count converted bytes, in whole messages, and never starve the first.
+	small := fetchReq("old", 0, 0, 0, 1)
+	small.Topics[0].Partitions[0].PartitionMaxBytes = 40
+	if got := parseMessageSet(t, do[*kmsg.FetchResponse](c, small, 1).Topics[0].Partitions[0].RecordBatches); len(got) != 1 || got[0].offset != 0 {
+		t.Fatalf("v1 with PartitionMaxBytes 40: %+v, want message 0 alone", got)
+	}
+	// v3's MaxBytes: messages 0 and 1 are 38 and 36 bytes in magic 1.
+	for maxBytes, want := range map[int32]int{74: 2, 73: 1} {
+		capped := fetchReq("old", 0, 0, 0, 1)
+		capped.MaxBytes = maxBytes
+		if got := parseMessageSet(t, do[*kmsg.FetchResponse](c, capped, 3).Topics[0].Partitions[0].RecordBatches); len(got) != want {
+			t.Fatalf("v3 with MaxBytes %d: %d messages, want %d", maxBytes, len(got), want)
+		}
+	}
+	// The current format still sees what was stored, headers included.
+	p := do[*kmsg.FetchResponse](c, fetchReq("old", 0, 0, 0, 1), 12).Topics[0].Partitions[0]
+	if got := fetchValues(t, p, 0); len(got) != 4 {
+		t.Fatalf("fetch v12: %q", got)
+	}
+}
+
+func TestProduceV0ToV2AcceptsMessageSets(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	before := time.Now().UnixMilli()
+	inner := messageSet(
+		oldMessage{offset: 0, magic: 1, timestamp: 7000, key: []byte("gk0"), value: []byte("gv0")},
+		oldMessage{offset: 1, magic: 1, timestamp: 7001, key: []byte("gk1"), value: []byte("gv1")},
+	)
+	gz, err := records.Compress(records.Gzip, nil, inner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		v    int16
+		set  []byte
+		base int64
+	}{
+		{0, messageSet(oldMessage{magic: 0, key: []byte("k0"), value: []byte("m0")}, oldMessage{offset: 1, magic: 0, value: []byte("m0b")}), 0},
+		{1, messageSet(oldMessage{magic: 0, key: []byte("k1"), value: []byte("m1")}), 2},
+		{2, messageSet(oldMessage{magic: 1, timestamp: 5000, key: []byte("k2"), value: []byte("m2")}), 3},
+		{2, messageSet(oldMessage{offset: 1, magic: 1, attrs: int8(records.Gzip), timestamp: 7001, value: gz}), 4},
+	} {
+		if p := produceOne(c, tc.v, "oldp", tc.set); p.ErrorCode != 0 || p.BaseOffset != tc.base {
+			t.Fatalf("produce v%d: %+v, want base offset %d", tc.v, p, tc.base)
+		}
+	}
+	after := time.Now().UnixMilli()
+	type rec struct {
+		key, value string
+		ts         int64
+	}
+	var got []rec
+	p := do[*kmsg.FetchResponse](c, fetchReq("oldp", 0, 0, 0, 1), 12).Topics[0].Partitions[0]
+	if err := records.Decode(p.RecordBatches, 0, 0, func(r records.Record) bool {
+		got = append(got, rec{string(r.Key), string(r.Value), r.Timestamp})
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []rec{{"k0", "m0", 0}, {"", "m0b", 0}, {"k1", "m1", 0}, {"k2", "m2", 5000}, {"gk0", "gv0", 7000}, {"gk1", "gv1", 7001}}
+	if len(got) != len(want) {
+		t.Fatalf("fetched %+v, want %+v", got, want)
+	}
+	for i, g := range got {
+		w := want[i]
+		magic0 := w.ts == 0 // magic 0 has no timestamp: the broker's clock
+		if g.key != w.key || g.value != w.value || !magic0 && g.ts != w.ts || magic0 && (g.ts < before || g.ts > after) {
+			t.Fatalf("record %d: %+v, want %+v (magic 0 stamped in [%d, %d])", i, g, w, before, after)
+		}
+	}
+	// A corrupt message set is refused and writes nothing.
+	bad := messageSet(oldMessage{magic: 1, timestamp: 1, value: []byte("x")})
+	bad[len(bad)-1] ^= 1
+	if p := produceOne(c, 2, "oldp", bad); p.ErrorCode != kerr.CorruptMessage.Code {
+		t.Fatalf("bad crc: %+v", p)
+	}
+	if part, _ := ts.broker.Partition("oldp", 0); part.LogEndOffset() != 6 {
+		t.Fatalf("log end %d after a refused set, want 6", part.LogEndOffset())
+	}
+	// The old consumer reads back what the old producer wrote.
+	set := do[*kmsg.FetchResponse](c, fetchReq("oldp", 0, 4, 0, 1), 2).Topics[0].Partitions[0].RecordBatches
+	if m := parseMessageSet(t, set); len(m) != 2 || string(m[1].value) != "gv1" || m[1].timestamp != 7001 || m[1].offset != 5 {
+		t.Fatalf("fetch v2 of the gzip set: %+v", m)
+	}
+}
+
+func TestOldGroupAndAdminVersions(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	produceOne(c, 9, "grp", batch(t, records.BatchOptions{}, "a", "b", "c"))
+	commit := func(v int16, offset int64) {
+		t.Helper()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group, req.Generation = "old-group", -1
+		md := "meta"
+		req.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "grp", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, Metadata: &md}}}}
+		if p := do[*kmsg.OffsetCommitResponse](c, req, v).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+			t.Fatalf("offset commit v%d: %+v", v, p)
+		}
+	}
+	fetch := func(v int16) kmsg.OffsetFetchResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = "old-group"
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "grp", Partitions: []int32{0}}}
+		return do[*kmsg.OffsetFetchResponse](c, req, v).Topics[0].Partitions[0]
+	}
+	commit(0, 1)
+	if p := fetch(0); p.ErrorCode != 0 || p.Offset != 1 || p.Metadata == nil || *p.Metadata != "meta" {
+		t.Fatalf("offset fetch v0 after a v0 commit: %+v", p)
+	}
+	commit(1, 2)
+	if p := fetch(0); p.Offset != 2 {
+		t.Fatalf("offset fetch v0 after a v1 commit: %+v", p)
+	}
+	if p := fetch(1); p.Offset != 2 { // v1 reads the same store
+		t.Fatalf("offset fetch v1: %+v", p)
+	}
+
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "adm0", NumPartitions: 2, ReplicationFactor: 1}}
+	if r := do[*kmsg.CreateTopicsResponse](c, ct, 0); r.Topics[0].ErrorCode != 0 || !slices.Contains(ts.broker.Topics(), "adm0") {
+		t.Fatalf("create topics v0: %+v", r.Topics[0])
+	}
+	ct.Topics[0].Topic, ct.ValidateOnly = "adm1", true
+	if r := do[*kmsg.CreateTopicsResponse](c, ct, 1); r.Topics[0].ErrorCode != 0 || slices.Contains(ts.broker.Topics(), "adm1") {
+		t.Fatalf("create topics v1 validate only: %+v", r.Topics[0])
+	}
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "adm0", ConfigNames: []string{"retention.ms"}}}
+	d := do[*kmsg.DescribeConfigsResponse](c, dc, 0)
+	if r := d.Resources[0]; r.ErrorCode != 0 || len(r.Configs) != 1 || !r.Configs[0].IsDefault || r.Configs[0].Value == nil {
+		t.Fatalf("describe configs v0: %+v", r)
+	}
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dt.TopicNames = []string{"adm0"}
+	if r := do[*kmsg.DeleteTopicsResponse](c, dt, 0); r.Topics[0].ErrorCode != 0 || slices.Contains(ts.broker.Topics(), "adm0") {
+		t.Fatalf("delete topics v0: %+v", r.Topics[0])
+	}
+	md := do[*kmsg.MetadataResponse](c, kmsg.NewPtrMetadataRequest(), 0) // v0: no topics = every topic
+	var names []string
+	for _, mt := range md.Topics {
+		names = append(names, *mt.Topic)
+	}
+	if !slices.Contains(names, "grp") || slices.Contains(names, "adm0") {
+		t.Fatalf("metadata v0 with no topics: %q, want every topic", names)
+	}
+}
