@@ -334,3 +334,45 @@ func TestOldGroupAndAdminVersions(t *testing.T) {
 		t.Fatalf("metadata v0 with no topics: %q, want every topic", names)
 	}
 }
+
+// TestGroupV0Lifecycle: a 0.9-era group member (JoinGroup v0 has no
+// rebalance timeout; the session timeout stands in) joins, gets its
+// assignment, heartbeats and leaves.
+func TestGroupV0Lifecycle(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.SessionTimeoutMillis, join.ProtocolType = "g0", 10000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("meta")}}
+	j := do[*kmsg.JoinGroupResponse](c, join, 0) // waits out the initial rebalance delay
+	if j.ErrorCode != 0 || j.MemberID == "" || j.LeaderID != j.MemberID || j.Generation != 1 || *j.Protocol != "range" || len(j.Members) != 1 {
+		t.Fatalf("join v0: %+v", j)
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.Generation, sync.MemberID = "g0", j.Generation, j.MemberID
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: j.MemberID, MemberAssignment: []byte("assigned")}}
+	if s := do[*kmsg.SyncGroupResponse](c, sync, 0); s.ErrorCode != 0 || string(s.MemberAssignment) != "assigned" {
+		t.Fatalf("sync v0: %+v", s)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.Generation, hb.MemberID = "g0", j.Generation, j.MemberID
+	if h := do[*kmsg.HeartbeatResponse](c, hb, 0); h.ErrorCode != 0 {
+		t.Fatalf("heartbeat v0: %+v", h)
+	}
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation, commit.MemberID = "g0", j.Generation, j.MemberID
+	produceOne(c, 9, "g0-topic", batch(t, records.BatchOptions{}, "a"))
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "g0-topic", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0}}}}
+	if r := do[*kmsg.OffsetCommitResponse](c, commit, 1); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("offset commit v1 in generation: %+v", r.Topics[0].Partitions[0])
+	}
+	commit.Generation++
+	if r := do[*kmsg.OffsetCommitResponse](c, commit, 1); r.Topics[0].Partitions[0].ErrorCode != kerr.IllegalGeneration.Code {
+		t.Fatalf("offset commit v1 with a wrong generation: %+v", r.Topics[0].Partitions[0])
+	}
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group, leave.MemberID = "g0", j.MemberID
+	if l := do[*kmsg.LeaveGroupResponse](c, leave, 0); l.ErrorCode != 0 {
+		t.Fatalf("leave v0: %+v", l)
+	}
+}
