@@ -40,7 +40,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 	apis = []api{
 		{0, 0, 9, (*Server).handleProduce},
 		{1, 0, 12, (*Server).handleFetch},
-		{2, 0, 7, (*Server).handleListOffsets},
+		{2, 0, 9, (*Server).handleListOffsets},
 		{3, 0, 12, (*Server).handleMetadata},
 		{8, 0, 9, (*Server).handleOffsetCommit},
 		{9, 0, 8, (*Server).handleOffsetFetch},
@@ -51,7 +51,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{14, 0, 5, (*Server).handleSyncGroup},
 		{15, 0, 5, (*Server).handleDescribeGroups},
 		{16, 0, 5, (*Server).handleListGroups},
-		{18, 0, 3, (*Server).handleApiVersions},
+		{18, 0, 4, (*Server).handleApiVersions},
 		{19, 0, 7, (*Server).handleCreateTopics},
 		{20, 0, 6, (*Server).handleDeleteTopics},
 		{21, 0, 2, (*Server).handleDeleteRecords},

@@ -17,7 +17,7 @@ import (
 func TestApiVersionsAdvertisesTheTable(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.dial(t)
-	for v := int16(0); v <= 3; v++ {
+	for v := int16(0); v <= 4; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1.0"
 		resp := do[*kmsg.ApiVersionsResponse](c, req, v)
@@ -49,8 +49,8 @@ func checkAdvertised(t *testing.T, keys []kmsg.ApiVersionsResponseApiKey) {
 func TestApiVersionsUnsupportedVersionGetsV0Answer(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.dial(t)
-	for _, v := range []int16{4, 5, 127} {
-		// Hand-built header: a v4+ request body is not what matters.
+	for _, v := range []int16{5, 6, 127} {
+		// Hand-built header: a v5+ request body is not what matters.
 		frame := binary.BigEndian.AppendUint16(nil, apiVersionsKey)
 		frame = binary.BigEndian.AppendUint16(frame, uint16(v))
 		frame = binary.BigEndian.AppendUint32(frame, uint32(v))
@@ -208,7 +208,7 @@ func TestListOffsets(t *testing.T) {
 		offset, at int64
 	}{
 		{1, -2, 0, -1}, {1, -1, 3, -1}, {2, -1, 3, -1}, {6, 2000, 1, 5000},
-		{7, -3, 1, 5000}, {7, 9000, -1, -1},
+		{7, -3, 1, 5000}, {7, 9000, -1, -1}, {8, -4, 0, -1}, {9, -4, 0, -1}, {9, -5, -1, -1}, {9, -1, 3, -1},
 	} {
 		resp := do[*kmsg.ListOffsetsResponse](c, listOffsetsReq("lo", tc.ts), tc.v)
 		p := resp.Topics[0].Partitions[0]
