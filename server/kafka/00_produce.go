@@ -1,6 +1,6 @@
 package kafka
 
-// Produce (key 0), versions 0–9.
+// Produce (key 0), versions 0–11.
 //
 // v0–v2 may carry magic 0 or 1 message sets (clients before 0.11): they
 // are converted up to a magic 2 batch first (00_produce_legacy.go). An
@@ -14,7 +14,9 @@ package kafka
 // acks=0 request with a failed partition closes the connection, as in Kafka.
 // Deviations: partitions are appended one after the other, not in
 // parallel; TimeoutMillis is not used (appends do not wait on replicas);
-// transactional batches are rejected with INVALID_RECORD.
+// transactional batches are rejected with INVALID_RECORD. v10's new-leader
+// hints (KIP-951) stay empty, since one node never answers NOT_LEADER; v11
+// only allows TRANSACTION_ABORTABLE (KIP-890), which ferry never returns.
 
 import (
 	"context"

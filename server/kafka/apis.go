@@ -29,8 +29,8 @@ const (
 //
 // Not served: transactions (24–28; no transaction.version feature),
 // SASL (17, 36), ACLs, KIP-848 and share groups, telemetry, controller
-// and inter-broker APIs. Produce stops at 9, Fetch at 12, OffsetCommit and
-// OffsetFetch at 9 and 8: later versions need topic ids end to end.
+// and inter-broker APIs. Kafka 3.9's newest versions are served too, except
+// Fetch 13–17, which name topics by id only (ferry's Fetch stops at 12).
 var apis []api
 
 // apiByKey indexes apis by key.
@@ -38,13 +38,13 @@ var apiByKey map[int16]*api
 
 func init() { // a var initializer would be a cycle: ApiVersions reads apis
 	apis = []api{
-		{0, 0, 9, (*Server).handleProduce},
+		{0, 0, 11, (*Server).handleProduce},
 		{1, 0, 12, (*Server).handleFetch},
 		{2, 0, 9, (*Server).handleListOffsets},
 		{3, 0, 12, (*Server).handleMetadata},
 		{8, 0, 9, (*Server).handleOffsetCommit},
-		{9, 0, 8, (*Server).handleOffsetFetch},
-		{10, 0, 4, (*Server).handleFindCoordinator},
+		{9, 0, 9, (*Server).handleOffsetFetch},
+		{10, 0, 5, (*Server).handleFindCoordinator},
 		{11, 0, 9, (*Server).handleJoinGroup},
 		{12, 0, 4, (*Server).handleHeartbeat},
 		{13, 0, 5, (*Server).handleLeaveGroup},
@@ -55,7 +55,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{19, 0, 7, (*Server).handleCreateTopics},
 		{20, 0, 6, (*Server).handleDeleteTopics},
 		{21, 0, 2, (*Server).handleDeleteRecords},
-		{22, 0, 4, (*Server).handleInitProducerID},
+		{22, 0, 5, (*Server).handleInitProducerID},
 		{23, 0, 4, (*Server).handleOffsetForLeaderEpoch},
 		{32, 0, 4, (*Server).handleDescribeConfigs},
 		{33, 0, 2, (*Server).handleAlterConfigs},

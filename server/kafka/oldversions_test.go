@@ -376,3 +376,35 @@ func TestGroupV0Lifecycle(t *testing.T) {
 		t.Fatalf("leave v0: %+v", l)
 	}
 }
+
+// TestNewestKafka39Versions: the top versions Kafka 3.9 serves that only
+// add error codes or fields ferry ignores answer like the one below them.
+func TestNewestKafka39Versions(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"g9"}
+	v4 := do[*kmsg.FindCoordinatorResponse](c, fc, 4)
+	if v5 := do[*kmsg.FindCoordinatorResponse](c, fc, 5); len(v5.Coordinators) != 1 || v5.Coordinators[0].ErrorCode != v4.Coordinators[0].ErrorCode ||
+		v5.Coordinators[0].NodeID != v4.Coordinators[0].NodeID || v5.Coordinators[0].Port != v4.Coordinators[0].Port {
+		t.Fatalf("find coordinator v5: %+v, v4 answered %+v", v5.Coordinators, v4.Coordinators)
+	}
+	if r := do[*kmsg.InitProducerIDResponse](c, kmsg.NewPtrInitProducerIDRequest(), 5); r.ErrorCode != 0 || r.ProducerID < 1 {
+		t.Fatalf("init producer id v5: %+v", r)
+	}
+	produceOne(c, 11, "t9", batch(t, records.BatchOptions{}, "a", "b"))
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "g9", -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t9", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 2, LeaderEpoch: -1}}}}
+	if r := do[*kmsg.OffsetCommitResponse](c, commit, 9); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("offset commit v9: %+v", r)
+	}
+	of := kmsg.NewPtrOffsetFetchRequest()
+	member := "someone"
+	of.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g9", MemberID: &member, MemberEpoch: 3,
+		Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t9", Partitions: []int32{0}}}}}
+	r := do[*kmsg.OffsetFetchResponse](c, of, 9)
+	if len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 || r.Groups[0].Topics[0].Partitions[0].Offset != 2 {
+		t.Fatalf("offset fetch v9: %+v", r)
+	}
+}

@@ -74,7 +74,7 @@ func TestProduceFetchRoundTripAcrossVersions(t *testing.T) {
 	c := ts.dial(t)
 	want := []string{}
 	next := int64(0)
-	for _, pv := range []int16{0, 3, 7, 8, 9} {
+	for _, pv := range []int16{0, 3, 7, 8, 9, 10, 11} {
 		vals := []string{fmt.Sprintf("v%d-a", pv), fmt.Sprintf("v%d-b", pv)}
 		p := produceOne(c, pv, "rt", batch(t, records.BatchOptions{Codec: records.Snappy}, vals...))
 		if p.ErrorCode != 0 || p.BaseOffset != next {
