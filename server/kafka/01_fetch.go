@@ -1,9 +1,11 @@
 package kafka
 
-// Fetch (key 1), versions 0–12.
+// Fetch (key 1), versions 0–17.
 //
-// v0–v3 answer in the old message formats, down-converted from the stored
-// batches (01_fetch_legacy.go); the rest holds for every version.
+// handleFetch serves topics by name with record batches; serveFetch
+// (01_fetch_versions.go) adapts the other versions around it: v13+ name
+// topics by id, v0–v3 answer in the old message formats, down-converted
+// from the stored batches (01_fetch_legacy.go).
 //
 // Sessionless: every response has SessionID 0 and is a full response, which
 // KIP-227 allows (clients then send full requests); ForgottenTopics is
@@ -15,8 +17,8 @@ package kafka
 // available; any partition error answers at once, as in Kafka. MaxBytes and
 // PartitionMaxBytes are honoured with KIP-74: the first non-empty partition
 // returns its first batch even when larger, later partitions return nothing
-// rather than exceed the limit. Versions 13+ (topic ids) are not advertised;
-// follower fetches (ReplicaID >= 0) are served like consumer fetches, and
+// rather than exceed the limit. Follower fetches (ReplicaID >= 0, or
+// ReplicaState in v15+) are served like consumer fetches, and
 // LastFetchedEpoch (divergence) is not checked. Batches are copied into the
 // response rather than sent with sendfile (storage's Chunks are unused).
 
@@ -36,7 +38,7 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 		resp, changed, done := s.fetchOnce(ctx, req)
 		// Nothing changed by the deadline: resp is still current.
 		if done || !server.WaitAny(ctx, changed, time.Until(deadline)) {
-			return s.downConvertFetch(req, resp)
+			return resp
 		}
 	}
 }

@@ -42,10 +42,10 @@ func (s *Server) downConvertFetch(req *kmsg.FetchRequest, resp *kmsg.FetchRespon
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			rp := &resp.Topics[i].Partitions[j]
-			fp := req.Topics[i].Partitions[j] // fetchOnce answers in request order
 			if len(rp.RecordBatches) == 0 {
 				continue
 			}
+			fp := requestedPartition(req, i, rp.Partition)
 			limit := budget
 			if fp.PartitionMaxBytes > 0 {
 				limit = min(limit, int(fp.PartitionMaxBytes))
@@ -66,4 +66,18 @@ func (s *Server) downConvertFetch(req *kmsg.FetchRequest, resp *kmsg.FetchRespon
 		}
 	}
 	return resp
+}
+
+// requestedPartition is the request's entry for partition of the answer's
+// topic i (answers follow the request's order); a zero entry, which fetches
+// from offset 0 without a limit, if the answer strays from it.
+func requestedPartition(req *kmsg.FetchRequest, i int, partition int32) kmsg.FetchRequestTopicPartition {
+	if i < len(req.Topics) {
+		for _, fp := range req.Topics[i].Partitions {
+			if fp.Partition == partition {
+				return fp
+			}
+		}
+	}
+	return kmsg.FetchRequestTopicPartition{Partition: partition}
 }

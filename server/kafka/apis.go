@@ -29,8 +29,7 @@ const (
 //
 // Not served: transactions (24–28; no transaction.version feature),
 // SASL (17, 36), ACLs, KIP-848 and share groups, telemetry, controller
-// and inter-broker APIs. Kafka 3.9's newest versions are served too, except
-// Fetch 13–17, which name topics by id only (ferry's Fetch stops at 12).
+// and inter-broker APIs. Each range also ends at Kafka 3.9's newest version.
 var apis []api
 
 // apiByKey indexes apis by key.
@@ -39,7 +38,7 @@ var apiByKey map[int16]*api
 func init() { // a var initializer would be a cycle: ApiVersions reads apis
 	apis = []api{
 		{0, 0, 11, (*Server).handleProduce},
-		{1, 0, 12, (*Server).handleFetch},
+		{1, 0, 17, (*Server).serveFetch},
 		{2, 0, 9, (*Server).handleListOffsets},
 		{3, 0, 12, (*Server).handleMetadata},
 		{8, 0, 9, (*Server).handleOffsetCommit},

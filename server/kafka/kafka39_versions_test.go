@@ -14,32 +14,34 @@ import (
 	"github.com/ferry-mq/ferry/server/records"
 )
 
-// kafka39Floors is the first version Kafka 3.9 serves of each API ferry
-// implements (its clients/src/main/resources/common/message/*Request.json
-// validVersions): 4.0 raised these for Fetch, ListOffsets, OffsetCommit,
+// kafka39 is the range Kafka 3.9 serves of each API ferry implements (its
+// clients/src/main/resources/common/message/*Request.json validVersions).
+// Every floor is 0: 4.0 raised those of Fetch, ListOffsets, OffsetCommit,
 // OffsetFetch, CreateTopics, DeleteTopics and DescribeConfigs (KIP-896),
 // which old tools still send.
-var kafka39Floors = map[int16]int16{
-	0: 0, 1: 0, 2: 0, 3: 0, 8: 0, 9: 0, 10: 0, 11: 0, 12: 0, 13: 0, 14: 0, 15: 0, 16: 0,
-	18: 0, 19: 0, 20: 0, 21: 0, 22: 0, 23: 0, 32: 0, 33: 0, 37: 0, 42: 0, 44: 0, 47: 0, 60: 0, 61: 0,
+var kafka39 = map[int16][2]int16{
+	0: {0, 11}, 1: {0, 17}, 2: {0, 9}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 5}, 11: {0, 9},
+	12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 18: {0, 4}, 19: {0, 7}, 20: {0, 6},
+	21: {0, 2}, 22: {0, 5}, 23: {0, 4}, 32: {0, 4}, 33: {0, 2}, 37: {0, 3}, 42: {0, 2}, 44: {0, 1},
+	47: {0, 0}, 60: {0, 1}, 61: {0, 0},
 }
 
-func TestApiVersionsAdvertisesKafka39Floors(t *testing.T) {
+func TestApiVersionsAdvertisesKafka39Ranges(t *testing.T) {
 	ts := newTestServer(t)
 	resp := do[*kmsg.ApiVersionsResponse](ts.dial(t), kmsg.NewPtrApiVersionsRequest(), 0)
 	seen := map[int16]bool{}
 	for _, k := range resp.ApiKeys {
-		floor, ok := kafka39Floors[k.ApiKey]
+		want, ok := kafka39[k.ApiKey]
 		if !ok {
-			t.Fatalf("api %d (%s) advertised but not in the Kafka 3.9 floor table", k.ApiKey, kmsg.NameForKey(k.ApiKey))
+			t.Fatalf("api %d (%s) advertised but not in the Kafka 3.9 table", k.ApiKey, kmsg.NameForKey(k.ApiKey))
 		}
-		if k.MinVersion != floor {
-			t.Fatalf("%s: min version %d, Kafka 3.9 serves from %d", kmsg.NameForKey(k.ApiKey), k.MinVersion, floor)
+		if k.MinVersion != want[0] || k.MaxVersion != want[1] {
+			t.Fatalf("%s: versions %d-%d, Kafka 3.9 serves %d-%d", kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion, want[0], want[1])
 		}
 		seen[k.ApiKey] = true
 	}
-	if len(seen) != len(kafka39Floors) {
-		t.Fatalf("advertised %d apis, want %d", len(seen), len(kafka39Floors))
+	if len(seen) != len(kafka39) {
+		t.Fatalf("advertised %d apis, want %d", len(seen), len(kafka39))
 	}
 }
 
@@ -406,5 +408,31 @@ func TestNewestKafka39Versions(t *testing.T) {
 	r := do[*kmsg.OffsetFetchResponse](c, of, 9)
 	if len(r.Groups) != 1 || r.Groups[0].ErrorCode != 0 || r.Groups[0].Topics[0].Partitions[0].Offset != 2 {
 		t.Fatalf("offset fetch v9: %+v", r)
+	}
+}
+
+func TestFetchV13ToV17NameTopicsByID(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	produceOne(c, 11, "byid", batch(t, records.BatchOptions{Codec: records.Zstd}, "x", "y"))
+	id, err := ts.broker.TopicID("byid")
+	if err != nil || id == [16]byte{} {
+		t.Fatalf("topic id %x: %v", id, err)
+	}
+	for v := int16(13); v <= 17; v++ {
+		req := fetchReq("", 0, 0, 0, 1)
+		req.Topics[0].TopicID = id
+		req.Topics = append(req.Topics, kmsg.FetchRequestTopic{TopicID: [16]byte{1, 2, 3},
+			Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 1 << 20, CurrentLeaderEpoch: -1}}})
+		resp := do[*kmsg.FetchResponse](c, req, v)
+		if len(resp.Topics) != 2 || resp.Topics[0].TopicID != id || resp.Topics[1].TopicID != [16]byte{1, 2, 3} {
+			t.Fatalf("fetch v%d: topics %+v", v, resp.Topics)
+		}
+		if got := fetchValues(t, resp.Topics[0].Partitions[0], 0); !slices.Equal(got, []string{"x", "y"}) || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("fetch v%d by id: %q, %+v", v, got, resp.Topics[0].Partitions[0])
+		}
+		if p := resp.Topics[1].Partitions[0]; p.ErrorCode != kerr.UnknownTopicID.Code || len(p.RecordBatches) != 0 {
+			t.Fatalf("fetch v%d of an unknown id: %+v", v, p)
+		}
 	}
 }
