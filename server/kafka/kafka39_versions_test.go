@@ -436,3 +436,36 @@ func TestFetchV13ToV17NameTopicsByID(t *testing.T) {
 		}
 	}
 }
+
+// TestBurrowReadsCommitsOverOldFetch: Burrow (sarama at 0.10.x) reads the
+// commit log __consumer_offsets with Fetch v2, magic 1 messages, and
+// decodes Kafka's offset-commit key and value from them.
+func TestBurrowReadsCommitsOverOldFetch(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	produceOne(c, 9, "lagged", batch(t, records.BatchOptions{}, "a", "b", "c"))
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "burrowed", -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "lagged", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 2}}}}
+	if r := do[*kmsg.OffsetCommitResponse](c, commit, 2); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("commit: %+v", r)
+	}
+	set := do[*kmsg.FetchResponse](c, fetchReq(consumerOffsetsTopic, 0, 0, 0, 1), 2).Topics[0].Partitions[0].RecordBatches
+	found := false
+	for _, m := range parseMessageSet(t, set) {
+		var key kmsg.OffsetCommitKey
+		var value kmsg.OffsetCommitValue
+		if m.magic != 1 || key.ReadFrom(m.key) != nil || value.ReadFrom(m.value) != nil {
+			t.Fatalf("commit message %+v does not decode", m)
+		}
+		found = found || key.Group == "burrowed" && key.Topic == "lagged" && key.Partition == 0 && value.Offset == 2
+	}
+	if !found {
+		t.Fatalf("the commit is not in the %d-byte v2 fetch of %s", len(set), consumerOffsetsTopic)
+	}
+	lo := listOffsetsReq("lagged", -1)
+	lo.Topics[0].Partitions[0].MaxNumOffsets = 1
+	if p := do[*kmsg.ListOffsetsResponse](c, lo, 0).Topics[0].Partitions[0]; !slices.Equal(p.OldStyleOffsets, []int64{3}) {
+		t.Fatalf("ListOffsets v0 (Burrow's lag end): %+v", p)
+	}
+}
