@@ -265,3 +265,37 @@ func fixLegacyCRCs(data []byte) []byte {
 	}
 	return out
 }
+
+func BenchmarkAppendLegacy(b *testing.B) {
+	recs := make([]Record, 500)
+	for i := range recs {
+		recs[i] = Record{Key: []byte("key"), Value: bytes.Repeat([]byte("v"), 200), Timestamp: int64(i)}
+	}
+	stored := buildBatch(b, recs, BatchOptions{Codec: LZ4})
+	dst := make([]byte, 0, 256<<10)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(recs) * 200))
+	for b.Loop() {
+		var err error
+		if dst, err = AppendLegacy(dst[:0], stored, 1, 0, 0, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUpConvert(b *testing.B) {
+	var msgs []oldMessage
+	for i := range 500 {
+		msgs = append(msgs, oldMessage{offset: int64(i), magic: 1, timestamp: int64(i), key: []byte("key"), value: bytes.Repeat([]byte("v"), 200)})
+	}
+	set := legacySet(msgs...)
+	dst := make([]byte, 0, 256<<10)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(set)))
+	for b.Loop() {
+		var err error
+		if dst, err = UpConvert(dst[:0], set, 1, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
