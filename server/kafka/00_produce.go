@@ -1,12 +1,11 @@
 package kafka
 
-// Produce (key 0), versions 0–9.
+// Produce (key 0), versions 0–11.
 //
-// Advertised from v0 because librdkafka disables gzip, snappy and lz4
-// against brokers that do not, but only magic v2 record batches are
-// accepted: a v0–v2 request carrying magic 0 or 1 message sets gets
-// UNSUPPORTED_FOR_MESSAGE_FORMAT (43) per partition (ferry never converts
-// formats). Every partition's data goes to Broker.ProduceBatch, which
+// v0–v2 may carry magic 0 or 1 message sets (clients before 0.11): they
+// are converted up to a magic 2 batch first (00_produce_legacy.go). An
+// answer has no throttle time in v0 and no log append time in v0–v1, as
+// Kafka's schemas say. Every partition's data goes to Broker.ProduceBatch, which
 // validates the batch (CRC, one batch, count = lastOffsetDelta+1, no control
 // batch, records framed, decompressed under a cap) and applies the
 // idempotent producer rules before appending; nothing is written for a
@@ -15,7 +14,9 @@ package kafka
 // acks=0 request with a failed partition closes the connection, as in Kafka.
 // Deviations: partitions are appended one after the other, not in
 // parallel; TimeoutMillis is not used (appends do not wait on replicas);
-// transactional batches are rejected with INVALID_RECORD.
+// transactional batches are rejected with INVALID_RECORD. v10's new-leader
+// hints (KIP-951) stay empty, since one node never answers NOT_LEADER; v11
+// only allows TRANSACTION_ABORTABLE (KIP-890), which ferry never returns.
 
 import (
 	"context"
@@ -24,8 +25,6 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 )
-
-const magicOffset = 16 // the magic byte sits here in every message format
 
 func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.ProduceRequest)
@@ -38,7 +37,7 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			if acksOK {
-				s.producePartition(ctx, t.Topic, &p, &rp)
+				s.producePartition(ctx, req.Version, t.Topic, &p, &rp)
 			} else {
 				rp.ErrorCode = codeInvalidRequiredAcks
 			}
@@ -69,19 +68,19 @@ func failed(resp *kmsg.ProduceResponse) bool {
 	return false
 }
 
-func (s *Server) producePartition(ctx context.Context, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+func (s *Server) producePartition(ctx context.Context, version int16, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
 	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 	switch {
 	case len(p.Records) == 0:
 		rp.ErrorCode = codeInvalidRecord
 		return
-	case len(p.Records) > magicOffset && p.Records[magicOffset] < 2:
-		rp.ErrorCode = codeUnsupportedFormat
-		msg := "message format v" + string('0'+p.Records[magicOffset]) + " is not supported; use record batches (magic 2)"
-		rp.ErrorMessage = &msg
+	}
+	data, code, err := s.upConvertProduced(version, p.Records)
+	if code != 0 {
+		rp.ErrorCode, rp.ErrorMessage = code, errorMessage(err)
 		return
 	}
-	res, err := s.broker.ProduceBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: p.Records})
+	res, err := s.broker.ProduceBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: data})
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
 		rp.ErrorMessage = errorMessage(err)

@@ -1,10 +1,15 @@
 package kafka
 
-// Fetch (key 1), versions 4–12.
+// Fetch (key 1), versions 0–17.
+//
+// handleFetch serves topics by name with record batches; serveFetch
+// (01_fetch_versions.go) adapts the other versions around it: v13+ name
+// topics by id, v0–v3 answer in the old message formats, down-converted
+// from the stored batches (01_fetch_legacy.go).
 //
 // Sessionless: every response has SessionID 0 and is a full response, which
 // KIP-227 allows (clients then send full requests); ForgottenTopics is
-// ignored. Batches are sent as stored, never re-encoded or down-converted.
+// ignored. v4+ batches are sent as stored, never re-encoded.
 // Only records below the high watermark are returned; the last stable
 // offset equals the high watermark (no transactions), so read_committed
 // consumers (librdkafka's default) see everything. The fetch long-polls up
@@ -12,8 +17,8 @@ package kafka
 // available; any partition error answers at once, as in Kafka. MaxBytes and
 // PartitionMaxBytes are honoured with KIP-74: the first non-empty partition
 // returns its first batch even when larger, later partitions return nothing
-// rather than exceed the limit. Versions 13+ (topic ids) are not advertised;
-// follower fetches (ReplicaID >= 0) are served like consumer fetches, and
+// rather than exceed the limit. Follower fetches (ReplicaID >= 0, or
+// ReplicaState in v15+) are served like consumer fetches, and
 // LastFetchedEpoch (divergence) is not checked. Batches are copied into the
 // response rather than sent with sendfile (storage's Chunks are unused).
 //

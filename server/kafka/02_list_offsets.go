@@ -1,22 +1,32 @@
 package kafka
 
-// ListOffsets (key 2), versions 1–7.
+// ListOffsets (key 2), versions 0–9.
 //
-// v0 (OldStyleOffsets) is not advertised. Timestamp -2 is the log start
-// offset, -1 the high watermark (which is also the last stable offset, so
-// read_committed and read_uncommitted agree), -3 (v7, KIP-734) the record
-// with the largest timestamp, found by scanning batch headers; any other
-// value is the first record whose timestamp is at least it, or -1 with
-// timestamp -1 when there is none, as Kafka answers. The leader epoch is
-// the partition's (0 on one node); CurrentLeaderEpoch is checked (KIP-320).
+// v0 answers a list of offsets (02_list_offsets_legacy.go). Timestamp -2
+// is the log start offset, -1 the high watermark (which is also the last
+// stable offset, so read_committed and read_uncommitted agree), -3 (v7,
+// KIP-734) the record with the largest timestamp, found by scanning batch
+// headers; -4 (v8, earliest local offset) is the log start offset and -5
+// (v9, latest tiered offset) is -1, as Kafka answers without remote
+// storage. Any other value is the first record whose timestamp is at least
+// it, or -1 with timestamp -1 when there is none, as Kafka answers. The
+// leader epoch is the partition's (0 on one node); CurrentLeaderEpoch is
+// checked (KIP-320).
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
 )
 
-const offsetMaxTimestamp = -3
+// Special timestamps beyond -1 (latest) and -2 (earliest).
+const (
+	offsetMaxTimestamp  = -3 // v7+, KIP-734
+	offsetEarliestLocal = -4 // v8+, KIP-405
+	offsetLatestTiered  = -5 // v9+, KIP-1005
+)
 
 func (s *Server) handleListOffsets(_ context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.ListOffsetsRequest)
@@ -27,7 +37,11 @@ func (s *Server) handleListOffsets(_ context.Context, kreq kmsg.Request) kmsg.Re
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
-			s.listOffset(t.Topic, &p, &rp)
+			if req.Version == 0 {
+				s.listOldStyleOffsets(t.Topic, &p, &rp)
+			} else {
+				s.listOffset(req.Version, t.Topic, &p, &rp)
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -35,7 +49,7 @@ func (s *Server) handleListOffsets(_ context.Context, kreq kmsg.Request) kmsg.Re
 	return resp
 }
 
-func (s *Server) listOffset(topic string, p *kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) {
+func (s *Server) listOffset(version int16, topic string, p *kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) {
 	rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
 	part, err := s.broker.Partition(topic, p.Partition)
 	if err != nil {
@@ -47,9 +61,14 @@ func (s *Server) listOffset(topic string, p *kmsg.ListOffsetsRequestTopicPartiti
 		return
 	}
 	var offset, ts int64
-	if p.Timestamp == offsetMaxTimestamp {
+	switch {
+	case p.Timestamp == offsetMaxTimestamp:
 		offset, ts, err = s.broker.MaxTimestampOffset(topic, p.Partition)
-	} else {
+	case p.Timestamp == offsetEarliestLocal && version >= 8: // the whole log is local
+		offset, ts, err = s.broker.ListOffset(topic, p.Partition, server.OffsetEarliest)
+	case p.Timestamp == offsetLatestTiered && version >= 9: // nothing is tiered
+		offset, ts = -1, -1
+	default:
 		offset, ts, err = s.broker.ListOffset(topic, p.Partition, p.Timestamp)
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package kafka
 
-// FindCoordinator (key 10), versions 0–4.
+// FindCoordinator (key 10), versions 0–5 (v5 only allows the
+// TRANSACTION_ABORTABLE error, KIP-890, which ferry never returns).
 //
 // A thin pass-through: server/group.Coordinator serves every version and
 // owns the semantics (shared with the HTTP gateway's consumer API); the

@@ -1,10 +1,11 @@
 package kafka
 
-// ApiVersions (key 18), versions 0–3.
+// ApiVersions (key 18), versions 0–4 (v4 is v3 with KAFKA-17011 fixed:
+// a feature's MinVersion may be 0; ferry advertises no features).
 //
 // Advertises exactly the apis table. The response header is always v0
-// (no tagged fields), even for v3, as Kafka does, so clients can parse it
-// before they know what the broker speaks. A request for a version above 3
+// (no tagged fields), even for v3+, as Kafka does, so clients can parse it
+// before they know what the broker speaks. A request for a version above 4
 // gets a v0 answer with UNSUPPORTED_VERSION and the ranges, so the client
 // retries with a version this broker serves. No features are advertised
 // (in particular no transaction.version), and no KIP-848 or telemetry APIs.
@@ -33,7 +34,7 @@ func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 }
 
 // unsupportedAPIVersions is the v0 answer to an ApiVersions request of a
-// version outside 0–3.
+// version outside 0–4.
 func unsupportedAPIVersions() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)

@@ -1,6 +1,6 @@
 package kafka
 
-// CreateTopics (key 19), versions 2–7.
+// CreateTopics (key 19), versions 0–7 (v0 has no ValidateOnly).
 //
 // Topics are created synchronously, so TimeoutMillis is not used.
 // ValidateOnly checks everything CreateTopic would and creates nothing.

@@ -1,6 +1,6 @@
 package kafka
 
-// DeleteTopics (key 20), versions 1–6.
+// DeleteTopics (key 20), versions 0–6 (v0–v3 are the same).
 //
 // Deletion is synchronous (the topic disappears at once, its files in the
 // background), so TimeoutMillis is not used. v6 may name topics by id; a

@@ -1,6 +1,7 @@
 package kafka
 
-// InitProducerId (key 22), versions 0–4.
+// InitProducerId (key 22), versions 0–5 (v5 only allows the
+// TRANSACTION_ABORTABLE error, KIP-890, which ferry never returns).
 //
 // Idempotent producers only: a request without a transactional id gets a
 // new producer id (never reused, also across restarts) with epoch 0; with

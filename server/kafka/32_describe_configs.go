@@ -1,6 +1,6 @@
 package kafka
 
-// DescribeConfigs (key 32), versions 1–4.
+// DescribeConfigs (key 32), versions 0–4 (v0 answers IsDefault, not the source).
 //
 // Topic resources list every topic config ferry knows (server.TopicConfigKeys),
 // or those named in ConfigNames: an override has source DYNAMIC_TOPIC_CONFIG,

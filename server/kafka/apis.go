@@ -22,10 +22,14 @@ const (
 // advertises exactly these ranges, and a request outside them closes the
 // connection (ApiVersions excepted, which Kafka always answers).
 //
+// Every API starts at the first version Kafka 3.9 serves (v0 for all of
+// these): Kafka 4.0 dropped the older ones (KIP-896), but tools still in
+// use send them (Burrow's ListOffsets v0, pre-0.11 clients' Fetch and
+// Produce with the old message formats).
+//
 // Not served: transactions (24–28; no transaction.version feature),
 // SASL (17, 36), ACLs, KIP-848 and share groups, telemetry, controller
-// and inter-broker APIs. Produce stops at 9, Fetch at 12, OffsetCommit and
-// OffsetFetch at 9 and 8: later versions need topic ids end to end.
+// and inter-broker APIs. Each range also ends at Kafka 3.9's newest version.
 var apis []api
 
 // apiByKey indexes apis by key.
@@ -33,26 +37,26 @@ var apiByKey map[int16]*api
 
 func init() { // a var initializer would be a cycle: ApiVersions reads apis
 	apis = []api{
-		{0, 0, 9, (*Server).handleProduce},
-		{1, 4, 12, (*Server).handleFetch},
-		{2, 1, 7, (*Server).handleListOffsets},
+		{0, 0, 11, (*Server).handleProduce},
+		{1, 0, 17, (*Server).serveFetch},
+		{2, 0, 9, (*Server).handleListOffsets},
 		{3, 0, 12, (*Server).handleMetadata},
-		{8, 2, 9, (*Server).handleOffsetCommit},
-		{9, 1, 8, (*Server).handleOffsetFetch},
-		{10, 0, 4, (*Server).handleFindCoordinator},
+		{8, 0, 9, (*Server).handleOffsetCommit},
+		{9, 0, 9, (*Server).handleOffsetFetch},
+		{10, 0, 5, (*Server).handleFindCoordinator},
 		{11, 0, 9, (*Server).handleJoinGroup},
 		{12, 0, 4, (*Server).handleHeartbeat},
 		{13, 0, 5, (*Server).handleLeaveGroup},
 		{14, 0, 5, (*Server).handleSyncGroup},
 		{15, 0, 5, (*Server).handleDescribeGroups},
 		{16, 0, 5, (*Server).handleListGroups},
-		{18, 0, 3, (*Server).handleApiVersions},
-		{19, 2, 7, (*Server).handleCreateTopics},
-		{20, 1, 6, (*Server).handleDeleteTopics},
+		{18, 0, 4, (*Server).handleApiVersions},
+		{19, 0, 7, (*Server).handleCreateTopics},
+		{20, 0, 6, (*Server).handleDeleteTopics},
 		{21, 0, 2, (*Server).handleDeleteRecords},
-		{22, 0, 4, (*Server).handleInitProducerID},
+		{22, 0, 5, (*Server).handleInitProducerID},
 		{23, 0, 4, (*Server).handleOffsetForLeaderEpoch},
-		{32, 1, 4, (*Server).handleDescribeConfigs},
+		{32, 0, 4, (*Server).handleDescribeConfigs},
 		{33, 0, 2, (*Server).handleAlterConfigs},
 		{37, 0, 3, (*Server).handleCreatePartitions},
 		{42, 0, 2, (*Server).handleDeleteGroups},

@@ -22,7 +22,6 @@ func errorMessage(err error) *string {
 // Listener-level codes the core's table does not produce.
 var (
 	codeInvalidRequest       = kerr.InvalidRequest.Code
-	codeUnsupportedFormat    = kerr.UnsupportedForMessageFormat.Code
 	codeInvalidRequiredAcks  = kerr.InvalidRequiredAcks.Code
 	codeUnknownTopicOrPart   = kerr.UnknownTopicOrPartition.Code
 	codeUnknownTopicID       = kerr.UnknownTopicID.Code

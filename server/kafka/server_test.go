@@ -17,7 +17,7 @@ import (
 func TestApiVersionsAdvertisesTheTable(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.dial(t)
-	for v := int16(0); v <= 3; v++ {
+	for v := int16(0); v <= 4; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1.0"
 		resp := do[*kmsg.ApiVersionsResponse](c, req, v)
@@ -49,8 +49,8 @@ func checkAdvertised(t *testing.T, keys []kmsg.ApiVersionsResponseApiKey) {
 func TestApiVersionsUnsupportedVersionGetsV0Answer(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.dial(t)
-	for _, v := range []int16{4, 5, 127} {
-		// Hand-built header: a v4+ request body is not what matters.
+	for _, v := range []int16{5, 6, 127} {
+		// Hand-built header: a v5+ request body is not what matters.
 		frame := binary.BigEndian.AppendUint16(nil, apiVersionsKey)
 		frame = binary.BigEndian.AppendUint16(frame, uint16(v))
 		frame = binary.BigEndian.AppendUint32(frame, uint32(v))
@@ -74,7 +74,7 @@ func TestProduceFetchRoundTripAcrossVersions(t *testing.T) {
 	c := ts.dial(t)
 	want := []string{}
 	next := int64(0)
-	for _, pv := range []int16{0, 3, 7, 8, 9} {
+	for _, pv := range []int16{0, 3, 7, 8, 9, 10, 11} {
 		vals := []string{fmt.Sprintf("v%d-a", pv), fmt.Sprintf("v%d-b", pv)}
 		p := produceOne(c, pv, "rt", batch(t, records.BatchOptions{Codec: records.Snappy}, vals...))
 		if p.ErrorCode != 0 || p.BaseOffset != next {
@@ -208,7 +208,7 @@ func TestListOffsets(t *testing.T) {
 		offset, at int64
 	}{
 		{1, -2, 0, -1}, {1, -1, 3, -1}, {2, -1, 3, -1}, {6, 2000, 1, 5000},
-		{7, -3, 1, 5000}, {7, 9000, -1, -1},
+		{7, -3, 1, 5000}, {7, 9000, -1, -1}, {8, -4, 0, -1}, {9, -4, 0, -1}, {9, -5, -1, -1}, {9, -1, 3, -1},
 	} {
 		resp := do[*kmsg.ListOffsetsResponse](c, listOffsetsReq("lo", tc.ts), tc.v)
 		p := resp.Topics[0].Partitions[0]
@@ -227,9 +227,9 @@ func TestProduceRejectsBadBatches(t *testing.T) {
 		t.Fatalf("bad CRC: %+v", p)
 	}
 	legacy := batch(t, records.BatchOptions{}, "a")
-	legacy[magicOffset] = 1
-	if p := produceOne(c, 3, "bad", legacy); p.ErrorCode != kerr.UnsupportedForMessageFormat.Code {
-		t.Fatalf("magic 1: %+v", p)
+	legacy[16] = 1 // the magic byte: a message set in a v3+ request
+	if p := produceOne(c, 3, "bad", legacy); p.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("magic 1 in produce v3: %+v", p)
 	}
 	if p := produceOne(c, 9, "bad", nil); p.ErrorCode != kerr.InvalidRecord.Code {
 		t.Fatalf("no records: %+v", p)

@@ -17,6 +17,10 @@
 //   - Kafka produce: the binary listener calls [Validate] on each produced
 //     batch before appending it, so that a malformed batch is refused rather
 //     than stored and served to every consumer.
+//   - Clients older than Kafka 0.11 speak the legacy message formats (magic
+//     0 and 1, see legacy.go): [UpConvert] turns a produced message set into
+//     one v2 batch before Validate, and [AppendLegacy] rewrites fetched
+//     batches as a message set for Fetch v0–v3. The log only ever holds v2.
 //
 // The on-the-wire layout of one batch (big endian; length counts the bytes
 // after the length field; the CRC is CRC-32C over bytes 21 to the end):
