@@ -342,3 +342,43 @@ func (p *ParsedSchema) RenderBinary(data []byte, maxText int) ([]byte, error) {
 	}
 	return text, nil
 }
+
+// CheckBinary reports whether data is one value of the schema within the
+// decoding limits, without decoding it.
+func (p *ParsedSchema) CheckBinary(data []byte) error {
+	_, err := checkBinary(p.Root, data, 0)
+	return err
+}
+
+// MaxAvroJSONDepth bounds the JSON nesting of an Avro JSON value: a union
+// branch adds an object level ({"Node": {...}}) to each Avro level.
+const MaxAvroJSONDepth = 2*MaxAvroDepth + 2
+
+// JSONDepthWithin reports whether the JSON text raw nests at most max
+// levels of arrays and objects, so that goavro's recursive JSON decoder
+// is never handed deeper input. It does not validate the JSON.
+func JSONDepthWithin(raw []byte, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > max {
+				return false
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return true
+}
