@@ -728,10 +728,30 @@ func (r *Registry) ReferencedBy(ctx context.Context, subject string, version int
 	return ids, nil
 }
 
-// CheckCompatibility tests a schema against one version, or against the
-// versions the subject's level covers when version is Latest. It returns
-// the breaking changes, none when compatible.
+// CheckCompatibility tests a schema against one version (Latest: the
+// latest live one), whatever the subject's level says about transitivity,
+// as Confluent's /compatibility/subjects/{s}/versions/{v} does. It returns
+// the breaking changes, none when compatible (also when the subject has no
+// live version and version is Latest).
 func (r *Registry) CheckCompatibility(ctx context.Context, subject string, version int, req SchemaRequest) ([]string, error) {
+	p, err := r.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	v, err := r.findVersion(ctx, subject, version, false)
+	if version == Latest && errors.Is(err, ErrSubjectNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.incompatibilities(ctx, subject, p, []Version{v}, "")
+}
+
+// CheckCompatibilityAll tests a schema against the versions the subject's
+// level covers (all live ones under a transitive level), as registration
+// does. It returns the breaking changes, none when compatible.
+func (r *Registry) CheckCompatibilityAll(ctx context.Context, subject string, req SchemaRequest) ([]string, error) {
 	p, err := r.prepare(ctx, req)
 	if err != nil {
 		return nil, err
@@ -740,15 +760,7 @@ func (r *Registry) CheckCompatibility(ctx context.Context, subject string, versi
 	if err != nil {
 		return nil, err
 	}
-	vs = live(vs)
-	if version == Latest {
-		return r.incompatibilities(ctx, subject, p, vs, "")
-	}
-	v, err := r.findVersion(ctx, subject, version, false)
-	if err != nil {
-		return nil, err
-	}
-	return r.incompatibilities(ctx, subject, p, []Version{v}, "")
+	return r.incompatibilities(ctx, subject, p, live(vs), "")
 }
 
 // DeleteVersion soft-deletes a version, or removes a soft-deleted one
