@@ -203,15 +203,12 @@ func (c *checker) checkEnum(r, w *Type, path string) {
 	}
 }
 
-// checkDecimal: a decimal's precision and scale say what its bytes mean,
-// so adding, removing or changing them breaks readers even though Avro's
-// resolution would decode the bytes.
+// checkDecimal: when both sides are decimals, their precision and scale
+// say what the bytes mean, so changing them breaks readers even though
+// Avro's resolution would decode the bytes. A logical type on one side
+// only resolves as its underlying type, as Avro's own rules say.
 func (c *checker) checkDecimal(r, w *Type, path string) {
-	rd, wd := r.Logical == "decimal", w.Logical == "decimal"
-	if !rd && !wd {
-		return
-	}
-	if rd && wd && r.Precision == w.Precision && r.Scale == w.Scale {
+	if r.Logical != "decimal" || w.Logical != "decimal" || (r.Precision == w.Precision && r.Scale == w.Scale) {
 		return
 	}
 	c.add("DECIMAL_MISMATCH", path, "the decimal at '%s' changed from %s in the %s schema to %s in the %s schema; its values would be read with another precision or scale",

@@ -95,8 +95,8 @@ func (d *differ) diff(o, n *Type, path string) {
 
 func (d *differ) diffLogical(o, n *Type, path string) {
 	switch {
-	case o.Logical == "decimal" || n.Logical == "decimal":
-		if o.Logical != n.Logical || o.Precision != n.Precision || o.Scale != n.Scale {
+	case o.Logical == "decimal" && n.Logical == "decimal":
+		if o.Precision != n.Precision || o.Scale != n.Scale {
 			d.add("DECIMAL_CHANGED", path, describe(o), describe(n), false, false)
 		}
 	case o.Logical != n.Logical:
