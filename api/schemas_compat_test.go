@@ -1,6 +1,10 @@
 package api
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 // TestSchemaCompatibilityOneVersion: POST /compatibility/subjects/{s}/versions/{v}
 // tests against that one version (latest included) even under a transitive
@@ -27,4 +31,34 @@ func TestSchemaCompatibilityOneVersion(t *testing.T) {
 			e.do(t, "POST", path, srType, body(onlyB)).wantJSON(t, want)
 		})
 	}
+}
+
+// TestSchemaSizeLimits: a schema over 1 MiB of text, or with more than
+// 20,000 named types, fields, symbols and branches, is an invalid schema
+// (422, 42201), refused before any compatibility check runs.
+func TestSchemaSizeLimits(t *testing.T) {
+	e := newSchemaEnv(t)
+	fields := func(n int, pad string) string {
+		var b strings.Builder
+		b.WriteString(`{"type":"record","name":"W","doc":"` + pad + `","fields":[`)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"name":"f%d","type":"int"}`, i)
+		}
+		return b.String() + "]}"
+	}
+	e.register(t, "ok", fields(19_000, ""))
+	a := e.do(t, "POST", "/subjects/many/versions", srType, body(fields(20_001, "")))
+	a.wantError(t, 422, 42201)
+	if !strings.Contains(string(a.body), "more than 20000") {
+		t.Fatalf("the message does not say why: %s", a.body)
+	}
+	a = e.do(t, "POST", "/subjects/long/versions", srType, body(fields(1, strings.Repeat("x", 1<<20))))
+	a.wantError(t, 422, 42201)
+	if !strings.Contains(string(a.body), "more than the 1048576") {
+		t.Fatalf("the message does not say why: %s", a.body)
+	}
+	e.do(t, "POST", "/compatibility/subjects/ok/versions/latest", srType, body(fields(20_001, ""))).wantError(t, 422, 42201)
 }

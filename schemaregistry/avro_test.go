@@ -66,6 +66,7 @@ func TestParseInvalid(t *testing.T) {
 		{`[]`, "at least one"},
 		{`{"type":"record","name":"R","fields":[{"name":"d","type":"double","default":"NaN"}]}`, "default"},
 		{`{"type":"bytes","logicalType":"decimal"}`, "precision"},
+		{`{"type":"bytes","logicalType":"decimal","precision":2000000000,"scale":1000000000}`, "from 1 to 1000"},
 		{`{"type":"bytes","logicalType":"decimal","precision":2,"scale":3}`, "scale"},
 		{`{"type":"fixed","name":"D","size":2,"logicalType":"decimal","precision":10}`, "does not fit"},
 		{`{"type":"string","logicalType":"decimal","precision":2}`, "bytes or fixed"},

@@ -126,6 +126,9 @@ func (d *differ) diffRecords(o, n *Type, path string) {
 }
 
 func renamedTo(n *Type, oldName string) bool {
+	if n.fieldByAlias != nil {
+		return n.fieldByAlias[oldName] != nil
+	}
 	for _, f := range n.Fields {
 		if contains(f.Aliases, oldName) {
 			return true
@@ -154,12 +157,12 @@ func (d *differ) diffDefaults(of, nf *Field, path string) {
 
 func (d *differ) diffEnums(o, n *Type, path string) {
 	for _, s := range n.Symbols {
-		if !contains(o.Symbols, s) {
+		if !hasSymbol(o, s) {
 			d.add("ENUM_SYMBOL_ADDED", path, "", s, true, o.EnumDefault != nil)
 		}
 	}
 	for _, s := range o.Symbols {
-		if !contains(n.Symbols, s) {
+		if !hasSymbol(n, s) {
 			d.add("ENUM_SYMBOL_REMOVED", path, s, "", n.EnumDefault != nil, true)
 		}
 	}

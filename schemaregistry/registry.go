@@ -34,6 +34,12 @@ const (
 	Import    = "IMPORT"
 )
 
+// MaxSchemaBytes bounds a schema's text in a request. Confluent stores each
+// schema as one record of its _schemas topic, whose records Kafka caps at
+// about a megabyte by default, so larger schemas do not register there
+// either; the parsed form and the checks stay linear in it.
+const MaxSchemaBytes = 1 << 20
+
 // Latest stands for "latest" and -1 in a version argument.
 const Latest = -1
 
@@ -268,6 +274,9 @@ func (r *Registry) parseRequest(ctx context.Context, req SchemaRequest) (*prepar
 	}
 	if strings.TrimSpace(req.Schema) == "" {
 		return nil, errorf(42201, "Invalid schema: empty schema")
+	}
+	if len(req.Schema) > MaxSchemaBytes {
+		return nil, errorf(42201, "Invalid schema: %d bytes, more than the %d this registry accepts", len(req.Schema), MaxSchemaBytes)
 	}
 	refs := make([]Reference, len(req.References))
 	for i, ref := range req.References {
