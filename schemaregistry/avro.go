@@ -169,7 +169,7 @@ func ParseAvro(text string, refs map[string]*Type) (*ParsedSchema, error) {
 	p := &ParsedSchema{Root: root}
 	p.Normalized = writeSchema(root, func(t *Type) bool { return tab.own[t.Name] })
 	p.Expanded = writeSchema(root, func(*Type) bool { return true })
-	codec, err := goavro.NewCodec(p.Expanded)
+	codec, err := goavro.NewCodec(goavroSchema(root))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidAvro, err)
 	}
@@ -842,6 +842,65 @@ type schemaWriter struct {
 	b      *bytes.Buffer
 	define func(*Type) bool
 	done   map[string]bool
+	// keepDefault, when set, says whether a field's default is written.
+	keepDefault func(*Field) bool
+}
+
+// goavroSchema is the expanded schema without the defaults goavro gets
+// wrong. goavro reads a bytes or fixed default as the UTF-8 bytes of the
+// JSON string, not as code points 0-255 as the Avro specification says,
+// so it refuses a valid fixed default with a code point above 127 (and
+// would encode a bytes one wrongly), and it refuses every default of a
+// fixed decimal. The registry checks defaults itself (checkDefault);
+// goavro uses them only to fill fields missing from a produced JSON value,
+// which Avro's JSON decoder does not do either.
+func goavroSchema(root *Type) string {
+	var b bytes.Buffer
+	reach := map[*Type]binaryReach{}
+	w := schemaWriter{b: &b, define: func(*Type) bool { return true }, done: map[string]bool{},
+		keepDefault: func(f *Field) bool {
+			r := reachesBinary(f.Type, reach)
+			return !r.fixedDecimal && !(r.binary && !isASCII(f.Default))
+		}}
+	w.write(root)
+	return b.String()
+}
+
+// binaryReach says which binary types a type reaches.
+type binaryReach struct {
+	binary       bool // bytes or fixed
+	fixedDecimal bool
+}
+
+// reachesBinary is memoized per type; inside a cycle it may miss what the
+// cycle's other types reach, and goavro then refuses the schema as before.
+func reachesBinary(t *Type, memo map[*Type]binaryReach) binaryReach {
+	if r, seen := memo[t]; seen {
+		return r
+	}
+	r := binaryReach{binary: t.Kind == Bytes || t.Kind == Fixed, fixedDecimal: t.Kind == Fixed && t.Logical == "decimal"}
+	memo[t] = r
+	children := append([]*Type{t.Items, t.Values}, t.Branches...)
+	for _, f := range t.Fields {
+		children = append(children, f.Type)
+	}
+	for _, c := range children {
+		if c != nil {
+			cr := reachesBinary(c, memo)
+			r.binary, r.fixedDecimal = r.binary || cr.binary, r.fixedDecimal || cr.fixedDecimal
+		}
+	}
+	memo[t] = r
+	return r
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *schemaWriter) write(t *Type) {
@@ -932,7 +991,7 @@ func (w *schemaWriter) writeFields(fields []*Field) {
 		w.writeList("aliases", f.Aliases)
 		b.WriteString(`,"type":`)
 		w.write(f.Type)
-		if f.Default != nil {
+		if f.Default != nil && (w.keepDefault == nil || w.keepDefault(f)) {
 			b.WriteString(`,"default":`)
 			b.Write(f.Default)
 		}
