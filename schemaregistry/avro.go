@@ -77,6 +77,7 @@ type Type struct {
 	fieldByName  map[string]*Field // record
 	fieldByAlias map[string]*Field // record: the first field with that alias
 	symbolSet    map[string]bool   // enum
+	unionIndex   *unionIndex       // union
 }
 
 // Field is one field of a record.
@@ -276,6 +277,7 @@ func (tab *names) parseUnion(branches []any, namespace, path string) (*Type, err
 		seen[key] = true
 		u.Branches = append(u.Branches, bt)
 	}
+	indexUnion(u)
 	return u, nil
 }
 

@@ -120,17 +120,13 @@ func promotable(w, r Kind) bool {
 // Avro does: the first branch of the same type (same name for named
 // types), else the first branch the writer's type promotes to.
 func (c *checker) checkReaderUnion(r, w *Type, path string) {
-	for i, rb := range r.Branches {
-		if rb.Kind == w.Kind && (!w.named() || nameMatches(rb, w)) {
-			c.check(rb, w, fmt.Sprintf("%s/%d", path, i))
-			return
-		}
+	i := readerBranch(r, w)
+	if i < 0 {
+		i = promotedBranch(r, w)
 	}
-	for i, rb := range r.Branches {
-		if promotable(w.Kind, rb.Kind) {
-			c.check(rb, w, fmt.Sprintf("%s/%d", path, i))
-			return
-		}
+	if i >= 0 {
+		c.check(r.Branches[i], w, fmt.Sprintf("%s/%d", path, i))
+		return
 	}
 	c.add("MISSING_UNION_BRANCH", path, "the %s schema's union at '%s' has no branch that reads %s written by the %s schema",
 		c.reader, pathOrRoot(path), describe(w), c.writer)

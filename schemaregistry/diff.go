@@ -198,14 +198,7 @@ func (d *differ) diffUnions(o, n *Type, path string) {
 	}
 }
 
-func branchIndex(u, b *Type) int {
-	for i, x := range u.Branches {
-		if x.Kind == b.Kind && (!b.named() || nameMatches(x, b) || nameMatches(b, x)) {
-			return i
-		}
-	}
-	return -1
-}
+func branchIndex(u, b *Type) int { return pairedBranch(u, b) }
 
 // DescribeChanges is a one-line summary per change, for messages.
 func DescribeChanges(changes []Change) string {
