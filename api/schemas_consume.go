@@ -12,8 +12,10 @@ import (
 // then every key and value in Confluent's wire format (magic 0, 4-byte
 // schema id, Avro binary) is decoded through the registry into Avro JSON,
 // with key_encoding/value_encoding "avro" and the schema id alongside.
-// Bytes that are not wire format, or whose schema is unknown, are left
-// as the plain read renders them.
+// Bytes that are not wire format, whose schema is unknown, or that the
+// registry's bounded decoder refuses (counts beyond the bytes present,
+// nesting past schemaregistry.MaxAvroDepth, too much JSON) are left as the
+// plain read renders them.
 
 const encodingAvro = "avro"
 
