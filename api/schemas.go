@@ -409,7 +409,12 @@ func (g *Gateway) checkCompatibility(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
-	msgs, err := g.cfg.Schemas.CheckCompatibility(r.Context(), subjectParam(r), v, req)
+	var msgs []string
+	if chi.URLParam(r, "version") == "" { // what registration would check
+		msgs, err = g.cfg.Schemas.CheckCompatibilityAll(r.Context(), subjectParam(r), req)
+	} else { // that one version, whatever the level's transitivity
+		msgs, err = g.cfg.Schemas.CheckCompatibility(r.Context(), subjectParam(r), v, req)
+	}
 	if err != nil {
 		writeRegistryError(w, r, err)
 		return

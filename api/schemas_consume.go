@@ -12,10 +12,18 @@ import (
 // then every key and value in Confluent's wire format (magic 0, 4-byte
 // schema id, Avro binary) is decoded through the registry into Avro JSON,
 // with key_encoding/value_encoding "avro" and the schema id alongside.
-// Bytes that are not wire format, or whose schema is unknown, are left
-// as the plain read renders them.
+// Bytes that are not wire format, whose schema is unknown, or that the
+// registry's bounded decoder refuses (counts beyond the bytes present,
+// nesting past schemaregistry.MaxAvroDepth, too much JSON) are left as the
+// plain read renders them.
 
 const encodingAvro = "avro"
+
+// maxAvroAnswerText bounds the Avro JSON one read answer holds: the plain
+// read is bounded by max_bytes, but Avro JSON can be far larger than its
+// binary (field names, escapes, values that encode in zero bytes). Keys and
+// values past the budget are left as the plain read renders them.
+const maxAvroAnswerText = 32 << 20
 
 type avroReadRecord struct {
 	readRecord
@@ -53,10 +61,11 @@ func (g *Gateway) avroReadOr(h http.HandlerFunc) http.HandlerFunc {
 		ans := avroReadAnswer{Topic: plain.Topic, Partition: plain.Partition, NextOffset: plain.NextOffset,
 			HighWatermark: plain.HighWatermark, LogStartOffset: plain.LogStartOffset,
 			Records: make([]avroReadRecord, len(plain.Records))}
+		budget := maxAvroAnswerText
 		for i, rec := range plain.Records {
 			out := avroReadRecord{readRecord: rec}
-			out.KeySchemaID = g.decodeAvroField(r, &out.Key, &out.KeyEncoding)
-			out.ValueSchemaID = g.decodeAvroField(r, &out.Value, &out.ValueEncoding)
+			out.KeySchemaID = g.decodeAvroField(r, &out.Key, &out.KeyEncoding, &budget)
+			out.ValueSchemaID = g.decodeAvroField(r, &out.Value, &out.ValueEncoding, &budget)
 			ans.Records[i] = out
 		}
 		writeJSON(w, http.StatusOK, typeJSON, ans)
@@ -64,10 +73,12 @@ func (g *Gateway) avroReadOr(h http.HandlerFunc) http.HandlerFunc {
 }
 
 // decodeAvroField replaces a rendered key or value with its Avro JSON and
-// returns the schema id, or leaves it and returns 0.
-func (g *Gateway) decodeAvroField(r *http.Request, field *json.RawMessage, encoding *string) int {
+// returns the schema id, or leaves it and returns 0: when it is not wire
+// format, its schema is unknown, it does not decode within the bounded
+// decoder's limits, or its JSON would not fit in what is left of budget.
+func (g *Gateway) decodeAvroField(r *http.Request, field *json.RawMessage, encoding *string, budget *int) int {
 	raw, ok := renderedBytes(*field, *encoding)
-	if !ok || len(raw) < 5 || raw[0] != 0 {
+	if !ok || len(raw) < 5 || raw[0] != 0 || *budget <= 0 {
 		return 0
 	}
 	id := int(binary.BigEndian.Uint32(raw[1:5]))
@@ -75,14 +86,11 @@ func (g *Gateway) decodeAvroField(r *http.Request, field *json.RawMessage, encod
 	if err != nil {
 		return 0
 	}
-	native, rest, err := parsed.Codec().NativeFromBinary(raw[5:])
-	if err != nil || len(rest) != 0 {
+	text, err := parsed.RenderBinary(raw[5:], *budget)
+	if err != nil || !json.Valid(text) {
 		return 0
 	}
-	text, err := parsed.Codec().TextualFromNative(nil, native)
-	if err != nil {
-		return 0
-	}
+	*budget -= len(text)
 	*field, *encoding = text, encodingAvro
 	return id
 }

@@ -182,6 +182,9 @@ func encodeAvro(raw json.RawMessage, side *avroSide) ([]byte, error) {
 	if isJSONNull(raw) {
 		return nil, nil
 	}
+	if !schemaregistry.JSONDepthWithin(raw, schemaregistry.MaxAvroJSONDepth) {
+		return nil, fmt.Errorf("nests deeper than %d levels", schemaregistry.MaxAvroJSONDepth)
+	}
 	codec := side.parsed.Codec()
 	native, rest, err := codec.NativeFromTextual(raw)
 	if err != nil {
@@ -196,7 +199,15 @@ func encodeAvro(raw json.RawMessage, side *avroSide) ([]byte, error) {
 	}
 	out := make([]byte, 5, 5+len(raw))
 	binary.BigEndian.PutUint32(out[1:], uint32(side.id))
-	return codec.BinaryFromNative(out, native)
+	out, err = codec.BinaryFromNative(out, native)
+	if err != nil {
+		return nil, err
+	}
+	// Refuse now what no reader could decode within the limits later.
+	if err := side.parsed.CheckBinary(out[5:]); err != nil {
+		return nil, fmt.Errorf("does not fit schema %d's decoding limits: %v", side.id, err)
+	}
+	return out, nil
 }
 
 func writeAvroOffsets(w http.ResponseWriter, offsets []server.RecordOffset, keys, values *avroSide) {

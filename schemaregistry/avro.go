@@ -71,6 +71,13 @@ type Type struct {
 	Logical   string
 	Precision int
 	Scale     int
+
+	// Indexes the parser builds so that compatibility checks and diffs
+	// take time linear in the schemas (nil on a hand-built Type).
+	fieldByName  map[string]*Field // record
+	fieldByAlias map[string]*Field // record: the first field with that alias
+	symbolSet    map[string]bool   // enum
+	unionIndex   *unionIndex       // union
 }
 
 // Field is one field of a record.
@@ -107,11 +114,37 @@ func (p *ParsedSchema) Codec() *goavro.Codec { return p.codec }
 // ErrInvalidAvro marks every parse and validation failure.
 var ErrInvalidAvro = errors.New("invalid Avro schema")
 
+// Limits of one schema. Confluent keeps every schema as one record of its
+// _schemas topic, so a schema much over a megabyte does not register there
+// either; see MaxSchemaBytes in registry.go for the text.
+var (
+	// maxSchemaElements bounds named types, fields, enum symbols and union
+	// branches together: the parsed graph, its normalized and expanded
+	// forms and goavro's codec each cost a few hundred bytes per element
+	// in the registry's cache, and union branches are still matched pair
+	// by pair. The largest real schemas have a few thousand fields.
+	maxSchemaElements = 20_000
+)
+
+// maxDecimalPrecision bounds a decimal's precision (and so its scale):
+// goavro computes 10^scale for every value it decodes.
+const maxDecimalPrecision = 1000
+
 // names is the table of named types visible while parsing one schema.
 type names struct {
 	types map[string]*Type
 	// own holds the names the schema being parsed defines itself (not its references).
 	own map[string]bool
+	// elements counts what maxSchemaElements bounds.
+	elements int
+}
+
+// count adds n elements, failing past maxSchemaElements.
+func (tab *names) count(n int, path string) error {
+	if tab.elements += n; tab.elements > maxSchemaElements {
+		return fmt.Errorf("at %s: the schema has more than %d named types, fields, enum symbols and union branches", pathOrRoot(path), maxSchemaElements)
+	}
+	return nil
 }
 
 // ParseAvro parses and validates an Avro schema. refs are the named types
@@ -137,7 +170,7 @@ func ParseAvro(text string, refs map[string]*Type) (*ParsedSchema, error) {
 	p := &ParsedSchema{Root: root}
 	p.Normalized = writeSchema(root, func(t *Type) bool { return tab.own[t.Name] })
 	p.Expanded = writeSchema(root, func(*Type) bool { return true })
-	codec, err := goavro.NewCodec(p.Expanded)
+	codec, err := goavro.NewCodec(goavroSchema(root))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidAvro, err)
 	}
@@ -222,6 +255,9 @@ func (tab *names) parseUnion(branches []any, namespace, path string) (*Type, err
 	if len(branches) == 0 {
 		return nil, fmt.Errorf("at %s: a union needs at least one branch", pathOrRoot(path))
 	}
+	if err := tab.count(len(branches), path); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	for i, b := range branches {
 		bt, err := tab.parse(b, namespace, fmt.Sprintf("%s/%d", path, i))
@@ -241,6 +277,7 @@ func (tab *names) parseUnion(branches []any, namespace, path string) (*Type, err
 		seen[key] = true
 		u.Branches = append(u.Branches, bt)
 	}
+	indexUnion(u)
 	return u, nil
 }
 
@@ -320,8 +357,8 @@ func parseLogical(t *Type, m map[string]any, path string) error {
 	if err != nil {
 		return err
 	}
-	if p < 1 {
-		return fmt.Errorf("at %s: decimal precision must be a positive integer", pathOrRoot(path))
+	if p < 1 || p > maxDecimalPrecision {
+		return fmt.Errorf("at %s: decimal precision must be an integer from 1 to %d", pathOrRoot(path), maxDecimalPrecision)
 	}
 	if sc < 0 || sc > p {
 		return fmt.Errorf("at %s: decimal scale %d must be between 0 and the precision %d", pathOrRoot(path), sc, p)
@@ -404,6 +441,9 @@ func validName(s string) bool {
 }
 
 func (tab *names) define(t *Type, path string) error {
+	if err := tab.count(1, path); err != nil {
+		return err
+	}
 	if _, dup := tab.types[t.Name]; dup {
 		return fmt.Errorf("at %s: %s is defined twice", pathOrRoot(path), t.Name)
 	}
@@ -455,6 +495,9 @@ func (tab *names) parseRecord(m map[string]any, enclosing, path string) (*Type, 
 	if !ok {
 		return nil, fmt.Errorf("at %s: record %s needs a \"fields\" array", pathOrRoot(path), full)
 	}
+	if err := tab.count(len(fields), path); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	for i, fv := range fields {
 		fm, ok := fv.(map[string]any)
@@ -471,7 +514,29 @@ func (tab *names) parseRecord(m map[string]any, enclosing, path string) (*Type, 
 		seen[f.Name] = true
 		t.Fields = append(t.Fields, f)
 	}
+	indexFields(t)
 	return t, nil
+}
+
+func indexFields(t *Type) {
+	t.fieldByName = make(map[string]*Field, len(t.Fields))
+	t.fieldByAlias = map[string]*Field{}
+	for _, f := range t.Fields {
+		t.fieldByName[f.Name] = f
+		for _, a := range f.Aliases {
+			if _, taken := t.fieldByAlias[a]; !taken {
+				t.fieldByAlias[a] = f
+			}
+		}
+	}
+}
+
+// hasSymbol reports whether enum t has symbol s.
+func hasSymbol(t *Type, s string) bool {
+	if t.symbolSet != nil {
+		return t.symbolSet[s]
+	}
+	return contains(t.Symbols, s)
 }
 
 func (tab *names) parseField(m map[string]any, ns, path string) (*Field, error) {
@@ -528,6 +593,9 @@ func (tab *names) parseEnum(m map[string]any, enclosing, path string) (*Type, er
 	if !ok {
 		return nil, fmt.Errorf("at %s: enum %s needs a \"symbols\" array", pathOrRoot(path), full)
 	}
+	if err := tab.count(len(syms), path); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	for _, sv := range syms {
 		s, ok := sv.(string)
@@ -540,6 +608,7 @@ func (tab *names) parseEnum(m map[string]any, enclosing, path string) (*Type, er
 		seen[s] = true
 		t.Symbols = append(t.Symbols, s)
 	}
+	t.symbolSet = seen
 	if d, ok := m["default"]; ok {
 		s, ok := d.(string)
 		if !ok || !seen[s] {
@@ -618,7 +687,7 @@ func checkDefault(t *Type, d any, path string, inRecord map[*Type]bool) error {
 		}
 	case Enum:
 		s, ok := d.(string)
-		if !ok || !contains(t.Symbols, s) {
+		if !ok || !hasSymbol(t, s) {
 			return bad()
 		}
 	case Array:
@@ -775,6 +844,65 @@ type schemaWriter struct {
 	b      *bytes.Buffer
 	define func(*Type) bool
 	done   map[string]bool
+	// keepDefault, when set, says whether a field's default is written.
+	keepDefault func(*Field) bool
+}
+
+// goavroSchema is the expanded schema without the defaults goavro gets
+// wrong. goavro reads a bytes or fixed default as the UTF-8 bytes of the
+// JSON string, not as code points 0-255 as the Avro specification says,
+// so it refuses a valid fixed default with a code point above 127 (and
+// would encode a bytes one wrongly), and it refuses every default of a
+// fixed decimal. The registry checks defaults itself (checkDefault);
+// goavro uses them only to fill fields missing from a produced JSON value,
+// which Avro's JSON decoder does not do either.
+func goavroSchema(root *Type) string {
+	var b bytes.Buffer
+	reach := map[*Type]binaryReach{}
+	w := schemaWriter{b: &b, define: func(*Type) bool { return true }, done: map[string]bool{},
+		keepDefault: func(f *Field) bool {
+			r := reachesBinary(f.Type, reach)
+			return !r.fixedDecimal && !(r.binary && !isASCII(f.Default))
+		}}
+	w.write(root)
+	return b.String()
+}
+
+// binaryReach says which binary types a type reaches.
+type binaryReach struct {
+	binary       bool // bytes or fixed
+	fixedDecimal bool
+}
+
+// reachesBinary is memoized per type; inside a cycle it may miss what the
+// cycle's other types reach, and goavro then refuses the schema as before.
+func reachesBinary(t *Type, memo map[*Type]binaryReach) binaryReach {
+	if r, seen := memo[t]; seen {
+		return r
+	}
+	r := binaryReach{binary: t.Kind == Bytes || t.Kind == Fixed, fixedDecimal: t.Kind == Fixed && t.Logical == "decimal"}
+	memo[t] = r
+	children := append([]*Type{t.Items, t.Values}, t.Branches...)
+	for _, f := range t.Fields {
+		children = append(children, f.Type)
+	}
+	for _, c := range children {
+		if c != nil {
+			cr := reachesBinary(c, memo)
+			r.binary, r.fixedDecimal = r.binary || cr.binary, r.fixedDecimal || cr.fixedDecimal
+		}
+	}
+	memo[t] = r
+	return r
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *schemaWriter) write(t *Type) {
@@ -865,7 +993,7 @@ func (w *schemaWriter) writeFields(fields []*Field) {
 		w.writeList("aliases", f.Aliases)
 		b.WriteString(`,"type":`)
 		w.write(f.Type)
-		if f.Default != nil {
+		if f.Default != nil && (w.keepDefault == nil || w.keepDefault(f)) {
 			b.WriteString(`,"default":`)
 			b.Write(f.Default)
 		}

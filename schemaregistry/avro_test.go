@@ -25,6 +25,11 @@ func TestParseValid(t *testing.T) {
 		`{"type":"int","logicalType":"date"}`, `{"type":"string","logicalType":"uuid"}`,
 		`{"type":"long","logicalType":"some-future-type"}`,
 		`{"type":"record","name":"R","fields":[{"name":"r","type":{"type":"record","name":"In","fields":[{"name":"x","type":"int"}]},"default":{"x":1}}]}`,
+		// Fixed defaults are strings of exactly size code points 0-255.
+		`{"type":"record","name":"R","fields":[{"name":"f","type":{"type":"fixed","name":"F","size":2},"default":"\u00ff\u0000"}]}`,
+		`{"type":"record","name":"R","fields":[{"name":"f","type":{"type":"fixed","name":"F","size":4},"default":"abcd"}]}`,
+		`{"type":"record","name":"R","fields":[{"name":"f","type":{"type":"fixed","name":"D","size":2,"logicalType":"decimal","precision":4,"scale":2},"default":"\u0001\u00f4"}]}`,
+		`{"type":"record","name":"R","fields":[{"name":"f","type":{"type":"array","items":{"type":"fixed","name":"F","size":1}},"default":["\u00e9"]}]}`,
 		`{"type":"record","name":"R","doc":"docs are fine","fields":[{"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"],"default":"B"}}]}`,
 	} {
 		if _, err := ParseAvro(s, nil); err != nil {
@@ -66,6 +71,7 @@ func TestParseInvalid(t *testing.T) {
 		{`[]`, "at least one"},
 		{`{"type":"record","name":"R","fields":[{"name":"d","type":"double","default":"NaN"}]}`, "default"},
 		{`{"type":"bytes","logicalType":"decimal"}`, "precision"},
+		{`{"type":"bytes","logicalType":"decimal","precision":2000000000,"scale":1000000000}`, "from 1 to 1000"},
 		{`{"type":"bytes","logicalType":"decimal","precision":2,"scale":3}`, "scale"},
 		{`{"type":"fixed","name":"D","size":2,"logicalType":"decimal","precision":10}`, "does not fit"},
 		{`{"type":"string","logicalType":"decimal","precision":2}`, "bytes or fixed"},
@@ -160,4 +166,18 @@ func FuzzParseSchema(f *testing.F) {
 			t.Fatalf("a schema cannot read itself: %v", got)
 		}
 	})
+}
+
+// TestFixedDefaultKeptInIdentity: a fixed default goavro cannot take stays
+// in the normalized form (it is part of the schema's identity), and the
+// codec still encodes values of the field.
+func TestFixedDefaultKeptInIdentity(t *testing.T) {
+	p := mustParse(t, `{"type":"record","name":"R","fields":[{"name":"f","type":{"type":"fixed","name":"F","size":2},"default":"\u00ff\u0000"}]}`)
+	if !strings.Contains(p.Normalized, `"default":"ÿ\u0000"`) {
+		t.Fatalf("normalized form lost the default: %s", p.Normalized)
+	}
+	bin, err := p.Codec().BinaryFromNative(nil, map[string]any{"f": []byte{0xff, 0}})
+	if err != nil || string(bin) != "\xff\x00" {
+		t.Fatalf("encode: %q %v", bin, err)
+	}
 }

@@ -64,7 +64,7 @@ func validateValue(t *Type, v any, path string) error {
 		}
 	case Enum:
 		s, ok := v.(string)
-		if !ok || !contains(t.Symbols, s) {
+		if !ok || !hasSymbol(t, s) {
 			return fmt.Errorf("%s: expected one of the symbols [%s] of enum %s, got %s", pathOrRoot(path), strings.Join(t.Symbols, ", "), t.Name, compactJSON(v))
 		}
 	case Array:

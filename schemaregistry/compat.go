@@ -27,7 +27,7 @@ func (i Incompatibility) String() string {
 // CheckReadable reports every way reader fails to read data written with
 // writer. readerRole and writerRole ("new", "old") go into descriptions.
 func CheckReadable(reader, writer *Type, readerRole, writerRole string) []Incompatibility {
-	c := &checker{reader: readerRole, writer: writerRole, active: map[[2]*Type]bool{}}
+	c := &checker{reader: readerRole, writer: writerRole, checked: map[[2]*Type]bool{}}
 	c.check(reader, writer, "")
 	return c.found
 }
@@ -35,8 +35,11 @@ func CheckReadable(reader, writer *Type, readerRole, writerRole string) []Incomp
 type checker struct {
 	reader, writer string
 	found          []Incompatibility
-	// active holds pairs being checked, so recursive types terminate.
-	active map[[2]*Type]bool
+	// checked holds the pairs checked or being checked: each is checked
+	// once, at its first path, as Avro's own checker memoizes pairs, so
+	// recursive types terminate and a type used at many paths (2^n in n
+	// nested records) costs one check.
+	checked map[[2]*Type]bool
 }
 
 func (c *checker) add(kind, path, format string, args ...any) {
@@ -45,11 +48,10 @@ func (c *checker) add(kind, path, format string, args ...any) {
 
 func (c *checker) check(r, w *Type, path string) {
 	pair := [2]*Type{r, w}
-	if c.active[pair] {
+	if c.checked[pair] {
 		return
 	}
-	c.active[pair] = true
-	defer delete(c.active, pair)
+	c.checked[pair] = true
 
 	if w.Kind == Union {
 		// Every branch the writer may have written must be readable.
@@ -118,17 +120,13 @@ func promotable(w, r Kind) bool {
 // Avro does: the first branch of the same type (same name for named
 // types), else the first branch the writer's type promotes to.
 func (c *checker) checkReaderUnion(r, w *Type, path string) {
-	for i, rb := range r.Branches {
-		if rb.Kind == w.Kind && (!w.named() || nameMatches(rb, w)) {
-			c.check(rb, w, fmt.Sprintf("%s/%d", path, i))
-			return
-		}
+	i := readerBranch(r, w)
+	if i < 0 {
+		i = promotedBranch(r, w)
 	}
-	for i, rb := range r.Branches {
-		if promotable(w.Kind, rb.Kind) {
-			c.check(rb, w, fmt.Sprintf("%s/%d", path, i))
-			return
-		}
+	if i >= 0 {
+		c.check(r.Branches[i], w, fmt.Sprintf("%s/%d", path, i))
+		return
 	}
 	c.add("MISSING_UNION_BRANCH", path, "the %s schema's union at '%s' has no branch that reads %s written by the %s schema",
 		c.reader, pathOrRoot(path), describe(w), c.writer)
@@ -172,6 +170,17 @@ func (c *checker) checkRecord(r, w *Type, path string) {
 // writerField finds the writer's field for a reader field, by name or by
 // one of the reader field's aliases.
 func writerField(w *Type, rf *Field) *Field {
+	if w.fieldByName != nil {
+		if wf := w.fieldByName[rf.Name]; wf != nil {
+			return wf
+		}
+		for _, a := range rf.Aliases {
+			if wf := w.fieldByName[a]; wf != nil {
+				return wf
+			}
+		}
+		return nil
+	}
 	for _, wf := range w.Fields {
 		if wf.Name == rf.Name {
 			return wf
@@ -193,7 +202,7 @@ func (c *checker) checkEnum(r, w *Type, path string) {
 	}
 	var missing []string
 	for _, s := range w.Symbols {
-		if !contains(r.Symbols, s) {
+		if !hasSymbol(r, s) {
 			missing = append(missing, s)
 		}
 	}
@@ -203,15 +212,12 @@ func (c *checker) checkEnum(r, w *Type, path string) {
 	}
 }
 
-// checkDecimal: a decimal's precision and scale say what its bytes mean,
-// so adding, removing or changing them breaks readers even though Avro's
-// resolution would decode the bytes.
+// checkDecimal: when both sides are decimals, their precision and scale
+// say what the bytes mean, so changing them breaks readers even though
+// Avro's resolution would decode the bytes. A logical type on one side
+// only resolves as its underlying type, as Avro's own rules say.
 func (c *checker) checkDecimal(r, w *Type, path string) {
-	rd, wd := r.Logical == "decimal", w.Logical == "decimal"
-	if !rd && !wd {
-		return
-	}
-	if rd && wd && r.Precision == w.Precision && r.Scale == w.Scale {
+	if r.Logical != "decimal" || w.Logical != "decimal" || (r.Precision == w.Precision && r.Scale == w.Scale) {
 		return
 	}
 	c.add("DECIMAL_MISMATCH", path, "the decimal at '%s' changed from %s in the %s schema to %s in the %s schema; its values would be read with another precision or scale",

@@ -94,7 +94,11 @@ var compatCases = []struct {
 	{"decimal same", dec10_2, dec10_2, true, true},
 	{"decimal precision changed", dec10_2, `{"type":"bytes","logicalType":"decimal","precision":12,"scale":2}`, false, false},
 	{"decimal scale changed", dec10_2, `{"type":"bytes","logicalType":"decimal","precision":10,"scale":3}`, false, false},
-	{"decimal added to bytes", `"bytes"`, dec10_2, false, false},
+	// A logical type resolves as its underlying type unless both sides carry it.
+	{"decimal added to bytes", `"bytes"`, dec10_2, true, true},
+	{"decimal removed from bytes", dec10_2, `"bytes"`, true, true},
+	{"decimal added to fixed", `{"type":"fixed","name":"D","size":8}`, `{"type":"fixed","name":"D","size":8,"logicalType":"decimal","precision":10,"scale":2}`, true, true},
+	{"decimal bytes to string", dec10_2, `"string"`, true, true},
 	{"fixed decimal precision changed", `{"type":"fixed","name":"D","size":8,"logicalType":"decimal","precision":10,"scale":2}`, `{"type":"fixed","name":"D","size":8,"logicalType":"decimal","precision":12,"scale":2}`, false, false},
 	{"decimal field precision changed", rec("R", fld("p", dec10_2)), rec("R", fld("p", `{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}`)), false, false},
 	{"timestamp-millis dropped", `{"type":"long","logicalType":"timestamp-millis"}`, `"long"`, true, true},

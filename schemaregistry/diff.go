@@ -95,8 +95,8 @@ func (d *differ) diff(o, n *Type, path string) {
 
 func (d *differ) diffLogical(o, n *Type, path string) {
 	switch {
-	case o.Logical == "decimal" || n.Logical == "decimal":
-		if o.Logical != n.Logical || o.Precision != n.Precision || o.Scale != n.Scale {
+	case o.Logical == "decimal" && n.Logical == "decimal":
+		if o.Precision != n.Precision || o.Scale != n.Scale {
 			d.add("DECIMAL_CHANGED", path, describe(o), describe(n), false, false)
 		}
 	case o.Logical != n.Logical:
@@ -126,6 +126,9 @@ func (d *differ) diffRecords(o, n *Type, path string) {
 }
 
 func renamedTo(n *Type, oldName string) bool {
+	if n.fieldByAlias != nil {
+		return n.fieldByAlias[oldName] != nil
+	}
 	for _, f := range n.Fields {
 		if contains(f.Aliases, oldName) {
 			return true
@@ -154,12 +157,12 @@ func (d *differ) diffDefaults(of, nf *Field, path string) {
 
 func (d *differ) diffEnums(o, n *Type, path string) {
 	for _, s := range n.Symbols {
-		if !contains(o.Symbols, s) {
+		if !hasSymbol(o, s) {
 			d.add("ENUM_SYMBOL_ADDED", path, "", s, true, o.EnumDefault != nil)
 		}
 	}
 	for _, s := range o.Symbols {
-		if !contains(n.Symbols, s) {
+		if !hasSymbol(n, s) {
 			d.add("ENUM_SYMBOL_REMOVED", path, s, "", n.EnumDefault != nil, true)
 		}
 	}
@@ -195,14 +198,7 @@ func (d *differ) diffUnions(o, n *Type, path string) {
 	}
 }
 
-func branchIndex(u, b *Type) int {
-	for i, x := range u.Branches {
-		if x.Kind == b.Kind && (!b.named() || nameMatches(x, b) || nameMatches(b, x)) {
-			return i
-		}
-	}
-	return -1
-}
+func branchIndex(u, b *Type) int { return pairedBranch(u, b) }
 
 // DescribeChanges is a one-line summary per change, for messages.
 func DescribeChanges(changes []Change) string {

@@ -23,6 +23,15 @@
 // are dropped, and a registration whose view was stale fails its
 // precondition in the store and is retried.
 //
+// Untrusted Avro: every decode of binary values (ParsedSchema.DecodeBinary,
+// RenderBinary; broker enforcement through ValidateValue) first walks the
+// value against the schema without allocating (bounded.go): counts and
+// lengths must fit in the bytes left, the values one value holds are
+// bounded, nesting stops at MaxAvroDepth (100) and a rendering at the
+// caller's byte budget; only then does goavro decode it. Schemas are
+// bounded too (MaxSchemaBytes, 20,000 named types, fields, symbols and
+// union branches), and compatibility checks and diffs are linear in them.
+//
 // Identity: two registrations are the same schema when their fingerprints
 // match — SHA-256 over the schema type, the normalized form (full names,
 // fixed key order, no doc or custom properties, but logicalType,

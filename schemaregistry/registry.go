@@ -34,6 +34,12 @@ const (
 	Import    = "IMPORT"
 )
 
+// MaxSchemaBytes bounds a schema's text in a request. Confluent stores each
+// schema as one record of its _schemas topic, whose records Kafka caps at
+// about a megabyte by default, so larger schemas do not register there
+// either; the parsed form and the checks stay linear in it.
+const MaxSchemaBytes = 1 << 20
+
 // Latest stands for "latest" and -1 in a version argument.
 const Latest = -1
 
@@ -268,6 +274,9 @@ func (r *Registry) parseRequest(ctx context.Context, req SchemaRequest) (*prepar
 	}
 	if strings.TrimSpace(req.Schema) == "" {
 		return nil, errorf(42201, "Invalid schema: empty schema")
+	}
+	if len(req.Schema) > MaxSchemaBytes {
+		return nil, errorf(42201, "Invalid schema: %d bytes, more than the %d this registry accepts", len(req.Schema), MaxSchemaBytes)
 	}
 	refs := make([]Reference, len(req.References))
 	for i, ref := range req.References {
@@ -728,10 +737,30 @@ func (r *Registry) ReferencedBy(ctx context.Context, subject string, version int
 	return ids, nil
 }
 
-// CheckCompatibility tests a schema against one version, or against the
-// versions the subject's level covers when version is Latest. It returns
-// the breaking changes, none when compatible.
+// CheckCompatibility tests a schema against one version (Latest: the
+// latest live one), whatever the subject's level says about transitivity,
+// as Confluent's /compatibility/subjects/{s}/versions/{v} does. It returns
+// the breaking changes, none when compatible (also when the subject has no
+// live version and version is Latest).
 func (r *Registry) CheckCompatibility(ctx context.Context, subject string, version int, req SchemaRequest) ([]string, error) {
+	p, err := r.prepare(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	v, err := r.findVersion(ctx, subject, version, false)
+	if version == Latest && errors.Is(err, ErrSubjectNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.incompatibilities(ctx, subject, p, []Version{v}, "")
+}
+
+// CheckCompatibilityAll tests a schema against the versions the subject's
+// level covers (all live ones under a transitive level), as registration
+// does. It returns the breaking changes, none when compatible.
+func (r *Registry) CheckCompatibilityAll(ctx context.Context, subject string, req SchemaRequest) ([]string, error) {
 	p, err := r.prepare(ctx, req)
 	if err != nil {
 		return nil, err
@@ -740,15 +769,7 @@ func (r *Registry) CheckCompatibility(ctx context.Context, subject string, versi
 	if err != nil {
 		return nil, err
 	}
-	vs = live(vs)
-	if version == Latest {
-		return r.incompatibilities(ctx, subject, p, vs, "")
-	}
-	v, err := r.findVersion(ctx, subject, version, false)
-	if err != nil {
-		return nil, err
-	}
-	return r.incompatibilities(ctx, subject, p, []Version{v}, "")
+	return r.incompatibilities(ctx, subject, p, live(vs), "")
 }
 
 // DeleteVersion soft-deletes a version, or removes a soft-deleted one

@@ -9,7 +9,8 @@ import (
 // ValidateValue checks a record value of topic for the broker's per-topic
 // schema enforcement: Confluent wire format (magic 0, 4-byte schema id, Avro
 // binary), an id registered (not deleted) under <topic>-value, and a payload
-// that decodes with that schema to the last byte. The subject's versions and
+// that decodes with that schema to the last byte, within the bounded
+// decoder's limits (see checkBinary). The subject's versions and
 // the parsed schema come from the caches, so a produce costs no store read
 // once both are warm.
 func (r *Registry) ValidateValue(ctx context.Context, topic string, value []byte) error {
@@ -25,12 +26,8 @@ func (r *Registry) ValidateValue(ctx context.Context, topic string, value []byte
 	if err != nil {
 		return fmt.Errorf("schema id %d: %v", id, err)
 	}
-	_, rest, err := parsed.Codec().NativeFromBinary(value[5:])
-	if err != nil {
+	if _, err := parsed.DecodeBinary(value[5:]); err != nil {
 		return fmt.Errorf("the value does not decode with schema id %d: %v", id, err)
-	}
-	if len(rest) != 0 {
-		return fmt.Errorf("the value has %d bytes left over after decoding with schema id %d", len(rest), id)
 	}
 	return nil
 }
