@@ -26,6 +26,7 @@ const (
 	codeInvalidConfig      = 42204
 	codeInvalidRecord      = 42205
 	codeInvalidTimestamp   = 42206
+	codePartitionLimit     = 42207 // the broker holds max.partitions partitions
 	codeInternal           = 50001
 	codeStorage            = 50002
 	codeUnavailable        = 50301
@@ -49,6 +50,7 @@ var httpErrors = []struct {
 	{server.ErrInvalidRecord, http.StatusUnprocessableEntity, codeInvalidRecord},
 	{server.ErrCorruptMessage, http.StatusUnprocessableEntity, codeInvalidRecord},
 	{server.ErrInvalidTimestamp, http.StatusUnprocessableEntity, codeInvalidTimestamp},
+	{server.ErrPartitionLimit, http.StatusUnprocessableEntity, codePartitionLimit},
 	{server.ErrShuttingDown, http.StatusServiceUnavailable, codeUnavailable},
 	{server.ErrStorage, http.StatusInternalServerError, codeStorage},
 }

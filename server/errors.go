@@ -23,6 +23,8 @@ var (
 	ErrInvalidTimestamp  = errors.New("invalid timestamp")
 	ErrStorage           = errors.New("storage error")
 	ErrShuttingDown      = errors.New("broker is shutting down")
+	// ErrPartitionLimit: the broker holds max.partitions partitions.
+	ErrPartitionLimit = errors.New("partition limit reached")
 )
 
 // Kafka protocol error codes used by the core's errors.
@@ -42,6 +44,7 @@ const (
 	KafkaInvalidReplication    int16 = 38
 	KafkaInvalidConfig         int16 = 40
 	KafkaInvalidRecord         int16 = 87
+	KafkaPolicyViolation       int16 = 44
 	KafkaBrokerNotAvailable    int16 = 8
 	KafkaOutOfOrderSequence    int16 = 45
 	KafkaInvalidProducerEpoch  int16 = 47
@@ -69,6 +72,9 @@ var kafkaCodes = []struct {
 	{ErrInvalidTimestamp, KafkaInvalidTimestamp},
 	{ErrStorage, KafkaKafkaStorageError},
 	{ErrShuttingDown, KafkaBrokerNotAvailable},
+	// POLICY_VIOLATION: the broker's own rule refuses the request, and
+	// clients do not retry it (KIP-578's proposed code never shipped).
+	{ErrPartitionLimit, KafkaPolicyViolation},
 	{ErrOutOfOrderSequence, KafkaOutOfOrderSequence},
 	{ErrInvalidProducerEpoch, KafkaInvalidProducerEpoch},
 }

@@ -51,6 +51,9 @@ func (b *Broker) CreateTopic(spec TopicSpec) error {
 	if _, err := b.lookup(spec.Name); err == nil {
 		return fmt.Errorf("%w: %q", ErrTopicExists, spec.Name)
 	}
+	if err := b.checkPartitionBudget(spec.Partitions); err != nil {
+		return err
+	}
 	tm := topicMeta{
 		Name:              spec.Name,
 		ID:                newID(),
@@ -63,9 +66,10 @@ func (b *Broker) CreateTopic(spec TopicSpec) error {
 		return err
 	}
 	if err := b.commitTopic(tm.Name, t); err != nil {
-		closePartitions(t.partitions)
+		b.discardPartitions(tm.Name, t.partitions, 0, tm.Partitions)
 		return err
 	}
+	b.createdPartitions(tm.Name, 0, tm.Partitions)
 	b.logger.Info("topic created", "topic", tm.Name, "partitions", tm.Partitions)
 	return nil
 }
@@ -174,20 +178,24 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 	if total > MaxPartitionsPerTopic {
 		return fmt.Errorf("%w: %d is above the limit %d", ErrInvalidPartitions, total, MaxPartitionsPerTopic)
 	}
+	if err := b.checkPartitionBudget(total - have); err != nil {
+		return err
+	}
 	next := &topic{meta: t.meta, settings: t.settings, partitions: append([]Partition(nil), t.partitions...)}
 	next.meta.Partitions = total
 	for i := have; i < total; i++ {
 		p, err := b.openPartition(name, i, t.settings, true)
 		if err != nil {
-			closePartitions(next.partitions[have:])
+			b.discardPartitions(name, next.partitions[have:], have, i+1)
 			return err
 		}
 		next.partitions = append(next.partitions, p)
 	}
 	if err := b.commitTopic(name, next); err != nil {
-		closePartitions(next.partitions[have:])
+		b.discardPartitions(name, next.partitions[have:], have, total)
 		return err
 	}
+	b.createdPartitions(name, have, total)
 	return nil
 }
 
