@@ -12,6 +12,7 @@ import (
 const (
 	codeMalformed          = 40001 // body is not valid JSON or not the expected shape
 	codeBadParam           = 40002 // a query or path parameter is not valid
+	codeInternalTopic      = 40301 // a change clients may not make to an internal topic
 	codeTopicNotFound      = 40401
 	codePartitionNotFound  = 40402
 	codeNotFound           = 40404
@@ -38,6 +39,7 @@ var httpErrors = []struct {
 	status int
 	code   int
 }{
+	{server.ErrInternalTopic, http.StatusForbidden, codeInternalTopic},
 	{server.ErrUnknownTopic, http.StatusNotFound, codeTopicNotFound},
 	{server.ErrUnknownPartition, http.StatusNotFound, codePartitionNotFound},
 	{server.ErrTopicExists, http.StatusConflict, codeTopicExists},

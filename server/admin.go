@@ -65,6 +65,9 @@ func decodeTopicID(s string) [16]byte {
 // (OffsetLatest means the high watermark) and returns the new log start.
 // Offsets above the high watermark are ErrOffsetOutOfRange.
 func (b *Broker) DeleteRecords(topicName string, partition int32, offset int64) (int64, error) {
+	if err := RefuseInternalTopic(topicName, "delete records of"); err != nil {
+		return 0, err
+	}
 	p, err := b.Partition(topicName, partition)
 	if err != nil {
 		return 0, err

@@ -23,6 +23,9 @@ var (
 	ErrInvalidTimestamp  = errors.New("invalid timestamp")
 	ErrStorage           = errors.New("storage error")
 	ErrShuttingDown      = errors.New("broker is shutting down")
+	// ErrInternalTopic: clients may not write to, delete, repartition or
+	// reconfigure a topic the broker owns (__consumer_offsets).
+	ErrInternalTopic = errors.New("internal topic")
 	// ErrPartitionLimit: the broker holds max.partitions partitions.
 	ErrPartitionLimit = errors.New("partition limit reached")
 )
@@ -59,6 +62,10 @@ var kafkaCodes = []struct {
 	{ErrUnknownPartition, KafkaUnknownTopicPartition},
 	{ErrTopicExists, KafkaTopicAlreadyExists},
 	{ErrInvalidTopic, KafkaInvalidTopic},
+	// Kafka answers a client's append to an internal topic with
+	// INVALID_TOPIC_EXCEPTION; ferry gives the same answer to the other
+	// changes it refuses there (Kafka's tools refuse them client-side).
+	{ErrInternalTopic, KafkaInvalidTopic},
 	{ErrInvalidPartitions, KafkaInvalidPartitions},
 	{ErrInvalidReplicas, KafkaInvalidReplication},
 	{ErrInvalidConfig, KafkaInvalidConfig},

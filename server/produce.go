@@ -29,6 +29,9 @@ type ProduceRequest struct {
 	Records []ProduceRecord
 	// Sync acknowledges only after fsync, whatever the topic's flush policy.
 	Sync bool
+	// Internal marks the broker's own writers (the group coordinator), the
+	// only ones allowed to append to internal topics.
+	Internal bool
 }
 
 // RecordOffset is where one produced record landed.
@@ -59,6 +62,11 @@ var builderPool = sync.Pool{New: func() any { return new(records.Builder) }}
 func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResult, error) {
 	if len(req.Records) == 0 {
 		return ProduceResult{}, fmt.Errorf("%w: the request has no records", ErrInvalidRecord)
+	}
+	if !req.Internal {
+		if err := RefuseInternalTopic(req.Topic, "produce to"); err != nil {
+			return ProduceResult{}, err
+		}
 	}
 	t, err := b.topicForProduce(req.Topic)
 	if err != nil {
@@ -200,6 +208,9 @@ type BatchProduce struct {
 // ProduceBatch validates a client's batches record by record (decompressing
 // under a memory cap) and appends them; nothing is written if any is invalid.
 func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, error) {
+	if err := RefuseInternalTopic(req.Topic, "produce to"); err != nil {
+		return storage.AppendResult{}, err
+	}
 	t, err := b.topicForProduce(req.Topic)
 	if err != nil {
 		return storage.AppendResult{}, err

@@ -11,6 +11,22 @@ import (
 // call cannot open an unbounded number of files.
 const MaxPartitionsPerTopic = 10000
 
+// IsInternalTopic reports whether name is a topic the broker owns: the
+// group coordinator's __consumer_offsets, and __transaction_state reserved
+// for transactions, as Kafka's Topic.isInternal.
+func IsInternalTopic(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
+}
+
+// RefuseInternalTopic is the one rule for client changes to internal topics:
+// losing them loses every group's committed offsets.
+func RefuseInternalTopic(name, what string) error {
+	if IsInternalTopic(name) {
+		return fmt.Errorf("%w: %s is owned by the broker; clients cannot %s it", ErrInternalTopic, name, what)
+	}
+	return nil
+}
+
 // ValidateTopicName applies Kafka's rules: 1–249 characters of
 // [a-zA-Z0-9._-], and not "." or "..".
 func ValidateTopicName(name string) error {
@@ -131,6 +147,9 @@ func (b *Broker) commitTopic(name string, t *topic) error {
 
 // DeleteTopic removes a topic: it disappears at once, its files in the background.
 func (b *Broker) DeleteTopic(name string) error {
+	if err := RefuseInternalTopic(name, "delete"); err != nil {
+		return err
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	t, err := b.lookup(name)
@@ -164,6 +183,9 @@ func (b *Broker) DeleteTopic(name string) error {
 
 // CreatePartitions raises a topic's partition count to total.
 func (b *Broker) CreatePartitions(name string, total int32) error {
+	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
+		return err
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	t, err := b.lookup(name)
@@ -203,6 +225,9 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 // set becomes the whole override set (Kafka's AlterConfigs); otherwise set is
 // merged in and remove deleted (IncrementalAlterConfigs).
 func (b *Broker) AlterTopicConfigs(name string, set map[string]string, remove []string, replace bool) error {
+	if err := RefuseInternalTopic(name, "change the configs of"); err != nil {
+		return err
+	}
 	if err := validateTopicConfigs(set); err != nil {
 		return err
 	}

@@ -27,9 +27,6 @@ import (
 	"github.com/ferry-mq/ferry/server"
 )
 
-// consumerOffsetsTopic is the coordinator's internal topic.
-const consumerOffsetsTopic = "__consumer_offsets"
-
 func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -81,7 +78,7 @@ func (s *Server) topicMetadataByID(id [16]byte) kmsg.MetadataResponseTopic {
 func (s *Server) topicMetadata(name string, createBudget *int) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &name
-	mt.IsInternal = name == consumerOffsetsTopic
+	mt.IsInternal = server.IsInternalTopic(name)
 	if err := server.ValidateTopicName(name); err != nil {
 		mt.ErrorCode = codeInvalidTopic
 		return mt

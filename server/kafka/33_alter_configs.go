@@ -61,6 +61,9 @@ func (s *Server) alterTopicConfigs(topic string, set map[string]string, remove [
 	if !validateOnly {
 		return s.broker.AlterTopicConfigs(topic, set, remove, replace)
 	}
+	if err := server.RefuseInternalTopic(topic, "change the configs of"); err != nil {
+		return err
+	}
 	if _, err := s.broker.PartitionCount(topic); err != nil {
 		return err
 	}

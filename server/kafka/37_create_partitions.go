@@ -58,6 +58,9 @@ func (s *Server) createPartitions(topic string, count int32, validateOnly bool) 
 	if !validateOnly {
 		return s.broker.CreatePartitions(topic, count)
 	}
+	if err := server.RefuseInternalTopic(topic, "add partitions to"); err != nil {
+		return err
+	}
 	have, err := s.broker.PartitionCount(topic)
 	if err != nil {
 		return err
