@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // MaxPartitionsPerTopic bounds a create or add-partitions request, so one
@@ -221,14 +223,44 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 	return nil
 }
 
+// ConfigOpType is an IncrementalAlterConfigs operation, with Kafka's values.
+type ConfigOpType int8
+
+// The four operations of KIP-339.
+const (
+	ConfigSet ConfigOpType = iota
+	ConfigDelete
+	ConfigAppend
+	ConfigSubtract
+)
+
+// ConfigOp is one change to one topic config.
+type ConfigOp struct {
+	Name  string
+	Op    ConfigOpType
+	Value string // for SET; comma-separated items for APPEND and SUBTRACT
+}
+
 // AlterTopicConfigs sets and removes topic config overrides. With replace,
 // set becomes the whole override set (Kafka's AlterConfigs); otherwise set is
 // merged in and remove deleted (IncrementalAlterConfigs).
 func (b *Broker) AlterTopicConfigs(name string, set map[string]string, remove []string, replace bool) error {
-	if err := RefuseInternalTopic(name, "change the configs of"); err != nil {
-		return err
+	ops := make([]ConfigOp, 0, len(set)+len(remove))
+	for k, v := range set {
+		ops = append(ops, ConfigOp{Name: k, Op: ConfigSet, Value: v})
 	}
-	if err := validateTopicConfigs(set); err != nil {
+	for _, k := range remove {
+		ops = append(ops, ConfigOp{Name: k, Op: ConfigDelete})
+	}
+	return b.ChangeTopicConfigs(name, ops, replace, false)
+}
+
+// ChangeTopicConfigs applies ops to a topic's overrides, all or none; with
+// replace they start from no overrides (AlterConfigs), with validateOnly
+// nothing changes. APPEND and SUBTRACT work on LIST configs only, from the
+// override or, without one, the default, as in Kafka.
+func (b *Broker) ChangeTopicConfigs(name string, ops []ConfigOp, replace, validateOnly bool) error {
+	if err := RefuseInternalTopic(name, "change the configs of"); err != nil {
 		return err
 	}
 	b.adminMu.Lock()
@@ -241,12 +273,13 @@ func (b *Broker) AlterTopicConfigs(name string, set map[string]string, remove []
 	if !replace {
 		maps.Copy(cfgs, t.meta.Configs)
 	}
-	maps.Copy(cfgs, set)
-	for _, k := range remove {
-		if _, known := topicConfigCheck[k]; !known {
-			return fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, k)
+	for _, op := range ops {
+		if err := applyConfigOp(cfgs, op); err != nil {
+			return err
 		}
-		delete(cfgs, k)
+	}
+	if err := validateTopicConfigs(cfgs); err != nil || validateOnly {
+		return err
 	}
 	next := &topic{meta: t.meta, settings: b.resolveSettings(cfgs), partitions: t.partitions}
 	next.meta.Configs = cfgs
@@ -258,6 +291,43 @@ func (b *Broker) AlterTopicConfigs(name string, set map[string]string, remove []
 			lp.log.SetConfig(next.settings.log)
 		}
 	}
+	return nil
+}
+
+func applyConfigOp(cfgs map[string]string, op ConfigOp) error {
+	def, known := topicConfigDefs[op.Name]
+	if !known {
+		return fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, op.Name)
+	}
+	switch op.Op {
+	case ConfigSet:
+		cfgs[op.Name] = op.Value
+		return nil
+	case ConfigDelete:
+		delete(cfgs, op.Name)
+		return nil
+	case ConfigAppend, ConfigSubtract:
+	default:
+		return fmt.Errorf("%w: operation %d on %q", ErrInvalidConfig, op.Op, op.Name)
+	}
+	if def.typ != TypeList {
+		return fmt.Errorf("%w: %q is a %s config; APPEND and SUBTRACT apply to LIST configs", ErrInvalidConfig, op.Name, def.typ)
+	}
+	cur, ok := cfgs[op.Name]
+	if !ok {
+		cur = def.def
+	}
+	items := splitList(cur)
+	for _, v := range splitList(op.Value) {
+		has := slices.Contains(items, v)
+		switch {
+		case op.Op == ConfigAppend && !has:
+			items = append(items, v)
+		case op.Op == ConfigSubtract && has:
+			items = slices.DeleteFunc(items, func(x string) bool { return x == v })
+		}
+	}
+	cfgs[op.Name] = strings.Join(items, ",")
 	return nil
 }
 

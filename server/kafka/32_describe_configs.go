@@ -2,9 +2,11 @@ package kafka
 
 // DescribeConfigs (key 32), versions 1–4.
 //
-// Topic resources list every topic config ferry knows (server.TopicConfigKeys),
-// or those named in ConfigNames: an override has source DYNAMIC_TOPIC_CONFIG,
-// anything else the broker's value with source DEFAULT_CONFIG and IsDefault.
+// Topic resources list every topic config Kafka 3.9 defines (and
+// confluent.value.schema.validation), or those named in ConfigNames: an
+// override has source DYNAMIC_TOPIC_CONFIG, a value the broker's settings
+// give (log.retention.ms, message.max.bytes, …) STATIC_BROKER_CONFIG, and
+// anything else Kafka's default with DEFAULT_CONFIG and IsDefault.
 // The broker resource (name "" or this broker's id) lists the broker's
 // settings with source STATIC_BROKER_CONFIG, read-only: ferry has no
 // dynamic broker configs. Synonyms, when asked for, hold just the entry
@@ -76,7 +78,7 @@ func (s *Server) configEntries(typ kmsg.ConfigResourceType, name string) ([]conf
 		}
 		out := make([]configEntry, 0, len(info.Configs))
 		for _, c := range info.Configs {
-			out = append(out, configEntry{Name: c.Name, Value: c.Value, Source: configSource(c.IsDefault), Type: topicConfigType(c.Name)})
+			out = append(out, configEntry{Name: c.Name, Value: c.Value, Source: configSource(c.Source), Type: configType(c.Type)})
 		}
 		return out, 0, nil
 	case kmsg.ConfigResourceTypeBroker:
@@ -95,14 +97,18 @@ func (s *Server) checkBrokerResource(name string) error {
 	return nil
 }
 
-func topicConfigType(name string) kmsg.ConfigType {
-	switch name {
-	case server.CfgCleanupPolicy:
-		return kmsg.ConfigTypeList
-	case server.CfgTimestampType:
+func configType(t server.ConfigType) kmsg.ConfigType {
+	switch t {
+	case server.TypeBoolean:
+		return kmsg.ConfigTypeBoolean
+	case server.TypeString:
 		return kmsg.ConfigTypeString
-	case server.CfgMaxMessageBytes, server.CfgMinInsyncReplicas, server.CfgIndexIntervalBytes, server.CfgSegmentBytes:
+	case server.TypeInt:
 		return kmsg.ConfigTypeInt
+	case server.TypeDouble:
+		return kmsg.ConfigTypeDouble
+	case server.TypeList:
+		return kmsg.ConfigTypeList
 	}
 	return kmsg.ConfigTypeLong
 }
