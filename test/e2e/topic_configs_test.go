@@ -293,10 +293,6 @@ func TestTimestampRuleBothListeners(t *testing.T) {
 	defer cancel()
 	adm := kadm.NewClient(franz(t, node))
 	createTopic(t, node, "anytime", 1)
-	before := "60000"
-	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.before.max.ms": &before}, "recent"); err != nil {
-		t.Fatal(err)
-	}
 	produce := func(topic string, ts int64) error {
 		cl := franz(t, node, kgo.DefaultProduceTopic(topic), kgo.RecordRetries(0))
 		return cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v"), Timestamp: time.UnixMilli(ts)}).FirstErr()
@@ -305,6 +301,10 @@ func TestTimestampRuleBothListeners(t *testing.T) {
 		t.Fatalf("Kafka produce at -5: %v", err)
 	}
 	mustPost(t, node.URL+"/kafka/anytime", "application/json", `{"records":[{"value":1,"timestamp":-5}]}`, 200)
+	before := "60000"
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.before.max.ms": &before}, "recent"); err != nil {
+		t.Fatal(err)
+	}
 	if err := produce("recent", 1000); err == nil || !strings.Contains(err.Error(), "INVALID_TIMESTAMP") {
 		t.Fatalf("Kafka produce of an old timestamp: %v, want INVALID_TIMESTAMP", err)
 	}
