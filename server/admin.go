@@ -23,6 +23,34 @@ func (b *Broker) ValidateTopicSpec(spec TopicSpec) error {
 	if _, err := b.lookup(spec.Name); err == nil {
 		return fmt.Errorf("%w: %q", ErrTopicExists, spec.Name)
 	}
+	return b.checkPartitionBudget(spec.Partitions)
+}
+
+// ValidateCreatePartitions reports whether CreatePartitions(name, total)
+// would succeed, without creating anything.
+func (b *Broker) ValidateCreatePartitions(name string, total int32) error {
+	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
+		return err
+	}
+	t, err := b.lookup(name)
+	if err != nil {
+		return err
+	}
+	have := int32(len(t.partitions))
+	if err := checkPartitionCount(name, have, total); err != nil {
+		return err
+	}
+	return b.checkPartitionBudget(total - have)
+}
+
+func checkPartitionCount(name string, have, total int32) error {
+	if total <= have {
+		return fmt.Errorf("%w: %s has %d partitions; the new count %d must be larger",
+			ErrInvalidPartitions, name, have, total)
+	}
+	if total > MaxPartitionsPerTopic {
+		return fmt.Errorf("%w: %d is above the limit %d", ErrInvalidPartitions, total, MaxPartitionsPerTopic)
+	}
 	return nil
 }
 

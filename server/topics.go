@@ -195,12 +195,8 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 		return err
 	}
 	have := int32(len(t.partitions))
-	if total <= have {
-		return fmt.Errorf("%w: %s has %d partitions; the new count %d must be larger",
-			ErrInvalidPartitions, name, have, total)
-	}
-	if total > MaxPartitionsPerTopic {
-		return fmt.Errorf("%w: %d is above the limit %d", ErrInvalidPartitions, total, MaxPartitionsPerTopic)
+	if err := checkPartitionCount(name, have, total); err != nil {
+		return err
 	}
 	if err := b.checkPartitionBudget(total - have); err != nil {
 		return err

@@ -84,7 +84,7 @@ func (s *Server) topicMetadata(name string, createBudget *int) kmsg.MetadataResp
 		return mt
 	}
 	n, err := s.broker.PartitionCount(name)
-	if errors.Is(err, server.ErrUnknownTopic) && createBudget != nil && *createBudget > 0 {
+	if errors.Is(err, server.ErrUnknownTopic) && createBudget != nil && *createBudget > 0 && !server.IsInternalTopic(name) {
 		*createBudget--
 		if err = s.broker.CreateTopic(server.TopicSpec{Name: name}); err == nil || errors.Is(err, server.ErrTopicExists) {
 			n, err = s.broker.PartitionCount(name)

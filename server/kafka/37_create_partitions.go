@@ -13,8 +13,6 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/ferry-mq/ferry/server"
 )
 
 func (s *Server) handleCreatePartitions(_ context.Context, kreq kmsg.Request) kmsg.Response {
@@ -55,19 +53,8 @@ func (s *Server) checkPartitionAssignment(t *kmsg.CreatePartitionsRequestTopic) 
 }
 
 func (s *Server) createPartitions(topic string, count int32, validateOnly bool) error {
-	if !validateOnly {
-		return s.broker.CreatePartitions(topic, count)
+	if validateOnly {
+		return s.broker.ValidateCreatePartitions(topic, count)
 	}
-	if err := server.RefuseInternalTopic(topic, "add partitions to"); err != nil {
-		return err
-	}
-	have, err := s.broker.PartitionCount(topic)
-	if err != nil {
-		return err
-	}
-	if count <= have || count > server.MaxPartitionsPerTopic {
-		return fmt.Errorf("%w: %s has %d partitions; %d must be larger and at most %d",
-			server.ErrInvalidPartitions, topic, have, count, server.MaxPartitionsPerTopic)
-	}
-	return nil
+	return s.broker.CreatePartitions(topic, count)
 }
