@@ -155,7 +155,7 @@ func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch,
 		for _, idx := range batches[i].indexes {
 			builder.Add(recs[idx].Record)
 		}
-		data, err := builder.AppendBatch(nil, records.BatchOptions{Codec: t.settings.codec})
+		data, err := builder.AppendBatch(nil, records.BatchOptions{Codec: t.settings.codec, Level: t.settings.level})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 		}
@@ -339,7 +339,7 @@ func (b *Broker) recompress(t *topic, batches []byte) ([]byte, error) {
 	if !t.settings.recompress {
 		return batches, nil
 	}
-	out, err := records.Recompress(nil, batches, t.settings.codec, b.cfg.MaxDecompressedBytes)
+	out, err := records.Recompress(nil, batches, t.settings.codec, t.settings.level, b.cfg.MaxDecompressedBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: recompress to %v: %v", ErrCorruptMessage, t.settings.codec, err)
 	}

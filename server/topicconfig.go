@@ -274,6 +274,7 @@ type topicSettings struct {
 	// the broker stores every batch with codec, as Kafka does.
 	recompress bool
 	codec      records.Codec
+	level      int // compression.<codec>.level; 0: the codec's default
 	// tsBeforeMs and tsAfterMs bound CreateTime timestamps around the
 	// broker's clock (math.MaxInt64: unbounded).
 	tsBeforeMs, tsAfterMs int64
@@ -336,6 +337,9 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 		}
 	}
 	s.recompress, s.codec = brokerCodec(cfgs[CfgCompressionType])
+	if n, ok := num("compression." + s.codec.String() + ".level"); ok && n != -1 {
+		s.level = int(n)
+	}
 	s.tsBeforeMs, s.tsAfterMs = timestampBounds(num)
 	s.syncAppends = s.log.FlushMessages == 1
 	s.validateValues = cfgs[CfgValueSchemaValidation] == "true"

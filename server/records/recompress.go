@@ -7,14 +7,15 @@ import (
 	"math"
 )
 
-// Recompress appends to dst the batches of src, each stored with codec:
+// Recompress appends to dst the batches of src, each stored with codec
+// (at level, see CompressLevel):
 // a batch already in codec is copied, any other has its records
 // decompressed (under maxDecompressed per batch) and compressed again.
 // Only the payload, the codec bits, the length and the CRC change: offsets,
 // timestamps, producer id, epoch and sequence numbers stay as they were, so
 // idempotent producers see the same batch. This is what a topic's
 // compression.type other than producer asks of the broker.
-func Recompress(dst, src []byte, codec Codec, maxDecompressed int) ([]byte, error) {
+func Recompress(dst, src []byte, codec Codec, level, maxDecompressed int) ([]byte, error) {
 	d := getDecoder()
 	defer putDecoder(d)
 	for len(src) > 0 {
@@ -38,17 +39,17 @@ func Recompress(dst, src []byte, codec Codec, maxDecompressed int) ([]byte, erro
 		if err != nil {
 			return dst, err
 		}
-		if dst, err = appendRecompressed(dst, batch, recs, h.attrs, codec); err != nil {
+		if dst, err = appendRecompressed(dst, batch, recs, h.attrs, codec, level); err != nil {
 			return dst, err
 		}
 	}
 	return dst, nil
 }
 
-func appendRecompressed(dst, batch, recs []byte, attrs int16, codec Codec) ([]byte, error) {
+func appendRecompressed(dst, batch, recs []byte, attrs int16, codec Codec, level int) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, batch[:headerSize]...)
-	dst, err := Compress(codec, dst, recs)
+	dst, err := CompressLevel(codec, level, dst, recs)
 	if err != nil {
 		return dst[:start], err
 	}

@@ -17,7 +17,7 @@ func TestRecompressKeepsHeaderAndRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, codec := range []Codec{LZ4, Gzip, Snappy, Zstd, None} {
-		out, err := Recompress(nil, src, codec, 0)
+		out, err := Recompress(nil, src, codec, 5, 0)
 		if err != nil {
 			t.Fatalf("%v: %v", codec, err)
 		}
@@ -35,7 +35,7 @@ func TestRecompressKeepsHeaderAndRecords(t *testing.T) {
 		if err := Decode(out, 0, 0, func(r Record) bool { values++; return r.Timestamp == int64(1000+r.Offset) }); err != nil || values != 5 {
 			t.Fatalf("%v: decoded %d records, err %v", codec, values, err)
 		}
-		back, err := Recompress(nil, out, None, 0)
+		back, err := Recompress(nil, out, None, 0, 0)
 		if err != nil || !bytes.Equal(back, src) {
 			t.Fatalf("%v: back to none differs (%v)", codec, err)
 		}
@@ -48,10 +48,33 @@ func TestRecompressRefusesCorruptInput(t *testing.T) {
 	src, _ := b.AppendBatch(nil, BatchOptions{})
 	bad := append([]byte(nil), src...)
 	binary.BigEndian.PutUint32(bad[offCRC:], 1)
-	if _, err := Recompress(nil, bad, LZ4, 0); !errors.Is(err, ErrCorrupt) {
+	if _, err := Recompress(nil, bad, LZ4, 0, 0); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("bad crc: %v", err)
 	}
-	if _, err := Recompress(nil, src[:len(src)-1], LZ4, 0); !errors.Is(err, ErrCorrupt) {
+	if _, err := Recompress(nil, src[:len(src)-1], LZ4, 0, 0); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("truncated: %v", err)
+	}
+}
+
+func TestCompressLevelsRoundTrip(t *testing.T) {
+	src := bytes.Repeat([]byte("ferry compresses at the topic's level; "), 2000)
+	for _, c := range []struct {
+		codec  Codec
+		levels []int
+	}{
+		{Gzip, []int{-1, 0, 1, 9}},
+		{LZ4, []int{0, 1, 3, 9, 17}},
+		{Zstd, []int{-131072, 0, 3, 6, 22}},
+	} {
+		for _, level := range c.levels {
+			out, err := CompressLevel(c.codec, level, nil, src)
+			if err != nil {
+				t.Fatalf("%v level %d: %v", c.codec, level, err)
+			}
+			back, err := Decompress(c.codec, nil, out, 0)
+			if err != nil || !bytes.Equal(back, src) {
+				t.Fatalf("%v level %d: round trip failed (%v)", c.codec, level, err)
+			}
+		}
 	}
 }
