@@ -5,7 +5,9 @@ package kafka
 // Raises a topic's partition count (Broker.CreatePartitions); the count
 // must grow. A manual assignment must give each new partition this broker
 // as its only replica (INVALID_REPLICA_ASSIGNMENT otherwise). ValidateOnly
-// checks without creating. Synchronous: TimeoutMillis is not used. A topic
+// checks without creating, including the broker's max.partitions budget
+// (POLICY_VIOLATION). Internal topics are INVALID_TOPIC_EXCEPTION, as
+// Kafka's tools refuse them. Synchronous: TimeoutMillis is not used. A topic
 // named twice in one request fails both (INVALID_REQUEST), as in Kafka.
 
 import (
