@@ -304,7 +304,10 @@ func (s *topicSettings) checkRecord(r *records.Record, now int64) error {
 	if s.logAppendTime || ts == -1 {
 		return nil
 	}
-	if tooOld, tooNew := now-ts > s.tsBeforeMs, ts-now > s.tsAfterMs; tooOld || tooNew {
+	// Differences in uint64 cannot overflow, whatever the timestamp.
+	tooOld := ts < now && uint64(now)-uint64(ts) > uint64(s.tsBeforeMs)
+	tooNew := ts > now && uint64(ts)-uint64(now) > uint64(s.tsAfterMs)
+	if tooOld || tooNew {
 		return fmt.Errorf("%w: timestamp %d is out of range: message.timestamp.before.max.ms %d, after.max.ms %d around %d",
 			ErrInvalidTimestamp, ts, s.tsBeforeMs, s.tsAfterMs, now)
 	}
