@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -304,9 +305,10 @@ func (s *topicSettings) checkRecord(r *records.Record, now int64) error {
 	if s.logAppendTime || ts == -1 {
 		return nil
 	}
-	// Differences in uint64 cannot overflow, whatever the timestamp.
-	tooOld := ts < now && uint64(now)-uint64(ts) > uint64(s.tsBeforeMs)
-	tooNew := ts > now && uint64(ts)-uint64(now) > uint64(s.tsAfterMs)
+	// Differences in uint64 cannot overflow, whatever the timestamp;
+	// Long.MAX_VALUE means unbounded.
+	tooOld := s.tsBeforeMs != math.MaxInt64 && ts < now && uint64(now)-uint64(ts) > uint64(s.tsBeforeMs)
+	tooNew := s.tsAfterMs != math.MaxInt64 && ts > now && uint64(ts)-uint64(now) > uint64(s.tsAfterMs)
 	if tooOld || tooNew {
 		return fmt.Errorf("%w: timestamp %d is out of range: message.timestamp.before.max.ms %d, after.max.ms %d around %d",
 			ErrInvalidTimestamp, ts, s.tsBeforeMs, s.tsAfterMs, now)
