@@ -403,6 +403,29 @@ type ConfigEntry struct {
 	IsDefault bool       `json:"is_default"`
 	Source    string     `json:"source"`
 	Type      ConfigType `json:"-"`
+	// Synonyms are where the value could come from, most specific first,
+	// as Kafka's DescribeConfigs synonyms: the override, the broker
+	// setting (by its broker key), Kafka's default.
+	Synonyms []ConfigSynonym `json:"-"`
+}
+
+// ConfigSynonym is one source of a config's value.
+type ConfigSynonym struct {
+	Name, Value, Source string
+}
+
+// brokerKeys name the broker settings that give topic configs their
+// values, as Kafka's LogConfig synonyms.
+var brokerKeys = map[string]string{
+	CfgRetentionMs:        "log.retention.ms",
+	CfgRetentionBytes:     "log.retention.bytes",
+	CfgSegmentBytes:       "log.segment.bytes",
+	CfgSegmentMs:          "log.roll.ms",
+	CfgMaxMessageBytes:    "message.max.bytes",
+	CfgFlushMessages:      "log.flush.interval.messages",
+	CfgFlushMs:            "log.flush.interval.ms",
+	CfgIndexIntervalBytes: "log.index.interval.bytes",
+	CfgTimestampType:      "log.message.timestamp.type",
 }
 
 // brokerTopicValues are the topic configs the broker's own settings give a
@@ -428,12 +451,20 @@ func (b *Broker) describeConfigs(cfgs map[string]string) []ConfigEntry {
 	out := make([]ConfigEntry, 0, len(keys))
 	for _, k := range keys {
 		def := topicConfigDefs[k]
-		e := ConfigEntry{Name: k, Value: def.def, IsDefault: true, Source: SourceDefault, Type: def.typ}
+		e := ConfigEntry{Name: k, Type: def.typ}
 		if v, ok := cfgs[k]; ok {
-			e.Value, e.IsDefault, e.Source = v, false, SourceTopic
-		} else if v, ok := broker[k]; ok && v != def.def {
-			e.Value, e.Source = v, SourceBroker
+			e.Synonyms = append(e.Synonyms, ConfigSynonym{k, v, SourceTopic})
 		}
+		key, hasKey := brokerKeys[k]
+		if v, ok := broker[k]; ok && v != def.def {
+			e.Synonyms = append(e.Synonyms, ConfigSynonym{key, v, SourceBroker})
+		}
+		if !hasKey {
+			key = k
+		}
+		e.Synonyms = append(e.Synonyms, ConfigSynonym{key, def.def, SourceDefault})
+		e.Value, e.Source = e.Synonyms[0].Value, e.Synonyms[0].Source
+		e.IsDefault = e.Source != SourceTopic
 		out = append(out, e)
 	}
 	return out

@@ -9,8 +9,10 @@ package kafka
 // anything else Kafka's default with DEFAULT_CONFIG and IsDefault.
 // The broker resource (name "" or this broker's id) lists the broker's
 // settings with source STATIC_BROKER_CONFIG, read-only: ferry has no
-// dynamic broker configs. Synonyms, when asked for, hold just the entry
-// itself. Documentation is not provided (null). Other resource types
+// dynamic broker configs. Synonyms, when asked for, list a topic config's
+// override, the broker setting by its broker key (log.retention.ms, …) and
+// the default, most specific first, as Kafka does; a broker config's
+// synonym is the entry itself. Documentation is not provided (null). Other resource types
 // (broker loggers, client metrics, groups) are INVALID_REQUEST.
 
 import (
@@ -54,6 +56,8 @@ type configEntry struct {
 	Source      kmsg.ConfigSource
 	ReadOnly    bool
 	Type        kmsg.ConfigType
+	// Synonyms of a topic config; nil: the entry is its own synonym.
+	Synonyms []server.ConfigSynonym
 }
 
 func describedConfig(e configEntry, synonyms bool) kmsg.DescribeConfigsResponseResourceConfig {
@@ -61,10 +65,19 @@ func describedConfig(e configEntry, synonyms bool) kmsg.DescribeConfigsResponseR
 	value := e.Value
 	c.Name, c.Value, c.Source, c.ReadOnly, c.ConfigType = e.Name, &value, e.Source, e.ReadOnly, e.Type
 	c.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
-	if synonyms {
+	if !synonyms {
+		return c
+	}
+	if e.Synonyms == nil {
+		e.Synonyms = []server.ConfigSynonym{{Name: e.Name, Value: e.Value}}
+	}
+	for _, s := range e.Synonyms {
 		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-		syn.Name, syn.Value, syn.Source = e.Name, &value, e.Source
-		c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn}
+		syn.Name, syn.Value, syn.Source = s.Name, &s.Value, configSource(s.Source)
+		if s.Source == "" {
+			syn.Source = e.Source
+		}
+		c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
 	}
 	return c
 }
@@ -78,7 +91,8 @@ func (s *Server) configEntries(typ kmsg.ConfigResourceType, name string) ([]conf
 		}
 		out := make([]configEntry, 0, len(info.Configs))
 		for _, c := range info.Configs {
-			out = append(out, configEntry{Name: c.Name, Value: c.Value, Source: configSource(c.Source), Type: configType(c.Type)})
+			out = append(out, configEntry{Name: c.Name, Value: c.Value, Source: configSource(c.Source),
+				Type: configType(c.Type), Synonyms: c.Synonyms})
 		}
 		return out, 0, nil
 	case kmsg.ConfigResourceTypeBroker:

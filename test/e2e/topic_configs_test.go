@@ -133,6 +133,11 @@ func TestEveryKafkaTopicConfig(t *testing.T) {
 			t.Errorf("plain: %s = %q source %v, want %q %v", name, c.MaybeValue(), c.Source, want.value, want.source)
 		}
 	}
+	syn := configNamed(plain.Configs, "retention.ms").Synonyms
+	if len(syn) != 2 || syn[0].Key != "log.retention.ms" || syn[0].Source != kmsg.ConfigSourceStaticBrokerConfig ||
+		syn[1].Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("retention.ms synonyms: %+v, want log.retention.ms STATIC_BROKER_CONFIG then the default", syn)
+	}
 	if n := len(plain.Configs); n < len(validTopicConfigs) {
 		t.Errorf("DescribeConfigs lists %d topic configs, want at least %d", n, len(validTopicConfigs))
 	}
