@@ -16,9 +16,10 @@ import (
 // create 100k.
 const MaxAutoCreatePerRequest = 16
 
-// fdsPerPartition is what a fresh partition holds open: the active
-// segment's .log, .index and .timeindex, plus one for reads of sealed
-// segments and the checkpoints.
+// fdsPerPartition is what a fresh partition holds open (measured): the
+// active segment's .log, .index and .timeindex and the recovery
+// checkpoint. Reads of sealed segments and connections draw on the reserve
+// partitionLimit keeps.
 const fdsPerPartition = 4
 
 // partitionLimit is the broker-wide bound on partitions: the configured
