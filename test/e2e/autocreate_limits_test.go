@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,95 @@ func checkHealthy(t *testing.T, node *harness.Node) {
 		t.Fatalf("delete probe topic: %v %v", res, err)
 	}
 	res.Body.Close()
-	node.WaitKafka()
+	// A new Kafka connection is accepted and answered.
+	req2 := kmsg.NewPtrMetadataRequest()
+	req2.Version = 1
+	resp := kmsg.NewPtrMetadataResponse()
+	rawKafkaRequest(t, node.KafkaAddr, req2, resp)
+	if len(resp.Brokers) != 1 {
+		t.Fatalf("metadata on a new connection: %d brokers", len(resp.Brokers))
+	}
+}
+
+// One client cannot drive the node out of file descriptors: under a
+// 2048-fd limit it auto-creates topics request after request until the
+// derived partition bound answers POLICY_VIOLATION, and the node still
+// serves HTTP, new Kafka connections and topic changes.
+func TestAutoCreateCannotExhaustFileDescriptors(t *testing.T) {
+	node := startWithFdLimit(t, 2048)
+	created, refused := 0, false
+	for round := 0; round < 200 && !refused; round++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = 1
+		for i := range 16 {
+			name := fmt.Sprintf("fd-%03d-%02d", round, i)
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = &name
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := kmsg.NewPtrMetadataResponse()
+		rawKafkaRequest(t, node.KafkaAddr, req, resp)
+		for _, rt := range resp.Topics {
+			switch rt.ErrorCode {
+			case 0:
+				created++
+			case 44:
+				refused = true
+			default:
+				t.Fatalf("topic %s: error %d after %d created", *rt.Topic, rt.ErrorCode, created)
+			}
+		}
+	}
+	t.Logf("created %d topics before POLICY_VIOLATION", created)
+	if !refused {
+		t.Fatalf("created %d topics and never reached the partition bound", created)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, node.URL+"/topics/fd-000-00", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 204 {
+		t.Fatalf("delete: %v %v", res, err)
+	}
+	res.Body.Close()
+	checkHealthy(t, node)
+	if dirs := partitionDirs(t, node, "fd-"); len(dirs) > created {
+		t.Fatalf("%d fd-* directories for %d created topics", len(dirs), created)
+	}
+}
+
+// startWithFdLimit runs `ferry serve` under a hard fd limit (the Go runtime
+// raises the soft limit to the hard one at start), stopped at cleanup.
+func startWithFdLimit(t *testing.T, limit int) *harness.Node {
+	t.Helper()
+	node := &harness.Node{DataDir: t.TempDir(), HTTPPort: harness.FreePort(t)}
+	node.URL = fmt.Sprintf("http://127.0.0.1:%d", node.HTTPPort)
+	node.KafkaAddr = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, limit), harness.Binary(t),
+		"serve", "--data-dir", node.DataDir, "--http-addr", fmt.Sprintf("127.0.0.1:%d", node.HTTPPort), "--kafka-addr", node.KafkaAddr)
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("ferry logs:\n%s", logs.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(node.URL + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ferry under ulimit -n %d not ready", limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return node
 }
