@@ -148,3 +148,24 @@ func TestPartitionLimitFromFileDescriptors(t *testing.T) {
 		t.Fatalf("configured limit: %d", n)
 	}
 }
+
+// A create whose metadata write fails removes the partitions it made.
+func TestFailedMetadataWriteLeavesNothing(t *testing.T) {
+	b := newTestBroker(t)
+	before := dataDirs(t, b.cfg.DataDir)
+	// The temporary metadata file cannot be created where a directory is.
+	blocker := filepath.Join(b.cfg.DataDir, metadataFile+".tmp")
+	if err := os.Mkdir(blocker, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateTopic(TopicSpec{Name: "unrecorded", Partitions: 3}); !errors.Is(err, ErrStorage) {
+		t.Fatalf("create: %v, want ErrStorage", err)
+	}
+	os.Remove(blocker)
+	if got := dataDirs(t, b.cfg.DataDir); len(got) != len(before) {
+		t.Fatalf("data dir holds %v, before %v", got, before)
+	}
+	if _, err := b.lookup("unrecorded"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("lookup: %v", err)
+	}
+}
