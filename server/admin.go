@@ -57,6 +57,17 @@ func checkPartitionCount(name string, have, total int32) error {
 // ValidateTopicConfigs rejects unknown topic config keys and bad values.
 func ValidateTopicConfigs(cfgs map[string]string) error { return validateTopicConfigs(cfgs) }
 
+// DownConversionEnabled reports the topic's message.downconversion.enable:
+// whether a Fetch at a version older than the stored format may be served
+// converted (Kafka answers UNSUPPORTED_VERSION when it is false).
+func (b *Broker) DownConversionEnabled(topicName string) (bool, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return false, err
+	}
+	return !t.settings.noDownConversion, nil
+}
+
 // TopicID returns a topic's 16-byte id.
 func (b *Broker) TopicID(name string) ([16]byte, error) {
 	t, err := b.lookup(name)

@@ -275,6 +275,9 @@ type topicSettings struct {
 	recompress bool
 	codec      records.Codec
 	level      int // compression.<codec>.level; 0: the codec's default
+	// noDownConversion: message.downconversion.enable=false, so fetches
+	// at versions that need an older message format get UNSUPPORTED_VERSION.
+	noDownConversion bool
 	// tsBeforeMs and tsAfterMs bound CreateTime timestamps around the
 	// broker's clock (math.MaxInt64: unbounded).
 	tsBeforeMs, tsAfterMs int64
@@ -341,6 +344,7 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 		s.level = int(n)
 	}
 	s.tsBeforeMs, s.tsAfterMs = timestampBounds(num)
+	s.noDownConversion = strings.EqualFold(strings.TrimSpace(cfgs["message.downconversion.enable"]), "false")
 	s.syncAppends = s.log.FlushMessages == 1
 	s.validateValues = cfgs[CfgValueSchemaValidation] == "true"
 	s.log.MaxBatchBytes = s.maxMessageBytes

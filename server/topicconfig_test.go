@@ -94,3 +94,19 @@ func TestCheckRecordRules(t *testing.T) {
 		}
 	}
 }
+
+func TestDownConversionSetting(t *testing.T) {
+	b := newTestBroker(t)
+	if err := b.CreateTopic(TopicSpec{Name: "old", Partitions: 1, Configs: map[string]string{"message.downconversion.enable": "false"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateTopic(TopicSpec{Name: "new", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := b.DownConversionEnabled("old"); ok {
+		t.Fatal("old: down-conversion enabled despite the config")
+	}
+	if ok, _ := b.DownConversionEnabled("new"); !ok {
+		t.Fatal("new: down-conversion disabled by default")
+	}
+}
