@@ -12,6 +12,7 @@ import (
 const (
 	codeMalformed          = 40001 // body is not valid JSON or not the expected shape
 	codeBadParam           = 40002 // a query or path parameter is not valid
+	codeInternalTopic      = 40301 // a change clients may not make to an internal topic
 	codeTopicNotFound      = 40401
 	codePartitionNotFound  = 40402
 	codeNotFound           = 40404
@@ -26,6 +27,7 @@ const (
 	codeInvalidConfig      = 42204
 	codeInvalidRecord      = 42205
 	codeInvalidTimestamp   = 42206
+	codePartitionLimit     = 42207 // the broker holds max.partitions partitions
 	codeInternal           = 50001
 	codeStorage            = 50002
 	codeUnavailable        = 50301
@@ -37,6 +39,7 @@ var httpErrors = []struct {
 	status int
 	code   int
 }{
+	{server.ErrInternalTopic, http.StatusForbidden, codeInternalTopic},
 	{server.ErrUnknownTopic, http.StatusNotFound, codeTopicNotFound},
 	{server.ErrUnknownPartition, http.StatusNotFound, codePartitionNotFound},
 	{server.ErrTopicExists, http.StatusConflict, codeTopicExists},
@@ -49,6 +52,7 @@ var httpErrors = []struct {
 	{server.ErrInvalidRecord, http.StatusUnprocessableEntity, codeInvalidRecord},
 	{server.ErrCorruptMessage, http.StatusUnprocessableEntity, codeInvalidRecord},
 	{server.ErrInvalidTimestamp, http.StatusUnprocessableEntity, codeInvalidTimestamp},
+	{server.ErrPartitionLimit, http.StatusUnprocessableEntity, codePartitionLimit},
 	{server.ErrShuttingDown, http.StatusServiceUnavailable, codeUnavailable},
 	{server.ErrStorage, http.StatusInternalServerError, codeStorage},
 }

@@ -225,7 +225,6 @@ func TestProduceErrorsWriteNothing(t *testing.T) {
 		{"invalid topic name", "/kafka/bad%20name", typeJSON, `1`, 422, codeInvalidTopic},
 		{"invalid partition", "/kafka/t", typeJSON, `{"records":[{"value":1,"partition":0},{"value":2,"partition":7}]}`, 404, codePartitionNotFound},
 		{"negative partition", "/kafka/t", typeJSON, `{"records":[{"value":1,"partition":-3}]}`, 400, codeMalformed},
-		{"negative timestamp", "/kafka/t", typeJSON, `{"records":[{"value":1,"timestamp":-3}]}`, 400, codeMalformed},
 		{"record over message.max.bytes", "/kafka/t", typeJSON, `{"records":[{"value":1,"partition":1},{"value":"` + big + `","partition":0}]}`, 413, codeTooLarge},
 		{"request over body limit", "/kafka/t", typeJSON, `"` + strings.Repeat("y", 9000) + `"`, 413, codeTooLarge},
 		{"wrong content type", "/kafka/t", "text/plain", `1`, 415, codeUnsupportedType},

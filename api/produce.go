@@ -368,7 +368,8 @@ func (st *produceState) record(sc *scanner, format bodyFormat) (server.ProduceRe
 			}
 		case "timestamp":
 			if !sc.isNull() {
-				pr.Record.Timestamp, err = sc.integer(0, math.MaxInt64)
+				// The core judges timestamps for both listeners.
+				pr.Record.Timestamp, err = sc.integer(math.MinInt64, math.MaxInt64)
 			}
 		case "headers":
 			pr.Record.Headers, err = st.headers(sc)

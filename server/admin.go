@@ -23,11 +23,50 @@ func (b *Broker) ValidateTopicSpec(spec TopicSpec) error {
 	if _, err := b.lookup(spec.Name); err == nil {
 		return fmt.Errorf("%w: %q", ErrTopicExists, spec.Name)
 	}
+	return b.checkPartitionBudget(spec.Partitions)
+}
+
+// ValidateCreatePartitions reports whether CreatePartitions(name, total)
+// would succeed, without creating anything.
+func (b *Broker) ValidateCreatePartitions(name string, total int32) error {
+	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
+		return err
+	}
+	t, err := b.lookup(name)
+	if err != nil {
+		return err
+	}
+	have := int32(len(t.partitions))
+	if err := checkPartitionCount(name, have, total); err != nil {
+		return err
+	}
+	return b.checkPartitionBudget(total - have)
+}
+
+func checkPartitionCount(name string, have, total int32) error {
+	if total <= have {
+		return fmt.Errorf("%w: %s has %d partitions; the new count %d must be larger",
+			ErrInvalidPartitions, name, have, total)
+	}
+	if total > MaxPartitionsPerTopic {
+		return fmt.Errorf("%w: %d is above the limit %d", ErrInvalidPartitions, total, MaxPartitionsPerTopic)
+	}
 	return nil
 }
 
 // ValidateTopicConfigs rejects unknown topic config keys and bad values.
 func ValidateTopicConfigs(cfgs map[string]string) error { return validateTopicConfigs(cfgs) }
+
+// DownConversionEnabled reports the topic's message.downconversion.enable:
+// whether a Fetch at a version older than the stored format may be served
+// converted (Kafka answers UNSUPPORTED_VERSION when it is false).
+func (b *Broker) DownConversionEnabled(topicName string) (bool, error) {
+	t, err := b.lookup(topicName)
+	if err != nil {
+		return false, err
+	}
+	return !t.settings.noDownConversion, nil
+}
 
 // TopicID returns a topic's 16-byte id.
 func (b *Broker) TopicID(name string) ([16]byte, error) {
@@ -65,6 +104,9 @@ func decodeTopicID(s string) [16]byte {
 // (OffsetLatest means the high watermark) and returns the new log start.
 // Offsets above the high watermark are ErrOffsetOutOfRange.
 func (b *Broker) DeleteRecords(topicName string, partition int32, offset int64) (int64, error) {
+	if err := RefuseInternalTopic(topicName, "delete records of"); err != nil {
+		return 0, err
+	}
 	p, err := b.Partition(topicName, partition)
 	if err != nil {
 		return 0, err

@@ -42,6 +42,9 @@ type Broker struct {
 	// idem owns idempotent producers' state and producer ids (idempotence.go).
 	idem idempotence
 
+	// maxPartitions bounds the partitions this broker holds (partitionLimit).
+	maxPartitions int
+
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	toDelete chan string
@@ -78,6 +81,8 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 		logger:   logger.With("component", "broker"),
 		stop:     make(chan struct{}),
 		toDelete: make(chan string, 1024),
+
+		maxPartitions: partitionLimit(cfg.MaxPartitions),
 	}
 	b.mu.topics = make(map[string]*topic, len(meta.Topics))
 	b.mu.meta = meta
@@ -93,6 +98,7 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 		b.closeLogs()
 		return nil, fmt.Errorf("write topic metadata: %w", err)
 	}
+	b.removeHalfCreated()
 	b.queueLeftoverDeletes()
 	b.registerMetrics()
 	b.startLoops()
@@ -106,7 +112,11 @@ func (b *Broker) openTopic(tm topicMeta, fresh bool) (*topic, error) {
 	for i := int32(0); i < tm.Partitions; i++ {
 		p, err := b.openPartition(tm.Name, i, t.settings, fresh)
 		if err != nil {
-			closePartitions(t.partitions)
+			if fresh {
+				b.discardPartitions(tm.Name, t.partitions, 0, i+1)
+			} else {
+				closePartitions(t.partitions)
+			}
 			return nil, err
 		}
 		t.partitions = append(t.partitions, p)
@@ -120,7 +130,10 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		// A directory left by a crash between creating logs and recording the
 		// topic must not leak old records into a new topic of the same name.
 		if err := os.RemoveAll(dir); err != nil {
-			return nil, fmt.Errorf("clear %s: %w", dir, err)
+			return nil, fmt.Errorf("%w: clear %s: %v", ErrStorage, dir, err)
+		}
+		if err := markCreating(dir); err != nil {
+			return nil, fmt.Errorf("%w: create %s: %v", ErrStorage, dir, err)
 		}
 	}
 	l, err := storage.Open(dir, s.log, storage.Options{

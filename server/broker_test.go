@@ -183,8 +183,6 @@ func TestProduceRejectsWithoutWriting(t *testing.T) {
 		{"too large", ProduceRequest{Topic: "t", Records: []ProduceRecord{
 			{Partition: 1, Record: records.Record{Value: []byte("ok")}},
 			{Partition: 0, Record: records.Record{Value: make([]byte, 2000)}}}}, ErrRecordTooLarge},
-		{"negative timestamp", ProduceRequest{Topic: "t", Records: []ProduceRecord{
-			{Partition: 0, Record: records.Record{Timestamp: -5}}}}, ErrInvalidTimestamp},
 		{"empty", ProduceRequest{Topic: "t"}, ErrInvalidRecord},
 	}
 	for _, tc := range cases {

@@ -45,6 +45,10 @@ type Config struct {
 	// MaxDecompressedBytes caps how far one batch may expand when the core
 	// decompresses it to validate or to serve it over HTTP. Default 64 MiB.
 	MaxDecompressedBytes int
+	// MaxPartitions bounds the partitions this broker holds (max.partitions,
+	// as proposed in KIP-578); creates beyond it fail with ErrPartitionLimit.
+	// 0 derives it from the file-descriptor soft limit.
+	MaxPartitions int
 	// AdvertisedKafkaAddr is the host:port clients are told to connect to.
 	AdvertisedKafkaAddr string
 	// Metrics receives per-topic traffic, leader elections and log flush
@@ -96,6 +100,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("message.max.bytes %d: must be >= 64", c.MessageMaxBytes)
 	case c.RetentionCheckInterval <= 0:
 		return fmt.Errorf("log.retention.check.interval.ms: must be > 0")
+	case c.MaxPartitions < 0:
+		return fmt.Errorf("max.partitions %d: must be >= 0", c.MaxPartitions)
 	case c.FlushCheckInterval <= 0:
 		return fmt.Errorf("flush check interval: must be > 0")
 	case c.FailedLogProbeInterval <= 0:

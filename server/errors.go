@@ -23,6 +23,11 @@ var (
 	ErrInvalidTimestamp  = errors.New("invalid timestamp")
 	ErrStorage           = errors.New("storage error")
 	ErrShuttingDown      = errors.New("broker is shutting down")
+	// ErrInternalTopic: clients may not write to, delete, repartition or
+	// reconfigure a topic the broker owns (__consumer_offsets).
+	ErrInternalTopic = errors.New("internal topic")
+	// ErrPartitionLimit: the broker holds max.partitions partitions.
+	ErrPartitionLimit = errors.New("partition limit reached")
 )
 
 // Kafka protocol error codes used by the core's errors.
@@ -42,6 +47,7 @@ const (
 	KafkaInvalidReplication    int16 = 38
 	KafkaInvalidConfig         int16 = 40
 	KafkaInvalidRecord         int16 = 87
+	KafkaPolicyViolation       int16 = 44
 	KafkaBrokerNotAvailable    int16 = 8
 	KafkaOutOfOrderSequence    int16 = 45
 	KafkaInvalidProducerEpoch  int16 = 47
@@ -56,6 +62,10 @@ var kafkaCodes = []struct {
 	{ErrUnknownPartition, KafkaUnknownTopicPartition},
 	{ErrTopicExists, KafkaTopicAlreadyExists},
 	{ErrInvalidTopic, KafkaInvalidTopic},
+	// Kafka answers a client's append to an internal topic with
+	// INVALID_TOPIC_EXCEPTION; ferry gives the same answer to the other
+	// changes it refuses there (Kafka's tools refuse them client-side).
+	{ErrInternalTopic, KafkaInvalidTopic},
 	{ErrInvalidPartitions, KafkaInvalidPartitions},
 	{ErrInvalidReplicas, KafkaInvalidReplication},
 	{ErrInvalidConfig, KafkaInvalidConfig},
@@ -69,6 +79,9 @@ var kafkaCodes = []struct {
 	{ErrInvalidTimestamp, KafkaInvalidTimestamp},
 	{ErrStorage, KafkaKafkaStorageError},
 	{ErrShuttingDown, KafkaBrokerNotAvailable},
+	// POLICY_VIOLATION: the broker's own rule refuses the request, and
+	// clients do not retry it (KIP-578's proposed code never shipped).
+	{ErrPartitionLimit, KafkaPolicyViolation},
 	{ErrOutOfOrderSequence, KafkaOutOfOrderSequence},
 	{ErrInvalidProducerEpoch, KafkaInvalidProducerEpoch},
 }

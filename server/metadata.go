@@ -59,6 +59,15 @@ func saveMetadata(dir string, m clusterMeta) error {
 
 func writeFileAtomic(path string, data []byte) error {
 	tmp := path + ".tmp"
+	err := writeAndRename(tmp, path, data)
+	if err != nil {
+		os.Remove(tmp) // a failed write leaves no stray file
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func writeAndRename(tmp, path string, data []byte) error {
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -74,10 +83,7 @@ func writeFileAtomic(path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return os.Rename(tmp, path)
 }
 
 func syncDir(dir string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -29,6 +30,9 @@ type ProduceRequest struct {
 	Records []ProduceRecord
 	// Sync acknowledges only after fsync, whatever the topic's flush policy.
 	Sync bool
+	// Internal marks the broker's own writers (the group coordinator), the
+	// only ones allowed to append to internal topics.
+	Internal bool
 }
 
 // RecordOffset is where one produced record landed.
@@ -59,6 +63,11 @@ var builderPool = sync.Pool{New: func() any { return new(records.Builder) }}
 func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResult, error) {
 	if len(req.Records) == 0 {
 		return ProduceResult{}, fmt.Errorf("%w: the request has no records", ErrInvalidRecord)
+	}
+	if !req.Internal {
+		if err := RefuseInternalTopic(req.Topic, "produce to"); err != nil {
+			return ProduceResult{}, err
+		}
 	}
 	t, err := b.topicForProduce(req.Topic)
 	if err != nil {
@@ -124,11 +133,11 @@ func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch,
 		case p < 0 || p >= n:
 			return nil, fmt.Errorf("%w: %s has no partition %d (it has %d)", ErrUnknownPartition, t.meta.Name, p, n)
 		}
-		if recs[i].Record.Timestamp < 0 {
-			return nil, fmt.Errorf("%w: record %d has timestamp %d", ErrInvalidTimestamp, i, recs[i].Record.Timestamp)
-		}
 		if recs[i].Record.Timestamp == 0 {
-			recs[i].Record.Timestamp = now
+			recs[i].Record.Timestamp = now // the gateway's "no timestamp given"
+		}
+		if err := t.settings.checkRecord(&recs[i].Record, now); err != nil {
+			return nil, fmt.Errorf("%w (record %d)", err, i)
 		}
 		s := batchIndex(batches, slot, p)
 		if s < 0 {
@@ -147,7 +156,7 @@ func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch,
 		for _, idx := range batches[i].indexes {
 			builder.Add(recs[idx].Record)
 		}
-		data, err := builder.AppendBatch(nil, records.BatchOptions{})
+		data, err := builder.AppendBatch(nil, records.BatchOptions{Codec: t.settings.codec, Level: t.settings.level})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 		}
@@ -200,6 +209,9 @@ type BatchProduce struct {
 // ProduceBatch validates a client's batches record by record (decompressing
 // under a memory cap) and appends them; nothing is written if any is invalid.
 func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, error) {
+	if err := RefuseInternalTopic(req.Topic, "produce to"); err != nil {
+		return storage.AppendResult{}, err
+	}
 	t, err := b.topicForProduce(req.Topic)
 	if err != nil {
 		return storage.AppendResult{}, err
@@ -216,6 +228,12 @@ func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.Ap
 		return storage.AppendResult{}, err
 	}
 	if err := b.checkBatchValues(ctx, t, req.Batches); err != nil {
+		return storage.AppendResult{}, err
+	}
+	if err := b.checkBatchRecords(t, req.Batches); err != nil {
+		return storage.AppendResult{}, err
+	}
+	if req.Batches, err = b.recompress(t, req.Batches); err != nil {
 		return storage.AppendResult{}, err
 	}
 	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}
@@ -270,4 +288,69 @@ func appendError(topicName string, partition int32, err error) error {
 		return fmt.Errorf("%w: %s-%d is closed", ErrShuttingDown, topicName, partition)
 	}
 	return fmt.Errorf("%w: %s-%d: %v", ErrStorage, topicName, partition, err)
+}
+
+// checkRecord applies the per-record rules both listeners share: a
+// compacted topic needs keys (Kafka refuses keyless records there with
+// INVALID_RECORD whether or not compaction has run), and a CreateTime
+// timestamp must lie within message.timestamp.before/after.max.ms of the
+// broker's clock. As in Kafka's LogValidator, -1 (NO_TIMESTAMP) is always
+// accepted and other negative timestamps are judged by the same bounds,
+// which by default accept every value.
+func (s *topicSettings) checkRecord(r *records.Record, now int64) error {
+	if s.compact && r.Key == nil {
+		return fmt.Errorf("%w: a compacted topic cannot accept a record without a key", ErrInvalidRecord)
+	}
+	ts := r.Timestamp
+	if s.logAppendTime || ts == -1 {
+		return nil
+	}
+	// Differences in uint64 cannot overflow, whatever the timestamp;
+	// Long.MAX_VALUE means unbounded.
+	tooOld := s.tsBeforeMs != math.MaxInt64 && ts < now && uint64(now)-uint64(ts) > uint64(s.tsBeforeMs)
+	tooNew := s.tsAfterMs != math.MaxInt64 && ts > now && uint64(ts)-uint64(now) > uint64(s.tsAfterMs)
+	if tooOld || tooNew {
+		return fmt.Errorf("%w: timestamp %d is out of range: message.timestamp.before.max.ms %d, after.max.ms %d around %d",
+			ErrInvalidTimestamp, ts, s.tsBeforeMs, s.tsAfterMs, now)
+	}
+	return nil
+}
+
+// checkBatchRecords applies checkRecord to every record of a client's
+// batches, when the topic has a rule that needs it.
+func (b *Broker) checkBatchRecords(t *topic, batches []byte) error {
+	if !t.settings.checkRecords() {
+		return nil
+	}
+	now := time.Now().UnixMilli()
+	var bad error
+	err := records.Decode(batches, 0, b.cfg.MaxDecompressedBytes, func(r records.Record) bool {
+		bad = t.settings.checkRecord(&r, now)
+		return bad == nil
+	})
+	if bad != nil {
+		return bad
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
+	}
+	return nil
+}
+
+// recompress stores a client's batches with the topic's compression.type,
+// keeping offsets and sequence numbers, and checks the result against
+// max.message.bytes as Kafka does after recompression.
+func (b *Broker) recompress(t *topic, batches []byte) ([]byte, error) {
+	if !t.settings.recompress {
+		return batches, nil
+	}
+	out, err := records.Recompress(nil, batches, t.settings.codec, t.settings.level, b.cfg.MaxDecompressedBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: recompress to %v: %v", ErrCorruptMessage, t.settings.codec, err)
+	}
+	if len(out) > t.settings.maxMessageBytes {
+		return nil, fmt.Errorf("%w: %d bytes after recompression to %v; max.message.bytes is %d",
+			ErrRecordTooLarge, len(out), t.settings.codec, t.settings.maxMessageBytes)
+	}
+	return out, nil
 }

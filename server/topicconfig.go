@@ -3,14 +3,19 @@ package server
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
 )
 
-// Topic config keys ferry understands, with Kafka's names and meanings.
+// Topic config keys ferry's code refers to, with Kafka's names and meanings.
+// Every key Kafka 3.9 defines (LogConfig) is accepted: see topicConfigDefs.
 const (
 	CfgRetentionMs        = "retention.ms"
 	CfgRetentionBytes     = "retention.bytes"
@@ -23,39 +28,111 @@ const (
 	CfgTimestampType      = "message.timestamp.type"
 	CfgMinInsyncReplicas  = "min.insync.replicas"
 	CfgIndexIntervalBytes = "index.interval.bytes"
+	CfgCompressionType    = "compression.type"
+	CfgTimestampBeforeMax = "message.timestamp.before.max.ms"
+	CfgTimestampAfterMax  = "message.timestamp.after.max.ms"
+	CfgTimestampDiffMax   = "message.timestamp.difference.max.ms"
 )
 
-// topicConfigCheck validates one value; every known key has one.
-var topicConfigCheck = map[string]func(string) error{
-	CfgRetentionMs:           intAtLeast(-1),
-	CfgRetentionBytes:        intAtLeast(-1),
-	CfgSegmentBytes:          intBetween(1024, math.MaxInt32),
-	CfgSegmentMs:             intAtLeast(1),
-	CfgMaxMessageBytes:       intAtLeast(0),
-	CfgFlushMessages:         intAtLeast(1),
-	CfgFlushMs:               intAtLeast(0),
-	CfgMinInsyncReplicas:     intAtLeast(1),
-	CfgIndexIntervalBytes:    intAtLeast(0),
-	CfgCleanupPolicy:         oneOf("delete", "compact", "compact,delete", "delete,compact"),
-	CfgValueSchemaValidation: oneOf("true", "false"),
-	CfgTimestampType:         oneOf("CreateTime", "LogAppendTime"),
+// ConfigType is a config's type as Kafka's DescribeConfigs names it.
+type ConfigType string
+
+// The types of topic configs.
+const (
+	TypeBoolean ConfigType = "BOOLEAN"
+	TypeString  ConfigType = "STRING"
+	TypeInt     ConfigType = "INT"
+	TypeLong    ConfigType = "LONG"
+	TypeDouble  ConfigType = "DOUBLE"
+	TypeList    ConfigType = "LIST"
+)
+
+// Config sources, as Kafka's DescribeConfigs names them.
+const (
+	SourceTopic   = "DYNAMIC_TOPIC_CONFIG"
+	SourceBroker  = "STATIC_BROKER_CONFIG"
+	SourceDefault = "DEFAULT_CONFIG"
+)
+
+// topicConfigDef is one topic config: Kafka's type, default and validator.
+type topicConfigDef struct {
+	typ   ConfigType
+	def   string
+	check func(string) error
+}
+
+const maxLong = "9223372036854775807"
+
+// topicConfigDefs holds every topic config of Kafka 3.9's LogConfig (and
+// ferry's schema-validation switch), with Kafka's defaults and ranges.
+// Deviation: segment.bytes starts at 1024 (Kafka: 14), below which ferry's
+// segments cannot hold a batch header and its index entries usefully.
+var topicConfigDefs = map[string]topicConfigDef{
+	CfgCleanupPolicy:                          {TypeList, "delete", cleanupPolicy},
+	CfgCompressionType:                        {TypeString, "producer", oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")},
+	"compression.gzip.level":                  {TypeInt, "-1", gzipLevel},
+	"compression.lz4.level":                   {TypeInt, "9", intBetween(1, 17)},
+	"compression.zstd.level":                  {TypeInt, "3", intBetween(-131072, 22)},
+	"delete.retention.ms":                     {TypeLong, "86400000", longAtLeast(0)},
+	"file.delete.delay.ms":                    {TypeLong, "60000", longAtLeast(0)},
+	CfgFlushMessages:                          {TypeLong, maxLong, longAtLeast(1)},
+	CfgFlushMs:                                {TypeLong, maxLong, longAtLeast(0)},
+	"follower.replication.throttled.replicas": {TypeList, "", throttledReplicas},
+	CfgIndexIntervalBytes:                     {TypeInt, "4096", intBetween(0, math.MaxInt32)},
+	"leader.replication.throttled.replicas":   {TypeList, "", throttledReplicas},
+	"local.retention.bytes":                   {TypeLong, "-2", longAtLeast(-2)},
+	"local.retention.ms":                      {TypeLong, "-2", longAtLeast(-2)},
+	"max.compaction.lag.ms":                   {TypeLong, maxLong, longAtLeast(1)},
+	CfgMaxMessageBytes:                        {TypeInt, "1048588", intBetween(0, math.MaxInt32)},
+	"message.downconversion.enable":           {TypeBoolean, "true", boolean},
+	"message.format.version":                  {TypeString, "3.0-IV1", messageFormatVersion},
+	CfgTimestampAfterMax:                      {TypeLong, maxLong, longAtLeast(0)},
+	CfgTimestampBeforeMax:                     {TypeLong, maxLong, longAtLeast(0)},
+	CfgTimestampDiffMax:                       {TypeLong, maxLong, longAtLeast(0)},
+	CfgTimestampType:                          {TypeString, "CreateTime", oneOf("CreateTime", "LogAppendTime")},
+	"min.cleanable.dirty.ratio":               {TypeDouble, "0.5", doubleBetween(0, 1)},
+	"min.compaction.lag.ms":                   {TypeLong, "0", longAtLeast(0)},
+	CfgMinInsyncReplicas:                      {TypeInt, "1", intBetween(1, math.MaxInt32)},
+	"preallocate":                             {TypeBoolean, "false", boolean},
+	"remote.log.copy.disable":                 {TypeBoolean, "false", boolean},
+	"remote.log.delete.on.disable":            {TypeBoolean, "false", boolean},
+	"remote.storage.enable":                   {TypeBoolean, "false", boolean},
+	CfgRetentionBytes:                         {TypeLong, "-1", longAtLeast(math.MinInt64)},
+	CfgRetentionMs:                            {TypeLong, "604800000", longAtLeast(-1)},
+	CfgSegmentBytes:                           {TypeInt, "1073741824", intBetween(1024, math.MaxInt32)},
+	"segment.index.bytes":                     {TypeInt, "10485760", intBetween(4, math.MaxInt32)},
+	"segment.jitter.ms":                       {TypeLong, "0", longAtLeast(0)},
+	CfgSegmentMs:                              {TypeLong, "604800000", longAtLeast(1)},
+	"unclean.leader.election.enable":          {TypeBoolean, "false", boolean},
+	CfgValueSchemaValidation:                  {TypeBoolean, "false", oneOf("true", "false")},
 }
 
 // TopicConfigKeys lists the topic configs ferry accepts, sorted.
 func TopicConfigKeys() []string {
-	keys := make([]string, 0, len(topicConfigCheck))
-	for k := range topicConfigCheck {
+	keys := make([]string, 0, len(topicConfigDefs))
+	for k := range topicConfigDefs {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	return keys
 }
 
-func intAtLeast(min int64) func(string) error {
+// TopicConfigType is a known topic config's type ("" for unknown keys).
+func TopicConfigType(name string) ConfigType { return topicConfigDefs[name].typ }
+
+func parseLong(v string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a long", v)
+	}
+	return n, nil
+}
+
+func longAtLeast(min int64) func(string) error {
 	return func(v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := parseLong(v)
 		if err != nil {
-			return fmt.Errorf("%q is not an integer", v)
+			return err
 		}
 		if n < min {
 			return fmt.Errorf("%d is below the minimum %d", n, min)
@@ -65,38 +142,115 @@ func intAtLeast(min int64) func(string) error {
 }
 
 func intBetween(min, max int64) func(string) error {
-	atLeast := intAtLeast(min)
 	return func(v string) error {
-		if err := atLeast(v); err != nil {
-			return err
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil {
+			return fmt.Errorf("%q is not a 32-bit integer", v)
 		}
-		if n, _ := strconv.ParseInt(v, 10, 64); n > max {
-			return fmt.Errorf("%d is above the maximum %d", n, max)
+		if n < min || n > max {
+			return fmt.Errorf("%d is not in [%d, %d]", n, min, max)
 		}
 		return nil
 	}
 }
 
+func doubleBetween(min, max float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(f) {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		if f < min || f > max {
+			return fmt.Errorf("%v is not in [%v, %v]", f, min, max)
+		}
+		return nil
+	}
+}
+
+func boolean(v string) error {
+	if t := strings.TrimSpace(v); strings.EqualFold(t, "true") || strings.EqualFold(t, "false") {
+		return nil
+	}
+	return fmt.Errorf("%q is not true or false", v)
+}
+
+func gzipLevel(v string) error {
+	if err := intBetween(-1, 9)(v); err != nil {
+		return err
+	}
+	if n, _ := strconv.Atoi(strings.TrimSpace(v)); n == 0 {
+		return fmt.Errorf("0 is not a gzip level; use -1 (default) or 1..9")
+	}
+	return nil
+}
+
+var versionPattern = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?$`)
+
+func messageFormatVersion(v string) error {
+	if !versionPattern.MatchString(strings.TrimSpace(v)) {
+		return fmt.Errorf("%q is not a version such as 3.0-IV1 or 2.8", v)
+	}
+	return nil
+}
+
 func oneOf(allowed ...string) func(string) error {
 	return func(v string) error {
-		for _, a := range allowed {
-			if v == a {
-				return nil
-			}
+		if slices.Contains(allowed, v) {
+			return nil
 		}
 		return fmt.Errorf("%q is not one of %v", v, allowed)
 	}
+}
+
+// splitList reads a Kafka LIST value: comma-separated, items trimmed,
+// empty for "".
+func splitList(v string) []string {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	items := strings.Split(v, ",")
+	for i := range items {
+		items[i] = strings.TrimSpace(items[i])
+	}
+	return items
+}
+
+func cleanupPolicy(v string) error {
+	for _, p := range splitList(v) {
+		if p != "delete" && p != "compact" {
+			return fmt.Errorf("%q is not delete or compact", p)
+		}
+	}
+	return nil
+}
+
+// throttledReplicas is Kafka's ThrottledReplicaListValidator: "*" or
+// partition:broker pairs.
+func throttledReplicas(v string) error {
+	items := splitList(v)
+	if len(items) == 1 && items[0] == "*" {
+		return nil
+	}
+	for _, it := range items {
+		p, b, ok := strings.Cut(it, ":")
+		_, errP := strconv.ParseInt(p, 10, 32)
+		_, errB := strconv.ParseInt(b, 10, 32)
+		if !ok || errP != nil || errB != nil {
+			return fmt.Errorf("%q is not partition:broker; the value is * or a list of partition:broker", it)
+		}
+	}
+	return nil
 }
 
 // validateTopicConfigs rejects unknown keys and bad values, as Kafka's
 // CreateTopics does with INVALID_CONFIG.
 func validateTopicConfigs(cfgs map[string]string) error {
 	for k, v := range cfgs {
-		check, ok := topicConfigCheck[k]
+		def, ok := topicConfigDefs[k]
 		if !ok {
 			return fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, k)
 		}
-		if err := check(v); err != nil {
+		if err := def.check(v); err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, k, err)
 		}
 	}
@@ -114,6 +268,24 @@ type topicSettings struct {
 	// validateValues: every value must be Confluent wire format with a
 	// schema of <topic>-value and decode with it.
 	validateValues bool
+	// compact: cleanup.policy holds compact, so every record needs a key.
+	compact bool
+	// recompress: compression.type names a codec (or uncompressed), and
+	// the broker stores every batch with codec, as Kafka does.
+	recompress bool
+	codec      records.Codec
+	level      int // compression.<codec>.level; 0: the codec's default
+	// noDownConversion: message.downconversion.enable=false, so fetches
+	// at versions that need an older message format get UNSUPPORTED_VERSION.
+	noDownConversion bool
+	// tsBeforeMs and tsAfterMs bound CreateTime timestamps around the
+	// broker's clock (math.MaxInt64: unbounded).
+	tsBeforeMs, tsAfterMs int64
+}
+
+// checkRecords reports whether produced records need a per-record check.
+func (s *topicSettings) checkRecords() bool {
+	return s.compact || !s.logAppendTime && (s.tsBeforeMs != math.MaxInt64 || s.tsAfterMs != math.MaxInt64)
 }
 
 func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
@@ -127,7 +299,7 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 		if !ok {
 			return 0, false
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := parseLong(v)
 		return n, err == nil
 	}
 	if n, ok := num(CfgRetentionMs); ok {
@@ -157,16 +329,60 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 	if v, ok := cfgs[CfgTimestampType]; ok {
 		s.logAppendTime = v == "LogAppendTime"
 	}
-	if p, ok := cfgs[CfgCleanupPolicy]; ok && p == "compact" {
-		// Compaction is not implemented yet; a compact-only topic must not
-		// lose keys to time or size retention meanwhile.
-		s.log.RetentionTime = -1
-		s.log.RetentionBytes = -1
+	if p, ok := cfgs[CfgCleanupPolicy]; ok {
+		policy := splitList(p)
+		s.compact = slices.Contains(policy, "compact")
+		if !slices.Contains(policy, "delete") {
+			// Compaction is not implemented yet; a topic without the delete
+			// policy must not lose keys to time or size retention meanwhile.
+			s.log.RetentionTime = -1
+			s.log.RetentionBytes = -1
+		}
 	}
+	s.recompress, s.codec = brokerCodec(cfgs[CfgCompressionType])
+	if n, ok := num("compression." + s.codec.String() + ".level"); ok && n != -1 {
+		s.level = int(n)
+	}
+	s.tsBeforeMs, s.tsAfterMs = timestampBounds(num)
+	s.noDownConversion = strings.EqualFold(strings.TrimSpace(cfgs["message.downconversion.enable"]), "false")
 	s.syncAppends = s.log.FlushMessages == 1
 	s.validateValues = cfgs[CfgValueSchemaValidation] == "true"
 	s.log.MaxBatchBytes = s.maxMessageBytes
 	return s
+}
+
+// brokerCodec reads compression.type: producer (or unset) keeps what the
+// producer sent.
+func brokerCodec(v string) (bool, records.Codec) {
+	switch v {
+	case "uncompressed":
+		return true, records.None
+	case "gzip":
+		return true, records.Gzip
+	case "snappy":
+		return true, records.Snappy
+	case "lz4":
+		return true, records.LZ4
+	case "zstd":
+		return true, records.Zstd
+	}
+	return false, records.None
+}
+
+// timestampBounds: before/after.max.ms, falling back to the deprecated
+// difference.max.ms for a bound not set, as Kafka 3.6+ does.
+func timestampBounds(num func(string) (int64, bool)) (before, after int64) {
+	before, after = math.MaxInt64, math.MaxInt64
+	if d, ok := num(CfgTimestampDiffMax); ok {
+		before, after = d, d
+	}
+	if n, ok := num(CfgTimestampBeforeMax); ok {
+		before = n
+	}
+	if n, ok := num(CfgTimestampAfterMax); ok {
+		after = n
+	}
+	return before, after
 }
 
 // msDuration turns a Kafka millisecond setting into a Duration; negative
@@ -182,36 +398,78 @@ func msDuration(ms int64) time.Duration {
 }
 
 // ConfigEntry is one topic config as described to users: the topic's own
-// override, or the broker default (IsDefault).
+// override (source DYNAMIC_TOPIC_CONFIG), the broker's setting
+// (STATIC_BROKER_CONFIG) or Kafka's default (DEFAULT_CONFIG). IsDefault is
+// true for anything that is not a topic override.
 type ConfigEntry struct {
-	Name      string `json:"name"`
-	Value     string `json:"value"`
-	IsDefault bool   `json:"is_default"`
+	Name      string     `json:"name"`
+	Value     string     `json:"value"`
+	IsDefault bool       `json:"is_default"`
+	Source    string     `json:"source"`
+	Type      ConfigType `json:"-"`
+	// Synonyms are where the value could come from, most specific first,
+	// as Kafka's DescribeConfigs synonyms: the override, the broker
+	// setting (by its broker key), Kafka's default.
+	Synonyms []ConfigSynonym `json:"-"`
+}
+
+// ConfigSynonym is one source of a config's value.
+type ConfigSynonym struct {
+	Name, Value, Source string
+}
+
+// brokerKeys name the broker settings that give topic configs their
+// values, as Kafka's LogConfig synonyms.
+var brokerKeys = map[string]string{
+	CfgRetentionMs:        "log.retention.ms",
+	CfgRetentionBytes:     "log.retention.bytes",
+	CfgSegmentBytes:       "log.segment.bytes",
+	CfgSegmentMs:          "log.roll.ms",
+	CfgMaxMessageBytes:    "message.max.bytes",
+	CfgFlushMessages:      "log.flush.interval.messages",
+	CfgFlushMs:            "log.flush.interval.ms",
+	CfgIndexIntervalBytes: "log.index.interval.bytes",
+	CfgTimestampType:      "log.message.timestamp.type",
+}
+
+// brokerTopicValues are the topic configs the broker's own settings give a
+// value, as Kafka would show them.
+func (b *Broker) brokerTopicValues() map[string]string {
+	def := b.resolveSettings(nil)
+	return map[string]string{
+		CfgRetentionMs:        strconv.FormatInt(durationMs(def.log.RetentionTime), 10),
+		CfgRetentionBytes:     strconv.FormatInt(def.log.RetentionBytes, 10),
+		CfgSegmentBytes:       strconv.FormatInt(def.log.SegmentBytes, 10),
+		CfgSegmentMs:          strconv.FormatInt(durationMs(def.log.SegmentMaxAge), 10),
+		CfgMaxMessageBytes:    strconv.Itoa(def.maxMessageBytes),
+		CfgFlushMessages:      strconv.FormatInt(flushMessagesDefault(def.log.FlushMessages), 10),
+		CfgFlushMs:            strconv.FormatInt(flushMsShown(def.log.FlushInterval), 10),
+		CfgTimestampType:      map[bool]string{false: "CreateTime", true: "LogAppendTime"}[def.logAppendTime],
+		CfgIndexIntervalBytes: strconv.Itoa(def.log.IndexIntervalBytes),
+	}
 }
 
 func (b *Broker) describeConfigs(cfgs map[string]string) []ConfigEntry {
-	def := b.resolveSettings(nil)
-	defaults := map[string]string{
-		CfgRetentionMs:           strconv.FormatInt(durationMs(def.log.RetentionTime), 10),
-		CfgRetentionBytes:        strconv.FormatInt(def.log.RetentionBytes, 10),
-		CfgSegmentBytes:          strconv.FormatInt(def.log.SegmentBytes, 10),
-		CfgSegmentMs:             strconv.FormatInt(durationMs(def.log.SegmentMaxAge), 10),
-		CfgMaxMessageBytes:       strconv.Itoa(def.maxMessageBytes),
-		CfgCleanupPolicy:         "delete",
-		CfgFlushMessages:         strconv.FormatInt(flushMessagesDefault(def.log.FlushMessages), 10),
-		CfgFlushMs:               strconv.FormatInt(flushMsShown(def.log.FlushInterval), 10),
-		CfgTimestampType:         map[bool]string{false: "CreateTime", true: "LogAppendTime"}[def.logAppendTime],
-		CfgMinInsyncReplicas:     "1",
-		CfgIndexIntervalBytes:    strconv.Itoa(def.log.IndexIntervalBytes),
-		CfgValueSchemaValidation: "false",
-	}
-	out := make([]ConfigEntry, 0, len(defaults))
-	for _, k := range TopicConfigKeys() {
+	broker := b.brokerTopicValues()
+	keys := TopicConfigKeys()
+	out := make([]ConfigEntry, 0, len(keys))
+	for _, k := range keys {
+		def := topicConfigDefs[k]
+		e := ConfigEntry{Name: k, Type: def.typ}
 		if v, ok := cfgs[k]; ok {
-			out = append(out, ConfigEntry{Name: k, Value: v})
-			continue
+			e.Synonyms = append(e.Synonyms, ConfigSynonym{k, v, SourceTopic})
 		}
-		out = append(out, ConfigEntry{Name: k, Value: defaults[k], IsDefault: true})
+		key, hasKey := brokerKeys[k]
+		if v, ok := broker[k]; ok && v != def.def {
+			e.Synonyms = append(e.Synonyms, ConfigSynonym{key, v, SourceBroker})
+		}
+		if !hasKey {
+			key = k
+		}
+		e.Synonyms = append(e.Synonyms, ConfigSynonym{key, def.def, SourceDefault})
+		e.Value, e.Source = e.Synonyms[0].Value, e.Synonyms[0].Source
+		e.IsDefault = e.Source != SourceTopic
+		out = append(out, e)
 	}
 	return out
 }

@@ -4,12 +4,30 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // MaxPartitionsPerTopic bounds a create or add-partitions request, so one
 // call cannot open an unbounded number of files.
 const MaxPartitionsPerTopic = 10000
+
+// IsInternalTopic reports whether name is a topic the broker owns: the
+// group coordinator's __consumer_offsets, and __transaction_state reserved
+// for transactions, as Kafka's Topic.isInternal.
+func IsInternalTopic(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
+}
+
+// RefuseInternalTopic is the one rule for client changes to internal topics:
+// losing them loses every group's committed offsets.
+func RefuseInternalTopic(name, what string) error {
+	if IsInternalTopic(name) {
+		return fmt.Errorf("%w: %s is owned by the broker; clients cannot %s it", ErrInternalTopic, name, what)
+	}
+	return nil
+}
 
 // ValidateTopicName applies Kafka's rules: 1–249 characters of
 // [a-zA-Z0-9._-], and not "." or "..".
@@ -51,6 +69,9 @@ func (b *Broker) CreateTopic(spec TopicSpec) error {
 	if _, err := b.lookup(spec.Name); err == nil {
 		return fmt.Errorf("%w: %q", ErrTopicExists, spec.Name)
 	}
+	if err := b.checkPartitionBudget(spec.Partitions); err != nil {
+		return err
+	}
 	tm := topicMeta{
 		Name:              spec.Name,
 		ID:                newID(),
@@ -63,9 +84,10 @@ func (b *Broker) CreateTopic(spec TopicSpec) error {
 		return err
 	}
 	if err := b.commitTopic(tm.Name, t); err != nil {
-		closePartitions(t.partitions)
+		b.discardPartitions(tm.Name, t.partitions, 0, tm.Partitions)
 		return err
 	}
+	b.createdPartitions(tm.Name, 0, tm.Partitions)
 	b.logger.Info("topic created", "topic", tm.Name, "partitions", tm.Partitions)
 	return nil
 }
@@ -127,6 +149,9 @@ func (b *Broker) commitTopic(name string, t *topic) error {
 
 // DeleteTopic removes a topic: it disappears at once, its files in the background.
 func (b *Broker) DeleteTopic(name string) error {
+	if err := RefuseInternalTopic(name, "delete"); err != nil {
+		return err
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	t, err := b.lookup(name)
@@ -160,6 +185,9 @@ func (b *Broker) DeleteTopic(name string) error {
 
 // CreatePartitions raises a topic's partition count to total.
 func (b *Broker) CreatePartitions(name string, total int32) error {
+	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
+		return err
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	t, err := b.lookup(name)
@@ -167,35 +195,68 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 		return err
 	}
 	have := int32(len(t.partitions))
-	if total <= have {
-		return fmt.Errorf("%w: %s has %d partitions; the new count %d must be larger",
-			ErrInvalidPartitions, name, have, total)
+	if err := checkPartitionCount(name, have, total); err != nil {
+		return err
 	}
-	if total > MaxPartitionsPerTopic {
-		return fmt.Errorf("%w: %d is above the limit %d", ErrInvalidPartitions, total, MaxPartitionsPerTopic)
+	if err := b.checkPartitionBudget(total - have); err != nil {
+		return err
 	}
 	next := &topic{meta: t.meta, settings: t.settings, partitions: append([]Partition(nil), t.partitions...)}
 	next.meta.Partitions = total
 	for i := have; i < total; i++ {
 		p, err := b.openPartition(name, i, t.settings, true)
 		if err != nil {
-			closePartitions(next.partitions[have:])
+			b.discardPartitions(name, next.partitions[have:], have, i+1)
 			return err
 		}
 		next.partitions = append(next.partitions, p)
 	}
 	if err := b.commitTopic(name, next); err != nil {
-		closePartitions(next.partitions[have:])
+		b.discardPartitions(name, next.partitions[have:], have, total)
 		return err
 	}
+	b.createdPartitions(name, have, total)
 	return nil
+}
+
+// ConfigOpType is an IncrementalAlterConfigs operation, with Kafka's values.
+type ConfigOpType int8
+
+// The four operations of KIP-339.
+const (
+	ConfigSet ConfigOpType = iota
+	ConfigDelete
+	ConfigAppend
+	ConfigSubtract
+)
+
+// ConfigOp is one change to one topic config.
+type ConfigOp struct {
+	Name  string
+	Op    ConfigOpType
+	Value string // for SET; comma-separated items for APPEND and SUBTRACT
 }
 
 // AlterTopicConfigs sets and removes topic config overrides. With replace,
 // set becomes the whole override set (Kafka's AlterConfigs); otherwise set is
 // merged in and remove deleted (IncrementalAlterConfigs).
 func (b *Broker) AlterTopicConfigs(name string, set map[string]string, remove []string, replace bool) error {
-	if err := validateTopicConfigs(set); err != nil {
+	ops := make([]ConfigOp, 0, len(set)+len(remove))
+	for k, v := range set {
+		ops = append(ops, ConfigOp{Name: k, Op: ConfigSet, Value: v})
+	}
+	for _, k := range remove {
+		ops = append(ops, ConfigOp{Name: k, Op: ConfigDelete})
+	}
+	return b.ChangeTopicConfigs(name, ops, replace, false)
+}
+
+// ChangeTopicConfigs applies ops to a topic's overrides, all or none; with
+// replace they start from no overrides (AlterConfigs), with validateOnly
+// nothing changes. APPEND and SUBTRACT work on LIST configs only, from the
+// override or, without one, the default, as in Kafka.
+func (b *Broker) ChangeTopicConfigs(name string, ops []ConfigOp, replace, validateOnly bool) error {
+	if err := RefuseInternalTopic(name, "change the configs of"); err != nil {
 		return err
 	}
 	b.adminMu.Lock()
@@ -208,12 +269,13 @@ func (b *Broker) AlterTopicConfigs(name string, set map[string]string, remove []
 	if !replace {
 		maps.Copy(cfgs, t.meta.Configs)
 	}
-	maps.Copy(cfgs, set)
-	for _, k := range remove {
-		if _, known := topicConfigCheck[k]; !known {
-			return fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, k)
+	for _, op := range ops {
+		if err := applyConfigOp(cfgs, op); err != nil {
+			return err
 		}
-		delete(cfgs, k)
+	}
+	if err := validateTopicConfigs(cfgs); err != nil || validateOnly {
+		return err
 	}
 	next := &topic{meta: t.meta, settings: b.resolveSettings(cfgs), partitions: t.partitions}
 	next.meta.Configs = cfgs
@@ -225,6 +287,43 @@ func (b *Broker) AlterTopicConfigs(name string, set map[string]string, remove []
 			lp.log.SetConfig(next.settings.log)
 		}
 	}
+	return nil
+}
+
+func applyConfigOp(cfgs map[string]string, op ConfigOp) error {
+	def, known := topicConfigDefs[op.Name]
+	if !known {
+		return fmt.Errorf("%w: unknown topic config %q", ErrInvalidConfig, op.Name)
+	}
+	switch op.Op {
+	case ConfigSet:
+		cfgs[op.Name] = op.Value
+		return nil
+	case ConfigDelete:
+		delete(cfgs, op.Name)
+		return nil
+	case ConfigAppend, ConfigSubtract:
+	default:
+		return fmt.Errorf("%w: operation %d on %q", ErrInvalidConfig, op.Op, op.Name)
+	}
+	if def.typ != TypeList {
+		return fmt.Errorf("%w: %q is a %s config; APPEND and SUBTRACT apply to LIST configs", ErrInvalidConfig, op.Name, def.typ)
+	}
+	cur, ok := cfgs[op.Name]
+	if !ok {
+		cur = def.def
+	}
+	items := splitList(cur)
+	for _, v := range splitList(op.Value) {
+		has := slices.Contains(items, v)
+		switch {
+		case op.Op == ConfigAppend && !has:
+			items = append(items, v)
+		case op.Op == ConfigSubtract && has:
+			items = slices.DeleteFunc(items, func(x string) bool { return x == v })
+		}
+	}
+	cfgs[op.Name] = strings.Join(items, ",")
 	return nil
 }
 

@@ -167,7 +167,7 @@ func offsetValue(e offsetEntry) []byte {
 // writeOffsets appends commits (nil entry: tombstone) to __consumer_offsets
 // as one batch, acknowledged after fsync. Callers hold g.commitMu, not g.mu.
 func (c *Coordinator) writeOffsets(ctx context.Context, g *group, set map[topicPartition]offsetEntry, del []topicPartition) error {
-	req := &server.ProduceRequest{Topic: OffsetsTopic, Sync: true}
+	req := &server.ProduceRequest{Topic: OffsetsTopic, Sync: true, Internal: true}
 	p := c.offsetsPartition(g.name)
 	now := c.now().UnixMilli()
 	for _, tp := range sortedTPs(set) {

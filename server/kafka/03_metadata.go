@@ -9,7 +9,11 @@ package kafka
 // auto.create.topics.enable is on and the request allows it: always for
 // v0–3, AllowAutoTopicCreation for v4+. Unlike Kafka, which answers
 // LEADER_NOT_AVAILABLE until a new topic's leaders are elected, the created
-// topic is returned at once (creation is synchronous on one node). v10+
+// topic is returned at once (creation is synchronous on one node). One
+// request auto-creates at most server.MaxAutoCreatePerRequest topics; the
+// others answer UNKNOWN_TOPIC_OR_PARTITION (retriable), so a request naming
+// 100k topics cannot create them all; the broker's max.partitions bound
+// (POLICY_VIOLATION) holds across requests. v10+
 // carry topic ids; topics requested by id alone are looked up by id.
 // Authorized operations are not computed (ACLs do not exist): the fields
 // keep Kafka's "not requested" value.
@@ -23,9 +27,6 @@ import (
 	"github.com/ferry-mq/ferry/server"
 )
 
-// consumerOffsetsTopic is the coordinator's internal topic.
-const consumerOffsetsTopic = "__consumer_offsets"
-
 func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -36,17 +37,21 @@ func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) kmsg.Respo
 	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	if all {
 		for _, name := range s.broker.Topics() {
-			resp.Topics = append(resp.Topics, s.topicMetadata(name, false))
+			resp.Topics = append(resp.Topics, s.topicMetadata(name, nil))
 		}
 		return resp
 	}
 	autoCreate := s.broker.Config().AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
+	budget := 0
+	if autoCreate {
+		budget = server.MaxAutoCreatePerRequest
+	}
 	for _, t := range req.Topics {
 		if t.Topic == nil {
 			resp.Topics = append(resp.Topics, s.topicMetadataByID(t.TopicID))
 			continue
 		}
-		resp.Topics = append(resp.Topics, s.topicMetadata(*t.Topic, autoCreate))
+		resp.Topics = append(resp.Topics, s.topicMetadata(*t.Topic, &budget))
 	}
 	return resp
 }
@@ -65,19 +70,22 @@ func (s *Server) topicMetadataByID(id [16]byte) kmsg.MetadataResponseTopic {
 		mt.ErrorCode = codeUnknownTopicID
 		return mt
 	}
-	return s.topicMetadata(name, false)
+	return s.topicMetadata(name, nil)
 }
 
-func (s *Server) topicMetadata(name string, autoCreate bool) kmsg.MetadataResponseTopic {
+// topicMetadata describes one topic; an unknown one is created while
+// *createBudget (nil: none) lasts, each creation taking one.
+func (s *Server) topicMetadata(name string, createBudget *int) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &name
-	mt.IsInternal = name == consumerOffsetsTopic
+	mt.IsInternal = server.IsInternalTopic(name)
 	if err := server.ValidateTopicName(name); err != nil {
 		mt.ErrorCode = codeInvalidTopic
 		return mt
 	}
 	n, err := s.broker.PartitionCount(name)
-	if errors.Is(err, server.ErrUnknownTopic) && autoCreate {
+	if errors.Is(err, server.ErrUnknownTopic) && createBudget != nil && *createBudget > 0 && !server.IsInternalTopic(name) {
+		*createBudget--
 		if err = s.broker.CreateTopic(server.TopicSpec{Name: name}); err == nil || errors.Is(err, server.ErrTopicExists) {
 			n, err = s.broker.PartitionCount(name)
 		}

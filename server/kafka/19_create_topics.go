@@ -11,7 +11,8 @@ package kafka
 // with NumPartitions and ReplicationFactor -1 (else INVALID_REQUEST), as in
 // Kafka. A name twice in one request fails both (INVALID_REQUEST). v5+
 // answers with the topic's partitions, replication factor and configs
-// (source DYNAMIC_TOPIC_CONFIG for overrides, DEFAULT_CONFIG otherwise),
+// (source DYNAMIC_TOPIC_CONFIG for overrides, STATIC_BROKER_CONFIG for the
+// broker's settings, DEFAULT_CONFIG otherwise),
 // v7 with the topic id.
 
 import (
@@ -76,7 +77,7 @@ func (s *Server) createTopic(t *kmsg.CreateTopicsRequestTopic, validateOnly bool
 	for _, c := range info.Configs {
 		rc := kmsg.NewCreateTopicsResponseTopicConfig()
 		rc.Name, rc.Value = c.Name, &c.Value
-		rc.Source = int8(configSource(c.IsDefault))
+		rc.Source = int8(configSource(c.Source))
 		rt.Configs = append(rt.Configs, rc)
 	}
 }
@@ -115,9 +116,12 @@ func (s *Server) topicSpec(t *kmsg.CreateTopicsRequestTopic) (server.TopicSpec, 
 	return spec, 0, nil
 }
 
-func configSource(isDefault bool) kmsg.ConfigSource {
-	if isDefault {
-		return kmsg.ConfigSourceDefaultConfig
+func configSource(source string) kmsg.ConfigSource {
+	switch source {
+	case server.SourceTopic:
+		return kmsg.ConfigSourceDynamicTopicConfig
+	case server.SourceBroker:
+		return kmsg.ConfigSourceStaticBrokerConfig
 	}
-	return kmsg.ConfigSourceDynamicTopicConfig
+	return kmsg.ConfigSourceDefaultConfig
 }

@@ -5,7 +5,10 @@ package kafka
 // Deletion is synchronous (the topic disappears at once, its files in the
 // background), so TimeoutMillis is not used. v6 may name topics by id; a
 // topic given both a name and an id is INVALID_REQUEST, an unknown id
-// UNKNOWN_TOPIC_ID, as in Kafka.
+// UNKNOWN_TOPIC_ID, as in Kafka. Internal topics (__consumer_offsets) are
+// refused with INVALID_TOPIC_EXCEPTION: Kafka's broker deletes them and
+// loses every committed offset, only its tools refuse; ferry refuses in
+// the core, for both listeners.
 
 import (
 	"context"

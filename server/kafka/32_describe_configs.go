@@ -2,13 +2,17 @@ package kafka
 
 // DescribeConfigs (key 32), versions 0–4 (v0 answers IsDefault, not the source).
 //
-// Topic resources list every topic config ferry knows (server.TopicConfigKeys),
-// or those named in ConfigNames: an override has source DYNAMIC_TOPIC_CONFIG,
-// anything else the broker's value with source DEFAULT_CONFIG and IsDefault.
+// Topic resources list every topic config Kafka 3.9 defines (and
+// confluent.value.schema.validation), or those named in ConfigNames: an
+// override has source DYNAMIC_TOPIC_CONFIG, a value the broker's settings
+// give (log.retention.ms, message.max.bytes, …) STATIC_BROKER_CONFIG, and
+// anything else Kafka's default with DEFAULT_CONFIG and IsDefault.
 // The broker resource (name "" or this broker's id) lists the broker's
 // settings with source STATIC_BROKER_CONFIG, read-only: ferry has no
-// dynamic broker configs. Synonyms, when asked for, hold just the entry
-// itself. Documentation is not provided (null). Other resource types
+// dynamic broker configs. Synonyms, when asked for, list a topic config's
+// override, the broker setting by its broker key (log.retention.ms, …) and
+// the default, most specific first, as Kafka does; a broker config's
+// synonym is the entry itself. Documentation is not provided (null). Other resource types
 // (broker loggers, client metrics, groups) are INVALID_REQUEST.
 
 import (
@@ -52,6 +56,8 @@ type configEntry struct {
 	Source      kmsg.ConfigSource
 	ReadOnly    bool
 	Type        kmsg.ConfigType
+	// Synonyms of a topic config; nil: the entry is its own synonym.
+	Synonyms []server.ConfigSynonym
 }
 
 func describedConfig(e configEntry, synonyms bool) kmsg.DescribeConfigsResponseResourceConfig {
@@ -59,10 +65,19 @@ func describedConfig(e configEntry, synonyms bool) kmsg.DescribeConfigsResponseR
 	value := e.Value
 	c.Name, c.Value, c.Source, c.ReadOnly, c.ConfigType = e.Name, &value, e.Source, e.ReadOnly, e.Type
 	c.IsDefault = e.Source == kmsg.ConfigSourceDefaultConfig
-	if synonyms {
+	if !synonyms {
+		return c
+	}
+	if e.Synonyms == nil {
+		e.Synonyms = []server.ConfigSynonym{{Name: e.Name, Value: e.Value}}
+	}
+	for _, s := range e.Synonyms {
 		syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-		syn.Name, syn.Value, syn.Source = e.Name, &value, e.Source
-		c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn}
+		syn.Name, syn.Value, syn.Source = s.Name, &s.Value, configSource(s.Source)
+		if s.Source == "" {
+			syn.Source = e.Source
+		}
+		c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
 	}
 	return c
 }
@@ -76,7 +91,8 @@ func (s *Server) configEntries(typ kmsg.ConfigResourceType, name string) ([]conf
 		}
 		out := make([]configEntry, 0, len(info.Configs))
 		for _, c := range info.Configs {
-			out = append(out, configEntry{Name: c.Name, Value: c.Value, Source: configSource(c.IsDefault), Type: topicConfigType(c.Name)})
+			out = append(out, configEntry{Name: c.Name, Value: c.Value, Source: configSource(c.Source),
+				Type: configType(c.Type), Synonyms: c.Synonyms})
 		}
 		return out, 0, nil
 	case kmsg.ConfigResourceTypeBroker:
@@ -95,14 +111,18 @@ func (s *Server) checkBrokerResource(name string) error {
 	return nil
 }
 
-func topicConfigType(name string) kmsg.ConfigType {
-	switch name {
-	case server.CfgCleanupPolicy:
-		return kmsg.ConfigTypeList
-	case server.CfgTimestampType:
+func configType(t server.ConfigType) kmsg.ConfigType {
+	switch t {
+	case server.TypeBoolean:
+		return kmsg.ConfigTypeBoolean
+	case server.TypeString:
 		return kmsg.ConfigTypeString
-	case server.CfgMaxMessageBytes, server.CfgMinInsyncReplicas, server.CfgIndexIntervalBytes, server.CfgSegmentBytes:
+	case server.TypeInt:
 		return kmsg.ConfigTypeInt
+	case server.TypeDouble:
+		return kmsg.ConfigTypeDouble
+	case server.TypeList:
+		return kmsg.ConfigTypeList
 	}
 	return kmsg.ConfigTypeLong
 }

@@ -58,28 +58,12 @@ func alterableResource(typ kmsg.ConfigResourceType) error {
 
 // alterTopicConfigs applies (or with validateOnly, checks) a change.
 func (s *Server) alterTopicConfigs(topic string, set map[string]string, remove []string, replace, validateOnly bool) error {
-	if !validateOnly {
-		return s.broker.AlterTopicConfigs(topic, set, remove, replace)
-	}
-	if _, err := s.broker.PartitionCount(topic); err != nil {
-		return err
-	}
-	if err := server.ValidateTopicConfigs(set); err != nil {
-		return err
+	ops := make([]server.ConfigOp, 0, len(set)+len(remove))
+	for k, v := range set {
+		ops = append(ops, server.ConfigOp{Name: k, Op: server.ConfigSet, Value: v})
 	}
 	for _, k := range remove {
-		if !knownTopicConfig(k) {
-			return fmt.Errorf("%w: unknown topic config %q", server.ErrInvalidConfig, k)
-		}
+		ops = append(ops, server.ConfigOp{Name: k, Op: server.ConfigDelete})
 	}
-	return nil
-}
-
-func knownTopicConfig(k string) bool {
-	for _, known := range server.TopicConfigKeys() {
-		if k == known {
-			return true
-		}
-	}
-	return false
+	return s.broker.ChangeTopicConfigs(topic, ops, replace, validateOnly)
 }

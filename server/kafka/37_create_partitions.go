@@ -5,7 +5,9 @@ package kafka
 // Raises a topic's partition count (Broker.CreatePartitions); the count
 // must grow. A manual assignment must give each new partition this broker
 // as its only replica (INVALID_REPLICA_ASSIGNMENT otherwise). ValidateOnly
-// checks without creating. Synchronous: TimeoutMillis is not used. A topic
+// checks without creating, including the broker's max.partitions budget
+// (POLICY_VIOLATION). Internal topics are INVALID_TOPIC_EXCEPTION, as
+// Kafka's tools refuse them. Synchronous: TimeoutMillis is not used. A topic
 // named twice in one request fails both (INVALID_REQUEST), as in Kafka.
 
 import (
@@ -13,8 +15,6 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/ferry-mq/ferry/server"
 )
 
 func (s *Server) handleCreatePartitions(_ context.Context, kreq kmsg.Request) kmsg.Response {
@@ -55,16 +55,8 @@ func (s *Server) checkPartitionAssignment(t *kmsg.CreatePartitionsRequestTopic) 
 }
 
 func (s *Server) createPartitions(topic string, count int32, validateOnly bool) error {
-	if !validateOnly {
-		return s.broker.CreatePartitions(topic, count)
+	if validateOnly {
+		return s.broker.ValidateCreatePartitions(topic, count)
 	}
-	have, err := s.broker.PartitionCount(topic)
-	if err != nil {
-		return err
-	}
-	if count <= have || count > server.MaxPartitionsPerTopic {
-		return fmt.Errorf("%w: %s has %d partitions; %d must be larger and at most %d",
-			server.ErrInvalidPartitions, topic, have, count, server.MaxPartitionsPerTopic)
-	}
-	return nil
+	return s.broker.CreatePartitions(topic, count)
 }

@@ -2,16 +2,22 @@ package kafka
 
 // IncrementalAlterConfigs (key 44), versions 0–1.
 //
-// SET and DELETE on topic configs, applied together per resource (all or
-// nothing); APPEND and SUBTRACT are INVALID_REQUEST (ferry has no list
-// configs that take them usefully). ValidateOnly checks without changing.
-// Broker resources are refused with INVALID_REQUEST (static settings).
+// SET, DELETE, APPEND and SUBTRACT on topic configs, applied together per
+// resource (all or nothing) by Broker.ChangeTopicConfigs. APPEND and
+// SUBTRACT take comma-separated items and work on LIST configs
+// (cleanup.policy, the throttled-replica lists), from the override or the
+// default; on other configs they are INVALID_CONFIG, as in Kafka. A config
+// named twice in one resource is INVALID_REQUEST. ValidateOnly checks
+// without changing. Broker resources are refused with INVALID_REQUEST
+// (static settings).
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
 )
 
 func (s *Server) handleIncrementalAlterConfigs(_ context.Context, kreq kmsg.Request) kmsg.Response {
@@ -20,12 +26,12 @@ func (s *Server) handleIncrementalAlterConfigs(_ context.Context, kreq kmsg.Requ
 	for _, r := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		set, remove, err := incrementalChange(r)
+		ops, err := incrementalOps(r)
 		var code int16
 		if err != nil {
 			code = codeInvalidRequest
 		} else {
-			err = s.alterTopicConfigs(r.ResourceName, set, remove, false, req.ValidateOnly)
+			err = s.broker.ChangeTopicConfigs(r.ResourceName, ops, false, req.ValidateOnly)
 			code = errorCode(err)
 		}
 		rr.ErrorCode, rr.ErrorMessage = code, errorMessage(err)
@@ -34,24 +40,37 @@ func (s *Server) handleIncrementalAlterConfigs(_ context.Context, kreq kmsg.Requ
 	return resp
 }
 
-func incrementalChange(r kmsg.IncrementalAlterConfigsRequestResource) (map[string]string, []string, error) {
+func incrementalOps(r kmsg.IncrementalAlterConfigsRequestResource) ([]server.ConfigOp, error) {
 	if err := alterableResource(r.ResourceType); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	set := map[string]string{}
-	var remove []string
+	ops := make([]server.ConfigOp, 0, len(r.Configs))
+	seen := make(map[string]bool, len(r.Configs))
 	for _, c := range r.Configs {
+		if seen[c.Name] {
+			return nil, fmt.Errorf("config %q appears more than once", c.Name)
+		}
+		seen[c.Name] = true
+		op := server.ConfigOp{Name: c.Name}
 		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
-			if c.Value == nil {
-				return nil, nil, fmt.Errorf("SET %q with a null value", c.Name)
-			}
-			set[c.Name] = *c.Value
+			op.Op = server.ConfigSet
 		case kmsg.IncrementalAlterConfigOpDelete:
-			remove = append(remove, c.Name)
+			op.Op = server.ConfigDelete
+		case kmsg.IncrementalAlterConfigOpAppend:
+			op.Op = server.ConfigAppend
+		case kmsg.IncrementalAlterConfigOpSubtract:
+			op.Op = server.ConfigSubtract
 		default:
-			return nil, nil, fmt.Errorf("operation %v on %q is not supported; use SET or DELETE", c.Op, c.Name)
+			return nil, fmt.Errorf("operation %d on %q is not SET, DELETE, APPEND or SUBTRACT", c.Op, c.Name)
 		}
+		if c.Value == nil && op.Op != server.ConfigDelete {
+			return nil, fmt.Errorf("%v %q with a null value", c.Op, c.Name)
+		}
+		if c.Value != nil {
+			op.Value = *c.Value
+		}
+		ops = append(ops, op)
 	}
-	return set, remove, nil
+	return ops, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/records"
 )
 
@@ -450,7 +451,7 @@ func TestBurrowReadsCommitsOverOldFetch(t *testing.T) {
 	if r := do[*kmsg.OffsetCommitResponse](c, commit, 2); r.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("commit: %+v", r)
 	}
-	set := do[*kmsg.FetchResponse](c, fetchReq(consumerOffsetsTopic, 0, 0, 0, 1), 2).Topics[0].Partitions[0].RecordBatches
+	set := do[*kmsg.FetchResponse](c, fetchReq(group.OffsetsTopic, 0, 0, 0, 1), 2).Topics[0].Partitions[0].RecordBatches
 	found := false
 	for _, m := range parseMessageSet(t, set) {
 		var key kmsg.OffsetCommitKey
@@ -461,7 +462,7 @@ func TestBurrowReadsCommitsOverOldFetch(t *testing.T) {
 		found = found || key.Group == "burrowed" && key.Topic == "lagged" && key.Partition == 0 && value.Offset == 2
 	}
 	if !found {
-		t.Fatalf("the commit is not in the %d-byte v2 fetch of %s", len(set), consumerOffsetsTopic)
+		t.Fatalf("the commit is not in the %d-byte v2 fetch of %s", len(set), group.OffsetsTopic)
 	}
 	lo := listOffsetsReq("lagged", -1)
 	lo.Topics[0].Partitions[0].MaxNumOffsets = 1

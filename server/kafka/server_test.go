@@ -398,8 +398,8 @@ func TestAdminRequests(t *testing.T) {
 		t.Fatalf("incremental alter: %+v", r.Resources[0])
 	}
 	inc.Resources[0].Configs[0].Op = kmsg.IncrementalAlterConfigOpAppend
-	if r := do[*kmsg.IncrementalAlterConfigsResponse](c, inc, 1); r.Resources[0].ErrorCode != kerr.InvalidRequest.Code {
-		t.Fatalf("append: %+v", r.Resources[0])
+	if r := do[*kmsg.IncrementalAlterConfigsResponse](c, inc, 1); r.Resources[0].ErrorCode != kerr.InvalidConfig.Code {
+		t.Fatalf("append to a non-list config: %+v", r.Resources[0])
 	}
 	dc := kmsg.NewPtrDescribeConfigsRequest()
 	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "adm"},

@@ -57,7 +57,7 @@ func (b *Builder) AppendBatch(dst []byte, opts BatchOptions) ([]byte, error) {
 	}
 	start := len(dst)
 	dst = append(dst, make([]byte, headerSize)...)
-	dst, err := Compress(opts.Codec, dst, b.records)
+	dst, err := CompressLevel(opts.Codec, opts.Level, dst, b.records)
 	if err != nil {
 		return dst[:start], fmt.Errorf("build batch of %d records: %w", b.count, err)
 	}

@@ -18,18 +18,26 @@ import (
 // clients expect: gzip streams, xerial-framed snappy (what the Java client
 // writes), LZ4 frames, zstd frames. None appends src unchanged.
 func Compress(codec Codec, dst, src []byte) ([]byte, error) {
+	return CompressLevel(codec, 0, dst, src)
+}
+
+// CompressLevel is Compress at a level in Kafka's numbering for the codec
+// (compression.gzip.level 1..9, compression.lz4.level 1..17,
+// compression.zstd.level -131072..22); 0 (or gzip's -1) is the codec's
+// default. Levels the libraries lack map to the nearest they have.
+func CompressLevel(codec Codec, level int, dst, src []byte) ([]byte, error) {
 	var err error
 	switch codec {
 	case None:
 		return append(dst, src...), nil
 	case Gzip:
-		dst, err = compressGzip(dst, src)
+		dst, err = compressGzip(dst, src, level)
 	case Snappy:
 		return appendXerial(dst, src), nil
 	case LZ4:
-		dst, err = compressLZ4(dst, src)
+		dst, err = compressLZ4(dst, src, level)
 	case Zstd:
-		return zstdEncoder().EncodeAll(src, dst), nil
+		return zstdEncoderAt(level).EncodeAll(src, dst), nil
 	default:
 		return dst, fmt.Errorf("compress with %v: %w", codec, ErrUnsupportedCodec)
 	}
@@ -129,9 +137,24 @@ var gzipPool = sync.Pool{New: func() any {
 	return &gzipCodec{w: gzip.NewWriter(nil)}
 }}
 
-func compressGzip(dst, src []byte) ([]byte, error) {
-	c := gzipPool.Get().(*gzipCodec)
-	defer gzipPool.Put(c)
+// gzipLevelPools hold writers for explicit levels 1..9.
+var gzipLevelPools [gzip.BestCompression + 1]sync.Pool
+
+func gzipCodecAt(level int) (*gzipCodec, *sync.Pool) {
+	if level < gzip.BestSpeed || level > gzip.BestCompression {
+		return gzipPool.Get().(*gzipCodec), &gzipPool
+	}
+	pool := &gzipLevelPools[level]
+	if c, ok := pool.Get().(*gzipCodec); ok {
+		return c, pool
+	}
+	w, _ := gzip.NewWriterLevel(nil, level) // level is in range
+	return &gzipCodec{w: w}, pool
+}
+
+func compressGzip(dst, src []byte, level int) ([]byte, error) {
+	c, pool := gzipCodecAt(level)
+	defer pool.Put(c)
 	c.out.b = dst
 	c.w.Reset(&c.out)
 	_, err := c.w.Write(src)
@@ -169,12 +192,23 @@ var lz4Pool = sync.Pool{New: func() any {
 
 var lz4Options = []lz4.Option{lz4.BlockSizeOption(lz4.Block64Kb)}
 
-func compressLZ4(dst, src []byte) ([]byte, error) {
+// lz4Level maps Kafka's lz4 levels (1..17, HC from 3) to the library's.
+func lz4Level(level int) lz4.CompressionLevel {
+	switch {
+	case level <= 0:
+		return lz4.Fast
+	case level >= 9:
+		return lz4.Level9
+	}
+	return lz4.CompressionLevel(1 << (8 + level))
+}
+
+func compressLZ4(dst, src []byte, level int) ([]byte, error) {
 	c := lz4Pool.Get().(*lz4Codec)
 	defer lz4Pool.Put(c)
 	c.out.b = dst
 	c.w.Reset(&c.out)
-	err := c.w.Apply(lz4Options...)
+	err := c.w.Apply(append(lz4Options, lz4.CompressionLevelOption(lz4Level(level)))...)
 	if err == nil {
 		_, err = c.w.Write(src)
 	}
@@ -195,15 +229,31 @@ func decompressLZ4(dst, src []byte, max int) ([]byte, error) {
 	return dst, err
 }
 
-// zstdEncoder is shared: EncodeAll is safe for concurrent use and keeps its
-// own per-goroutine state.
-var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
-	enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true))
-	if err != nil {
-		panic(fmt.Sprintf("records: zstd encoder with static options: %v", err))
+// zstdEncoders are shared, one per library level: EncodeAll is safe for
+// concurrent use and keeps its own per-goroutine state.
+var zstdEncoders [zstd.SpeedBestCompression + 1]struct {
+	once sync.Once
+	enc  *zstd.Encoder
+}
+
+// zstdEncoderAt returns the encoder for a Kafka zstd level (0: default).
+func zstdEncoderAt(level int) *zstd.Encoder {
+	l := zstd.SpeedDefault
+	if level != 0 {
+		l = zstd.EncoderLevelFromZstd(level)
 	}
-	return enc
-})
+	e := &zstdEncoders[l]
+	e.once.Do(func() {
+		enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(l))
+		if err != nil {
+			panic(fmt.Sprintf("records: zstd encoder with static options: %v", err))
+		}
+		e.enc = enc
+	})
+	return e.enc
+}
+
+func zstdEncoder() *zstd.Encoder { return zstdEncoderAt(0) }
 
 // zstdWindowFloor is the smallest window a zstd frame may always use. The
 // decoder needs a window-sized buffer, so the window is bounded too, by the

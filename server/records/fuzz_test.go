@@ -107,3 +107,19 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRecompress: no input panics, and a recompressed batch validates
+// whenever its input did, with the same records.
+func FuzzRecompress(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = withValidCRCs(data)
+		out, err := Recompress(nil, data, LZ4, 0, fuzzCap)
+		if err != nil || Validate(data, fuzzCap) != nil {
+			return
+		}
+		if err := Validate(out, 4*fuzzCap); err != nil {
+			t.Fatalf("input validates, recompressed does not: %v", err)
+		}
+	})
+}

@@ -77,6 +77,9 @@ func (c Codec) String() string {
 // gives an uncompressed, non-idempotent batch.
 type BatchOptions struct {
 	Codec Codec
+	// Level is the compression level in Kafka's numbering (see
+	// CompressLevel); 0 is the codec's default.
+	Level int
 	// ProducerID 0 means "no producer": producerId, producerEpoch and
 	// baseSequence are all written as -1 and the two fields below are
 	// ignored. Kafka can hand out producer id 0, so whoever allocates

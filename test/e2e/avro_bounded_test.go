@@ -70,15 +70,6 @@ func readAvro(t *testing.T, node *harness.Node, topic string) avroRead {
 	return ans
 }
 
-func checkHealthy(t *testing.T, node *harness.Node) {
-	t.Helper()
-	res, err := http.Get(node.URL + "/healthz")
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("/healthz after the attack: %v %v", res, err)
-	}
-	res.Body.Close()
-}
-
 // TestAvroHugeBlockCount: the 10-byte value `00 <id> feffffff0f` (an int
 // array declaring 2^31-1 items) used to run the node out of memory on
 // enforced produce and on format=avro reads. Now produce refuses it (HTTP

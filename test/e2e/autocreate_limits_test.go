@@ -1,0 +1,290 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/test/harness"
+)
+
+// rawKafkaRequest sends one request at req's own version over a fresh
+// connection and decodes the answer; kgo would pick its own version.
+func rawKafkaRequest(t *testing.T, addr string, req kmsg.Request, resp kmsg.Response) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(120 * time.Second))
+	body := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
+	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
+	body = binary.BigEndian.AppendUint32(body, 7)      // correlation id
+	body = binary.BigEndian.AppendUint16(body, 0xffff) // null client id
+	if req.IsFlexible() {
+		body = append(body, 0) // no tagged fields
+	}
+	body = req.AppendTo(body)
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	if _, err := conn.Write(append(frame, body...)); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	data := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(r, data); err != nil {
+		t.Fatal(err)
+	}
+	data = data[4:] // correlation id
+	if resp.IsFlexible() && resp.Key() != 18 {
+		data = data[1:]
+	}
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(data); err != nil {
+		t.Fatalf("decode response: %v", err)
+	}
+}
+
+// A Metadata v1 request naming 20k unknown topics auto-creates a bounded
+// number of them; the node stays healthy and the data dir holds exactly
+// the created topics' partitions.
+func TestMetadataAutoCreateIsBounded(t *testing.T) {
+	node := kafkaNode(t)
+	const unknown = 20000
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 1
+	for i := range unknown {
+		name := fmt.Sprintf("flood-%05d", i)
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = &name
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := kmsg.NewPtrMetadataResponse()
+	rawKafkaRequest(t, node.KafkaAddr, req, resp)
+	created, refused := 0, 0
+	for _, rt := range resp.Topics {
+		switch rt.ErrorCode {
+		case 0:
+			created++
+		case 3: // UNKNOWN_TOPIC_OR_PARTITION
+			refused++
+		default:
+			t.Fatalf("topic %s: error %d", *rt.Topic, rt.ErrorCode)
+		}
+	}
+	t.Logf("created %d, refused %d of %d", created, refused, unknown)
+	if created == 0 || created > 16 || created+refused != unknown {
+		t.Fatalf("created %d and refused %d of %d unknown topics; want 1..16 created", created, refused, unknown)
+	}
+	checkHealthy(t, node)
+	dirs := partitionDirs(t, node, "flood-")
+	if len(dirs) != created {
+		t.Fatalf("%d flood-* directories for %d created topics", len(dirs), created)
+	}
+	// With auto-creation off, nothing is created at all.
+	off := harness.Start(t, "--config", writeProps(t, "auto.create.topics.enable=false\n"))
+	off.WaitKafka()
+	resp = kmsg.NewPtrMetadataResponse()
+	rawKafkaRequest(t, off.KafkaAddr, req, resp)
+	for _, rt := range resp.Topics {
+		if rt.ErrorCode != 3 {
+			t.Fatalf("auto-create off: topic %s answered %d, want 3", *rt.Topic, rt.ErrorCode)
+		}
+	}
+	if dirs := partitionDirs(t, off, "flood-"); len(dirs) != 0 {
+		t.Fatalf("auto-create off left %d directories", len(dirs))
+	}
+}
+
+// The broker-wide partition bound holds across requests: creates past
+// max.partitions answer POLICY_VIOLATION and leave nothing on disk.
+func TestPartitionLimitAcrossRequests(t *testing.T) {
+	node := harness.Start(t, "--config", writeProps(t, "max.partitions=20\n"))
+	node.WaitKafka()
+	var created, policy int
+	for round := 0; round < 10; round++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = 1
+		for i := range 16 {
+			name := fmt.Sprintf("limit-%d-%d", round, i)
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = &name
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := kmsg.NewPtrMetadataResponse()
+		rawKafkaRequest(t, node.KafkaAddr, req, resp)
+		for _, rt := range resp.Topics {
+			switch rt.ErrorCode {
+			case 0:
+				created++
+			case 44:
+				policy++
+			default:
+				t.Fatalf("topic %s: error %d", *rt.Topic, rt.ErrorCode)
+			}
+		}
+	}
+	// __consumer_offsets holds one of the 20 partitions.
+	if created != 19 || policy != 160-19 {
+		t.Fatalf("created %d, POLICY_VIOLATION %d; want 19 and %d", created, policy, 160-19)
+	}
+	if dirs := partitionDirs(t, node, "limit-"); len(dirs) != created {
+		t.Fatalf("%d limit-* directories for %d topics", len(dirs), created)
+	}
+	mustPost(t, node.URL+"/topics", "application/json", `{"name":"over","partitions":1}`, 422)
+	// Deleting a topic frees its partitions for the next create.
+	req, _ := http.NewRequest(http.MethodDelete, node.URL+"/topics/limit-0-0", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 204 {
+		t.Fatalf("delete: %v %v", res, err)
+	}
+	res.Body.Close()
+	checkHealthy(t, node)
+}
+
+func writeProps(t *testing.T, body string) string {
+	t.Helper()
+	path := t.TempDir() + "/server.properties"
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func partitionDirs(t *testing.T, node *harness.Node, prefix string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(node.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// checkHealthy: the node answers, creates and deletes a topic, and takes a
+// new Kafka connection.
+func checkHealthy(t *testing.T, node *harness.Node) {
+	t.Helper()
+	res, err := http.Get(node.URL + "/healthz")
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", res, err)
+	}
+	res.Body.Close()
+	createTopic(t, node, "health-probe", 1)
+	req, _ := http.NewRequest(http.MethodDelete, node.URL+"/topics/health-probe", nil)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 204 {
+		t.Fatalf("delete probe topic: %v %v", res, err)
+	}
+	res.Body.Close()
+	// A new Kafka connection is accepted and answered.
+	req2 := kmsg.NewPtrMetadataRequest()
+	req2.Version = 1
+	resp := kmsg.NewPtrMetadataResponse()
+	rawKafkaRequest(t, node.KafkaAddr, req2, resp)
+	if len(resp.Brokers) != 1 {
+		t.Fatalf("metadata on a new connection: %d brokers", len(resp.Brokers))
+	}
+}
+
+// One client cannot drive the node out of file descriptors: under a
+// 2048-fd limit it auto-creates topics request after request until the
+// derived partition bound answers POLICY_VIOLATION, and the node still
+// serves HTTP, new Kafka connections and topic changes.
+func TestAutoCreateCannotExhaustFileDescriptors(t *testing.T) {
+	node := startWithFdLimit(t, 2048)
+	created, refused := 0, false
+	for round := 0; round < 200 && !refused; round++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = 1
+		for i := range 16 {
+			name := fmt.Sprintf("fd-%03d-%02d", round, i)
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = &name
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := kmsg.NewPtrMetadataResponse()
+		rawKafkaRequest(t, node.KafkaAddr, req, resp)
+		for _, rt := range resp.Topics {
+			switch rt.ErrorCode {
+			case 0:
+				created++
+			case 44:
+				refused = true
+			default:
+				t.Fatalf("topic %s: error %d after %d created", *rt.Topic, rt.ErrorCode, created)
+			}
+		}
+	}
+	t.Logf("created %d topics before POLICY_VIOLATION", created)
+	if !refused {
+		t.Fatalf("created %d topics and never reached the partition bound", created)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, node.URL+"/topics/fd-000-00", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != 204 {
+		t.Fatalf("delete: %v %v", res, err)
+	}
+	res.Body.Close()
+	checkHealthy(t, node)
+	if dirs := partitionDirs(t, node, "fd-"); len(dirs) > created {
+		t.Fatalf("%d fd-* directories for %d created topics", len(dirs), created)
+	}
+}
+
+// startWithFdLimit runs `ferry serve` under a hard fd limit (the Go runtime
+// raises the soft limit to the hard one at start), stopped at cleanup.
+func startWithFdLimit(t *testing.T, limit int) *harness.Node {
+	t.Helper()
+	node := &harness.Node{DataDir: t.TempDir(), HTTPPort: harness.FreePort(t)}
+	node.URL = fmt.Sprintf("http://127.0.0.1:%d", node.HTTPPort)
+	node.KafkaAddr = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, limit), harness.Binary(t),
+		"serve", "--data-dir", node.DataDir, "--http-addr", fmt.Sprintf("127.0.0.1:%d", node.HTTPPort), "--kafka-addr", node.KafkaAddr)
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("ferry logs:\n%s", logs.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(node.URL + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ferry under ulimit -n %d not ready", limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return node
+}
