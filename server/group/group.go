@@ -140,6 +140,11 @@ type group struct {
 	statics      map[string]string    // group.instance.id -> member id
 	joinSeq      uint64
 
+	// lastSize is how many members the last generation with members had;
+	// emptySince is when the group last became Empty.
+	lastSize   int
+	emptySince time.Time
+
 	rebalanceDeadline time.Time // PreparingRebalance: when stragglers are dropped
 	delayUntil        time.Time // initial rebalance delay in effect until then
 	delayMax          time.Time // the delay never extends past this
@@ -497,7 +502,7 @@ func (g *group) tryCompleteJoin(now time.Time) {
 		return
 	}
 	if !g.delayUntil.IsZero() {
-		if now.Before(g.delayUntil) {
+		if now.Before(g.delayUntil) && !g.lastGenerationBack() {
 			return
 		}
 		g.delayUntil, g.delayMax = time.Time{}, time.Time{}
@@ -510,6 +515,27 @@ func (g *group) tryCompleteJoin(now time.Time) {
 		return
 	}
 	g.completeJoin(now)
+}
+
+// lastGenerationBack reports whether, during the initial rebalance delay,
+// as many members have joined as the group's last generation had (and no
+// MEMBER_ID_REQUIRED id is outstanding). The delay exists to gather
+// members that start together; once everyone the group last knew is back
+// (a consumer that closed and reopened with a new subscription, a whole
+// group restarted), waiting out the rest of it only delays the
+// assignment. Kafka always waits; a group it has never seen, or forgot,
+// still waits the full delay here. Callers hold mu.
+func (g *group) lastGenerationBack() bool {
+	if g.lastSize == 0 || len(g.pending) > 0 {
+		return false
+	}
+	joined := 0
+	for _, m := range g.members {
+		if m.joined {
+			joined++
+		}
+	}
+	return joined >= g.lastSize
 }
 
 // completeJoin starts the next generation. Dynamic members that did not
@@ -535,10 +561,12 @@ func (g *group) completeJoin(now time.Time) {
 	g.generation++
 	if len(g.members) == 0 {
 		g.state, g.protocol, g.protocolType, g.leader = stateEmpty, "", "", ""
+		g.emptySince = now
 		g.notify()
 		return
 	}
 	ms := g.sortedMembers()
+	g.lastSize = len(ms)
 	g.protocolType = ms[0].ptype
 	g.protocol = g.selectProtocol(ms)
 	g.state = stateCompletingRebalance
@@ -813,7 +841,7 @@ func (g *group) tick(now time.Time) {
 		if len(g.members) > 0 {
 			g.prepareRebalance(now)
 		} else {
-			g.state = stateEmpty
+			g.state, g.emptySince = stateEmpty, now
 			g.notify()
 		}
 	}

@@ -17,7 +17,7 @@ import (
 
 // subscriptionChanges is how many times the benchmark's consumers change
 // their subscription per round.
-const subscriptionChanges = 20
+const subscriptionChanges = 10
 
 // BenchmarkSubscriptionChangeVsKfake measures join → assignment: franz-go
 // group consumers add a topic to their subscription subscriptionChanges
@@ -37,25 +37,22 @@ func BenchmarkSubscriptionChangeVsKfake(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cluster.Close()
-	for _, members := range []int{1, 2} {
-		for _, replace := range []bool{false, true} {
-			name := fmt.Sprintf("members=%d/add", members)
-			if replace {
-				name = fmt.Sprintf("members=%d/replace", members)
-			}
+	for _, c := range []struct{ members, changers int }{{1, 1}, {2, 2}, {2, 1}} {
+		for _, mode := range []string{"add", "replace", "reopen"} {
+			name := fmt.Sprintf("members=%d/changing=%d/%s", c.members, c.changers, mode)
 			b.Run(name, func(b *testing.B) {
-				benchSubscriptionChange(b, []string{node.KafkaAddr, cluster.ListenAddrs()[0]}, members, replace)
+				benchSubscriptionChange(b, []string{node.KafkaAddr, cluster.ListenAddrs()[0]}, c.members, c.changers, mode)
 			})
 		}
 	}
 }
 
-func benchSubscriptionChange(b *testing.B, addrs []string, members int, replace bool) {
+func benchSubscriptionChange(b *testing.B, addrs []string, members, changers int, mode string) {
 	var first, perChange [2][]time.Duration
 	for round := 0; b.Loop(); round++ {
 		for i, addr := range addrs {
-			prefix := fmt.Sprintf("bench-m%d-%v-%d", members, replace, round)
-			j, d, err := subscriptionChangeRound(addr, prefix, members, subscriptionChanges, replace)
+			prefix := fmt.Sprintf("bench-m%d-c%d-%s-%d", members, changers, mode, round)
+			j, d, err := subscriptionChangeRound(addr, prefix, members, changers, subscriptionChanges, mode)
 			if err != nil {
 				b.Fatalf("%s: %v", addr, err)
 			}
@@ -117,7 +114,7 @@ func (a *assignedTopics) wait(ctx context.Context, topic string) error {
 // starts the members on prefix-0 and returns how long until it is
 // assigned, then has every member add one topic at a time and returns the
 // time from the first change until the last topic is assigned.
-func subscriptionChangeRound(addr, prefix string, members, n int, replace bool) (firstJoin, changes time.Duration, err error) {
+func subscriptionChangeRound(addr, prefix string, members, changers, n int, mode string) (firstJoin, changes time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -133,20 +130,31 @@ func subscriptionChangeRound(addr, prefix string, members, n int, replace bool) 
 		return 0, 0, err
 	}
 	a := &assignedTopics{topics: map[string]bool{}, changed: make(chan struct{}, 1)}
-	start := time.Now()
-	var cls []*kgo.Client
-	for i := range members {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(prefix+"-group"), kgo.ConsumeTopics(topics[0]),
+	open := func(i int, topic string) (*kgo.Client, error) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(prefix+"-group"), kgo.ConsumeTopics(topic),
 			kgo.ClientID(fmt.Sprintf("bench-%d", i)), kgo.OnPartitionsAssigned(a.onAssigned))
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		defer cl.Close()
 		go func() { // the group is driven by polling
 			for ctx.Err() == nil && !cl.PollFetches(ctx).IsClientClosed() {
 			}
 		}()
-		cls = append(cls, cl)
+		return cl, nil
+	}
+	start := time.Now()
+	cls := make([]*kgo.Client, members)
+	defer func() {
+		for _, cl := range cls {
+			if cl != nil {
+				cl.Close()
+			}
+		}
+	}()
+	for i := range cls {
+		if cls[i], err = open(i, topics[0]); err != nil {
+			return 0, 0, err
+		}
 	}
 	if err := a.wait(ctx, topics[0]); err != nil {
 		return 0, 0, err
@@ -154,8 +162,15 @@ func subscriptionChangeRound(addr, prefix string, members, n int, replace bool) 
 	firstJoin = time.Since(start)
 	start = time.Now()
 	for i, t := range topics[1:] {
-		for _, cl := range cls {
-			if replace {
+		for j, cl := range cls[:changers] {
+			switch mode {
+			case "reopen":
+				cl.Close() // leaves the group
+				if cls[j], err = open(j, t); err != nil {
+					return 0, 0, err
+				}
+				continue
+			case "replace":
 				cl.PurgeTopicsFromConsuming(topics[i])
 			}
 			cl.AddConsumeTopics(t)
