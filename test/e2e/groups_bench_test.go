@@ -20,8 +20,10 @@ import (
 const subscriptionChanges = 10
 
 // BenchmarkSubscriptionChangeVsKfake measures join → assignment: franz-go
-// group consumers add a topic to their subscription subscriptionChanges
-// times (and, in "replace", drop the previous one) and wait each time
+// group consumers (all of them or only the first changing) change their
+// subscription subscriptionChanges times — "add" a topic, "replace" the
+// previous one, or "reopen": close the client and start a new one on the
+// new topic, as tools built on one-shot consumers do — and wait each time
 // until the new topic is assigned, against a real `ferry serve` and, in
 // the same round, against franz-go's kfake (the reference broker of
 // scripts/bench-kafka.sh). Each iteration is one round on both; it reports
@@ -29,6 +31,8 @@ const subscriptionChanges = 10
 // the ratio of the changes. Run:
 //
 //	go test -run '^$' -bench SubscriptionChangeVsKfake -benchtime 3x ./test/e2e/
+//
+// (-bench 'SubscriptionChangeVsKfake/members=1/changing=1/reopen' for one case.)
 func BenchmarkSubscriptionChangeVsKfake(b *testing.B) {
 	node := harness.Start(b)
 	node.WaitKafka()
