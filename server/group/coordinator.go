@@ -187,7 +187,7 @@ func (c *Coordinator) Tick() {
 	for _, g := range c.groupList() {
 		g.mu.Lock()
 		g.tick(now)
-		if g.removable() {
+		if g.removable(now) {
 			g.state = stateDead
 			g.notify()
 			c.mu.Lock()
@@ -201,10 +201,16 @@ func (c *Coordinator) Tick() {
 	c.expireInstances(now)
 }
 
-// removable: an empty group with nothing committed is forgotten.
-func (g *group) removable() bool {
-	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0
+// removable: an empty group with nothing committed is forgotten, but only
+// emptyGroupMemory after its last member left, so a consumer that comes
+// back soon finds the size of its last generation (lastGenerationBack).
+func (g *group) removable(now time.Time) bool {
+	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 &&
+		(g.lastSize == 0 || now.Sub(g.emptySince) >= emptyGroupMemory)
 }
+
+// emptyGroupMemory is how long an Empty group without commits is kept.
+const emptyGroupMemory = 5 * time.Minute
 
 func (c *Coordinator) groupList() []*group {
 	c.mu.Lock()

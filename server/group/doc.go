@@ -33,6 +33,18 @@
 // so the log and the in-memory table apply them in the same order; the
 // table changes only after the write is durable.
 //
+// # Membership rules that differ from a first reading of Kafka
+//
+// Members are named "<client.id>-<uuid>" (static members
+// "<group.instance.id>-<uuid>"), from the client id the Kafka listener
+// passes with WithClient. A static member (KIP-345) that rejoins without a
+// member id replaces its old id (which is then FENCED_INSTANCE_ID); in a
+// Stable group it gets the current generation and its old assignment
+// without a rebalance unless the protocol the group would select changes.
+// Static members that do not rejoin stay in the group until their session
+// expires. The initial rebalance delay ends early once as many members
+// joined as the group's last generation had (Kafka always waits it out).
+//
 // Group metadata (members, assignments, generations) is not persisted:
 // after a restart members rejoin, as they would after a coordinator move.
 // Offsets never expire (Kafka's offsets.retention.minutes is not applied).

@@ -140,6 +140,11 @@ type group struct {
 	statics      map[string]string    // group.instance.id -> member id
 	joinSeq      uint64
 
+	// lastSize is how many members the last generation with members had;
+	// emptySince is when the group last became Empty.
+	lastSize   int
+	emptySince time.Time
+
 	rebalanceDeadline time.Time // PreparingRebalance: when stragglers are dropped
 	delayUntil        time.Time // initial rebalance delay in effect until then
 	delayMax          time.Time // the delay never extends past this
@@ -208,11 +213,21 @@ func (g *group) join(now time.Time, req joinRequest) (joinResult, chan joinResul
 		delete(g.pending, req.memberID)
 		return g.addAndWait(now, req, req.memberID)
 	}
+	if req.instanceID != "" {
+		// Kafka's validateMember: an instance id names the member, so an
+		// old member id of a replaced instance is fenced, not unknown.
+		switch id, ok := g.statics[req.instanceID]; {
+		case !ok:
+			return joinResult{err: errUnknownMemberID, memberID: req.memberID}, nil
+		case id != req.memberID:
+			return joinResult{err: errFencedInstanceID, memberID: req.memberID}, nil
+		}
+	}
 	m, ok := g.members[req.memberID]
 	if !ok {
 		return joinResult{err: errUnknownMemberID, memberID: req.memberID}, nil
 	}
-	if req.instanceID != m.instanceID || (req.instanceID != "" && g.statics[req.instanceID] != m.id) {
+	if req.instanceID != m.instanceID {
 		return joinResult{err: errFencedInstanceID, memberID: req.memberID}, nil
 	}
 	return g.rejoin(now, m, req)
@@ -299,8 +314,12 @@ func (g *group) rejoin(now time.Time, m *member, req joinRequest) (joinResult, c
 }
 
 // replaceStatic gives a known group.instance.id a new member id: the old id
-// is fenced. In a stable group a follower with unchanged protocols takes
-// over its assignment without a rebalance (KIP-345).
+// is fenced (KIP-345, Kafka's updateStaticMemberThenRebalanceOrCompleteJoin).
+// In a Stable group the member takes over its assignment without a
+// rebalance unless its new protocols change the protocol the group would
+// select; its new metadata (a restarted client owns nothing yet) is kept
+// for the next rebalance. In CompletingRebalance the leader may already
+// be assigning to the old id, so the group rebalances.
 func (g *group) replaceStatic(now time.Time, old *member, req joinRequest) (joinResult, chan joinResult) {
 	fenced := joinResult{err: errFencedInstanceID, memberID: old.id}
 	if old.joinWait != nil {
@@ -316,19 +335,37 @@ func (g *group) replaceStatic(now time.Time, old *member, req joinRequest) (join
 	m.id = newMemberID(req.instanceID)
 	g.members[m.id] = &m
 	g.statics[req.instanceID] = m.id
-	wasLeader := g.leader == old.id
-	if wasLeader {
+	oldLeader := g.leader
+	if oldLeader == old.id {
 		g.leader = m.id
 	}
-	same := sameProtocols(old.protocols, req.protocols)
 	m.update(now, req)
-	if g.state == stateStable && same && (!wasLeader || req.version >= 9) {
-		res := g.resultFor(&m)
-		res.skipAssignment = wasLeader
-		return res, nil
+	if g.state == stateStable && g.selectProtocol(g.sortedMembers()) == g.protocol {
+		g.env.logger.Info("static member rejoined without a rebalance", "group", g.name,
+			"instance", req.instanceID, "member", m.id, "replaces", old.id, "generation", g.generation)
+		return g.staticRejoinResult(&m, oldLeader, req.version), nil
 	}
 	m.joined = false
 	return g.waitJoin(now, &m)
+}
+
+// staticRejoinResult answers a static member that took over its old
+// assignment in a Stable group. From JoinGroup v9 (KIP-814) a leader is
+// told it leads, with the members, and to skip the assignment; before v9
+// it is given the old leader id, so it syncs as a follower and does not
+// reassign.
+func (g *group) staticRejoinResult(m *member, oldLeader string, version int16) joinResult {
+	res := joinResult{
+		generation: g.generation, protocolType: g.protocolType, protocol: g.protocol,
+		leader: oldLeader, memberID: m.id,
+	}
+	if version >= 9 {
+		res.leader = g.leader
+		if m.id == g.leader {
+			res.members, res.skipAssignment = g.memberList(), true
+		}
+	}
+	return res
 }
 
 // resultFor is a join answer for the current generation.
@@ -440,10 +477,7 @@ func (g *group) prepareRebalance(now time.Time) {
 	for _, m := range g.members {
 		m.synced = false
 	}
-	var maxRebalance time.Duration
-	for _, m := range g.members {
-		maxRebalance = max(maxRebalance, m.rebalanceTimeout)
-	}
+	maxRebalance := g.maxRebalanceTimeout()
 	if g.state == stateEmpty && g.env.initialDelay > 0 {
 		g.delayMax = now.Add(maxRebalance)
 		g.delayUntil = now.Add(min(g.env.initialDelay, maxRebalance))
@@ -468,7 +502,7 @@ func (g *group) tryCompleteJoin(now time.Time) {
 		return
 	}
 	if !g.delayUntil.IsZero() {
-		if now.Before(g.delayUntil) {
+		if now.Before(g.delayUntil) && !g.lastGenerationBack() {
 			return
 		}
 		g.delayUntil, g.delayMax = time.Time{}, time.Time{}
@@ -483,34 +517,62 @@ func (g *group) tryCompleteJoin(now time.Time) {
 	g.completeJoin(now)
 }
 
+// lastGenerationBack reports whether, during the initial rebalance delay,
+// as many members have joined as the group's last generation had (and no
+// MEMBER_ID_REQUIRED id is outstanding). The delay exists to gather
+// members that start together; once everyone the group last knew is back
+// (a consumer that closed and reopened with a new subscription, a whole
+// group restarted), waiting out the rest of it only delays the
+// assignment. Kafka always waits; a group it has never seen, or forgot,
+// still waits the full delay here. Callers hold mu.
+func (g *group) lastGenerationBack() bool {
+	if g.lastSize == 0 || len(g.pending) > 0 {
+		return false
+	}
+	joined := 0
+	for _, m := range g.members {
+		if m.joined {
+			joined++
+		}
+	}
+	return joined >= g.lastSize
+}
+
+// completeJoin starts the next generation. Dynamic members that did not
+// rejoin are dropped; static ones stay (with their last protocols) until
+// their session expires, as in Kafka, so a static member that is
+// restarting keeps its place. Callers hold mu.
 func (g *group) completeJoin(now time.Time) {
 	for _, m := range g.members {
-		if !m.joined {
+		if !m.joined && m.instanceID == "" {
 			g.env.logger.Info("group member did not rejoin in time", "group", g.name, "member", m.id)
 			g.dropMember(m, errUnknownMemberID)
 		}
 	}
 	clear(g.pending)
+	if len(g.members) > 0 && !g.electJoinedLeader() {
+		// Only static members that have not rejoined are left: nobody could
+		// assign, so wait another rebalance timeout for them (or for their
+		// sessions to expire).
+		g.env.logger.Info("group could not complete the join phase: no member rejoined", "group", g.name)
+		g.rebalanceDeadline = now.Add(g.maxRebalanceTimeout())
+		return
+	}
 	g.generation++
 	if len(g.members) == 0 {
 		g.state, g.protocol, g.protocolType, g.leader = stateEmpty, "", "", ""
+		g.emptySince = now
 		g.notify()
 		return
 	}
 	ms := g.sortedMembers()
-	if _, ok := g.members[g.leader]; !ok {
-		g.leader = ms[0].id
-	}
+	g.lastSize = len(ms)
 	g.protocolType = ms[0].ptype
 	g.protocol = g.selectProtocol(ms)
 	g.state = stateCompletingRebalance
 	g.env.logger.Info("group join phase complete", "group", g.name, "generation", g.generation,
 		"members", len(ms), "leader", g.leader, "protocol", g.protocol)
-	var maxRebalance time.Duration
-	for _, m := range ms {
-		maxRebalance = max(maxRebalance, m.rebalanceTimeout)
-	}
-	g.syncDeadline = now.Add(maxRebalance)
+	g.syncDeadline = now.Add(g.maxRebalanceTimeout())
 	g.notify()
 	var internalLeader *member
 	for _, m := range ms {
@@ -534,6 +596,29 @@ func (g *group) completeJoin(now time.Time) {
 	if internalLeader != nil {
 		g.assignForInstance(now, internalLeader)
 	}
+}
+
+// electJoinedLeader keeps the leader if it rejoined, else makes the first
+// member (in join order) that rejoined the leader; false when none did.
+func (g *group) electJoinedLeader() bool {
+	if l, ok := g.members[g.leader]; ok && l.joined {
+		return true
+	}
+	for _, m := range g.sortedMembers() {
+		if m.joined {
+			g.leader = m.id
+			return true
+		}
+	}
+	return false
+}
+
+func (g *group) maxRebalanceTimeout() time.Duration {
+	var d time.Duration
+	for _, m := range g.members {
+		d = max(d, m.rebalanceTimeout)
+	}
+	return d
 }
 
 // selectProtocol is Kafka's vote: each member votes for its most preferred
@@ -756,7 +841,7 @@ func (g *group) tick(now time.Time) {
 		if len(g.members) > 0 {
 			g.prepareRebalance(now)
 		} else {
-			g.state = stateEmpty
+			g.state, g.emptySince = stateEmpty, now
 			g.notify()
 		}
 	}

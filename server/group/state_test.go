@@ -360,3 +360,42 @@ func TestJoinResponseShapesPerVersion(t *testing.T) {
 		}
 	}
 }
+
+// A group whose every member left and came back (a consumer reopened with
+// a new subscription) does not wait out the initial rebalance delay once
+// as many members joined as its last generation had; fewer still wait.
+func TestInitialDelayEndsWhenLastGenerationIsBack(t *testing.T) {
+	e := newTestEnv(t)
+	for _, n := range []int{1, 2} {
+		name := fmt.Sprintf("g%d", n)
+		ids, _, _ := e.stableGroup(name, n)
+		lv := kmsg.NewPtrLeaveGroupRequest()
+		lv.Version, lv.Group = 5, name
+		for _, id := range ids {
+			m := kmsg.NewLeaveGroupRequestMember()
+			m.MemberID = id
+			lv.Members = append(lv.Members, m)
+		}
+		e.c.HandleLeaveGroup(context.Background(), lv)
+		if st := e.state(name); st != "Empty" {
+			t.Fatalf("%s: state %s after everyone left", name, st)
+		}
+		e.c.Tick() // an Empty group without commits is kept for a while
+		_, w1 := e.joinNew(9, name)
+		if n == 1 {
+			if r := recv(t, w1, "rejoin of the only member"); r.ErrorCode != 0 || r.Generation < 1 {
+				t.Fatalf("%s: %+v", name, r)
+			}
+			continue
+		}
+		notYet(t, w1, "first of two members back")
+		_, w2 := e.joinNew(9, name)
+		r1, r2 := recv(t, w1, "member 1"), recv(t, w2, "member 2")
+		if r1.ErrorCode != 0 || r2.ErrorCode != 0 || r1.Generation != r2.Generation {
+			t.Fatalf("%s: %+v / %+v", name, r1, r2)
+		}
+	}
+	// A group never seen waits the full delay.
+	_, w := e.joinNew(9, "fresh")
+	notYet(t, w, "join of a new group")
+}

@@ -145,11 +145,21 @@ func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Re
 			resp, ok = nil, false
 		}
 	}()
-	ctx := context.WithValue(s.ctx, clientIDKey{}, h.clientID)
+	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote})
 	return lookupAPI(h.key).serve(s, ctx, req), true
 }
 
-type clientIDKey struct{}
+// requestClient is who sent a request: the header's client id and the
+// connection's peer address. Handlers that record it (JoinGroup) read it
+// from the context.
+type requestClient struct{ id, remote string }
+
+type requestClientKey struct{}
+
+func requestClientFrom(ctx context.Context) requestClient {
+	rc, _ := ctx.Value(requestClientKey{}).(requestClient)
+	return rc
+}
 
 // closeConnection is returned by a handler to close the connection instead
 // of answering (acks=0 produce with an error, as Kafka does).

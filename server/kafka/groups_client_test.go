@@ -1,0 +1,58 @@
+package kafka
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func consumerJoin(group, memberID string) *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.MemberID, req.ProtocolType = group, memberID, "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 10000
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Topics = []string{"t"}
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", meta.AppendTo(nil)
+	req.Protocols = append(req.Protocols, p)
+	return req
+}
+
+// Kafka names a member "<client.id>-<uuid>" (client-side assignors such as
+// librdkafka's roundrobin order members by it) and DescribeGroups reports
+// each member's client id and host.
+func TestJoinGroupMemberIDAndDescribeCarryClient(t *testing.T) {
+	ts := newTestServer(t)
+	joiner := ts.dial(t) // client id "test"
+	first := do[*kmsg.JoinGroupResponse](joiner, consumerJoin("g", ""), 5)
+	if first.ErrorCode != 79 /* MEMBER_ID_REQUIRED */ || !strings.HasPrefix(first.MemberID, "test-") {
+		t.Fatalf("first join: code %d member id %q, want MEMBER_ID_REQUIRED and an id starting with \"test-\"",
+			first.ErrorCode, first.MemberID)
+	}
+	// The second join waits out the initial rebalance delay; the member is
+	// already in the group, so describe it meanwhile from another connection.
+	req := consumerJoin("g", first.MemberID)
+	req.SetVersion(5)
+	joiner.send(req)
+	admin := ts.dial(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		dr := kmsg.NewPtrDescribeGroupsRequest()
+		dr.Groups = []string{"g"}
+		resp := do[*kmsg.DescribeGroupsResponse](admin, dr, 5)
+		if ms := resp.Groups[0].Members; len(ms) == 1 {
+			m := ms[0]
+			if m.MemberID != first.MemberID || m.ClientID != "test" || m.ClientHost != "/127.0.0.1" {
+				t.Fatalf("member %q client id %q host %q, want %q, \"test\", \"/127.0.0.1\"",
+					m.MemberID, m.ClientID, m.ClientHost, first.MemberID)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the member never showed up: %+v", resp.Groups[0])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
