@@ -71,6 +71,10 @@ type Options struct {
 	// storage knows nothing of metrics). It runs on the flushing goroutine
 	// without locks held and must be quick.
 	OnFlush func(time.Duration)
+	// FileCache bounds the descriptors of this log's files, shared with
+	// the other logs given the same cache. Nil: a process-wide cache of
+	// DefaultMaxOpenFiles.
+	FileCache *FileCache
 }
 
 // AppendOptions say how Append treats the batches it is given.

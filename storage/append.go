@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"time"
 )
 
@@ -55,6 +56,9 @@ func (l *Log) appendLocked(b []byte, opt AppendOptions) (AppendResult, int64, er
 	}
 	last, records, err := validateAppend(b, cfg, end, opt)
 	if err != nil {
+		return res, 0, err
+	}
+	if err := l.dropCleanMarker(); err != nil {
 		return res, 0, err
 	}
 	now := l.now()
@@ -137,16 +141,18 @@ func (l *Log) maybeRoll(cfg Config, now time.Time, n, last int64) error {
 	return nil
 }
 
-// roll creates a new active segment at the log end. The old segment's open
-// index files pass to the syncer, which fsyncs and closes them. Expects
-// writeMu.
+// roll creates a new active segment at the log end. The syncer fsyncs the
+// old segment's files later. Expects writeMu.
 func (l *Log) roll(now time.Time) error {
+	if err := l.dropCleanMarker(); err != nil {
+		return fmt.Errorf("roll: %w", err)
+	}
 	base := l.mu.endOffset // written only under writeMu, which we hold
-	s, err := openSegment(l.fs, l.dir, base, true)
+	s, err := openSegment(l.fs, l.files, l.dir, base, true)
 	if err != nil {
 		return fmt.Errorf("roll: %w", err)
 	}
-	if err := s.openIndexFiles(true); err != nil {
+	if err := s.createIndexFiles(); err != nil {
 		s.removeFiles()
 		s.release()
 		return fmt.Errorf("roll: %w", err)
@@ -204,25 +210,48 @@ func (l *Log) stamp(b []byte, seg *segment, v *segView, opt AppendOptions, inter
 // Expects writeMu.
 func (l *Log) write(seg *segment, v *segView, b []byte) error {
 	n := int64(len(v.entries))
-	_, err := seg.log.WriteAt(b, v.size)
+	f, err := seg.logFile.acquire()
+	if err == nil {
+		if _, err = f.WriteAt(b, v.size); err != nil {
+			f.Truncate(v.size) // best effort: no torn bytes for a reader or a restart
+		}
+		seg.logFile.release()
+	}
 	if err == nil && len(l.newEntries) > 0 {
 		l.encoded = appendOffsetEntries(l.encoded[:0], l.newEntries)
-		_, err = seg.idx.WriteAt(l.encoded, n*offsetEntrySize)
+		err = writeIndex(seg.idxFile, l.encoded, n*offsetEntrySize)
 		if err == nil {
 			l.encoded = appendTimeEntries(l.encoded[:0], l.newEntries)
-			_, err = seg.tidx.WriteAt(l.encoded, n*timeEntrySize)
+			err = writeIndex(seg.tidxFile, l.encoded, n*timeEntrySize)
+		}
+		if err != nil {
+			seg.logFile.with(func(f File) error { return f.Truncate(v.size) })
+			truncateIndex(seg.idxFile, n*offsetEntrySize)
+			truncateIndex(seg.tidxFile, n*timeEntrySize)
 		}
 	}
 	if err == nil {
 		return nil
 	}
-	// Best effort: leave no torn bytes for a reader or a restart to see.
-	seg.log.Truncate(v.size)
-	seg.idx.Truncate(n * offsetEntrySize)
-	seg.tidx.Truncate(n * timeEntrySize)
 	err = fmt.Errorf("append to segment %d at %d: %w", seg.base, v.size, err)
 	l.mu.Lock()
 	l.failLocked(err)
 	l.mu.Unlock()
 	return l.failedErr(err)
+}
+
+// writeIndex writes index entries at off, creating the file when missing
+// (a log opened without its index files).
+func writeIndex(cf *cachedFile, b []byte, off int64) error {
+	f, err := cf.acquireFlag(os.O_CREATE)
+	if err != nil {
+		return err
+	}
+	defer cf.release()
+	_, err = f.WriteAt(b, off)
+	return err
+}
+
+func truncateIndex(cf *cachedFile, size int64) {
+	cf.with(func(f File) error { return f.Truncate(size) })
 }

@@ -50,18 +50,20 @@ func writeCheckpoint(fsys FS, path string, value int64, durable bool) error {
 // as garbage, which means a full rescan; neither loses data. Owned by the
 // sync token holder.
 type recoveryCheckpoint struct {
-	f   File
-	buf []byte
+	file *cachedFile // open through the FileCache only while written
+	buf  []byte
 }
 
-func openRecoveryCheckpoint(fsys FS, path string, value int64) (*recoveryCheckpoint, error) {
+func openRecoveryCheckpoint(fsys FS, files *FileCache, path string, value int64) (*recoveryCheckpoint, error) {
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", filepath.Base(path), err)
 	}
-	c := &recoveryCheckpoint{f: f}
+	files.opened.Add(1)
+	c := &recoveryCheckpoint{file: files.file(fsys, path, os.O_RDWR|os.O_CREATE)}
+	c.file.adopt(f)
 	if err := c.write(value); err != nil {
-		f.Close()
+		c.close()
 		return nil, err
 	}
 	return c, nil
@@ -71,11 +73,18 @@ func openRecoveryCheckpoint(fsys FS, path string, value int64) (*recoveryCheckpo
 func (c *recoveryCheckpoint) write(value int64) error {
 	c.buf = append(c.buf[:0], checkpointVersion+"\n"...)
 	c.buf = fmt.Appendf(c.buf, "%020d\n", value)
-	if _, err := c.f.WriteAt(c.buf, 0); err != nil {
+	f, err := c.file.acquire()
+	if err == nil {
+		_, err = f.WriteAt(c.buf, 0)
+		c.file.release()
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", recoveryPointFile, err)
 	}
 	return nil
 }
+
+func (c *recoveryCheckpoint) close() { c.file.forget() }
 
 // readCheckpoint returns the value in path; ok is false when the file is
 // missing or unreadable garbage (a torn non-fsynced write), which callers

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"time"
 )
 
@@ -119,7 +118,7 @@ func (l *Log) syncSegments(segs []*segment, dirDirty bool) error {
 		if sealed && s.indexSynced {
 			continue
 		}
-		if err := s.log.Sync(); err != nil {
+		if err := s.logFile.with(File.Sync); err != nil {
 			return fmt.Errorf("fsync segment %d: %w", s.base, err)
 		}
 		if sealed {
@@ -132,27 +131,14 @@ func (l *Log) syncSegments(segs []*segment, dirDirty bool) error {
 	return nil
 }
 
-// syncSealedIndexes fsyncs and closes the index files of a sealed segment,
-// which the writer handed over at roll (or opens them after recovery).
+// syncSealedIndexes fsyncs the index files of a sealed segment (a missing
+// one is rebuilt when next used, so there is nothing to sync).
 func (s *segment) syncSealedIndexes() error {
-	for _, p := range []struct {
-		f    *File
-		path string
-	}{{&s.idx, s.indexPath()}, {&s.tidx, s.timeIndexPath()}} {
-		f := *p.f
-		if f == nil {
-			var err error
-			f, err = s.fs.OpenFile(p.path, os.O_RDWR, 0)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("fsync index of segment %d: %w", s.base, err)
-			}
+	for _, cf := range []*cachedFile{s.idxFile, s.tidxFile} {
+		err := cf.with(File.Sync)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
 		}
-		err := f.Sync()
-		f.Close()
-		*p.f = nil
 		if err != nil {
 			return fmt.Errorf("fsync index of segment %d: %w", s.base, err)
 		}

@@ -52,7 +52,12 @@ func (st *scanState) add(h BatchHeader, base, interval int64) {
 // truncated at the first invalid batch; without it the scan reads headers
 // only and the view simply ends at anything invalid, leaving the file alone.
 func (s *segment) load(interval, trustBelow int64, verify bool) (truncated bool, err error) {
-	fi, err := s.log.Stat()
+	f, err := s.logFile.acquire()
+	if err != nil {
+		return false, fmt.Errorf("open segment %d: %w", s.base, err)
+	}
+	defer s.logFile.release()
+	fi, err := f.Stat()
 	if err != nil {
 		return false, fmt.Errorf("stat segment %d: %w", s.base, err)
 	}
@@ -67,12 +72,12 @@ func (s *segment) load(interval, trustBelow int64, verify bool) (truncated bool,
 	}
 	entries := parseIndex(off, tim, size, max(trustBelow-s.base, 0))
 	hdr := make([]byte, BatchHeaderSize)
-	st, kept := s.resume(entries, size, interval, hdr)
-	if err := s.scan(&st, size, interval, hdr, verify); err != nil {
+	st, kept := s.resume(f, entries, size, interval, hdr)
+	if err := s.scan(f, &st, size, interval, hdr, verify); err != nil {
 		return false, err
 	}
 	if st.pos < size && verify {
-		if err := s.log.Truncate(st.pos); err != nil {
+		if err := f.Truncate(st.pos); err != nil {
 			return false, fmt.Errorf("truncate segment %d to %d: %w", s.base, st.pos, err)
 		}
 		truncated = true
@@ -92,13 +97,13 @@ func (s *segment) load(interval, trustBelow int64, verify bool) (truncated bool,
 // the batch of the last entry, if it really starts there, forcing that
 // entry to be re-created; else at the segment start with no entries. kept
 // is how many entries of the files survive (-1: the files are wrong).
-func (s *segment) resume(entries []indexEntry, size, interval int64, hdr []byte) (st scanState, kept int) {
+func (s *segment) resume(f File, entries []indexEntry, size, interval int64, hdr []byte) (st scanState, kept int) {
 	n := len(entries)
 	if n == 0 {
 		return scanState{next: s.base, maxTs: -1}, 0
 	}
 	last := entries[n-1]
-	h, err := s.readHeader(hdr, int64(last.pos), size)
+	h, err := s.readHeader(f, hdr, int64(last.pos), size)
 	if err != nil || h.BaseOffset != s.base+int64(last.rel) {
 		return scanState{next: s.base, maxTs: -1}, -1
 	}
@@ -107,16 +112,16 @@ func (s *segment) resume(entries []indexEntry, size, interval int64, hdr []byte)
 
 // scan walks batches from st.pos until size or the first invalid batch.
 // Only I/O errors are returned; invalid data just ends the scan.
-func (s *segment) scan(st *scanState, size, interval int64, hdr []byte, verify bool) error {
+func (s *segment) scan(f File, st *scanState, size, interval int64, hdr []byte, verify bool) error {
 	var body []byte
 	for st.pos < size {
-		h, err := s.readHeader(hdr, st.pos, size)
+		h, err := s.readHeader(f, hdr, st.pos, size)
 		if err == nil && (h.BaseOffset < st.next || h.LastOffset()-s.base > math.MaxInt32) {
 			err = fmt.Errorf("%w: batch offset %d in segment %d does not follow %d", ErrCorrupt, h.BaseOffset, s.base, st.next)
 		}
 		if err == nil && verify {
 			body = slices.Grow(body[:0], int(h.Size()))[:h.Size()]
-			if _, err = s.log.ReadAt(body, st.pos); err == nil {
+			if _, err = f.ReadAt(body, st.pos); err == nil {
 				_, err = checkBatch(body)
 			}
 		}
@@ -145,9 +150,7 @@ func (s *segment) rewriteIndexFiles(entries []indexEntry, durable bool) error {
 		}
 		return errors.Join(err, f.Close())
 	}
-	// Any index file the active segment had open points at the old inode
-	// no more after O_TRUNC, but closing them keeps ownership simple.
-	s.closeIndexFiles()
+	// Cached handles of the index files stay valid: O_TRUNC keeps the inode.
 	if err := write(s.indexPath(), appendOffsetEntries(nil, entries)); err != nil {
 		return fmt.Errorf("rewrite index of segment %d: %w", s.base, err)
 	}

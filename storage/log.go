@@ -25,6 +25,7 @@ import (
 type Log struct {
 	dir    string
 	fs     FS
+	files  *FileCache
 	logger *slog.Logger
 	now    func() time.Time
 	// onFlush is Options.OnFlush (may be nil).
@@ -37,6 +38,11 @@ type Log struct {
 	// Owned by writeMu: buffers reused by every append.
 	newEntries []indexEntry
 	encoded    []byte
+	// cleanMarker (owned by writeMu): the clean-shutdown marker is still on
+	// disk, because nothing changed the files since a clean Open. The
+	// first change removes it (see dropCleanMarker), so opening an idle
+	// partition costs no write and no directory fsync.
+	cleanMarker bool
 
 	mu struct {
 		sync.Mutex
@@ -77,7 +83,10 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger.With("component", "storage", "dir", dir), now: opts.Now,
+	if opts.FileCache == nil {
+		opts.FileCache = defaultFileCache
+	}
+	l := &Log{dir: dir, fs: opts.FS, files: opts.FileCache, logger: opts.Logger.With("component", "storage", "dir", dir), now: opts.Now,
 		onFlush: opts.OnFlush}
 	l.mu.cfg = cfg
 	l.mu.syncCond.L = &l.mu.Mutex
@@ -99,7 +108,7 @@ func (l *Log) load() error {
 			s.release()
 		}
 		if l.checkpoint != nil {
-			l.checkpoint.f.Close()
+			l.checkpoint.close()
 		}
 	}
 	return err
@@ -141,9 +150,6 @@ func (l *Log) open() error {
 func (l *Log) start(clean bool, start, rp int64) (err error) {
 	segs := l.mu.segs
 	active := segs[len(segs)-1]
-	if err := active.openIndexFiles(false); err != nil {
-		return err
-	}
 	active.created = l.now()
 	end := active.view.Load().nextOffset
 	l.mu.startOffset = min(max(start, segs[0].base), end)
@@ -152,7 +158,7 @@ func (l *Log) start(clean bool, start, rp int64) (err error) {
 	if !clean {
 		cp = min(rp, end)
 	}
-	if l.checkpoint, err = openRecoveryCheckpoint(l.fs, l.path(recoveryPointFile), cp); err != nil {
+	if l.checkpoint, err = openRecoveryCheckpoint(l.fs, l.files, l.path(recoveryPointFile), cp); err != nil {
 		return err
 	}
 	if !clean {
@@ -162,11 +168,27 @@ func (l *Log) start(clean bool, start, rp int64) (err error) {
 		return l.syncTo(end)
 	}
 	l.mu.recoveryPoint = end
-	// A crash from now on must be seen as unclean.
-	if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil {
+	l.cleanMarker = true
+	return nil
+}
+
+// dropCleanMarker removes the clean-shutdown marker, durably, before the
+// first change to the log's files since a clean Open: a crash from then on
+// must be seen as unclean. Until then the files are as Close left them,
+// so a crash leaving the marker in place is still a clean state. Expects
+// writeMu.
+func (l *Log) dropCleanMarker() error {
+	if !l.cleanMarker {
+		return nil
+	}
+	if err := l.fs.Remove(l.path(cleanShutdownFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove clean shutdown marker: %w", err)
 	}
-	return l.syncDir()
+	if err := l.syncDir(); err != nil {
+		return err
+	}
+	l.cleanMarker = false
+	return nil
 }
 
 // listDir finds the segments' base offsets and the clean-shutdown marker,
@@ -201,7 +223,7 @@ func (l *Log) listDir() (bases []int64, clean bool, err error) {
 func (l *Log) openSegments(bases []int64, start int64) ([]*segment, error) {
 	var segs []*segment
 	for i, base := range bases {
-		s, err := openSegment(l.fs, l.dir, base, false)
+		s, err := openSegment(l.fs, l.files, l.dir, base, false)
 		if err != nil {
 			return segs, err
 		}
@@ -222,11 +244,11 @@ func (l *Log) openSegments(bases []int64, start int64) ([]*segment, error) {
 		}
 		return segs, nil
 	}
-	s, err := openSegment(l.fs, l.dir, start, true)
+	s, err := openSegment(l.fs, l.files, l.dir, start, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.openIndexFiles(true); err != nil {
+	if err := s.createIndexFiles(); err != nil {
 		s.release()
 		return nil, err
 	}
@@ -375,7 +397,8 @@ func (l *Log) Close() error {
 	end, failed := l.mu.endOffset, l.mu.failed
 	l.mu.Unlock()
 	var err error
-	if failed == nil {
+	untouched := l.cleanMarker // nothing to sync, the marker is in place
+	if failed == nil && !untouched {
 		if err = l.syncTo(end); err == nil {
 			err = l.syncActiveIndexes()
 		}
@@ -391,9 +414,12 @@ func (l *Log) Close() error {
 	for _, s := range segs {
 		s.release()
 	}
-	l.checkpoint.f.Close()
+	l.checkpoint.close()
 	if err != nil || failed != nil {
 		return errors.Join(err, l.failedErr(failed))
+	}
+	if untouched {
+		return nil
 	}
 	if err := writeCheckpoint(l.fs, l.path(cleanShutdownFile), end, true); err != nil {
 		return fmt.Errorf("close: %w", err)
@@ -405,11 +431,9 @@ func (l *Log) Close() error {
 // restart trusts. Expects writeMu.
 func (l *Log) syncActiveIndexes() error {
 	active := l.active()
-	for _, f := range []File{active.idx, active.tidx} {
-		if f == nil {
-			continue
-		}
-		if err := f.Sync(); err != nil {
+	for _, cf := range []*cachedFile{active.idxFile, active.tidxFile} {
+		err := cf.with(File.Sync)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("sync index of segment %d: %w", active.base, err)
 		}
 	}

@@ -78,15 +78,20 @@ func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffse
 	if err != nil {
 		return false, err
 	}
+	f, err := s.logFile.acquire()
+	if err != nil {
+		return false, fmt.Errorf("open segment %d: %w", s.base, err)
+	}
+	defer s.logFile.release()
 	var pos int64
 	if first {
 		found := false
-		if pos, found, err = s.seek(v, opt.Offset, hdr); err != nil || !found {
+		if pos, found, err = s.seek(f, v, opt.Offset, hdr); err != nil || !found {
 			return err == nil, err
 		}
 	}
 	before := len(res.Data)
-	data, r, err := s.readInto(res.Data, pos, v.size, *budget, opt.MinOneBatch && res.Batches == 0, maxOffset)
+	data, r, err := s.readInto(f, res.Data, pos, v.size, *budget, opt.MinOneBatch && res.Batches == 0, maxOffset)
 	if err != nil {
 		return false, err
 	}
@@ -135,10 +140,20 @@ func (l *Log) OffsetForTimestamp(ts int64) (int64, error) {
 		if v.maxTs < ts {
 			continue
 		}
-		off, err := s.seekTime(v, ts, start, hdr)
+		off, err := s.seekTimeOpen(v, ts, start, hdr)
 		if err != nil || off >= 0 {
 			return off, err
 		}
 	}
 	return -1, nil
+}
+
+// seekTimeOpen is seekTime on the segment's file, opened for the call.
+func (s *segment) seekTimeOpen(v *segView, ts, minOffset int64, hdr []byte) (int64, error) {
+	f, err := s.logFile.acquire()
+	if err != nil {
+		return -1, fmt.Errorf("open segment %d: %w", s.base, err)
+	}
+	defer s.logFile.release()
+	return s.seekTime(f, v, ts, minOffset, hdr)
 }

@@ -72,7 +72,7 @@ func (l *Log) segmentTime(s *segment, interval int64) (int64, error) {
 	if v.maxTs >= 0 {
 		return v.maxTs, nil
 	}
-	fi, err := s.log.Stat()
+	fi, err := s.fs.Stat(s.logPath)
 	if err != nil {
 		return 0, fmt.Errorf("stat segment %d: %w", s.base, err)
 	}
@@ -108,6 +108,9 @@ func (l *Log) AdvanceStartOffset(offset int64) error {
 // oldest segments from the list and unlinks their files; reads in flight
 // keep them open until they finish. Expects writeMu.
 func (l *Log) deleteOldest(n int, newStart int64) error {
+	if err := l.dropCleanMarker(); err != nil {
+		return err
+	}
 	l.mu.Lock()
 	newStart = max(newStart, l.mu.startOffset)
 	l.mu.Unlock()
@@ -180,6 +183,9 @@ func (l *Log) truncateCheck(offset int64) error {
 
 // truncate does TruncateTo's work. Expects writeMu and the sync token.
 func (l *Log) truncate(offset, interval int64) error {
+	if err := l.dropCleanMarker(); err != nil {
+		return err
+	}
 	segs := l.mu.segs
 	i := segIndex(segs, offset)
 	s := segs[i]
@@ -189,17 +195,9 @@ func (l *Log) truncate(offset, interval int64) error {
 		return err
 	}
 	hdr := make([]byte, BatchHeaderSize)
-	pos, found, err := s.seek(v, offset, hdr)
+	pos, newEnd, err := s.cutPoint(v, offset, hdr)
 	if err != nil {
 		return err
-	}
-	newEnd := v.nextOffset
-	if found {
-		h, err := s.readHeader(hdr, pos, v.size)
-		if err != nil {
-			return err
-		}
-		newEnd = h.BaseOffset
 	}
 	kept := slices.Clone(v.entries[:lookupCount(v.entries, pos)])
 	// Publish the shorter log before touching files, so new reads stay
@@ -222,10 +220,10 @@ func (l *Log) truncate(offset, interval int64) error {
 
 // truncateSegment cuts s at pos and makes it the active segment again.
 func (l *Log) truncateSegment(s *segment, pos int64, kept []indexEntry, interval int64) error {
-	if err := s.log.Truncate(pos); err != nil {
+	if err := s.logFile.with(func(f File) error { return f.Truncate(pos) }); err != nil {
 		return fmt.Errorf("truncate segment %d to %d: %w", s.base, pos, err)
 	}
-	if err := s.log.Sync(); err != nil {
+	if err := s.logFile.with(File.Sync); err != nil {
 		return fmt.Errorf("fsync segment %d: %w", s.base, err)
 	}
 	if err := s.rewriteIndexFiles(kept, true); err != nil {
@@ -233,9 +231,6 @@ func (l *Log) truncateSegment(s *segment, pos int64, kept []indexEntry, interval
 	}
 	// Reload to get the exact max timestamp and index bookkeeping.
 	if _, err := s.load(interval, math.MaxInt64, false); err != nil {
-		return err
-	}
-	if err := s.openIndexFiles(false); err != nil {
 		return err
 	}
 	s.indexSynced = false // active again: the syncer must see it when sealed
@@ -246,6 +241,25 @@ func (l *Log) truncateSegment(s *segment, pos int64, kept []indexEntry, interval
 		l.logger.Warn("recovery point checkpoint not written", "err", err)
 	}
 	return l.syncDir()
+}
+
+// cutPoint returns the position of the batch holding offset and the log
+// end a cut there leaves (the segment's end when no batch holds it).
+func (s *segment) cutPoint(v *segView, offset int64, hdr []byte) (pos, newEnd int64, err error) {
+	f, err := s.logFile.acquire()
+	if err != nil {
+		return 0, 0, fmt.Errorf("open segment %d: %w", s.base, err)
+	}
+	defer s.logFile.release()
+	pos, found, err := s.seek(f, v, offset, hdr)
+	if err != nil || !found {
+		return pos, v.nextOffset, err
+	}
+	h, err := s.readHeader(f, hdr, pos, v.size)
+	if err != nil {
+		return 0, 0, err
+	}
+	return pos, h.BaseOffset, nil
 }
 
 // lookupCount is the number of entries below position pos.

@@ -22,12 +22,20 @@ import (
 // segment unlinks its files at once but closes them only when the last
 // reference goes, so a read in flight keeps working on the open file.
 type segment struct {
-	fs      FS
-	base    int64
-	logPath string
-	log     File
-	refs    atomic.Int32 // 1 for the Log's list, +1 per reader or syncer
-	deleted atomic.Bool  // files unlinked: a lazy load must not recreate them
+	fs   FS
+	base int64
+	// logPath is the .log file; its handle and the index files' come
+	// from the FileCache, open only while used or recently used.
+	logPath        string
+	logFile        *cachedFile
+	idxFile        *cachedFile
+	tidxFile       *cachedFile
+	refs           atomic.Int32 // 1 for the Log's list, +1 per reader or syncer
+	deleted        atomic.Bool  // files unlinked: a lazy load must not recreate them
+	// pinned holds the .log open from its deletion until the last
+	// reference goes, so a read in flight never has to reopen an unlinked
+	// file. Set once, by removeFiles under the writer's lock.
+	pinned atomic.Bool
 	// sealedSize is the size of a sealed segment whose view is not loaded.
 	sealedSize atomic.Int64
 	// sealed: not the active segment, so its view may be dropped by
@@ -44,9 +52,7 @@ type segment struct {
 	view   atomic.Pointer[segView]
 	loadMu sync.Mutex // serialises lazy loads
 
-	// Owned by the writer (Log.writeMu) while the segment is active, then
-	// handed over to the syncer (which closes them after fsync).
-	idx, tidx       File
+	// Owned by the writer (Log.writeMu) while the segment is active.
 	bytesSinceIndex int64
 	created         time.Time
 
@@ -69,26 +75,27 @@ func segmentPath(dir string, base int64, ext string) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, ext))
 }
 
-// openSegment opens (or with create, creates empty) the .log of base.
-func openSegment(fsys FS, dir string, base int64, create bool) (*segment, error) {
+// openSegment registers the .log of base with the file cache; with create
+// it creates it empty (the handle stays cached), else it only stats it, so
+// opening a log opens no segment file.
+func openSegment(fsys FS, files *FileCache, dir string, base int64, create bool) (*segment, error) {
 	s := &segment{fs: fsys, base: base, logPath: segmentPath(dir, base, ".log")}
-	flag := os.O_RDWR
-	if create {
-		flag |= os.O_CREATE | os.O_TRUNC
-	}
-	f, err := fsys.OpenFile(s.logPath, flag, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open segment %d: %w", base, err)
-	}
-	s.log = f
+	s.logFile = files.file(fsys, s.logPath, segmentFileFlag)
+	s.idxFile = files.file(fsys, s.indexPath(), segmentFileFlag)
+	s.tidxFile = files.file(fsys, s.timeIndexPath(), segmentFileFlag)
 	s.refs.Store(1)
 	if create {
+		f, err := fsys.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open segment %d: %w", base, err)
+		}
+		files.opened.Add(1)
+		s.logFile.adopt(f)
 		s.view.Store(&segView{nextOffset: base, maxTs: -1})
 		return s, nil
 	}
-	fi, err := f.Stat()
+	fi, err := fsys.Stat(s.logPath)
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("stat segment %d: %w", base, err)
 	}
 	s.sealedSize.Store(fi.Size())
@@ -117,23 +124,22 @@ func (s *segment) release() {
 		return
 	}
 	sealedIndexCache.remove(s)
-	s.log.Close()
-	s.closeIndexFiles()
+	if s.pinned.Load() {
+		s.logFile.release()
+	}
+	s.logFile.forget()
+	s.idxFile.forget()
+	s.tidxFile.forget()
 }
 
-func (s *segment) closeIndexFiles() {
-	if s.idx != nil {
-		s.idx.Close()
-		s.idx = nil
-	}
-	if s.tidx != nil {
-		s.tidx.Close()
-		s.tidx = nil
-	}
-}
-
-// removeFiles unlinks the segment's files; open descriptors stay valid.
+// removeFiles unlinks the segment's files. Its .log stays open (pinned)
+// for the readers still holding the segment. Expects writeMu.
 func (s *segment) removeFiles() error {
+	if !s.pinned.Load() {
+		if _, err := s.logFile.acquire(); err == nil {
+			s.pinned.Store(true)
+		}
+	}
 	s.deleted.Store(true)
 	var errs []error
 	for _, p := range []string{s.logPath, s.indexPath(), s.timeIndexPath()} {
@@ -144,23 +150,16 @@ func (s *segment) removeFiles() error {
 	return errors.Join(errs...)
 }
 
-// openIndexFiles opens the index files for appending (active segment);
-// trunc empties them (a new segment must not inherit a stale index).
-func (s *segment) openIndexFiles(trunc bool) error {
-	flag := os.O_RDWR | os.O_CREATE
-	if trunc {
-		flag |= os.O_TRUNC
-	}
-	var err error
-	if s.idx == nil {
-		if s.idx, err = s.fs.OpenFile(s.indexPath(), flag, 0o644); err != nil {
-			return fmt.Errorf("open index of segment %d: %w", s.base, err)
+// createIndexFiles creates both index files empty (a new segment must not
+// inherit a stale index); their handles stay cached for the writer.
+func (s *segment) createIndexFiles() error {
+	for _, cf := range []*cachedFile{s.idxFile, s.tidxFile} {
+		f, err := s.fs.OpenFile(cf.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return fmt.Errorf("create index of segment %d: %w", s.base, err)
 		}
-	}
-	if s.tidx == nil {
-		if s.tidx, err = s.fs.OpenFile(s.timeIndexPath(), flag, 0o644); err != nil {
-			return fmt.Errorf("open time index of segment %d: %w", s.base, err)
-		}
+		cf.cache.opened.Add(1)
+		cf.adopt(f)
 	}
 	return nil
 }
@@ -206,11 +205,11 @@ func (s *segment) loadView(interval int64) (v *segView, loaded bool, err error) 
 
 // readHeader reads and parses the batch header at pos, checking that the
 // whole batch lies below limit.
-func (s *segment) readHeader(buf []byte, pos, limit int64) (BatchHeader, error) {
+func (s *segment) readHeader(f File, buf []byte, pos, limit int64) (BatchHeader, error) {
 	if limit-pos < BatchHeaderSize {
 		return BatchHeader{}, fmt.Errorf("%w: %d bytes left at position %d of segment %d", ErrCorrupt, limit-pos, pos, s.base)
 	}
-	if _, err := s.log.ReadAt(buf[:BatchHeaderSize], pos); err != nil {
+	if _, err := f.ReadAt(buf[:BatchHeaderSize], pos); err != nil {
 		if errors.Is(err, io.EOF) {
 			return BatchHeader{}, fmt.Errorf("%w: segment %d ends before position %d", ErrCorrupt, s.base, pos+BatchHeaderSize)
 		}
@@ -230,10 +229,10 @@ func (s *segment) readHeader(buf []byte, pos, limit int64) (BatchHeader, error) 
 // above offset: a binary search in the sparse index, then a forward scan
 // of batch headers (at most about one index interval). found is false when
 // the segment ends first.
-func (s *segment) seek(v *segView, offset int64, hdr []byte) (pos int64, found bool, err error) {
+func (s *segment) seek(f File, v *segView, offset int64, hdr []byte) (pos int64, found bool, err error) {
 	pos = lookupOffset(v.entries, offset-s.base)
 	for pos < v.size {
-		h, err := s.readHeader(hdr, pos, v.size)
+		h, err := s.readHeader(f, hdr, pos, v.size)
 		if err != nil {
 			return pos, false, err
 		}
@@ -248,9 +247,9 @@ func (s *segment) seek(v *segView, offset int64, hdr []byte) (pos int64, found b
 // seekTime returns the base offset of the first batch at or after position
 // lookupTime(ts) whose maxTimestamp is >= ts and whose last offset is >=
 // minOffset, or -1.
-func (s *segment) seekTime(v *segView, ts, minOffset int64, hdr []byte) (int64, error) {
+func (s *segment) seekTime(f File, v *segView, ts, minOffset int64, hdr []byte) (int64, error) {
 	for pos := lookupTime(v.entries, ts); pos < v.size; {
-		h, err := s.readHeader(hdr, pos, v.size)
+		h, err := s.readHeader(f, hdr, pos, v.size)
 		if err != nil {
 			return -1, err
 		}
@@ -273,12 +272,12 @@ type readResult struct {
 // after budget bytes, or before the first batch whose last offset is >=
 // maxOffset. With minOne the first batch is taken even over budget. It reads
 // the budget's worth of bytes in one pread and trims the partial tail.
-func (s *segment) readInto(dst []byte, pos, limit int64, budget int, minOne bool, maxOffset int64) ([]byte, readResult, error) {
+func (s *segment) readInto(f File, dst []byte, pos, limit int64, budget int, minOne bool, maxOffset int64) ([]byte, readResult, error) {
 	r := readResult{next: -1}
 	want := max(min(limit-pos, int64(budget)), 0)
 	start := len(dst)
 	dst = slices.Grow(dst, int(want))[:start+int(want)]
-	got, err := s.log.ReadAt(dst[start:], pos)
+	got, err := f.ReadAt(dst[start:], pos)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return dst[:start], r, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
 	}
@@ -298,21 +297,21 @@ func (s *segment) readInto(dst []byte, pos, limit int64, budget int, minOne bool
 	}
 	r.toEnd = !stopped && pos+int64(used) == limit
 	if r.batches == 0 && minOne && !stopped && pos < limit {
-		return s.readOne(dst[:start], pos, limit, maxOffset)
+		return s.readOne(f, dst[:start], pos, limit, maxOffset)
 	}
 	return dst[:start+used], r, nil
 }
 
 // readOne appends the single batch at pos, whatever its size (KIP-74).
-func (s *segment) readOne(dst []byte, pos, limit, maxOffset int64) ([]byte, readResult, error) {
+func (s *segment) readOne(f File, dst []byte, pos, limit, maxOffset int64) ([]byte, readResult, error) {
 	r := readResult{next: -1}
-	h, err := s.readHeader(make([]byte, BatchHeaderSize), pos, limit)
+	h, err := s.readHeader(f, make([]byte, BatchHeaderSize), pos, limit)
 	if err != nil || h.LastOffset() >= maxOffset {
 		return dst, r, err
 	}
 	start := len(dst)
 	dst = slices.Grow(dst, int(h.Size()))[:start+int(h.Size())]
-	if _, err := s.log.ReadAt(dst[start:], pos); err != nil {
+	if _, err := f.ReadAt(dst[start:], pos); err != nil {
 		return dst[:start], r, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
 	}
 	r.batches, r.next, r.toEnd = 1, h.LastOffset()+1, pos+h.Size() == limit
