@@ -54,14 +54,15 @@ type recoveryCheckpoint struct {
 	buf  []byte
 }
 
-func openRecoveryCheckpoint(fsys FS, files *FileCache, path string, value int64) (*recoveryCheckpoint, error) {
-	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", filepath.Base(path), err)
-	}
-	files.opened.Add(1)
+// openRecoveryCheckpoint readies the checkpoint at path to hold value;
+// when the file already holds it (a clean restart) nothing is opened.
+func openRecoveryCheckpoint(fsys FS, files *FileCache, path string, value int64, holds bool) (*recoveryCheckpoint, error) {
+	// A reopen never truncates: the fixed-width record covers anything
+	// shorter that writeCheckpoint or an older version left.
 	c := &recoveryCheckpoint{file: files.file(fsys, path, os.O_RDWR|os.O_CREATE)}
-	c.file.adopt(f)
+	if holds {
+		return c, nil
+	}
 	if err := c.write(value); err != nil {
 		c.close()
 		return nil, err

@@ -124,7 +124,7 @@ func (l *Log) open() error {
 	if err != nil {
 		return err
 	}
-	rp, _, err := readCheckpoint(l.fs, l.path(recoveryPointFile))
+	rp, rpOK, err := readCheckpoint(l.fs, l.path(recoveryPointFile))
 	if err != nil {
 		return err
 	}
@@ -143,11 +143,11 @@ func (l *Log) open() error {
 	if err != nil {
 		return err
 	}
-	return l.start(clean, start, rp)
+	return l.start(clean, start, rp, rpOK)
 }
 
 // start publishes the recovered state and readies the active segment.
-func (l *Log) start(clean bool, start, rp int64) (err error) {
+func (l *Log) start(clean bool, start, rp int64, rpOK bool) (err error) {
 	segs := l.mu.segs
 	active := segs[len(segs)-1]
 	active.created = l.now()
@@ -158,7 +158,7 @@ func (l *Log) start(clean bool, start, rp int64) (err error) {
 	if !clean {
 		cp = min(rp, end)
 	}
-	if l.checkpoint, err = openRecoveryCheckpoint(l.fs, l.files, l.path(recoveryPointFile), cp); err != nil {
+	if l.checkpoint, err = openRecoveryCheckpoint(l.fs, l.files, l.path(recoveryPointFile), cp, rpOK && rp == cp); err != nil {
 		return err
 	}
 	if !clean {
