@@ -26,12 +26,12 @@ type segment struct {
 	base int64
 	// logPath is the .log file; its handle and the index files' come
 	// from the FileCache, open only while used or recently used.
-	logPath        string
-	logFile        *cachedFile
-	idxFile        *cachedFile
-	tidxFile       *cachedFile
-	refs           atomic.Int32 // 1 for the Log's list, +1 per reader or syncer
-	deleted        atomic.Bool  // files unlinked: a lazy load must not recreate them
+	logPath  string
+	logFile  *cachedFile
+	idxFile  *cachedFile
+	tidxFile *cachedFile
+	refs     atomic.Int32 // 1 for the Log's list, +1 per reader or syncer
+	deleted  atomic.Bool  // files unlinked: a lazy load must not recreate them
 	// pinned holds the .log open from its deletion until the last
 	// reference goes, so a read in flight never has to reopen an unlinked
 	// file. Set once, by removeFiles under the writer's lock.
