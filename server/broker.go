@@ -44,6 +44,8 @@ type Broker struct {
 
 	// maxPartitions bounds the partitions this broker holds (partitionLimit).
 	maxPartitions int
+	// logFiles is the open-file cache all partition logs share.
+	logFiles *storage.FileCache
 
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -83,6 +85,7 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 		toDelete: make(chan string, 1024),
 
 		maxPartitions: partitionLimit(cfg.MaxPartitions),
+		logFiles:      storage.NewFileCache(openFilesLimit(cfg.MaxOpenLogFiles)),
 	}
 	b.mu.topics = make(map[string]*topic, len(meta.Topics))
 	b.mu.meta = meta
@@ -137,9 +140,10 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		}
 	}
 	l, err := storage.Open(dir, s.log, storage.Options{
-		FS:      b.cfg.LogFS,
-		Logger:  b.logger.With("topic", name, "partition", index),
-		OnFlush: b.flushObserver(),
+		FS:        b.cfg.LogFS,
+		Logger:    b.logger.With("topic", name, "partition", index),
+		OnFlush:   b.flushObserver(),
+		FileCache: b.logFiles,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s-%d: %v", ErrStorage, name, index, err)

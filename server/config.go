@@ -47,8 +47,13 @@ type Config struct {
 	MaxDecompressedBytes int
 	// MaxPartitions bounds the partitions this broker holds (max.partitions,
 	// as proposed in KIP-578); creates beyond it fail with ErrPartitionLimit.
-	// 0 derives it from the file-descriptor soft limit.
+	// 0: DefaultMaxPartitions.
 	MaxPartitions int
+	// MaxOpenLogFiles bounds the descriptors all partition logs hold open
+	// together (ferry.log.open.files.max, ferry's own): segment, index and
+	// checkpoint files are opened on use and the least recently used idle
+	// ones closed beyond it. 0: a quarter of the file-descriptor soft limit.
+	MaxOpenLogFiles int
 	// AdvertisedKafkaAddr is the host:port clients are told to connect to.
 	AdvertisedKafkaAddr string
 	// Metrics receives per-topic traffic, leader elections and log flush
@@ -102,6 +107,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("log.retention.check.interval.ms: must be > 0")
 	case c.MaxPartitions < 0:
 		return fmt.Errorf("max.partitions %d: must be >= 0", c.MaxPartitions)
+	case c.MaxOpenLogFiles < 0:
+		return fmt.Errorf("ferry.log.open.files.max %d: must be >= 0", c.MaxOpenLogFiles)
 	case c.FlushCheckInterval <= 0:
 		return fmt.Errorf("flush check interval: must be > 0")
 	case c.FailedLogProbeInterval <= 0:

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/ferry-mq/ferry/storage"
 )
 
 // MaxAutoCreatePerRequest bounds how many unknown topics one Metadata
@@ -16,30 +18,37 @@ import (
 // create 100k.
 const MaxAutoCreatePerRequest = 16
 
-// fdsPerPartition is what a fresh partition holds open (measured): the
-// active segment's .log, .index and .timeindex and the recovery
-// checkpoint. Reads of sealed segments and connections draw on the reserve
-// partitionLimit keeps.
-const fdsPerPartition = 4
+// DefaultMaxPartitions is max.partitions when not configured. Partitions
+// hold no file descriptors while idle (their files are opened through one
+// bounded storage.FileCache), so descriptors no longer bound them; memory
+// and startup time do, both a few KiB and a few tens of microseconds per
+// idle partition (see docs, test-long).
+const DefaultMaxPartitions = 100_000
 
 // partitionLimit is the broker-wide bound on partitions: the configured
-// max.partitions, or what the process's file-descriptor soft limit allows
-// after a reserve for connections and transient files. Without it one
-// client could create topics until no file (or socket) can be opened.
+// max.partitions or DefaultMaxPartitions. Without it one client could
+// create topics until memory or startup time gives out.
 func partitionLimit(configured int) int {
+	if configured > 0 {
+		return configured
+	}
+	return DefaultMaxPartitions
+}
+
+// openFilesLimit is the budget of the broker's log file cache: the
+// configured ferry.log.open.files.max, or a quarter of the process's
+// file-descriptor soft limit, leaving half for Kafka connections
+// (max.connections defaults to half) and a quarter for listeners,
+// transient files and everything else.
+func openFilesLimit(configured int) int {
 	if configured > 0 {
 		return configured
 	}
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
-		return 10000
+		return storage.DefaultMaxOpenFiles
 	}
-	fds := rl.Cur
-	if fds > 1<<30 {
-		fds = 1 << 30
-	}
-	reserve := min(fds/4, 8192)
-	return max(int((fds-reserve)/fdsPerPartition), 1)
+	return int(max(min(rl.Cur/4, 1<<20), 16))
 }
 
 // checkPartitionBudget refuses adding n partitions when the broker would

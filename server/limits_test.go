@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
 
 	"github.com/ferry-mq/ferry/storage/errorfs"
@@ -140,12 +141,24 @@ func TestPartitionLimit(t *testing.T) {
 	}
 }
 
-func TestPartitionLimitFromFileDescriptors(t *testing.T) {
-	if n := partitionLimit(0); n < 1 {
-		t.Fatalf("derived limit %d", n)
+func TestPartitionAndOpenFileLimits(t *testing.T) {
+	// Idle partitions hold no descriptors: 50,000 fit by default whatever
+	// the fd limit, and the log files' budget stays well under it.
+	if n := partitionLimit(0); n < 50_000 {
+		t.Fatalf("default partition limit %d", n)
 	}
 	if n := partitionLimit(7); n != 7 {
 		t.Fatalf("configured limit: %d", n)
+	}
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	if n := openFilesLimit(0); n < 16 || (rl.Cur >= 64 && uint64(n) > rl.Cur/4) {
+		t.Fatalf("default open files budget %d with a limit of %d", n, rl.Cur)
+	}
+	if n := openFilesLimit(9); n != 9 {
+		t.Fatalf("configured open files budget: %d", n)
 	}
 }
 

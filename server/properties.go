@@ -49,6 +49,7 @@ var propertySetters = map[string]func(*Config, string) error{
 	"auto.create.topics.enable":         func(c *Config, v string) error { return setBool(&c.AutoCreateTopics, v) },
 	"message.max.bytes":                 func(c *Config, v string) error { return setInt(&c.MessageMaxBytes, v) },
 	"max.partitions":                    func(c *Config, v string) error { return setInt(&c.MaxPartitions, v) },
+	"ferry.log.open.files.max":          func(c *Config, v string) error { return setInt(&c.MaxOpenLogFiles, v) },
 	"log.segment.bytes":                 func(c *Config, v string) error { return setInt64(&c.Log.SegmentBytes, v) },
 	"log.roll.ms":                       func(c *Config, v string) error { return setDuration(&c.Log.SegmentMaxAge, v, time.Millisecond) },
 	"log.roll.hours":                    func(c *Config, v string) error { return setDuration(&c.Log.SegmentMaxAge, v, time.Hour) },

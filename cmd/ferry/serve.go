@@ -75,6 +75,8 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { s.logLevel = v; return nil }},
 	{"metrics", []string{"metrics.enabled"}, "serve Prometheus metrics at /metrics (false: no metrics are kept)", "true",
 		func(s *serveSettings, v string) (err error) { s.metrics, err = strconv.ParseBool(v); return err }},
+	{"log-open-files-max", []string{"ferry.log.open.files.max"}, "file descriptors all partition logs may hold open together; idle files beyond it are closed, least recently used first (0: a quarter of the open-file limit)", "0",
+		func(s *serveSettings, v string) error { return parseInt(&s.broker.MaxOpenLogFiles, v) }},
 	{"socket-request-max-bytes", []string{"socket.request.max.bytes"}, "largest Kafka request frame", strconv.Itoa(kafka.DefaultMaxRequestBytes),
 		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.MaxRequestBytes, v) }},
 	{"queued-max-request-bytes", []string{"queued.max.request.bytes"}, "memory for Kafka request frames in flight across all connections (0: 256 MiB, at least socket.request.max.bytes; negative: unbounded)", "0",

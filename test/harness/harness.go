@@ -74,15 +74,25 @@ type Node struct {
 	// KafkaAddr is the --kafka-addr, 127.0.0.1:port, for Kafka clients'
 	// bootstrap; it is chosen once and kept across restarts.
 	KafkaAddr string
-	cmd       *exec.Cmd
-	logs      *syncBuffer
-	done      chan struct{}
+	// FDLimit, when positive, is the open-file limit (soft and hard, so
+	// the Go runtime cannot raise it) the process runs under.
+	FDLimit int
+	cmd     *exec.Cmd
+	logs    *syncBuffer
+	done    chan struct{}
 }
 
 // Start runs a node with a fresh data dir; extra args go to `ferry serve`.
 func Start(t testing.TB, args ...string) *Node {
 	t.Helper()
-	n := &Node{t: t, DataDir: t.TempDir(), HTTPPort: FreePort(t), Args: args}
+	return StartWithFDLimit(t, 0, args...)
+}
+
+// StartWithFDLimit is Start under an open-file limit of fdLimit (0: the
+// test's own), set by a shell that then execs ferry in its place.
+func StartWithFDLimit(t testing.TB, fdLimit int, args ...string) *Node {
+	t.Helper()
+	n := &Node{t: t, DataDir: t.TempDir(), HTTPPort: FreePort(t), Args: args, FDLimit: fdLimit}
 	n.KafkaAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	n.URL = fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort)
 	n.start()
@@ -103,6 +113,10 @@ func (n *Node) start() {
 		"--kafka-addr", n.KafkaAddr,
 	}, n.Args...)
 	n.cmd = exec.Command(Binary(n.t), args...)
+	if n.FDLimit > 0 {
+		script := fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, n.FDLimit)
+		n.cmd = exec.Command("sh", append([]string{"-c", script, Binary(n.t)}, args...)...)
+	}
 	if n.logs == nil {
 		n.logs = new(syncBuffer) // kept across restarts
 	}
@@ -166,6 +180,9 @@ func (n *Node) signal(sig syscall.Signal) {
 		<-n.done
 	}
 }
+
+// PID is the process id of the running ferry.
+func (n *Node) PID() int { return n.cmd.Process.Pid }
 
 // Restart starts the process again on the same data dir and port.
 func (n *Node) Restart() {
