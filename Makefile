@@ -4,7 +4,7 @@ BIN       := bin/ferry
 PKGS      := ./...
 TEST_FLAGS ?= -race -timeout 20m
 
-.PHONY: build run test test-deps vet fmt-check bench bench-go bench-http bench-kafka fuzz clean openapi
+.PHONY: build run test test-long test-deps vet fmt-check bench bench-go bench-http bench-kafka fuzz clean openapi
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ferry
@@ -15,6 +15,11 @@ run: build
 # Installs what the tests need where it is missing, then runs every test.
 test: test-deps fmt-check vet build
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+# Long variants (FERRY_LONG=1), e.g. 50,000 partitions on one node with
+# their create, restart time and RSS logged; not part of `make test`.
+test-long: build
+	FERRY_LONG=1 $(GO) test -count=1 -v -run Long -timeout 30m ./test/e2e/
 
 test-deps:
 	./scripts/install-test-deps.sh

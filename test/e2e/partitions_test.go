@@ -155,3 +155,54 @@ func rssKiB(t *testing.T, node *harness.Node) int {
 	t.Fatal("no VmRSS in status")
 	return 0
 }
+
+// TestLongFiftyThousandPartitions (FERRY_LONG=1, make test-long): one node
+// under the default open-file limit of 20,000 creates 50,000 partitions,
+// takes one record in each, and restarts within 10 s to /healthz with an
+// RSS under 2 GiB; it logs the figures.
+func TestLongFiftyThousandPartitions(t *testing.T) {
+	if os.Getenv("FERRY_LONG") == "" {
+		t.Skip("long: set FERRY_LONG=1 (make test-long)")
+	}
+	const (
+		topics     = 50
+		partitions = 1000
+	)
+	node := harness.StartWithFDLimit(t, 20000)
+	node.WaitKafka()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	names := make([]string, topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("long-%d", i)
+	}
+	start := time.Now()
+	createTopics(ctx, t, node, partitions, nil, names...)
+	created := time.Since(start)
+	cl := franz(t, node, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
+	start = time.Now()
+	produceEverywhere(ctx, t, cl, names, partitions, 0)
+	produced := time.Since(start)
+	cl.Close()
+	rssBefore := rssKiB(t, node)
+	checkFDs(t, node, 20000/4+200)
+
+	node.Stop()
+	start = time.Now()
+	node.Restart()
+	restarted := time.Since(start)
+	rssAfter := rssKiB(t, node)
+	t.Logf("50,000 partitions: create %v, produce %v, restart to /healthz %v, RSS %d MiB before restart, %d MiB after",
+		created.Round(time.Millisecond), produced.Round(time.Millisecond), restarted.Round(time.Millisecond), rssBefore>>10, rssAfter>>10)
+	node.WaitKafka()
+	start = time.Now()
+	readEverywhere(ctx, t, node, names, partitions, 1)
+	t.Logf("read one record from each partition after the restart: %v", time.Since(start).Round(time.Millisecond))
+	checkFDs(t, node, 20000/4+200)
+	if restarted > 10*time.Second {
+		t.Errorf("restart took %v, want < 10s", restarted)
+	}
+	if rssAfter > 2<<20 {
+		t.Errorf("RSS %d MiB after restart, want < 2 GiB", rssAfter>>10)
+	}
+}
