@@ -65,6 +65,30 @@
 // pread of up to MaxBytes, trimmed to whole batches. A segment deleted by
 // retention meanwhile stays open until the last reader releases it.
 //
+// # Open files
+//
+// No file is held open for its own sake. Segment, index and recovery
+// checkpoint files of every log are opened through a FileCache (one per
+// broker, given in Options; pebble's table cache is the model): a handle is
+// opened on first use, held with a reference count for the length of one
+// read, append, fsync or scan, and when no one holds it it joins an LRU of
+// idle handles, from which the least recently used is closed once the
+// cache is over its budget. So a partition neither written nor read holds
+// no descriptor, the active segment included (its next append reopens its
+// .log; the index files are touched once per IndexIntervalBytes), and a
+// node needs at most the budget whatever its partition count; the budget
+// is passed only while every open handle is in use. Opening a log opens no
+// segment file (sizes come from stat), and a clean open reads only the
+// active segment's index and tail. A deleted segment's .log is pinned
+// open until its last reader is done, since an unlinked file cannot be
+// reopened. Files outside the cache are open only within one call
+// (reading an index or checkpoint, fsyncing the directory).
+//
+// A handle with written but not yet fsynced bytes may be closed by the
+// cache; the fsync that follows reopens the file, and Linux (since 4.16)
+// reports to it a writeback error no descriptor has seen yet, so the
+// group commit's guarantee holds.
+//
 // # Durability and recovery
 //
 // Appends serialise on the log's write lock and write(2) under it; fsync
@@ -80,7 +104,10 @@
 //
 //   - .clean-shutdown present (Close fsynced data and indexes): trust the
 //     index files; read only the active segment's index and its tail from
-//     the last entry. Then delete the marker, so a later crash looks unclean.
+//     the last entry. The marker is deleted (and the directory fsynced) by
+//     the first change to the log, append, roll, retention or truncation,
+//     so a later crash looks unclean, while a partition that stays idle
+//     costs no write at open and none at Close.
 //   - Otherwise rescan from the recovery point only: in the segment holding
 //     it, index entries below it are trusted (the last one is checked against
 //     the batch it names); from there on every batch is checked (length,
