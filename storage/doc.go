@@ -85,9 +85,11 @@
 // (reading an index or checkpoint, fsyncing the directory).
 //
 // A handle with written but not yet fsynced bytes may be closed by the
-// cache; the fsync that follows reopens the file, and Linux (since 4.16)
-// reports to it a writeback error no descriptor has seen yet, so the
-// group commit's guarantee holds.
+// cache; the fsync that follows reopens the file. Linux (4.16 on) reports
+// to a new descriptor a writeback error that no descriptor has seen, so
+// the group commit still learns of it, unless the kernel dropped the
+// file's inode from memory in between (possible once its pages are no
+// longer dirty): a narrow gap kept so that idle partitions hold nothing.
 //
 // # Durability and recovery
 //
