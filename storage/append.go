@@ -218,6 +218,7 @@ func (l *Log) write(seg *segment, v *segView, b []byte) error {
 		seg.logFile.release()
 	}
 	if err == nil && len(l.newEntries) > 0 {
+		seg.indexDirty = true
 		l.encoded = appendOffsetEntries(l.encoded[:0], l.newEntries)
 		err = writeIndex(seg.idxFile, l.encoded, n*offsetEntrySize)
 		if err == nil {

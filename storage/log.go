@@ -421,22 +421,39 @@ func (l *Log) Close() error {
 	if untouched {
 		return nil
 	}
-	if err := writeCheckpoint(l.fs, l.path(cleanShutdownFile), end, true); err != nil {
+	if err := l.writeCleanMarker(end); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
 	return l.syncDir()
+}
+
+// writeCleanMarker creates the clean-shutdown marker. Only its existence
+// counts (its content, the log end, is for people), and everything it
+// vouches for is fsynced already, so it needs no fsync of its own, only
+// the directory's, and no rename: a torn marker still says clean.
+func (l *Log) writeCleanMarker(end int64) error {
+	f, err := l.fs.OpenFile(l.path(cleanShutdownFile), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte(checkpointVersion + "\n" + strconv.FormatInt(end, 10) + "\n"))
+	return errors.Join(err, f.Close())
 }
 
 // syncActiveIndexes fsyncs the active segment's index files, which a clean
 // restart trusts. Expects writeMu.
 func (l *Log) syncActiveIndexes() error {
 	active := l.active()
+	if !active.indexDirty {
+		return nil
+	}
 	for _, cf := range []*cachedFile{active.idxFile, active.tidxFile} {
 		err := cf.with(File.Sync)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("sync index of segment %d: %w", active.base, err)
 		}
 	}
+	active.indexDirty = false
 	return nil
 }
 

@@ -55,6 +55,10 @@ type segment struct {
 	// Owned by the writer (Log.writeMu) while the segment is active.
 	bytesSinceIndex int64
 	created         time.Time
+	// indexDirty: index entries were written since the segment was
+	// opened (Close then fsyncs the index files; otherwise they are as
+	// durable as they were found or created empty).
+	indexDirty bool
 
 	// indexSynced is owned by the syncer token (Log.mu.syncing): the
 	// segment is sealed and its files are durable.

@@ -77,9 +77,12 @@ type Node struct {
 	// FDLimit, when positive, is the open-file limit (soft and hard, so
 	// the Go runtime cannot raise it) the process runs under.
 	FDLimit int
-	cmd     *exec.Cmd
-	logs    *syncBuffer
-	done    chan struct{}
+	// StopTimeout and ReadyTimeout bound a stop and a start (default 30 s
+	// each); nodes with very many partitions need longer.
+	StopTimeout, ReadyTimeout time.Duration
+	cmd                       *exec.Cmd
+	logs                      *syncBuffer
+	done                      chan struct{}
 }
 
 // Start runs a node with a fresh data dir; extra args go to `ferry serve`.
@@ -134,7 +137,7 @@ func (n *Node) start() {
 // WaitReady polls /healthz until it answers 200.
 func (n *Node) WaitReady() {
 	n.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(orDefault(n.ReadyTimeout))
 	for time.Now().Before(deadline) {
 		select {
 		case <-n.done:
@@ -150,7 +153,7 @@ func (n *Node) WaitReady() {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	n.t.Fatalf("ferry not ready within 30s:\n%s", n.Logs())
+	n.t.Fatalf("ferry not ready within %v:\n%s", orDefault(n.ReadyTimeout), n.Logs())
 }
 
 // Kill sends SIGKILL and waits for the process to end.
@@ -175,7 +178,7 @@ func (n *Node) signal(sig syscall.Signal) {
 	n.cmd.Process.Signal(sig)
 	select {
 	case <-n.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(orDefault(n.StopTimeout)):
 		n.cmd.Process.Kill()
 		<-n.done
 	}
@@ -183,6 +186,13 @@ func (n *Node) signal(sig syscall.Signal) {
 
 // PID is the process id of the running ferry.
 func (n *Node) PID() int { return n.cmd.Process.Pid }
+
+func orDefault(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 30 * time.Second
+	}
+	return d
+}
 
 // Restart starts the process again on the same data dir and port.
 func (n *Node) Restart() {
