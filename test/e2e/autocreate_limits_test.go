@@ -207,13 +207,16 @@ func checkHealthy(t *testing.T, node *harness.Node) {
 }
 
 // One client cannot drive the node out of file descriptors: under a
-// 2048-fd limit it auto-creates topics request after request until the
-// derived partition bound answers POLICY_VIOLATION, and the node still
-// serves HTTP, new Kafka connections and topic changes.
+// 2048-fd limit it auto-creates more topics than there are descriptors
+// (idle partitions hold none: their files go through the bounded log
+// file cache), request after request, every one created or refused by
+// the partition bound with POLICY_VIOLATION, and the node still serves
+// HTTP, new Kafka connections and topic changes.
 func TestAutoCreateCannotExhaustFileDescriptors(t *testing.T) {
-	node := startWithFdLimit(t, 2048)
+	const fdLimit = 2048
+	node := startWithFdLimit(t, fdLimit)
 	created, refused := 0, false
-	for round := 0; round < 200 && !refused; round++ {
+	for round := 0; round < 140 && !refused; round++ {
 		req := kmsg.NewPtrMetadataRequest()
 		req.Version = 1
 		for i := range 16 {
@@ -235,9 +238,9 @@ func TestAutoCreateCannotExhaustFileDescriptors(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("created %d topics before POLICY_VIOLATION", created)
-	if !refused {
-		t.Fatalf("created %d topics and never reached the partition bound", created)
+	t.Logf("created %d topics (refused: %v) under %d descriptors", created, refused, fdLimit)
+	if !refused && created <= fdLimit {
+		t.Fatalf("created only %d topics", created)
 	}
 	req, _ := http.NewRequest(http.MethodDelete, node.URL+"/topics/fd-000-00", nil)
 	res, err := http.DefaultClient.Do(req)
