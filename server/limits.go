@@ -22,7 +22,7 @@ const MaxAutoCreatePerRequest = 16
 // hold no file descriptors while idle (their files are opened through one
 // bounded storage.FileCache), so descriptors no longer bound them; memory
 // and startup time do, both a few KiB and a few tens of microseconds per
-// idle partition (see docs, test-long).
+// idle partition (make test-long measures them).
 const DefaultMaxPartitions = 100_000
 
 // partitionLimit is the broker-wide bound on partitions: the configured

@@ -21,6 +21,7 @@ log.retention.check.interval.ms=1000
 log.flush.interval.messages=1
 log.flush.interval.ms=250
 message.max.bytes: 2000000
+ferry.log.open.files.max=4096
 num.network.threads=3
 long.value=a\
   b
@@ -42,7 +43,8 @@ long.value=a\
 		t.Fatalf("unknown keys %v", unknown)
 	}
 	if c.BrokerID != 7 || c.DataDir != "/var/lib/ferry" || c.NumPartitions != 6 ||
-		c.AutoCreateTopics || c.MessageMaxBytes != 2000000 || c.RetentionCheckInterval != time.Second {
+		c.AutoCreateTopics || c.MessageMaxBytes != 2000000 || c.RetentionCheckInterval != time.Second ||
+		c.MaxOpenLogFiles != 4096 {
 		t.Fatalf("config %+v", c)
 	}
 	if c.Log.SegmentBytes != 1<<20 || c.Log.RetentionTime != 30*time.Minute || c.Log.RetentionBytes != -1 ||
