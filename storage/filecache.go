@@ -27,10 +27,11 @@ var errFileForgotten = errors.New("file handle used after release")
 // files are opened on first use and stay open while used; an idle one is
 // closed when the cache is over budget, least recently used first, and
 // reopened on its next use. A handle that a read, append or fsync holds
-// is never closed under it, so the budget is exceeded only while every
-// open handle is in use. The cache is sharded (each file belongs to one
-// shard, each shard has its share of the budget) so that appends to
-// different partitions do not meet on one mutex.
+// is never closed under it, so the budget is exceeded only while handles
+// are in use that many at once. The cache is sharded (each file belongs
+// to one shard, each shard has its share of the budget and its own LRU)
+// so that appends to different partitions do not meet on one mutex;
+// budgets under 512 keep one shard, an exact LRU.
 type FileCache struct {
 	shards []fileShard
 	next   atomic.Uint32 // round-robin shard assignment
