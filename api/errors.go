@@ -87,8 +87,16 @@ func writeCoreError(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, codeInternal, err.Error())
 }
 
+// writeJSON encodes v before sending the status, so a value that fails to
+// encode answers 500 rather than a success with an empty body.
 func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, codeInternal, "encode the answer: "+err.Error())
+		return
+	}
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(data)
+	w.Write([]byte{'\n'})
 }
