@@ -40,8 +40,8 @@ type readRecord struct {
 	Key         json.RawMessage `json:"key"`
 	KeyEncoding string          `json:"key_encoding,omitempty" enums:"string,base64,avro"`
 	// Value is rendered as Key is.
-	Value         json.RawMessage   `json:"value"`
-	ValueEncoding string            `json:"value_encoding,omitempty" enums:"string,base64,avro"`
+	Value         json.RawMessage `json:"value"`
+	ValueEncoding string          `json:"value_encoding,omitempty" enums:"string,base64,avro"`
 	// Headers is always present, {} when the record has none.
 	Headers map[string]string `json:"headers"`
 }

@@ -23,6 +23,9 @@ type Config struct {
 	// MaxRequestBytes caps a request body; larger bodies get 413 before
 	// anything is decoded. Default 16 MiB.
 	MaxRequestBytes int64
+	// MaxRecordsPerRequest caps the records of one produce body; the
+	// request is refused with 413 while being scanned. Default 100000.
+	MaxRecordsPerRequest int
 	// MaxFetchWait caps timeout_ms of a long-polling read. Default 30 s.
 	MaxFetchWait time.Duration
 	// MaxFetchBytes caps max_bytes of a read. Default 16 MiB.
@@ -51,6 +54,9 @@ type Config struct {
 func (c *Config) Defaults() {
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = 16 << 20
+	}
+	if c.MaxRecordsPerRequest == 0 {
+		c.MaxRecordsPerRequest = 100000
 	}
 	if c.MaxFetchWait == 0 {
 		c.MaxFetchWait = 30 * time.Second
