@@ -12,6 +12,8 @@ import (
 const (
 	codeMalformed          = 40001 // body is not valid JSON or not the expected shape
 	codeBadParam           = 40002 // a query or path parameter is not valid
+	codeCrossOrigin        = 40301 // a browser request from another origin that would change state
+	codeHostNotAllowed     = 40302 // a browser request naming a Host not allowed (DNS rebinding)
 	codeTopicNotFound      = 40401
 	codePartitionNotFound  = 40402
 	codeNotFound           = 40404

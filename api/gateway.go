@@ -36,6 +36,16 @@ type Config struct {
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	IdleTimeout       time.Duration
+	// MaxHeaderBytes caps a request's header block. Default 64 KiB.
+	MaxHeaderBytes int
+	// MaxConnections caps open HTTP connections (LimitListener). Default 1024.
+	MaxConnections int
+	// AllowedHosts are the Host names (port optional; "*" for any) browsers
+	// may reach this node by, against DNS rebinding (webguard.go). Empty:
+	// localhost, *.localhost, IP literals and HostNames.
+	AllowedHosts []string
+	// HostNames are the node's own names, allowed by the default list.
+	HostNames []string
 	// AdvertisedKafkaAddr is what /brokers and /cluster report.
 	AdvertisedKafkaAddr string
 	Logger              *slog.Logger
@@ -73,6 +83,12 @@ func (c *Config) Defaults() {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 120 * time.Second
 	}
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = 64 << 10
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = 1024
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -96,6 +112,7 @@ type Gateway struct {
 	cfg    Config
 	logger *slog.Logger
 	obs    *observer
+	guard  *webGuard
 }
 
 // New builds a gateway; mount Handler on an http.Server (see NewHTTPServer).
@@ -105,13 +122,13 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	return &Gateway{broker: b, groups: cfg.Groups, cfg: cfg, logger: cfg.Logger.With("component", "http"),
-		obs: newObserver(cfg.Metrics)}, nil
+		obs: newObserver(cfg.Metrics), guard: newWebGuard(cfg)}, nil
 }
 
 // Handler is the whole route tree.
 func (g *Gateway) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(g.observe, g.limitBody)
+	r.Use(g.observe, g.limitBody, g.guard.middleware)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -188,7 +205,7 @@ func NewHTTPServer(addr string, h http.Handler, cfg Config) *http.Server {
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.MaxFetchWait + 30*time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 }
