@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ferry-mq/ferry/server"
 )
 
@@ -91,7 +89,7 @@ func (g *Gateway) createTopic(w http.ResponseWriter, r *http.Request) {
 //	@Failure	500		{object}	errorBody	"50001/50002: internal or storage error"
 //	@Router		/topics/{topic} [get]
 func (g *Gateway) describeTopic(w http.ResponseWriter, r *http.Request) {
-	g.writeTopic(w, http.StatusOK, chi.URLParam(r, "topic"))
+	g.writeTopic(w, http.StatusOK, pathParam(r, "topic"))
 }
 
 func (g *Gateway) writeTopic(w http.ResponseWriter, status int, name string) {
@@ -115,7 +113,7 @@ func (g *Gateway) writeTopic(w http.ResponseWriter, status int, name string) {
 //	@Failure	503		{object}	errorBody	"50301: the node is shutting down"
 //	@Router		/topics/{topic} [delete]
 func (g *Gateway) deleteTopic(w http.ResponseWriter, r *http.Request) {
-	if err := g.broker.DeleteTopic(chi.URLParam(r, "topic")); err != nil {
+	if err := g.broker.DeleteTopic(pathParam(r, "topic")); err != nil {
 		writeCoreError(w, err)
 		return
 	}
@@ -150,7 +148,7 @@ func (g *Gateway) createPartitions(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	name := chi.URLParam(r, "topic")
+	name := pathParam(r, "topic")
 	if err := g.broker.CreatePartitions(name, body.Partitions); err != nil {
 		writeCoreError(w, err)
 		return
@@ -207,7 +205,7 @@ func (g *Gateway) alterConfigs(w http.ResponseWriter, r *http.Request) {
 			set[k] = v
 		}
 	}
-	name := chi.URLParam(r, "topic")
+	name := pathParam(r, "topic")
 	if err := g.broker.AlterTopicConfigs(name, set, remove, false); err != nil {
 		writeCoreError(w, err)
 		return

@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
 )
@@ -84,8 +82,8 @@ type readParams struct {
 //	@Failure		503			{object}	errorBody	"50301: format=avro without a schema registry, or the node is shutting down"
 //	@Router			/kafka/{topic}/partitions/{partition}/records [get]
 func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
-	topicName := chi.URLParam(r, "topic")
-	partition, err := strconv.ParseInt(chi.URLParam(r, "partition"), 10, 32)
+	topicName := pathParam(r, "topic")
+	partition, err := strconv.ParseInt(pathParam(r, "partition"), 10, 32)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, codeBadParam, "partition must be an integer")
 		return

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
 )
@@ -233,7 +231,7 @@ func (g *Gateway) produceAs(w http.ResponseWriter, r *http.Request, restProxy bo
 			typeJSON, typeRestJSON, typeRestBinary, typeNDJSON))
 		return
 	}
-	topicName := chi.URLParam(r, "topic")
+	topicName := pathParam(r, "topic")
 	if err := server.ValidateTopicName(topicName); err != nil {
 		writeCoreError(w, err)
 		return
