@@ -39,16 +39,37 @@ func (g *Gateway) listTopics(w http.ResponseWriter, r *http.Request) {
 }
 
 type createTopicBody struct {
-	Name              string            `json:"name" example:"orders"`
-	Partitions        int32             `json:"partitions" example:"3"`
-	ReplicationFactor int16             `json:"replication_factor" example:"1"`
+	Name string `json:"name" example:"orders"`
+	// Partitions absent or -1: the broker's default (num.partitions).
+	Partitions *int32 `json:"partitions" example:"3"`
+	// ReplicationFactor absent or -1: the broker's default.
+	ReplicationFactor *int16            `json:"replication_factor" example:"1"`
 	Configs           map[string]string `json:"configs"`
+}
+
+// spec checks the counts a client gave: 0 is refused, as Kafka refuses it,
+// rather than read as "the default".
+func (b createTopicBody) spec() (server.TopicSpec, error) {
+	spec := server.TopicSpec{Name: b.Name, Configs: b.Configs}
+	if b.Partitions != nil {
+		if *b.Partitions == 0 {
+			return spec, fmt.Errorf("%w: 0; it must be at least 1 (or -1 for the default)", server.ErrInvalidPartitions)
+		}
+		spec.Partitions = *b.Partitions
+	}
+	if b.ReplicationFactor != nil {
+		if *b.ReplicationFactor == 0 {
+			return spec, fmt.Errorf("%w: 0; it must be at least 1 (or -1 for the default)", server.ErrInvalidReplicas)
+		}
+		spec.ReplicationFactor = *b.ReplicationFactor
+	}
+	return spec, nil
 }
 
 // createTopic serves POST /topics.
 //
 //	@Summary		Create a topic
-//	@Description	Partitions and replication_factor 0 (or absent) take the broker's defaults; configs are topic-level overrides (retention.ms, cleanup.policy, …).
+//	@Description	Partitions and replication_factor absent (or -1) take the broker's defaults, 0 is refused (422); configs are topic-level overrides (retention.ms, cleanup.policy, …).
 //	@Tags			topics
 //	@Accept			json
 //	@Produce		json
@@ -67,10 +88,10 @@ func (g *Gateway) createTopic(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	err := g.broker.CreateTopic(server.TopicSpec{
-		Name: body.Name, Partitions: body.Partitions,
-		ReplicationFactor: body.ReplicationFactor, Configs: body.Configs,
-	})
+	spec, err := body.spec()
+	if err == nil {
+		err = g.broker.CreateTopic(spec)
+	}
 	if err != nil {
 		writeCoreError(w, err)
 		return

@@ -381,7 +381,8 @@ type restRecord struct {
 	Offset        int64           `json:"offset"`
 	Timestamp     int64           `json:"timestamp"`
 	TimestampType string          `json:"timestamp_type" enums:"CreateTime,LogAppendTime"`
-	Headers       []restHeader    `json:"headers,omitempty"`
+	// Headers is always present, [] when the record has none.
+	Headers []restHeader `json:"headers"`
 }
 
 type restHeader struct {
@@ -391,7 +392,7 @@ type restHeader struct {
 
 func toRestRecord(rec group.ConsumedRecord, binary bool) restRecord {
 	out := restRecord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
-		TimestampType: "CreateTime"}
+		TimestampType: "CreateTime", Headers: make([]restHeader, 0, len(rec.Headers))}
 	if rec.TimestampType == 1 {
 		out.TimestampType = "LogAppendTime"
 	}

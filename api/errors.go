@@ -12,12 +12,14 @@ import (
 const (
 	codeMalformed          = 40001 // body is not valid JSON or not the expected shape
 	codeBadParam           = 40002 // a query or path parameter is not valid
+	codeBodyUnreadable     = 40003 // the body is truncated or its chunked encoding is broken
 	codeCrossOrigin        = 40301 // a browser request from another origin that would change state
 	codeHostNotAllowed     = 40302 // a browser request naming a Host not allowed (DNS rebinding)
 	codeTopicNotFound      = 40401
 	codePartitionNotFound  = 40402
 	codeNotFound           = 40404
 	codeMethodNotAllowed   = 40501
+	codeBodyTimeout        = 40801 // the body did not arrive within the read timeout
 	codeTopicExists        = 40901
 	codeTooLarge           = 41301
 	codeUnsupportedType    = 41501

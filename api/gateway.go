@@ -177,7 +177,8 @@ func (g *Gateway) Handler() http.Handler {
 }
 
 // limitBody caps every request body; reading past it fails with
-// *http.MaxBytesError, which writeCoreError turns into 413.
+// *http.MaxBytesError, which writeCoreError turns into 413. Other read
+// failures are the client's: see bodyfault.go.
 func (g *Gateway) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > g.cfg.MaxRequestBytes {
@@ -185,8 +186,9 @@ func (g *Gateway) limitBody(next http.Handler) http.Handler {
 				fmt.Sprintf("request body of %d bytes is over the %d byte limit", r.ContentLength, g.cfg.MaxRequestBytes))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, g.cfg.MaxRequestBytes)
-		next.ServeHTTP(w, r)
+		body := &faultReader{ReadCloser: http.MaxBytesReader(w, r.Body, g.cfg.MaxRequestBytes)}
+		r.Body = body
+		next.ServeHTTP(&faultWriter{ResponseWriter: w, body: body}, r)
 	})
 }
 
