@@ -36,14 +36,31 @@ type faultReader struct {
 
 func (r *faultReader) Read(p []byte) (int, error) {
 	n, err := r.ReadCloser.Read(p)
-	var tooBig *http.MaxBytesError
-	if err != nil && err != io.EOF && !errors.As(err, &tooBig) {
+	if err != nil && err != io.EOF && !isTooBig(err) {
 		if r.fault == nil {
 			r.fault = &bodyFault{err: err}
 		}
 		return n, r.fault
 	}
 	return n, err
+}
+
+func isTooBig(err error) bool {
+	var tooBig *http.MaxBytesError
+	return errors.As(err, &tooBig)
+}
+
+// guardedBody is a request's faultReader and faultWriter in one allocation.
+type guardedBody struct {
+	body   faultReader
+	answer faultWriter
+}
+
+// guard wraps r's body (already size-limited) and w.
+func guard(w http.ResponseWriter, body io.ReadCloser) (*faultWriter, *faultReader) {
+	g := &guardedBody{body: faultReader{ReadCloser: body}}
+	g.answer = faultWriter{ResponseWriter: w, body: &g.body}
+	return &g.answer, &g.body
 }
 
 // faultWriter answers for the body once the handler starts an error answer

@@ -186,9 +186,9 @@ func (g *Gateway) limitBody(next http.Handler) http.Handler {
 				fmt.Sprintf("request body of %d bytes is over the %d byte limit", r.ContentLength, g.cfg.MaxRequestBytes))
 			return
 		}
-		body := &faultReader{ReadCloser: http.MaxBytesReader(w, r.Body, g.cfg.MaxRequestBytes)}
+		gw, body := guard(w, http.MaxBytesReader(w, r.Body, g.cfg.MaxRequestBytes))
 		r.Body = body
-		next.ServeHTTP(&faultWriter{ResponseWriter: w, body: body}, r)
+		next.ServeHTTP(gw, r)
 	})
 }
 

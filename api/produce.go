@@ -238,6 +238,11 @@ func (g *Gateway) produceAs(w http.ResponseWriter, r *http.Request, restProxy bo
 	}
 	st := getProduceState(topicName, g.produceLimitsFor(topicName))
 	defer putProduceState(st)
+	if r.ContentLength > 0 && r.ContentLength <= g.cfg.MaxRequestBytes {
+		// ReadFrom doubles as it goes; a body of known size needs one buffer
+		// (with the room ReadFrom wants free to see EOF).
+		st.body.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
 	if _, err := st.body.ReadFrom(r.Body); err != nil {
 		writeCoreError(w, fmt.Errorf("read body: %w", err))
 		return

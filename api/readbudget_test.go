@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
@@ -56,4 +57,28 @@ func TestReadIsBoundedInDecompressedBytes(t *testing.T) {
 	}
 	a := e.do(t, "GET", fmt.Sprintf("/kafka/big/partitions/0/records?max_bytes=%d", 1<<30), "", "")
 	a.wantError(t, 400, codeBadParam)
+}
+
+// The REST consumer's answers are bounded by max_bytes the same way: a
+// poll over twenty 4 MiB values returns about one of them at a time.
+func TestRestConsumerReadIsBoundedInDecompressedBytes(t *testing.T) {
+	e := newGroupsEnv(t)
+	const size = 4 << 20
+	produceZstdBatches(t, e.broker, "big", 20, size)
+	ci := e.newInstance(t, "g", `{"name":"c","format":"binary","auto.offset.reset":"earliest"}`)
+	e.subscribe(t, "g", ci.InstanceID, `["big"]`)
+	total := 0
+	deadline := time.Now().Add(20 * time.Second)
+	for total < 20 && time.Now().Before(deadline) {
+		a := e.get(t, "/consumers/g/instances/c/records?timeout=500", typeRestBinary, "")
+		var batch []restRecord
+		a.decode(t, &batch)
+		if len(batch) > 2 || len(a.body) > 2*(size*4/3+1024) {
+			t.Fatalf("one answer has %d records, %d bytes; want at most the budget and one record", len(batch), len(a.body))
+		}
+		total += len(batch)
+	}
+	if total != 20 {
+		t.Errorf("read %d records of 20", total)
+	}
 }
