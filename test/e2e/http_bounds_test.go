@@ -136,4 +136,33 @@ func TestHTTPProduceOfTinyLinesIsRefusedEarly(t *testing.T) {
 		t.Errorf("node heap rose %d MiB; want < %d MiB", int(peak-base)>>20, allowed>>20)
 	}
 	t.Logf("413 after %v; node heap %d MiB before, peak %d MiB: %s", took, int(base)>>20, int(peak)>>20, msg)
+
+	// Three at once used to take 7.5 GB.
+	base = heapInuse(node)
+	s = sampleHeap(t, node)
+	var wg sync.WaitGroup
+	statuses := make([]int, 3)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := http.Post(node.URL+"/kafka/lines", "application/x-ndjson", strings.NewReader(body))
+			if err == nil {
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				statuses[i] = res.StatusCode
+			}
+		}()
+	}
+	wg.Wait()
+	peak = s.stop()
+	for i, st := range statuses {
+		if st != http.StatusRequestEntityTooLarge {
+			t.Errorf("parallel request %d: %d; want 413", i, st)
+		}
+	}
+	if peak-base > 3*allowed {
+		t.Errorf("three in parallel: node heap rose %d MiB; want < %d MiB", int(peak-base)>>20, 3*allowed>>20)
+	}
+	t.Logf("three in parallel: node heap %d MiB before, peak %d MiB", int(base)>>20, int(peak)>>20)
 }
