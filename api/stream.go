@@ -133,9 +133,6 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
-	// The server's ReadTimeout would otherwise fire mid-stream and cancel
-	// the request; a GET has no body left to guard.
-	s.rc.SetReadDeadline(time.Time{})
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
