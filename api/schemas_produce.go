@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
@@ -63,7 +61,7 @@ func (g *Gateway) produceAvro(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "Avro needs the schema registry, which is not configured on this node")
 		return
 	}
-	topic := chi.URLParam(r, "topic")
+	topic := pathParam(r, "topic")
 	if err := server.ValidateTopicName(topic); err != nil {
 		writeCoreError(w, err)
 		return
