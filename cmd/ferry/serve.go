@@ -37,6 +37,8 @@ type serveSettings struct {
 	logFormat           string
 	logLevel            string
 	metrics             bool
+	// groupInitialDelay is group.initial.rebalance.delay.ms; 0 is no delay.
+	groupInitialDelay time.Duration
 	// kafkaLimits are the Kafka listener's resource limits; Addr,
 	// AdvertisedAddr, Logger and Metrics are filled in runServe.
 	kafkaLimits kafka.Config
@@ -65,6 +67,15 @@ var serveOptions = []option{
 			if err == nil && s.httpMaxConns < 1 {
 				err = errors.New("must be at least 1")
 			}
+			return err
+		}},
+	{"group-initial-rebalance-delay-ms", []string{"group.initial.rebalance.delay.ms"}, "how long a new or emptied group waits for more members before its first rebalance (0: none)", "3000",
+		func(s *serveSettings, v string) error {
+			ms, err := strconv.Atoi(v)
+			if err == nil && ms < 0 {
+				err = errors.New("must not be negative")
+			}
+			s.groupInitialDelay = time.Duration(ms) * time.Millisecond
 			return err
 		}},
 	{"kafka-addr", []string{"listeners", "kafka.addr"}, "Kafka protocol listen address (listeners=PLAINTEXT://host:port also works)", ":9092",
@@ -319,7 +330,11 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	groups, err := group.New(broker, group.Config{Logger: logger})
+	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay}
+	if s.groupInitialDelay == 0 {
+		groupCfg.InitialRebalanceDelay = -1 // group.Config reads 0 as its default
+	}
+	groups, err := group.New(broker, groupCfg)
 	if err != nil {
 		broker.Close()
 		return err
