@@ -87,7 +87,8 @@ func (ps *producerState) ready(log *storage.Log) {
 	if ps.loaded.Load() {
 		return
 	}
-	from := ps.loadSnapshot(log.LogStartOffset())
+	snap := ps.loadSnapshot(log.LogStartOffset())
+	from := snap
 	if from < 0 {
 		// No usable snapshot (a data dir from before snapshots, or all
 		// corrupt): bound the replay as the lazy rebuild always did. A
@@ -96,7 +97,9 @@ func (ps *producerState) ready(log *storage.Log) {
 	}
 	n := ps.replay(log, from, ps.baseline)
 	ps.loaded.Store(true)
-	ps.logger.Debug("producer state loaded", "snapshot_offset", from, "replayed_to", ps.baseline, "producers", n)
+	if n > 0 {
+		ps.logger.Info("producer state loaded", "snapshot_offset", snap, "replayed", ps.baseline-from, "producers", n)
+	}
 }
 
 // loadSnapshot fills the state from the newest usable snapshot and returns
