@@ -137,7 +137,7 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		}
 	}
 	logger := b.logger.With("topic", name, "partition", index)
-	producers := newProducerState(b.cfg.LogFS, dir, 0, logger)
+	producers := newProducerState(b.cfg.LogFS, dir, b.cfg.ProducerIDExpiration, logger)
 	l, err := storage.Open(dir, s.log, storage.Options{
 		FS:      b.cfg.LogFS,
 		Logger:  logger,
@@ -250,6 +250,9 @@ func (b *Broker) eachLog(fn func(*localPartition)) {
 
 func (b *Broker) enforceRetention(now time.Time) {
 	b.eachLog(func(p *localPartition) {
+		if n := p.producers.expire(now); n > 0 {
+			b.logger.Info("idle producers expired", "topic", p.topic, "partition", p.index, "producers", n)
+		}
 		n, err := p.log.EnforceRetention(now)
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			b.logger.Error("retention failed", "topic", p.topic, "partition", p.index, "err", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -66,6 +67,9 @@ type producerEntry struct {
 	epoch         int16 // guarded by mu
 	batches       []seqBatch
 	lastTimestamp int64
+	// lastAppend is the broker's clock (ms) at the producer's last append
+	// here, or when its state was loaded; expiry counts from it.
+	lastAppend int64
 }
 
 // nextSeq is Kafka's sequence increment, wrapping at MaxInt32 to 0.
@@ -102,7 +106,7 @@ func (b *Broker) appendIdempotent(p Partition, h storage.BatchHeader, batch []by
 	if err != nil {
 		return res, appendError(p.Topic(), p.Index(), err)
 	}
-	e.record(h, res.BaseOffset, res.LastOffset)
+	e.record(h, res.BaseOffset, res.LastOffset, time.Now().UnixMilli())
 	return res, nil
 }
 
@@ -143,7 +147,7 @@ func (e *producerEntry) check(h storage.BatchHeader) (seqBatch, bool, error) {
 }
 
 // record remembers an appended batch. Expects e.mu.
-func (e *producerEntry) record(h storage.BatchHeader, base, last int64) {
+func (e *producerEntry) record(h storage.BatchHeader, base, last, now int64) {
 	if h.ProducerEpoch != e.epoch {
 		e.epoch = h.ProducerEpoch
 		e.batches = e.batches[:0]
@@ -159,6 +163,7 @@ func (e *producerEntry) record(h storage.BatchHeader, base, last int64) {
 		lastOffset: last,
 	})
 	e.lastTimestamp = h.MaxTimestamp
+	e.lastAppend = now
 }
 
 // ProducerState describes one idempotent producer of a partition

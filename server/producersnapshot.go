@@ -24,6 +24,7 @@ import (
 //	      producerId       int64
 //	      producerEpoch    int16
 //	      lastTimestamp    int64   maxTimestamp of its last batch
+//	      lastAppend       int64   broker clock (ms) at its last append
 //	      batchCount       uint8   1..5, oldest first
 //	      batches, each:
 //	        firstSeq         int32
@@ -39,7 +40,7 @@ const (
 	snapshotVersion    = 1
 	snapshotSuffix     = ".snapshot"
 	snapshotHeaderSize = 17
-	snapshotEntrySize  = 19
+	snapshotEntrySize  = 27
 	snapshotBatchSize  = 20
 	// snapshotsKept is how many snapshots a partition keeps: the newest
 	// and one older, in case the newest turns out unreadable.
@@ -76,6 +77,7 @@ type snapshotProducer struct {
 	id            int64
 	epoch         int16
 	lastTimestamp int64
+	lastAppend    int64
 	batches       []seqBatch
 }
 
@@ -101,6 +103,7 @@ func encodeSnapshot(offset int64, producers []snapshotProducer) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(p.id))
 		b = binary.BigEndian.AppendUint16(b, uint16(p.epoch))
 		b = binary.BigEndian.AppendUint64(b, uint64(p.lastTimestamp))
+		b = binary.BigEndian.AppendUint64(b, uint64(p.lastAppend))
 		b = append(b, byte(len(p.batches)))
 		for _, sb := range p.batches {
 			b = binary.BigEndian.AppendUint32(b, uint32(sb.firstSeq))
@@ -157,8 +160,9 @@ func decodeSnapshotProducer(b []byte, offset int64) (snapshotProducer, int, erro
 		id:            int64(binary.BigEndian.Uint64(b)),
 		epoch:         int16(binary.BigEndian.Uint16(b[8:])),
 		lastTimestamp: int64(binary.BigEndian.Uint64(b[10:])),
+		lastAppend:    int64(binary.BigEndian.Uint64(b[18:])),
 	}
-	n := int(b[18])
+	n := int(b[26])
 	size := snapshotEntrySize + n*snapshotBatchSize
 	switch {
 	case p.id < 0:

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -27,6 +28,8 @@ type producerState struct {
 	fs     storage.FS
 	dir    string
 	logger *slog.Logger
+	// expiration is producer.id.expiration.ms.
+	expiration time.Duration
 
 	// rolled is set by the log's OnRoll hook (under the log's write lock,
 	// so it only notes the roll); the flush loop snapshots the state.
@@ -57,11 +60,11 @@ type producerState struct {
 	}
 }
 
-func newProducerState(fsys storage.FS, dir string, logEnd int64, logger *slog.Logger) *producerState {
+func newProducerState(fsys storage.FS, dir string, expiration time.Duration, logger *slog.Logger) *producerState {
 	if fsys == nil {
 		fsys = storage.OSFS{}
 	}
-	ps := &producerState{fs: fsys, dir: dir, logger: logger, baseline: logEnd, lastSnapshot: -1}
+	ps := &producerState{fs: fsys, dir: dir, logger: logger, expiration: expiration, lastSnapshot: -1}
 	ps.mu.entries = make(map[int64]*producerEntry)
 	return ps
 }
@@ -96,6 +99,7 @@ func (ps *producerState) ready(log *storage.Log) {
 		from = max(log.LogStartOffset(), ps.baseline-producerScanWindow)
 	}
 	n := ps.replay(log, from, ps.baseline)
+	n -= ps.expireLocked(time.Now().UnixMilli())
 	ps.loaded.Store(true)
 	if n > 0 {
 		ps.logger.Info("producer state loaded", "snapshot_offset", snap, "replayed", ps.baseline-from, "producers", n)
@@ -122,7 +126,8 @@ func (ps *producerState) loadSnapshot(logStart int64) int64 {
 		}
 		ps.mu.Lock()
 		for _, p := range producers {
-			ps.mu.entries[p.id] = &producerEntry{epoch: p.epoch, batches: p.batches, lastTimestamp: p.lastTimestamp}
+			ps.mu.entries[p.id] = &producerEntry{epoch: p.epoch, batches: p.batches,
+				lastTimestamp: p.lastTimestamp, lastAppend: p.lastAppend}
 		}
 		ps.mu.Unlock()
 		return off
@@ -182,7 +187,7 @@ func (ps *producerState) replay(log *storage.Log, from, to int64) int {
 // replayBatches records the idempotent batches of data at or after from
 // and returns the offset after the last batch seen.
 func (ps *producerState) replayBatches(data []byte, from int64) int64 {
-	next := from
+	next, now := from, time.Now().UnixMilli() // expiry counts from the load
 	for len(data) >= storage.BatchHeaderSize {
 		h, err := storage.ParseBatchHeader(data)
 		if err != nil || h.Size() > int64(len(data)) {
@@ -204,7 +209,7 @@ func (ps *producerState) replayBatches(data []byte, from int64) int64 {
 		if n := len(e.batches); n > 0 && h.BaseOffset <= e.batches[n-1].lastOffset {
 			continue // already in the snapshot
 		}
-		e.record(h, h.BaseOffset, h.LastOffset())
+		e.record(h, h.BaseOffset, h.LastOffset(), now)
 	}
 	return next
 }
@@ -238,7 +243,7 @@ func (ps *producerState) copyEntries() []snapshotProducer {
 	out := make([]snapshotProducer, 0, len(ps.mu.entries))
 	for id, e := range ps.mu.entries {
 		e.mu.Lock()
-		out = append(out, snapshotProducer{id: id, epoch: e.epoch, lastTimestamp: e.lastTimestamp,
+		out = append(out, snapshotProducer{id: id, epoch: e.epoch, lastTimestamp: e.lastTimestamp, lastAppend: e.lastAppend,
 			batches: append([]seqBatch(nil), e.batches...)})
 		e.mu.Unlock()
 	}
@@ -321,6 +326,42 @@ func (ps *producerState) recover(recoverLog func() (bool, error), logEnd func() 
 	ps.lastSnapshot = -1
 	ps.loaded.Store(false)
 	return true, err
+}
+
+// expire drops the producers that appended nothing here for the
+// expiration (producer.id.expiration.ms), as Kafka's periodic check does:
+// their memory is bounded by time, and a later batch from one is a new
+// producer's (any sequence accepted). Unlike Kafka, which compares the
+// batches' max timestamps with its clock, the broker's own clock at the
+// last append counts, so a producer with a skewed clock is neither
+// expired at once nor kept forever. A state not loaded has nothing to
+// expire in memory; its snapshot entries expire when it loads.
+func (ps *producerState) expire(now time.Time) int {
+	if !ps.loaded.Load() {
+		return 0
+	}
+	ps.appendMu.Lock() // no append holds an entry that could be dropped
+	defer ps.appendMu.Unlock()
+	return ps.expireLocked(now.UnixMilli())
+}
+
+// expireLocked expects appendMu held exclusively, or a load in progress
+// (loadMu, no entry handed out yet).
+func (ps *producerState) expireLocked(now int64) int {
+	limit := ps.expiration.Milliseconds()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	n := 0
+	for id, e := range ps.mu.entries {
+		e.mu.Lock()
+		expired := now-e.lastAppend >= limit
+		e.mu.Unlock()
+		if expired {
+			delete(ps.mu.entries, id)
+			n++
+		}
+	}
+	return n
 }
 
 // changedSince reports whether the state may differ from what the

@@ -59,7 +59,7 @@ func withExtraProducer(t *testing.T, dir string, off, id int64) {
 	if err != nil || at != off {
 		t.Fatalf("snapshot %d: at %d err %v", off, at, err)
 	}
-	producers = append(producers, snapshotProducer{id: id, epoch: 3, lastTimestamp: 7,
+	producers = append(producers, snapshotProducer{id: id, epoch: 3, lastTimestamp: 7, lastAppend: time.Now().UnixMilli(),
 		batches: []seqBatch{{firstSeq: 40, lastSeq: 41, baseOffset: 0, lastOffset: 1}}})
 	if err := os.WriteFile(path, encodeSnapshot(off, producers), 0o644); err != nil {
 		t.Fatal(err)
@@ -350,4 +350,44 @@ func idemBatchErr(id int64, seq int32) ([]byte, error) {
 	var b records.Builder
 	b.Add(records.Record{Value: []byte("v"), Timestamp: time.Now().UnixMilli()})
 	return b.AppendBatch(nil, records.BatchOptions{ProducerID: id, BaseSequence: seq})
+}
+
+func TestIdleProducersExpire(t *testing.T) {
+	b := newTestBroker(t)
+	id, _, _ := b.InitProducerID(-1, -1)
+	sent := produceSeqs(t, b, id, 2, 3)
+	p, _ := b.Partition("idem", 0)
+	ps := p.(*localPartition).producers
+	if n := ps.expire(time.Now().Add(23 * time.Hour)); n != 0 {
+		t.Fatalf("%d producers expired before producer.id.expiration.ms", n)
+	}
+	b.enforceRetention(time.Now().Add(25 * time.Hour))
+	if hasProducer(t, b, id) {
+		t.Fatal("the producer is still there a day after its last append")
+	}
+	// as in Kafka, a batch from an expired producer is a new producer's
+	if off, err := produceIdem(t, b, sent[1]); err != nil || off != 6 {
+		t.Fatalf("batch of an expired producer: offset %d err %v, want appended at 6", off, err)
+	}
+
+	// expiry applies to a snapshot's entries when it loads
+	dir := b.partitionDir("idem", 0)
+	b = reopen(t, b)
+	path := filepath.Join(dir, snapshotName(9))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, producers, err := decodeSnapshot(data)
+	if err != nil || len(producers) != 1 {
+		t.Fatalf("snapshot: %+v %v", producers, err)
+	}
+	producers[0].lastAppend = time.Now().Add(-25 * time.Hour).UnixMilli()
+	if err := os.WriteFile(path, encodeSnapshot(9, producers), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b = reopen(t, b)
+	if hasProducer(t, b, id) {
+		t.Fatal("an expired producer was loaded from the snapshot")
+	}
 }
