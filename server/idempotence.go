@@ -31,8 +31,9 @@ import (
 // loaded on first use from the partition's newest snapshot file
 // (producersnapshot.go) plus a replay of the batches after it, which carry
 // producer id, epoch and base sequence; snapshots are written at segment
-// rolls and at a clean close, so a restart, clean or kill -9, replays at
-// most the batches since the last roll.
+// rolls, when the log start moves and at a clean close, so a restart
+// replays nothing after a clean close and, after a kill -9, the batches
+// since the newest snapshot (about one segment at most).
 
 // Errors of the idempotence rules; KafkaCode maps them.
 var (
