@@ -56,7 +56,7 @@ type producerState struct {
 
 	mu struct {
 		sync.Mutex
-		entries map[int64]*producerEntry
+		entries map[int64]*producerEntry // nil until a producer is seen
 	}
 }
 
@@ -64,9 +64,7 @@ func newProducerState(fsys storage.FS, dir string, expiration time.Duration, log
 	if fsys == nil {
 		fsys = storage.OSFS{}
 	}
-	ps := &producerState{fs: fsys, dir: dir, logger: logger, expiration: expiration, lastSnapshot: -1}
-	ps.mu.entries = make(map[int64]*producerEntry)
-	return ps
+	return &producerState{fs: fsys, dir: dir, logger: logger, expiration: expiration, lastSnapshot: -1}
 }
 
 func (ps *producerState) entry(id int64) *producerEntry {
@@ -74,6 +72,9 @@ func (ps *producerState) entry(id int64) *producerEntry {
 	defer ps.mu.Unlock()
 	e, ok := ps.mu.entries[id]
 	if !ok {
+		if ps.mu.entries == nil { // most partitions never see a producer
+			ps.mu.entries = make(map[int64]*producerEntry)
+		}
 		e = &producerEntry{epoch: noEpoch}
 		ps.mu.entries[id] = e
 	}
@@ -125,6 +126,9 @@ func (ps *producerState) loadSnapshot(logStart int64) int64 {
 			continue
 		}
 		ps.mu.Lock()
+		if len(producers) > 0 {
+			ps.mu.entries = make(map[int64]*producerEntry, len(producers))
+		}
 		for _, p := range producers {
 			ps.mu.entries[p.id] = &producerEntry{epoch: p.epoch, batches: p.batches,
 				lastTimestamp: p.lastTimestamp, lastAppend: p.lastAppend}
@@ -320,7 +324,7 @@ func (ps *producerState) recover(recoverLog func() (bool, error), logEnd func() 
 	ps.loadMu.Lock()
 	defer ps.loadMu.Unlock()
 	ps.mu.Lock()
-	ps.mu.entries = make(map[int64]*producerEntry)
+	ps.mu.entries = nil
 	ps.mu.Unlock()
 	ps.baseline = logEnd()
 	ps.lastSnapshot = -1
