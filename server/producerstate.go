@@ -39,7 +39,7 @@ type producerState struct {
 	snapMu sync.Mutex
 	// appendMu is held shared by each idempotent append from its rules
 	// check through recording it, and exclusively by a snapshot (so it
-	// sees every appended batch recorded) and by a reset.
+	// sees every appended batch recorded), an expiry and a recovery.
 	appendMu sync.RWMutex
 
 	loaded atomic.Bool
@@ -172,6 +172,10 @@ func (ps *producerState) replay(log *storage.Log, from, to int64) int {
 	var buf []byte
 	for from < to {
 		rr, err := log.Read(storage.ReadOptions{Offset: from, MaxBytes: 1 << 20, MinOneBatch: true, MaxOffset: to}, buf[:0])
+		if start := log.LogStartOffset(); errors.Is(err, storage.ErrOffsetOutOfRange) && from < start {
+			from = start // retention deleted the segment meanwhile
+			continue
+		}
 		if err != nil {
 			ps.logger.Warn("producer state replay stopped early", "offset", from, "err", err)
 			break
