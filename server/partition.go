@@ -134,7 +134,8 @@ func (p *localPartition) Failure() error { return p.log.Failure() }
 
 // recoverLog reopens a failed log (storage.Log.Recover) and moves the high
 // watermark to the recovered log end: recovery fsynced everything it kept,
-// so it is all durable, as after a restart.
+// so it is all durable, as after a restart. The producer state is dropped
+// with it, to be reloaded from the snapshots and the recovered log.
 func (p *localPartition) recoverLog() (recovered bool, err error) {
 	return p.producers.recover(func() (bool, error) {
 		recovered, err := p.log.Recover()
