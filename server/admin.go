@@ -132,6 +132,7 @@ func (b *Broker) DeleteRecords(topicName string, partition int32, offset int64) 
 	if err := lp.log.AdvanceStartOffset(offset); err != nil {
 		return 0, appendError(topicName, partition, err)
 	}
+	b.snapshotProducers(lp, "delete records") // and drop those below the new start
 	return p.LogStartOffset(), nil
 }
 
