@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ferry-mq/ferry/server"
 )
 
@@ -41,16 +39,37 @@ func (g *Gateway) listTopics(w http.ResponseWriter, r *http.Request) {
 }
 
 type createTopicBody struct {
-	Name              string            `json:"name" example:"orders"`
-	Partitions        int32             `json:"partitions" example:"3"`
-	ReplicationFactor int16             `json:"replication_factor" example:"1"`
+	Name string `json:"name" example:"orders"`
+	// Partitions absent or -1: the broker's default (num.partitions).
+	Partitions *int32 `json:"partitions" example:"3"`
+	// ReplicationFactor absent or -1: the broker's default.
+	ReplicationFactor *int16            `json:"replication_factor" example:"1"`
 	Configs           map[string]string `json:"configs"`
+}
+
+// spec checks the counts a client gave: 0 is refused, as Kafka refuses it,
+// rather than read as "the default".
+func (b createTopicBody) spec() (server.TopicSpec, error) {
+	spec := server.TopicSpec{Name: b.Name, Configs: b.Configs}
+	if b.Partitions != nil {
+		if *b.Partitions == 0 {
+			return spec, fmt.Errorf("%w: 0; it must be at least 1 (or -1 for the default)", server.ErrInvalidPartitions)
+		}
+		spec.Partitions = *b.Partitions
+	}
+	if b.ReplicationFactor != nil {
+		if *b.ReplicationFactor == 0 {
+			return spec, fmt.Errorf("%w: 0; it must be at least 1 (or -1 for the default)", server.ErrInvalidReplicas)
+		}
+		spec.ReplicationFactor = *b.ReplicationFactor
+	}
+	return spec, nil
 }
 
 // createTopic serves POST /topics.
 //
 //	@Summary		Create a topic
-//	@Description	Partitions and replication_factor 0 (or absent) take the broker's defaults; configs are topic-level overrides (retention.ms, cleanup.policy, …).
+//	@Description	Partitions and replication_factor absent (or -1) take the broker's defaults, 0 is refused (422); configs are topic-level overrides (retention.ms, cleanup.policy, …).
 //	@Tags			topics
 //	@Accept			json
 //	@Produce		json
@@ -69,10 +88,10 @@ func (g *Gateway) createTopic(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	err := g.broker.CreateTopic(server.TopicSpec{
-		Name: body.Name, Partitions: body.Partitions,
-		ReplicationFactor: body.ReplicationFactor, Configs: body.Configs,
-	})
+	spec, err := body.spec()
+	if err == nil {
+		err = g.broker.CreateTopic(spec)
+	}
 	if err != nil {
 		writeCoreError(w, err)
 		return
@@ -91,7 +110,7 @@ func (g *Gateway) createTopic(w http.ResponseWriter, r *http.Request) {
 //	@Failure	500		{object}	errorBody	"50001/50002: internal or storage error"
 //	@Router		/topics/{topic} [get]
 func (g *Gateway) describeTopic(w http.ResponseWriter, r *http.Request) {
-	g.writeTopic(w, http.StatusOK, chi.URLParam(r, "topic"))
+	g.writeTopic(w, http.StatusOK, pathParam(r, "topic"))
 }
 
 func (g *Gateway) writeTopic(w http.ResponseWriter, status int, name string) {
@@ -115,7 +134,7 @@ func (g *Gateway) writeTopic(w http.ResponseWriter, status int, name string) {
 //	@Failure	503		{object}	errorBody	"50301: the node is shutting down"
 //	@Router		/topics/{topic} [delete]
 func (g *Gateway) deleteTopic(w http.ResponseWriter, r *http.Request) {
-	if err := g.broker.DeleteTopic(chi.URLParam(r, "topic")); err != nil {
+	if err := g.broker.DeleteTopic(pathParam(r, "topic")); err != nil {
 		writeCoreError(w, err)
 		return
 	}
@@ -150,7 +169,7 @@ func (g *Gateway) createPartitions(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	name := chi.URLParam(r, "topic")
+	name := pathParam(r, "topic")
 	if err := g.broker.CreatePartitions(name, body.Partitions); err != nil {
 		writeCoreError(w, err)
 		return
@@ -207,7 +226,7 @@ func (g *Gateway) alterConfigs(w http.ResponseWriter, r *http.Request) {
 			set[k] = v
 		}
 	}
-	name := chi.URLParam(r, "topic")
+	name := pathParam(r, "topic")
 	if err := g.broker.AlterTopicConfigs(name, set, remove, false); err != nil {
 		writeCoreError(w, err)
 		return

@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
 )
@@ -40,9 +38,10 @@ type readRecord struct {
 	Key         json.RawMessage `json:"key"`
 	KeyEncoding string          `json:"key_encoding,omitempty" enums:"string,base64,avro"`
 	// Value is rendered as Key is.
-	Value         json.RawMessage   `json:"value"`
-	ValueEncoding string            `json:"value_encoding,omitempty" enums:"string,base64,avro"`
-	Headers       map[string]string `json:"headers,omitempty"`
+	Value         json.RawMessage `json:"value"`
+	ValueEncoding string          `json:"value_encoding,omitempty" enums:"string,base64,avro"`
+	// Headers is always present, {} when the record has none.
+	Headers map[string]string `json:"headers"`
 }
 
 type readAnswer struct {
@@ -71,7 +70,7 @@ type readParams struct {
 //	@Param			partition	path		integer	true	"partition number"
 //	@Param			offset		query		string	false	"first offset: a number, earliest (default) or latest"
 //	@Param			max_records	query		integer	false	"at most this many records (default 500, at most 10000)"	minimum(1)	maximum(10000)
-//	@Param			max_bytes	query		integer	false	"at most about this many bytes of batches (default 1 MiB; capped by the gateway's MaxFetchBytes)"	minimum(1)
+//	@Param			max_bytes	query		integer	false	"at most about this many bytes of rendered keys, values and headers, after decompression (default 1 MiB; capped by the gateway's MaxFetchBytes); the first record comes back even when larger"	minimum(1)
 //	@Param			timeout_ms	query		integer	false	"long-poll up to this long for a first record (default 0; capped by MaxFetchWait)"	minimum(0)
 //	@Param			format		query		string	false	"avro: decode Confluent wire-format keys and values through the registry"	Enums(avro)
 //	@Success		200			{object}	avroReadAnswer
@@ -83,8 +82,8 @@ type readParams struct {
 //	@Failure		503			{object}	errorBody	"50301: format=avro without a schema registry, or the node is shutting down"
 //	@Router			/kafka/{topic}/partitions/{partition}/records [get]
 func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
-	topicName := chi.URLParam(r, "topic")
-	partition, err := strconv.ParseInt(chi.URLParam(r, "partition"), 10, 32)
+	topicName := pathParam(r, "topic")
+	partition, err := strconv.ParseInt(pathParam(r, "partition"), 10, 32)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, codeBadParam, "partition must be an integer")
 		return
@@ -111,13 +110,17 @@ func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 		Topic: topicName, Partition: int32(partition), Records: []readRecord{},
 		NextOffset: params.offset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset,
 	}
+	budget := answerBudget{left: params.maxBytes}
 	err = records.Decode(res.Data, params.offset, g.broker.Config().MaxDecompressedBytes, func(rec records.Record) bool {
-		if rec.Offset >= res.HighWatermark || len(ans.Records) >= params.maxRecords {
+		if rec.Offset >= res.HighWatermark || len(ans.Records) >= params.maxRecords || !budget.admits(rec) {
 			return false
 		}
-		ans.Records = append(ans.Records, toReadRecord(topicName, int32(partition), rec))
+		out := toReadRecord(topicName, int32(partition), rec)
+		ans.Records = append(ans.Records, out)
 		ans.NextOffset = rec.Offset + 1
-		return true
+		// Returning false as soon as the budget is spent keeps Decode from
+		// decompressing another batch only to drop it.
+		return budget.spend(renderedSize(out))
 	})
 	if err != nil {
 		writeCoreError(w, fmt.Errorf("%w: decode %s-%d: %v", server.ErrCorruptMessage, topicName, partition, err))
@@ -179,11 +182,9 @@ func toReadRecord(topicName string, partition int32, rec records.Record) readRec
 	}
 	out.Key, out.KeyEncoding = encodeBytes(rec.Key)
 	out.Value, out.ValueEncoding = encodeBytes(rec.Value)
-	if len(rec.Headers) > 0 {
-		out.Headers = make(map[string]string, len(rec.Headers))
-		for _, h := range rec.Headers {
-			out.Headers[h.Key] = string(h.Value)
-		}
+	out.Headers = make(map[string]string, len(rec.Headers))
+	for _, h := range rec.Headers {
+		out.Headers[h.Key] = string(h.Value)
 	}
 	return out
 }
@@ -195,7 +196,9 @@ func encodeBytes(b []byte) (json.RawMessage, string) {
 	switch {
 	case b == nil:
 		return json.RawMessage("null"), ""
-	case json.Valid(b):
+	case utf8.Valid(b) && json.Valid(b):
+		// json.Valid passes invalid UTF-8 inside strings; echoing that
+		// would make the whole answer invalid UTF-8, so such bytes go base64.
 		return append(json.RawMessage(nil), b...), ""
 	case utf8.Valid(b):
 		s, _ := json.Marshal(string(b))
@@ -203,4 +206,42 @@ func encodeBytes(b []byte) (json.RawMessage, string) {
 	}
 	s, _ := json.Marshal(base64.StdEncoding.EncodeToString(b))
 	return s, encodingBase64
+}
+
+// answerBudget bounds one read answer in rendered bytes (max_bytes), the way
+// Kafka's fetch.max.bytes bounds a fetch: the first record always fits, so
+// a reader progresses past a record larger than the budget.
+type answerBudget struct {
+	left  int
+	taken int
+}
+
+// admits reports whether rec may still join the answer; its raw size is a
+// lower bound of its rendered size, known before rendering it.
+func (b *answerBudget) admits(rec records.Record) bool {
+	return b.taken == 0 || rawSize(rec) <= b.left
+}
+
+// spend charges n rendered bytes and reports whether any budget is left.
+func (b *answerBudget) spend(n int) bool {
+	b.taken++
+	b.left -= n
+	return b.left > 0
+}
+
+func rawSize(rec records.Record) int {
+	n := len(rec.Key) + len(rec.Value)
+	for _, h := range rec.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// renderedSize is about what out adds to the JSON answer.
+func renderedSize(out readRecord) int {
+	n := len(out.Topic) + len(out.Key) + len(out.Value) + 160 // field names, numbers
+	for k, v := range out.Headers {
+		n += len(k) + len(v) + 6
+	}
+	return n
 }

@@ -25,12 +25,11 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/ferry-mq/ferry/server/group"
 )
@@ -171,7 +170,7 @@ func (g *Gateway) createConsumer(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	groupName := chi.URLParam(r, "group")
+	groupName := pathParam(r, "group")
 	info, err := g.groups.CreateConsumer(groupName, group.ConsumerOptions{
 		Name: body.Name, Format: body.Format, AutoOffsetReset: body.AutoOffsetReset, AutoCommit: autoCommit,
 	})
@@ -181,12 +180,18 @@ func (g *Gateway) createConsumer(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, typeRestV2, consumerInstance{
 		InstanceID: info.ID,
-		BaseURI:    baseURL(r) + "/consumers/" + groupName + "/instances/" + info.ID,
+		BaseURI:    instanceURI(r, groupName, info.ID),
 	})
 }
 
 // baseURL is how the client reached us, so base_uri works behind a proxy
 // that sets X-Forwarded-Proto/Host.
+// instanceURI is where an instance's routes are, its names escaped so
+// that pathParam gives them back as they are.
+func instanceURI(r *http.Request, groupName, id string) string {
+	return baseURL(r) + "/consumers/" + url.PathEscape(groupName) + "/instances/" + url.PathEscape(id)
+}
+
 func baseURL(r *http.Request) string {
 	scheme, host := "http", r.Host
 	if r.TLS != nil {
@@ -202,7 +207,7 @@ func baseURL(r *http.Request) string {
 }
 
 func instanceParams(r *http.Request) (string, string) {
-	return chi.URLParam(r, "group"), chi.URLParam(r, "instance")
+	return pathParam(r, "group"), pathParam(r, "instance")
 }
 
 // deleteConsumer serves DELETE /consumers/{group}/instances/{instance}.
@@ -376,7 +381,8 @@ type restRecord struct {
 	Offset        int64           `json:"offset"`
 	Timestamp     int64           `json:"timestamp"`
 	TimestampType string          `json:"timestamp_type" enums:"CreateTime,LogAppendTime"`
-	Headers       []restHeader    `json:"headers,omitempty"`
+	// Headers is always present, [] when the record has none.
+	Headers []restHeader `json:"headers"`
 }
 
 type restHeader struct {
@@ -386,7 +392,7 @@ type restHeader struct {
 
 func toRestRecord(rec group.ConsumedRecord, binary bool) restRecord {
 	out := restRecord{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
-		TimestampType: "CreateTime"}
+		TimestampType: "CreateTime", Headers: make([]restHeader, 0, len(rec.Headers))}
 	if rec.TimestampType == 1 {
 		out.TimestampType = "LogAppendTime"
 	}

@@ -12,11 +12,15 @@ import (
 const (
 	codeMalformed          = 40001 // body is not valid JSON or not the expected shape
 	codeBadParam           = 40002 // a query or path parameter is not valid
-	codeInternalTopic      = 40301 // a change clients may not make to an internal topic
+	codeBodyUnreadable     = 40003 // the body is truncated or its chunked encoding is broken
+	codeCrossOrigin        = 40301 // a browser request from another origin that would change state
+	codeHostNotAllowed     = 40302 // a browser request naming a Host not allowed (DNS rebinding)
+	codeInternalTopic      = 40303 // a change clients may not make to an internal topic
 	codeTopicNotFound      = 40401
 	codePartitionNotFound  = 40402
 	codeNotFound           = 40404
 	codeMethodNotAllowed   = 40501
+	codeBodyTimeout        = 40801 // the body did not arrive within the read timeout
 	codeTopicExists        = 40901
 	codeTooLarge           = 41301
 	codeUnsupportedType    = 41501
@@ -91,8 +95,16 @@ func writeCoreError(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, codeInternal, err.Error())
 }
 
+// writeJSON encodes v before sending the status, so a value that fails to
+// encode answers 500 rather than a success with an empty body.
 func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, codeInternal, "encode the answer: "+err.Error())
+		return
+	}
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	w.Write(data)
+	w.Write([]byte{'\n'})
 }

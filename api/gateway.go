@@ -23,6 +23,9 @@ type Config struct {
 	// MaxRequestBytes caps a request body; larger bodies get 413 before
 	// anything is decoded. Default 16 MiB.
 	MaxRequestBytes int64
+	// MaxRecordsPerRequest caps the records of one produce body; the
+	// request is refused with 413 while being scanned. Default 100000.
+	MaxRecordsPerRequest int
 	// MaxFetchWait caps timeout_ms of a long-polling read. Default 30 s.
 	MaxFetchWait time.Duration
 	// MaxFetchBytes caps max_bytes of a read. Default 16 MiB.
@@ -33,6 +36,16 @@ type Config struct {
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	IdleTimeout       time.Duration
+	// MaxHeaderBytes caps a request's header block. Default 64 KiB.
+	MaxHeaderBytes int
+	// MaxConnections caps open HTTP connections (LimitListener). Default 1024.
+	MaxConnections int
+	// AllowedHosts are the Host names (port optional; "*" for any) browsers
+	// may reach this node by, against DNS rebinding (webguard.go). Empty:
+	// localhost, *.localhost, IP literals and HostNames.
+	AllowedHosts []string
+	// HostNames are the node's own names, allowed by the default list.
+	HostNames []string
 	// AdvertisedKafkaAddr is what /brokers and /cluster report.
 	AdvertisedKafkaAddr string
 	Logger              *slog.Logger
@@ -52,6 +65,9 @@ func (c *Config) Defaults() {
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = 16 << 20
 	}
+	if c.MaxRecordsPerRequest == 0 {
+		c.MaxRecordsPerRequest = 100000
+	}
 	if c.MaxFetchWait == 0 {
 		c.MaxFetchWait = 30 * time.Second
 	}
@@ -66,6 +82,12 @@ func (c *Config) Defaults() {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 120 * time.Second
+	}
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = 64 << 10
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = 1024
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -90,6 +112,7 @@ type Gateway struct {
 	cfg    Config
 	logger *slog.Logger
 	obs    *observer
+	guard  *webGuard
 }
 
 // New builds a gateway; mount Handler on an http.Server (see NewHTTPServer).
@@ -99,13 +122,13 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	return &Gateway{broker: b, groups: cfg.Groups, cfg: cfg, logger: cfg.Logger.With("component", "http"),
-		obs: newObserver(cfg.Metrics)}, nil
+		obs: newObserver(cfg.Metrics), guard: newWebGuard(cfg)}, nil
 }
 
 // Handler is the whole route tree.
 func (g *Gateway) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(g.observe, g.limitBody)
+	r.Use(g.observe, g.limitBody, g.guard.middleware)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -155,7 +178,8 @@ func (g *Gateway) Handler() http.Handler {
 }
 
 // limitBody caps every request body; reading past it fails with
-// *http.MaxBytesError, which writeCoreError turns into 413.
+// *http.MaxBytesError, which writeCoreError turns into 413. Other read
+// failures are the client's: see bodyfault.go.
 func (g *Gateway) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > g.cfg.MaxRequestBytes {
@@ -163,8 +187,9 @@ func (g *Gateway) limitBody(next http.Handler) http.Handler {
 				fmt.Sprintf("request body of %d bytes is over the %d byte limit", r.ContentLength, g.cfg.MaxRequestBytes))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, g.cfg.MaxRequestBytes)
-		next.ServeHTTP(w, r)
+		gw, body := guard(w, http.MaxBytesReader(w, r.Body, g.cfg.MaxRequestBytes))
+		r.Body = body
+		next.ServeHTTP(gw, r)
 	})
 }
 
@@ -183,7 +208,7 @@ func NewHTTPServer(addr string, h http.Handler, cfg Config) *http.Server {
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.MaxFetchWait + 30*time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 }

@@ -3,8 +3,6 @@ package api
 import (
 	"net/http"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ferry-mq/ferry/server/group"
 )
 
@@ -51,7 +49,7 @@ func (g *Gateway) listGroups(w http.ResponseWriter, r *http.Request) {
 //	@Failure	503		{object}	errorBody	"50302: consumer groups are not enabled on this gateway"
 //	@Router		/groups/{group} [get]
 func (g *Gateway) describeGroup(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "group")
+	name := pathParam(r, "group")
 	d, ok := g.groups.Describe(name)
 	if !ok {
 		writeError(w, http.StatusNotFound, codeGroupNotFound, "group "+name+" does not exist")

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -70,7 +69,7 @@ type resetOffsetsAnswer struct {
 //	@Failure		503		{object}	errorBody	"50301/50302: the coordinator is unavailable or not enabled"
 //	@Router			/groups/{group}/offsets/reset [post]
 func (g *Gateway) resetGroupOffsets(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "group")
+	name := pathParam(r, "group")
 	var body resetOffsetsBody
 	if !decodeBody(w, r, &body) {
 		return

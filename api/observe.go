@@ -164,10 +164,10 @@ func (g *Gateway) logRequest(r *http.Request, pattern string, rec *recorder, too
 	attrs := []slog.Attr{slog.String("method", r.Method), slog.String("route", pattern),
 		slog.Int("status", rec.status), slog.Duration("duration", took), slog.Int64("bytes", rec.bytes),
 		slog.String("remote", r.RemoteAddr)}
-	if t := chi.URLParam(r, "topic"); t != "" {
+	if t := pathParam(r, "topic"); t != "" {
 		attrs = append(attrs, slog.String("topic", t))
 	}
-	if p := chi.URLParam(r, "partition"); p != "" {
+	if p := pathParam(r, "partition"); p != "" {
 		attrs = append(attrs, slog.String("partition", p))
 	}
 	if rec.errorCode != 0 {

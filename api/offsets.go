@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ferry-mq/ferry/server"
 )
 
@@ -36,7 +34,7 @@ type offsetAnswer struct {
 //	@Failure		500			{object}	errorBody	"50001/50002: internal or storage error"
 //	@Router			/kafka/{topic}/partitions/{partition}/offsets [get]
 func (g *Gateway) listOffset(w http.ResponseWriter, r *http.Request) {
-	partition, err := strconv.ParseInt(chi.URLParam(r, "partition"), 10, 32)
+	partition, err := strconv.ParseInt(pathParam(r, "partition"), 10, 32)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, codeBadParam, "partition must be an integer")
 		return
@@ -47,7 +45,7 @@ func (g *Gateway) listOffset(w http.ResponseWriter, r *http.Request) {
 			"timestamp must be milliseconds since the epoch (>= 0), earliest or latest")
 		return
 	}
-	offset, at, err := g.broker.ListOffset(chi.URLParam(r, "topic"), int32(partition), ts)
+	offset, at, err := g.broker.ListOffset(pathParam(r, "topic"), int32(partition), ts)
 	if err != nil {
 		writeCoreError(w, err)
 		return

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
 )
@@ -83,12 +81,36 @@ type produceBody struct {
 // produceState is per-request scratch reused across requests, so the
 // produce path allocates per request, not per record.
 type produceState struct {
-	body  bytes.Buffer
-	arena []byte
-	req   server.ProduceRequest
+	body   bytes.Buffer
+	arena  []byte
+	req    server.ProduceRequest
+	limits produceLimits
 }
 
 var producePool = sync.Pool{New: func() any { return new(produceState) }}
+
+// Above these sizes a request's scratch is left to the collector rather
+// than pooled: a pool keeps what it holds for minutes, and one large body
+// must not pin its buffers in every P's pool.
+const (
+	maxPooledBodyBytes = 1 << 20
+	maxPooledRecords   = 4096
+)
+
+func getProduceState(topic string, limits produceLimits) *produceState {
+	st := producePool.Get().(*produceState)
+	st.reset(topic)
+	st.limits = limits
+	return st
+}
+
+func putProduceState(st *produceState) {
+	if st.body.Cap() > maxPooledBodyBytes || cap(st.arena) > maxPooledBodyBytes || cap(st.req.Records) > maxPooledRecords {
+		return
+	}
+	st.reset("")
+	producePool.Put(st)
+}
 
 func (s *produceState) reset(topic string) {
 	s.body.Reset()
@@ -97,6 +119,62 @@ func (s *produceState) reset(topic string) {
 	// Records hold slices of the last body and arena: drop them.
 	clear(s.req.Records[:cap(s.req.Records)])
 	s.req.Records = s.req.Records[:0]
+	s.limits = produceLimits{}
+}
+
+// produceLimits refuse a body while it is scanned, as soon as it holds more
+// records than one request may, or more than the topic's partitions can
+// take (max.message.bytes each), rather than after building every batch.
+type produceLimits struct {
+	maxRecords int
+	// maxRecordBytes is what one partition's records may encode to;
+	// maxTotalBytes is that times the partition count.
+	maxRecordBytes int
+	maxTotalBytes  int
+	totalBytes     int
+	// refused is set by add when a limit is passed; the answer is 413.
+	refused error
+}
+
+func (g *Gateway) produceLimitsFor(topicName string) produceLimits {
+	l := g.broker.ProduceLimits(topicName)
+	return produceLimits{
+		maxRecords:     g.cfg.MaxRecordsPerRequest,
+		maxRecordBytes: l.MaxRecordsBytes,
+		maxTotalBytes:  int(l.Partitions) * l.MaxRecordsBytes,
+	}
+}
+
+// minRecordBytes is a lower bound of rec's size in a batch: a record's
+// length, attributes, timestamp and offset deltas, key and value lengths
+// and header count take a byte each at least, each header two more.
+func minRecordBytes(rec *records.Record) int {
+	n := 7 + len(rec.Key) + len(rec.Value)
+	for _, h := range rec.Headers {
+		n += 2 + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// add appends rec unless a limit refuses it; its error ends the scan.
+func (st *produceState) add(rec server.ProduceRecord) error {
+	l := &st.limits
+	size := minRecordBytes(&rec.Record)
+	l.totalBytes += size
+	switch {
+	case l.maxRecords > 0 && len(st.req.Records) >= l.maxRecords:
+		l.refused = fmt.Errorf("the body holds more than %d records, the most one request may hold", l.maxRecords)
+	case l.maxRecordBytes > 0 && size > l.maxRecordBytes:
+		l.refused = fmt.Errorf("record %d encodes to at least %d bytes; max.message.bytes allows %d of records per batch",
+			len(st.req.Records), size, l.maxRecordBytes)
+	case l.maxTotalBytes > 0 && l.totalBytes > l.maxTotalBytes:
+		l.refused = fmt.Errorf("the first %d records encode to at least %d bytes, more than the topic's partitions take in one request (%d bytes each by max.message.bytes)",
+			len(st.req.Records)+1, l.totalBytes, l.maxRecordBytes)
+	default:
+		st.req.Records = append(st.req.Records, rec)
+		return nil
+	}
+	return l.refused
 }
 
 // produce serves POST /kafka/{topic}.
@@ -153,19 +231,28 @@ func (g *Gateway) produceAs(w http.ResponseWriter, r *http.Request, restProxy bo
 			typeJSON, typeRestJSON, typeRestBinary, typeNDJSON))
 		return
 	}
-	st := producePool.Get().(*produceState)
-	defer producePool.Put(st)
-	st.reset(chi.URLParam(r, "topic"))
+	topicName := pathParam(r, "topic")
+	if err := server.ValidateTopicName(topicName); err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	st := getProduceState(topicName, g.produceLimitsFor(topicName))
+	defer putProduceState(st)
+	if r.ContentLength > 0 && r.ContentLength <= g.cfg.MaxRequestBytes {
+		// ReadFrom doubles as it goes; a body of known size needs one buffer
+		// (with the room ReadFrom wants free to see EOF).
+		st.body.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
 	if _, err := st.body.ReadFrom(r.Body); err != nil {
 		writeCoreError(w, fmt.Errorf("read body: %w", err))
 		return
 	}
 	if err := st.decode(format); err != nil {
+		if st.limits.refused != nil {
+			writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge, st.limits.refused.Error())
+			return
+		}
 		writeError(w, http.StatusBadRequest, codeMalformed, err.Error())
-		return
-	}
-	if err := server.ValidateTopicName(st.req.Topic); err != nil {
-		writeCoreError(w, err)
 		return
 	}
 	res, err := g.broker.Produce(r.Context(), &st.req)
@@ -268,6 +355,7 @@ func (st *produceState) decode(format bodyFormat) error {
 	case !found && format == formatJSON:
 		// An object without a "records" array is itself the value.
 		st.req.Records = st.req.Records[:0]
+		st.limits.totalBytes = 0
 		return st.singleValue(&scanner{data: sc.data, arena: &st.arena})
 	case !found:
 		return errors.New(`the body needs a "records" array`)
@@ -285,11 +373,7 @@ func (st *produceState) singleValue(sc *scanner) error {
 	if err != nil {
 		return fmt.Errorf("the body is not valid JSON: %v", err)
 	}
-	st.req.Records = append(st.req.Records, server.ProduceRecord{
-		Partition: server.PartitionAuto,
-		Record:    records.Record{Value: value},
-	})
-	return nil
+	return st.add(server.ProduceRecord{Partition: server.PartitionAuto, Record: records.Record{Value: value}})
 }
 
 // decodeRecordsObject reads {"records": [...], ...}; other top-level keys
@@ -301,13 +385,13 @@ func (st *produceState) decodeRecordsObject(sc *scanner, format bodyFormat) (fou
 		}
 		found = true
 		st.req.Records = st.req.Records[:0]
+		st.limits.totalBytes = 0
 		return sc.arrayItems(func(i int) error {
 			rec, err := st.record(sc, format)
 			if err != nil {
 				return fmt.Errorf("records[%d]: %v", i, err)
 			}
-			st.req.Records = append(st.req.Records, rec)
-			return nil
+			return st.add(rec)
 		})
 	})
 	if err == nil {
@@ -339,10 +423,9 @@ func (st *produceState) decodeNDJSON(body []byte) error {
 		if err != nil {
 			return fmt.Errorf("line %d is not valid JSON: %v", line, err)
 		}
-		st.req.Records = append(st.req.Records, server.ProduceRecord{
-			Partition: server.PartitionAuto,
-			Record:    records.Record{Value: value},
-		})
+		if err := st.add(server.ProduceRecord{Partition: server.PartitionAuto, Record: records.Record{Value: value}}); err != nil {
+			return err
+		}
 	}
 	if len(st.req.Records) == 0 {
 		return errors.New("the body has no JSON lines")

@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -137,11 +136,7 @@ func writeRegistryError(w http.ResponseWriter, r *http.Request, err error) {
 // subjectParam is the {subject} path parameter, unescaped (subjects may
 // hold %2F).
 func subjectParam(r *http.Request) string {
-	s := chi.URLParam(r, "subject")
-	if u, err := url.PathUnescape(s); err == nil {
-		return u
-	}
-	return s
+	return pathParam(r, "subject")
 }
 
 func flag(r *http.Request, name string) bool {
@@ -150,7 +145,7 @@ func flag(r *http.Request, name string) bool {
 }
 
 func versionParam(r *http.Request) (int, error) {
-	v := chi.URLParam(r, "version")
+	v := pathParam(r, "version")
 	if v == "" {
 		return schemaregistry.Latest, nil
 	}
@@ -158,7 +153,7 @@ func versionParam(r *http.Request) (int, error) {
 }
 
 func idParam(r *http.Request) (int, error) {
-	s := chi.URLParam(r, "id")
+	s := pathParam(r, "id")
 	id, err := strconv.Atoi(s)
 	if err != nil || id < 1 {
 		return 0, &schemaregistry.Error{Code: 40403, Message: "Schema " + s + " not found"}

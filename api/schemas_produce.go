@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
@@ -63,19 +62,23 @@ func (g *Gateway) produceAvro(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "Avro needs the schema registry, which is not configured on this node")
 		return
 	}
-	topic := chi.URLParam(r, "topic")
+	topic := pathParam(r, "topic")
 	if err := server.ValidateTopicName(topic); err != nil {
 		writeCoreError(w, err)
 		return
 	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeCoreError(w, err)
+		return
+	}
+	if n := avroRecordCount(raw, g.cfg.MaxRecordsPerRequest); n > g.cfg.MaxRecordsPerRequest {
+		writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge,
+			fmt.Sprintf("the body holds more than %d records, the most one request may hold", g.cfg.MaxRecordsPerRequest))
+		return
+	}
 	var body avroProduceBody
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(&body); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeCoreError(w, err)
-			return
-		}
+	if err := json.Unmarshal(raw, &body); err != nil {
 		writeError(w, http.StatusBadRequest, codeMalformed, "the body is not a valid Avro produce request: "+err.Error())
 		return
 	}
@@ -226,4 +229,28 @@ func writeAvroOffsets(w http.ResponseWriter, offsets []server.RecordOffset, keys
 		out.Offsets[i] = restProxyOffset{Partition: o.Partition, Offset: o.Offset}
 	}
 	writeJSON(w, http.StatusOK, typeRestV2, out)
+}
+
+// avroRecordCount counts the items of the body's top-level "records"
+// array, stopping once it passes limit. encoding/json builds a struct per
+// item before anything could count them, so a 16 MiB body of `{},` items
+// would cost gigabytes; the scanner costs nothing per item. A body the
+// scanner cannot read counts 0: json.Unmarshal then says what is wrong.
+func avroRecordCount(body []byte, limit int) int {
+	s := scanner{data: body, arena: new([]byte)}
+	n := 0
+	errEnough := errors.New("enough")
+	s.skipSpace()
+	s.objectKeys(func(key []byte) error {
+		if string(key) != "records" || s.peek() != '[' {
+			return s.skipValue(1)
+		}
+		return s.arrayItems(func(int) error {
+			if n++; n > limit {
+				return errEnough
+			}
+			return s.skipValue(2)
+		})
+	})
+	return n
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +184,8 @@ func TestAvroProduceErrorsWriteNothing(t *testing.T) {
 		{avroBody("", `{"type":"record"}`, 0, good), 422, 42201, "Invalid schema"},
 		{`{"records":[]}`, 400, codeMalformed, "records"},
 		{`{"records":`, 400, codeMalformed, "Avro produce"},
+		// Counted before encoding/json builds a struct per item.
+		{avroBody("", orderAvro, 0, slices.Repeat([]string{`{}`}, 100001)...), 413, codeTooLarge, "100000 records"},
 	}
 	for _, tc := range cases {
 		a := e.do(t, "POST", "/kafka/orders", typeRestAvro, tc.body)

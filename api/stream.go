@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/ferry-mq/ferry/server/group"
 )
 
@@ -112,7 +110,7 @@ func parseStreamParams(r *http.Request) (streamParams, error) {
 //	@Failure		503					{object}	errorBody	"50302: consumer groups are not enabled; 50301: shutting down"
 //	@Router			/kafka/{topic}/stream [get]
 func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
-	topicName := chi.URLParam(r, "topic")
+	topicName := pathParam(r, "topic")
 	params, err := parseStreamParams(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, codeBadParam, err.Error())
@@ -140,7 +138,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	hello, _ := json.Marshal(map[string]string{"group": params.group, "instance_id": info.ID,
-		"base_uri": baseURL(r) + "/consumers/" + params.group + "/instances/" + info.ID})
+		"base_uri": instanceURI(r, params.group, info.ID)})
 	if s.event("consumer", "", hello) != nil {
 		return
 	}

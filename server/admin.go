@@ -29,18 +29,25 @@ func (b *Broker) ValidateTopicSpec(spec TopicSpec) error {
 // ValidateCreatePartitions reports whether CreatePartitions(name, total)
 // would succeed, without creating anything.
 func (b *Broker) ValidateCreatePartitions(name string, total int32) error {
+	_, _, err := b.checkAddPartitions(name, total)
+	return err
+}
+
+// checkAddPartitions looks the topic up and checks that raising it to
+// total partitions is allowed; it answers the partition count it has now.
+func (b *Broker) checkAddPartitions(name string, total int32) (*topic, int32, error) {
 	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
-		return err
+		return nil, 0, err
 	}
 	t, err := b.lookup(name)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	have := int32(len(t.partitions))
 	if err := checkPartitionCount(name, have, total); err != nil {
-		return err
+		return nil, 0, err
 	}
-	return b.checkPartitionBudget(total - have)
+	return t, have, b.checkPartitionBudget(total - have)
 }
 
 func checkPartitionCount(name string, have, total int32) error {
@@ -125,6 +132,7 @@ func (b *Broker) DeleteRecords(topicName string, partition int32, offset int64) 
 	if err := lp.log.AdvanceStartOffset(offset); err != nil {
 		return 0, appendError(topicName, partition, err)
 	}
+	b.snapshotProducers(lp, "delete records") // and drop those below the new start
 	return p.LogStartOffset(), nil
 }
 

@@ -163,17 +163,21 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 			return nil, fmt.Errorf("%w: create %s: %v", ErrStorage, dir, err)
 		}
 	}
+	logger := b.logger.With("topic", name, "partition", index)
+	producers := newProducerState(b.cfg.LogFS, dir, b.cfg.ProducerIDExpiration, logger)
 	l, err := storage.Open(dir, s.log, storage.Options{
 		FS:        b.cfg.LogFS,
-		Logger:    b.logger.With("topic", name, "partition", index),
+		Logger:    logger,
 		OnFlush:   b.flushObserver(),
+		OnRoll:    func(int64) { producers.rolled.Store(true) },
 		FileCache: b.logFiles,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s-%d: %v", ErrStorage, name, index, err)
 	}
-	b.cfg.Metrics.LeaderElected() // this node leads every partition it opens
-	return newLocalPartition(name, index, b.cfg.BrokerID, l), nil
+	producers.baseline = l.LogEndOffset() // not shared yet
+	b.cfg.Metrics.LeaderElected()         // this node leads every partition it opens
+	return newLocalPartition(name, index, b.cfg.BrokerID, l, producers), nil
 }
 
 func (b *Broker) partitionDir(name string, index int32) string {
@@ -274,12 +278,16 @@ func (b *Broker) eachLog(fn func(*localPartition)) {
 
 func (b *Broker) enforceRetention(now time.Time) {
 	b.eachLog(func(p *localPartition) {
+		if n := p.producers.expire(now); n > 0 {
+			b.logger.Info("idle producers expired", "topic", p.topic, "partition", p.index, "producers", n)
+		}
 		n, err := p.log.EnforceRetention(now)
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			b.logger.Error("retention failed", "topic", p.topic, "partition", p.index, "err", err)
 		} else if n > 0 {
 			b.logger.Info("retention deleted segments", "topic", p.topic, "partition", p.index,
 				"segments", n, "log_start_offset", p.log.LogStartOffset())
+			b.snapshotProducers(p, "retention")
 		}
 	})
 }
@@ -288,6 +296,9 @@ func (b *Broker) flushDue(now time.Time) {
 	b.eachLog(func(p *localPartition) {
 		if err := p.log.MaybeFlush(now); err != nil && !errors.Is(err, storage.ErrClosed) {
 			b.logger.Error("flush failed", "topic", p.topic, "partition", p.index, "err", err)
+		}
+		if p.producers.rolled.Swap(false) {
+			b.snapshotProducers(p, "roll")
 		}
 	})
 }
@@ -353,7 +364,7 @@ func (b *Broker) closeLogs() error {
 	b.mu.RUnlock()
 	errs := make([]error, len(logs))
 	inParallel(len(logs), func(i int) {
-		if err := logs[i].log.Close(); err != nil {
+		if err := b.closePartition(logs[i]); err != nil {
 			errs[i] = fmt.Errorf("close %s-%d: %w", logs[i].topic, logs[i].index, err)
 		}
 	})
@@ -381,4 +392,35 @@ func inParallel(n int, fn func(i int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// closePartition closes p's log and, if its producer state may have
+// changed since it was opened, writes a snapshot at the final log
+// end, so the next start replays nothing. The state is loaded before the
+// log closes (a load reads the log) and snapshotted after (no append can
+// slip in). A failed log gets no snapshot: the next start recovers it and
+// replays from an older one.
+func (b *Broker) closePartition(p *localPartition) error {
+	ps := p.producers
+	snap := p.Failure() == nil && ps.changedSince(p.log.LogEndOffset())
+	if snap {
+		ps.ready(p.log)
+	}
+	if err := p.log.Close(); err != nil {
+		return err
+	}
+	if snap {
+		if err := ps.snapshot(p.log); err != nil {
+			b.logger.Warn("producer state snapshot at close failed", "topic", p.topic, "partition", p.index, "err", err)
+		}
+	}
+	return nil
+}
+
+// snapshotProducers writes p's producer state snapshot; a failure is
+// logged, never fatal: the state stays in memory and a restart replays more.
+func (b *Broker) snapshotProducers(p *localPartition, why string) {
+	if err := p.producers.snapshot(p.log); err != nil && !errors.Is(err, storage.ErrClosed) {
+		b.logger.Warn("producer state snapshot failed", "topic", p.topic, "partition", p.index, "at", why, "err", err)
+	}
 }

@@ -37,6 +37,11 @@ type Config struct {
 	// directory takes a probe write, the log is recovered and takes appends
 	// (log.failure.probe.interval.ms, ferry's own). Default 5 seconds.
 	FailedLogProbeInterval time.Duration
+	// ProducerIDExpiration drops an idempotent producer's state on a
+	// partition once it appended nothing there for this long
+	// (producer.id.expiration.ms), checked on the retention loop's ticks.
+	// Default 1 day, as Kafka.
+	ProducerIDExpiration time.Duration
 	// LogFS is the filesystem the partition logs use; nil: the real disk.
 	// Tests inject faults through it (storage/errorfs).
 	LogFS storage.FS
@@ -88,6 +93,9 @@ func (c *Config) Defaults() {
 	if c.FailedLogProbeInterval == 0 {
 		c.FailedLogProbeInterval = 5 * time.Second
 	}
+	if c.ProducerIDExpiration == 0 {
+		c.ProducerIDExpiration = 24 * time.Hour
+	}
 	if c.MaxDecompressedBytes == 0 {
 		c.MaxDecompressedBytes = 64 << 20
 	}
@@ -111,6 +119,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("ferry.log.open.files.max %d: must be >= 0", c.MaxOpenLogFiles)
 	case c.FlushCheckInterval <= 0:
 		return fmt.Errorf("flush check interval: must be > 0")
+	case c.ProducerIDExpiration <= 0:
+		return fmt.Errorf("producer.id.expiration.ms: must be > 0")
 	case c.FailedLogProbeInterval <= 0:
 		return fmt.Errorf("log.failure.probe.interval.ms: must be > 0")
 	}

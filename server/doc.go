@@ -13,12 +13,17 @@
 //   - Broker.mu guards the topic table (names → *topic). It is never held
 //     across disk I/O other than the small metadata file written on topic changes.
 //   - Each partition owns its storage.Log; appends serialise inside the log.
+//   - Each partition owns its idempotent producer state (producerstate.go),
+//     with its own locks, and its <offset>.snapshot files in the partition
+//     directory (format in producersnapshot.go). Producer ids come from the
+//     broker-wide allocator (producerids.go), taken only by InitProducerID.
 //   - Topic metadata lives in <data-dir>/ferry-topics.json, rewritten atomically
 //     (temp file, fsync, rename, fsync dir) on every topic change.
 //
 // Long-lived goroutines (all stopped and waited for by Close):
 //   - the retention loop: every RetentionCheckInterval, EnforceRetention on every log;
-//   - the flush loop: every second, MaybeFlush on every log (log.flush.interval.ms);
+//   - the flush loop: every second, MaybeFlush on every log (log.flush.interval.ms),
+//     and a producer state snapshot of every log that rolled a segment since;
 //   - the deleter: removes directories of deleted topics, fed by DeleteTopic.
 //
 // Replication comes later: a Partition keeps its high watermark apart from its

@@ -84,26 +84,18 @@ func (b *Broker) probeFailedLogs(time.Time) {
 	})
 }
 
-// recoverPartition recovers p's log, then drops p's idempotent producer
-// state so that it is rebuilt from the recovered log: a batch whose append
-// reported an fsync error may have been kept whole, and a producer's retry
-// of it must be answered as a duplicate, not appended again.
+// recoverPartition recovers p's log; the partition drops its idempotent
+// producer state with it (localPartition.recoverLog), to be reloaded from
+// its snapshots and the recovered log: a batch whose append reported an
+// fsync error may have been kept whole, and a producer's retry of it must
+// be answered as a duplicate, not appended again.
 func (b *Broker) recoverPartition(p *localPartition) (recovered bool, err error) {
 	cause := p.Failure()
 	if recovered, err = p.recoverLog(); !recovered {
 		return false, err
 	}
-	b.forgetProducers(p)
 	b.logger.Info("partition recovered", "topic", p.topic, "partition", p.index,
 		"log_end_offset", p.LogEndOffset(), "after", cause)
 	b.cfg.Metrics.PartitionRecovered()
 	return true, nil
-}
-
-// forgetProducers drops the producer state of p; the next idempotent
-// produce rebuilds it from the log.
-func (b *Broker) forgetProducers(p Partition) {
-	b.idem.mu.Lock()
-	delete(b.idem.mu.parts, p)
-	b.idem.mu.Unlock()
 }

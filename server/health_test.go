@@ -209,3 +209,42 @@ func labelledGauge(t *testing.T, m *metrics.Metrics, name, topic string, partiti
 }
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
+
+// TestIdempotentStateAfterRecoveryComesFromSnapshotAndLog: with a roll
+// snapshot on disk, recovery reloads the producer state from it plus the
+// recovered log: the batch kept by recovery answers its retry, and the
+// producer's next sequence continues.
+func TestIdempotentStateAfterRecoveryComesFromSnapshotAndLog(t *testing.T) {
+	fs := errorfs.New(nil)
+	b := newTestBroker(t, func(c *Config) { c.LogFS, c.FailedLogProbeInterval = fs, time.Hour })
+	if err := b.CreateTopic(TopicSpec{Name: "idem", Partitions: 1,
+		Configs: map[string]string{CfgFlushMessages: "1", CfgSegmentBytes: "1024"}}); err != nil {
+		t.Fatal(err)
+	}
+	id, _, _ := b.InitProducerID(-1, -1)
+	produceSeqs(t, b, id, 30, 2)
+	b.flushDue(time.Now())
+	dir := b.partitionDir("idem", 0)
+	if got := snapshotOffsets(t, dir); len(got) != 1 || got[0] != 60 {
+		t.Fatalf("snapshots %v, want [60]", got)
+	}
+	withExtraProducer(t, dir, 60, 999) // seen only if recovery reads the file
+	failing := idemBatch(t, id, 0, 60, 2)
+	fs.Inject(errorfs.Fault{Op: errorfs.OpSync, Err: errorfs.EIO})
+	if _, err := b.ProduceBatch(context.Background(), BatchProduce{Topic: "idem", Batches: append([]byte(nil), failing...), Sync: true}); !errors.Is(err, ErrStorage) {
+		t.Fatalf("produce under fsync fault: %v", err)
+	}
+	fs.Clear()
+	if ok, err := b.RecoverPartition("idem", 0); !ok || err != nil {
+		t.Fatalf("recover: %v %v", ok, err)
+	}
+	if !hasProducer(t, b, 999) {
+		t.Fatal("the state after recovery did not come from the snapshot")
+	}
+	if off, err := produceIdem(t, b, failing); err != nil || off != 60 {
+		t.Fatalf("retry after recovery: offset %d err %v, want the kept batch's 60", off, err)
+	}
+	if off, err := produceIdem(t, b, idemBatch(t, id, 0, 62, 2)); err != nil || off != 62 {
+		t.Fatalf("next batch after recovery: offset %d err %v, want 62", off, err)
+	}
+}

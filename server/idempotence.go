@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -25,10 +26,14 @@ import (
 //   - a producer the partition has not seen may start at any sequence (as
 //     Kafka does since KIP-360, after retention removed its batches).
 //
-// The state is not written anywhere of its own: the batches carry producer
-// id, epoch and base sequence, so after a restart (clean or kill -9) the
-// state of a partition is rebuilt from the tail of its log, the first time
-// an idempotent batch is produced to it or its producers are described.
+// Each partition owns its producers' state (producerstate.go): one lock per
+// partition and one per producer, none shared across partitions. It is
+// loaded on first use from the partition's newest snapshot file
+// (producersnapshot.go) plus a replay of the batches after it, which carry
+// producer id, epoch and base sequence; snapshots are written at segment
+// rolls, when the log start moves and at a clean close, so a restart
+// replays nothing after a clean close and, after a kill -9, the batches
+// since the newest snapshot (about one segment at most).
 
 // Errors of the idempotence rules; KafkaCode maps them.
 var (
@@ -41,9 +46,9 @@ const (
 	// are remembered for duplicate detection (Kafka keeps 5, the most
 	// in-flight requests an idempotent producer may have).
 	producerBatchesKept = 5
-	// producerScanWindow bounds the rebuild: only the last this many
-	// offsets of a log are scanned for producer state. A producer whose
-	// last batch is older is treated as new (any sequence accepted).
+	// producerScanWindow bounds the replay when a partition has no usable
+	// snapshot: only the last this many offsets are scanned. A producer
+	// whose last batch is older is treated as new (any sequence accepted).
 	producerScanWindow = 1 << 20
 	// noEpoch marks a producer entry that has accepted nothing yet.
 	noEpoch int16 = -1
@@ -63,28 +68,9 @@ type producerEntry struct {
 	epoch         int16 // guarded by mu
 	batches       []seqBatch
 	lastTimestamp int64
-}
-
-// partitionProducers is the producer state of one partition.
-type partitionProducers struct {
-	rebuilt sync.Once
-	mu      struct {
-		sync.Mutex
-		entries map[int64]*producerEntry
-	}
-}
-
-// idempotence owns the producer state of every partition and the producer
-// id allocator. The zero value is ready; Broker holds one.
-type idempotence struct {
-	mu struct {
-		sync.Mutex
-		// parts is keyed by the Partition value, so a topic deleted and
-		// created again starts with no producer state; entries of deleted
-		// topics are pruned when a new partition is added.
-		parts map[Partition]*partitionProducers
-	}
-	ids producerIDs
+	// lastAppend is the broker's clock (ms) at the producer's last append
+	// here, or when its state was loaded; expiry counts from it.
+	lastAppend int64
 }
 
 // nextSeq is Kafka's sequence increment, wrapping at MaxInt32 to 0.
@@ -95,53 +81,17 @@ func nextSeq(seq int32, inc int32) int32 {
 	return seq + inc
 }
 
-// producerPartition returns the state of p, rebuilding it from the log
-// tail the first time.
-func (b *Broker) producerPartition(p Partition) *partitionProducers {
-	ix := &b.idem
-	ix.mu.Lock()
-	if ix.mu.parts == nil {
-		ix.mu.parts = make(map[Partition]*partitionProducers)
-	}
-	pp, ok := ix.mu.parts[p]
-	if !ok {
-		b.pruneProducerPartitions()
-		pp = &partitionProducers{}
-		pp.mu.entries = make(map[int64]*producerEntry)
-		ix.mu.parts[p] = pp
-	}
-	ix.mu.Unlock()
-	pp.rebuilt.Do(func() { b.rebuildProducers(p, pp) })
-	return pp
-}
-
-// pruneProducerPartitions drops the state of partitions that are no longer
-// current (their topic was deleted, maybe created again), so it does not
-// keep their logs reachable. It runs when a partition is first seen, which
-// is rare. Expects b.idem.mu.
-func (b *Broker) pruneProducerPartitions() {
-	for p := range b.idem.mu.parts {
-		if cur, err := b.Partition(p.Topic(), p.Index()); err != nil || cur != p {
-			delete(b.idem.mu.parts, p)
-		}
-	}
-}
-
-func (pp *partitionProducers) entry(id int64) *producerEntry {
-	pp.mu.Lock()
-	defer pp.mu.Unlock()
-	e, ok := pp.mu.entries[id]
-	if !ok {
-		e = &producerEntry{epoch: noEpoch}
-		pp.mu.entries[id] = e
-	}
-	return e
-}
-
 // appendIdempotent checks a producer's single batch against its state and
 // appends it, or answers a retry with the original offsets.
 func (b *Broker) appendIdempotent(p Partition, h storage.BatchHeader, batch []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
-	e := b.producerPartition(p).entry(h.ProducerID)
+	ps, log, err := producerStateOf(p)
+	if err != nil {
+		return storage.AppendResult{}, err
+	}
+	ps.appendMu.RLock()
+	defer ps.appendMu.RUnlock()
+	ps.ready(log)
+	e := ps.entry(h.ProducerID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	dup, isDup, err := e.check(h)
@@ -157,7 +107,7 @@ func (b *Broker) appendIdempotent(p Partition, h storage.BatchHeader, batch []by
 	if err != nil {
 		return res, appendError(p.Topic(), p.Index(), err)
 	}
-	e.record(h, res.BaseOffset, res.LastOffset)
+	e.record(h, res.BaseOffset, res.LastOffset, time.Now().UnixMilli())
 	return res, nil
 }
 
@@ -198,7 +148,7 @@ func (e *producerEntry) check(h storage.BatchHeader) (seqBatch, bool, error) {
 }
 
 // record remembers an appended batch. Expects e.mu.
-func (e *producerEntry) record(h storage.BatchHeader, base, last int64) {
+func (e *producerEntry) record(h storage.BatchHeader, base, last, now int64) {
 	if h.ProducerEpoch != e.epoch {
 		e.epoch = h.ProducerEpoch
 		e.batches = e.batches[:0]
@@ -214,61 +164,7 @@ func (e *producerEntry) record(h storage.BatchHeader, base, last int64) {
 		lastOffset: last,
 	})
 	e.lastTimestamp = h.MaxTimestamp
-}
-
-// rebuildProducers scans the last producerScanWindow offsets of p's log
-// and replays every idempotent batch into pp. It reads batch headers only.
-func (b *Broker) rebuildProducers(p Partition, pp *partitionProducers) {
-	end := p.LogEndOffset()
-	offset := max(p.LogStartOffset(), end-producerScanWindow)
-	var buf []byte
-	for offset < end {
-		rr, err := p.Read(storage.ReadOptions{Offset: offset, MaxBytes: 1 << 20, MinOneBatch: true, MaxOffset: end}, buf[:0])
-		if err != nil {
-			b.logger.Warn("producer state rebuild stopped early", "topic", p.Topic(), "partition", p.Index(),
-				"offset", offset, "err", err)
-			return
-		}
-		buf = rr.Data
-		next := replayBatches(pp, rr.Data, offset)
-		if next <= offset {
-			break
-		}
-		offset = next
-	}
-	pp.mu.Lock()
-	n := len(pp.mu.entries)
-	pp.mu.Unlock()
-	if n > 0 {
-		b.logger.Info("producer state rebuilt", "topic", p.Topic(), "partition", p.Index(), "producers", n)
-	}
-}
-
-// replayBatches records the idempotent batches of data at or after from
-// and returns the offset after the last batch seen.
-func replayBatches(pp *partitionProducers, data []byte, from int64) int64 {
-	next := from
-	for len(data) >= storage.BatchHeaderSize {
-		h, err := storage.ParseBatchHeader(data)
-		if err != nil || h.Size() > int64(len(data)) {
-			break
-		}
-		data = data[h.Size():]
-		if h.LastOffset() < from {
-			continue
-		}
-		next = h.LastOffset() + 1
-		const control = 0x20
-		if h.ProducerID < 0 || h.Attributes&control != 0 {
-			continue
-		}
-		e := pp.entry(h.ProducerID)
-		if e.epoch != noEpoch && h.ProducerEpoch < e.epoch {
-			continue
-		}
-		e.record(h, h.BaseOffset, h.LastOffset())
-	}
-	return next
+	e.lastAppend = now
 }
 
 // ProducerState describes one idempotent producer of a partition
@@ -286,13 +182,17 @@ func (b *Broker) Producers(topicName string, partition int32) ([]ProducerState, 
 	if err != nil {
 		return nil, err
 	}
-	pp := b.producerPartition(p)
-	pp.mu.Lock()
-	entries := make(map[int64]*producerEntry, len(pp.mu.entries))
-	for id, e := range pp.mu.entries {
+	ps, log, err := producerStateOf(p)
+	if err != nil {
+		return nil, err
+	}
+	ps.ready(log)
+	ps.mu.Lock()
+	entries := make(map[int64]*producerEntry, len(ps.mu.entries))
+	for id, e := range ps.mu.entries {
 		entries[id] = e
 	}
-	pp.mu.Unlock()
+	ps.mu.Unlock()
 	var out []ProducerState
 	for id, e := range entries {
 		e.mu.Lock()

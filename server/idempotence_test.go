@@ -120,10 +120,8 @@ func TestProducerStateOfDeletedTopicsIsDropped(t *testing.T) {
 	if off, err := produceIdem(t, b, idemBatch(t, id, 0, 5, 1)); err != nil || off != 0 {
 		t.Fatalf("produce to the new topic: offset %d err %v", off, err)
 	}
-	b.idem.mu.Lock()
-	n := len(b.idem.mu.parts)
-	b.idem.mu.Unlock()
-	if n != 1 {
-		t.Fatalf("%d partitions with producer state, want 1", n)
+	states, err := b.Producers("idem", 0)
+	if err != nil || len(states) != 1 || states[0].LastSequence != 5 {
+		t.Fatalf("producers of the new topic: %+v %v, want only the batch at sequence 5", states, err)
 	}
 }

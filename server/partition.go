@@ -49,6 +49,8 @@ type localPartition struct {
 	brokerID int32
 	log      *storage.Log
 	epoch    int32
+	// producers is the idempotent producer state of this partition.
+	producers *producerState
 
 	hw atomic.Int64
 
@@ -58,8 +60,8 @@ type localPartition struct {
 	}
 }
 
-func newLocalPartition(topic string, index, brokerID int32, log *storage.Log) *localPartition {
-	p := &localPartition{topic: topic, index: index, brokerID: brokerID, log: log}
+func newLocalPartition(topic string, index, brokerID int32, log *storage.Log, producers *producerState) *localPartition {
+	p := &localPartition{topic: topic, index: index, brokerID: brokerID, log: log, producers: producers}
 	p.hw.Store(log.LogEndOffset())
 	return p
 }
@@ -132,10 +134,14 @@ func (p *localPartition) Failure() error { return p.log.Failure() }
 
 // recoverLog reopens a failed log (storage.Log.Recover) and moves the high
 // watermark to the recovered log end: recovery fsynced everything it kept,
-// so it is all durable, as after a restart.
+// so it is all durable, as after a restart. The producer state is dropped
+// with it, to be reloaded from the snapshots and the recovered log.
 func (p *localPartition) recoverLog() (recovered bool, err error) {
-	if recovered, err = p.log.Recover(); recovered {
-		p.advanceHighWatermark(p.log.LogEndOffset())
-	}
-	return recovered, err
+	return p.producers.recover(func() (bool, error) {
+		recovered, err := p.log.Recover()
+		if recovered {
+			p.advanceHighWatermark(p.log.LogEndOffset())
+		}
+		return recovered, err
+	}, p.log.LogEndOffset)
 }

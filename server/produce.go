@@ -58,6 +58,9 @@ type partitionBatch struct {
 
 var builderPool = sync.Pool{New: func() any { return new(records.Builder) }}
 
+// maxPooledBuilderBytes is the largest batch whose builder goes back to the pool.
+const maxPooledBuilderBytes = 4 << 20
+
 // Produce validates, partitions and appends a request's records. Either all
 // batches are appended or, if validation fails, none is.
 func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResult, error) {
@@ -150,13 +153,21 @@ func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch,
 		batches[s].indexes = append(batches[s].indexes, i)
 	}
 	builder := builderPool.Get().(*records.Builder)
-	defer builderPool.Put(builder)
+	largest := 0
+	defer func() {
+		// A builder that grew for one huge request would pin that much
+		// memory in the pool for as long as the pool keeps it.
+		if largest <= maxPooledBuilderBytes {
+			builderPool.Put(builder)
+		}
+	}()
 	for i := range batches {
 		builder.Reset()
 		for _, idx := range batches[i].indexes {
 			builder.Add(recs[idx].Record)
 		}
 		data, err := builder.AppendBatch(nil, records.BatchOptions{Codec: t.settings.codec, Level: t.settings.level})
+		largest = max(largest, len(data))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 		}

@@ -20,6 +20,12 @@ const (
 	producerIDBlock = 1000
 )
 
+// idempotence holds the producer id allocator; the producer state itself
+// belongs to each partition (producerstate.go).
+type idempotence struct {
+	ids producerIDs
+}
+
 // producerIDs allocates producer ids. Ids start at 1: records.BatchOptions
 // reads producer id 0 as "none".
 type producerIDs struct {

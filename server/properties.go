@@ -61,6 +61,7 @@ var propertySetters = map[string]func(*Config, string) error{
 	"log.index.interval.bytes":          func(c *Config, v string) error { return setInt(&c.Log.IndexIntervalBytes, v) },
 	"log.failure.probe.interval.ms":     func(c *Config, v string) error { return setDuration(&c.FailedLogProbeInterval, v, time.Millisecond) },
 	"log.message.timestamp.type":        setTimestampType,
+	"producer.id.expiration.ms":         func(c *Config, v string) error { return setDuration(&c.ProducerIDExpiration, v, time.Millisecond) },
 	"log.retention.ms":                  nil, // resolved together below, as Kafka does
 	"log.retention.minutes":             nil,
 	"log.retention.hours":               nil,

@@ -185,20 +185,10 @@ func (b *Broker) DeleteTopic(name string) error {
 
 // CreatePartitions raises a topic's partition count to total.
 func (b *Broker) CreatePartitions(name string, total int32) error {
-	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
-		return err
-	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
-	t, err := b.lookup(name)
+	t, have, err := b.checkAddPartitions(name, total)
 	if err != nil {
-		return err
-	}
-	have := int32(len(t.partitions))
-	if err := checkPartitionCount(name, have, total); err != nil {
-		return err
-	}
-	if err := b.checkPartitionBudget(total - have); err != nil {
 		return err
 	}
 	next := &topic{meta: t.meta, settings: t.settings, partitions: append([]Partition(nil), t.partitions...)}

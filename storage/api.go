@@ -75,6 +75,11 @@ type Options struct {
 	// the other logs given the same cache. Nil: a process-wide cache of
 	// DefaultMaxOpenFiles.
 	FileCache *FileCache
+	// OnRoll, when set, is called with the new active segment's base offset
+	// each time the log rolls (the broker snapshots its producer state at
+	// rolls). It runs under the log's write lock and must only note the
+	// event: no I/O, no call back into the log.
+	OnRoll func(base int64)
 }
 
 // AppendOptions say how Append treats the batches it is given.

@@ -164,6 +164,9 @@ func (l *Log) roll(now time.Time) error {
 	l.mu.dirDirty = true
 	l.mu.Unlock()
 	old.seal(old.view.Load())
+	if l.onRoll != nil {
+		l.onRoll(base)
+	}
 	return nil
 }
 

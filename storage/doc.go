@@ -18,6 +18,8 @@
 //	  recovery-point-offset-checkpoint  "0\n<offset>\n": all below is fsynced
 //	  log-start-offset-checkpoint       "0\n<offset>\n": first readable offset
 //	  .clean-shutdown                   only between Close and the next Open
+//	  00000000000000001180.snapshot     producer state; written and read by
+//	                                    server/ (format: server/producersnapshot.go)
 //
 // A segment is named by its base offset (20 digits) and holds whole record
 // batches, magic v2, back to back, as received except for the fields the

@@ -53,7 +53,7 @@ func (l *Log) Recover() (recovered bool, err error) {
 	if err := l.probeWritable(); err != nil {
 		return false, fmt.Errorf("recover log %s: directory not writable: %w", l.dir, err)
 	}
-	fresh := &Log{dir: l.dir, fs: l.fs, files: l.files, logger: l.logger, now: l.now, onFlush: l.onFlush}
+	fresh := &Log{dir: l.dir, fs: l.fs, files: l.files, logger: l.logger, now: l.now, onFlush: l.onFlush, onRoll: l.onRoll}
 	fresh.mu.cfg = cfg
 	fresh.mu.syncCond.L = &fresh.mu.Mutex
 	if err := fresh.load(); err != nil {

@@ -28,8 +28,9 @@ type Log struct {
 	files  *FileCache
 	logger *slog.Logger
 	now    func() time.Time
-	// onFlush is Options.OnFlush (may be nil).
+	// onFlush and onRoll are Options.OnFlush and OnRoll (may be nil).
 	onFlush func(time.Duration)
+	onRoll  func(base int64)
 
 	// checkpoint is owned by the sync token holder (mu.syncing) once open.
 	checkpoint *recoveryCheckpoint
@@ -87,7 +88,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		opts.FileCache = defaultFileCache
 	}
 	l := &Log{dir: dir, fs: opts.FS, files: opts.FileCache, logger: opts.Logger.With("component", "storage", "dir", dir), now: opts.Now,
-		onFlush: opts.OnFlush}
+		onFlush: opts.OnFlush, onRoll: opts.OnRoll}
 	l.mu.cfg = cfg
 	l.mu.syncCond.L = &l.mu.Mutex
 	if err := l.fs.MkdirAll(dir, 0o755); err != nil {

@@ -28,6 +28,8 @@ import (
 type serveSettings struct {
 	broker              server.Config
 	httpAddr            string
+	httpAllowedHosts    []string
+	httpMaxConns        int
 	kafkaAddr           string
 	advertisedKafkaAddr string
 	zookeeper           string
@@ -35,6 +37,8 @@ type serveSettings struct {
 	logFormat           string
 	logLevel            string
 	metrics             bool
+	// groupInitialDelay is group.initial.rebalance.delay.ms; 0 is no delay.
+	groupInitialDelay time.Duration
 	// kafkaLimits are the Kafka listener's resource limits; Addr,
 	// AdvertisedAddr, Logger and Metrics are filled in runServe.
 	kafkaLimits kafka.Config
@@ -55,6 +59,25 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { s.broker.DataDir = v; return nil }},
 	{"http-addr", []string{"http.addr"}, "HTTP gateway listen address", ":8080",
 		func(s *serveSettings, v string) error { s.httpAddr = v; return nil }},
+	{"http-allowed-hosts", []string{"http.allowed.hosts", "ferry.http.allowed.hosts"}, "comma-separated Host names browsers may reach the HTTP listener by, against DNS rebinding (\"*\": any); empty: localhost, IP literals and this node's own names. Non-browser clients may use any Host", "",
+		func(s *serveSettings, v string) error { s.httpAllowedHosts = splitList(v); return nil }},
+	{"http-max-connections", []string{"http.max.connections"}, "most HTTP connections open at once; more wait in the kernel's accept queue", "1024",
+		func(s *serveSettings, v string) (err error) {
+			s.httpMaxConns, err = strconv.Atoi(v)
+			if err == nil && s.httpMaxConns < 1 {
+				err = errors.New("must be at least 1")
+			}
+			return err
+		}},
+	{"group-initial-rebalance-delay-ms", []string{"group.initial.rebalance.delay.ms"}, "how long a new or emptied group waits for more members before its first rebalance (0: none)", "3000",
+		func(s *serveSettings, v string) error {
+			ms, err := strconv.Atoi(v)
+			if err == nil && ms < 0 {
+				err = errors.New("must not be negative")
+			}
+			s.groupInitialDelay = time.Duration(ms) * time.Millisecond
+			return err
+		}},
 	{"kafka-addr", []string{"listeners", "kafka.addr"}, "Kafka protocol listen address (listeners=PLAINTEXT://host:port also works)", ":9092",
 		func(s *serveSettings, v string) error { s.kafkaAddr = listenerAddr(v); return nil }},
 	{"advertised-kafka-addr", []string{"advertised.listeners", "advertised.kafka.addr"}, "host:port clients are told to use (default: kafka-addr, with localhost for an empty host)", "",
@@ -119,6 +142,33 @@ func parseMillis(dst *time.Duration, v string) error {
 	}
 	*dst = time.Duration(n) * time.Millisecond
 	return nil
+}
+
+// splitList splits a comma-separated setting, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// ownHostNames are the names this node is configured under, which
+// browsers may use by default: its host name and the hosts of its
+// listen and advertised addresses.
+func ownHostNames(s serveSettings) []string {
+	var names []string
+	if h, err := os.Hostname(); err == nil {
+		names = append(names, h)
+	}
+	for _, addr := range []string{s.httpAddr, s.advertisedKafkaAddr, s.kafkaAddr} {
+		if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+			names = append(names, host)
+		}
+	}
+	return names
 }
 
 // listenerAddr turns Kafka's listeners syntax (PLAINTEXT://host:port) into host:port.
@@ -282,15 +332,20 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	groups, err := group.New(broker, group.Config{Logger: logger})
+	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay}
+	if s.groupInitialDelay == 0 {
+		groupCfg.InitialRebalanceDelay = -1 // group.Config reads 0 as its default
+	}
+	groups, err := group.New(broker, groupCfg)
 	if err != nil {
 		broker.Close()
 		return err
 	}
 	m.AddLagSource(groups.LagStats)
 	closeCore := func() { groups.Close(); broker.Close() }
-	gateway, err := api.New(broker, api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
-		Metrics: m})
+	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
+		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns}
+	gateway, err := api.New(broker, httpCfg)
 	if err != nil {
 		closeCore()
 		return err
@@ -313,9 +368,9 @@ func runServe(args []string) error {
 		closeCore()
 		return fmt.Errorf("http listener: %w", err)
 	}
-	httpServer := api.NewHTTPServer(s.httpAddr, gateway.Handler(), api.Config{Logger: logger, Metrics: m})
+	httpServer := api.NewHTTPServer(s.httpAddr, gateway.Handler(), httpCfg)
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- httpServer.Serve(ln) }()
+	go func() { serveErr <- httpServer.Serve(api.LimitListener(ln, httpCfg.MaxConnections)) }()
 	go func() { serveErr <- kafkaServer.Serve(kln) }()
 	logger.Info("ferry serving", "http", ln.Addr().String(), "kafka", kln.Addr().String(),
 		"advertised_kafka", s.advertisedKafkaAddr, "data_dir", s.broker.DataDir, "metrics", s.metrics)

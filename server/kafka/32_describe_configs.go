@@ -165,6 +165,7 @@ func (s *Server) brokerConfigs() []configEntry {
 		entry("message.max.bytes", i64(int64(c.MessageMaxBytes)), kmsg.ConfigTypeInt),
 		entry("min.insync.replicas", "1", kmsg.ConfigTypeInt),
 		entry("num.partitions", i64(int64(c.NumPartitions)), kmsg.ConfigTypeInt),
+		entry("producer.id.expiration.ms", ms(c.ProducerIDExpiration), kmsg.ConfigTypeInt),
 		entry("socket.request.max.bytes", i64(int64(s.cfg.MaxRequestBytes)), kmsg.ConfigTypeInt),
 	}
 }

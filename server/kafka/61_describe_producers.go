@@ -3,8 +3,9 @@ package kafka
 // DescribeProducers (key 61), version 0.
 //
 // Lists the idempotent producers each partition remembers (the state the
-// core keeps for duplicate detection, rebuilt from the log after a
-// restart). There are no transactions: CoordinatorEpoch and
+// core keeps for duplicate detection, per partition; after a restart it
+// comes from the partition's newest snapshot file plus the log after
+// it). There are no transactions: CoordinatorEpoch and
 // CurrentTxnStartOffset are always -1.
 
 import (

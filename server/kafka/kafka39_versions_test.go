@@ -2,8 +2,6 @@ package kafka
 
 import (
 	"bytes"
-	"encoding/binary"
-	"hash/crc32"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/server/records/legacytest"
 )
 
 // kafka39 is the range Kafka 3.9 serves of each API ferry implements (its
@@ -77,72 +76,6 @@ func TestListOffsetsV0AnswersOldStyleOffsets(t *testing.T) {
 	}
 }
 
-// oldMessage is one message of a legacy message set, as an old client sees it.
-type oldMessage struct {
-	offset     int64
-	magic      int8
-	attrs      int8
-	timestamp  int64
-	key, value []byte
-}
-
-// parseMessageSet decodes a fetched message set with kmsg's MessageV0/V1,
-// checking framing and each CRC-32 as a pre-0.11 consumer does.
-func parseMessageSet(t testing.TB, set []byte) []oldMessage {
-	t.Helper()
-	var out []oldMessage
-	for len(set) > 0 {
-		if len(set) < 17 {
-			t.Fatalf("%d trailing bytes", len(set))
-		}
-		end := 12 + int(binary.BigEndian.Uint32(set[8:]))
-		if end > len(set) {
-			t.Fatalf("message of %d bytes, %d left", end, len(set))
-		}
-		entry := set[:end]
-		if got, want := crc32.ChecksumIEEE(entry[16:]), binary.BigEndian.Uint32(entry[12:]); got != want {
-			t.Fatalf("crc %#x, computed %#x", want, got)
-		}
-		var m oldMessage
-		switch entry[16] {
-		case 0:
-			var v kmsg.MessageV0
-			if err := v.ReadFrom(entry); err != nil {
-				t.Fatal(err)
-			}
-			m = oldMessage{v.Offset, v.Magic, v.Attributes, -1, v.Key, v.Value}
-		case 1:
-			var v kmsg.MessageV1
-			if err := v.ReadFrom(entry); err != nil {
-				t.Fatal(err)
-			}
-			m = oldMessage{v.Offset, v.Magic, v.Attributes, v.Timestamp, v.Key, v.Value}
-		default:
-			t.Fatalf("magic %d in a message set", entry[16])
-		}
-		out = append(out, m)
-		set = set[end:]
-	}
-	return out
-}
-
-// messageSet frames messages as a pre-0.11 producer does.
-func messageSet(msgs ...oldMessage) []byte {
-	var out []byte
-	for _, m := range msgs {
-		var entry []byte
-		if m.magic == 0 {
-			entry = (&kmsg.MessageV0{Offset: m.offset, Attributes: m.attrs, Key: m.key, Value: m.value}).AppendTo(nil)
-		} else {
-			entry = (&kmsg.MessageV1{Offset: m.offset, Magic: 1, Attributes: m.attrs, Timestamp: m.timestamp, Key: m.key, Value: m.value}).AppendTo(nil)
-		}
-		binary.BigEndian.PutUint32(entry[8:], uint32(len(entry)-12))
-		binary.BigEndian.PutUint32(entry[12:], crc32.ChecksumIEEE(entry[16:]))
-		out = append(out, entry...)
-	}
-	return out
-}
-
 func TestFetchV0ToV3DownConvertsToMessageSets(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.dial(t)
@@ -171,7 +104,7 @@ func TestFetchV0ToV3DownConvertsToMessageSets(t *testing.T) {
 		if p.ErrorCode != 0 || p.HighWatermark != 4 {
 			t.Fatalf("fetch v%d: %+v", v, p)
 		}
-		got := parseMessageSet(t, p.RecordBatches)
+		got := legacytest.Parse(t, p.RecordBatches)
 		if len(got) != 3 {
 			t.Fatalf("fetch v%d from offset 1: %d messages, want 3", v, len(got))
 		}
@@ -181,9 +114,9 @@ func TestFetchV0ToV3DownConvertsToMessageSets(t *testing.T) {
 			if wantMagic == 0 {
 				wantTS = -1
 			}
-			if m.offset != int64(i+1) || m.magic != wantMagic || m.attrs != 0 || m.timestamp != wantTS ||
-				!bytes.Equal(m.key, want.Key) || (m.key == nil) != (want.Key == nil) ||
-				!bytes.Equal(m.value, want.Value) || (m.value == nil) != (want.Value == nil) {
+			if m.Offset != int64(i+1) || m.Magic != wantMagic || m.Attrs != 0 || m.Timestamp != wantTS ||
+				!bytes.Equal(m.Key, want.Key) || (m.Key == nil) != (want.Key == nil) ||
+				!bytes.Equal(m.Value, want.Value) || (m.Value == nil) != (want.Value == nil) {
 				t.Fatalf("fetch v%d message %d: %+v, want offset %d magic %d of %+v", v, i, m, i+1, wantMagic, want)
 			}
 		}
@@ -191,14 +124,14 @@ func TestFetchV0ToV3DownConvertsToMessageSets(t *testing.T) {
 	// Limits count converted bytes, in whole messages, and never starve the first.
 	small := fetchReq("old", 0, 0, 0, 1)
 	small.Topics[0].Partitions[0].PartitionMaxBytes = 40
-	if got := parseMessageSet(t, do[*kmsg.FetchResponse](c, small, 1).Topics[0].Partitions[0].RecordBatches); len(got) != 1 || got[0].offset != 0 {
+	if got := legacytest.Parse(t, do[*kmsg.FetchResponse](c, small, 1).Topics[0].Partitions[0].RecordBatches); len(got) != 1 || got[0].Offset != 0 {
 		t.Fatalf("v1 with PartitionMaxBytes 40: %+v, want message 0 alone", got)
 	}
 	// v3's MaxBytes: messages 0 and 1 are 38 and 36 bytes in magic 1.
 	for maxBytes, want := range map[int32]int{74: 2, 73: 1} {
 		capped := fetchReq("old", 0, 0, 0, 1)
 		capped.MaxBytes = maxBytes
-		if got := parseMessageSet(t, do[*kmsg.FetchResponse](c, capped, 3).Topics[0].Partitions[0].RecordBatches); len(got) != want {
+		if got := legacytest.Parse(t, do[*kmsg.FetchResponse](c, capped, 3).Topics[0].Partitions[0].RecordBatches); len(got) != want {
 			t.Fatalf("v3 with MaxBytes %d: %d messages, want %d", maxBytes, len(got), want)
 		}
 	}
@@ -213,9 +146,9 @@ func TestProduceV0ToV2AcceptsMessageSets(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.dial(t)
 	before := time.Now().UnixMilli()
-	inner := messageSet(
-		oldMessage{offset: 0, magic: 1, timestamp: 7000, key: []byte("gk0"), value: []byte("gv0")},
-		oldMessage{offset: 1, magic: 1, timestamp: 7001, key: []byte("gk1"), value: []byte("gv1")},
+	inner := legacytest.Set(
+		legacytest.Message{Offset: 0, Magic: 1, Timestamp: 7000, Key: []byte("gk0"), Value: []byte("gv0")},
+		legacytest.Message{Offset: 1, Magic: 1, Timestamp: 7001, Key: []byte("gk1"), Value: []byte("gv1")},
 	)
 	gz, err := records.Compress(records.Gzip, nil, inner)
 	if err != nil {
@@ -226,10 +159,10 @@ func TestProduceV0ToV2AcceptsMessageSets(t *testing.T) {
 		set  []byte
 		base int64
 	}{
-		{0, messageSet(oldMessage{magic: 0, key: []byte("k0"), value: []byte("m0")}, oldMessage{offset: 1, magic: 0, value: []byte("m0b")}), 0},
-		{1, messageSet(oldMessage{magic: 0, key: []byte("k1"), value: []byte("m1")}), 2},
-		{2, messageSet(oldMessage{magic: 1, timestamp: 5000, key: []byte("k2"), value: []byte("m2")}), 3},
-		{2, messageSet(oldMessage{offset: 1, magic: 1, attrs: int8(records.Gzip), timestamp: 7001, value: gz}), 4},
+		{0, legacytest.Set(legacytest.Message{Magic: 0, Key: []byte("k0"), Value: []byte("m0")}, legacytest.Message{Offset: 1, Magic: 0, Value: []byte("m0b")}), 0},
+		{1, legacytest.Set(legacytest.Message{Magic: 0, Key: []byte("k1"), Value: []byte("m1")}), 2},
+		{2, legacytest.Set(legacytest.Message{Magic: 1, Timestamp: 5000, Key: []byte("k2"), Value: []byte("m2")}), 3},
+		{2, legacytest.Set(legacytest.Message{Offset: 1, Magic: 1, Attrs: int8(records.Gzip), Timestamp: 7001, Value: gz}), 4},
 	} {
 		if p := produceOne(c, tc.v, "oldp", tc.set); p.ErrorCode != 0 || p.BaseOffset != tc.base {
 			t.Fatalf("produce v%d: %+v, want base offset %d", tc.v, p, tc.base)
@@ -260,7 +193,7 @@ func TestProduceV0ToV2AcceptsMessageSets(t *testing.T) {
 		}
 	}
 	// A corrupt message set is refused and writes nothing.
-	bad := messageSet(oldMessage{magic: 1, timestamp: 1, value: []byte("x")})
+	bad := legacytest.Set(legacytest.Message{Magic: 1, Timestamp: 1, Value: []byte("x")})
 	bad[len(bad)-1] ^= 1
 	if p := produceOne(c, 2, "oldp", bad); p.ErrorCode != kerr.CorruptMessage.Code {
 		t.Fatalf("bad crc: %+v", p)
@@ -270,7 +203,7 @@ func TestProduceV0ToV2AcceptsMessageSets(t *testing.T) {
 	}
 	// The old consumer reads back what the old producer wrote.
 	set := do[*kmsg.FetchResponse](c, fetchReq("oldp", 0, 4, 0, 1), 2).Topics[0].Partitions[0].RecordBatches
-	if m := parseMessageSet(t, set); len(m) != 2 || string(m[1].value) != "gv1" || m[1].timestamp != 7001 || m[1].offset != 5 {
+	if m := legacytest.Parse(t, set); len(m) != 2 || string(m[1].Value) != "gv1" || m[1].Timestamp != 7001 || m[1].Offset != 5 {
 		t.Fatalf("fetch v2 of the gzip set: %+v", m)
 	}
 }
@@ -453,10 +386,10 @@ func TestBurrowReadsCommitsOverOldFetch(t *testing.T) {
 	}
 	set := do[*kmsg.FetchResponse](c, fetchReq(group.OffsetsTopic, 0, 0, 0, 1), 2).Topics[0].Partitions[0].RecordBatches
 	found := false
-	for _, m := range parseMessageSet(t, set) {
+	for _, m := range legacytest.Parse(t, set) {
 		var key kmsg.OffsetCommitKey
 		var value kmsg.OffsetCommitValue
-		if m.magic != 1 || key.ReadFrom(m.key) != nil || value.ReadFrom(m.value) != nil {
+		if m.Magic != 1 || key.ReadFrom(m.Key) != nil || value.ReadFrom(m.Value) != nil {
 			t.Fatalf("commit message %+v does not decode", m)
 		}
 		found = found || key.Group == "burrowed" && key.Topic == "lagged" && key.Partition == 0 && value.Offset == 2

@@ -8,77 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/ferry-mq/ferry/server/records/legacytest"
 )
-
-// oldMessage is one message of a legacy message set as an old client sees it.
-type oldMessage struct {
-	offset     int64
-	magic      int8
-	attrs      int8
-	timestamp  int64
-	key, value []byte
-}
-
-// parseMessageSet decodes a legacy message set with kmsg's MessageV0/V1 (not
-// with this package's reader) and checks each CRC, as an old client does.
-func parseMessageSet(t testing.TB, set []byte) []oldMessage {
-	t.Helper()
-	var out []oldMessage
-	for len(set) > 0 {
-		if len(set) < 17 {
-			t.Fatalf("%d bytes left, too few for a message", len(set))
-		}
-		end := 12 + int(binary.BigEndian.Uint32(set[8:]))
-		if end > len(set) {
-			t.Fatalf("message of %d bytes, %d left", end, len(set))
-		}
-		entry := set[:end]
-		if got, want := crc32.ChecksumIEEE(entry[16:]), binary.BigEndian.Uint32(entry[12:]); got != want {
-			t.Fatalf("message at %d: crc %#x, computed %#x", binary.BigEndian.Uint64(entry), want, got)
-		}
-		var m oldMessage
-		switch entry[16] {
-		case 0:
-			var v kmsg.MessageV0
-			if err := v.ReadFrom(entry); err != nil {
-				t.Fatalf("MessageV0: %v", err)
-			}
-			m = oldMessage{v.Offset, v.Magic, v.Attributes, -1, v.Key, v.Value}
-		case 1:
-			var v kmsg.MessageV1
-			if err := v.ReadFrom(entry); err != nil {
-				t.Fatalf("MessageV1: %v", err)
-			}
-			m = oldMessage{v.Offset, v.Magic, v.Attributes, v.Timestamp, v.Key, v.Value}
-		default:
-			t.Fatalf("magic %d", entry[16])
-		}
-		out = append(out, m)
-		set = set[end:]
-	}
-	return out
-}
-
-// legacySet encodes messages with kmsg, the way a pre-0.11 client frames
-// them, computing sizes and CRCs.
-func legacySet(msgs ...oldMessage) []byte {
-	var out []byte
-	for _, m := range msgs {
-		var entry []byte
-		if m.magic == 0 {
-			v := kmsg.MessageV0{Offset: m.offset, Magic: 0, Attributes: m.attrs, Key: m.key, Value: m.value}
-			entry = v.AppendTo(nil)
-		} else {
-			v := kmsg.MessageV1{Offset: m.offset, Magic: 1, Attributes: m.attrs, Timestamp: m.timestamp, Key: m.key, Value: m.value}
-			entry = v.AppendTo(nil)
-		}
-		binary.BigEndian.PutUint32(entry[8:], uint32(len(entry)-12))
-		binary.BigEndian.PutUint32(entry[12:], crc32.ChecksumIEEE(entry[16:]))
-		out = append(out, entry...)
-	}
-	return out
-}
 
 func TestAppendLegacyKeepsOffsetsKeysValuesTimestamps(t *testing.T) {
 	recs := sampleRecords()
@@ -91,7 +22,7 @@ func TestAppendLegacyKeepsOffsetsKeysValuesTimestamps(t *testing.T) {
 		if err != nil {
 			t.Fatalf("magic %d: %v", magic, err)
 		}
-		got := parseMessageSet(t, set)
+		got := legacytest.Parse(t, set)
 		if len(got) != len(recs)-1 {
 			t.Fatalf("magic %d: %d messages, want %d (from offset 1)", magic, len(got), len(recs)-1)
 		}
@@ -101,9 +32,9 @@ func TestAppendLegacyKeepsOffsetsKeysValuesTimestamps(t *testing.T) {
 			if magic == 0 {
 				wantTS = -1
 			}
-			if m.offset != int64(i+1) || m.magic != magic || m.attrs != 0 || m.timestamp != wantTS ||
-				!bytes.Equal(m.key, want.Key) || (m.key == nil) != (want.Key == nil) ||
-				!bytes.Equal(m.value, want.Value) || (m.value == nil) != (want.Value == nil) {
+			if m.Offset != int64(i+1) || m.Magic != magic || m.Attrs != 0 || m.Timestamp != wantTS ||
+				!bytes.Equal(m.Key, want.Key) || (m.Key == nil) != (want.Key == nil) ||
+				!bytes.Equal(m.Value, want.Value) || (m.Value == nil) != (want.Value == nil) {
 				t.Fatalf("magic %d message %d: %+v, want offset %d of %+v", magic, i, m, i+1, want)
 			}
 		}
@@ -117,8 +48,8 @@ func TestAppendLegacyMarksLogAppendTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := readHeader(stored)
-	for _, m := range parseMessageSet(t, set) {
-		if m.attrs != legacyAttrLogAppendTime || m.timestamp != h.maxTime {
+	for _, m := range legacytest.Parse(t, set) {
+		if m.Attrs != legacyAttrLogAppendTime || m.Timestamp != h.maxTime {
 			t.Fatalf("%+v: want LogAppendTime %d", m, h.maxTime)
 		}
 	}
@@ -126,13 +57,13 @@ func TestAppendLegacyMarksLogAppendTime(t *testing.T) {
 
 func TestAppendLegacyStopsAtMaxBytesButSendsOne(t *testing.T) {
 	stored := buildBatch(t, []Record{{Value: make([]byte, 100)}, {Value: make([]byte, 100)}, {Value: make([]byte, 100)}}, BatchOptions{})
-	one := len(legacySet(oldMessage{magic: 1, value: make([]byte, 100)}))
+	one := len(legacytest.Set(legacytest.Message{Magic: 1, Value: make([]byte, 100)}))
 	for _, tc := range []struct{ max, want int }{{1, 1}, {one, 1}, {2*one - 1, 1}, {2 * one, 2}, {0, 3}} {
 		set, err := AppendLegacy(nil, stored, 1, 0, tc.max, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := len(parseMessageSet(t, set)); got != tc.want {
+		if got := len(legacytest.Parse(t, set)); got != tc.want {
 			t.Fatalf("max %d: %d messages, want %d", tc.max, got, tc.want)
 		}
 	}
@@ -140,23 +71,23 @@ func TestAppendLegacyStopsAtMaxBytesButSendsOne(t *testing.T) {
 
 func TestUpConvertMagic0And1(t *testing.T) {
 	const now = 1_800_000_000_000
-	plain0 := legacySet(
-		oldMessage{offset: 0, magic: 0, key: []byte("k0"), value: []byte("v0")},
-		oldMessage{offset: 1, magic: 0, key: nil, value: nil},
+	plain0 := legacytest.Set(
+		legacytest.Message{Offset: 0, Magic: 0, Key: []byte("k0"), Value: []byte("v0")},
+		legacytest.Message{Offset: 1, Magic: 0, Key: nil, Value: nil},
 	)
-	plain1 := legacySet(
-		oldMessage{offset: 0, magic: 1, timestamp: 1000, key: []byte("k1"), value: []byte("v1")},
-		oldMessage{offset: 1, magic: 1, timestamp: -1, value: []byte("no ts")},
+	plain1 := legacytest.Set(
+		legacytest.Message{Offset: 0, Magic: 1, Timestamp: 1000, Key: []byte("k1"), Value: []byte("v1")},
+		legacytest.Message{Offset: 1, Magic: 1, Timestamp: -1, Value: []byte("no ts")},
 	)
-	inner := legacySet( // magic 1 inner offsets are relative
-		oldMessage{offset: 0, magic: 1, timestamp: 2000, value: []byte("a")},
-		oldMessage{offset: 1, magic: 1, timestamp: 3000, value: []byte("b")},
+	inner := legacytest.Set( // magic 1 inner offsets are relative
+		legacytest.Message{Offset: 0, Magic: 1, Timestamp: 2000, Value: []byte("a")},
+		legacytest.Message{Offset: 1, Magic: 1, Timestamp: 3000, Value: []byte("b")},
 	)
 	gz, err := Compress(Gzip, nil, inner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrapped := legacySet(oldMessage{offset: 1, magic: 1, attrs: int8(Gzip), timestamp: 3000, value: gz})
+	wrapped := legacytest.Set(legacytest.Message{Offset: 1, Magic: 1, Attrs: int8(Gzip), Timestamp: 3000, Value: gz})
 	for _, tc := range []struct {
 		name  string
 		set   []byte
@@ -192,7 +123,7 @@ func TestUpConvertMagic0And1(t *testing.T) {
 }
 
 func TestUpConvertRefusesBadSets(t *testing.T) {
-	good := legacySet(oldMessage{magic: 1, timestamp: 5, value: []byte("x")})
+	good := legacytest.Set(legacytest.Message{Magic: 1, Timestamp: 5, Value: []byte("x")})
 	badCRC := bytes.Clone(good)
 	badCRC[len(badCRC)-1] ^= 1
 	huge := bytes.Clone(good)
@@ -200,14 +131,14 @@ func TestUpConvertRefusesBadSets(t *testing.T) {
 	badMagic := bytes.Clone(good)
 	badMagic[16] = 2
 	binary.BigEndian.PutUint32(badMagic[12:], crc32.ChecksumIEEE(badMagic[16:]))
-	longKey := legacySet(oldMessage{magic: 0, key: []byte("kk")})
+	longKey := legacytest.Set(legacytest.Message{Magic: 0, Key: []byte("kk")})
 	binary.BigEndian.PutUint32(longKey[18:], 1000) // key length past the message
 	binary.BigEndian.PutUint32(longKey[12:], crc32.ChecksumIEEE(longKey[16:]))
 	gzInner, _ := Compress(Gzip, nil, good)
-	nestedInner, _ := Compress(Gzip, nil, legacySet(oldMessage{magic: 1, attrs: int8(Gzip), value: gzInner}))
-	nested := legacySet(oldMessage{magic: 1, attrs: int8(Gzip), value: nestedInner})
+	nestedInner, _ := Compress(Gzip, nil, legacytest.Set(legacytest.Message{Magic: 1, Attrs: int8(Gzip), Value: gzInner}))
+	nested := legacytest.Set(legacytest.Message{Magic: 1, Attrs: int8(Gzip), Value: nestedInner})
 	bomb, _ := Compress(Gzip, nil, make([]byte, 1<<20))
-	bombSet := legacySet(oldMessage{magic: 1, attrs: int8(Gzip), value: bomb})
+	bombSet := legacytest.Set(legacytest.Message{Magic: 1, Attrs: int8(Gzip), Value: bomb})
 	for _, tc := range []struct {
 		name string
 		set  []byte
@@ -233,12 +164,12 @@ func TestUpConvertRefusesBadSets(t *testing.T) {
 // FuzzUpConvert: no input panics or allocates past the cap, and whatever
 // converts is a batch the log would accept.
 func FuzzUpConvert(f *testing.F) {
-	f.Add(legacySet(oldMessage{magic: 0, key: []byte("k"), value: []byte("v")}))
-	f.Add(legacySet(oldMessage{magic: 1, timestamp: 9, value: []byte("v")}, oldMessage{magic: 1, value: nil}))
-	inner := legacySet(oldMessage{magic: 1, timestamp: 9, value: []byte("v")})
+	f.Add(legacytest.Set(legacytest.Message{Magic: 0, Key: []byte("k"), Value: []byte("v")}))
+	f.Add(legacytest.Set(legacytest.Message{Magic: 1, Timestamp: 9, Value: []byte("v")}, legacytest.Message{Magic: 1, Value: nil}))
+	inner := legacytest.Set(legacytest.Message{Magic: 1, Timestamp: 9, Value: []byte("v")})
 	for _, c := range []Codec{Gzip, Snappy, LZ4} {
 		comp, _ := Compress(c, nil, inner)
-		f.Add(legacySet(oldMessage{magic: 1, attrs: int8(c), value: comp}))
+		f.Add(legacytest.Set(legacytest.Message{Magic: 1, Attrs: int8(c), Value: comp}))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		batch, err := UpConvert(nil, fixLegacyCRCs(data), 1, fuzzCap)
@@ -284,11 +215,11 @@ func BenchmarkAppendLegacy(b *testing.B) {
 }
 
 func BenchmarkUpConvert(b *testing.B) {
-	var msgs []oldMessage
+	var msgs []legacytest.Message
 	for i := range 500 {
-		msgs = append(msgs, oldMessage{offset: int64(i), magic: 1, timestamp: int64(i), key: []byte("key"), value: bytes.Repeat([]byte("v"), 200)})
+		msgs = append(msgs, legacytest.Message{Offset: int64(i), Magic: 1, Timestamp: int64(i), Key: []byte("key"), Value: bytes.Repeat([]byte("v"), 200)})
 	}
-	set := legacySet(msgs...)
+	set := legacytest.Set(msgs...)
 	dst := make([]byte, 0, 256<<10)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(set)))

@@ -51,10 +51,11 @@ type avroRead struct {
 	} `json:"records"`
 }
 
-// readAvro reads partition 0 of topic with format=avro.
+// readAvro reads partition 0 of topic with format=avro, with room for the
+// 6 MB deep value (the default answer budget, max_bytes, is 1 MiB).
 func readAvro(t *testing.T, node *harness.Node, topic string) avroRead {
 	t.Helper()
-	res, err := http.Get(node.URL + "/kafka/" + topic + "/partitions/0/records?format=avro")
+	res, err := http.Get(node.URL + "/kafka/" + topic + "/partitions/0/records?format=avro&max_bytes=16777216")
 	if err != nil {
 		t.Fatalf("read %s with format=avro: %v (did the node die?)", topic, err)
 	}

@@ -39,8 +39,8 @@ func TestInternalTopicIsProtected(t *testing.T) {
 		{http.MethodPut, "/topics/" + topic + "/configs", `{"configs":{"retention.ms":"1"}}`},
 	} {
 		status, code := httpErrorCode(t, node, c.method, c.path, c.body)
-		if status != http.StatusForbidden || code != 40301 {
-			t.Errorf("%s %s: %d error_code %d, want 403 / 40301", c.method, c.path, status, code)
+		if status != http.StatusForbidden || code != 40303 {
+			t.Errorf("%s %s: %d error_code %d, want 403 / 40303", c.method, c.path, status, code)
 		}
 	}
 

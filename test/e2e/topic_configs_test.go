@@ -193,13 +193,19 @@ func TestIncrementalAlterListConfigs(t *testing.T) {
 	}
 }
 
-// fetchBatches reads the raw stored batches of partition 0.
+// fetchBatches reads the raw stored batches of partition 0. The topic is
+// named by both name and id: the client picks the newest Fetch version,
+// and from v13 Kafka names topics by id only.
 func fetchBatches(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) []byte {
 	t.Helper()
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || topics[topic].Err != nil {
+		t.Fatalf("metadata of %s: %v %v", topic, err, topics[topic].Err)
+	}
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxWaitMillis, req.MaxBytes = 100, 1<<20
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, topics[topic].ID
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.PartitionMaxBytes = 1 << 20
 	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}

@@ -1,0 +1,60 @@
+package api
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/group"
+)
+
+// A stream runs for its max_duration however short the server's
+// ReadTimeout (which bounds reading requests, not answering them).
+func TestStreamOutlivesReadTimeout(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	b, err := server.Open(server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c, err := group.New(b, group.Config{Logger: logger, InitialRebalanceDelay: -1, TickInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cfg := Config{Logger: logger, Groups: c, ReadTimeout: 300 * time.Millisecond}
+	g, err := New(b, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewHTTPServer("", g.Handler(), cfg)
+	go srv.Serve(ln)
+	defer srv.Close()
+	b.CreateTopic(server.TopicSpec{Name: "t", Partitions: 1})
+	start := time.Now()
+	res, err := http.Get("http://" + ln.Addr().String() + "/kafka/t/stream?group=s&max_duration=1500ms&heartbeat_ms=100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	keepalives := 0
+	sc := bufio.NewScanner(io.LimitReader(res.Body, 1<<20))
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), ": keepalive") {
+			keepalives++
+		}
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("stream ended after %v with %d keepalives; want it to run its 1.5 s", took, keepalives)
+	}
+}
