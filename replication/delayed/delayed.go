@@ -158,7 +158,9 @@ func (op *Op) update(key Key, st State) bool {
 			if st.LogStartOffset > w.Offset {
 				return true // the read answers out of range
 			}
-			op.mu.bytes[i] = fetchBytes(w, st)
+			// States only grow; a Notify overtaken by a newer one must not
+			// lower the count.
+			op.mu.bytes[i] = max(op.mu.bytes[i], fetchBytes(w, st))
 			satisfied = op.totalBytes() >= op.minBytes
 		case produceKind:
 			if !op.mu.reached[i] && st.HighWatermark >= w.Offset {
@@ -315,6 +317,11 @@ func (pg *Purgatory) Notify(k Key, st State) {
 		pg.finish(op, Ready)
 	}
 }
+
+// Watched reports whether some Op may watch k, so a partition can skip
+// building its State for Notify. It may say true when nothing watches k,
+// never false when something registered before the call.
+func (pg *Purgatory) Watched(k Key) bool { return pg.shardOf(k).count.Load() > 0 }
 
 // Cancel completes op with Cancelled unless it already completed.
 func (pg *Purgatory) Cancel(op *Op) { pg.finish(op, Cancelled) }

@@ -363,3 +363,15 @@ func BenchmarkRegisterAndComplete(b *testing.B) {
 		<-op.Done()
 	}
 }
+
+func TestStaleNotifyDoesNotLowerTheCount(t *testing.T) {
+	ps := emptyParts(a)
+	pg := New(&fakeClock{})
+	op := pg.Register(fetchAtEnd(ps, 150, a), time.Minute, ps.lookup)
+	older := ps.appendBytes(a, 100)
+	newer := ps.appendBytes(a, 40)
+	pg.Notify(a, newer) // 140 so far
+	pg.Notify(a, older) // arrives late
+	pg.Notify(a, ps.appendBytes(a, 10))
+	mustOutcome(t, op, Ready)
+}

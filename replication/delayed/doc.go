@@ -33,7 +33,10 @@
 //     racing with registration is seen by the check or by its Notify.
 //  3. Call Notify(key, state) after every change of a partition's high
 //     watermark, visible bytes or log start, and with State.Gone when it is
-//     deleted or no longer led here. Notify is cheap when nothing watches.
+//     deleted or no longer led here. Notify is cheap when nothing watches
+//     (and Watched lets the partition skip building the State). States only
+//     grow, so concurrent Notifys may arrive in any order; a truncation below
+//     a waiter's offset (replication) must be reported as Gone for now.
 //  4. Wait on Op.Done (or Op.Wait, which cancels when its context ends: the
 //     client went away) and then read the log once. Cancel an Op that is no
 //     longer wanted; Close the Purgatory at shutdown, which completes every
