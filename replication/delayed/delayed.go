@@ -64,19 +64,25 @@ const (
 type Op struct {
 	kind     kind
 	minBytes int64
-	waits    []Wait
 
 	outcome atomic.Int32
 	done    chan struct{}
 	pg      atomic.Pointer[Purgatory] // set by Register
 
+	// waits' Wait fields are immutable; the rest is guarded by mu.
+	waits []waitState
+
 	mu struct {
 		sync.Mutex
-		bytes     []int64 // fetch: bytes beyond the offset, per wait
-		reached   []bool  // produce: high watermark reached, per wait
-		remaining int     // produce: waits not yet reached
+		remaining int // produce: waits whose high watermark is not reached
 		stop      func() bool
 	}
+}
+
+type waitState struct {
+	Wait
+	bytes   int64 // fetch: bytes beyond Offset seen so far
+	reached bool  // produce: the high watermark reached Offset
 }
 
 // NewFetch waits for minBytes (at least 1) beyond the waits' offsets in
@@ -84,10 +90,6 @@ type Op struct {
 func NewFetch(minBytes int64, waits []Wait) *Op {
 	op := newOp(fetchKind, waits)
 	op.minBytes = max(minBytes, 1)
-	op.mu.bytes = make([]int64, len(waits))
-	for i, w := range waits {
-		op.mu.bytes[i] = w.KnownBytes
-	}
 	return op
 }
 
@@ -95,13 +97,16 @@ func NewFetch(minBytes int64, waits []Wait) *Op {
 // (acks=all).
 func NewProduce(waits []Wait) *Op {
 	op := newOp(produceKind, waits)
-	op.mu.reached = make([]bool, len(waits))
 	op.mu.remaining = len(waits)
 	return op
 }
 
 func newOp(k kind, waits []Wait) *Op {
-	return &Op{kind: k, waits: waits, done: make(chan struct{})}
+	op := &Op{kind: k, done: make(chan struct{}), waits: make([]waitState, len(waits))}
+	for i, w := range waits {
+		op.waits[i] = waitState{Wait: w, bytes: w.KnownBytes}
+	}
+	return op
 }
 
 // Done is closed when the Op completes.
@@ -146,7 +151,8 @@ func (op *Op) update(key Key, st State) bool {
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	satisfied := false
-	for i, w := range op.waits {
+	for i := range op.waits {
+		w := &op.waits[i]
 		if w.Key != key {
 			continue
 		}
@@ -160,11 +166,11 @@ func (op *Op) update(key Key, st State) bool {
 			}
 			// States only grow; a Notify overtaken by a newer one must not
 			// lower the count.
-			op.mu.bytes[i] = max(op.mu.bytes[i], fetchBytes(w, st))
+			w.bytes = max(w.bytes, fetchBytes(w.Wait, st))
 			satisfied = op.totalBytes() >= op.minBytes
 		case produceKind:
-			if !op.mu.reached[i] && st.HighWatermark >= w.Offset {
-				op.mu.reached[i] = true
+			if !w.reached && st.HighWatermark >= w.Offset {
+				w.reached = true
 				op.mu.remaining--
 			}
 			satisfied = op.mu.remaining == 0
@@ -185,8 +191,8 @@ func fetchBytes(w Wait, st State) int64 {
 // totalBytes expects op.mu.
 func (op *Op) totalBytes() int64 {
 	var n int64
-	for _, b := range op.mu.bytes {
-		n += b
+	for i := range op.waits {
+		n += op.waits[i].bytes
 	}
 	return n
 }
@@ -216,11 +222,18 @@ type Purgatory struct {
 	shards [shardCount]shard
 }
 
+// shard holds the watch lists of some partitions. A partition's list stays
+// once made (it is reused by the next waiter, which keeps a wait free of
+// allocations for it) until the partition is reported Gone.
 type shard struct {
 	mu       sync.Mutex
-	watchers map[Key]map[*Op]struct{} // guarded by mu
-	count    atomic.Int64             // ops watched in this shard, for the fast path
+	watchers map[Key]*watchList // guarded by mu
+	count    atomic.Int64       // ops watched in this shard, for the fast path
 }
+
+// watchList is unordered: removal swaps the last op in, so completing an Op
+// costs a scan of each list it is on.
+type watchList struct{ ops []*Op }
 
 // New returns an empty Purgatory whose timeouts run on clock (nil: the wall
 // clock).
@@ -230,7 +243,7 @@ func New(clock Clock) *Purgatory {
 	}
 	pg := &Purgatory{clock: clock, seed: maphash.MakeSeed()}
 	for i := range pg.shards {
-		pg.shards[i].watchers = make(map[Key]map[*Op]struct{})
+		pg.shards[i].watchers = make(map[Key]*watchList)
 	}
 	return pg
 }
@@ -252,19 +265,26 @@ func (pg *Purgatory) shardOf(k Key) *shard {
 // completes an unsatisfied op at once with Expired.
 func (pg *Purgatory) Register(op *Op, timeout time.Duration, lookup func(Key) (State, bool)) *Op {
 	op.pg.Store(pg)
-	for _, w := range op.waits {
-		pg.watch(w.Key, op)
+	for i := range op.waits {
+		pg.watch(op.waits[i].Key, op)
+	}
+	if op.Outcome() != Pending { // cancelled by its Wait while watching
+		for i := range op.waits {
+			pg.unwatch(op.waits[i].Key, op)
+		}
+		return op
 	}
 	if pg.closed.Load() {
 		pg.finish(op, Closed)
 		return op
 	}
-	for _, w := range op.waits {
-		st, ok := lookup(w.Key)
+	for i := range op.waits {
+		k := op.waits[i].Key
+		st, ok := lookup(k)
 		if !ok {
 			st.Gone = true
 		}
-		if op.update(w.Key, st) {
+		if op.update(k, st) {
 			pg.finish(op, Ready)
 			return op
 		}
@@ -286,36 +306,14 @@ func (pg *Purgatory) Register(op *Op, timeout time.Duration, lookup func(Key) (S
 func (pg *Purgatory) watch(k Key, op *Op) {
 	s := pg.shardOf(k)
 	s.mu.Lock()
-	ops := s.watchers[k]
-	if ops == nil {
-		ops = make(map[*Op]struct{}, 1)
-		s.watchers[k] = ops
+	wl := s.watchers[k]
+	if wl == nil {
+		wl = &watchList{}
+		s.watchers[k] = wl
 	}
-	if _, dup := ops[op]; !dup {
-		ops[op] = struct{}{}
-		s.count.Add(1)
-	}
+	wl.ops = append(wl.ops, op)
+	s.count.Add(1)
 	s.mu.Unlock()
-}
-
-// Notify checks the Ops watching k against its new state and completes
-// those it satisfies.
-func (pg *Purgatory) Notify(k Key, st State) {
-	s := pg.shardOf(k)
-	if s.count.Load() == 0 {
-		return
-	}
-	var ready []*Op
-	s.mu.Lock()
-	for op := range s.watchers[k] {
-		if op.Outcome() == Pending && op.update(k, st) {
-			ready = append(ready, op)
-		}
-	}
-	s.mu.Unlock()
-	for _, op := range ready {
-		pg.finish(op, Ready)
-	}
 }
 
 // Watched reports whether some Op may watch k, so a partition can skip
@@ -323,27 +321,61 @@ func (pg *Purgatory) Notify(k Key, st State) {
 // never false when something registered before the call.
 func (pg *Purgatory) Watched(k Key) bool { return pg.shardOf(k).count.Load() > 0 }
 
+// Notify checks the Ops watching k against its new state and completes
+// those it satisfies. A Gone state also drops k's watch list.
+func (pg *Purgatory) Notify(k Key, st State) {
+	s := pg.shardOf(k)
+	if s.count.Load() == 0 {
+		return
+	}
+	var ready []*Op
+	s.mu.Lock()
+	if wl := s.watchers[k]; wl != nil {
+		for _, op := range wl.ops {
+			if op.Outcome() == Pending && op.update(k, st) {
+				ready = append(ready, op)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, op := range ready {
+		pg.finish(op, Ready)
+	}
+	if st.Gone {
+		s.mu.Lock()
+		if wl := s.watchers[k]; wl != nil && len(wl.ops) == 0 {
+			delete(s.watchers, k)
+		}
+		s.mu.Unlock()
+	}
+}
+
 // Cancel completes op with Cancelled unless it already completed.
 func (pg *Purgatory) Cancel(op *Op) { pg.finish(op, Cancelled) }
 
 // finish completes op with o (if still pending) and drops it from the watch
-// lists.
+// lists. Only the call that completed it drops it, so each watch is dropped
+// once.
 func (pg *Purgatory) finish(op *Op, o Outcome) {
-	op.complete(o)
-	for _, w := range op.waits {
-		pg.unwatch(w.Key, op)
+	if !op.complete(o) {
+		return
+	}
+	for i := range op.waits {
+		pg.unwatch(op.waits[i].Key, op)
 	}
 }
 
 func (pg *Purgatory) unwatch(k Key, op *Op) {
 	s := pg.shardOf(k)
 	s.mu.Lock()
-	if ops := s.watchers[k]; ops != nil {
-		if _, ok := ops[op]; ok {
-			delete(ops, op)
-			s.count.Add(-1)
-			if len(ops) == 0 {
-				delete(s.watchers, k)
+	if wl := s.watchers[k]; wl != nil {
+		for i, o := range wl.ops {
+			if o == op {
+				last := len(wl.ops) - 1
+				wl.ops[i], wl.ops[last] = wl.ops[last], nil
+				wl.ops = wl.ops[:last]
+				s.count.Add(-1)
+				break
 			}
 		}
 	}
@@ -355,7 +387,10 @@ func (pg *Purgatory) Watching(k Key) int {
 	s := pg.shardOf(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.watchers[k])
+	if wl := s.watchers[k]; wl != nil {
+		return len(wl.ops)
+	}
+	return 0
 }
 
 // Close completes every waiting Op with Closed; later Registers complete
@@ -366,10 +401,8 @@ func (pg *Purgatory) Close() {
 	for i := range pg.shards {
 		s := &pg.shards[i]
 		s.mu.Lock()
-		for _, ops := range s.watchers {
-			for op := range ops {
-				all = append(all, op)
-			}
+		for _, wl := range s.watchers {
+			all = append(all, wl.ops...)
 		}
 		s.mu.Unlock()
 	}

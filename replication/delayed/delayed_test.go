@@ -375,3 +375,35 @@ func TestStaleNotifyDoesNotLowerTheCount(t *testing.T) {
 	pg.Notify(a, ps.appendBytes(a, 10))
 	mustOutcome(t, op, Ready)
 }
+
+func TestGoneDropsTheWatchList(t *testing.T) {
+	ps := emptyParts(a)
+	pg := New(&fakeClock{})
+	op := pg.Register(fetchAtEnd(ps, 1, a), time.Minute, ps.lookup)
+	pg.Notify(a, State{Gone: true})
+	mustOutcome(t, op, Ready)
+	s := pg.shardOf(a)
+	s.mu.Lock()
+	_, kept := s.watchers[a]
+	s.mu.Unlock()
+	if kept || s.count.Load() != 0 {
+		t.Fatalf("a deleted partition keeps its watch list (kept %v, count %d)", kept, s.count.Load())
+	}
+}
+
+func TestRegisterReusesTheWatchList(t *testing.T) {
+	ps := emptyParts(a)
+	pg := New(&fakeClock{})
+	pg.Cancel(pg.Register(fetchAtEnd(ps, 1, a), time.Minute, ps.lookup)) // makes a's list
+	waits := []Wait{{Key: a, Offset: ps[a].HighWatermark, BaseBytes: ps[a].VisibleBytes}}
+	// The Op, its done channel and its waits; the fake clock's timer is the test's.
+	n := testing.AllocsPerRun(100, func() {
+		op := pg.Register(NewFetch(1, waits), 0, ps.lookup)
+		if op.Outcome() != Expired {
+			t.Fatal(op.Outcome())
+		}
+	})
+	if n > 3 {
+		t.Fatalf("a wait on a watched-before partition allocates %v times, want at most 3", n)
+	}
+}

@@ -69,16 +69,16 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []delayed.Wait, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(req.MaxBytes) // capped by handleFetch
-	var waits []delayed.Wait
+	waits := make([]delayed.Wait, 0, requestedPartitions(req))
 	total, failed := 0, false
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
 		for i := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
-			n, wait := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, budget-total, total == 0)
-			if wait != nil {
-				waits = append(waits, *wait)
+			n, wait, ok := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, budget-total, total == 0)
+			if ok {
+				waits = append(waits, wait)
 			}
 			failed = failed || rp.ErrorCode != 0
 			total += n
@@ -90,42 +90,50 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 }
 
 // fetchPartition fills rp and returns the bytes it added and what a wait
-// on the partition counts from (nil on an error).
+// on the partition counts from (ok false on an error: no wait).
 func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.FetchRequestTopicPartition,
-	rp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, *delayed.Wait) {
+	rp *kmsg.FetchResponseTopicPartition, budget int, first bool) (n int, wait delayed.Wait, ok bool) {
 	rp.Partition = fp.Partition
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 	rp.RecordBatches = []byte{} // never null: librdkafka rejects a null record set
 	p, err := s.broker.Partition(topic, fp.Partition)
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
-		return 0, nil
+		return 0, wait, false
 	}
 	if code := checkLeaderEpoch(fp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {
 		rp.ErrorCode = code
-		return 0, nil
+		return 0, wait, false
 	}
-	wait := server.WaitPoint(p, fp.FetchOffset)
+	wait = server.WaitPoint(p, fp.FetchOffset)
 	limit := min(int(fp.PartitionMaxBytes), budget)
 	if limit <= 0 && !first {
 		fillOffsets(rp, p)
-		return 0, &wait
+		return 0, wait, true
 	}
 	res, err := s.broker.Fetch(ctx, server.FetchRequest{Topic: topic, Partition: fp.Partition,
 		Offset: fp.FetchOffset, MaxBytes: max(limit, 1)}, nil)
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
-		return 0, nil
+		return 0, wait, false
 	}
 	wait.KnownBytes = int64(len(res.Data))
 	if !first && len(res.Data) > budget {
-		return 0, &wait // KIP-74: only the first partition may exceed the limits
+		return 0, wait, true // KIP-74: only the first partition may exceed the limits
 	}
 	if len(res.Data) > 0 {
 		rp.RecordBatches = res.Data
 	}
-	return len(res.Data), &wait
+	return len(res.Data), wait, true
+}
+
+func requestedPartitions(req *kmsg.FetchRequest) int {
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
+	}
+	return n
 }
 
 // collapseDuplicatePartitions keeps one entry per topic-partition, as
