@@ -44,8 +44,9 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 	wait := WaitPoint(p, req.Offset)
 	res, err := readVisible(p, req, dst)
 	if err == nil && len(res.Data) == len(dst) && req.MaxWait > 0 {
-		if b.WaitForData(ctx, 1, []delayed.Wait{wait}, req.MaxWait) == delayed.Cancelled {
-			return res, nil // the client went away: nobody reads the answer
+		switch b.WaitForData(ctx, 1, []delayed.Wait{wait}, req.MaxWait) {
+		case delayed.Cancelled, delayed.Closed:
+			return res, nil // the client went away, or the broker is closing its logs
 		}
 		res, err = readVisible(p, req, dst)
 	}

@@ -430,14 +430,17 @@ func (c *Coordinator) Poll(ctx context.Context, groupName, id string, o PollOpti
 		if wait <= 0 || ctx.Err() != nil || c.closed() {
 			return []ConsumedRecord{}, nil
 		}
-		c.waitForRecords(ctx, waits, changed, wait)
+		if !c.waitForRecords(ctx, waits, changed, wait) {
+			return []ConsumedRecord{}, nil
+		}
 	}
 }
 
 // waitForRecords waits in the broker's purgatory for data beyond the
 // positions (waits), a rebalance (changed), shutdown, ctx's end or d. With
-// nothing assigned (rebalancing) the purgatory op is only a timer.
-func (c *Coordinator) waitForRecords(ctx context.Context, waits []delayed.Wait, changed <-chan struct{}, d time.Duration) {
+// nothing assigned (rebalancing) the purgatory op is only a timer. It
+// reports false when the broker is closing: poll no more.
+func (c *Coordinator) waitForRecords(ctx context.Context, waits []delayed.Wait, changed <-chan struct{}, d time.Duration) bool {
 	op := c.broker.WatchFetch(1, waits, d)
 	select {
 	case <-op.Done():
@@ -446,6 +449,7 @@ func (c *Coordinator) waitForRecords(ctx context.Context, waits []delayed.Wait, 
 	case <-ctx.Done():
 	}
 	c.broker.CancelWait(op)
+	return op.Outcome() != delayed.Closed
 }
 
 var errRejoin = errors.New("consumer instance must rejoin")
@@ -512,7 +516,9 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 		if budget <= 0 || len(out) >= o.MaxRecords {
 			continue
 		}
+		mine := -1 // this partition's index in waits
 		if p, err := c.broker.Partition(a.tp.topic, a.tp.partition); err == nil {
+			mine = len(waits)
 			waits = append(waits, server.WaitPoint(p, pos))
 		}
 		res, err := c.broker.Fetch(ctx, server.FetchRequest{Topic: a.tp.topic, Partition: a.tp.partition,
@@ -522,13 +528,19 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 				return nil, nil, nil, err
 			}
 			positions[a.tp] = pos
-			if n := len(waits); n > 0 && waits[n-1].Key.Topic == a.tp.topic && waits[n-1].Key.Partition == a.tp.partition {
-				waits[n-1].Offset = pos // wait where the next poll reads
+			if mine >= 0 {
+				waits[mine].Offset = pos // wait where the next poll reads
 			}
 			continue
 		}
 		if err != nil {
 			return nil, nil, nil, err
+		}
+		if mine >= 0 && waits[mine].Offset < res.HighWatermark {
+			// Records below the high watermark are returned now; should
+			// there be none (a gap in offsets), wait for newer data rather
+			// than spin.
+			waits[mine].Offset = res.HighWatermark
 		}
 		err = records.Decode(res.Data, pos, c.broker.Config().MaxDecompressedBytes, func(r records.Record) bool {
 			if r.Offset >= res.HighWatermark || len(out) >= o.MaxRecords || budget <= 0 {

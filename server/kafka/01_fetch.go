@@ -56,8 +56,9 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 	}
 	// Wait in the purgatory for MinBytes across the partitions: no reads
 	// meanwhile; then read once more.
-	if s.broker.WaitForData(ctx, int64(req.MinBytes), waits, maxWait) == delayed.Cancelled {
-		return resp // the connection went away
+	switch s.broker.WaitForData(ctx, int64(req.MinBytes), waits, maxWait) {
+	case delayed.Cancelled, delayed.Closed:
+		return resp // the connection went away, or the broker is closing
 	}
 	resp, _, _ = s.fetchOnce(ctx, req)
 	return resp
