@@ -11,7 +11,13 @@
 //     (deleted, or its log start passed the offset: the read reports it);
 //   - a produce (NewProduce, for acks=all; nothing uses it yet) waits for the
 //     high watermark of every partition to reach the offset after the
-//     appended records, or for any partition to be gone.
+//     appended records, or for any partition to be gone. The leader calls
+//     Notify when a follower's fetch moves the high watermark, exactly as an
+//     append does on one node.
+//
+// Follower fetches (next issue) are fetches too; they read up to the log
+// end rather than the high watermark, so State will then carry the log end
+// and the bytes below it, and a Wait will say which of the two it counts.
 //
 // Bytes are counted, never read: a partition reports State.VisibleBytes, a
 // monotonic count of the bytes below its high watermark, and a fetch's bytes
