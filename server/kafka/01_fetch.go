@@ -17,8 +17,8 @@ package kafka
 // available, as a delayed fetch in the broker's purgatory
 // (replication/delayed): bytes are counted from the partitions' appends, not
 // read, and the partitions are read once more when it completes, as Kafka's
-// DelayedFetch does. Any partition error answers at once, as in Kafka. MaxBytes and
-// PartitionMaxBytes are honoured with KIP-74: the first non-empty partition
+// DelayedFetch does. Any partition error answers at once, as in Kafka.
+// MaxBytes and PartitionMaxBytes are honoured with KIP-74: the first non-empty partition
 // returns its first batch even when larger, later partitions return nothing
 // rather than exceed the limit. Follower fetches (ReplicaID >= 0, or
 // ReplicaState in v15+) are served like consumer fetches, and
