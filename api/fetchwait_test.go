@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"net/http"
 	"runtime"
 	"testing"
@@ -94,5 +95,34 @@ func TestRestConsumerWaitReadsNothingUntilData(t *testing.T) {
 	}
 	if r0, r1 := reads(t, e.broker, "rc", 0), reads(t, e.broker, "rc", 1); r0 != 0 || r1 != 1 {
 		t.Fatalf("log reads after the record: %d and %d, want 0 and 1", r0, r1)
+	}
+}
+
+// TestStreamWaitReadsNothingUntilData: an SSE stream between sends waits
+// for bytes beyond its position without reading; a record is read once and
+// sent.
+func TestStreamWaitReadsNothingUntilData(t *testing.T) {
+	e := newGroupsEnv(t)
+	if err := e.broker.CreateTopic(server.TopicSpec{Name: "sse", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Get(e.url + "/kafka/sse/stream?group=sg&from=earliest&max_duration=20s&heartbeat_ms=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	pollUntil(t, "the stream to wait", func() bool { return e.broker.WaitingFetches("sse", 0) == 1 })
+	if n := reads(t, e.broker, "sse", 0); n != 0 {
+		t.Fatalf("%d log reads while the stream waits, want 0", n)
+	}
+	e.produce(t, "sse", 0, 1)
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() && sc.Text() != "event: record" {
+	}
+	if sc.Err() != nil || sc.Text() != "event: record" {
+		t.Fatalf("no record event: %v", sc.Err())
+	}
+	if n := reads(t, e.broker, "sse", 0); n != 1 {
+		t.Fatalf("%d log reads for one record sent, want 1", n)
 	}
 }
