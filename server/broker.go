@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -44,6 +45,10 @@ type Broker struct {
 
 	// maxPartitions bounds the partitions this broker holds (partitionLimit).
 	maxPartitions int
+
+	// waiters holds fetches waiting for data (fetchwait.go); partitions
+	// notify it on every high-watermark move.
+	waiters *delayed.Purgatory
 
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -83,6 +88,7 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 		toDelete: make(chan string, 1024),
 
 		maxPartitions: partitionLimit(cfg.MaxPartitions),
+		waiters:       delayed.New(nil),
 	}
 	b.mu.topics = make(map[string]*topic, len(meta.Topics))
 	b.mu.meta = meta
@@ -149,7 +155,7 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 	}
 	producers.baseline = l.LogEndOffset() // not shared yet
 	b.cfg.Metrics.LeaderElected()         // this node leads every partition it opens
-	return newLocalPartition(name, index, b.cfg.BrokerID, l, producers), nil
+	return newLocalPartition(name, index, b.cfg.BrokerID, l, producers, b.waiters), nil
 }
 
 func (b *Broker) partitionDir(name string, index int32) string {
@@ -257,6 +263,7 @@ func (b *Broker) enforceRetention(now time.Time) {
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			b.logger.Error("retention failed", "topic", p.topic, "partition", p.index, "err", err)
 		} else if n > 0 {
+			p.notifyWaiters() // a fetch waiting below the new start answers out of range
 			b.logger.Info("retention deleted segments", "topic", p.topic, "partition", p.index,
 				"segments", n, "log_start_offset", p.log.LogStartOffset())
 			b.snapshotProducers(p, "retention")
@@ -318,6 +325,7 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closed = true
 	b.mu.Unlock()
+	b.waiters.Close() // waiting fetches answer now with what they have
 	close(b.stop)
 	b.wg.Wait()
 	return b.closeLogs()
