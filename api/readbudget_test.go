@@ -34,7 +34,7 @@ func produceZstdBatches(t *testing.T, b *server.Broker, topic string, n, size in
 
 func TestReadIsBoundedInDecompressedBytes(t *testing.T) {
 	e := newTestEnv(t)
-	const size = 3 << 19 // 1.5 MiB: over the 1 MiB default budget, so one record per answer
+	const size = 4 << 20
 	produceZstdBatches(t, e.broker, "big", 20, size)
 	for _, tc := range []struct {
 		query string
@@ -59,10 +59,10 @@ func TestReadIsBoundedInDecompressedBytes(t *testing.T) {
 }
 
 // The REST consumer's answers are bounded by max_bytes the same way: a
-// poll over twenty 4 MiB values returns about one of them at a time.
+// poll over twenty 1.5 MiB values returns about one of them at a time.
 func TestRestConsumerReadIsBoundedInDecompressedBytes(t *testing.T) {
 	e := newGroupsEnv(t)
-	const size = 4 << 20
+	const size = 3 << 19 // 1.5 MiB: over the 1 MiB default budget, so one record per answer
 	produceZstdBatches(t, e.broker, "big", 20, size)
 	ci := e.newInstance(t, "g", `{"name":"c","format":"binary","auto.offset.reset":"earliest"}`)
 	e.subscribe(t, "g", ci.InstanceID, `["big"]`)

@@ -1,11 +1,8 @@
 package server
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
-	"reflect"
-	"time"
 
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -133,28 +130,8 @@ func (b *Broker) DeleteRecords(topicName string, partition int32, offset int64) 
 		return 0, appendError(topicName, partition, err)
 	}
 	b.snapshotProducers(lp, "delete records") // and drop those below the new start
+	lp.notifyWaiters()
 	return p.LogStartOffset(), nil
-}
-
-// WaitAny blocks until one of changed is closed, timeout passes or ctx
-// ends. Callers take the channels (Partition.Changed) before reading, so a
-// change between the read and the wait is not missed. It reports whether a
-// channel closed.
-func WaitAny(ctx context.Context, changed []<-chan struct{}, timeout time.Duration) bool {
-	if timeout <= 0 {
-		return false
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	cases := make([]reflect.SelectCase, 0, len(changed)+2)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
-	for _, c := range changed {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
-	}
-	chosen, _, _ := reflect.Select(cases)
-	return chosen >= 2
 }
 
 // MaxTimestampOffset returns the offset and timestamp of the first visible

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -47,6 +48,10 @@ type Broker struct {
 	maxPartitions int
 	// logFiles is the open-file cache all partition logs share.
 	logFiles *storage.FileCache
+
+	// waiters holds fetches waiting for data (fetchwait.go); partitions
+	// notify it on every high-watermark move.
+	waiters *delayed.Purgatory
 
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -87,6 +92,7 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 
 		maxPartitions: partitionLimit(cfg.MaxPartitions),
 		logFiles:      storage.NewFileCache(openFilesLimit(cfg.MaxOpenLogFiles)),
+		waiters:       delayed.New(nil),
 	}
 	b.mu.topics = make(map[string]*topic, len(meta.Topics))
 	b.mu.meta = meta
@@ -177,7 +183,7 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 	}
 	producers.baseline = l.LogEndOffset() // not shared yet
 	b.cfg.Metrics.LeaderElected()         // this node leads every partition it opens
-	return newLocalPartition(name, index, b.cfg.BrokerID, l, producers), nil
+	return newLocalPartition(name, index, b.cfg.BrokerID, l, producers, b.waiters), nil
 }
 
 func (b *Broker) partitionDir(name string, index int32) string {
@@ -285,6 +291,7 @@ func (b *Broker) enforceRetention(now time.Time) {
 		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			b.logger.Error("retention failed", "topic", p.topic, "partition", p.index, "err", err)
 		} else if n > 0 {
+			p.notifyWaiters() // a fetch waiting below the new start answers out of range
 			b.logger.Info("retention deleted segments", "topic", p.topic, "partition", p.index,
 				"segments", n, "log_start_offset", p.log.LogStartOffset())
 			b.snapshotProducers(p, "retention")
@@ -346,6 +353,7 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closed = true
 	b.mu.Unlock()
+	b.waiters.Close() // waiting fetches answer now with what they have
 	close(b.stop)
 	b.wg.Wait()
 	return b.closeLogs()

@@ -7,7 +7,8 @@
 // Data flow:
 //
 //	listener ──► Broker.Produce / ProduceBatch ──► Partition.Append ──► storage.Log
-//	listener ◄── Broker.Fetch (long-poll on Partition.Changed) ◄── storage.Log.Read
+//	listener ◄── Broker.Fetch (waits in the purgatory, fetchwait.go) ◄── storage.Log.Read
+//	Partition.Append ──► purgatory.Notify ──► completes the waiting fetches
 //
 // Ownership:
 //   - Broker.mu guards the topic table (names → *topic). It is never held

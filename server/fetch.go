@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -32,36 +33,27 @@ type FetchResult struct {
 }
 
 // Fetch returns batches visible to consumers (below the high watermark),
-// waiting up to MaxWait for some to appear. Offsets below the log start or
-// above the log end are ErrOffsetOutOfRange.
+// waiting up to MaxWait for some to appear (in the broker's purgatory: no
+// read while it waits, one when data arrives). Offsets below the log start
+// or above the log end are ErrOffsetOutOfRange.
 func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (FetchResult, error) {
 	p, err := b.Partition(req.Topic, req.Partition)
 	if err != nil {
 		return FetchResult{}, err
 	}
-	var deadline <-chan time.Time
-	for {
-		changed := p.Changed()
-		res, err := readVisible(p, req, dst)
-		if err != nil || len(res.Data) > 0 || req.MaxWait <= 0 {
-			if n := len(res.Data) - len(dst); n > 0 {
-				b.cfg.Metrics.Topic(req.Topic).Out(n)
-			}
-			return res, err
+	wait := WaitPoint(p, req.Offset)
+	res, err := readVisible(p, req, dst)
+	if err == nil && len(res.Data) == len(dst) && req.MaxWait > 0 {
+		switch b.WaitForData(ctx, 1, []delayed.Wait{wait}, req.MaxWait) {
+		case delayed.Cancelled, delayed.Closed:
+			return res, nil // the client went away, or the broker is closing its logs
 		}
-		if deadline == nil {
-			timer := time.NewTimer(req.MaxWait)
-			defer timer.Stop()
-			deadline = timer.C
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			return res, nil
-		case <-ctx.Done():
-			return res, nil
-		}
+		res, err = readVisible(p, req, dst)
 	}
+	if n := len(res.Data) - len(dst); n > 0 {
+		b.cfg.Metrics.Topic(req.Topic).Out(n)
+	}
+	return res, err
 }
 
 func readVisible(p Partition, req FetchRequest, dst []byte) (FetchResult, error) {

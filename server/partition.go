@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -34,9 +35,10 @@ type Partition interface {
 	Leader() int32
 	Replicas() []int32
 	ISR() []int32
-	// Changed is closed the next time the high watermark moves, so a fetch
-	// can long-poll without polling.
-	Changed() <-chan struct{}
+	// WaitState is what waiting fetches count bytes from (replication/delayed):
+	// the high watermark and the bytes below it, read without I/O. The
+	// partition notifies the broker's purgatory whenever it changes.
+	WaitState() delayed.State
 	Size() int64
 	SegmentCount() int
 }
@@ -52,16 +54,25 @@ type localPartition struct {
 	// producers is the idempotent producer state of this partition.
 	producers *producerState
 
+	// waiters is told of every change of WaitState; nil in tests that
+	// build a partition alone.
+	waiters *delayed.Purgatory
+	// reads counts log reads, so tests can prove a waiting fetch reads
+	// nothing until data arrives.
+	reads atomic.Int64
+
 	hw atomic.Int64
 
 	mu struct {
 		sync.Mutex
-		changed chan struct{} // nil until someone waits; closed on HW move
+		// visibleBytes counts the bytes appended below the high watermark
+		// since the partition opened; it moves with hw under mu.
+		visibleBytes int64
 	}
 }
 
-func newLocalPartition(topic string, index, brokerID int32, log *storage.Log, producers *producerState) *localPartition {
-	p := &localPartition{topic: topic, index: index, brokerID: brokerID, log: log, producers: producers}
+func newLocalPartition(topic string, index, brokerID int32, log *storage.Log, producers *producerState, waiters *delayed.Purgatory) *localPartition {
+	p := &localPartition{topic: topic, index: index, brokerID: brokerID, log: log, producers: producers, waiters: waiters}
 	p.hw.Store(log.LogEndOffset())
 	return p
 }
@@ -75,41 +86,54 @@ func (p *localPartition) Append(batches []byte, opts storage.AppendOptions) (sto
 	if err != nil {
 		return res, err
 	}
-	p.advanceHighWatermark(res.LastOffset + 1)
+	p.advanceHighWatermark(res.LastOffset+1, int64(len(batches)))
 	return res, nil
 }
 
-// advanceHighWatermark moves the HW forward to at most hw. It uses the
-// append's own end, not the log end: a later unsynced append must not become
-// visible before it is durable.
-func (p *localPartition) advanceHighWatermark(hw int64) {
-	for {
-		cur := p.hw.Load()
-		if hw <= cur {
-			return
-		}
-		if p.hw.CompareAndSwap(cur, hw) {
-			break
-		}
-	}
+// advanceHighWatermark moves the HW forward to at most hw and counts the
+// append's bytes as visible. It uses the append's own end, not the log end:
+// a later unsynced append must not become visible before it is durable.
+// Two appends finishing out of order undercount for a moment (the later's
+// HW covers the earlier's records before its bytes are added); the earlier
+// one's notification then carries the full count.
+func (p *localPartition) advanceHighWatermark(hw, appended int64) {
 	p.mu.Lock()
-	if p.mu.changed != nil {
-		close(p.mu.changed)
-		p.mu.changed = nil
+	if hw > p.hw.Load() {
+		p.hw.Store(hw)
 	}
+	p.mu.visibleBytes += appended
 	p.mu.Unlock()
+	p.notifyWaiters()
 }
 
-func (p *localPartition) Changed() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mu.changed == nil {
-		p.mu.changed = make(chan struct{})
+// notifyWaiters tells the purgatory the partition's state changed: its
+// high watermark, visible bytes or log start.
+func (p *localPartition) notifyWaiters() {
+	if p.waiters == nil {
+		return
 	}
-	return p.mu.changed
+	if k := (delayed.Key{Topic: p.topic, Partition: p.index}); p.waiters.Watched(k) {
+		p.waiters.Notify(k, p.WaitState())
+	}
+}
+
+// notifyGone answers the fetches waiting on a deleted partition.
+func (p *localPartition) notifyGone() {
+	if p.waiters != nil {
+		p.waiters.Notify(delayed.Key{Topic: p.topic, Partition: p.index}, delayed.State{Gone: true})
+	}
+}
+
+func (p *localPartition) WaitState() delayed.State {
+	p.mu.Lock()
+	st := delayed.State{HighWatermark: p.hw.Load(), VisibleBytes: p.mu.visibleBytes}
+	p.mu.Unlock()
+	st.LogStartOffset = p.log.LogStartOffset()
+	return st
 }
 
 func (p *localPartition) Read(opts storage.ReadOptions, dst []byte) (storage.ReadResult, error) {
+	p.reads.Add(1)
 	return p.log.Read(opts, dst)
 }
 
@@ -140,7 +164,7 @@ func (p *localPartition) recoverLog() (recovered bool, err error) {
 	return p.producers.recover(func() (bool, error) {
 		recovered, err := p.log.Recover()
 		if recovered {
-			p.advanceHighWatermark(p.log.LogEndOffset())
+			p.advanceHighWatermark(p.log.LogEndOffset(), 0)
 		}
 		return recovered, err
 	}, p.log.LogEndOffset)

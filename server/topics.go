@@ -167,6 +167,7 @@ func (b *Broker) DeleteTopic(name string) error {
 			continue
 		}
 		lp.log.Close()
+		lp.notifyGone()
 		dir := lp.log.Dir()
 		gone := dir + "." + t.meta.ID + deleteSuffix
 		if err := os.Rename(dir, gone); err != nil {

@@ -39,6 +39,8 @@ type serveSettings struct {
 	metrics             bool
 	// groupInitialDelay is group.initial.rebalance.delay.ms; 0 is no delay.
 	groupInitialDelay time.Duration
+	// offsetsPartitions is offsets.topic.num.partitions.
+	offsetsPartitions int32
 	// kafkaLimits are the Kafka listener's resource limits; Addr,
 	// AdvertisedAddr, Logger and Metrics are filled in runServe.
 	kafkaLimits kafka.Config
@@ -76,6 +78,15 @@ var serveOptions = []option{
 				err = errors.New("must not be negative")
 			}
 			s.groupInitialDelay = time.Duration(ms) * time.Millisecond
+			return err
+		}},
+	{"offsets-topic-num-partitions", []string{"offsets.topic.num.partitions"}, "partitions of __consumer_offsets when it is created (an existing topic keeps its count)", "50",
+		func(s *serveSettings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err == nil && n < 1 {
+				err = errors.New("must be at least 1")
+			}
+			s.offsetsPartitions = int32(n)
 			return err
 		}},
 	{"kafka-addr", []string{"listeners", "kafka.addr"}, "Kafka protocol listen address (listeners=PLAINTEXT://host:port also works)", ":9092",
@@ -332,7 +343,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay}
+	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay, OffsetsTopicPartitions: s.offsetsPartitions}
 	if s.groupInitialDelay == 0 {
 		groupCfg.InitialRebalanceDelay = -1 // group.Config reads 0 as its default
 	}

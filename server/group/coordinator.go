@@ -26,8 +26,9 @@ type Config struct {
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
 	// OffsetsTopicPartitions is the partition count used when creating
-	// __consumer_offsets (offsets.topic.num.partitions; Kafka's default
-	// is 50, ferry's 1). An existing topic keeps its count.
+	// __consumer_offsets (offsets.topic.num.partitions). Default 50, as
+	// Kafka, so groups spread over partitions (and, on a cluster, over
+	// coordinators). An existing topic keeps its count.
 	OffsetsTopicPartitions int32
 	// OffsetMetadataMaxBytes bounds a commit's metadata string
 	// (offset.metadata.max.bytes). Default 4096.
@@ -63,7 +64,7 @@ func (c *Config) Defaults() {
 		c.MaxSessionTimeout = 30 * time.Minute
 	}
 	if c.OffsetsTopicPartitions == 0 {
-		c.OffsetsTopicPartitions = 1
+		c.OffsetsTopicPartitions = 50
 	}
 	if c.OffsetMetadataMaxBytes == 0 {
 		c.OffsetMetadataMaxBytes = 4096

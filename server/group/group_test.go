@@ -47,11 +47,13 @@ func testLogger(t *testing.T) *slog.Logger {
 
 // newTestEnv opens a broker on a temp dir and a coordinator on a fake
 // clock with no background loop; the initial delay is 3 s of fake time.
+// __consumer_offsets gets 3 partitions, not the default 50: enough to
+// spread groups over several, without creating 50 logs per test.
 func newTestEnv(t *testing.T, mutate ...func(*Config)) *testEnv {
 	t.Helper()
 	e := &testEnv{t: t, dir: t.TempDir(), clock: &fakeClock{now: time.Unix(1_700_000_000, 0)}}
 	e.cfg = Config{Logger: testLogger(t), Now: e.clock.Now, ManualTick: true,
-		InitialRebalanceDelay: 3 * time.Second, MinSessionTimeout: time.Millisecond}
+		InitialRebalanceDelay: 3 * time.Second, MinSessionTimeout: time.Millisecond, OffsetsTopicPartitions: 3}
 	for _, m := range mutate {
 		m(&e.cfg)
 	}

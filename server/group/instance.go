@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
 )
@@ -413,8 +414,9 @@ func (c *Coordinator) Poll(ctx context.Context, groupName, id string, o PollOpti
 		if err != nil {
 			return nil, err
 		}
+		var waits []delayed.Wait
 		if len(parts) > 0 {
-			recs, positions, err := c.readAssigned(ctx, inst, parts, o)
+			recs, positions, w, err := c.readAssigned(ctx, inst, parts, o)
 			if err != nil {
 				return nil, err
 			}
@@ -422,19 +424,32 @@ func (c *Coordinator) Poll(ctx context.Context, groupName, id string, o PollOpti
 			if len(recs) > 0 {
 				return recs, nil
 			}
+			waits = w
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 || ctx.Err() != nil || c.closed() {
 			return []ConsumedRecord{}, nil
 		}
-		chans := []<-chan struct{}{changed, c.closing}
-		for _, a := range parts {
-			if p, err := c.broker.Partition(a.tp.topic, a.tp.partition); err == nil {
-				chans = append(chans, p.Changed())
-			}
+		if !c.waitForRecords(ctx, waits, changed, wait) {
+			return []ConsumedRecord{}, nil
 		}
-		waitAny(ctx, chans, wait)
 	}
+}
+
+// waitForRecords waits in the broker's purgatory for data beyond the
+// positions (waits), a rebalance (changed), shutdown, ctx's end or d. With
+// nothing assigned (rebalancing) the purgatory op is only a timer. It
+// reports false when the broker is closing: poll no more.
+func (c *Coordinator) waitForRecords(ctx context.Context, waits []delayed.Wait, changed <-chan struct{}, d time.Duration) bool {
+	op := c.broker.WatchFetch(1, waits, d)
+	select {
+	case <-op.Done():
+	case <-changed:
+	case <-c.closing:
+	case <-ctx.Done():
+	}
+	c.broker.CancelWait(op)
+	return op.Outcome() != delayed.Closed
 }
 
 var errRejoin = errors.New("consumer instance must rejoin")
@@ -484,31 +499,48 @@ func (c *Coordinator) pollSnapshot(inst *instance) ([]assigned, int32, <-chan st
 }
 
 // readAssigned fetches from each partition in turn until the byte or
-// record budget is spent. It returns the records and the new positions.
-func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []assigned, o PollOptions) ([]ConsumedRecord, map[topicPartition]int64, error) {
+// record budget is spent. It returns the records, the new positions and,
+// for a wait when there were none, what each partition had (taken before
+// its read).
+func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []assigned, o PollOptions) ([]ConsumedRecord, map[topicPartition]int64, []delayed.Wait, error) {
 	positions := map[topicPartition]int64{}
+	waits := make([]delayed.Wait, 0, len(parts))
 	var out []ConsumedRecord
 	budget := o.MaxBytes
 	for _, a := range parts {
 		pos, err := c.resolvePosition(inst, a)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		positions[a.tp] = pos
 		if budget <= 0 || len(out) >= o.MaxRecords {
 			continue
 		}
+		mine := -1 // this partition's index in waits
+		if p, err := c.broker.Partition(a.tp.topic, a.tp.partition); err == nil {
+			mine = len(waits)
+			waits = append(waits, server.WaitPoint(p, pos))
+		}
 		res, err := c.broker.Fetch(ctx, server.FetchRequest{Topic: a.tp.topic, Partition: a.tp.partition,
 			Offset: pos, MaxBytes: budget}, nil)
 		if errors.Is(err, server.ErrOffsetOutOfRange) {
 			if pos, err = c.resetPosition(inst, a.tp); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			positions[a.tp] = pos
+			if mine >= 0 {
+				waits[mine].Offset = pos // wait where the next poll reads
+			}
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		if mine >= 0 && waits[mine].Offset < res.HighWatermark {
+			// Records below the high watermark are returned now; should
+			// there be none (a gap in offsets), wait for newer data rather
+			// than spin.
+			waits[mine].Offset = res.HighWatermark
 		}
 		err = records.Decode(res.Data, pos, c.broker.Config().MaxDecompressedBytes, func(r records.Record) bool {
 			if r.Offset >= res.HighWatermark || len(out) >= o.MaxRecords || budget <= 0 {
@@ -520,10 +552,10 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 			return true
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: decode %s-%d: %v", server.ErrCorruptMessage, a.tp.topic, a.tp.partition, err)
+			return nil, nil, nil, fmt.Errorf("%w: decode %s-%d: %v", server.ErrCorruptMessage, a.tp.topic, a.tp.partition, err)
 		}
 	}
-	return out, positions, nil
+	return out, positions, waits, nil
 }
 
 func (c *Coordinator) resolvePosition(inst *instance, a assigned) (int64, error) {
@@ -577,32 +609,6 @@ func (c *Coordinator) advance(inst *instance, gen int32, positions map[topicPart
 				inst.positions[tp] = pos
 			}
 		}
-	}
-}
-
-// waitAny returns when any channel closes, after d, or when ctx ends.
-func waitAny(ctx context.Context, chans []<-chan struct{}, d time.Duration) {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	woke := make(chan struct{}, 1)
-	done := make(chan struct{})
-	defer close(done)
-	for _, ch := range chans {
-		go func() {
-			select {
-			case <-ch:
-				select {
-				case woke <- struct{}{}:
-				default:
-				}
-			case <-done:
-			}
-		}()
-	}
-	select {
-	case <-woke:
-	case <-timer.C:
-	case <-ctx.Done():
 	}
 }
 

@@ -46,13 +46,20 @@ func (c *Coordinator) ensureOffsetsTopic() error {
 	return nil
 }
 
-// offsetsPartition is Kafka's choice: abs(groupId.hashCode) % partitions,
-// with Java's String.hashCode over UTF-16 code units.
+// offsetsPartition is the partition of __consumer_offsets holding group's
+// commits, as the topic is now.
 func (c *Coordinator) offsetsPartition(group string) int32 {
 	n, err := c.broker.PartitionCount(OffsetsTopic)
 	if err != nil || n < 1 {
 		return 0
 	}
+	return OffsetsPartition(group, n)
+}
+
+// OffsetsPartition is Kafka's choice of a group's partition among n:
+// abs(groupId.hashCode) % n, with Java's String.hashCode over UTF-16 code
+// units, so tools that compute it (Burrow, Cruise Control) agree.
+func OffsetsPartition(group string, n int32) int32 {
 	var h int32
 	for _, r := range group {
 		if r >= 0x10000 {

@@ -118,7 +118,7 @@ func TestOffsetRecordsUseKafkaFormats(t *testing.T) {
 	e := newTestEnv(t)
 	e.createTopic("t", 1)
 	e.commit(commitReq(7, "g", "", -1, "t", map[int32]int64{0: 42}))
-	res, err := e.broker.Fetch(context.Background(), server.FetchRequest{Topic: OffsetsTopic, Partition: 0, MaxBytes: 1 << 20}, nil)
+	res, err := e.broker.Fetch(context.Background(), server.FetchRequest{Topic: OffsetsTopic, Partition: OffsetsPartition("g", 3), MaxBytes: 1 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,5 +388,42 @@ func TestConsumerInstanceExpires(t *testing.T) {
 	}
 	if d, ok := e.c.Describe("g"); ok && len(d.Members) != 0 {
 		t.Fatalf("expired instance still a member: %+v", d)
+	}
+}
+
+// By default __consumer_offsets has Kafka's 50 partitions, each group's
+// commits land on the partition Kafka's hash picks, and all 50 are read
+// back at startup; a topic created earlier with another count keeps it.
+func TestOffsetsTopicDefaultsToFiftyPartitions(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.OffsetsTopicPartitions = 0 })
+	if n, err := e.broker.PartitionCount(OffsetsTopic); err != nil || n != 50 {
+		t.Fatalf("%s has %d partitions (%v), want 50", OffsetsTopic, n, err)
+	}
+	e.createTopic("t", 1)
+	groups := []string{"billing", "audit", "g-0", "g-1", "g-2", "g-3"}
+	used := map[int32]bool{}
+	for i, g := range groups {
+		if codes := e.commit(commitReq(8, g, "", -1, "t", map[int32]int64{0: int64(10 + i)})); codes[0] != 0 {
+			t.Fatalf("commit %s: %v", g, codes)
+		}
+		p := OffsetsPartition(g, 50)
+		used[p] = true
+		if part, err := e.broker.Partition(OffsetsTopic, p); err != nil || part.HighWatermark() == 0 {
+			t.Fatalf("group %s: partition %d of %s holds nothing (%v)", g, p, OffsetsTopic, err)
+		}
+	}
+	if len(used) < 2 {
+		t.Fatalf("%d groups all on one partition", len(groups))
+	}
+	e.close()
+	e.cfg.OffsetsTopicPartitions = 7 // an existing topic keeps its count
+	e.open()
+	if n, _ := e.broker.PartitionCount(OffsetsTopic); n != 50 {
+		t.Fatalf("after restart %s has %d partitions", OffsetsTopic, n)
+	}
+	for i, g := range groups {
+		if got := e.fetchV1(g, "t", 0)[0]; got != int64(10+i) {
+			t.Fatalf("after restart %s is at %d, want %d", g, got, 10+i)
+		}
 	}
 }

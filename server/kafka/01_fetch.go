@@ -12,10 +12,13 @@ package kafka
 // ignored. v4+ batches are sent as stored, never re-encoded.
 // Only records below the high watermark are returned; the last stable
 // offset equals the high watermark (no transactions), so read_committed
-// consumers (librdkafka's default) see everything. The fetch long-polls up
-// to MaxWaitMillis across all requested partitions until MinBytes are
-// available; any partition error answers at once, as in Kafka. MaxBytes and
-// PartitionMaxBytes are honoured with KIP-74: the first non-empty partition
+// consumers (librdkafka's default) see everything. The fetch waits up to
+// MaxWaitMillis across all requested partitions until MinBytes are
+// available, as a delayed fetch in the broker's purgatory
+// (replication/delayed): bytes are counted from the partitions' appends, not
+// read, and the partitions are read once more when it completes, as Kafka's
+// DelayedFetch does. Any partition error answers at once, as in Kafka.
+// MaxBytes and PartitionMaxBytes are honoured with KIP-74: the first non-empty partition
 // returns its first batch even when larger, later partitions return nothing
 // rather than exceed the limit. Follower fetches (ReplicaID >= 0, or
 // ReplicaState in v15+) are served like consumer fetches, and
@@ -35,6 +38,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/server"
 )
 
@@ -45,32 +49,37 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 		req.MaxBytes = s.cfg.FetchMaxBytes
 	}
 	req.MinBytes = min(req.MinBytes, req.MaxBytes)
-	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
-	for {
-		resp, changed, done := s.fetchOnce(ctx, req)
-		// Nothing changed by the deadline: resp is still current.
-		if done || !server.WaitAny(ctx, changed, time.Until(deadline)) {
-			return resp
-		}
+	resp, waits, done := s.fetchOnce(ctx, req)
+	maxWait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
+	if done || maxWait <= 0 {
+		return resp
 	}
+	// Wait in the purgatory for MinBytes across the partitions: no reads
+	// meanwhile; then read once more.
+	switch s.broker.WaitForData(ctx, int64(req.MinBytes), waits, maxWait) {
+	case delayed.Cancelled, delayed.Closed:
+		return resp // the connection went away, or the broker is closing
+	}
+	resp, _, _ = s.fetchOnce(ctx, req)
+	return resp
 }
 
 // fetchOnce reads every requested partition once. done reports that the
 // response should be sent now (MinBytes reached or an error); otherwise
-// changed holds the partitions' change channels, taken before reading.
-func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []<-chan struct{}, bool) {
+// waits say what each partition had, taken before reading it.
+func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []delayed.Wait, bool) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	budget := int(req.MaxBytes) // capped by handleFetch
-	var changed []<-chan struct{}
+	waits := make([]delayed.Wait, 0, requestedPartitions(req))
 	total, failed := 0, false
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
 		for i := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
-			n, ch := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, budget-total, total == 0)
-			if ch != nil {
-				changed = append(changed, ch)
+			n, wait, ok := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, budget-total, total == 0)
+			if ok {
+				waits = append(waits, wait)
 			}
 			failed = failed || rp.ErrorCode != 0
 			total += n
@@ -78,45 +87,54 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, changed, failed || total >= int(req.MinBytes) || len(changed) == 0
+	return resp, waits, failed || total >= int(req.MinBytes) || len(waits) == 0
 }
 
-// fetchPartition fills rp and returns the bytes it added and the
-// partition's change channel.
+// fetchPartition fills rp and returns the bytes it added and what a wait
+// on the partition counts from (ok false on an error: no wait).
 func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.FetchRequestTopicPartition,
-	rp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, <-chan struct{}) {
+	rp *kmsg.FetchResponseTopicPartition, budget int, first bool) (n int, wait delayed.Wait, ok bool) {
 	rp.Partition = fp.Partition
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 	rp.RecordBatches = []byte{} // never null: librdkafka rejects a null record set
 	p, err := s.broker.Partition(topic, fp.Partition)
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
-		return 0, nil
+		return 0, wait, false
 	}
 	if code := checkLeaderEpoch(fp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {
 		rp.ErrorCode = code
-		return 0, nil
+		return 0, wait, false
 	}
-	changed := p.Changed()
+	wait = server.WaitPoint(p, fp.FetchOffset)
 	limit := min(int(fp.PartitionMaxBytes), budget)
 	if limit <= 0 && !first {
 		fillOffsets(rp, p)
-		return 0, changed
+		return 0, wait, true
 	}
 	res, err := s.broker.Fetch(ctx, server.FetchRequest{Topic: topic, Partition: fp.Partition,
 		Offset: fp.FetchOffset, MaxBytes: max(limit, 1)}, nil)
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
-		return 0, nil
+		return 0, wait, false
 	}
+	wait.KnownBytes = int64(len(res.Data))
 	if !first && len(res.Data) > budget {
-		return 0, changed // KIP-74: only the first partition may exceed the limits
+		return 0, wait, true // KIP-74: only the first partition may exceed the limits
 	}
 	if len(res.Data) > 0 {
 		rp.RecordBatches = res.Data
 	}
-	return len(res.Data), changed
+	return len(res.Data), wait, true
+}
+
+func requestedPartitions(req *kmsg.FetchRequest) int {
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
+	}
+	return n
 }
 
 // collapseDuplicatePartitions keeps one entry per topic-partition, as

@@ -384,7 +384,7 @@ func TestBurrowReadsCommitsOverOldFetch(t *testing.T) {
 	if r := do[*kmsg.OffsetCommitResponse](c, commit, 2); r.Topics[0].Partitions[0].ErrorCode != 0 {
 		t.Fatalf("commit: %+v", r)
 	}
-	set := do[*kmsg.FetchResponse](c, fetchReq(group.OffsetsTopic, 0, 0, 0, 1), 2).Topics[0].Partitions[0].RecordBatches
+	set := do[*kmsg.FetchResponse](c, fetchReq(group.OffsetsTopic, group.OffsetsPartition("burrowed", 50), 0, 0, 1), 2).Topics[0].Partitions[0].RecordBatches
 	found := false
 	for _, m := range legacytest.Parse(t, set) {
 		var key kmsg.OffsetCommitKey

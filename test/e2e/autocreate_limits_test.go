@@ -113,7 +113,7 @@ func TestMetadataAutoCreateIsBounded(t *testing.T) {
 // The broker-wide partition bound holds across requests: creates past
 // max.partitions answer POLICY_VIOLATION and leave nothing on disk.
 func TestPartitionLimitAcrossRequests(t *testing.T) {
-	node := harness.Start(t, "--config", writeProps(t, "max.partitions=20\n"))
+	node := harness.Start(t, "--config", writeProps(t, "max.partitions=20\noffsets.topic.num.partitions=1\n"))
 	node.WaitKafka()
 	var created, policy int
 	for round := 0; round < 10; round++ {

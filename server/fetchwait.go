@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ferry-mq/ferry/replication/delayed"
+)
+
+// Waiting fetches (Kafka Fetch with MinBytes/MaxWait, the HTTP long-poll,
+// the REST consumer and the SSE stream) all wait in the broker's purgatory
+// (replication/delayed): a fetch takes each partition's WaitPoint before
+// reading it, registers what it still needs with WatchFetch, and reads
+// again once when the Op completes. While it waits it reads nothing and
+// runs nothing: the partition's appends complete it.
+
+// WaitPoint is what a waiting fetch of p at offset counts bytes from. Take
+// it before reading p, so an append between the read and WatchFetch is
+// counted; set KnownBytes to what the read found.
+func WaitPoint(p Partition, offset int64) delayed.Wait {
+	return delayed.Wait{
+		Key:       delayed.Key{Topic: p.Topic(), Partition: p.Index()},
+		Offset:    offset,
+		BaseBytes: p.WaitState().VisibleBytes,
+	}
+}
+
+// WatchFetch registers a fetch that waits for minBytes beyond the waits'
+// offsets, for at most maxWait. The caller waits on the Op's Done, with
+// whatever else it waits for, and calls CancelWait when it stops waiting
+// for another reason. With no waits the Op is a plain timer.
+func (b *Broker) WatchFetch(minBytes int64, waits []delayed.Wait, maxWait time.Duration) *delayed.Op {
+	return b.waiters.Register(delayed.NewFetch(minBytes, waits), maxWait, b.waitState)
+}
+
+// CancelWait drops an Op the caller no longer waits for.
+func (b *Broker) CancelWait(op *delayed.Op) { b.waiters.Cancel(op) }
+
+// WaitForData blocks until minBytes lie beyond the waits' offsets, maxWait
+// passes, ctx ends or the broker closes.
+func (b *Broker) WaitForData(ctx context.Context, minBytes int64, waits []delayed.Wait, maxWait time.Duration) delayed.Outcome {
+	return b.WatchFetch(minBytes, waits, maxWait).Wait(ctx)
+}
+
+func (b *Broker) waitState(k delayed.Key) (delayed.State, bool) {
+	p, err := b.Partition(k.Topic, k.Partition)
+	if err != nil {
+		return delayed.State{}, false
+	}
+	return p.WaitState(), true
+}
+
+// LogReads counts the reads of a partition's log since it opened: a
+// diagnostic, which tests use to prove that a waiting fetch reads nothing.
+func (b *Broker) LogReads(topicName string, partition int32) (int64, error) {
+	p, err := b.Partition(topicName, partition)
+	if err != nil {
+		return 0, err
+	}
+	lp, ok := p.(*localPartition)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s-%d does not count reads", ErrStorage, topicName, partition)
+	}
+	return lp.reads.Load(), nil
+}
+
+// WaitingFetches is the number of fetches waiting on a partition.
+func (b *Broker) WaitingFetches(topicName string, partition int32) int {
+	return b.waiters.Watching(delayed.Key{Topic: topicName, Partition: partition})
+}
