@@ -303,6 +303,35 @@ func (s *segment) readInto(dst []byte, pos, limit int64, budget int, minOne bool
 	return dst[:start+used], r, nil
 }
 
+// scanBatches is readInto without the data: it walks the batch headers
+// from pos and returns how many bytes of whole batches readInto would
+// have appended.
+func (s *segment) scanBatches(pos, limit int64, budget int, minOne bool, maxOffset int64, hdr []byte) (int, readResult, error) {
+	r := readResult{next: -1}
+	used, stopped := int64(0), false
+	for pos+used < limit {
+		h, err := s.readHeader(hdr, pos+used, limit)
+		if err != nil {
+			if r.batches == 0 && minOne {
+				return 0, r, err // readOne fails the same way
+			}
+			break // readInto stops at a bad tail without an error too
+		}
+		if h.LastOffset() >= maxOffset {
+			stopped = true
+			break
+		}
+		if used+h.Size() > int64(budget) && !(minOne && r.batches == 0) {
+			break
+		}
+		used += h.Size()
+		r.batches++
+		r.next = h.LastOffset() + 1
+	}
+	r.toEnd = !stopped && pos+used == limit
+	return int(used), r, nil
+}
+
 // readOne appends the single batch at pos, whatever its size (KIP-74).
 func (s *segment) readOne(dst []byte, pos, limit, maxOffset int64) ([]byte, readResult, error) {
 	r := readResult{next: -1}
