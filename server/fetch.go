@@ -20,9 +20,15 @@ type FetchRequest struct {
 	MaxBytes int
 	// MaxWait long-polls this long when nothing at Offset is visible yet.
 	MaxWait time.Duration
+	// ChunksOnly returns where the batches lie on disk (Chunks) without
+	// reading them: Data stays dst, for a listener that sends the ranges
+	// with sendfile.
+	ChunksOnly bool
 }
 
 // FetchResult holds whole record batches starting at or before Offset.
+// Chunks always say where they lie on disk; Data holds their bytes unless
+// the request was ChunksOnly.
 type FetchResult struct {
 	Data             []byte
 	Chunks           []storage.Chunk
@@ -43,8 +49,8 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 	for {
 		changed := p.Changed()
 		res, err := readVisible(p, req, dst)
-		if err != nil || len(res.Data) > 0 || req.MaxWait <= 0 {
-			if n := len(res.Data) - len(dst); n > 0 {
+		if n := res.Size(); err != nil || n > 0 || req.MaxWait <= 0 {
+			if n > 0 {
 				b.cfg.Metrics.Topic(req.Topic).Out(n)
 			}
 			return res, err
@@ -62,6 +68,16 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 			return res, nil
 		}
 	}
+}
+
+// Size is the bytes of the batches returned, whether in Data or only in
+// Chunks.
+func (r FetchResult) Size() int {
+	n := 0
+	for _, c := range r.Chunks {
+		n += c.Size
+	}
+	return n
 }
 
 func readVisible(p Partition, req FetchRequest, dst []byte) (FetchResult, error) {
@@ -83,6 +99,7 @@ func readVisible(p Partition, req FetchRequest, dst []byte) (FetchResult, error)
 		MaxBytes:    req.MaxBytes,
 		MinOneBatch: true,
 		MaxOffset:   res.HighWatermark,
+		ChunksOnly:  req.ChunksOnly,
 	}, dst)
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		// Retention moved the start between our check and the read.

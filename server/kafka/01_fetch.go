@@ -19,8 +19,10 @@ package kafka
 // returns its first batch even when larger, later partitions return nothing
 // rather than exceed the limit. Follower fetches (ReplicaID >= 0, or
 // ReplicaState in v15+) are served like consumer fetches, and
-// LastFetchedEpoch (divergence) is not checked. Batches are copied into the
-// response rather than sent with sendfile (storage's Chunks are unused).
+// LastFetchedEpoch (divergence) is not checked. On plaintext connections
+// v4+ batches are not read: storage finds their byte ranges (Chunks) and
+// the writer sends them from the segment files with sendfile
+// (sendfile.go); otherwise they are copied into the response.
 //
 // The response is capped, as in Kafka's KafkaApis, at min(MaxBytes,
 // fetch.max.bytes) (Config.FetchMaxBytes), and MinBytes at that cap. A
@@ -36,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/storage"
 )
 
 func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Response {
@@ -55,11 +58,21 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 	}
 }
 
+// fetchAnswer is a Fetch response being built. With sendfile, its
+// partitions' RecordBatches stay empty and chunks[k] says where the k-th
+// partition's batches (in response order) lie on disk; chunks is nil when
+// the batches are in RecordBatches.
+type fetchAnswer struct {
+	*kmsg.FetchResponse
+	chunks [][]storage.Chunk
+}
+
 // fetchOnce reads every requested partition once. done reports that the
 // response should be sent now (MinBytes reached or an error); otherwise
 // changed holds the partitions' change channels, taken before reading.
-func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []<-chan struct{}, bool) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchAnswer, []<-chan struct{}, bool) {
+	resp := &fetchAnswer{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
+	chunksOnly := req.Version >= firstBatchFetchVersion && requestClientFrom(ctx).sendfile
 	budget := int(req.MaxBytes) // capped by handleFetch
 	var changed []<-chan struct{}
 	total, failed := 0, false
@@ -68,7 +81,10 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 		rt.Topic = t.Topic
 		for i := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
-			n, ch := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, budget-total, total == 0)
+			n, ch, chunks := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, budget-total, total == 0, chunksOnly)
+			if chunksOnly {
+				resp.chunks = append(resp.chunks, chunks)
+			}
 			if ch != nil {
 				changed = append(changed, ch)
 			}
@@ -82,41 +98,46 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 }
 
 // fetchPartition fills rp and returns the bytes it added and the
-// partition's change channel.
+// partition's change channel; with chunksOnly the bytes are not read and
+// chunks says where they lie instead.
 func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.FetchRequestTopicPartition,
-	rp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, <-chan struct{}) {
+	rp *kmsg.FetchResponseTopicPartition, budget int, first, chunksOnly bool) (int, <-chan struct{}, []storage.Chunk) {
 	rp.Partition = fp.Partition
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 	rp.RecordBatches = []byte{} // never null: librdkafka rejects a null record set
 	p, err := s.broker.Partition(topic, fp.Partition)
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
-		return 0, nil
+		return 0, nil, nil
 	}
 	if code := checkLeaderEpoch(fp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {
 		rp.ErrorCode = code
-		return 0, nil
+		return 0, nil, nil
 	}
 	changed := p.Changed()
 	limit := min(int(fp.PartitionMaxBytes), budget)
 	if limit <= 0 && !first {
 		fillOffsets(rp, p)
-		return 0, changed
+		return 0, changed, nil
 	}
 	res, err := s.broker.Fetch(ctx, server.FetchRequest{Topic: topic, Partition: fp.Partition,
-		Offset: fp.FetchOffset, MaxBytes: max(limit, 1)}, nil)
+		Offset: fp.FetchOffset, MaxBytes: max(limit, 1), ChunksOnly: chunksOnly}, nil)
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
-		return 0, nil
+		return 0, nil, nil
 	}
-	if !first && len(res.Data) > budget {
-		return 0, changed // KIP-74: only the first partition may exceed the limits
+	size := res.Size()
+	if !first && size > budget {
+		return 0, changed, nil // KIP-74: only the first partition may exceed the limits
 	}
 	if len(res.Data) > 0 {
 		rp.RecordBatches = res.Data
 	}
-	return len(res.Data), changed
+	if !chunksOnly {
+		return size, changed, nil
+	}
+	return size, changed, res.Chunks
 }
 
 // collapseDuplicatePartitions keeps one entry per topic-partition, as
