@@ -23,6 +23,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -306,8 +307,8 @@ func (o *outgoing) send(nc net.Conn) error {
 			}
 			prev = s.at
 		}
-		if testHookBeforeSection != nil {
-			testHookBeforeSection()
+		if hook := testHookBeforeSection.Load(); hook != nil {
+			(*hook)()
 		}
 		if _, err := s.f.Seek(s.pos, io.SeekStart); err != nil {
 			return err
@@ -326,4 +327,4 @@ func (o *outgoing) send(nc net.Conn) error {
 }
 
 // testHookBeforeSection, when set by a test, runs before each section is sent.
-var testHookBeforeSection func()
+var testHookBeforeSection atomic.Pointer[func()]
