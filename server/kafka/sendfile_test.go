@@ -338,3 +338,36 @@ func TestSendfileFetchTruncatedSegmentClosesConnection(t *testing.T) {
 		t.Fatalf("read %d of %d bytes (%v): want the connection closed before the frame ends", n, binary.BigEndian.Uint32(size[:]), err)
 	}
 }
+
+// Pipelined requests answered from memory and with sendfile come back in
+// request order, each whole.
+func TestSendfileFetchKeepsPipelinedOrder(t *testing.T) {
+	ts := newTestServer(t)
+	ids := fillZeroCopyTopic(t, ts)
+	c := ts.dial(t)
+	var want []int32
+	for i := 0; i < 20; i++ {
+		var req kmsg.Request = fetchAll(ids, 1<<20)
+		if i%3 == 1 {
+			req = kmsg.NewPtrApiVersionsRequest()
+		}
+		req.SetVersion(min(req.MaxVersion(), 12))
+		want = append(want, c.send(req))
+	}
+	for i, corr := range want {
+		frame, err := c.readFrame()
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
+			t.Fatalf("response %d has correlation id %d, want %d", i, got, corr)
+		}
+		if i%3 != 1 {
+			resp := kmsg.NewPtrFetchResponse()
+			resp.Version = 12
+			if err := resp.ReadFrom(frame[5:]); err != nil || len(resp.Topics[0].Partitions[0].RecordBatches) == 0 {
+				t.Fatalf("fetch response %d: %v", i, err)
+			}
+		}
+	}
+}
