@@ -27,6 +27,9 @@ func (s *Server) serveFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respons
 		return nil
 	}
 	if ans.chunks != nil {
+		if hook := testHookBeforeOpenSections.Load(); hook != nil {
+			(*hook)()
+		}
 		parts, err := openSections(ans.chunks)
 		if err != nil {
 			// A segment went (retention) or changed since the read: read

@@ -326,5 +326,6 @@ func (o *outgoing) send(nc net.Conn) error {
 	return err
 }
 
-// testHookBeforeSection, when set by a test, runs before each section is sent.
-var testHookBeforeSection atomic.Pointer[func()]
+// Test hooks, run when set: before each section is sent, and before a
+// fetch opens its sections.
+var testHookBeforeSection, testHookBeforeOpenSections atomic.Pointer[func()]

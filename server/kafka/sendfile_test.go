@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -370,4 +371,61 @@ func TestSendfileFetchKeepsPipelinedOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A segment unlinked between the read and the opening of its file (what
+// retention does) makes the fetch read again, copying: the answer is what
+// a copying listener sends, and nothing is left open.
+func TestSendfileFetchCopiesWhenSegmentIsGoneBeforeOpen(t *testing.T) {
+	ts := newTestServer(t)
+	ids := fillZeroCopyTopic(t, ts)
+	copying := secondListener(t, ts, func(c *Config) { c.DisableSendfile = true })
+	want := rawFetch(t, copying.dial(t), fetchAll(ids, 1<<20), 12)
+	dir := filepath.Join(ts.cfg.DataDir, "zc-1")
+	fn := func() {
+		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		for _, p := range logs {
+			os.Remove(p)
+		}
+	}
+	testHookBeforeOpenSections.Store(&fn)
+	t.Cleanup(func() { testHookBeforeOpenSections.Store(nil) })
+	var sections atomic.Int64
+	setSectionHook(t, func() { sections.Add(1) })
+	got := rawFetch(t, ts.dial(t), fetchAll(ids, 1<<20), 12)
+	if !bytes.Equal(got, want) {
+		t.Fatal("answer differs from the copying listener's after its segments were unlinked")
+	}
+	if n := sections.Load(); n != 0 {
+		t.Fatalf("%d sections sent from files, want the copying path", n)
+	}
+}
+
+func TestOpenSectionsClosesWhatItOpenedOnError(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "1.log")
+	b := fixedBatch(t, records.BatchOptions{}, "a")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chunks := [][]storage.Chunk{{{Path: p, Size: len(b)}}, {{Path: p, Size: len(b) - 1}}}
+	before := openFDs(t)
+	if _, err := openSections(chunks); !errors.Is(err, errSectionChanged) {
+		t.Fatalf("batch longer than its chunk: %v", err)
+	}
+	chunks[1][0] = storage.Chunk{Path: filepath.Join(dir, "gone.log"), Size: 10}
+	if _, err := openSections(chunks); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+	if after := openFDs(t); after != before {
+		t.Fatalf("%d descriptors open before, %d after", before, after)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(fds)
 }
