@@ -128,8 +128,25 @@ func (r *readRenderer) appendField(b, v []byte, encodingName string) (_ []byte, 
 // compactJSON compacts v into r.compact and reports whether v is JSON:
 // one pass that both validates and compacts.
 func (r *readRenderer) compactJSON(v []byte) bool {
+	if !mayBeJSON(v) {
+		return false // plain text: spare the scanner's error, which allocates
+	}
 	r.compact.Reset()
 	return json.Compact(&r.compact, v) == nil
+}
+
+// mayBeJSON reports whether v starts as a JSON value can, after white space.
+func mayBeJSON(v []byte) bool {
+	for _, c := range v {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{', '[', '"', '-', 't', 'f', 'n', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // appendHeaders appends the headers object, names sorted, the last of

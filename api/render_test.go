@@ -45,7 +45,8 @@ var tricky = [][]byte{
 	nil, {}, []byte(`{"a": 1, "b" : [true, null, "<&>"]}`), []byte(" 42 "), []byte(`"str\u2028"`),
 	[]byte("plain text"), []byte("tab\tnl\ncr\r\b\f\x00\x1f\x7f \"q\" \\ </script>&"),
 	[]byte("line\u2028para\u2029é☃𝄞"), []byte("{not json"), []byte{0xff, 0xfe, 'a'}, []byte("a\xc3"),
-	[]byte(`{"deep":{"x":[1,2,{"y":"z"}]}}`), []byte("\u2028"),
+	[]byte(`{"deep":{"x":[1,2,{"y":"z"}]}}`), []byte("\u2028"), []byte("   "), []byte("tru"), []byte("-"),
+	[]byte("\t[1, 2]\n"), []byte("user-1"),
 }
 
 func TestRenderedAnswerMatchesEncodingJSON(t *testing.T) {
