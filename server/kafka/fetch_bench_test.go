@@ -12,17 +12,21 @@ import (
 	"github.com/ferry-mq/ferry/server/records"
 )
 
-// BenchmarkFetch fetches size bytes of 64 KiB batches over loopback from
-// an in-process listener, the client reading into one reused buffer, so
-// allocs/op and B/op are the server's per fetch: copying (batches read
-// into memory, then written) against sendfile.
+// BenchmarkFetch fetches size bytes of 64 KiB batches (and 1 MiB of
+// 1 KiB batches) over loopback from an in-process listener, the client
+// reading into one reused buffer, so allocs/op and B/op are the server's
+// per fetch: copying (batches read into memory, then written) against
+// sendfile.
 func BenchmarkFetch(b *testing.B) {
+	type shape struct{ size, batch int }
+	shapes := []shape{{64 << 10, 64 << 10}, {1 << 20, 64 << 10}, {8 << 20, 64 << 10}, {1 << 20, 1 << 10}}
 	for _, mode := range []string{"copy", "sendfile"} {
-		for _, size := range []int{64 << 10, 1 << 20, 8 << 20} {
-			b.Run(mode+"/"+strconv.Itoa(size>>10)+"KiB", func(b *testing.B) {
+		for _, sh := range shapes {
+			size := sh.size
+			b.Run(mode+"/"+strconv.Itoa(size>>10)+"KiB-of-"+strconv.Itoa(sh.batch>>10)+"KiB-batches", func(b *testing.B) {
 				ts := newTestServer(b, func(c *Config) { c.DisableSendfile = mode == "copy" })
 				c := ts.dial(b)
-				data := batch(b, records.BatchOptions{}, strings.Repeat("v", 64<<10-100))
+				data := batch(b, records.BatchOptions{}, strings.Repeat("v", sh.batch-100))
 				for range size / len(data) {
 					if p := do[*kmsg.ProduceResponse](c, produceReq("bench", 0, 1, data), 9).Topics[0].Partitions[0]; p.ErrorCode != 0 {
 						b.Fatalf("produce: error %d", p.ErrorCode)
