@@ -30,7 +30,7 @@ func (s *Server) serveFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respons
 		if hook := testHookBeforeOpenSections.Load(); hook != nil {
 			(*hook)()
 		}
-		parts, err := openSections(ans.chunks)
+		parts, err := openSections(ans.FetchResponse, ans.chunks, requestClientFrom(ctx).files)
 		if err != nil {
 			// A segment went (retention) or changed since the read: read
 			// again, into memory, which answers what the log holds now.

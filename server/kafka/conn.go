@@ -47,8 +47,10 @@ type conn struct {
 	ip         netip.Addr // the client's address; invalid when not TCP
 	out        chan outgoing
 	writerDone chan struct{}
-	// sendfile: Fetch responses may send batches from the segment files.
-	sendfile bool
+	// sendfile: Fetch responses may send batches from the segment files;
+	// sendfileFiles counts the files open for them (maxConnSendfileFiles).
+	sendfile      bool
+	sendfileFiles atomic.Int32
 	// stopping is set by Shutdown: the reader finishes its request and stops.
 	stopping atomic.Bool
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -153,17 +154,19 @@ func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Re
 			resp, ok = nil, false
 		}
 	}()
-	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, sendfile: c.sendfile})
+	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, sendfile: c.sendfile, files: &c.sendfileFiles})
 	return lookupAPI(h.key).serve(s, ctx, req), true
 }
 
 // requestClient is who sent a request: the header's client id and the
 // connection's peer address. Handlers that record it (JoinGroup) read it
 // from the context. sendfile says the connection may send Fetch batches
-// from the segment files (plaintext TCP).
+// from the segment files (plaintext TCP); files counts the segment files
+// its responses hold open.
 type requestClient struct {
 	id, remote string
 	sendfile   bool
+	files      *atomic.Int32
 }
 
 type requestClientKey struct{}

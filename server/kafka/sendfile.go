@@ -44,12 +44,18 @@ type fileSection struct {
 	pos  int64
 	size int
 	lr   io.LimitedReader // reused to hand the range to sendfile without an allocation
+	held *atomic.Int32    // the connection's count of open section files
+}
+
+func (s *fileSection) close() {
+	s.f.Close()
+	s.held.Add(-1)
 }
 
 // close closes the files of a response that will not be (or was) sent.
 func (o *outgoing) close() {
 	for i := range o.files {
-		o.files[i].f.Close()
+		o.files[i].close()
 	}
 	o.files = nil
 }
@@ -64,7 +70,7 @@ type sendfileFetch struct {
 func (sf *sendfileFetch) close() {
 	for _, secs := range sf.parts {
 		for i := range secs {
-			secs[i].f.Close()
+			secs[i].close()
 		}
 	}
 	sf.parts = nil
@@ -73,26 +79,75 @@ func (sf *sendfileFetch) close() {
 // errSectionChanged: a segment file no longer holds what the read found.
 var errSectionChanged = errors.New("segment file changed under the fetch")
 
-// openSections opens every chunk's file and checks that a batch starts at
-// each chunk; on error nothing stays open.
-func openSections(chunks [][]storage.Chunk) ([][]fileSection, error) {
+// maxConnSendfileFiles caps the segment files one connection holds open
+// for responses being sent or queued, so a wide fetch (one file per
+// partition with data) or a deep pipeline cannot spend the node's file
+// descriptors: partitions past the cap are read into memory instead.
+const maxConnSendfileFiles = 16
+
+// openSections opens the chunks' files for sendfile and checks that a
+// batch starts at each chunk, while held (the connection's open files)
+// stays within maxConnSendfileFiles; the chunks of partitions past that
+// are read into resp's RecordBatches. On error nothing stays open.
+func openSections(resp *kmsg.FetchResponse, chunks [][]storage.Chunk, held *atomic.Int32) ([][]fileSection, error) {
 	parts := make([][]fileSection, len(chunks))
 	var hdr [storage.BatchHeaderSize]byte
-	for k, cs := range chunks {
-		if len(cs) == 0 {
-			continue
-		}
-		parts[k] = make([]fileSection, 0, len(cs))
-		for _, c := range cs {
-			f, err := openChunk(c, hdr[:])
+	k := 0
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if k >= len(chunks) {
+				return parts, nil
+			}
+			cs := chunks[k]
+			var err error
+			if int(held.Load())+len(cs) > maxConnSendfileFiles {
+				err = copyChunks(&resp.Topics[i].Partitions[j], cs)
+			} else if len(cs) > 0 {
+				parts[k], err = openPartSections(cs, hdr[:], held)
+			}
 			if err != nil {
 				(&sendfileFetch{parts: parts}).close()
 				return nil, err
 			}
-			parts[k] = append(parts[k], fileSection{f: f, pos: c.Position, size: c.Size})
+			k++
 		}
 	}
 	return parts, nil
+}
+
+func openPartSections(cs []storage.Chunk, hdr []byte, held *atomic.Int32) ([]fileSection, error) {
+	secs := make([]fileSection, 0, len(cs))
+	for _, c := range cs {
+		f, err := openChunk(c, hdr)
+		if err != nil {
+			for i := range secs {
+				secs[i].close()
+			}
+			return nil, err
+		}
+		held.Add(1)
+		secs = append(secs, fileSection{f: f, pos: c.Position, size: c.Size, held: held})
+	}
+	return secs, nil
+}
+
+// copyChunks reads cs into rp's RecordBatches, one file open at a time.
+func copyChunks(rp *kmsg.FetchResponseTopicPartition, cs []storage.Chunk) error {
+	var hdr [storage.BatchHeaderSize]byte
+	for _, c := range cs {
+		f, err := openChunk(c, hdr[:])
+		if err != nil {
+			return err
+		}
+		start := len(rp.RecordBatches)
+		rp.RecordBatches = append(rp.RecordBatches, make([]byte, c.Size)...)
+		_, err = f.ReadAt(rp.RecordBatches[start:], c.Position)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%w: %s at %d: %v", errSectionChanged, c.Path, c.Position, err)
+		}
+	}
+	return nil
 }
 
 func openChunk(c storage.Chunk, hdr []byte) (*os.File, error) {

@@ -121,7 +121,7 @@ func flatten(t *testing.T, o outgoing) []byte {
 func TestSendfileFetchEncodingMatchesKmsg(t *testing.T) {
 	for v := int16(firstBatchFetchVersion); v <= 17; v++ {
 		resp, chunks := sampleFetchResponse(t, v)
-		parts, err := openSections(chunks)
+		parts, err := openSections(resp, chunks, new(atomic.Int32))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func materializeChunks(t *testing.T, resp *kmsg.FetchResponse, chunks [][]storag
 func TestSendfileFetchFallsBackToKmsgForTaggedFields(t *testing.T) {
 	resp, chunks := sampleFetchResponse(t, 16)
 	resp.Topics[0].Partitions[0].CurrentLeader.LeaderID = 1
-	parts, err := openSections(chunks)
+	parts, err := openSections(resp, chunks, new(atomic.Int32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,14 +410,17 @@ func TestOpenSectionsClosesWhatItOpenedOnError(t *testing.T) {
 	}
 	chunks := [][]storage.Chunk{{{Path: p, Size: len(b)}}, {{Path: p, Size: len(b) - 1}}}
 	before := openFDs(t)
-	if _, err := openSections(chunks); !errors.Is(err, errSectionChanged) {
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Topics = []kmsg.FetchResponseTopic{{Partitions: make([]kmsg.FetchResponseTopicPartition, 2)}}
+	held := new(atomic.Int32)
+	if _, err := openSections(resp, chunks, held); !errors.Is(err, errSectionChanged) {
 		t.Fatalf("batch longer than its chunk: %v", err)
 	}
 	chunks[1][0] = storage.Chunk{Path: filepath.Join(dir, "gone.log"), Size: 10}
-	if _, err := openSections(chunks); !errors.Is(err, os.ErrNotExist) {
+	if _, err := openSections(resp, chunks, held); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
-	if after := openFDs(t); after != before {
+	if after := openFDs(t); after != before || held.Load() != 0 {
 		t.Fatalf("%d descriptors open before, %d after", before, after)
 	}
 }
@@ -428,4 +431,80 @@ func openFDs(t *testing.T) int {
 		t.Skip("no /proc/self/fd")
 	}
 	return len(fds)
+}
+
+// Past maxConnSendfileFiles open files on a connection, partitions are
+// read into memory: the answer is the same bytes, and closing it gives
+// the files back.
+func TestSendfileFetchCapsOpenFilesPerConnection(t *testing.T) {
+	for _, already := range []int32{0, maxConnSendfileFiles - 3, maxConnSendfileFiles - 1, maxConnSendfileFiles} {
+		resp, chunks := sampleFetchResponse(t, 12)
+		held := new(atomic.Int32)
+		held.Store(already)
+		parts, err := openSections(resp, chunks, held)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held.Load() > maxConnSendfileFiles {
+			t.Fatalf("%d files held, cap %d", held.Load(), maxConnSendfileFiles)
+		}
+		out := encodeSendfileFetch(5, &sendfileFetch{FetchResponse: resp, parts: parts})
+		got := flatten(t, out)
+		out.close()
+		ref, refChunks := sampleFetchResponse(t, 12)
+		if want := encodeResponse(5, materializeChunks(t, ref, refChunks)); !bytes.Equal(got, want) {
+			t.Fatalf("%d files already open: answer differs from kmsg's", already)
+		}
+		if held.Load() != already {
+			t.Fatalf("%d files held after the answer was closed, want %d", held.Load(), already)
+		}
+	}
+}
+
+// A fetch of more partitions with data than a connection may hold files
+// for answers the same bytes as a copying listener, and gives every file
+// back once sent.
+func TestSendfileWideFetchMatchesCopying(t *testing.T) {
+	ts := newTestServer(t)
+	const partitions = 3 * maxConnSendfileFiles
+	if err := ts.broker.CreateTopic(server.TopicSpec{Name: "wide", Partitions: partitions, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c := ts.dial(t)
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxBytes = 50 << 20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "wide"
+	for p := int32(0); p < partitions; p++ {
+		resp := do[*kmsg.ProduceResponse](c, produceReq("wide", p, -1, fixedBatch(t, records.BatchOptions{}, strings.Repeat("w", int(p)))), 9)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("produce: error %d", code)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	copying := secondListener(t, ts, func(c *Config) { c.DisableSendfile = true })
+	want := rawFetch(t, copying.dial(t), req, 12)
+	if got := rawFetch(t, ts.dial(t), req, 12); !bytes.Equal(got, want) { // both clients' first request
+		t.Fatal("wide sendfile answer differs from the copying one")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for held := connFilesHeld(ts.Server); held != 0; held = connFilesHeld(ts.Server) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d segment files still held after the answer was read", held)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func connFilesHeld(s *Server) int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := int32(0)
+	for c := range s.mu.conns {
+		n += c.sendfileFiles.Load()
+	}
+	return n
 }
