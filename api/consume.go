@@ -98,35 +98,44 @@ func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadParam, err.Error())
 		return
 	}
+	rr := getReadRenderer()
+	defer putReadRenderer(rr)
 	res, err := g.broker.Fetch(r.Context(), server.FetchRequest{
 		Topic: topicName, Partition: int32(partition), Offset: params.offset,
 		MaxBytes: params.maxBytes, MaxWait: params.wait,
-	}, nil)
+	}, rr.fetched[:0])
+	rr.fetched = res.Data
 	if err != nil {
 		writeCoreError(w, err)
 		return
 	}
-	ans := readAnswer{
-		Topic: topicName, Partition: int32(partition), Records: []readRecord{},
-		NextOffset: params.offset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset,
-	}
+	// Rendered as json.Marshal renders readAnswer, into one buffer (render.go).
+	b := appendAnswerHead(rr.out[:0], topicName, int32(partition))
+	taken, next := 0, params.offset
 	budget := answerBudget{left: params.maxBytes}
 	err = records.Decode(res.Data, params.offset, g.broker.Config().MaxDecompressedBytes, func(rec records.Record) bool {
-		if rec.Offset >= res.HighWatermark || len(ans.Records) >= params.maxRecords || !budget.admits(rec) {
+		if rec.Offset >= res.HighWatermark || taken >= params.maxRecords || !budget.admits(rec) {
 			return false
 		}
-		out := toReadRecord(topicName, int32(partition), rec)
-		ans.Records = append(ans.Records, out)
-		ans.NextOffset = rec.Offset + 1
+		if taken > 0 {
+			b = append(b, ',')
+		}
+		var size int
+		b, size = rr.appendRecord(b, topicName, int32(partition), rec)
+		taken, next = taken+1, rec.Offset+1
 		// Returning false as soon as the budget is spent keeps Decode from
 		// decompressing another batch only to drop it.
-		return budget.spend(renderedSize(out))
+		return budget.spend(size)
 	})
+	rr.out = b
 	if err != nil {
 		writeCoreError(w, fmt.Errorf("%w: decode %s-%d: %v", server.ErrCorruptMessage, topicName, partition, err))
 		return
 	}
-	writeJSON(w, http.StatusOK, typeJSON, ans)
+	rr.out = appendAnswerTail(b, next, res.HighWatermark, res.LogStartOffset)
+	w.Header().Set("Content-Type", typeJSON)
+	w.WriteHeader(http.StatusOK)
+	w.Write(rr.out)
 }
 
 func (g *Gateway) parseReadParams(r *http.Request, p server.Partition) (readParams, error) {
@@ -170,23 +179,6 @@ func intParam(v string, def, min, max int) (int, error) {
 		return 0, fmt.Errorf("%d is outside [%d, %d]", n, min, max)
 	}
 	return n, nil
-}
-
-func toReadRecord(topicName string, partition int32, rec records.Record) readRecord {
-	out := readRecord{
-		Topic: topicName, Partition: partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
-		TimestampType: "CreateTime",
-	}
-	if rec.TimestampType == 1 {
-		out.TimestampType = "LogAppendTime"
-	}
-	out.Key, out.KeyEncoding = encodeBytes(rec.Key)
-	out.Value, out.ValueEncoding = encodeBytes(rec.Value)
-	out.Headers = make(map[string]string, len(rec.Headers))
-	for _, h := range rec.Headers {
-		out.Headers[h.Key] = string(h.Value)
-	}
-	return out
 }
 
 // encodeBytes renders record bytes for a JSON answer: JSON as is, text as a
@@ -233,15 +225,6 @@ func rawSize(rec records.Record) int {
 	n := len(rec.Key) + len(rec.Value)
 	for _, h := range rec.Headers {
 		n += len(h.Key) + len(h.Value)
-	}
-	return n
-}
-
-// renderedSize is about what out adds to the JSON answer.
-func renderedSize(out readRecord) int {
-	n := len(out.Topic) + len(out.Key) + len(out.Value) + 160 // field names, numbers
-	for k, v := range out.Headers {
-		n += len(k) + len(v) + 6
 	}
 	return n
 }

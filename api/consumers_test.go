@@ -33,7 +33,8 @@ func newGroupsEnv(t *testing.T) *groupsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := group.New(b, group.Config{Logger: logger, InitialRebalanceDelay: -1, TickInterval: 20 * time.Millisecond})
+	// Three offsets partitions, not 50: cheaper per test, still several.
+	c, err := group.New(b, group.Config{Logger: logger, InitialRebalanceDelay: -1, TickInterval: 20 * time.Millisecond, OffsetsTopicPartitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

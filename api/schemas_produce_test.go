@@ -35,7 +35,7 @@ func startKafka(t *testing.T, b *server.Broker) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups, err := group.New(b, group.Config{Logger: testLogger()})
+	groups, err := group.New(b, group.Config{Logger: testLogger(), OffsetsTopicPartitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

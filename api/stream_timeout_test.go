@@ -23,7 +23,8 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	c, err := group.New(b, group.Config{Logger: logger, InitialRebalanceDelay: -1, TickInterval: 20 * time.Millisecond})
+	// Three offsets partitions, not 50: cheaper per test, still several.
+	c, err := group.New(b, group.Config{Logger: logger, InitialRebalanceDelay: -1, TickInterval: 20 * time.Millisecond, OffsetsTopicPartitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

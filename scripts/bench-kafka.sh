@@ -12,6 +12,9 @@ DURATION=${DURATION:-20s}
 RECORD_SIZE=${RECORD_SIZE:-100}
 PARTITIONS=${PARTITIONS:-4}
 ROUNDS=${ROUNDS:-3}
+# End-to-end latency: RATE records/s, acks=all, no linger, for E2E_SECONDS.
+RATE=${RATE:-10000}
+E2E_SECONDS=${E2E_SECONDS:-10}
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -43,11 +46,18 @@ for round in $(seq "$ROUNDS"); do
     done
   fi
   "$work/kfake-bench" --topic "bench-$round" "${flags[@]}" | sed -n 's/^RESULT /kfake /p' >>"$results"
+  e2e=(--rate "$RATE" --records $((RATE * E2E_SECONDS)) --duration "$((E2E_SECONDS + 20))s" --record-size "$RECORD_SIZE"
+    --partitions "$PARTITIONS" --acks all --linger 0 --compression none)
+  if [ "$ferry_ok" = 1 ]; then
+    bin/ferry bench e2e --bootstrap "127.0.0.1:$KAFKA_PORT" --topic "e2e-$round" "${e2e[@]}" \
+      | sed -n 's/^RESULT /ferry /p' >>"$results" || { ferry_ok=0; echo "ferry bench e2e failed" >&2; }
+  fi
+  "$work/kfake-bench" --ops e2e --topic "e2e-$round" "${e2e[@]}" | sed -n 's/^RESULT /kfake /p' >>"$results"
 done
 
-python3 - "$results" "$RECORDS" "$DURATION" "$RECORD_SIZE" "$PARTITIONS" "$ROUNDS" <<'PY'
+python3 - "$results" "$RECORDS" "$DURATION" "$RECORD_SIZE" "$PARTITIONS" "$ROUNDS" "$RATE" "$E2E_SECONDS" <<'PY'
 import sys, statistics
-path, records, duration, size, parts, rounds = sys.argv[1:]
+path, records, duration, size, parts, rounds, rate, e2e_seconds = sys.argv[1:]
 rows = []
 for line in open(path):
     target, *kv = line.split()
@@ -74,5 +84,15 @@ for op, goal in (("produce", 800000), ("consume", 1500000)):
         print(f"ferry / kfake {op} records/s: n/a")
         continue
     print(f"ferry / kfake {op} records/s: {f/k:.2f}  (ferry {f:.0f}/s, target >= {goal})")
+print(f"\nEnd to end (Produce called -> record polled): {rate} records/s for {e2e_seconds}s, acks=all, "
+      f"no linger, {parts} partitions (medians of rounds)")
+print(f"{'target':<26}{'records':>10}{'p50 ms':>9}{'p99 ms':>9}{'p99.9 ms':>10}")
+for target, name in (("ferry", "ferry serve"), ("kfake", "kfake (in-process)")):
+    n = med(target, "e2e", "records")
+    if n is None:
+        print(f"{name:<26}{'failed':>10}")
+        continue
+    print(f"{name:<26}{n:>10.0f}{med(target, 'e2e', 'p50_us')/1000:>9.2f}"
+          f"{med(target, 'e2e', 'p99_us')/1000:>9.2f}{med(target, 'e2e', 'p999_us')/1000:>10.2f}")
 PY
 [ "$ferry_ok" = 1 ] || { echo "ferry was not benchmarked (see above)"; exit 1; }

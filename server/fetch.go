@@ -21,9 +21,15 @@ type FetchRequest struct {
 	MaxBytes int
 	// MaxWait long-polls this long when nothing at Offset is visible yet.
 	MaxWait time.Duration
+	// ChunksOnly returns where the batches lie on disk (Chunks) without
+	// reading them: Data stays dst, for a listener that sends the ranges
+	// with sendfile.
+	ChunksOnly bool
 }
 
 // FetchResult holds whole record batches starting at or before Offset.
+// Chunks always say where they lie on disk; Data holds their bytes unless
+// the request was ChunksOnly.
 type FetchResult struct {
 	Data             []byte
 	Chunks           []storage.Chunk
@@ -43,17 +49,27 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 	}
 	wait := WaitPoint(p, req.Offset)
 	res, err := readVisible(p, req, dst)
-	if err == nil && len(res.Data) == len(dst) && req.MaxWait > 0 {
+	if err == nil && res.Size() == 0 && req.MaxWait > 0 {
 		switch b.WaitForData(ctx, 1, []delayed.Wait{wait}, req.MaxWait) {
 		case delayed.Cancelled, delayed.Closed:
 			return res, nil // the client went away, or the broker is closing its logs
 		}
 		res, err = readVisible(p, req, dst)
 	}
-	if n := len(res.Data) - len(dst); n > 0 {
+	if n := res.Size(); n > 0 {
 		b.cfg.Metrics.Topic(req.Topic).Out(n)
 	}
 	return res, err
+}
+
+// Size is the bytes of the batches returned, whether in Data or only in
+// Chunks.
+func (r FetchResult) Size() int {
+	n := 0
+	for _, c := range r.Chunks {
+		n += c.Size
+	}
+	return n
 }
 
 func readVisible(p Partition, req FetchRequest, dst []byte) (FetchResult, error) {
@@ -75,6 +91,7 @@ func readVisible(p Partition, req FetchRequest, dst []byte) (FetchResult, error)
 		MaxBytes:    req.MaxBytes,
 		MinOneBatch: true,
 		MaxOffset:   res.HighWatermark,
+		ChunksOnly:  req.ChunksOnly,
 	}, dst)
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		// Retention moved the start between our check and the read.

@@ -125,6 +125,11 @@ type ReadOptions struct {
 	// MaxOffset, when positive, is exclusive: no batch whose last offset is
 	// >= MaxOffset is returned (the high watermark for consumers).
 	MaxOffset int64
+	// ChunksOnly finds the batches' byte ranges (ReadResult.Chunks)
+	// without reading their bytes: Data stays dst. It reads one batch
+	// header per batch instead, for a caller that sends the ranges from
+	// the files (sendfile) rather than from memory.
+	ChunksOnly bool
 }
 
 // Chunk is a byte range of one segment file holding whole batches, so the

@@ -5,7 +5,7 @@ import "fmt"
 // ReadResult is what Read returns.
 type ReadResult struct {
 	// Data is dst with the whole batches appended (append semantics:
-	// Data[len(dst):] are the batches).
+	// Data[len(dst):] are the batches); just dst with ChunksOnly.
 	Data []byte
 	// Chunks say where the appended bytes lie on disk, in order, for
 	// sendfile. A chunk's file may be deleted by retention right after the
@@ -90,13 +90,24 @@ func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffse
 			return err == nil, err
 		}
 	}
-	before := len(res.Data)
-	data, r, err := s.readInto(f, res.Data, pos, v.size, *budget, opt.MinOneBatch && res.Batches == 0, maxOffset)
+	minOne := opt.MinOneBatch && res.Batches == 0
+	var (
+		n    int
+		data []byte
+		r    readResult
+	)
+	if opt.ChunksOnly {
+		n, r, err = s.scanBatches(f, pos, v.size, *budget, minOne, maxOffset, hdr)
+		data = res.Data
+	} else {
+		before := len(res.Data)
+		data, r, err = s.readInto(f, res.Data, pos, v.size, *budget, minOne, maxOffset)
+		n = len(data) - before
+	}
 	if err != nil {
 		return false, err
 	}
 	if r.batches > 0 {
-		n := len(data) - before
 		res.Data = data
 		res.Chunks = append(res.Chunks, Chunk{Path: s.logPath, Position: pos, Size: n})
 		res.Batches += r.batches

@@ -306,6 +306,104 @@ func (s *segment) readInto(f File, dst []byte, pos, limit int64, budget int, min
 	return dst[:start+used], r, nil
 }
 
+// scanBatches is readInto without the data: it walks the batch headers
+// from pos and returns how many bytes of whole batches readInto would
+// have appended. Small batches' headers are read a window at a time
+// (one pread per headerWindowBytes, not per batch); a large batch costs
+// the read of its header only.
+func (s *segment) scanBatches(f File, pos, limit int64, budget int, minOne bool, maxOffset int64, hdr []byte) (int, readResult, error) {
+	r := readResult{next: -1}
+	hs := headerScan{s: s, f: f, hdr: hdr, limit: limit}
+	defer hs.release()
+	used, stopped := int64(0), false
+	for pos+used < limit {
+		h, err := hs.header(pos + used)
+		if err != nil {
+			if r.batches == 0 && minOne {
+				return 0, r, err // readOne fails the same way
+			}
+			break // readInto stops at a bad tail without an error too
+		}
+		if h.LastOffset() >= maxOffset {
+			stopped = true
+			break
+		}
+		if used+h.Size() > int64(budget) && !(minOne && r.batches == 0) {
+			break
+		}
+		used += h.Size()
+		r.batches++
+		r.next = h.LastOffset() + 1
+	}
+	r.toEnd = !stopped && pos+used == limit
+	return int(used), r, nil
+}
+
+// headerWindowBytes is how much of a segment scanBatches reads at once
+// while batches are small.
+const headerWindowBytes = 16 << 10
+
+var headerWindows = sync.Pool{New: func() any { b := make([]byte, headerWindowBytes); return &b }}
+
+// headerScan reads batch headers forward through a segment, below limit.
+type headerScan struct {
+	s      *segment
+	f      File   // the segment's .log, held by the caller
+	hdr    []byte // BatchHeaderSize bytes, for a lone header
+	window *[]byte
+	buf    []byte // the segment's bytes from at
+	at     int64
+	limit  int64
+	small  bool // the last batch was small: read a window next time
+}
+
+// header parses the batch header at pos, as readHeader does.
+func (hs *headerScan) header(pos int64) (BatchHeader, error) {
+	if hs.limit-pos < BatchHeaderSize {
+		return BatchHeader{}, fmt.Errorf("%w: %d bytes left at position %d of segment %d", ErrCorrupt, hs.limit-pos, pos, hs.s.base)
+	}
+	if pos < hs.at || pos+BatchHeaderSize > hs.at+int64(len(hs.buf)) {
+		if err := hs.fill(pos); err != nil {
+			return BatchHeader{}, err
+		}
+	}
+	h, err := ParseBatchHeader(hs.buf[pos-hs.at:])
+	if err != nil {
+		return h, fmt.Errorf("segment %d position %d: %w", hs.s.base, pos, err)
+	}
+	if h.Size() > hs.limit-pos {
+		return h, fmt.Errorf("%w: batch of %d bytes at position %d of segment %d passes its end %d", ErrCorrupt, h.Size(), pos, hs.s.base, hs.limit)
+	}
+	hs.small = h.Size() < headerWindowBytes/4
+	return h, nil
+}
+
+// fill reads from pos: a window after small batches, else one header.
+func (hs *headerScan) fill(pos int64) error {
+	buf := hs.hdr[:BatchHeaderSize]
+	if hs.small {
+		if hs.window == nil {
+			hs.window = headerWindows.Get().(*[]byte)
+		}
+		buf = (*hs.window)[:min(int64(headerWindowBytes), hs.limit-pos)]
+	}
+	n, err := hs.f.ReadAt(buf, pos)
+	if err != nil && !(errors.Is(err, io.EOF) && n >= BatchHeaderSize) {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: segment %d ends before position %d", ErrCorrupt, hs.s.base, pos+BatchHeaderSize)
+		}
+		return fmt.Errorf("read segment %d at %d: %w", hs.s.base, pos, err)
+	}
+	hs.buf, hs.at = buf[:n], pos
+	return nil
+}
+
+func (hs *headerScan) release() {
+	if hs.window != nil {
+		headerWindows.Put(hs.window)
+	}
+}
+
 // readOne appends the single batch at pos, whatever its size (KIP-74).
 func (s *segment) readOne(f File, dst []byte, pos, limit, maxOffset int64) ([]byte, readResult, error) {
 	r := readResult{next: -1}

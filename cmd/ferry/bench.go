@@ -7,11 +7,12 @@ import (
 	"github.com/ferry-mq/ferry/cmd/ferry/kbench"
 )
 
-// runBench is `ferry bench produce|consume`.
+// runBench is `ferry bench produce|consume|e2e`.
 func runBench(args []string) error {
 	return subcommand("bench", args, map[string]func([]string) error{
 		"produce": func(args []string) error { return benchRun("produce", args, kbench.Produce) },
 		"consume": func(args []string) error { return benchRun("consume", args, kbench.Consume) },
+		"e2e":     func(args []string) error { return benchRun("e2e", args, kbench.EndToEnd) },
 	})
 }
 

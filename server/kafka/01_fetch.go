@@ -22,8 +22,10 @@ package kafka
 // returns its first batch even when larger, later partitions return nothing
 // rather than exceed the limit. Follower fetches (ReplicaID >= 0, or
 // ReplicaState in v15+) are served like consumer fetches, and
-// LastFetchedEpoch (divergence) is not checked. Batches are copied into the
-// response rather than sent with sendfile (storage's Chunks are unused).
+// LastFetchedEpoch (divergence) is not checked. On plaintext connections
+// v4+ batches are not read: storage finds their byte ranges (Chunks) and
+// the writer sends them from the segment files with sendfile
+// (sendfile.go); otherwise they are copied into the response.
 //
 // The response is capped, as in Kafka's KafkaApis, at min(MaxBytes,
 // fetch.max.bytes) (Config.FetchMaxBytes), and MinBytes at that cap. A
@@ -40,6 +42,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/storage"
 )
 
 func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Response {
@@ -64,11 +67,21 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 	return resp
 }
 
+// fetchAnswer is a Fetch response being built. With sendfile, its
+// partitions' RecordBatches stay empty and chunks[k] says where the k-th
+// partition's batches (in response order) lie on disk; chunks is nil when
+// the batches are in RecordBatches.
+type fetchAnswer struct {
+	*kmsg.FetchResponse
+	chunks [][]storage.Chunk
+}
+
 // fetchOnce reads every requested partition once. done reports that the
 // response should be sent now (MinBytes reached or an error); otherwise
 // waits say what each partition had, taken before reading it.
-func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []delayed.Wait, bool) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchAnswer, []delayed.Wait, bool) {
+	resp := &fetchAnswer{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
+	chunksOnly := req.Version >= firstBatchFetchVersion && requestClientFrom(ctx).sendfile
 	budget := int(req.MaxBytes) // capped by handleFetch
 	waits := make([]delayed.Wait, 0, requestedPartitions(req))
 	total, failed := 0, false
@@ -77,7 +90,10 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 		rt.Topic = t.Topic
 		for i := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
-			n, wait, ok := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, budget-total, total == 0)
+			n, wait, ok, chunks := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, budget-total, total == 0, chunksOnly)
+			if chunksOnly {
+				resp.chunks = append(resp.chunks, chunks)
+			}
 			if ok {
 				waits = append(waits, wait)
 			}
@@ -91,42 +107,47 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.F
 }
 
 // fetchPartition fills rp and returns the bytes it added and what a wait
-// on the partition counts from (ok false on an error: no wait).
+// on the partition counts from (ok false on an error: no wait); with
+// chunksOnly the bytes are not read and chunks says where they lie instead.
 func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.FetchRequestTopicPartition,
-	rp *kmsg.FetchResponseTopicPartition, budget int, first bool) (n int, wait delayed.Wait, ok bool) {
+	rp *kmsg.FetchResponseTopicPartition, budget int, first, chunksOnly bool) (n int, wait delayed.Wait, ok bool, chunks []storage.Chunk) {
 	rp.Partition = fp.Partition
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 	rp.RecordBatches = []byte{} // never null: librdkafka rejects a null record set
 	p, err := s.broker.Partition(topic, fp.Partition)
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
-		return 0, wait, false
+		return 0, wait, false, nil
 	}
 	if code := checkLeaderEpoch(fp.CurrentLeaderEpoch, p.LeaderEpoch()); code != 0 {
 		rp.ErrorCode = code
-		return 0, wait, false
+		return 0, wait, false, nil
 	}
 	wait = server.WaitPoint(p, fp.FetchOffset)
 	limit := min(int(fp.PartitionMaxBytes), budget)
 	if limit <= 0 && !first {
 		fillOffsets(rp, p)
-		return 0, wait, true
+		return 0, wait, true, nil
 	}
 	res, err := s.broker.Fetch(ctx, server.FetchRequest{Topic: topic, Partition: fp.Partition,
-		Offset: fp.FetchOffset, MaxBytes: max(limit, 1)}, nil)
+		Offset: fp.FetchOffset, MaxBytes: max(limit, 1), ChunksOnly: chunksOnly}, nil)
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
-		return 0, wait, false
+		return 0, wait, false, nil
 	}
-	wait.KnownBytes = int64(len(res.Data))
-	if !first && len(res.Data) > budget {
-		return 0, wait, true // KIP-74: only the first partition may exceed the limits
+	size := res.Size()
+	wait.KnownBytes = int64(size)
+	if !first && size > budget {
+		return 0, wait, true, nil // KIP-74: only the first partition may exceed the limits
 	}
 	if len(res.Data) > 0 {
 		rp.RecordBatches = res.Data
 	}
-	return len(res.Data), wait, true
+	if !chunksOnly {
+		return size, wait, true, nil
+	}
+	return size, wait, true, res.Chunks
 }
 
 func requestedPartitions(req *kmsg.FetchRequest) int {

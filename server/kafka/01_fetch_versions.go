@@ -22,14 +22,43 @@ const firstTopicIDFetchVersion = 13
 func (s *Server) serveFetch(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.FetchRequest)
 	unknownIDs := s.resolveFetchTopicIDs(req)
-	resp, ok := s.handleFetch(ctx, req).(*kmsg.FetchResponse)
+	ans, ok := s.handleFetch(ctx, req).(*fetchAnswer)
 	if !ok {
-		return resp
+		return nil
 	}
+	if ans.chunks != nil {
+		if hook := testHookBeforeOpenSections.Load(); hook != nil {
+			(*hook)()
+		}
+		parts, err := openSections(ans.FetchResponse, ans.chunks, requestClientFrom(ctx).files)
+		if err != nil {
+			// A segment went (retention) or changed since the read: read
+			// again, into memory, which answers what the log holds now.
+			s.logger.Debug("fetch: copying instead of sendfile", "err", err)
+			ctx = withoutSendfile(ctx)
+			if ans, ok = s.handleFetch(ctx, req).(*fetchAnswer); !ok {
+				return nil
+			}
+		} else {
+			sf := &sendfileFetch{FetchResponse: ans.FetchResponse, parts: parts}
+			if req.Version >= firstTopicIDFetchVersion {
+				answerFetchTopicIDs(req, sf.FetchResponse, unknownIDs)
+			}
+			return sf
+		}
+	}
+	resp := ans.FetchResponse
 	if req.Version >= firstTopicIDFetchVersion {
 		answerFetchTopicIDs(req, resp, unknownIDs)
 	}
 	return s.downConvertFetch(req, resp)
+}
+
+// withoutSendfile makes a request's fetches copy their batches.
+func withoutSendfile(ctx context.Context) context.Context {
+	rc := requestClientFrom(ctx)
+	rc.sendfile = false
+	return context.WithValue(ctx, requestClientKey{}, rc)
 }
 
 // resolveFetchTopicIDs names each topic of a v13+ request by its id. Ids

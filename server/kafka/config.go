@@ -80,6 +80,11 @@ type Config struct {
 	// request's own MaxBytes; the first batch is sent even when larger,
 	// so consumers make progress. Default 57671680 (55 MiB).
 	FetchMaxBytes int32
+	// DisableSendfile serves Fetch record batches from memory (read, then
+	// written) instead of from the segment files with sendfile, which is
+	// used by default on plaintext TCP connections for Fetch v4+. A TLS
+	// listener must copy. Chiefly for comparison and tests.
+	DisableSendfile bool
 	// Logger receives connection and request errors. Default slog.Default.
 	Logger *slog.Logger
 	// Metrics counts requests per API, their latency and errors, open

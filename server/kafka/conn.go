@@ -45,8 +45,12 @@ type conn struct {
 	nc         net.Conn
 	remote     string
 	ip         netip.Addr // the client's address; invalid when not TCP
-	out        chan []byte
+	out        chan outgoing
 	writerDone chan struct{}
+	// sendfile: Fetch responses may send batches from the segment files;
+	// sendfileFiles counts the files open for them (maxConnSendfileFiles).
+	sendfile      bool
+	sendfileFiles atomic.Int32
 	// stopping is set by Shutdown: the reader finishes its request and stops.
 	stopping atomic.Bool
 }
@@ -56,9 +60,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 		s:          s,
 		nc:         nc,
 		remote:     nc.RemoteAddr().String(),
-		out:        make(chan []byte, outQueue),
+		out:        make(chan outgoing, outQueue),
 		writerDone: make(chan struct{}),
 	}
+	_, tcp := nc.(*net.TCPConn)
+	c.sendfile = tcp && !s.cfg.DisableSendfile
 	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = ta.AddrPort().Addr().Unmap()
 	}
@@ -73,7 +79,7 @@ func (c *conn) stopReading() {
 
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
-	defer close(c.out)
+	defer c.closeOut()
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
 	// Two clock reads per request when metrics are on, none when off:
 	// started (request read) and finished (response handed to the writer),
@@ -90,10 +96,11 @@ func (c *conn) readLoop() {
 		}
 		resp, keep, served := c.s.handle(c, frame)
 		release()
-		if resp != nil {
+		if resp.buf != nil {
 			select {
 			case c.out <- resp:
 			case <-c.writerDone:
+				resp.close()
 				return
 			}
 		}
@@ -105,6 +112,16 @@ func (c *conn) readLoop() {
 		if !keep {
 			return
 		}
+	}
+}
+
+// closeOut ends the writer's queue and, once the writer is done, closes
+// the files of responses it left unsent (it stops early on a write error).
+func (c *conn) closeOut() {
+	close(c.out)
+	<-c.writerDone
+	for resp := range c.out {
+		resp.close()
 	}
 }
 
@@ -197,19 +214,42 @@ func (c *conn) writeLoop() {
 	defer c.nc.Close()
 	defer close(c.writerDone)
 	// Pipelined responses already queued go out in one writev; no copy
-	// and no per-connection write buffer.
+	// and no per-connection write buffer. A response with file sections
+	// (sendfile) goes out on its own, after those queued before it.
 	var queued [outQueue][]byte
 	for resp := range c.out {
-		bufs := append(net.Buffers(queued[:0]), resp) // WriteTo consumes bufs, not queued
-		for len(c.out) > 0 && len(bufs) < outQueue {
-			bufs = append(bufs, <-c.out)
-		}
-		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := bufs.WriteTo(c.nc); err != nil {
+		if err := c.writeQueued(resp, queued[:0]); err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				c.s.logger.Info("connection write failed", "remote", c.remote, "err", err)
 			}
 			return
 		}
 	}
+}
+
+// writeQueued writes resp and the responses queued behind it, in order.
+func (c *conn) writeQueued(resp outgoing, queued [][]byte) error {
+	bufs := net.Buffers(queued) // WriteTo consumes bufs, not queued
+	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	for {
+		if len(resp.files) == 0 {
+			bufs = append(bufs, resp.buf)
+		} else {
+			_, err := bufs.WriteTo(c.nc)
+			if err == nil {
+				err = resp.send(c.nc)
+			}
+			bufs = net.Buffers(queued)
+			resp.close()
+			if err != nil {
+				return err
+			}
+		}
+		if len(c.out) == 0 || len(bufs) >= outQueue {
+			break
+		}
+		resp = <-c.out
+	}
+	_, err := bufs.WriteTo(c.nc)
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -75,39 +76,47 @@ func skipTags(b []byte) ([]byte, error) {
 // connection open, and the API's request metrics for the reader to time
 // it (nil when metrics are off or the request was not served); failed
 // partitions are counted here.
-func (s *Server) handle(c *conn, frame []byte) (_ []byte, keep bool, served *metrics.Request) {
+func (s *Server) handle(c *conn, frame []byte) (_ outgoing, keep bool, served *metrics.Request) {
 	h, rest, err := parseHeader(frame)
 	if err != nil {
 		s.logger.Warn("closing connection: bad request header", "remote", c.remote, "err", err)
-		return nil, false, nil
+		return outgoing{}, false, nil
 	}
 	if h.key == apiVersionsKey && !inRange(h.key, h.version) {
 		// Kafka answers any ApiVersions version, so a newer client learns
 		// what this broker speaks: v0 body, UNSUPPORTED_VERSION, the ranges.
-		return encodeResponse(h.correlation, unsupportedAPIVersions()), true, s.metrics.served(h.key, nil)
+		return outgoing{buf: encodeResponse(h.correlation, unsupportedAPIVersions())}, true, s.metrics.served(h.key, nil)
 	}
 	req, err := s.decodeRequest(h, rest)
 	if err != nil {
 		served = s.metrics.failedDecode(h.key)
 		s.logger.Warn("closing connection: cannot serve request", "remote", c.remote, "client_id", h.clientID,
 			"api_key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version, "err", err)
-		return nil, false, served
+		return outgoing{}, false, served
 	}
 	resp, ok := s.serve(c, h, req)
-	served = s.metrics.served(h.key, resp)
+	sf, _ := resp.(*sendfileFetch)
+	if sf != nil {
+		served = s.metrics.served(h.key, sf.FetchResponse)
+	} else {
+		served = s.metrics.served(h.key, resp)
+	}
 	if !ok { // the handler panicked
 		served.Failed(errorName(codeUnknownServerError), 1)
-		return nil, false, served
+		return outgoing{}, false, served
 	}
 	if resp == closeConnection {
 		s.logger.Info("closing connection after a failed acks=0 produce", "remote", c.remote, "client_id", h.clientID)
-		return nil, false, served
+		return outgoing{}, false, served
 	}
 	if resp == nil {
-		return nil, true, served
+		return outgoing{}, true, served
 	}
 	resp.SetVersion(h.version)
-	return encodeResponse(h.correlation, resp), true, served
+	if sf != nil {
+		return encodeSendfileFetch(h.correlation, sf), true, served
+	}
+	return outgoing{buf: encodeResponse(h.correlation, resp)}, true, served
 }
 
 // decodeRequest checks the key and version against the table and parses
@@ -145,14 +154,20 @@ func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Re
 			resp, ok = nil, false
 		}
 	}()
-	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote})
+	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, sendfile: c.sendfile, files: &c.sendfileFiles})
 	return lookupAPI(h.key).serve(s, ctx, req), true
 }
 
 // requestClient is who sent a request: the header's client id and the
 // connection's peer address. Handlers that record it (JoinGroup) read it
-// from the context.
-type requestClient struct{ id, remote string }
+// from the context. sendfile says the connection may send Fetch batches
+// from the segment files (plaintext TCP); files counts the segment files
+// its responses hold open.
+type requestClient struct {
+	id, remote string
+	sendfile   bool
+	files      *atomic.Int32
+}
 
 type requestClientKey struct{}
 

@@ -22,7 +22,11 @@
 //
 // The reader serves one request at a time, as Kafka does per connection,
 // so responses leave in request order while the writer overlaps the
-// network write with reading the next request (pipelining). A malformed or
+// network write with reading the next request (pipelining). A Fetch (v4+)
+// response on a plaintext TCP connection is a hand-framed header plus open
+// segment-file ranges the writer sends with sendfile (sendfile.go): its
+// batches are never read into memory, so its allocations do not grow with
+// its size; Config.DisableSendfile (and, later, TLS) copies instead. A malformed or
 // oversized frame, an unknown API key or a version outside the table closes
 // that connection with a log line (ApiVersions is always answered); a panic
 // in a handler is recovered, logged as a bug and closes only that

@@ -53,3 +53,31 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The end-to-end run sees every record it sent, once, after records that
+// were in the topic before it started, and reports ordered latencies.
+func TestEndToEnd(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := Config{Bootstrap: strings.Join(c.ListenAddrs(), ","), Topic: "e", RecordSize: 100, Records: 300,
+		Partitions: 2, Acks: "all", Compression: "none", Duration: 20 * time.Second, Buffered: 1000, Rate: 2000}
+	if _, err := Produce(ctx, cfg); err != nil { // earlier records the e2e consumer must skip
+		t.Fatal(err)
+	}
+	got, err := EndToEnd(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Records != 300 || got.P50 <= 0 || got.P99 < got.P50 || got.P999 < got.P99 {
+		t.Fatalf("e2e result %+v", got)
+	}
+	cfg.Rate = 0
+	if _, err := EndToEnd(ctx, cfg); err == nil {
+		t.Fatal("a run without a rate was accepted")
+	}
+}

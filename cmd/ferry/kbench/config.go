@@ -22,6 +22,7 @@ type Config struct {
 	Buffered    int           // records the producer buffers before Produce blocks
 	Linger      time.Duration // how long a partition's batch waits to fill
 	Progress    io.Writer     // progress bar, e.g. a terminal's stderr; nil: none
+	Rate        int           // records/s the end-to-end benchmark produces at
 }
 
 // RegisterFlags adds the benchmark flags (all but --bootstrap) to fs with
@@ -35,6 +36,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "stop after this long even if --records are not done (0: no bound)")
 	fs.IntVar(&c.Buffered, "buffered-records", 32<<10, "records the producer buffers before it blocks (bounds latency measured from Produce)")
+	fs.IntVar(&c.Rate, "rate", 10_000, "records/s produced by the end-to-end latency benchmark (bench e2e)")
 	fs.DurationVar(&c.Linger, "linger", 5*time.Millisecond, "how long a batch waits to fill (producer linger)")
 }
 

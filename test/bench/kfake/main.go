@@ -23,14 +23,19 @@ func main() {
 	var cfg kbench.Config
 	fs := flag.NewFlagSet("kfake", flag.ExitOnError)
 	cfg.RegisterFlags(fs)
+	ops := fs.String("ops", "produce,consume", "benchmarks to run, in order: produce, consume, e2e")
 	fs.Parse(os.Args[1:])
-	if err := run(cfg); err != nil {
+	if err := run(cfg, strings.Split(*ops, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "kfake bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg kbench.Config) error {
+var benchmarks = map[string]func(context.Context, kbench.Config) (kbench.Result, error){
+	"produce": kbench.Produce, "consume": kbench.Consume, "e2e": kbench.EndToEnd,
+}
+
+func run(cfg kbench.Config, ops []string) error {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0))
 	if err != nil {
 		return fmt.Errorf("start kfake: %w", err)
@@ -42,7 +47,11 @@ func run(cfg kbench.Config) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	for _, bench := range []func(context.Context, kbench.Config) (kbench.Result, error){kbench.Produce, kbench.Consume} {
+	for _, op := range ops {
+		bench, ok := benchmarks[op]
+		if !ok {
+			return fmt.Errorf("--ops: unknown benchmark %q", op)
+		}
 		res, err := bench(ctx, cfg)
 		if err != nil {
 			return err
