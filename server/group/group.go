@@ -151,6 +151,10 @@ type group struct {
 	syncDeadline      time.Time // CompletingRebalance: when the leader is given up on
 
 	offsets map[topicPartition]offsetEntry
+	// committing counts offset writes under way: a group created by a
+	// commit has no offsets until its write lands, and Tick must not
+	// forget it meanwhile (the commit would land in a detached group).
+	committing int
 	// changed is closed on every state or assignment change (for pollers).
 	changed chan struct{}
 }

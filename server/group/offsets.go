@@ -287,10 +287,14 @@ func (c *Coordinator) HandleOffsetCommit(ctx context.Context, req *kmsg.OffsetCo
 	}
 	if len(set) > 0 {
 		g := c.lockGroup(req.Group, true)
+		g.committing++
 		g.mu.Unlock()
 		g.commitMu.Lock()
 		err := c.storeOffsets(ctx, g, set)
 		g.commitMu.Unlock()
+		g.mu.Lock()
+		g.committing--
+		g.mu.Unlock()
 		if err != nil {
 			c.logger.Warn("offset commit failed", "group", req.Group, "err", err)
 			for tp := range set {

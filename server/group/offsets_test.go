@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -424,6 +425,44 @@ func TestOffsetsTopicDefaultsToFiftyPartitions(t *testing.T) {
 	for i, g := range groups {
 		if got := e.fetchV1(g, "t", 0)[0]; got != int64(10+i) {
 			t.Fatalf("after restart %s is at %d, want %d", g, got, 10+i)
+		}
+	}
+}
+
+// A group that exists only through a commit has no offsets until the
+// commit's write lands; a Tick meanwhile must not forget it, or the
+// offsets land in a group nobody can find (seen as a 404 on reset).
+func TestTickDuringFirstCommitKeepsTheGroup(t *testing.T) {
+	e := newTestEnv(t)
+	e.createTopic("t", 1)
+	stop := make(chan struct{})
+	ticking := make(chan struct{})
+	go func() {
+		defer close(ticking)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				e.c.Tick()
+			}
+		}
+	}()
+	const groups = 40
+	for i := range groups {
+		if codes := e.commit(commitReq(8, fmt.Sprintf("new-%d", i), "", -1, "t", map[int32]int64{0: 7})); codes[0] != 0 {
+			t.Fatalf("commit %d: %v", i, codes)
+		}
+	}
+	close(stop)
+	<-ticking
+	for i := range groups {
+		name := fmt.Sprintf("new-%d", i)
+		if _, ok := e.c.Describe(name); !ok {
+			t.Fatalf("group %s was forgotten while its first commit was written", name)
+		}
+		if got := e.fetchV1(name, "t", 0)[0]; got != 7 {
+			t.Fatalf("group %s at %d, want 7", name, got)
 		}
 	}
 }
