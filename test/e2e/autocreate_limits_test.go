@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,26 +118,8 @@ func TestPartitionLimitAcrossRequests(t *testing.T) {
 	node.WaitKafka()
 	var created, policy int
 	for round := 0; round < 10; round++ {
-		req := kmsg.NewPtrMetadataRequest()
-		req.Version = 1
-		for i := range 16 {
-			name := fmt.Sprintf("limit-%d-%d", round, i)
-			rt := kmsg.NewMetadataRequestTopic()
-			rt.Topic = &name
-			req.Topics = append(req.Topics, rt)
-		}
-		resp := kmsg.NewPtrMetadataResponse()
-		rawKafkaRequest(t, node.KafkaAddr, req, resp)
-		for _, rt := range resp.Topics {
-			switch rt.ErrorCode {
-			case 0:
-				created++
-			case 44:
-				policy++
-			default:
-				t.Fatalf("topic %s: error %d", *rt.Topic, rt.ErrorCode)
-			}
-		}
+		codes := metadataCodes(t, node.KafkaAddr, "limit-%d-%d", round, 16, 0, 44)
+		created, policy = created+codes[0], policy+codes[44]
 	}
 	// __consumer_offsets holds one of the 20 partitions.
 	if created != 19 || policy != 160-19 {
@@ -217,26 +200,8 @@ func TestAutoCreateCannotExhaustFileDescriptors(t *testing.T) {
 	node := startWithFdLimit(t, fdLimit)
 	created, refused := 0, false
 	for round := 0; round < 140 && !refused; round++ {
-		req := kmsg.NewPtrMetadataRequest()
-		req.Version = 1
-		for i := range 16 {
-			name := fmt.Sprintf("fd-%03d-%02d", round, i)
-			rt := kmsg.NewMetadataRequestTopic()
-			rt.Topic = &name
-			req.Topics = append(req.Topics, rt)
-		}
-		resp := kmsg.NewPtrMetadataResponse()
-		rawKafkaRequest(t, node.KafkaAddr, req, resp)
-		for _, rt := range resp.Topics {
-			switch rt.ErrorCode {
-			case 0:
-				created++
-			case 44:
-				refused = true
-			default:
-				t.Fatalf("topic %s: error %d after %d created", *rt.Topic, rt.ErrorCode, created)
-			}
-		}
+		codes := metadataCodes(t, node.KafkaAddr, "fd-%03d-%02d", round, 16, 0, 44)
+		created, refused = created+codes[0], codes[44] > 0
 	}
 	t.Logf("created %d topics (refused: %v) under %d descriptors", created, refused, fdLimit)
 	if !refused && created <= fdLimit {
@@ -290,4 +255,29 @@ func startWithFdLimit(t *testing.T, limit int) *harness.Node {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return node
+}
+
+// metadataCodes sends one Metadata v1 request naming n topics
+// (fmt.Sprintf(format, round, i)), which auto-creates them where allowed,
+// and counts the answers' error codes; a code not in allowed fails t.
+func metadataCodes(t *testing.T, addr, format string, round, n int, allowed ...int16) map[int16]int {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 1
+	for i := range n {
+		name := fmt.Sprintf(format, round, i)
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = &name
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := kmsg.NewPtrMetadataResponse()
+	rawKafkaRequest(t, addr, req, resp)
+	codes := map[int16]int{}
+	for _, rt := range resp.Topics {
+		if !slices.Contains(allowed, rt.ErrorCode) {
+			t.Fatalf("topic %s: error %d", *rt.Topic, rt.ErrorCode)
+		}
+		codes[rt.ErrorCode]++
+	}
+	return codes
 }

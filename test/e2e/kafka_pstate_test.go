@@ -85,18 +85,7 @@ func TestKafkaIdempotenceAfterKill9UsesRollSnapshot(t *testing.T) {
 	}
 	last := produceRange(t, ctx, cl, opts, 80, 84) // after the snapshot
 	cl.Close()
-
-	node.Kill()
-	node.Restart()
-	node.WaitKafka()
-	cl = franz(t, node)
-	if p := rawProduce(t, ctx, cl, last); p.ErrorCode != 0 || p.BaseOffset != 82 {
-		t.Fatalf("retry after kill -9: %+v, want the original offset 82", p)
-	}
-	opts.BaseSequence = 90
-	if p := rawProduce(t, ctx, cl, idemBatch(t, opts)); p.ErrorCode != 45 {
-		t.Fatalf("gap after kill -9: error %d, want OUT_OF_ORDER_SEQUENCE_NUMBER (45)", p.ErrorCode)
-	}
+	cl = retryAfterKill(t, ctx, node, last, 82, opts, 90)
 	if end := idemEndOffset(t, ctx, cl); end != 84 {
 		t.Fatalf("end offset after the retry: %d, want 84 (nothing appended twice)", end)
 	}

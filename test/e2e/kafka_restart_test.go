@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // TestKafkaIdempotenceSurvivesKill9: a producer's batch retried after the
@@ -34,18 +35,7 @@ func TestKafkaIdempotenceSurvivesKill9(t *testing.T) {
 		}
 	}
 	cl.Close()
-
-	node.Kill()
-	node.Restart()
-	node.WaitKafka()
-	cl = franz(t, node)
-	if p := rawProduce(t, ctx, cl, last); p.ErrorCode != 0 || p.BaseOffset != 18 {
-		t.Fatalf("retry after kill -9: %+v, want the original offset 18", p)
-	}
-	opts.BaseSequence = 25
-	if p := rawProduce(t, ctx, cl, idemBatch(t, opts)); p.ErrorCode != 45 {
-		t.Fatalf("gap after kill -9: error %d, want OUT_OF_ORDER_SEQUENCE_NUMBER (45)", p.ErrorCode)
-	}
+	cl = retryAfterKill(t, ctx, node, last, 18, opts, 25)
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "durable-idem", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, Timestamp: -1, CurrentLeaderEpoch: -1}}}}
 	if resp, err := lo.RequestWith(ctx, cl); err != nil || resp.Topics[0].Partitions[0].Offset != 20 {
@@ -55,6 +45,27 @@ func TestKafkaIdempotenceSurvivesKill9(t *testing.T) {
 	if err != nil || again.ProducerID <= init.ProducerID {
 		t.Fatalf("producer id after restart %+v (%v), want above %d", again, err, init.ProducerID)
 	}
+}
+
+// retryAfterKill kill -9s and restarts node, then checks that the
+// idempotent batch last, acknowledged before the kill, is answered with its
+// original offset and that a sequence gap (gapSeq) is refused; it answers
+// a client of the restarted node.
+func retryAfterKill(t *testing.T, ctx context.Context, node *harness.Node, last []byte, offset int64,
+	opts records.BatchOptions, gapSeq int32) *kgo.Client {
+	t.Helper()
+	node.Kill()
+	node.Restart()
+	node.WaitKafka()
+	cl := franz(t, node)
+	if p := rawProduce(t, ctx, cl, last); p.ErrorCode != 0 || p.BaseOffset != offset {
+		t.Fatalf("retry after kill -9: %+v, want the original offset %d", p, offset)
+	}
+	opts.BaseSequence = gapSeq
+	if p := rawProduce(t, ctx, cl, idemBatch(t, opts)); p.ErrorCode != 45 {
+		t.Fatalf("gap after kill -9: error %d, want OUT_OF_ORDER_SEQUENCE_NUMBER (45)", p.ErrorCode)
+	}
+	return cl
 }
 
 func idemBatch(t *testing.T, opts records.BatchOptions) []byte {
