@@ -69,6 +69,18 @@ func TestSlowBodyIs408(t *testing.T) {
 	}
 	defer b.Close()
 	cfg := Config{Logger: slog.New(slog.DiscardHandler), ReadTimeout: 300 * time.Millisecond}
+	addr := serveHTTP(t, b, cfg)
+	raw := "POST /kafka/t HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a\":"
+	if status, body := rawExchange(t, addr, raw, false); status != http.StatusRequestTimeout || body.ErrorCode != codeBodyTimeout {
+		t.Errorf("slow body: %d %+v; want 408/%d", status, body, codeBodyTimeout)
+	}
+}
+
+// serveHTTP runs a gateway on b with cfg behind NewHTTPServer (its timeouts
+// and limits, which httptest does not apply) on a loopback port until the
+// test ends, and answers the address.
+func serveHTTP(t *testing.T, b *server.Broker, cfg Config) string {
+	t.Helper()
 	g, err := New(b, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -79,9 +91,6 @@ func TestSlowBodyIs408(t *testing.T) {
 	}
 	srv := NewHTTPServer("", g.Handler(), cfg)
 	go srv.Serve(ln)
-	defer srv.Close()
-	raw := "POST /kafka/t HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a\":"
-	if status, body := rawExchange(t, ln.Addr().String(), raw, false); status != http.StatusRequestTimeout || body.ErrorCode != codeBodyTimeout {
-		t.Errorf("slow body: %d %+v; want 408/%d", status, body, codeBodyTimeout)
-	}
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -30,20 +29,10 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 	}
 	defer c.Close()
 	cfg := Config{Logger: logger, Groups: c, ReadTimeout: 300 * time.Millisecond}
-	g, err := New(b, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := NewHTTPServer("", g.Handler(), cfg)
-	go srv.Serve(ln)
-	defer srv.Close()
+	addr := serveHTTP(t, b, cfg)
 	b.CreateTopic(server.TopicSpec{Name: "t", Partitions: 1})
 	start := time.Now()
-	res, err := http.Get("http://" + ln.Addr().String() + "/kafka/t/stream?group=s&max_duration=1500ms&heartbeat_ms=100")
+	res, err := http.Get("http://" + addr + "/kafka/t/stream?group=s&max_duration=1500ms&heartbeat_ms=100")
 	if err != nil {
 		t.Fatal(err)
 	}
