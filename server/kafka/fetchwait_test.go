@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -16,17 +15,6 @@ func createTopic(t *testing.T, ts *testServer, name string, partitions int32) {
 	t.Helper()
 	if err := ts.broker.CreateTopic(server.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: 1}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitUntil polls cond, failing after 10 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -47,7 +35,7 @@ func TestWaitingFetchReadsNothingUntilData(t *testing.T) {
 	createTopic(t, ts, "idle", 1)
 	c, other := ts.dial(t), ts.dial(t)
 	corr := c.send(withVersion(fetchReq("idle", 0, 0, 5000, 1), 12))
-	waitUntil(t, "the fetch to wait", func() bool { return ts.broker.WaitingFetches("idle", 0) == 1 })
+	waitFor(t, "the fetch to wait", func() bool { return ts.broker.WaitingFetches("idle", 0) == 1 })
 	if n := logReads(t, ts, "idle", 0); n != 0 {
 		t.Fatalf("%d log reads while waiting on an empty partition, want 0", n)
 	}
@@ -74,7 +62,7 @@ func TestWaitingFetchCountsBytesWithoutReading(t *testing.T) {
 	c, other := ts.dial(t), ts.dial(t)
 	one := batch(t, records.BatchOptions{}, "0123456789")
 	corr := c.send(withVersion(fetchReq("count", 0, 0, 60_000, int32(3*len(one))), 12))
-	waitUntil(t, "the fetch to wait", func() bool { return ts.broker.WaitingFetches("count", 0) == 1 })
+	waitFor(t, "the fetch to wait", func() bool { return ts.broker.WaitingFetches("count", 0) == 1 })
 	for i := range 2 {
 		produceOne(other, 9, "count", batch(t, records.BatchOptions{}, "0123456789"))
 		if n := logReads(t, ts, "count", 0); n != 0 || ts.broker.WaitingFetches("count", 0) != 1 {
@@ -108,7 +96,7 @@ func TestWaitingFetchOverPartitionsReadsOnce(t *testing.T) {
 	rp.Partition, rp.PartitionMaxBytes = 1, 1<<20
 	req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
 	corr := c.send(withVersion(req, 12))
-	waitUntil(t, "the fetch to wait", func() bool { return ts.broker.WaitingFetches("two", 1) == 1 })
+	waitFor(t, "the fetch to wait", func() bool { return ts.broker.WaitingFetches("two", 1) == 1 })
 	do[*kmsg.ProduceResponse](other, produceReq("two", 1, -1, batch(t, records.BatchOptions{}, "y")), 9)
 	if r0, r1 := logReads(t, ts, "two", 0), logReads(t, ts, "two", 1); r0 != 1 || r1 != 0 {
 		t.Fatalf("while waiting: %d reads of partition 0 (want 1, before waiting), %d of 1 (want 0)", r0, r1)
@@ -140,7 +128,7 @@ func TestWaitingFetchesStartNoGoroutines(t *testing.T) {
 	for _, c := range conns {
 		c.send(withVersion(fetchReq("g", 0, 0, 10_000, 1), 12))
 	}
-	waitUntil(t, "5 fetches to wait", func() bool { return ts.broker.WaitingFetches("g", 0) == 5 })
+	waitFor(t, "5 fetches to wait", func() bool { return ts.broker.WaitingFetches("g", 0) == 5 })
 	if extra := runtime.NumGoroutine() - before; extra > 0 {
 		t.Fatalf("5 waiting fetches added %d goroutines, want 0", extra)
 	}

@@ -3,7 +3,6 @@ package kafka
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,22 +36,15 @@ func TestJoinGroupMemberIDAndDescribeCarryClient(t *testing.T) {
 	req.SetVersion(5)
 	joiner.send(req)
 	admin := ts.dial(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var members []kmsg.DescribeGroupsResponseGroupMember
+	waitFor(t, "the joining member to show in DescribeGroups", func() bool {
 		dr := kmsg.NewPtrDescribeGroupsRequest()
 		dr.Groups = []string{"g"}
-		resp := do[*kmsg.DescribeGroupsResponse](admin, dr, 5)
-		if ms := resp.Groups[0].Members; len(ms) == 1 {
-			m := ms[0]
-			if m.MemberID != first.MemberID || m.ClientID != "test" || m.ClientHost != "/127.0.0.1" {
-				t.Fatalf("member %q client id %q host %q, want %q, \"test\", \"/127.0.0.1\"",
-					m.MemberID, m.ClientID, m.ClientHost, first.MemberID)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the member never showed up: %+v", resp.Groups[0])
-		}
-		time.Sleep(10 * time.Millisecond)
+		members = do[*kmsg.DescribeGroupsResponse](admin, dr, 5).Groups[0].Members
+		return len(members) == 1
+	})
+	if m := members[0]; m.MemberID != first.MemberID || m.ClientID != "test" || m.ClientHost != "/127.0.0.1" {
+		t.Fatalf("member %q client id %q host %q, want %q, \"test\", \"/127.0.0.1\"",
+			m.MemberID, m.ClientID, m.ClientHost, first.MemberID)
 	}
 }

@@ -490,13 +490,8 @@ func TestSendfileWideFetchMatchesCopying(t *testing.T) {
 	if got := rawFetch(t, ts.dial(t), req, 12); !bytes.Equal(got, want) { // both clients' first request
 		t.Fatal("wide sendfile answer differs from the copying one")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for held := connFilesHeld(ts.Server); held != 0; held = connFilesHeld(ts.Server) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d segment files still held after the answer was read", held)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the connection to release its segment files once the answer was read",
+		func() bool { return connFilesHeld(ts.Server) == 0 })
 }
 
 func connFilesHeld(s *Server) int32 {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -197,7 +196,7 @@ func checkHealthy(t *testing.T, node *harness.Node) {
 // HTTP, new Kafka connections and topic changes.
 func TestAutoCreateCannotExhaustFileDescriptors(t *testing.T) {
 	const fdLimit = 2048
-	node := startWithFdLimit(t, fdLimit)
+	node := harness.StartWithFDLimit(t, fdLimit)
 	created, refused := 0, false
 	for round := 0; round < 140 && !refused; round++ {
 		codes := metadataCodes(t, node.KafkaAddr, "fd-%03d-%02d", round, 16, 0, 44)
@@ -217,44 +216,6 @@ func TestAutoCreateCannotExhaustFileDescriptors(t *testing.T) {
 	if dirs := partitionDirs(t, node, "fd-"); len(dirs) > created {
 		t.Fatalf("%d fd-* directories for %d created topics", len(dirs), created)
 	}
-}
-
-// startWithFdLimit runs `ferry serve` under a hard fd limit (the Go runtime
-// raises the soft limit to the hard one at start), stopped at cleanup.
-func startWithFdLimit(t *testing.T, limit int) *harness.Node {
-	t.Helper()
-	node := &harness.Node{DataDir: t.TempDir(), HTTPPort: harness.FreePort(t)}
-	node.URL = fmt.Sprintf("http://127.0.0.1:%d", node.HTTPPort)
-	node.KafkaAddr = fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	cmd := exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, limit), harness.Binary(t),
-		"serve", "--data-dir", node.DataDir, "--http-addr", fmt.Sprintf("127.0.0.1:%d", node.HTTPPort), "--kafka-addr", node.KafkaAddr)
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("ferry logs:\n%s", logs.String())
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := http.Get(node.URL + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ferry under ulimit -n %d not ready", limit)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return node
 }
 
 // metadataCodes sends one Metadata v1 request naming n topics

@@ -127,18 +127,11 @@ func TestKafkaRequestMemoryGauges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	waitFor(t, 10*time.Second, "900 KiB reserved and one connection waiting for the budget", func() bool {
 		s := scrapeMetrics(t, node)
-		reserved := s.value("ferry_request_memory_reserved_bytes", "listener=kafka")
-		waiting := s.value("ferry_request_memory_waiting_connections", "listener=kafka")
-		if reserved == 900<<10 && waiting == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reserved %v bytes, %v waiting; want %d and 1", reserved, waiting, 900<<10)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return s.value("ferry_request_memory_reserved_bytes", "listener=kafka") == 900<<10 &&
+			s.value("ferry_request_memory_waiting_connections", "listener=kafka") == 1
+	})
 }
 
 // Before: the same partition listed 50 times with MaxBytes 2^31-1

@@ -76,13 +76,8 @@ func TestKafkaIdempotenceAfterKill9UsesRollSnapshot(t *testing.T) {
 	}
 	opts := records.BatchOptions{ProducerID: init.ProducerID, ProducerEpoch: init.ProducerEpoch}
 	produceRange(t, ctx, cl, opts, 0, 80) // several 1 KiB segments
-	deadline := time.Now().Add(20 * time.Second)
-	for len(snapshotFiles(t, node)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no producer state snapshot after segment rolls")
-		}
-		time.Sleep(50 * time.Millisecond) // polling the flush loop's work
-	}
+	waitFor(t, 20*time.Second, "a producer state snapshot after segment rolls (the flush loop writes it)",
+		func() bool { return len(snapshotFiles(t, node)) > 0 })
 	last := produceRange(t, ctx, cl, opts, 80, 84) // after the snapshot
 	cl.Close()
 	cl = retryAfterKill(t, ctx, node, last, 82, opts, 90)
