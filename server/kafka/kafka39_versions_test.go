@@ -46,14 +46,7 @@ func TestApiVersionsAdvertisesKafka39Ranges(t *testing.T) {
 }
 
 func TestListOffsetsV0AnswersOldStyleOffsets(t *testing.T) {
-	ts := newTestServer(t)
-	c := ts.dial(t)
-	var b records.Builder
-	for i, ts := range []int64{1000, 5000, 3000} {
-		b.Add(records.Record{Value: []byte{byte(i)}, Timestamp: ts})
-	}
-	data, _ := b.AppendBatch(nil, records.BatchOptions{})
-	produceOne(c, 9, "lo0", data)
+	c := listOffsetsTopic(t, "lo0")
 	for _, tc := range []struct {
 		ts   int64
 		max  int32

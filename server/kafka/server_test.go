@@ -193,15 +193,22 @@ func listOffsetsReq(topic string, ts int64) *kmsg.ListOffsetsRequest {
 	return req
 }
 
-func TestListOffsets(t *testing.T) {
-	ts := newTestServer(t)
-	c := ts.dial(t)
+// listOffsetsTopic writes records stamped 1000, 5000 and 3000 to topic,
+// offsets 0-2, for ListOffsets by timestamp; it answers the connection.
+func listOffsetsTopic(t *testing.T, topic string) *client {
+	t.Helper()
+	c := newTestServer(t).dial(t)
 	var b records.Builder
 	for i, ts := range []int64{1000, 5000, 3000} {
 		b.Add(records.Record{Value: []byte{byte(i)}, Timestamp: ts})
 	}
 	data, _ := b.AppendBatch(nil, records.BatchOptions{})
-	produceOne(c, 9, "lo", data)
+	produceOne(c, 9, topic, data)
+	return c
+}
+
+func TestListOffsets(t *testing.T) {
+	c := listOffsetsTopic(t, "lo")
 	for _, tc := range []struct {
 		v          int16
 		ts         int64
