@@ -159,6 +159,9 @@ func requestedPartitions(req *kmsg.FetchRequest) int {
 // Kafka's map does: at its first position, with its last fields. A topic
 // left without partitions is dropped.
 func collapseDuplicatePartitions(req *kmsg.FetchRequest) {
+	if requestedPartitions(req) < 2 {
+		return // nothing can repeat: no map for the common one-partition fetch
+	}
 	type topicPartition struct {
 		topic     string
 		partition int32
