@@ -47,7 +47,12 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 	if err != nil {
 		return FetchResult{}, err
 	}
-	wait := WaitPoint(p, req.Offset)
+	// The Kafka listener fetches with no MaxWait and waits itself: only a
+	// fetch that may wait takes a wait point (the partition's lock).
+	var wait delayed.Wait
+	if req.MaxWait > 0 {
+		wait = WaitPoint(p, req.Offset)
+	}
 	res, err := readVisible(p, req, dst)
 	if err == nil && res.Size() == 0 && req.MaxWait > 0 {
 		switch b.WaitForData(ctx, 1, []delayed.Wait{wait}, req.MaxWait) {

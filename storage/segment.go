@@ -219,6 +219,12 @@ func (s *segment) readHeader(f File, buf []byte, pos, limit int64) (BatchHeader,
 		}
 		return BatchHeader{}, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
 	}
+	return s.parseHeader(buf, pos, limit)
+}
+
+// parseHeader parses the batch header in buf, read from pos, checking that
+// the whole batch lies below limit.
+func (s *segment) parseHeader(buf []byte, pos, limit int64) (BatchHeader, error) {
 	h, err := ParseBatchHeader(buf)
 	if err != nil {
 		return h, fmt.Errorf("segment %d position %d: %w", s.base, pos, err)
@@ -367,12 +373,9 @@ func (hs *headerScan) header(pos int64) (BatchHeader, error) {
 			return BatchHeader{}, err
 		}
 	}
-	h, err := ParseBatchHeader(hs.buf[pos-hs.at:])
+	h, err := hs.s.parseHeader(hs.buf[pos-hs.at:], pos, hs.limit)
 	if err != nil {
-		return h, fmt.Errorf("segment %d position %d: %w", hs.s.base, pos, err)
-	}
-	if h.Size() > hs.limit-pos {
-		return h, fmt.Errorf("%w: batch of %d bytes at position %d of segment %d passes its end %d", ErrCorrupt, h.Size(), pos, hs.s.base, hs.limit)
+		return h, err
 	}
 	hs.small = h.Size() < headerWindowBytes/4
 	return h, nil

@@ -108,7 +108,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 
 // fetchPartition fills rp and returns the bytes it added and what a wait
 // on the partition counts from (ok false on an error: no wait); with
-// chunksOnly the bytes are not read and chunks says where they lie instead.
+// chunksOnly the bytes are not read and chunks (always set) say where they lie.
 func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.FetchRequestTopicPartition,
 	rp *kmsg.FetchResponseTopicPartition, budget int, first, chunksOnly bool) (n int, wait delayed.Wait, ok bool, chunks []storage.Chunk) {
 	rp.Partition = fp.Partition
@@ -144,9 +144,6 @@ func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.Fetc
 	if len(res.Data) > 0 {
 		rp.RecordBatches = res.Data
 	}
-	if !chunksOnly {
-		return size, wait, true, nil
-	}
 	return size, wait, true, res.Chunks
 }
 
@@ -162,6 +159,9 @@ func requestedPartitions(req *kmsg.FetchRequest) int {
 // Kafka's map does: at its first position, with its last fields. A topic
 // left without partitions is dropped.
 func collapseDuplicatePartitions(req *kmsg.FetchRequest) {
+	if requestedPartitions(req) < 2 {
+		return // nothing can repeat: no map for the common one-partition fetch
+	}
 	type topicPartition struct {
 		topic     string
 		partition int32
