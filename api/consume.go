@@ -114,7 +114,7 @@ func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 	taken, next := 0, params.offset
 	budget := answerBudget{left: params.maxBytes}
 	err = records.Decode(res.Data, params.offset, g.broker.Config().MaxDecompressedBytes, func(rec records.Record) bool {
-		if rec.Offset >= res.HighWatermark || taken >= params.maxRecords || !budget.admits(rec) {
+		if rec.Offset >= res.HighWatermark || taken >= params.maxRecords || (taken > 0 && !budget.admits(rec)) {
 			return false
 		}
 		if taken > 0 {
@@ -201,22 +201,22 @@ func encodeBytes(b []byte) (json.RawMessage, string) {
 }
 
 // answerBudget bounds one read answer in rendered bytes (max_bytes), the way
-// Kafka's fetch.max.bytes bounds a fetch: the first record always fits, so
-// a reader progresses past a record larger than the budget.
+// Kafka's fetch.max.bytes bounds a fetch. The caller admits the first
+// record whatever its size, so a reader progresses past a record larger
+// than the budget.
 type answerBudget struct {
-	left  int
-	taken int
+	left int
 }
 
-// admits reports whether rec may still join the answer; its raw size is a
-// lower bound of its rendered size, known before rendering it.
+// admits reports whether rec, not the answer's first, may still join it;
+// its raw size is a lower bound of its rendered size, known before
+// rendering it.
 func (b *answerBudget) admits(rec records.Record) bool {
-	return b.taken == 0 || rawSize(rec) <= b.left
+	return rawSize(rec) <= b.left
 }
 
 // spend charges n rendered bytes and reports whether any budget is left.
 func (b *answerBudget) spend(n int) bool {
-	b.taken++
 	b.left -= n
 	return b.left > 0
 }

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/go-chi/chi/v5"
 )
 
 // Readiness with failed partitions. A partition whose log failed on a
@@ -75,12 +73,12 @@ type recoverAnswer struct {
 //	@Failure		503			{object}	errorBody	"50301: the node is shutting down"
 //	@Router			/admin/partitions/{topic}/{partition}/recover [post]
 func (g *Gateway) recoverPartition(w http.ResponseWriter, r *http.Request) {
-	partition, err := strconv.ParseInt(chi.URLParam(r, "partition"), 10, 32)
+	partition, err := strconv.ParseInt(pathParam(r, "partition"), 10, 32)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, codeBadParam, "partition must be an integer")
 		return
 	}
-	topic := chi.URLParam(r, "topic")
+	topic := pathParam(r, "topic")
 	recovered, err := g.broker.RecoverPartition(topic, int32(partition))
 	if err != nil {
 		writeCoreError(w, err)

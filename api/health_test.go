@@ -80,6 +80,10 @@ func TestReadyzAndAdminRecoverWithFailedPartition(t *testing.T) {
 	if a.status != 200 || !strings.Contains(string(a.body), `"recovered":false`) {
 		t.Fatalf("recover of an online partition: %d %s", a.status, a.body)
 	}
+	// An escaped topic name (%74 is "t") is decoded as on every other route.
+	if a := e.do(t, "POST", "/admin/partitions/%74/0/recover", "", ""); a.status != 200 || !strings.Contains(string(a.body), `"topic":"t"`) {
+		t.Fatalf("recover with an escaped topic: %d %s", a.status, a.body)
+	}
 	if status, r = e.readyz(t); status != 200 || r.Status != "ready" || r.Checks["storage"] != "ok" || r.OfflinePartitions != nil {
 		t.Fatalf("/readyz after recovery = %d %+v", status, r)
 	}
