@@ -253,8 +253,6 @@ func zstdEncoderAt(level int) *zstd.Encoder {
 	return e.enc
 }
 
-func zstdEncoder() *zstd.Encoder { return zstdEncoderAt(0) }
-
 // zstdWindowFloor is the smallest window a zstd frame may always use. The
 // decoder needs a window-sized buffer, so the window is bounded too, by the
 // larger of the caller's cap and this floor: frames the Java client streams
