@@ -98,8 +98,9 @@ const (
 )
 
 func getProduceState(topic string, limits produceLimits) *produceState {
+	// putProduceState resets what it pools, and New is zero: no reset here.
 	st := producePool.Get().(*produceState)
-	st.reset(topic)
+	st.req.Topic = topic
 	st.limits = limits
 	return st
 }

@@ -190,8 +190,6 @@ var lz4Pool = sync.Pool{New: func() any {
 	return &lz4Codec{r: lz4.NewReader(nil), w: lz4.NewWriter(nil)}
 }}
 
-var lz4Options = []lz4.Option{lz4.BlockSizeOption(lz4.Block64Kb)}
-
 // lz4Level maps Kafka's lz4 levels (1..17, HC from 3) to the library's.
 func lz4Level(level int) lz4.CompressionLevel {
 	switch {
@@ -208,7 +206,7 @@ func compressLZ4(dst, src []byte, level int) ([]byte, error) {
 	defer lz4Pool.Put(c)
 	c.out.b = dst
 	c.w.Reset(&c.out)
-	err := c.w.Apply(append(lz4Options, lz4.CompressionLevelOption(lz4Level(level)))...)
+	err := c.w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.CompressionLevelOption(lz4Level(level)))
 	if err == nil {
 		_, err = c.w.Write(src)
 	}
@@ -252,8 +250,6 @@ func zstdEncoderAt(level int) *zstd.Encoder {
 	})
 	return e.enc
 }
-
-func zstdEncoder() *zstd.Encoder { return zstdEncoderAt(0) }
 
 // zstdWindowFloor is the smallest window a zstd frame may always use. The
 // decoder needs a window-sized buffer, so the window is bounded too, by the

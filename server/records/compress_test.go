@@ -87,8 +87,8 @@ func TestDecompressionBombs(t *testing.T) {
 	zeros(t, size, lz4.NewWriter(bombs[LZ4]))
 	zw, _ := zstd.NewWriter(bombs[Zstd])
 	zeros(t, size, zw)
-	snappyClaim := append(binary.AppendUvarint(nil, size), 0, 0, 0, 0) // raw block claiming 64 MiB
-	zstdDeclared := zstdEncoder().EncodeAll(make([]byte, size), nil)   // frame declaring its size
+	snappyClaim := append(binary.AppendUvarint(nil, size), 0, 0, 0, 0)  // raw block claiming 64 MiB
+	zstdDeclared := zstdEncoderAt(0).EncodeAll(make([]byte, size), nil) // frame declaring its size
 	cases := map[string]struct {
 		codec Codec
 		data  []byte
