@@ -86,7 +86,8 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 		return ProduceResult{}, err
 	}
 	res := ProduceResult{Offsets: make([]RecordOffset, len(req.Records)), LogAppendTime: -1}
-	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}
+	// The builder computed every CRC just now.
+	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime, ChecksumVerified: true}
 	counters := b.cfg.Metrics.Topic(t.meta.Name)
 	for i := range batches {
 		pb := &batches[i]
@@ -247,7 +248,8 @@ func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.Ap
 	if req.Batches, err = b.recompress(t, req.Batches); err != nil {
 		return storage.AppendResult{}, err
 	}
-	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}
+	// validateClientBatches checked every CRC; recompress computes its own.
+	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime, ChecksumVerified: true}
 	if h, ok, err := idempotentBatch(req.Batches); err != nil || ok {
 		if err != nil {
 			return storage.AppendResult{}, err

@@ -101,6 +101,11 @@ type AppendOptions struct {
 	// timestamps. Later batches must start above the previous one's last
 	// offset (gaps are allowed, as after compaction).
 	KeepOffsets bool
+	// ChecksumVerified says the caller has just checked every batch's CRC
+	// (the broker does, before decompressing a producer's batches), so
+	// Append does not compute it a second time. Everything else is still
+	// checked.
+	ChecksumVerified bool
 }
 
 // AppendResult describes what Append wrote.

@@ -100,7 +100,7 @@ func validateAppend(b []byte, cfg Config, end int64, opt AppendOptions) (last, r
 	}
 	next := end
 	for pos := 0; pos < len(b); {
-		h, err := checkBatch(b[pos:])
+		h, err := checkBatchFraming(b[pos:], !opt.ChecksumVerified)
 		if err != nil {
 			return 0, 0, fmt.Errorf("append: batch at byte %d: %w", pos, err)
 		}

@@ -44,7 +44,15 @@ type frameLimits struct {
 // nil and is safe to call once when err is nil.
 func readFrameBody(ctx context.Context, br *bufio.Reader, n int, budget *memoryBudget, reserved func() error) (frame []byte, release func(), err error) {
 	release = func() {}
-	buf := make([]byte, 0, min(n, max(firstChunkBytes, br.Buffered())))
+	pooled := n > unbudgetedFrameBytes && budget != nil && peekProduce(br)
+	var buf []byte
+	if pooled {
+		staging := stagingPool.Get().(*[]byte)
+		defer stagingPool.Put(staging)
+		buf = (*staging)[:0]
+	} else {
+		buf = make([]byte, 0, min(n, max(firstChunkBytes, br.Buffered())))
+	}
 	if buf, err = readGrowing(br, buf, min(n, unbudgetedFrameBytes)); err != nil {
 		return nil, release, err
 	}
@@ -57,7 +65,12 @@ func readFrameBody(ctx context.Context, br *bufio.Reader, n int, budget *memoryB
 			return nil, func() {}, err
 		}
 		// Paid for: allocate once rather than copy while doubling.
-		buf = append(make([]byte, 0, n), buf...)
+		whole, put := frameBuffer(pooled, n)
+		buf = append(whole, buf...)
+		if put != nil {
+			budgetRelease := release
+			release = func() { put(); budgetRelease() }
+		}
 	}
 	if buf, err = readGrowing(br, buf, n); err != nil {
 		release()
@@ -225,4 +238,57 @@ func removeWaiter(ws []*budgetWaiter, w *budgetWaiter) []*budgetWaiter {
 		}
 	}
 	return ws
+}
+
+// Produce frames are the large ones a busy node reads back to back; each
+// would otherwise be a fresh allocation the size of the request, and the
+// garbage collector and the kernel's page faults then cost more than
+// validating the records. They are pooled by power-of-two size. Only
+// Produce: its handler copies what it keeps (storage writes the batches
+// out; producer state keeps numbers), whereas other requests' decoded
+// fields alias the frame and may be kept (group member metadata).
+const (
+	minPooledFrameBits = 17 // 128 KiB, just above unbudgetedFrameBytes
+	maxPooledFrameBits = 24 // 16 MiB; larger produce frames are rare
+)
+
+var framePools [maxPooledFrameBits + 1]sync.Pool
+
+// stagingPool holds the buffers a large Produce frame's first
+// unbudgetedFrameBytes are read into before its reservation is taken.
+var stagingPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, unbudgetedFrameBytes)
+	return &b
+}}
+
+// peekProduce says whether the frame br is about to deliver is a Produce.
+func peekProduce(br *bufio.Reader) bool {
+	key, err := br.Peek(2)
+	return err == nil && int16(binary.BigEndian.Uint16(key)) == produceKey
+}
+
+// frameBuffer returns an empty buffer with room for an n-byte frame, and
+// the func that gives it back to its pool once the request has been served
+// (nil when the buffer is not pooled).
+func frameBuffer(pooled bool, n int) ([]byte, func()) {
+	bits := max(minPooledFrameBits, bitsFor(n))
+	if !pooled || bits > maxPooledFrameBits {
+		return make([]byte, 0, n), nil
+	}
+	pool := &framePools[bits]
+	b, _ := pool.Get().(*[]byte)
+	if b == nil {
+		b = new([]byte)
+		*b = make([]byte, 0, 1<<bits)
+	}
+	return (*b)[:0], func() { pool.Put(b) }
+}
+
+// bitsFor is the smallest k with 1<<k >= n.
+func bitsFor(n int) int {
+	k := 0
+	for 1<<k < n {
+		k++
+	}
+	return k
 }

@@ -1,0 +1,87 @@
+package kafka
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/records"
+)
+
+// Large Produce frames are read into pooled buffers. Requests pipelined
+// on several connections at once, each filling a buffer another request
+// used before, must store exactly what each sent.
+func TestPooledProduceFramesKeepEachRequestsRecords(t *testing.T) {
+	ts := newTestServer(t)
+	createTopic(t, ts, "pooled", 1)
+	const conns, perConn = 3, 5
+	clients := make([]*client, conns)
+	corrs := make([][]int32, conns)
+	sent := map[string]string{} // first record → second
+	for i := range clients {
+		clients[i] = ts.dial(t)
+	}
+	for j := range perConn {
+		for i, c := range clients {
+			// Sizes from 200 KiB to ~1 MiB, so buffers of several size
+			// classes are taken, returned and reused out of order.
+			n := i*perConn + j
+			val := strings.Repeat(string(rune('a'+n%26)), 200<<10+(n%4)*260<<10)
+			sent[fmt.Sprint(n)] = val
+			req := produceReq("pooled", 0, 1, batch(t, records.BatchOptions{}, fmt.Sprint(n), val))
+			req.SetVersion(9)
+			corrs[i] = append(corrs[i], c.send(req))
+		}
+	}
+	for i, c := range clients {
+		for _, corr := range corrs[i] {
+			var resp kmsg.ProduceResponse
+			resp.SetVersion(9)
+			c.recv(corr, &resp)
+			if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 {
+				t.Fatalf("connection %d: error %d", i, p.ErrorCode)
+			}
+		}
+	}
+	var got []string
+	for off := int64(0); off < 2*conns*perConn; {
+		fr := do[*kmsg.FetchResponse](clients[0], fetchReq("pooled", 0, off, 0, 0), 11)
+		vals := fetchValues(t, fr.Topics[0].Partitions[0], off)
+		if len(vals) == 0 {
+			t.Fatalf("no records at offset %d", off)
+		}
+		got = append(got, vals...)
+		off += int64(len(vals))
+	}
+	for k := 0; k < len(got); k += 2 {
+		want, ok := sent[got[k]]
+		if !ok || got[k+1] != want {
+			t.Fatalf("offset %d: record %q stored a value starting %q (%d bytes), sent %d bytes",
+				k+1, got[k], got[k+1][:8], len(got[k+1]), len(want))
+		}
+		delete(sent, got[k])
+	}
+	if len(sent) != 0 {
+		t.Fatalf("%d requests stored nothing", len(sent))
+	}
+}
+
+// The broker checks a producer's CRC once, before storage (which then
+// skips it): a large batch with one flipped byte is still refused whole.
+func TestLargeProduceWithBadCRCIsRefused(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	createTopic(t, ts, "crc", 1)
+	data := batch(t, records.BatchOptions{}, strings.Repeat("v", 300<<10))
+	data[len(data)-10] ^= 0xff
+	if p := produceOne(c, 9, "crc", data); p.ErrorCode != kerr.CorruptMessage.Code {
+		t.Fatalf("error %d, want CORRUPT_MESSAGE (%d)", p.ErrorCode, kerr.CorruptMessage.Code)
+	}
+	good := batch(t, records.BatchOptions{}, "after")
+	if p := produceOne(c, 9, "crc", good); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("produce after the refusal: error %d, base offset %d (want 0: nothing stored)", p.ErrorCode, p.BaseOffset)
+	}
+}
