@@ -12,14 +12,19 @@ package kafka
 // rejected partition. acks=0 gets no response, acks=1 and acks=-1 are the
 // same on one node (a topic with flush.messages=1 answers after fsync); an
 // acks=0 request with a failed partition closes the connection, as in Kafka.
-// Deviations: partitions are appended one after the other, not in
-// parallel; TimeoutMillis is not used (appends do not wait on replicas);
+// The partitions of a request are appended in parallel (appendInParallel).
+// Deviations: TimeoutMillis is not used (appends do not wait on replicas);
 // transactional batches are rejected with INVALID_RECORD. v10's new-leader
 // hints (KIP-951) stay empty, since one node never answers NOT_LEADER; v11
 // only allows TRANSACTION_ABORTABLE (KIP-890), which ferry never returns.
 
 import (
 	"context"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -30,21 +35,25 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	var work []func()
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition = p.Partition
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		for i := range t.Partitions {
+			rp := &rt.Partitions[i]
+			rp.Default()
+			rp.Partition = t.Partitions[i].Partition
 			if acksOK {
-				s.producePartition(ctx, req.Version, t.Topic, &p, &rp)
+				p, topic := &t.Partitions[i], t.Topic
+				work = append(work, func() { s.producePartition(ctx, req.Version, topic, p, rp) })
 			} else {
 				rp.ErrorCode = codeInvalidRequiredAcks
 			}
-			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	appendInParallel(work, distinctPartitions(req))
 	if req.Acks == 0 {
 		// The client expects no response. As Kafka does, a failed
 		// partition closes the connection, so the client notices and
@@ -92,4 +101,68 @@ func (s *Server) producePartition(ctx context.Context, version int16, topic stri
 	if part, err := s.broker.Partition(topic, p.Partition); err == nil {
 		rp.LogStartOffset = part.LogStartOffset()
 	}
+}
+
+// appendInParallel runs a request's partition appends on up to GOMAXPROCS
+// goroutines: the partitions are independent logs, and one client's
+// request would otherwise be served on one core. A request that names a
+// partition twice is served in order, as written. A panic in a worker is
+// raised again in the caller, where the dispatcher recovers it.
+func appendInParallel(fns []func(), distinct bool) {
+	workers := min(len(fns), runtime.GOMAXPROCS(0))
+	if workers <= 1 || !distinct {
+		for _, fn := range fns {
+			fn()
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var panicked atomic.Value
+	work := func() {
+		defer func() {
+			if r := recover(); r != nil {
+				panicked.CompareAndSwap(nil, fmt.Sprintf("%v\n%s", r, debug.Stack()))
+			}
+		}()
+		for i := next.Add(1) - 1; i < int64(len(fns)); i = next.Add(1) - 1 {
+			fns[i]()
+		}
+	}
+	for range workers - 1 {
+		wg.Add(1)
+		go func() { defer wg.Done(); work() }()
+	}
+	work()
+	wg.Wait()
+	if r := panicked.Load(); r != nil {
+		panic(r)
+	}
+}
+
+// distinctPartitions says whether no partition appears twice in req.
+func distinctPartitions(req *kmsg.ProduceRequest) bool {
+	type key struct {
+		topic     string
+		partition int32
+	}
+	var seen map[key]struct{}
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
+	}
+	if n <= 1 {
+		return true
+	}
+	seen = make(map[key]struct{}, n)
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			k := key{t.Topic, p.Partition}
+			if _, dup := seen[k]; dup {
+				return false
+			}
+			seen[k] = struct{}{}
+		}
+	}
+	return true
 }

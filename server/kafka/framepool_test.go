@@ -85,3 +85,35 @@ func TestLargeProduceWithBadCRCIsRefused(t *testing.T) {
 		t.Fatalf("produce after the refusal: error %d, base offset %d (want 0: nothing stored)", p.ErrorCode, p.BaseOffset)
 	}
 }
+
+// A request's partitions are appended in parallel, except that one naming
+// a partition twice is served in the order written.
+func TestProduceNamingAPartitionTwiceAppendsInOrder(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	createTopic(t, ts, "twice", 2)
+	req := produceReq("twice", 0, 1, batch(t, records.BatchOptions{}, "first"))
+	for _, p := range []struct {
+		partition int32
+		value     string
+	}{{1, "other"}, {0, "second"}} {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = p.partition, batch(t, records.BatchOptions{}, p.value)
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}
+	resp := do[*kmsg.ProduceResponse](c, req, 9)
+	var offsets []int64
+	for _, p := range resp.Topics[0].Partitions {
+		if p.ErrorCode != 0 {
+			t.Fatalf("partition %d: error %d", p.Partition, p.ErrorCode)
+		}
+		offsets = append(offsets, p.BaseOffset)
+	}
+	if fmt.Sprint(offsets) != "[0 0 1]" {
+		t.Fatalf("base offsets %v, want [0 0 1] (partition 0 twice, in request order)", offsets)
+	}
+	fr := do[*kmsg.FetchResponse](c, fetchReq("twice", 0, 0, 0, 0), 11)
+	if got := fetchValues(t, fr.Topics[0].Partitions[0], 0); fmt.Sprint(got) != "[first second]" {
+		t.Fatalf("partition 0 holds %v", got)
+	}
+}
