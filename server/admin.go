@@ -111,7 +111,7 @@ func (b *Broker) DeleteRecords(topicName string, partition int32, offset int64) 
 	if err := RefuseInternalTopic(topicName, "delete records of"); err != nil {
 		return 0, err
 	}
-	p, err := b.Partition(topicName, partition)
+	p, err := b.partition(topicName, partition)
 	if err != nil {
 		return 0, err
 	}
@@ -122,15 +122,9 @@ func (b *Broker) DeleteRecords(topicName string, partition int32, offset int64) 
 	if offset < 0 || offset > hw {
 		return 0, fmt.Errorf("%w: %s-%d: offset %d is outside [0, %d]", ErrOffsetOutOfRange, topicName, partition, offset, hw)
 	}
-	lp, ok := p.(*localPartition)
-	if !ok {
-		return 0, fmt.Errorf("%w: %s-%d does not support deleting records", ErrStorage, topicName, partition)
-	}
-	if err := lp.log.AdvanceStartOffset(offset); err != nil {
+	if err := p.AdvanceStartOffset(offset); err != nil {
 		return 0, appendError(topicName, partition, err)
 	}
-	b.snapshotProducers(lp, "delete records") // and drop those below the new start
-	lp.notifyWaiters()
 	return p.LogStartOffset(), nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -63,7 +64,7 @@ type Broker struct {
 type topic struct {
 	meta       topicMeta
 	settings   topicSettings
-	partitions []Partition
+	partitions []*replication.Partition
 }
 
 // Open loads the topic table from cfg.DataDir, opens every partition's log
@@ -131,7 +132,7 @@ func (b *Broker) openTopics(tms []topicMeta, fresh bool) ([]*topic, error) {
 	var jobs []job
 	ts := make([]*topic, len(tms))
 	for i, tm := range tms {
-		ts[i] = &topic{meta: tm, settings: b.resolveSettings(tm.Configs), partitions: make([]Partition, tm.Partitions)}
+		ts[i] = &topic{meta: tm, settings: b.resolveSettings(tm.Configs), partitions: make([]*replication.Partition, tm.Partitions)}
 		for p := 0; p < int(tm.Partitions); p++ {
 			jobs = append(jobs, job{i, p})
 		}
@@ -147,7 +148,7 @@ func (b *Broker) openTopics(tms []topicMeta, fresh bool) ([]*topic, error) {
 		return ts, nil
 	}
 	for _, t := range ts {
-		opened := slices.DeleteFunc(t.partitions, func(p Partition) bool { return p == nil })
+		opened := slices.DeleteFunc(t.partitions, func(p *replication.Partition) bool { return p == nil })
 		if fresh {
 			b.discardPartitions(t.meta.Name, opened, 0, t.meta.Partitions)
 		} else {
@@ -157,7 +158,7 @@ func (b *Broker) openTopics(tms []topicMeta, fresh bool) ([]*topic, error) {
 	return nil, errs[i] // the first is enough: the others are alike
 }
 
-func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh bool) (Partition, error) {
+func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh bool) (*replication.Partition, error) {
 	dir := b.partitionDir(name, index)
 	if fresh {
 		// A directory left by a crash between creating logs and recording the
@@ -169,32 +170,33 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 			return nil, fmt.Errorf("%w: create %s: %v", ErrStorage, dir, err)
 		}
 	}
-	logger := b.logger.With("topic", name, "partition", index)
-	producers := newProducerState(b.cfg.LogFS, dir, b.cfg.ProducerIDExpiration, logger)
-	l, err := storage.Open(dir, s.log, storage.Options{
-		FS:        b.cfg.LogFS,
-		Logger:    logger,
-		OnFlush:   b.flushObserver(),
-		OnRoll:    func(int64) { producers.rolled.Store(true) },
-		FileCache: b.logFiles,
+	p, err := replication.Open(replication.Config{
+		Topic:                name,
+		Index:                index,
+		BrokerID:             b.cfg.BrokerID,
+		Dir:                  dir,
+		Log:                  s.log,
+		FS:                   b.cfg.LogFS,
+		FileCache:            b.logFiles,
+		OnFlush:              b.flushObserver(),
+		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
+		Waiters:              b.waiters,
+		Logger:               b.logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s-%d: %v", ErrStorage, name, index, err)
 	}
-	producers.baseline = l.LogEndOffset() // not shared yet
-	b.cfg.Metrics.LeaderElected()         // this node leads every partition it opens
-	return newLocalPartition(name, index, b.cfg.BrokerID, l, producers, b.waiters), nil
+	b.cfg.Metrics.LeaderElected() // this node leads every partition it opens
+	return p, nil
 }
 
 func (b *Broker) partitionDir(name string, index int32) string {
 	return filepath.Join(b.cfg.DataDir, name+"-"+strconv.Itoa(int(index)))
 }
 
-func closePartitions(ps []Partition) {
+func closePartitions(ps []*replication.Partition) {
 	for _, p := range ps {
-		if lp, ok := p.(*localPartition); ok {
-			lp.log.Close()
-		}
+		p.Close()
 	}
 }
 
@@ -213,8 +215,17 @@ func (b *Broker) lookup(name string) (*topic, error) {
 	return t, nil
 }
 
-// Partition returns one partition of a topic.
+// Partition returns one partition of a topic, as the listeners see it.
 func (b *Broker) Partition(topicName string, index int32) (Partition, error) {
+	p, err := b.partition(topicName, index)
+	if err != nil {
+		return nil, err // not a nil *replication.Partition in an interface
+	}
+	return p, nil
+}
+
+// partition returns the partition itself, for the core's own use.
+func (b *Broker) partition(topicName string, index int32) (*replication.Partition, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
 		return nil, err
@@ -222,7 +233,7 @@ func (b *Broker) Partition(topicName string, index int32) (Partition, error) {
 	return t.partition(index)
 }
 
-func (t *topic) partition(index int32) (Partition, error) {
+func (t *topic) partition(index int32) (*replication.Partition, error) {
 	if index < 0 || int(index) >= len(t.partitions) {
 		return nil, fmt.Errorf("%w: %s has no partition %d (it has %d)",
 			ErrUnknownPartition, t.meta.Name, index, len(t.partitions))
@@ -265,16 +276,12 @@ func (b *Broker) every(interval time.Duration, fn func(time.Time)) {
 	}
 }
 
-// eachLog calls fn for every partition's log of the current topics.
-func (b *Broker) eachLog(fn func(*localPartition)) {
+// eachPartition calls fn for every partition of the current topics.
+func (b *Broker) eachPartition(fn func(*replication.Partition)) {
 	b.mu.RLock()
-	var ps []*localPartition
+	var ps []*replication.Partition
 	for _, t := range b.mu.topics {
-		for _, p := range t.partitions {
-			if lp, ok := p.(*localPartition); ok {
-				ps = append(ps, lp)
-			}
-		}
+		ps = append(ps, t.partitions...)
 	}
 	b.mu.RUnlock()
 	for _, p := range ps {
@@ -283,31 +290,11 @@ func (b *Broker) eachLog(fn func(*localPartition)) {
 }
 
 func (b *Broker) enforceRetention(now time.Time) {
-	b.eachLog(func(p *localPartition) {
-		if n := p.producers.expire(now); n > 0 {
-			b.logger.Info("idle producers expired", "topic", p.topic, "partition", p.index, "producers", n)
-		}
-		n, err := p.log.EnforceRetention(now)
-		if err != nil && !errors.Is(err, storage.ErrClosed) {
-			b.logger.Error("retention failed", "topic", p.topic, "partition", p.index, "err", err)
-		} else if n > 0 {
-			p.notifyWaiters() // a fetch waiting below the new start answers out of range
-			b.logger.Info("retention deleted segments", "topic", p.topic, "partition", p.index,
-				"segments", n, "log_start_offset", p.log.LogStartOffset())
-			b.snapshotProducers(p, "retention")
-		}
-	})
+	b.eachPartition(func(p *replication.Partition) { p.EnforceRetention(now) })
 }
 
 func (b *Broker) flushDue(now time.Time) {
-	b.eachLog(func(p *localPartition) {
-		if err := p.log.MaybeFlush(now); err != nil && !errors.Is(err, storage.ErrClosed) {
-			b.logger.Error("flush failed", "topic", p.topic, "partition", p.index, "err", err)
-		}
-		if p.producers.rolled.Swap(false) {
-			b.snapshotProducers(p, "roll")
-		}
-	})
+	b.eachPartition(func(p *replication.Partition) { p.MaybeFlush(now) })
 }
 
 // deleteSuffix marks a partition directory whose topic was deleted; the
@@ -360,20 +347,12 @@ func (b *Broker) Close() error {
 }
 
 func (b *Broker) closeLogs() error {
-	b.mu.RLock()
-	var logs []*localPartition
-	for _, t := range b.mu.topics {
-		for _, p := range t.partitions {
-			if lp, ok := p.(*localPartition); ok {
-				logs = append(logs, lp)
-			}
-		}
-	}
-	b.mu.RUnlock()
-	errs := make([]error, len(logs))
-	inParallel(len(logs), func(i int) {
-		if err := b.closePartition(logs[i]); err != nil {
-			errs[i] = fmt.Errorf("close %s-%d: %w", logs[i].topic, logs[i].index, err)
+	var ps []*replication.Partition
+	b.eachPartition(func(p *replication.Partition) { ps = append(ps, p) })
+	errs := make([]error, len(ps))
+	inParallel(len(ps), func(i int) {
+		if err := ps[i].Close(); err != nil {
+			errs[i] = fmt.Errorf("close %s-%d: %w", ps[i].Topic(), ps[i].Index(), err)
 		}
 	})
 	return errors.Join(errs...)
@@ -400,35 +379,4 @@ func inParallel(n int, fn func(i int)) {
 		}()
 	}
 	wg.Wait()
-}
-
-// closePartition closes p's log and, if its producer state may have
-// changed since it was opened, writes a snapshot at the final log
-// end, so the next start replays nothing. The state is loaded before the
-// log closes (a load reads the log) and snapshotted after (no append can
-// slip in). A failed log gets no snapshot: the next start recovers it and
-// replays from an older one.
-func (b *Broker) closePartition(p *localPartition) error {
-	ps := p.producers
-	snap := p.Failure() == nil && ps.changedSince(p.log.LogEndOffset())
-	if snap {
-		ps.ready(p.log)
-	}
-	if err := p.log.Close(); err != nil {
-		return err
-	}
-	if snap {
-		if err := ps.snapshot(p.log); err != nil {
-			b.logger.Warn("producer state snapshot at close failed", "topic", p.topic, "partition", p.index, "err", err)
-		}
-	}
-	return nil
-}
-
-// snapshotProducers writes p's producer state snapshot; a failure is
-// logged, never fatal: the state stays in memory and a restart replays more.
-func (b *Broker) snapshotProducers(p *localPartition, why string) {
-	if err := p.producers.snapshot(p.log); err != nil && !errors.Is(err, storage.ErrClosed) {
-		b.logger.Warn("producer state snapshot failed", "topic", p.topic, "partition", p.index, "at", why, "err", err)
-	}
 }

@@ -407,8 +407,8 @@ func TestSyncTopicAcknowledgesAfterFsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceValues(t, b, "durable", 0, "a", "b")
-	p, _ := b.Partition("durable", 0)
-	if flushed := p.(*localPartition).log.FlushedOffset(); flushed < 2 {
+	p, _ := b.partition("durable", 0)
+	if flushed := p.FlushedOffset(); flushed < 2 {
 		t.Fatalf("acknowledged 2 records but flushed offset is %d", flushed)
 	}
 }

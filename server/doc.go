@@ -6,18 +6,19 @@
 //
 // Data flow:
 //
-//	listener ──► Broker.Produce / ProduceBatch ──► Partition.Append ──► storage.Log
+//	listener ──► Broker.Produce / ProduceBatch ──► replication.Partition.Append ──► storage.Log
 //	listener ◄── Broker.Fetch (waits in the purgatory, fetchwait.go) ◄── storage.Log.Read
 //	Partition.Append ──► purgatory.Notify ──► completes the waiting fetches
 //
 // Ownership:
 //   - Broker.mu guards the topic table (names → *topic). It is never held
 //     across disk I/O other than the small metadata file written on topic changes.
-//   - Each partition owns its storage.Log; appends serialise inside the log.
-//   - Each partition owns its idempotent producer state (producerstate.go),
-//     with its own locks, and its <offset>.snapshot files in the partition
-//     directory (format in producersnapshot.go). Producer ids come from the
-//     broker-wide allocator (producerids.go), taken only by InitProducerID.
+//   - Each partition is a *replication.Partition, which owns its storage.Log
+//     (appends serialise inside the log), its idempotent producer state with
+//     its own locks and <offset>.snapshot files, and its whole lifecycle
+//     (open, close, delete, configs, retention, flush, recovery). Producer
+//     ids come from the broker-wide allocator (producerids.go), taken only
+//     by InitProducerID.
 //   - Topic metadata lives in <data-dir>/ferry-topics.json, rewritten atomically
 //     (temp file, fsync, rename, fsync dir) on every topic change.
 //
@@ -27,8 +28,8 @@
 //     and a producer state snapshot of every log that rolled a segment since;
 //   - the deleter: removes directories of deleted topics, fed by DeleteTopic.
 //
-// Replication comes later: a Partition keeps its high watermark apart from its
-// log end offset (on one node they move together), every append carries the
-// partition's leader epoch, and listeners see partitions only through the
-// Partition interface that a replicated partition will also implement.
+// A single-node partition is a replication.Partition with one replica: it
+// keeps its high watermark apart from its log end offset (on one node they
+// move together), every append carries the partition's leader epoch, and
+// listeners see partitions only through the read-only Partition interface.
 package server

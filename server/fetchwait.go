@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/ferry-mq/ferry/replication/delayed"
@@ -54,15 +53,11 @@ func (b *Broker) waitState(k delayed.Key) (delayed.State, bool) {
 // LogReads counts the reads of a partition's log since it opened: a
 // diagnostic, which tests use to prove that a waiting fetch reads nothing.
 func (b *Broker) LogReads(topicName string, partition int32) (int64, error) {
-	p, err := b.Partition(topicName, partition)
+	p, err := b.partition(topicName, partition)
 	if err != nil {
 		return 0, err
 	}
-	lp, ok := p.(*localPartition)
-	if !ok {
-		return 0, fmt.Errorf("%w: %s-%d does not count reads", ErrStorage, topicName, partition)
-	}
-	return lp.reads.Load(), nil
+	return p.Reads(), nil
 }
 
 // WaitingFetches is the number of fetches waiting on a partition.

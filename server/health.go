@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -37,10 +38,10 @@ type PartitionHealth struct {
 // PartitionHealth reports which partitions have failed logs.
 func (b *Broker) PartitionHealth() PartitionHealth {
 	var h PartitionHealth
-	b.eachLog(func(p *localPartition) {
+	b.eachPartition(func(p *replication.Partition) {
 		h.Partitions++
 		if err := p.Failure(); err != nil {
-			h.Offline = append(h.Offline, OfflinePartition{Topic: p.topic, Partition: p.index, Error: err.Error()})
+			h.Offline = append(h.Offline, OfflinePartition{Topic: p.Topic(), Partition: p.Index(), Error: err.Error()})
 		}
 	})
 	sort.Slice(h.Offline, func(i, j int) bool {
@@ -55,15 +56,11 @@ func (b *Broker) PartitionHealth() PartitionHealth {
 // no-op). When its directory still refuses writes the answer is ErrStorage
 // and the partition stays offline.
 func (b *Broker) RecoverPartition(topicName string, index int32) (recovered bool, err error) {
-	p, err := b.Partition(topicName, index)
+	p, err := b.partition(topicName, index)
 	if err != nil {
 		return false, err
 	}
-	lp, ok := p.(*localPartition)
-	if !ok {
-		return false, nil
-	}
-	recovered, err = b.recoverPartition(lp)
+	recovered, err = b.recoverPartition(p)
 	if err != nil {
 		return false, fmt.Errorf("%w: recover %s-%d: %v", ErrStorage, topicName, index, err)
 	}
@@ -74,27 +71,27 @@ func (b *Broker) RecoverPartition(topicName string, index int32) (recovered bool
 // failed partition. A directory that is still full or failing costs one
 // small probe write per partition per tick.
 func (b *Broker) probeFailedLogs(time.Time) {
-	b.eachLog(func(p *localPartition) {
+	b.eachPartition(func(p *replication.Partition) {
 		if p.Failure() == nil {
 			return
 		}
 		if _, err := b.recoverPartition(p); err != nil && !errors.Is(err, storage.ErrClosed) {
-			b.logger.Debug("failed partition not recovered yet", "topic", p.topic, "partition", p.index, "err", err)
+			b.logger.Debug("failed partition not recovered yet", "topic", p.Topic(), "partition", p.Index(), "err", err)
 		}
 	})
 }
 
 // recoverPartition recovers p's log; the partition drops its idempotent
-// producer state with it (localPartition.recoverLog), to be reloaded from
+// producer state with it (replication.Partition.Recover), to be reloaded from
 // its snapshots and the recovered log: a batch whose append reported an
 // fsync error may have been kept whole, and a producer's retry of it must
 // be answered as a duplicate, not appended again.
-func (b *Broker) recoverPartition(p *localPartition) (recovered bool, err error) {
+func (b *Broker) recoverPartition(p *replication.Partition) (recovered bool, err error) {
 	cause := p.Failure()
-	if recovered, err = p.recoverLog(); !recovered {
+	if recovered, err = p.Recover(); !recovered {
 		return false, err
 	}
-	b.logger.Info("partition recovered", "topic", p.topic, "partition", p.index,
+	b.logger.Info("partition recovered", "topic", p.Topic(), "partition", p.Index(),
 		"log_end_offset", p.LogEndOffset(), "after", cause)
 	b.cfg.Metrics.PartitionRecovered()
 	return true, nil

@@ -28,6 +28,21 @@ func produceIdem(t *testing.T, b *Broker, batch []byte) (int64, error) {
 	return res.BaseOffset, err
 }
 
+// produceSeqs appends batches of n records from producer id, sequences
+// from 0, to topic "idem" partition 0, and returns the batches sent.
+func produceSeqs(t *testing.T, b *Broker, id int64, batches, n int) [][]byte {
+	t.Helper()
+	var sent [][]byte
+	for i := range batches {
+		batch := idemBatch(t, id, 0, int32(i*n), n)
+		sent = append(sent, append([]byte(nil), batch...))
+		if off, err := produceIdem(t, b, batch); err != nil || off != int64(i*n) {
+			t.Fatalf("batch %d: offset %d err %v", i, off, err)
+		}
+	}
+	return sent
+}
+
 func TestIdempotentRules(t *testing.T) {
 	b := newTestBroker(t)
 	id, epoch, err := b.InitProducerID(-1, -1)

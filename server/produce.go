@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -51,7 +52,7 @@ type ProduceResult struct {
 
 // partitionBatch is the records of one request bound for one partition.
 type partitionBatch struct {
-	partition Partition
+	partition *replication.Partition
 	indexes   []int // positions in the request
 	bytes     []byte
 }
@@ -254,7 +255,10 @@ func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.Ap
 		if err != nil {
 			return storage.AppendResult{}, err
 		}
-		res, err := b.appendIdempotent(p, h, req.Batches, opts) // duplicate and sequence rules
+		res, err := p.AppendIdempotent(h, req.Batches, opts) // duplicate and sequence rules
+		if err != nil && !isProducerRuleError(err) {
+			err = appendError(req.Topic, req.Partition, err)
+		}
 		b.countIn(req.Topic, len(req.Batches), res, err)
 		return res, err
 	}
@@ -288,6 +292,12 @@ func validateClientBatches(data []byte, maxDecompressed int) error {
 		data = data[size:]
 	}
 	return nil
+}
+
+// isProducerRuleError says whether err is a refusal by the idempotent
+// producer rules, which reaches the client as it is.
+func isProducerRuleError(err error) bool {
+	return errors.Is(err, ErrOutOfOrderSequence) || errors.Is(err, ErrInvalidProducerEpoch)
 }
 
 // appendError keeps storage's meaning but names the partition.

@@ -21,7 +21,7 @@ const (
 )
 
 // idempotence holds the producer id allocator; the producer state itself
-// belongs to each partition (producerstate.go).
+// belongs to each partition (replication/producers.go).
 type idempotence struct {
 	ids producerIDs
 }

@@ -3,10 +3,11 @@ package server
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/ferry-mq/ferry/replication"
 )
 
 // MaxPartitionsPerTopic bounds a create or add-partitions request, so one
@@ -162,16 +163,9 @@ func (b *Broker) DeleteTopic(name string) error {
 		return err
 	}
 	for _, p := range t.partitions {
-		lp, ok := p.(*localPartition)
-		if !ok {
-			continue
-		}
-		lp.log.Close()
-		lp.notifyGone()
-		dir := lp.log.Dir()
-		gone := dir + "." + t.meta.ID + deleteSuffix
-		if err := os.Rename(dir, gone); err != nil {
-			b.logger.Error("rename deleted partition", "topic", name, "partition", lp.index, "dir", dir, "err", err)
+		gone, err := p.Delete("." + t.meta.ID + deleteSuffix)
+		if err != nil {
+			b.logger.Error("delete partition", "topic", name, "partition", p.Index(), "err", err)
 			continue
 		}
 		select {
@@ -192,7 +186,7 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 	if err != nil {
 		return err
 	}
-	next := &topic{meta: t.meta, settings: t.settings, partitions: append([]Partition(nil), t.partitions...)}
+	next := &topic{meta: t.meta, settings: t.settings, partitions: append([]*replication.Partition(nil), t.partitions...)}
 	next.meta.Partitions = total
 	for i := have; i < total; i++ {
 		p, err := b.openPartition(name, i, t.settings, true)
@@ -274,9 +268,7 @@ func (b *Broker) ChangeTopicConfigs(name string, ops []ConfigOp, replace, valida
 		return err
 	}
 	for _, p := range t.partitions {
-		if lp, ok := p.(*localPartition); ok {
-			lp.log.SetConfig(next.settings.log)
-		}
+		p.SetConfig(next.settings.log)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package server
+package replication
 
 import (
 	"errors"
@@ -383,13 +383,4 @@ func (ps *producerState) changedSince(logEnd int64) bool {
 	ps.loadMu.Lock()
 	defer ps.loadMu.Unlock()
 	return logEnd != ps.baseline
-}
-
-// producerStateOf returns the producer state a partition owns.
-func producerStateOf(p Partition) (*producerState, *storage.Log, error) {
-	lp, ok := p.(*localPartition)
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: %s-%d keeps no producer state", ErrStorage, p.Topic(), p.Index())
-	}
-	return lp.producers, lp.log, nil
 }

@@ -1,0 +1,198 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// Idempotent producers (Kafka's KIP-98, without transactions).
+//
+// A producer that got an id from InitProducerID numbers its batches per
+// partition: baseSequence, baseSequence+1, … one per record. The core keeps,
+// per partition and producer, the epoch and the last producerBatchesKept
+// batches it appended, and applies Kafka's rules before appending:
+//
+//   - a batch equal to one of those (same first and last sequence) is a
+//     retry: it is not appended again and gets the offsets of the original;
+//   - an older epoch is INVALID_PRODUCER_EPOCH;
+//   - a newer epoch must start at sequence 0;
+//   - otherwise the batch must start right after the last one
+//     (OUT_OF_ORDER_SEQUENCE_NUMBER on a gap or an older, evicted retry);
+//   - a producer the partition has not seen may start at any sequence (as
+//     Kafka does since KIP-360, after retention removed its batches).
+//
+// Each partition owns its producers' state (producers.go): one lock per
+// partition and one per producer, none shared across partitions. It is
+// loaded on first use from the partition's newest snapshot file
+// (producersnapshot.go) plus a replay of the batches after it, which carry
+// producer id, epoch and base sequence; snapshots are written at segment
+// rolls, when the log start moves and at a clean close, so a restart
+// replays nothing after a clean close and, after a kill -9, the batches
+// since the newest snapshot (about one segment at most).
+
+// Errors of the idempotence rules; the listeners map them to Kafka's codes.
+var (
+	ErrOutOfOrderSequence   = errors.New("out of order sequence number")
+	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+)
+
+const (
+	// producerBatchesKept is how many batches per producer and partition
+	// are remembered for duplicate detection (Kafka keeps 5, the most
+	// in-flight requests an idempotent producer may have).
+	producerBatchesKept = 5
+	// producerScanWindow bounds the replay when a partition has no usable
+	// snapshot: only the last this many offsets are scanned. A producer
+	// whose last batch is older is treated as new (any sequence accepted).
+	producerScanWindow = 1 << 20
+	// noEpoch marks a producer entry that has accepted nothing yet.
+	noEpoch int16 = -1
+)
+
+// seqBatch is one remembered batch of a producer.
+type seqBatch struct {
+	firstSeq, lastSeq      int32
+	baseOffset, lastOffset int64
+}
+
+// producerEntry is one producer's state on one partition. mu is held from
+// the sequence check through the append, so two retries of one batch can
+// never both be appended; other producers of the partition do not wait.
+type producerEntry struct {
+	mu            sync.Mutex
+	epoch         int16 // guarded by mu
+	batches       []seqBatch
+	lastTimestamp int64
+	// lastAppend is the broker's clock (ms) at the producer's last append
+	// here, or when its state was loaded; expiry counts from it.
+	lastAppend int64
+}
+
+// nextSeq is Kafka's sequence increment, wrapping at MaxInt32 to 0.
+func nextSeq(seq int32, inc int32) int32 {
+	if int64(seq)+int64(inc) > math.MaxInt32 {
+		return int32(int64(inc) - (math.MaxInt32 - int64(seq)) - 1)
+	}
+	return seq + inc
+}
+
+// AppendIdempotent checks a producer's single batch against its state and
+// appends it, or answers a retry with the original offsets. h is the
+// batch's header (the caller has checked it is one idempotent batch).
+// Append errors are storage's, unwrapped.
+func (p *Partition) AppendIdempotent(h storage.BatchHeader, batch []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
+	ps := p.producers
+	ps.appendMu.RLock()
+	defer ps.appendMu.RUnlock()
+	ps.ready(p.log)
+	e := ps.entry(h.ProducerID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	dup, isDup, err := e.check(h)
+	if err != nil {
+		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d producer %d: %v",
+			err, p.topic, p.index, h.ProducerID, errorDetail(err, e, h))
+	}
+	if isDup {
+		return storage.AppendResult{BaseOffset: dup.baseOffset, LastOffset: dup.lastOffset,
+			LogAppendTime: -1, MaxTimestamp: -1}, nil
+	}
+	res, err := p.Append(batch, opts)
+	if err != nil {
+		return res, err
+	}
+	e.record(h, res.BaseOffset, res.LastOffset, time.Now().UnixMilli())
+	return res, nil
+}
+
+func errorDetail(err error, e *producerEntry, h storage.BatchHeader) string {
+	if errors.Is(err, ErrInvalidProducerEpoch) {
+		return fmt.Sprintf("epoch %d is older than %d", h.ProducerEpoch, e.epoch)
+	}
+	if h.ProducerEpoch != e.epoch {
+		return fmt.Sprintf("new epoch %d must start at sequence 0, not %d", h.ProducerEpoch, h.BaseSequence)
+	}
+	last := e.batches[len(e.batches)-1].lastSeq
+	return fmt.Sprintf("sequence %d, expected %d", h.BaseSequence, nextSeq(last, 1))
+}
+
+// check applies the rules in the file comment. Expects e.mu.
+func (e *producerEntry) check(h storage.BatchHeader) (seqBatch, bool, error) {
+	switch {
+	case e.epoch == noEpoch || len(e.batches) == 0:
+		return seqBatch{}, false, nil
+	case h.ProducerEpoch < e.epoch:
+		return seqBatch{}, false, ErrInvalidProducerEpoch
+	case h.ProducerEpoch > e.epoch:
+		if h.BaseSequence != 0 {
+			return seqBatch{}, false, ErrOutOfOrderSequence
+		}
+		return seqBatch{}, false, nil
+	}
+	last := nextSeq(h.BaseSequence, h.LastOffsetDelta)
+	for _, sb := range e.batches {
+		if sb.firstSeq == h.BaseSequence && sb.lastSeq == last {
+			return sb, true, nil
+		}
+	}
+	if h.BaseSequence != nextSeq(e.batches[len(e.batches)-1].lastSeq, 1) {
+		return seqBatch{}, false, ErrOutOfOrderSequence
+	}
+	return seqBatch{}, false, nil
+}
+
+// record remembers an appended batch. Expects e.mu.
+func (e *producerEntry) record(h storage.BatchHeader, base, last, now int64) {
+	if h.ProducerEpoch != e.epoch {
+		e.epoch = h.ProducerEpoch
+		e.batches = e.batches[:0]
+	}
+	if len(e.batches) == producerBatchesKept {
+		copy(e.batches, e.batches[1:])
+		e.batches = e.batches[:producerBatchesKept-1]
+	}
+	e.batches = append(e.batches, seqBatch{
+		firstSeq:   h.BaseSequence,
+		lastSeq:    nextSeq(h.BaseSequence, h.LastOffsetDelta),
+		baseOffset: base,
+		lastOffset: last,
+	})
+	e.lastTimestamp = h.MaxTimestamp
+	e.lastAppend = now
+}
+
+// ProducerState describes one idempotent producer of a partition
+// (DescribeProducers).
+type ProducerState struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	LastSequence  int32
+	LastTimestamp int64
+}
+
+// Producers returns the idempotent producers the partition remembers.
+func (p *Partition) Producers() []ProducerState {
+	ps := p.producers
+	ps.ready(p.log)
+	ps.mu.Lock()
+	entries := make(map[int64]*producerEntry, len(ps.mu.entries))
+	for id, e := range ps.mu.entries {
+		entries[id] = e
+	}
+	ps.mu.Unlock()
+	var out []ProducerState
+	for id, e := range entries {
+		e.mu.Lock()
+		if len(e.batches) > 0 {
+			out = append(out, ProducerState{ProducerID: id, ProducerEpoch: e.epoch,
+				LastSequence: e.batches[len(e.batches)-1].lastSeq, LastTimestamp: e.lastTimestamp})
+		}
+		e.mu.Unlock()
+	}
+	return out
+}

@@ -1,0 +1,297 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferry-mq/ferry/replication/delayed"
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// Partition is one partition of a topic on this broker: its log, its
+// replicas and their state, its idempotent producers, and its whole
+// lifecycle (open, close, delete, configs, retention, flush, recovery).
+// A single-node partition is one with one replica, this broker, which
+// leads it; there is no other partition type.
+//
+// Visibility: records below the high watermark are what consumers see.
+// With one replica it follows the log end of each acknowledged append
+// (after fsync, for synced appends); with followers it will be the
+// minimum log end offset of the in-sync replicas (replication/isr).
+type Partition struct {
+	topic    string
+	index    int32
+	brokerID int32
+	log      *storage.Log
+	logger   *slog.Logger
+	epoch    int32
+	// producers is the idempotent producer state of this partition.
+	producers *producerState
+
+	// waiters is told of every change of WaitState; nil in tests that
+	// build a partition alone.
+	waiters *delayed.Purgatory
+	// reads counts log reads, so tests can prove a waiting fetch reads
+	// nothing until data arrives.
+	reads atomic.Int64
+
+	hw atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		// visibleBytes counts the bytes appended below the high watermark
+		// since the partition opened; it moves with hw under mu.
+		visibleBytes int64
+	}
+}
+
+// Config is what opening a partition needs.
+type Config struct {
+	Topic    string
+	Index    int32
+	BrokerID int32
+	// Dir is the partition's directory, <data-dir>/<topic>-<index>.
+	Dir string
+	Log storage.Config
+	// FS is the file system the log and snapshots live on (nil: the OS).
+	FS storage.FS
+	// FileCache bounds the open files of all partitions together.
+	FileCache *storage.FileCache
+	// OnFlush observes each fsync of the log (metrics).
+	OnFlush func(time.Duration)
+	// ProducerIDExpiration is producer.id.expiration.ms.
+	ProducerIDExpiration time.Duration
+	// Waiters is the broker's purgatory, told of every change of the
+	// partition's WaitState.
+	Waiters *delayed.Purgatory
+	Logger  *slog.Logger
+}
+
+// Open opens (creating when missing) the partition's log and restores what
+// it owns from its directory.
+func Open(cfg Config) (*Partition, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = logger.With("topic", cfg.Topic, "partition", cfg.Index)
+	producers := newProducerState(cfg.FS, cfg.Dir, cfg.ProducerIDExpiration, logger)
+	l, err := storage.Open(cfg.Dir, cfg.Log, storage.Options{
+		FS:        cfg.FS,
+		Logger:    logger,
+		OnFlush:   cfg.OnFlush,
+		OnRoll:    func(int64) { producers.rolled.Store(true) },
+		FileCache: cfg.FileCache,
+	})
+	if err != nil {
+		return nil, err
+	}
+	producers.baseline = l.LogEndOffset() // not shared yet
+	p := &Partition{topic: cfg.Topic, index: cfg.Index, brokerID: cfg.BrokerID, log: l, logger: logger,
+		producers: producers, waiters: cfg.Waiters}
+	p.hw.Store(l.LogEndOffset())
+	return p, nil
+}
+
+func (p *Partition) Topic() string { return p.topic }
+func (p *Partition) Index() int32  { return p.index }
+
+// Append writes batches as the leader and returns once the log has them
+// (fsynced when opts.Sync); the partition stamps its leader epoch.
+// Errors are storage's.
+func (p *Partition) Append(batches []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
+	opts.LeaderEpoch = p.epoch
+	res, err := p.log.Append(batches, opts)
+	if err != nil {
+		return res, err
+	}
+	p.advanceHighWatermark(res.LastOffset+1, int64(len(batches)))
+	return res, nil
+}
+
+// advanceHighWatermark moves the HW forward to at most hw and counts the
+// append's bytes as visible. It uses the append's own end, not the log end:
+// a later unsynced append must not become visible before it is durable.
+// Two appends finishing out of order undercount for a moment (the later's
+// HW covers the earlier's records before its bytes are added); the earlier
+// one's notification then carries the full count.
+func (p *Partition) advanceHighWatermark(hw, appended int64) {
+	p.mu.Lock()
+	if hw > p.hw.Load() {
+		p.hw.Store(hw)
+	}
+	p.mu.visibleBytes += appended
+	p.mu.Unlock()
+	p.notifyWaiters()
+}
+
+// notifyWaiters tells the purgatory the partition's state changed: its
+// high watermark, visible bytes or log start.
+func (p *Partition) notifyWaiters() {
+	if p.waiters == nil {
+		return
+	}
+	if k := p.key(); p.waiters.Watched(k) {
+		p.waiters.Notify(k, p.WaitState())
+	}
+}
+
+func (p *Partition) key() delayed.Key { return delayed.Key{Topic: p.topic, Partition: p.index} }
+
+// WaitState is what waiting fetches and produces count from
+// (replication/delayed): the high watermark and the bytes below it, read
+// without I/O.
+func (p *Partition) WaitState() delayed.State {
+	p.mu.Lock()
+	st := delayed.State{HighWatermark: p.hw.Load(), VisibleBytes: p.mu.visibleBytes}
+	p.mu.Unlock()
+	st.LogStartOffset = p.log.LogStartOffset()
+	return st
+}
+
+// Read returns whole batches; consumers pass MaxOffset = HighWatermark.
+func (p *Partition) Read(opts storage.ReadOptions, dst []byte) (storage.ReadResult, error) {
+	p.reads.Add(1)
+	return p.log.Read(opts, dst)
+}
+
+// OffsetForTimestamp is the base offset of the first batch with
+// maxTimestamp >= ts, or -1.
+func (p *Partition) OffsetForTimestamp(ts int64) (int64, error) {
+	return p.log.OffsetForTimestamp(ts)
+}
+
+func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
+func (p *Partition) LogEndOffset() int64   { return p.log.LogEndOffset() }
+
+// HighWatermark is the offset below which records are visible to
+// consumers: acknowledged by every in-sync replica.
+func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
+
+// LastStableOffset is the high watermark until transactions exist.
+func (p *Partition) LastStableOffset() int64 { return p.hw.Load() }
+func (p *Partition) LeaderEpoch() int32      { return p.epoch }
+func (p *Partition) Leader() int32           { return p.brokerID }
+func (p *Partition) Replicas() []int32       { return []int32{p.brokerID} }
+func (p *Partition) ISR() []int32            { return []int32{p.brokerID} }
+func (p *Partition) Size() int64             { return p.log.Size() }
+func (p *Partition) SegmentCount() int       { return p.log.SegmentCount() }
+func (p *Partition) FlushedOffset() int64    { return p.log.FlushedOffset() }
+func (p *Partition) Dir() string             { return p.log.Dir() }
+
+// Reads counts the log reads since the partition opened (a diagnostic).
+func (p *Partition) Reads() int64 { return p.reads.Load() }
+
+// Failure is the error that failed the partition's log (it refuses appends
+// until recovered), or nil.
+func (p *Partition) Failure() error { return p.log.Failure() }
+
+// Recover reopens a failed log (storage.Log.Recover) and moves the high
+// watermark to the recovered log end: recovery fsynced everything it kept,
+// so it is all durable, as after a restart. The producer state is dropped
+// with it, to be reloaded from the snapshots and the recovered log.
+func (p *Partition) Recover() (recovered bool, err error) {
+	return p.producers.recover(func() (bool, error) {
+		recovered, err := p.log.Recover()
+		if recovered {
+			p.advanceHighWatermark(p.log.LogEndOffset(), 0)
+		}
+		return recovered, err
+	}, p.log.LogEndOffset)
+}
+
+// SetConfig applies changed topic configs to the log.
+func (p *Partition) SetConfig(cfg storage.Config) { p.log.SetConfig(cfg) }
+
+// EnforceRetention expires idle producers and deletes the segments the
+// retention configs let go, then snapshots the producer state at the new
+// log start. Failures are logged: the next tick tries again.
+func (p *Partition) EnforceRetention(now time.Time) {
+	if n := p.producers.expire(now); n > 0 {
+		p.logger.Info("idle producers expired", "producers", n)
+	}
+	n, err := p.log.EnforceRetention(now)
+	switch {
+	case err != nil && !errors.Is(err, storage.ErrClosed):
+		p.logger.Error("retention failed", "err", err)
+	case n > 0:
+		p.notifyWaiters() // a fetch waiting below the new start answers out of range
+		p.logger.Info("retention deleted segments", "segments", n, "log_start_offset", p.log.LogStartOffset())
+		p.snapshotProducers("retention")
+	}
+}
+
+// MaybeFlush fsyncs the log when its flush policy says so, and snapshots
+// the producer state after a segment roll.
+func (p *Partition) MaybeFlush(now time.Time) {
+	if err := p.log.MaybeFlush(now); err != nil && !errors.Is(err, storage.ErrClosed) {
+		p.logger.Error("flush failed", "err", err)
+	}
+	if p.producers.rolled.Swap(false) {
+		p.snapshotProducers("roll")
+	}
+}
+
+// AdvanceStartOffset deletes the records below offset (DeleteRecords);
+// errors are storage's.
+func (p *Partition) AdvanceStartOffset(offset int64) error {
+	if err := p.log.AdvanceStartOffset(offset); err != nil {
+		return err
+	}
+	p.snapshotProducers("delete records") // and drop those below the new start
+	p.notifyWaiters()
+	return nil
+}
+
+// snapshotProducers writes the producer state snapshot; a failure is
+// logged, never fatal: the state stays in memory and a restart replays more.
+func (p *Partition) snapshotProducers(why string) {
+	if err := p.producers.snapshot(p.log); err != nil && !errors.Is(err, storage.ErrClosed) {
+		p.logger.Warn("producer state snapshot failed", "at", why, "err", err)
+	}
+}
+
+// Close closes the log and, if the producer state may have changed since
+// the partition opened, writes a snapshot at the final log end, so the next
+// start replays nothing. The state is loaded before the log closes (a load
+// reads the log) and snapshotted after (no append can slip in). A failed
+// log gets no snapshot: the next start recovers it and replays from an
+// older one.
+func (p *Partition) Close() error {
+	ps := p.producers
+	snap := p.Failure() == nil && ps.changedSince(p.log.LogEndOffset())
+	if snap {
+		ps.ready(p.log)
+	}
+	if err := p.log.Close(); err != nil {
+		return err
+	}
+	if snap {
+		if err := ps.snapshot(p.log); err != nil {
+			p.logger.Warn("producer state snapshot at close failed", "err", err)
+		}
+	}
+	return nil
+}
+
+// Delete closes the partition, answers the requests waiting on it, and
+// renames its directory to dir+suffix for the caller to remove in the
+// background (a restart finds and removes it if the process dies first).
+// It returns the renamed directory.
+func (p *Partition) Delete(suffix string) (string, error) {
+	p.log.Close()
+	if p.waiters != nil {
+		p.waiters.Notify(p.key(), delayed.State{Gone: true})
+	}
+	dir := p.log.Dir()
+	gone := dir + suffix
+	if err := os.Rename(dir, gone); err != nil {
+		return "", fmt.Errorf("rename %s: %w", dir, err)
+	}
+	return gone, nil
+}
