@@ -35,6 +35,9 @@ const (
 	codeInternal           = 50001
 	codeStorage            = 50002
 	codeUnavailable        = 50301
+	codeNotEnoughReplicas  = 50302 // fewer in-sync replicas than min.insync.replicas
+	codeAcksTimedOut       = 50303 // appended, not acknowledged by the replicas in time
+	codeNotLeader          = 50304 // this node does not lead the partition
 )
 
 // httpErrors is the one table from core errors to HTTP answers.
@@ -58,6 +61,10 @@ var httpErrors = []struct {
 	{server.ErrInvalidTimestamp, http.StatusUnprocessableEntity, codeInvalidTimestamp},
 	{server.ErrPartitionLimit, http.StatusUnprocessableEntity, codePartitionLimit},
 	{server.ErrShuttingDown, http.StatusServiceUnavailable, codeUnavailable},
+	{server.ErrNotEnoughReplicasAfterAppend, http.StatusServiceUnavailable, codeNotEnoughReplicas},
+	{server.ErrNotEnoughReplicas, http.StatusServiceUnavailable, codeNotEnoughReplicas},
+	{server.ErrRequestTimedOut, http.StatusServiceUnavailable, codeAcksTimedOut},
+	{server.ErrNotLeader, http.StatusServiceUnavailable, codeNotLeader},
 	{server.ErrStorage, http.StatusInternalServerError, codeStorage},
 }
 

@@ -345,3 +345,18 @@ func TestClusterRoutes(t *testing.T) {
 		t.Fatalf("cluster %v", cluster)
 	}
 }
+
+// An HTTP produce is acks=all: a topic asking for more in-sync replicas
+// than the partition has answers 503 with error_code 50302 and stores
+// nothing.
+func TestProduceNeedsMinInsyncReplicas(t *testing.T) {
+	e := newTestEnv(t)
+	if err := e.broker.CreateTopic(server.TopicSpec{Name: "strict", Partitions: 1,
+		Configs: map[string]string{server.CfgMinInsyncReplicas: "2"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.do(t, "POST", "/kafka/strict", "application/json", `{"id":1}`).wantError(t, http.StatusServiceUnavailable, codeNotEnoughReplicas)
+	if p, _ := e.broker.Partition("strict", 0); p.LogEndOffset() != 0 {
+		t.Fatalf("log end %d after a refused produce", p.LogEndOffset())
+	}
+}

@@ -195,7 +195,7 @@ func (st *produceState) add(rec server.ProduceRecord) error {
 //	@Failure		415		{object}	errorBody	"41501: the content type is not accepted"
 //	@Failure		422		{object}	errorBody	"42201 invalid topic name, 42205 invalid record (Avro: does not match its schema), 42206 invalid timestamp; registry 42201 invalid schema"
 //	@Failure		500		{object}	errorBody	"50001/50002: internal or storage error"
-//	@Failure		503		{object}	errorBody	"50301: the node is shutting down, or Avro without a schema registry"
+//	@Failure		503		{object}	errorBody	"50301: the node is shutting down, or Avro without a schema registry; 50302: fewer in-sync replicas than min.insync.replicas (nothing written); 50303: written but not acknowledged by the in-sync replicas in time"
 //	@Router			/kafka/{topic} [post]
 func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 	g.produceAs(w, r, false)
@@ -218,7 +218,7 @@ func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 //	@Failure		415		{object}	errorBody	"41501: the content type is not one of REST Proxy's"
 //	@Failure		422		{object}	errorBody	"42201 invalid topic name, 42205 invalid record (Avro: does not match its schema), 42206 invalid timestamp; registry 42201 invalid schema"
 //	@Failure		500		{object}	errorBody	"50001/50002: internal or storage error"
-//	@Failure		503		{object}	errorBody	"50301: the node is shutting down, or Avro without a schema registry"
+//	@Failure		503		{object}	errorBody	"50301: the node is shutting down, or Avro without a schema registry; 50302: fewer in-sync replicas than min.insync.replicas (nothing written); 50303: written but not acknowledged by the in-sync replicas in time"
 //	@Router			/topics/{topic} [post]
 func (g *Gateway) produceRestProxy(w http.ResponseWriter, r *http.Request) {
 	g.produceAs(w, r, true)

@@ -28,6 +28,18 @@ var (
 	ErrInternalTopic = errors.New("internal topic")
 	// ErrPartitionLimit: the broker holds max.partitions partitions.
 	ErrPartitionLimit = errors.New("partition limit reached")
+	// ErrNotEnoughReplicas: an acks=all produce to a partition with fewer
+	// in-sync replicas than min.insync.replicas; nothing was appended.
+	ErrNotEnoughReplicas = errors.New("not enough in-sync replicas")
+	// ErrNotEnoughReplicasAfterAppend: the records were appended, but the
+	// in-sync replicas fell below min.insync.replicas before they were
+	// acknowledged; a retry may duplicate them (as in Kafka).
+	ErrNotEnoughReplicasAfterAppend = errors.New("not enough in-sync replicas after the append")
+	// ErrRequestTimedOut: appended, but not acknowledged as acks asks
+	// within the produce timeout.
+	ErrRequestTimedOut = errors.New("request timed out")
+	// ErrNotLeader: this broker does not lead the partition (any more).
+	ErrNotLeader = errors.New("not the leader of the partition")
 )
 
 // Kafka protocol error codes used by the core's errors.
@@ -51,6 +63,10 @@ const (
 	KafkaBrokerNotAvailable    int16 = 8
 	KafkaOutOfOrderSequence    int16 = 45
 	KafkaInvalidProducerEpoch  int16 = 47
+	KafkaNotLeaderOrFollower   int16 = 6
+	KafkaRequestTimedOut       int16 = 7
+	KafkaNotEnoughReplicas     int16 = 19
+	KafkaNotEnoughAfterAppend  int16 = 20
 )
 
 // kafkaCodes is the one table from core errors to Kafka error codes.
@@ -84,6 +100,10 @@ var kafkaCodes = []struct {
 	{ErrPartitionLimit, KafkaPolicyViolation},
 	{ErrOutOfOrderSequence, KafkaOutOfOrderSequence},
 	{ErrInvalidProducerEpoch, KafkaInvalidProducerEpoch},
+	{ErrNotEnoughReplicasAfterAppend, KafkaNotEnoughAfterAppend},
+	{ErrNotEnoughReplicas, KafkaNotEnoughReplicas},
+	{ErrRequestTimedOut, KafkaRequestTimedOut},
+	{ErrNotLeader, KafkaNotLeaderOrFollower},
 }
 
 // KafkaCode returns the Kafka protocol error code for err (0 for nil).

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/ferry-mq/ferry/server/metrics"
@@ -56,30 +55,16 @@ func (b *Broker) partitionStats(yield func(metrics.PartitionStat) bool) {
 	}
 	b.mu.RUnlock()
 	for _, t := range topics {
-		minISR := minInsyncReplicas(t.meta.Configs)
+		minISR := t.settings.minISR
 		for _, p := range t.partitions {
 			st := metrics.PartitionStat{Topic: t.meta.Name, Partition: p.Index(), SizeBytes: p.Size(),
 				Segments: p.SegmentCount(), Leader: p.Leader(), Replicas: len(p.Replicas()),
-				ISR: len(p.ISR()), MinISR: minISR, Offline: failed(p)}
+				ISR: len(p.ISR()), MinISR: minISR, Offline: p.Failure() != nil}
 			if !yield(st) {
 				return
 			}
 		}
 	}
-}
-
-// failed reports whether p's log failed and refuses appends.
-func failed(p Partition) bool {
-	f, ok := p.(interface{ Failure() error })
-	return ok && f.Failure() != nil
-}
-
-// minInsyncReplicas is the topic's min.insync.replicas (default 1).
-func minInsyncReplicas(cfgs map[string]string) int {
-	if n, err := strconv.Atoi(cfgs[CfgMinInsyncReplicas]); err == nil && n > 0 {
-		return n
-	}
-	return 1
 }
 
 // Ready reports whether the core serves requests: the logs were loaded by

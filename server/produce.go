@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,9 @@ type ProduceRequest struct {
 	// Internal marks the broker's own writers (the group coordinator), the
 	// only ones allowed to append to internal topics.
 	Internal bool
+	// Timeout bounds the wait for every in-sync replica (these requests
+	// are acks=all); 0 is DefaultProduceTimeout.
+	Timeout time.Duration
 }
 
 // RecordOffset is where one produced record landed.
@@ -62,7 +66,8 @@ var builderPool = sync.Pool{New: func() any { return new(records.Builder) }}
 // maxPooledBuilderBytes is the largest batch whose builder goes back to the pool.
 const maxPooledBuilderBytes = 4 << 20
 
-// Produce validates, partitions and appends a request's records. Either all
+// Produce validates, partitions and appends a request's records, then
+// waits once until every in-sync replica has them (acks=all). Either all
 // batches are appended or, if validation fails, none is.
 func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResult, error) {
 	if len(req.Records) == 0 {
@@ -86,22 +91,34 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 	if err != nil {
 		return ProduceResult{}, err
 	}
+	for i := range batches {
+		if err := checkReplicas(batches[i].partition, AcksAll, t.settings.minISR); err != nil {
+			return ProduceResult{}, err
+		}
+	}
 	res := ProduceResult{Offsets: make([]RecordOffset, len(req.Records)), LogAppendTime: -1}
 	// The builder computed every CRC just now.
 	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime, ChecksumVerified: true}
 	counters := b.cfg.Metrics.Topic(t.meta.Name)
+	appended := make([]Appended, len(batches))
 	for i := range batches {
 		pb := &batches[i]
 		ar, err := pb.partition.Append(pb.bytes, opts)
 		if err != nil {
 			return ProduceResult{}, appendError(t.meta.Name, pb.partition.Index(), err)
 		}
+		appended[i] = Appended{AppendResult: ar, partition: pb.partition, acks: AcksAll, minISR: t.settings.minISR}
 		counters.In(len(pb.bytes), int(ar.Records))
 		for j, idx := range pb.indexes {
 			res.Offsets[idx] = RecordOffset{Partition: pb.partition.Index(), Offset: ar.BaseOffset + int64(j)}
 		}
 		if ar.LogAppendTime >= 0 {
 			res.LogAppendTime = ar.LogAppendTime
+		}
+	}
+	for _, err := range b.WaitAcks(ctx, appended, cmp.Or(req.Timeout, DefaultProduceTimeout)) {
+		if err != nil {
+			return ProduceResult{}, err
 		}
 	}
 	return res, nil
@@ -217,22 +234,61 @@ type BatchProduce struct {
 	// their base offsets in place.
 	Batches []byte
 	Sync    bool
+	// Acks is the request's acks (AcksNone, AcksLeader, AcksAll).
+	Acks int16
+	// Timeout bounds ProduceBatch's wait for acks=all; 0 is
+	// DefaultProduceTimeout. AppendBatch does not wait.
+	Timeout time.Duration
 }
 
-// ProduceBatch validates a client's batches record by record (decompressing
-// under a memory cap) and appends them; nothing is written if any is invalid.
+// ProduceBatch appends a client's batches (AppendBatch) and waits for
+// them to be acknowledged as req.Acks asks (WaitAcks).
 func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, error) {
+	a, err := b.AppendBatch(ctx, req)
+	if err != nil {
+		return a.AppendResult, err
+	}
+	return a.AppendResult, b.WaitAcks(ctx, []Appended{a}, cmp.Or(req.Timeout, DefaultProduceTimeout))[0]
+}
+
+// AppendBatch validates a client's batches record by record (decompressing
+// under a memory cap) and appends them, without waiting for acks=all;
+// nothing is written if any is invalid.
+func (b *Broker) AppendBatch(ctx context.Context, req BatchProduce) (Appended, error) {
+	res, p, minISR, err := b.appendBatch(ctx, req)
+	if err != nil {
+		return Appended{AppendResult: res}, err
+	}
+	// A retried duplicate waits too, for the original's offsets: the
+	// original may not be replicated yet.
+	return Appended{AppendResult: res, partition: p, acks: req.Acks, minISR: minISR}, nil
+}
+
+func (b *Broker) appendBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, *replication.Partition, int, error) {
+	fail := func(err error) (storage.AppendResult, *replication.Partition, int, error) {
+		return storage.AppendResult{}, nil, 0, err
+	}
 	if err := RefuseInternalTopic(req.Topic, "produce to"); err != nil {
-		return storage.AppendResult{}, err
+		return fail(err)
 	}
 	t, err := b.topicForProduce(req.Topic)
 	if err != nil {
-		return storage.AppendResult{}, err
+		return fail(err)
 	}
 	p, err := t.partition(req.Partition)
 	if err != nil {
-		return storage.AppendResult{}, err
+		return fail(err)
 	}
+	if err := checkReplicas(p, req.Acks, t.settings.minISR); err != nil {
+		return fail(err)
+	}
+	res, err := b.validateAndAppend(ctx, t, p, req)
+	return res, p, t.settings.minISR, err
+}
+
+// validateAndAppend applies every rule to a client's batches for p, then
+// appends them (idempotent producers through their sequence rules).
+func (b *Broker) validateAndAppend(ctx context.Context, t *topic, p *replication.Partition, req BatchProduce) (storage.AppendResult, error) {
 	if len(req.Batches) > t.settings.maxMessageBytes {
 		return storage.AppendResult{}, fmt.Errorf("%w: %d bytes; max.message.bytes is %d",
 			ErrRecordTooLarge, len(req.Batches), t.settings.maxMessageBytes)
@@ -246,6 +302,7 @@ func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.Ap
 	if err := b.checkBatchRecords(t, req.Batches); err != nil {
 		return storage.AppendResult{}, err
 	}
+	var err error
 	if req.Batches, err = b.recompress(t, req.Batches); err != nil {
 		return storage.AppendResult{}, err
 	}

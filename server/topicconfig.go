@@ -281,6 +281,9 @@ type topicSettings struct {
 	// tsBeforeMs and tsAfterMs bound CreateTime timestamps around the
 	// broker's clock (math.MaxInt64: unbounded).
 	tsBeforeMs, tsAfterMs int64
+	// minISR is min.insync.replicas: an acks=all produce needs that many
+	// in-sync replicas.
+	minISR int
 }
 
 // checkRecords reports whether produced records need a per-record check.
@@ -293,6 +296,7 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 		log:             b.cfg.Log,
 		maxMessageBytes: b.cfg.MessageMaxBytes,
 		logAppendTime:   b.cfg.LogAppendTime,
+		minISR:          1,
 	}
 	num := func(k string) (int64, bool) {
 		v, ok := cfgs[k]
@@ -344,6 +348,9 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 		s.level = int(n)
 	}
 	s.tsBeforeMs, s.tsAfterMs = timestampBounds(num)
+	if n, ok := num(CfgMinInsyncReplicas); ok && n > 0 {
+		s.minISR = int(min(n, math.MaxInt32))
+	}
 	s.noDownConversion = strings.EqualFold(strings.TrimSpace(cfgs["message.downconversion.enable"]), "false")
 	s.syncAppends = s.log.FlushMessages == 1
 	s.validateValues = cfgs[CfgValueSchemaValidation] == "true"

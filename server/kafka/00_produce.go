@@ -5,16 +5,19 @@ package kafka
 // v0–v2 may carry magic 0 or 1 message sets (clients before 0.11): they
 // are converted up to a magic 2 batch first (00_produce_legacy.go). An
 // answer has no throttle time in v0 and no log append time in v0–v1, as
-// Kafka's schemas say. Every partition's data goes to Broker.ProduceBatch, which
-// validates the batch (CRC, one batch, count = lastOffsetDelta+1, no control
-// batch, records framed, decompressed under a cap) and applies the
+// Kafka's schemas say. Every partition's data goes to Broker.AppendBatch,
+// which validates the batch (CRC, one batch, count = lastOffsetDelta+1, no
+// control batch, records framed, decompressed under a cap) and applies the
 // idempotent producer rules before appending; nothing is written for a
-// rejected partition. acks=0 gets no response, acks=1 and acks=-1 are the
-// same on one node (a topic with flush.messages=1 answers after fsync); an
-// acks=0 request with a failed partition closes the connection, as in Kafka.
-// The partitions of a request are appended in parallel (appendInParallel).
-// Deviations: TimeoutMillis is not used (appends do not wait on replicas);
-// transactional batches are rejected with INVALID_RECORD. v10's new-leader
+// rejected partition. The partitions of a request are appended in parallel
+// (appendInParallel); then an acks=-1 request waits once for all of them
+// to reach every in-sync replica, up to TimeoutMillis (server/acks.go:
+// REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+// per partition). acks=0 gets no response; an acks=0 request with a failed
+// partition closes the connection, as in Kafka. On one node acks=1 and
+// acks=-1 answer alike (a topic with flush.messages=1 answers after fsync)
+// unless min.insync.replicas is above 1.
+// Deviations: transactional batches are rejected with INVALID_RECORD. v10's new-leader
 // hints (KIP-951) stay empty, since one node never answers NOT_LEADER; v11
 // only allows TRANSACTION_ABORTABLE (KIP-890), which ferry never returns.
 
@@ -25,6 +28,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -36,6 +40,9 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	var work []func()
+	// appended[k] is the append of the partition answered by answers[k].
+	var appended []server.Appended
+	var answers []*kmsg.ProduceResponseTopicPartition
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -45,8 +52,11 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 			rp.Default()
 			rp.Partition = t.Partitions[i].Partition
 			if acksOK {
-				p, topic := &t.Partitions[i], t.Topic
-				work = append(work, func() { s.producePartition(ctx, req.Version, topic, p, rp) })
+				p, topic, k := &t.Partitions[i], t.Topic, len(appended)
+				appended, answers = append(appended, server.Appended{}), append(answers, rp)
+				work = append(work, func() {
+					appended[k] = s.producePartition(ctx, req.Version, req.Acks, topic, p, rp)
+				})
 			} else {
 				rp.ErrorCode = codeInvalidRequiredAcks
 			}
@@ -54,6 +64,14 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 		resp.Topics = append(resp.Topics, rt)
 	}
 	appendInParallel(work, distinctPartitions(req))
+	if req.Acks == server.AcksAll {
+		timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
+		for k, err := range s.broker.WaitAcks(ctx, appended, timeout) {
+			if err != nil && answers[k].ErrorCode == 0 {
+				answers[k].ErrorCode, answers[k].ErrorMessage = errorCode(err), errorMessage(err)
+			}
+		}
+	}
 	if req.Acks == 0 {
 		// The client expects no response. As Kafka does, a failed
 		// partition closes the connection, so the client notices and
@@ -77,30 +95,34 @@ func failed(resp *kmsg.ProduceResponse) bool {
 	return false
 }
 
-func (s *Server) producePartition(ctx context.Context, version int16, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+// producePartition appends one partition's batches and fills its answer;
+// the acks=all wait comes after every partition of the request appended.
+func (s *Server) producePartition(ctx context.Context, version, acks int16, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) server.Appended {
 	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 	switch {
 	case len(p.Records) == 0:
 		rp.ErrorCode = codeInvalidRecord
-		return
+		return server.Appended{}
 	}
 	data, code, err := s.upConvertProduced(version, p.Records)
 	if code != 0 {
 		rp.ErrorCode, rp.ErrorMessage = code, errorMessage(err)
-		return
+		return server.Appended{}
 	}
-	res, err := s.broker.ProduceBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: data})
+	a, err := s.broker.AppendBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: data, Acks: acks})
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
 		rp.ErrorMessage = errorMessage(err)
 		s.logger.Debug("produce rejected", "topic", topic, "partition", p.Partition, "err", err)
-		return
+		return server.Appended{}
 	}
+	res := a.AppendResult
 	rp.BaseOffset = res.BaseOffset
 	rp.LogAppendTime = res.LogAppendTime
 	if part, err := s.broker.Partition(topic, p.Partition); err == nil {
 		rp.LogStartOffset = part.LogStartOffset()
 	}
+	return a
 }
 
 // appendInParallel runs a request's partition appends on up to GOMAXPROCS

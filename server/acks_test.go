@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage"
+)
+
+func oneBatch(t *testing.T, value string) []byte {
+	t.Helper()
+	var b records.Builder
+	b.Add(records.Record{Value: []byte(value), Timestamp: time.Now().UnixMilli()})
+	data, err := b.AppendBatch(nil, records.BatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// min.insync.replicas above the in-sync replicas refuses acks=all before
+// anything is written, on both produce paths; acks=1 is still served.
+func TestAcksAllNeedsMinInsyncReplicas(t *testing.T) {
+	b := newTestBroker(t)
+	if err := b.CreateTopic(TopicSpec{Name: "isr", Partitions: 1, Configs: map[string]string{CfgMinInsyncReplicas: "2"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err := b.ProduceBatch(ctx, BatchProduce{Topic: "isr", Batches: oneBatch(t, "a"), Acks: AcksAll})
+	if !errors.Is(err, ErrNotEnoughReplicas) || KafkaCode(err) != KafkaNotEnoughReplicas {
+		t.Fatalf("acks=all with 1 of 2 in-sync replicas: %v (code %d)", err, KafkaCode(err))
+	}
+	_, err = b.Produce(ctx, &ProduceRequest{Topic: "isr", Records: []ProduceRecord{{Partition: 0, Record: records.Record{Value: []byte("b")}}}})
+	if !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("HTTP-path produce: %v", err)
+	}
+	if p, _ := b.Partition("isr", 0); p.LogEndOffset() != 0 {
+		t.Fatalf("log end %d after two refusals, want 0", p.LogEndOffset())
+	}
+	res, err := b.ProduceBatch(ctx, BatchProduce{Topic: "isr", Batches: oneBatch(t, "c"), Acks: AcksLeader})
+	if err != nil || res.BaseOffset != 0 {
+		t.Fatalf("acks=1: offset %d, %v", res.BaseOffset, err)
+	}
+}
+
+// A request appends first and waits once; a partition whose high
+// watermark does not reach its records in time answers REQUEST_TIMED_OUT,
+// one that is deleted meanwhile NOT_LEADER_OR_FOLLOWER, and the others
+// are acknowledged.
+func TestWaitAcksAnswersEachPartition(t *testing.T) {
+	b := newTestBroker(t)
+	if err := b.CreateTopic(TopicSpec{Name: "acks", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	done, err := b.AppendBatch(ctx, BatchProduce{Topic: "acks", Partition: 0, Batches: oneBatch(t, "a"), Acks: AcksAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := b.partition("acks", 1)
+	// Records the high watermark has not reached (one replica never lags,
+	// so the wait is given offsets beyond the log end).
+	ahead := Appended{AppendResult: storage.AppendResult{BaseOffset: 5, LastOffset: 6}, partition: p1, acks: AcksAll, minISR: 1}
+	leader := Appended{AppendResult: storage.AppendResult{BaseOffset: 9, LastOffset: 9}, partition: p1, acks: AcksLeader, minISR: 1}
+	errs := b.WaitAcks(ctx, []Appended{done, ahead, leader}, 20*time.Millisecond)
+	if errs[0] != nil || !errors.Is(errs[1], ErrRequestTimedOut) || errs[2] != nil {
+		t.Fatalf("answers %v, want [nil, timed out, nil]", errs)
+	}
+	if KafkaCode(errs[1]) != KafkaRequestTimedOut {
+		t.Fatalf("code %d for %v", KafkaCode(errs[1]), errs[1])
+	}
+
+	waited := make(chan error, 1)
+	go func() { waited <- b.WaitAcks(ctx, []Appended{ahead}, time.Minute)[0] }()
+	waitFor(t, func() bool { return b.WaitingFetches("acks", 1) == 1 }) // the acks wait is registered
+	if err := b.DeleteTopic("acks"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("wait on a deleted partition: %v", err)
+	}
+}

@@ -1,0 +1,50 @@
+package kafka
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/records"
+)
+
+// The request's acks reach the core: acks=-1 to a partition with fewer
+// in-sync replicas than min.insync.replicas is refused with
+// NOT_ENOUGH_REPLICAS and writes nothing, acks=1 is appended, and a
+// request spanning both topics answers each partition on its own.
+func TestProduceAcksAllHonoursMinInsyncReplicas(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	if err := ts.broker.CreateTopic(server.TopicSpec{Name: "strict", Partitions: 1,
+		Configs: map[string]string{server.CfgMinInsyncReplicas: "2"}}); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, ts, "loose", 1)
+
+	req := produceReq("strict", 0, -1, batch(t, records.BatchOptions{}, "a"))
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "loose"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = batch(t, records.BatchOptions{}, "b")
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := do[*kmsg.ProduceResponse](c, req, 9)
+	strict, loose := resp.Topics[0].Partitions[0], resp.Topics[1].Partitions[0]
+	if strict.ErrorCode != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("acks=-1 with min.insync.replicas=2 on one replica: error %d, want NOT_ENOUGH_REPLICAS", strict.ErrorCode)
+	}
+	if loose.ErrorCode != 0 || loose.BaseOffset != 0 {
+		t.Fatalf("the other topic of the request: error %d, offset %d", loose.ErrorCode, loose.BaseOffset)
+	}
+	if p := produceOneAcks(c, "strict", 1, "c"); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("acks=1: error %d, offset %d (want 0: the refused batch wrote nothing)", p.ErrorCode, p.BaseOffset)
+	}
+}
+
+func produceOneAcks(c *client, topic string, acks int16, value string) kmsg.ProduceResponseTopicPartition {
+	c.t.Helper()
+	resp := do[*kmsg.ProduceResponse](c, produceReq(topic, 0, acks, batch(c.t, records.BatchOptions{}, value)), 9)
+	return resp.Topics[0].Partitions[0]
+}
