@@ -30,10 +30,12 @@ type Broker struct {
 	// fetch never take it.
 	adminMu sync.Mutex
 
+	// metadata is where topics are recorded (Config.Metadata).
+	metadata replication.Metadata
+
 	mu struct {
 		sync.RWMutex
 		topics map[string]*topic
-		meta   clusterMeta
 		closed bool
 	}
 
@@ -80,12 +82,20 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	meta, err := loadMetadata(cfg.DataDir)
-	if err != nil {
-		return nil, err
+	metadata := cfg.Metadata
+	if metadata == nil {
+		local, err := replication.OpenLocalMetadata(cfg.DataDir, cfg.BrokerID)
+		if err != nil {
+			return nil, err
+		}
+		metadata = local
 	}
-	meta.BrokerID = cfg.BrokerID
+	var tms []topicMeta
+	for _, t := range metadata.Topics() {
+		tms = append(tms, topicMetaOf(t))
+	}
 	b := &Broker{
+		metadata: metadata,
 		cfg:      cfg,
 		logger:   logger.With("component", "broker"),
 		stop:     make(chan struct{}),
@@ -95,24 +105,19 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 		logFiles:      storage.NewFileCache(openFilesLimit(cfg.MaxOpenLogFiles)),
 		waiters:       delayed.New(nil),
 	}
-	b.mu.topics = make(map[string]*topic, len(meta.Topics))
-	b.mu.meta = meta
-	ts, err := b.openTopics(meta.Topics, false)
+	b.mu.topics = make(map[string]*topic, len(tms))
+	ts, err := b.openTopics(tms, false)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range ts {
 		b.mu.topics[t.meta.Name] = t
 	}
-	if err := saveMetadata(cfg.DataDir, meta); err != nil {
-		b.closeLogs()
-		return nil, fmt.Errorf("write topic metadata: %w", err)
-	}
 	b.removeHalfCreated()
 	b.queueLeftoverDeletes()
 	b.registerMetrics()
 	b.startLoops()
-	b.logger.Info("broker open", "data_dir", cfg.DataDir, "topics", len(meta.Topics))
+	b.logger.Info("broker open", "data_dir", cfg.DataDir, "topics", len(tms))
 	return b, nil
 }
 
@@ -244,12 +249,9 @@ func (t *topic) partition(index int32) (*replication.Partition, error) {
 // BrokerID is this node's id.
 func (b *Broker) BrokerID() int32 { return b.cfg.BrokerID }
 
-// ClusterID is the id written into the data dir at first start.
-func (b *Broker) ClusterID() string {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.mu.meta.ClusterID
-}
+// ClusterID is the id the cluster metadata holds (on one node: written
+// into the data dir at first start).
+func (b *Broker) ClusterID() string { return b.metadata.ClusterID() }
 
 // Config returns the broker's effective configuration.
 func (b *Broker) Config() Config { return b.cfg }

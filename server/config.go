@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -68,6 +69,9 @@ type Config struct {
 	// confluent.value.schema.validation=true (the schema registry); nil:
 	// such topics reject every produce with a clear error.
 	ValueValidator ValueValidator
+	// Metadata is where topics are recorded; nil: the single-node file in
+	// DataDir (replication.LocalMetadata).
+	Metadata replication.Metadata
 }
 
 // DefaultMessageMaxBytes is Kafka's message.max.bytes default.

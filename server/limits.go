@@ -57,8 +57,8 @@ func openFilesLimit(configured int) int {
 func (b *Broker) checkPartitionBudget(n int32) error {
 	have := 0
 	b.mu.RLock()
-	for _, tm := range b.mu.meta.Topics {
-		have += int(tm.Partitions)
+	for _, t := range b.mu.topics {
+		have += int(t.meta.Partitions)
 	}
 	b.mu.RUnlock()
 	if have+int(n) > b.maxPartitions {
@@ -115,9 +115,9 @@ func (b *Broker) removeHalfCreated() {
 		return
 	}
 	recorded := map[string]bool{}
-	for _, tm := range b.mu.meta.Topics {
-		for i := int32(0); i < tm.Partitions; i++ {
-			recorded[tm.Name+"-"+strconv.Itoa(int(i))] = true
+	for _, t := range b.mu.topics {
+		for i := int32(0); i < t.meta.Partitions; i++ {
+			recorded[t.meta.Name+"-"+strconv.Itoa(int(i))] = true
 		}
 	}
 	for _, e := range entries {

@@ -1,104 +1,32 @@
 package server
 
-import (
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
-)
+import "github.com/ferry-mq/ferry/replication"
 
-// metadataFile is the single-node topic table on disk. With ZooKeeper it
-// will live under /brokers/topics instead; the shape mirrors what Kafka keeps there.
-const metadataFile = "ferry-topics.json"
+// metadataFile is the single node's topic table (replication.LocalMetadata).
+const metadataFile = replication.LocalMetadataFile
 
+// topicMeta is one topic's durable description, as the core uses it.
 type topicMeta struct {
-	Name              string            `json:"name"`
-	ID                string            `json:"id"` // 16 random bytes, base64url, like Kafka's topic ids
-	Partitions        int32             `json:"partitions"`
-	ReplicationFactor int16             `json:"replication_factor"`
-	Configs           map[string]string `json:"configs,omitempty"`
+	Name              string
+	ID                string
+	Partitions        int32
+	ReplicationFactor int16
+	Configs           map[string]string
+	// replicas[p] is partition p's assignment, preferred leader first.
+	replicas [][]int32
 }
 
-type clusterMeta struct {
-	Version   int         `json:"version"`
-	ClusterID string      `json:"cluster_id"`
-	BrokerID  int32       `json:"broker_id"`
-	Topics    []topicMeta `json:"topics"`
+func topicMetaOf(t replication.TopicMetadata) topicMeta {
+	return topicMeta{Name: t.Name, ID: t.ID, Partitions: t.Partitions(), ReplicationFactor: t.ReplicationFactor(),
+		Configs: t.Configs, replicas: t.Replicas}
 }
 
-// loadMetadata reads the topic table; a missing file is a new data dir.
-func loadMetadata(dir string) (clusterMeta, error) {
-	var m clusterMeta
-	data, err := os.ReadFile(filepath.Join(dir, metadataFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return clusterMeta{Version: 1, ClusterID: newID()}, nil
+// recorded is tm as the cluster metadata records it; a single node
+// assigns every partition to itself.
+func (b *Broker) recorded(tm topicMeta) replication.TopicMetadata {
+	replicas := tm.replicas
+	for p := int32(len(replicas)); p < tm.Partitions; p++ {
+		replicas = append(replicas, []int32{b.cfg.BrokerID})
 	}
-	if err != nil {
-		return m, fmt.Errorf("read topic metadata: %w", err)
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return m, fmt.Errorf("parse %s: %w", metadataFile, err)
-	}
-	return m, nil
-}
-
-// saveMetadata replaces the topic table atomically: a crash leaves either the
-// old or the new file, never a mix.
-func saveMetadata(dir string, m clusterMeta) error {
-	sort.Slice(m.Topics, func(i, j int) bool { return m.Topics[i].Name < m.Topics[j].Name })
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(dir, metadataFile), data)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	err := writeAndRename(tmp, path, data)
-	if err != nil {
-		os.Remove(tmp) // a failed write leaves no stray file
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func writeAndRename(tmp, path string, data []byte) error {
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-func newID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on Linux
-	}
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	return replication.TopicMetadata{Name: tm.Name, ID: tm.ID, Replicas: replicas[:tm.Partitions], Configs: tm.Configs}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/ferry-mq/ferry/replication"
 )
 
 // producerIDFile holds the first producer id not yet handed out by any run
@@ -69,7 +71,7 @@ func (a *producerIDs) allocate(dir string) (int64, error) {
 		}
 		limit := a.mu.next + producerIDBlock
 		data := []byte(strconv.FormatInt(limit, 10) + "\n")
-		if err := writeFileAtomic(filepath.Join(dir, producerIDFile), data); err != nil {
+		if err := replication.WriteFileAtomic(filepath.Join(dir, producerIDFile), data); err != nil {
 			return 0, fmt.Errorf("%w: reserve producer ids: %v", ErrStorage, err)
 		}
 		a.mu.limit = limit

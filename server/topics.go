@@ -75,7 +75,7 @@ func (b *Broker) CreateTopic(spec TopicSpec) error {
 	}
 	tm := topicMeta{
 		Name:              spec.Name,
-		ID:                newID(),
+		ID:                replication.NewTopicID(),
 		Partitions:        spec.Partitions,
 		ReplicationFactor: spec.ReplicationFactor,
 		Configs:           spec.Configs,
@@ -118,20 +118,13 @@ func (b *Broker) validateSpec(spec *TopicSpec) error {
 // commitTopic records a topic change durably, then publishes the snapshot
 // (nil deletes). Callers hold adminMu.
 func (b *Broker) commitTopic(name string, t *topic) error {
-	b.mu.RLock()
-	meta := b.mu.meta
-	b.mu.RUnlock()
-	old := meta.Topics
-	meta.Topics = make([]topicMeta, 0, len(old)+1)
-	for _, tm := range old {
-		if tm.Name != name {
-			meta.Topics = append(meta.Topics, tm)
-		}
+	var err error
+	if t == nil {
+		err = b.metadata.RemoveTopic(name)
+	} else {
+		err = b.metadata.PutTopic(b.recorded(t.meta))
 	}
-	if t != nil {
-		meta.Topics = append(meta.Topics, t.meta)
-	}
-	if err := saveMetadata(b.cfg.DataDir, meta); err != nil {
+	if err != nil {
 		return fmt.Errorf("%w: write topic metadata: %v", ErrStorage, err)
 	}
 	b.mu.Lock()
@@ -139,7 +132,6 @@ func (b *Broker) commitTopic(name string, t *topic) error {
 	if b.mu.closed {
 		return ErrShuttingDown
 	}
-	b.mu.meta = meta
 	if t == nil {
 		delete(b.mu.topics, name)
 	} else {

@@ -1,0 +1,212 @@
+package replication
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// TopicMetadata is one topic as the cluster records it.
+type TopicMetadata struct {
+	Name string
+	// ID is 16 random bytes, base64url, like Kafka's topic ids.
+	ID string
+	// Replicas[p] is partition p's assigned replicas, the preferred
+	// leader first.
+	Replicas [][]int32
+	Configs  map[string]string
+}
+
+// Partitions is the topic's partition count.
+func (t TopicMetadata) Partitions() int32 { return int32(len(t.Replicas)) }
+
+// ReplicationFactor is the replica count of partition 0 (Kafka reports the
+// same for a topic whose partitions differ).
+func (t TopicMetadata) ReplicationFactor() int16 {
+	if len(t.Replicas) == 0 {
+		return 0
+	}
+	return int16(len(t.Replicas[0]))
+}
+
+// Metadata is where the cluster's topic table lives: a file in the data
+// dir on a single node (LocalMetadata), ZooKeeper's /brokers/topics and
+// /config/topics on a cluster. The core reads and changes topics only
+// through it. A change is durable when the call returns.
+type Metadata interface {
+	// ClusterID is the cluster's id, made once when the cluster (or the
+	// single node's data dir) was first started.
+	ClusterID() string
+	// Topics lists every topic.
+	Topics() []TopicMetadata
+	// PutTopic records a new topic or a changed one (configs, partitions).
+	PutTopic(TopicMetadata) error
+	// RemoveTopic forgets a topic; removing an unknown one is a no-op.
+	RemoveTopic(name string) error
+}
+
+// NewTopicID returns a fresh topic id.
+func NewTopicID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// LocalMetadataFile is the single-node topic table, in the data dir.
+const LocalMetadataFile = "ferry-topics.json"
+
+// LocalMetadata is a single node's Metadata: one JSON file rewritten
+// atomically on every change. Every partition has one replica, the node.
+type LocalMetadata struct {
+	dir      string
+	brokerID int32
+	mu       struct {
+		sync.Mutex
+		file localFile
+	}
+}
+
+// localFile is the file's shape (version 1, kept since the first release):
+// partition counts, not assignments, since every replica is this node.
+type localFile struct {
+	Version   int          `json:"version"`
+	ClusterID string       `json:"cluster_id"`
+	BrokerID  int32        `json:"broker_id"`
+	Topics    []localTopic `json:"topics"`
+}
+
+type localTopic struct {
+	Name              string            `json:"name"`
+	ID                string            `json:"id"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+}
+
+// OpenLocalMetadata reads dir's topic table (a missing file is a new data
+// dir, which gets a new cluster id) and records brokerID in it.
+func OpenLocalMetadata(dir string, brokerID int32) (*LocalMetadata, error) {
+	m := &LocalMetadata{dir: dir, brokerID: brokerID}
+	data, err := os.ReadFile(filepath.Join(dir, LocalMetadataFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		m.mu.file = localFile{Version: 1, ClusterID: NewTopicID()}
+	case err != nil:
+		return nil, fmt.Errorf("read topic metadata: %w", err)
+	default:
+		if err := json.Unmarshal(data, &m.mu.file); err != nil {
+			return nil, fmt.Errorf("parse %s: %w", LocalMetadataFile, err)
+		}
+	}
+	m.mu.file.BrokerID = brokerID
+	if err := m.saveLocked(m.mu.file); err != nil {
+		return nil, fmt.Errorf("write topic metadata: %w", err)
+	}
+	return m, nil
+}
+
+func (m *LocalMetadata) ClusterID() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.file.ClusterID
+}
+
+func (m *LocalMetadata) Topics() []TopicMetadata {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]TopicMetadata, len(m.mu.file.Topics))
+	for i, lt := range m.mu.file.Topics {
+		out[i] = m.fromLocal(lt)
+	}
+	return out
+}
+
+func (m *LocalMetadata) fromLocal(lt localTopic) TopicMetadata {
+	replicas := make([][]int32, lt.Partitions)
+	for p := range replicas {
+		replicas[p] = []int32{m.brokerID}
+	}
+	return TopicMetadata{Name: lt.Name, ID: lt.ID, Replicas: replicas, Configs: maps.Clone(lt.Configs)}
+}
+
+func (m *LocalMetadata) PutTopic(t TopicMetadata) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := m.mu.file
+	next.Topics = slices.DeleteFunc(slices.Clone(next.Topics), func(lt localTopic) bool { return lt.Name == t.Name })
+	next.Topics = append(next.Topics, localTopic{Name: t.Name, ID: t.ID, Partitions: t.Partitions(),
+		ReplicationFactor: t.ReplicationFactor(), Configs: maps.Clone(t.Configs)})
+	return m.saveLocked(next)
+}
+
+func (m *LocalMetadata) RemoveTopic(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := m.mu.file
+	next.Topics = slices.DeleteFunc(slices.Clone(next.Topics), func(lt localTopic) bool { return lt.Name == name })
+	return m.saveLocked(next)
+}
+
+// saveLocked replaces the file atomically (a crash leaves the old or the
+// new one, never a mix), then adopts f. Expects mu.
+func (m *LocalMetadata) saveLocked(f localFile) error {
+	sort.Slice(f.Topics, func(i, j int) bool { return f.Topics[i].Name < f.Topics[j].Name })
+	data, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(filepath.Join(m.dir, LocalMetadataFile), data); err != nil {
+		return err
+	}
+	m.mu.file = f
+	return nil
+}
+
+// WriteFileAtomic replaces path with data: temp file, fsync, rename,
+// fsync of the directory.
+func WriteFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := writeAndRename(tmp, path, data); err != nil {
+		os.Remove(tmp) // a failed write leaves no stray file
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func writeAndRename(tmp, path string, data []byte) error {
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
