@@ -47,6 +47,9 @@ type Partition struct {
 		// visibleBytes counts the bytes appended below the high watermark
 		// since the partition opened; it moves with hw under mu.
 		visibleBytes int64
+		// unacknowledgedBytes (a follower) are appended above the high
+		// watermark, to be counted visible once it reaches the log end.
+		unacknowledgedBytes int64
 	}
 }
 

@@ -222,6 +222,30 @@ func (ps *producerState) replayBatches(data []byte, from int64) int64 {
 	return next
 }
 
+// recordReplicated records the idempotent batches a follower copied from
+// its leader, as an append records its own. Expects appendMu held shared
+// and the state loaded.
+func (ps *producerState) recordReplicated(data []byte) {
+	now := time.Now().UnixMilli()
+	for len(data) >= storage.BatchHeaderSize {
+		h, err := storage.ParseBatchHeader(data)
+		if err != nil || h.Size() > int64(len(data)) {
+			return // storage validated the batches; nothing is left to record
+		}
+		data = data[h.Size():]
+		const control = 0x20
+		if h.ProducerID < 0 || h.Attributes&control != 0 {
+			continue
+		}
+		e := ps.entry(h.ProducerID)
+		e.mu.Lock()
+		if e.epoch == noEpoch || h.ProducerEpoch >= e.epoch {
+			e.record(h, h.BaseOffset, h.LastOffset(), now)
+		}
+		e.mu.Unlock()
+	}
+}
+
 // snapshot writes the state at the log end, loading it first if need be,
 // then prunes old snapshots. The file is not fsynced (a close would cost one
 // more fsync per partition): one lost or torn by a power failure fails its
