@@ -90,6 +90,11 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 		}
 		metadata = local
 	}
+	// A cluster's broker must not adopt another broker's logs; a single
+	// node may be renumbered.
+	if err := replication.CheckDataDir(cfg.DataDir, cfg.BrokerID, metadata.ClusterID(), cfg.Metadata != nil); err != nil {
+		return nil, err
+	}
 	var tms []topicMeta
 	for _, t := range metadata.Topics() {
 		tms = append(tms, topicMetaOf(t))
