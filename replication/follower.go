@@ -29,6 +29,7 @@ func (p *Partition) AppendAsFollower(batches []byte) (storage.AppendResult, erro
 	ps.recordReplicated(batches)
 	p.mu.Lock()
 	p.mu.unacknowledgedBytes += int64(len(batches))
+	p.mu.appendedBytes += int64(len(batches))
 	p.mu.Unlock()
 	return res, nil
 }

@@ -50,6 +50,9 @@ type Partition struct {
 		// unacknowledgedBytes (a follower) are appended above the high
 		// watermark, to be counted visible once it reaches the log end.
 		unacknowledgedBytes int64
+		// appendedBytes counts every byte appended since the partition
+		// opened (follower fetches wait on it).
+		appendedBytes int64
 	}
 }
 
@@ -129,6 +132,7 @@ func (p *Partition) advanceHighWatermark(hw, appended int64) {
 		p.hw.Store(hw)
 	}
 	p.mu.visibleBytes += appended
+	p.mu.appendedBytes += appended
 	p.mu.Unlock()
 	p.notifyWaiters()
 }
@@ -151,9 +155,10 @@ func (p *Partition) key() delayed.Key { return delayed.Key{Topic: p.topic, Parti
 // without I/O.
 func (p *Partition) WaitState() delayed.State {
 	p.mu.Lock()
-	st := delayed.State{HighWatermark: p.hw.Load(), VisibleBytes: p.mu.visibleBytes}
+	st := delayed.State{HighWatermark: p.hw.Load(), VisibleBytes: p.mu.visibleBytes, AppendedBytes: p.mu.appendedBytes}
 	p.mu.Unlock()
 	st.LogStartOffset = p.log.LogStartOffset()
+	st.LogEndOffset = p.log.LogEndOffset()
 	return st
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ferry-mq/ferry/replication/delayed"
@@ -25,6 +26,11 @@ type FetchRequest struct {
 	// reading them: Data stays dst, for a listener that sends the ranges
 	// with sendfile.
 	ChunksOnly bool
+	// Follower marks a replica's fetch (Kafka's ReplicaID >= 0): it reads
+	// up to the log end, not the high watermark, and must come from one of
+	// the partition's assigned replicas other than this broker.
+	Follower  bool
+	ReplicaID int32
 }
 
 // FetchResult holds whole record batches starting at or before Offset.
@@ -38,19 +44,28 @@ type FetchResult struct {
 	LastStableOffset int64
 }
 
-// Fetch returns batches visible to consumers (below the high watermark),
-// waiting up to MaxWait for some to appear (in the broker's purgatory: no
-// read while it waits, one when data arrives). Offsets below the log start
-// or above the log end are ErrOffsetOutOfRange.
+// Fetch returns batches visible to consumers (below the high watermark;
+// a follower's: below the log end), waiting up to MaxWait for some to
+// appear (in the broker's purgatory: no read while it waits, one when data
+// arrives). Offsets below the log start or above the log end are
+// ErrOffsetOutOfRange.
 func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (FetchResult, error) {
 	p, err := b.Partition(req.Topic, req.Partition)
 	if err != nil {
 		return FetchResult{}, err
 	}
+	if req.Follower {
+		if err := CheckFollower(p, b.cfg.BrokerID, req.ReplicaID); err != nil {
+			return FetchResult{}, err
+		}
+	}
 	// The Kafka listener fetches with no MaxWait and waits itself: only a
 	// fetch that may wait takes a wait point (the partition's lock).
 	var wait delayed.Wait
-	if req.MaxWait > 0 {
+	switch {
+	case req.MaxWait > 0 && req.Follower:
+		wait = FollowerWaitPoint(p, req.Offset)
+	case req.MaxWait > 0:
 		wait = WaitPoint(p, req.Offset)
 	}
 	res, err := readVisible(p, req, dst)
@@ -88,14 +103,18 @@ func readVisible(p Partition, req FetchRequest, dst []byte) (FetchResult, error)
 		return res, fmt.Errorf("%w: %s-%d offset %d is outside [%d, %d]", ErrOffsetOutOfRange,
 			req.Topic, req.Partition, req.Offset, res.LogStartOffset, p.LogEndOffset())
 	}
-	if req.Offset >= res.HighWatermark {
+	end := res.HighWatermark
+	if req.Follower {
+		end = p.LogEndOffset()
+	}
+	if req.Offset >= end {
 		return res, nil
 	}
 	rr, err := p.Read(storage.ReadOptions{
 		Offset:      req.Offset,
 		MaxBytes:    req.MaxBytes,
 		MinOneBatch: true,
-		MaxOffset:   res.HighWatermark,
+		MaxOffset:   end,
 		ChunksOnly:  req.ChunksOnly,
 	}, dst)
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
@@ -107,6 +126,16 @@ func readVisible(p Partition, req FetchRequest, dst []byte) (FetchResult, error)
 	}
 	res.Data, res.Chunks = rr.Data, rr.Chunks
 	return res, nil
+}
+
+// CheckFollower refuses a follower fetch from a broker that is not one of
+// the partition's other assigned replicas (Kafka: NOT_LEADER_OR_FOLLOWER).
+func CheckFollower(p Partition, self, replicaID int32) error {
+	if replicaID == self || !slices.Contains(p.Replicas(), replicaID) {
+		return fmt.Errorf("%w: broker %d is not a follower of %s-%d (replicas %v)",
+			ErrNotLeader, replicaID, p.Topic(), p.Index(), p.Replicas())
+	}
+	return nil
 }
 
 // Special timestamps of ListOffsets, as Kafka defines them.

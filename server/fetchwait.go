@@ -25,6 +25,17 @@ func WaitPoint(p Partition, offset int64) delayed.Wait {
 	}
 }
 
+// FollowerWaitPoint is WaitPoint for a follower's fetch, which counts the
+// bytes below the log end.
+func FollowerWaitPoint(p Partition, offset int64) delayed.Wait {
+	return delayed.Wait{
+		Key:       delayed.Key{Topic: p.Topic(), Partition: p.Index()},
+		Offset:    offset,
+		BaseBytes: p.WaitState().AppendedBytes,
+		ToLogEnd:  true,
+	}
+}
+
 // WatchFetch registers a fetch that waits for minBytes beyond the waits'
 // offsets, for at most maxWait. The caller waits on the Op's Done, with
 // whatever else it waits for, and calls CancelWait when it stops waiting

@@ -21,6 +21,10 @@ type State struct {
 	// VisibleBytes counts the bytes of the batches below HighWatermark
 	// since the partition was opened; it never goes down.
 	VisibleBytes int64
+	// LogEndOffset and AppendedBytes are the same for the whole log, which
+	// follower fetches read (they copy what consumers cannot see yet).
+	LogEndOffset  int64
+	AppendedBytes int64
 	// Gone: deleted, or no longer led here.
 	Gone bool
 }
@@ -35,6 +39,9 @@ type Wait struct {
 	// partition; KnownBytes what that read found beyond Offset. Fetch only.
 	BaseBytes  int64
 	KnownBytes int64
+	// ToLogEnd: a follower's fetch, which counts bytes below the log end
+	// (State.LogEndOffset, AppendedBytes) rather than the high watermark.
+	ToLogEnd bool
 }
 
 // Outcome says why an Op completed.
@@ -190,10 +197,14 @@ func (op *Op) update(key Key, st State) bool {
 // fetchBytes is what lies beyond w.Offset: nothing until the high watermark
 // passes it, then at least one byte.
 func fetchBytes(w Wait, st State) int64 {
-	if st.HighWatermark <= w.Offset {
+	end, bytes := st.HighWatermark, st.VisibleBytes
+	if w.ToLogEnd {
+		end, bytes = st.LogEndOffset, st.AppendedBytes
+	}
+	if end <= w.Offset {
 		return w.KnownBytes
 	}
-	return max(w.KnownBytes+st.VisibleBytes-w.BaseBytes, 1)
+	return max(w.KnownBytes+bytes-w.BaseBytes, 1)
 }
 
 // totalBytes expects op.mu.

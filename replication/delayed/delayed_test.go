@@ -422,3 +422,24 @@ func TestRegisterReusesTheWatchList(t *testing.T) {
 		t.Fatalf("a wait on a watched-before partition allocates %v times, want at most 3", n)
 	}
 }
+
+// A follower's fetch counts the bytes below the log end: an append that
+// does not move the high watermark (followers have not copied it yet)
+// completes it, and leaves a consumer's fetch waiting.
+func TestFollowerFetchCountsBytesToTheLogEnd(t *testing.T) {
+	st := State{HighWatermark: 10, VisibleBytes: 1000, LogEndOffset: 10, AppendedBytes: 1000}
+	lookup := func(Key) (State, bool) { return st, true }
+	pg := New(&fakeClock{})
+	follower := pg.Register(NewFetch(100, []Wait{{Key: a, Offset: 10, BaseBytes: 1000, ToLogEnd: true}}), time.Minute, lookup)
+	consumer := pg.Register(NewFetch(1, []Wait{{Key: a, Offset: 10, BaseBytes: 1000}}), time.Minute, lookup)
+	st.LogEndOffset, st.AppendedBytes = 11, 1060
+	pg.Notify(a, st)
+	mustOutcome(t, follower, Pending) // 60 of 100 bytes
+	st.LogEndOffset, st.AppendedBytes = 12, 1120
+	pg.Notify(a, st)
+	mustOutcome(t, follower, Ready)
+	mustOutcome(t, consumer, Pending)
+	st.HighWatermark, st.VisibleBytes = 12, 1120
+	pg.Notify(a, st)
+	mustOutcome(t, consumer, Ready)
+}

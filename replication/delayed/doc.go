@@ -15,9 +15,9 @@
 //     Notify when a follower's fetch moves the high watermark, exactly as an
 //     append does on one node.
 //
-// Follower fetches (next issue) are fetches too; they read up to the log
-// end rather than the high watermark, so State will then carry the log end
-// and the bytes below it, and a Wait will say which of the two it counts.
+// Follower fetches are fetches too; they read up to the log end rather
+// than the high watermark, so State carries the log end and the bytes
+// below it as well, and a Wait says which of the two it counts (ToLogEnd).
 //
 // Bytes are counted, never read: a partition reports State.VisibleBytes, a
 // monotonic count of the bytes below its high watermark, and a fetch's bytes

@@ -21,7 +21,9 @@ package kafka
 // MaxBytes and PartitionMaxBytes are honoured with KIP-74: the first non-empty partition
 // returns its first batch even when larger, later partitions return nothing
 // rather than exceed the limit. Follower fetches (ReplicaID >= 0, or
-// ReplicaState in v15+) are served like consumer fetches, and
+// ReplicaState in v15+) must come from another assigned replica
+// (NOT_LEADER_OR_FOLLOWER otherwise) and read up to the log end rather
+// than the high watermark, waiting on the bytes below it;
 // LastFetchedEpoch (divergence) is not checked. On plaintext connections
 // v4+ batches are not read: storage finds their byte ranges (Chunks) and
 // the writer sends them from the segment files with sendfile
@@ -85,12 +87,13 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 	budget := int(req.MaxBytes) // capped by handleFetch
 	waits := make([]delayed.Wait, 0, requestedPartitions(req))
 	total, failed := 0, false
+	replica := fetchingReplica(req)
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
 		for i := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
-			n, wait, ok, chunks := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, budget-total, total == 0, chunksOnly)
+			n, wait, ok, chunks := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, replica, budget-total, total == 0, chunksOnly)
 			if chunksOnly {
 				resp.chunks = append(resp.chunks, chunks)
 			}
@@ -110,7 +113,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 // on the partition counts from (ok false on an error: no wait); with
 // chunksOnly the bytes are not read and chunks (always set) say where they lie.
 func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.FetchRequestTopicPartition,
-	rp *kmsg.FetchResponseTopicPartition, budget int, first, chunksOnly bool) (n int, wait delayed.Wait, ok bool, chunks []storage.Chunk) {
+	rp *kmsg.FetchResponseTopicPartition, replica int32, budget int, first, chunksOnly bool) (n int, wait delayed.Wait, ok bool, chunks []storage.Chunk) {
 	rp.Partition = fp.Partition
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 	rp.RecordBatches = []byte{} // never null: librdkafka rejects a null record set
@@ -123,14 +126,23 @@ func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.Fetc
 		rp.ErrorCode = code
 		return 0, wait, false, nil
 	}
-	wait = server.WaitPoint(p, fp.FetchOffset)
+	follower := replica >= 0
+	if follower {
+		if err := server.CheckFollower(p, s.broker.BrokerID(), replica); err != nil {
+			rp.ErrorCode = errorCode(err)
+			return 0, wait, false, nil
+		}
+		wait = server.FollowerWaitPoint(p, fp.FetchOffset)
+	} else {
+		wait = server.WaitPoint(p, fp.FetchOffset)
+	}
 	limit := min(int(fp.PartitionMaxBytes), budget)
 	if limit <= 0 && !first {
 		fillOffsets(rp, p)
 		return 0, wait, true, nil
 	}
 	res, err := s.broker.Fetch(ctx, server.FetchRequest{Topic: topic, Partition: fp.Partition,
-		Offset: fp.FetchOffset, MaxBytes: max(limit, 1), ChunksOnly: chunksOnly}, nil)
+		Offset: fp.FetchOffset, MaxBytes: max(limit, 1), ChunksOnly: chunksOnly, Follower: follower, ReplicaID: replica}, nil)
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
@@ -145,6 +157,15 @@ func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.Fetc
 		rp.RecordBatches = res.Data
 	}
 	return size, wait, true, res.Chunks
+}
+
+// fetchingReplica is the broker id of a follower's fetch, or -1 for a
+// consumer: ReplicaID before v15, ReplicaState.ID from v15 (KIP-903).
+func fetchingReplica(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
 }
 
 func requestedPartitions(req *kmsg.FetchRequest) int {

@@ -48,3 +48,34 @@ func produceOneAcks(c *client, topic string, acks int16, value string) kmsg.Prod
 	resp := do[*kmsg.ProduceResponse](c, produceReq(topic, 0, acks, batch(c.t, records.BatchOptions{}, value)), 9)
 	return resp.Topics[0].Partitions[0]
 }
+
+// A fetch that says it is a follower's (ReplicaID >= 0, or ReplicaState
+// from v15) from a broker that is not an assigned replica is refused with
+// NOT_LEADER_OR_FOLLOWER, at every version, and reads nothing.
+func TestFollowerFetchFromANonReplicaIsRefused(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	createTopic(t, ts, "solo", 1)
+	if p := produceOneAcks(c, "solo", 1, "a"); p.ErrorCode != 0 {
+		t.Fatalf("produce: %d", p.ErrorCode)
+	}
+	id, err := ts.broker.TopicID("solo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int16{4, 11, 12, 15} {
+		req := fetchReq("solo", 0, 0, 0, 0)
+		req.ReplicaID, req.ReplicaState.ID = 7, 7
+		if v >= 13 {
+			req.Topics[0].TopicID = id
+		}
+		fr := do[*kmsg.FetchResponse](c, req, v)
+		p := fr.Topics[0].Partitions[0]
+		if p.ErrorCode != kerr.NotLeaderForPartition.Code || len(p.RecordBatches) != 0 {
+			t.Fatalf("v%d follower fetch from broker 7: error %d, %d bytes", v, p.ErrorCode, len(p.RecordBatches))
+		}
+	}
+	if got := fetchValues(t, do[*kmsg.FetchResponse](c, fetchReq("solo", 0, 0, 0, 0), 11).Topics[0].Partitions[0], 0); len(got) != 1 {
+		t.Fatalf("a consumer's fetch: %v", got)
+	}
+}
