@@ -29,7 +29,9 @@ type Partition struct {
 	brokerID int32
 	log      *storage.Log
 	logger   *slog.Logger
-	epoch    int32
+	// role is who leads in which epoch, the replicas and the ISR, as the
+	// controller last said (one replica, this broker, until it says).
+	role atomic.Pointer[Role]
 	// producers is the idempotent producer state of this partition.
 	producers *producerState
 
@@ -100,6 +102,8 @@ func Open(cfg Config) (*Partition, error) {
 	producers.baseline = l.LogEndOffset() // not shared yet
 	p := &Partition{topic: cfg.Topic, index: cfg.Index, brokerID: cfg.BrokerID, log: l, logger: logger,
 		producers: producers, waiters: cfg.Waiters}
+	self := []int32{cfg.BrokerID}
+	p.role.Store(&Role{Leader: cfg.BrokerID, Replicas: self, ISR: self})
 	p.hw.Store(l.LogEndOffset())
 	return p, nil
 }
@@ -111,7 +115,11 @@ func (p *Partition) Index() int32  { return p.index }
 // (fsynced when opts.Sync); the partition stamps its leader epoch.
 // Errors are storage's.
 func (p *Partition) Append(batches []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
-	opts.LeaderEpoch = p.epoch
+	r := p.role.Load()
+	if r.Leader != p.brokerID {
+		return storage.AppendResult{}, p.notLeader(r)
+	}
+	opts.LeaderEpoch = r.LeaderEpoch
 	res, err := p.log.Append(batches, opts)
 	if err != nil {
 		return res, err
@@ -183,10 +191,10 @@ func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 
 // LastStableOffset is the high watermark until transactions exist.
 func (p *Partition) LastStableOffset() int64 { return p.hw.Load() }
-func (p *Partition) LeaderEpoch() int32      { return p.epoch }
-func (p *Partition) Leader() int32           { return p.brokerID }
-func (p *Partition) Replicas() []int32       { return []int32{p.brokerID} }
-func (p *Partition) ISR() []int32            { return []int32{p.brokerID} }
+func (p *Partition) LeaderEpoch() int32      { return p.role.Load().LeaderEpoch }
+func (p *Partition) Leader() int32           { return p.role.Load().Leader }
+func (p *Partition) Replicas() []int32       { return p.role.Load().Replicas }
+func (p *Partition) ISR() []int32            { return p.role.Load().ISR }
 func (p *Partition) Size() int64             { return p.log.Size() }
 func (p *Partition) SegmentCount() int       { return p.log.SegmentCount() }
 func (p *Partition) FlushedOffset() int64    { return p.log.FlushedOffset() }

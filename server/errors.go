@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 
+	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -39,7 +40,7 @@ var (
 	// within the produce timeout.
 	ErrRequestTimedOut = errors.New("request timed out")
 	// ErrNotLeader: this broker does not lead the partition (any more).
-	ErrNotLeader = errors.New("not the leader of the partition")
+	ErrNotLeader = replication.ErrNotLeader
 )
 
 // Kafka protocol error codes used by the core's errors.

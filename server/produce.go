@@ -366,6 +366,8 @@ func appendError(topicName string, partition int32, err error) error {
 		return fmt.Errorf("%w: %s-%d: %v", ErrCorruptMessage, topicName, partition, err)
 	case errors.Is(err, storage.ErrClosed):
 		return fmt.Errorf("%w: %s-%d is closed", ErrShuttingDown, topicName, partition)
+	case errors.Is(err, ErrNotLeader):
+		return err // names the partition and its leader
 	}
 	return fmt.Errorf("%w: %s-%d: %v", ErrStorage, topicName, partition, err)
 }

@@ -134,6 +134,11 @@ func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.Fetc
 		}
 		wait = server.FollowerWaitPoint(p, fp.FetchOffset)
 	} else {
+		if p.Leader() != s.broker.BrokerID() {
+			// Consumers read from the leader (Kafka before KIP-392).
+			rp.ErrorCode = server.KafkaNotLeaderOrFollower
+			return 0, wait, false, nil
+		}
 		wait = server.WaitPoint(p, fp.FetchOffset)
 	}
 	limit := min(int(fp.PartitionMaxBytes), budget)
