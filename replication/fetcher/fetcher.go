@@ -1,0 +1,349 @@
+// Package fetcher copies partitions from their leader onto this broker's
+// follower replicas: Kafka's ReplicaFetcherThread. One Fetcher serves one
+// leader broker, with one connection and one goroutine, and asks for all
+// its partitions in each Fetch (with this broker's id as the replica id,
+// so the leader reads to its log end and counts this follower's progress).
+//
+// Each answer is applied partition by partition: batches are appended
+// with the leader's offsets (replication.Partition.AppendAsFollower), then
+// the leader's high watermark is followed. A partition the leader answers
+// with an error waits out the backoff, or is parked until the controller
+// moves it (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: the caller
+// Removes it and Adds it to the new leader's Fetcher); the other
+// partitions go on. A connection error reconnects after the backoff.
+//
+// Truncation to the leader's epoch boundary (KIP-101/279) happens before
+// a partition is Added: the caller runs it with OffsetForLeaderEpoch.
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// Replica is the local follower replica a Fetcher copies into
+// (*replication.Partition).
+type Replica interface {
+	Topic() string
+	Index() int32
+	LogEndOffset() int64
+	LeaderEpoch() int32
+	AppendAsFollower(batches []byte) (storage.AppendResult, error)
+	FollowHighWatermark(leaderHW int64)
+}
+
+// Config is one Fetcher's; the zero durations and sizes take Kafka's
+// defaults.
+type Config struct {
+	// BrokerID is this broker: the fetch's replica id.
+	BrokerID int32
+	// Leader and Addr are the source broker and its inter-broker listener.
+	Leader int32
+	Addr   string
+	// MaxWait is replica.fetch.wait.max.ms (500 ms), MinBytes
+	// replica.fetch.min.bytes (1), MaxBytes replica.fetch.response.max.bytes
+	// (10 MiB), PartitionMaxBytes replica.fetch.max.bytes (1 MiB), Backoff
+	// replica.fetch.backoff.ms (1 s).
+	MaxWait           time.Duration
+	MinBytes          int32
+	MaxBytes          int32
+	PartitionMaxBytes int32
+	Backoff           time.Duration
+	// RequestTimeout bounds one round trip (MaxWait plus 30 s by default).
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.MaxWait <= 0 {
+		c.MaxWait = 500 * time.Millisecond
+	}
+	if c.MinBytes <= 0 {
+		c.MinBytes = 1
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 10 << 20
+	}
+	if c.PartitionMaxBytes <= 0 {
+		c.PartitionMaxBytes = 1 << 20
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = time.Second
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = c.MaxWait + 30*time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// fetchVersion names topics (v13+ use ids) and carries the leader epoch
+// and the last fetched epoch.
+const fetchVersion = 12
+
+type key struct {
+	topic     string
+	partition int32
+}
+
+// Status is what a Fetcher knows of one partition.
+type Status struct {
+	// Err is the leader's last error for it (nil: fetching).
+	Err error
+	// Fetches counts the answers applied without error.
+	Fetches int64
+}
+
+type partitionState struct {
+	replica  Replica
+	retryAt  time.Time // after an error: not fetched before
+	parked   bool      // the leader says it does not lead it
+	lastErr  error
+	fetches  int64
+}
+
+// Fetcher copies its partitions from one leader until Closed.
+type Fetcher struct {
+	cfg    Config
+	logger *slog.Logger
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// applyMu is held while an answer is applied, so once Remove returns
+	// no append to the removed partition is in flight.
+	applyMu sync.Mutex
+	mu      struct {
+		sync.Mutex
+		partitions map[key]*partitionState
+	}
+}
+
+// Start runs a Fetcher for cfg.Leader.
+func Start(cfg Config) *Fetcher {
+	cfg.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &Fetcher{cfg: cfg, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{}),
+		logger: cfg.Logger.With("component", "replica-fetcher", "leader", cfg.Leader)}
+	f.mu.partitions = map[key]*partitionState{}
+	go f.run(ctx)
+	return f
+}
+
+// Add starts copying r from its log end.
+func (f *Fetcher) Add(r Replica) {
+	f.mu.Lock()
+	f.mu.partitions[key{r.Topic(), r.Index()}] = &partitionState{replica: r}
+	f.mu.Unlock()
+	f.poke()
+}
+
+// Remove stops copying a partition; once it returns, nothing more is
+// appended to it by this Fetcher.
+func (f *Fetcher) Remove(topic string, partition int32) {
+	f.mu.Lock()
+	delete(f.mu.partitions, key{topic, partition})
+	f.mu.Unlock()
+	f.applyMu.Lock() // wait out an answer being applied
+	f.applyMu.Unlock()
+}
+
+// Status reports a partition's state; ok is false when it is not here.
+func (f *Fetcher) Status(topic string, partition int32) (st Status, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ps, ok := f.mu.partitions[key{topic, partition}]
+	if !ok {
+		return Status{}, false
+	}
+	return Status{Err: ps.lastErr, Fetches: ps.fetches}, true
+}
+
+// Len is the number of partitions the Fetcher copies.
+func (f *Fetcher) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.mu.partitions)
+}
+
+// Close stops the Fetcher and waits for its goroutine.
+func (f *Fetcher) Close() {
+	f.cancel()
+	<-f.done
+}
+
+func (f *Fetcher) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *Fetcher) run(ctx context.Context) {
+	defer close(f.done)
+	var c *conn
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	for ctx.Err() == nil {
+		req, wanted := f.buildRequest(time.Now())
+		if len(wanted) == 0 {
+			f.idle(ctx)
+			continue
+		}
+		if c == nil {
+			var err error
+			maxFrame := int(f.cfg.MaxBytes) + int(f.cfg.PartitionMaxBytes) + 1<<20
+			if c, err = dial(ctx, f.cfg.Addr, "ferry-replica-fetcher-"+strconv.Itoa(int(f.cfg.BrokerID)),
+				10*time.Second, maxFrame); err != nil {
+				f.logger.Warn("cannot reach the leader", "addr", f.cfg.Addr, "err", err)
+				f.sleep(ctx, f.cfg.Backoff)
+				continue
+			}
+		}
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		if err := c.roundTrip(req, resp, f.cfg.RequestTimeout); err != nil {
+			if ctx.Err() == nil {
+				f.logger.Warn("fetch from the leader failed; reconnecting", "addr", f.cfg.Addr, "err", err)
+			}
+			c.Close()
+			c = nil
+			f.sleep(ctx, f.cfg.Backoff)
+			continue
+		}
+		f.apply(resp, wanted, time.Now())
+	}
+}
+
+// idle waits for a partition to be added or retried.
+func (f *Fetcher) idle(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-f.wake:
+	case <-time.After(f.cfg.Backoff):
+	}
+}
+
+func (f *Fetcher) sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// buildRequest asks for every partition not waiting out an error, each
+// from its log end; wanted maps the request's partitions to their state.
+func (f *Fetcher) buildRequest(now time.Time) (*kmsg.FetchRequest, map[key]*partitionState) {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(fetchVersion)
+	req.ReplicaID = f.cfg.BrokerID
+	req.MaxWaitMillis = int32(f.cfg.MaxWait / time.Millisecond)
+	req.MinBytes, req.MaxBytes = f.cfg.MinBytes, f.cfg.MaxBytes
+	wanted := map[key]*partitionState{}
+	topics := map[string]int{}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, ps := range f.mu.partitions {
+		if ps.parked || now.Before(ps.retryAt) {
+			continue
+		}
+		i, ok := topics[k.topic]
+		if !ok {
+			i = len(req.Topics)
+			topics[k.topic] = i
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = k.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = k.partition
+		rp.FetchOffset = ps.replica.LogEndOffset()
+		rp.CurrentLeaderEpoch = ps.replica.LeaderEpoch()
+		rp.PartitionMaxBytes = f.cfg.PartitionMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		wanted[k] = ps
+	}
+	return req, wanted
+}
+
+// apply appends each partition's answer and follows its high watermark.
+func (f *Fetcher) apply(resp *kmsg.FetchResponse, wanted map[key]*partitionState, now time.Time) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	if resp.ErrorCode != 0 {
+		f.logger.Warn("the leader refused the fetch", "err", kerr.ErrorForCode(resp.ErrorCode))
+		f.backoffAll(wanted, now, kerr.ErrorForCode(resp.ErrorCode))
+		return
+	}
+	for _, rt := range resp.Topics {
+		for i := range rt.Partitions {
+			rp := &rt.Partitions[i]
+			ps, ok := wanted[key{rt.Topic, rp.Partition}]
+			if !ok || !f.stillHere(rt.Topic, rp.Partition, ps) {
+				continue // not asked for, or removed meanwhile
+			}
+			f.applyPartition(ps, rp, now)
+		}
+	}
+}
+
+func (f *Fetcher) stillHere(topic string, partition int32, ps *partitionState) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mu.partitions[key{topic, partition}] == ps
+}
+
+func (f *Fetcher) applyPartition(ps *partitionState, rp *kmsg.FetchResponseTopicPartition, now time.Time) {
+	r := ps.replica
+	if rp.ErrorCode != 0 {
+		f.fail(ps, now, kerr.ErrorForCode(rp.ErrorCode))
+		return
+	}
+	if len(rp.RecordBatches) > 0 {
+		if _, err := r.AppendAsFollower(rp.RecordBatches); err != nil {
+			f.fail(ps, now, fmt.Errorf("append at %d: %w", r.LogEndOffset(), err))
+			return
+		}
+	}
+	r.FollowHighWatermark(rp.HighWatermark)
+	f.mu.Lock()
+	ps.lastErr = nil
+	ps.fetches++
+	f.mu.Unlock()
+}
+
+// fail records a partition's error: one the controller resolves parks the
+// partition until it is moved, any other waits out the backoff.
+func (f *Fetcher) fail(ps *partitionState, now time.Time, err error) {
+	parked := errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.FencedLeaderEpoch) ||
+		errors.Is(err, kerr.UnknownTopicOrPartition)
+	f.mu.Lock()
+	changed := ps.lastErr == nil || ps.lastErr.Error() != err.Error()
+	ps.lastErr, ps.parked, ps.retryAt = err, parked, now.Add(f.cfg.Backoff)
+	f.mu.Unlock()
+	if changed {
+		f.logger.Warn("replica fetch failed", "topic", ps.replica.Topic(), "partition", ps.replica.Index(),
+			"parked", parked, "err", err)
+	}
+}
+
+func (f *Fetcher) backoffAll(wanted map[key]*partitionState, now time.Time, err error) {
+	for _, ps := range wanted {
+		f.mu.Lock()
+		ps.lastErr, ps.retryAt = err, now.Add(f.cfg.Backoff)
+		f.mu.Unlock()
+	}
+}

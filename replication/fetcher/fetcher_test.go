@@ -1,0 +1,226 @@
+package fetcher_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/fetcher"
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/group"
+	"github.com/ferry-mq/ferry/server/kafka"
+	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// leader is a real broker (id 1) serving Kafka on loopback.
+type leader struct {
+	broker *server.Broker
+	srv    *kafka.Server
+	addr   string
+}
+
+func startLeader(t *testing.T, addr string) *leader {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := server.Open(server.Config{DataDir: t.TempDir(), BrokerID: 1}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := group.New(b, group.Config{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := kafka.New(b, g, kafka.Config{Addr: ln.Addr().String(), AdvertisedAddr: ln.Addr().String(), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	l := &leader{broker: b, srv: s, addr: ln.Addr().String()}
+	t.Cleanup(func() { l.stopListener(t); g.Close(); b.Close() })
+	return l
+}
+
+func (l *leader) stopListener(t *testing.T) {
+	if l.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.srv.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	l.srv = nil
+}
+
+func produce(t *testing.T, b *server.Broker, topic string, values ...string) {
+	t.Helper()
+	var bld records.Builder
+	for _, v := range values {
+		bld.Add(records.Record{Value: []byte(v), Timestamp: time.Now().UnixMilli()})
+	}
+	data, err := bld.AppendBatch(nil, records.BatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ProduceBatch(context.Background(), server.BatchProduce{Topic: topic, Batches: data, Acks: server.AcksLeader}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openFollower(t *testing.T, topic string) *replication.Partition {
+	t.Helper()
+	p, err := replication.Open(replication.Config{Topic: topic, Index: 0, BrokerID: 2,
+		Dir: filepath.Join(t.TempDir(), topic+"-0"), Log: storage.Config{RetentionTime: -1, RetentionBytes: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+var twoReplicas = replication.Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+
+func readAll(t *testing.T, p server.Partition) []byte {
+	t.Helper()
+	if p.LogEndOffset() == 0 {
+		return nil
+	}
+	rr, err := p.Read(storage.ReadOptions{Offset: 0, MaxBytes: 64 << 20, MinOneBatch: true, MaxOffset: p.LogEndOffset()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rr.Data
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A follower fed by a Fetcher holds the leader's batches byte for byte,
+// follows its high watermark, keeps copying as the leader grows, and
+// resumes after the leader's listener goes away and comes back.
+func TestFetcherCopiesTheLeader(t *testing.T) {
+	l := startLeader(t, "127.0.0.1:0")
+	if err := l.broker.CreateTopic(server.TopicSpec{Name: "r", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.broker.SetPartitionRole("r", 0, twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, l.broker, "r", "a", "b", "c")
+	follower := openFollower(t, "r")
+	if err := follower.SetRole(twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher.Start(fetcher.Config{BrokerID: 2, Leader: 1, Addr: l.addr, MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	defer f.Close()
+	f.Add(follower)
+	lp, _ := l.broker.Partition("r", 0)
+	caughtUp := func() bool {
+		return follower.LogEndOffset() == lp.LogEndOffset() && follower.HighWatermark() == lp.HighWatermark()
+	}
+	waitFor(t, "the follower copies 3 records", caughtUp)
+	produce(t, l.broker, "r", "d")
+	waitFor(t, "the follower copies the 4th record", caughtUp)
+
+	addr := l.addr
+	l.stopListener(t)
+	produce(t, l.broker, "r", "e", "f")
+	ln := startListenerAgain(t, l, addr)
+	defer ln()
+	waitFor(t, "the follower resumes after the leader's listener returns", caughtUp)
+	if !bytes.Equal(readAll(t, lp), readAll(t, follower)) {
+		t.Fatal("the follower's log differs from the leader's")
+	}
+}
+
+// startListenerAgain serves the leader's broker on addr again.
+func startListenerAgain(t *testing.T, l *leader, addr string) func() {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	g, err := group.New(l.broker, group.Config{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := kafka.New(l.broker, g, kafka.Config{Addr: addr, AdvertisedAddr: addr, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	l.srv = s
+	return func() { g.Close() }
+}
+
+// A leader that no longer lists this broker as a replica answers
+// NOT_LEADER_OR_FOLLOWER (an older epoch would be FENCED_LEADER_EPOCH,
+// parked alike): the partition is parked (not retried) while another
+// partition from the same leader goes on.
+func TestFetcherParksAPartitionTheLeaderRefuses(t *testing.T) {
+	l := startLeader(t, "127.0.0.1:0")
+	for _, name := range []string{"kept", "moved"} {
+		if err := l.broker.CreateTopic(server.TopicSpec{Name: name, Partitions: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.broker.SetPartitionRole(name, 0, twoReplicas); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.broker.SetPartitionRole("moved", 0, replication.Role{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 3}, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	kept, moved := openFollower(t, "kept"), openFollower(t, "moved")
+	if err := kept.SetRole(twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	stale := twoReplicas // the follower has not heard of the reassignment yet
+	stale.LeaderEpoch = 2
+	if err := moved.SetRole(stale); err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher.Start(fetcher.Config{BrokerID: 2, Leader: 1, Addr: l.addr, MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	defer f.Close()
+	f.Add(kept)
+	f.Add(moved)
+	waitFor(t, "the moved partition is refused", func() bool {
+		st, _ := f.Status("moved", 0)
+		return errors.Is(st.Err, kerr.NotLeaderForPartition)
+	})
+	produce(t, l.broker, "kept", "x")
+	produce(t, l.broker, "moved", "y")
+	waitFor(t, "the kept partition goes on", func() bool { return kept.LogEndOffset() == 1 })
+	before, _ := f.Status("moved", 0)
+	time.Sleep(100 * time.Millisecond) // several backoffs: a parked partition is not asked for again
+	after, _ := f.Status("moved", 0)
+	if moved.LogEndOffset() != 0 || after.Fetches != before.Fetches {
+		t.Fatalf("the parked partition: log end %d, fetches %d → %d", moved.LogEndOffset(), before.Fetches, after.Fetches)
+	}
+	f.Remove("moved", 0)
+	if _, ok := f.Status("moved", 0); ok || f.Len() != 1 {
+		t.Fatalf("after Remove: %d partitions", f.Len())
+	}
+}
