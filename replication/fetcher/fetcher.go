@@ -106,11 +106,11 @@ type Status struct {
 }
 
 type partitionState struct {
-	replica  Replica
-	retryAt  time.Time // after an error: not fetched before
-	parked   bool      // the leader says it does not lead it
-	lastErr  error
-	fetches  int64
+	replica Replica
+	retryAt time.Time // after an error: not fetched before
+	parked  bool      // the leader says it does not lead it
+	lastErr error
+	fetches int64
 }
 
 // Fetcher copies its partitions from one leader until Closed.
