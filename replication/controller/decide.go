@@ -23,6 +23,7 @@ func (c *Controller) decide(p *partition, b *batch) {
 		return
 	}
 	if p.state == nil {
+		p.treatDead = nil // no role was held that a restart could have lost
 		c.initialize(p, b)
 		return
 	}
