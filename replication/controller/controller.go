@@ -171,19 +171,14 @@ func (c *Controller) onBrokersChanged(e BrokersChanged, b *batch) {
 			started = append(started, id)
 		}
 	}
-	endpointsOnly := len(changed) == 0 && !maps.EqualFunc(c.live, next, sameBroker)
 	c.live = next
+	// Every change reaches brokers by UpdateMetadata, even one of a member's
+	// data alone (endpoints, rack: Kafka's BrokerModifications).
+	b.liveChanged = true
 	if len(changed) == 0 {
-		if endpointsOnly {
-			b.liveChanged = true
-		}
 		return
 	}
 	c.startUp(started, changed, b)
-}
-
-func sameBroker(a, b Broker) bool {
-	return a.ID == b.ID && a.Rack == b.Rack && a.Epoch == b.Epoch
 }
 
 // startUp decides for every partition on a changed broker, then sends new
@@ -192,15 +187,13 @@ func (c *Controller) startUp(started []int32, changed map[int32]bool, b *batch) 
 	for _, p := range c.sortedPartitions(func(p *partition) bool { return hasAny(p.assignment.Replicas, changed) }) {
 		c.decide(p, b)
 	}
-	slices.Sort(started)
 	for _, id := range started {
-		for _, p := range c.sortedPartitions(func(p *partition) bool { return slices.Contains(p.assignment.Replicas, id) }) {
-			if p.op == idle && p.state != nil {
+		for _, p := range c.partitions {
+			if p.op == idle && p.state != nil && slices.Contains(p.assignment.Replicas, id) {
 				b.leaderAndIsr(id, p, false)
 			}
 		}
 	}
-	b.liveChanged = true
 	b.fullMetadataTo(started...)
 }
 
@@ -306,6 +299,9 @@ func (c *Controller) onStatesRead(e PartitionStatesRead, b *batch) {
 		if !ok || p.op == writing {
 			continue
 		}
+		if p.op == idle && p.state != nil && e.States[tp].ZkVersion < p.state.ZkVersion {
+			continue // an unsolicited read older than what we know
+		}
 		st := e.States[tp].clone()
 		p.state, p.op = &st, idle
 		b.changed[tp] = true
@@ -400,18 +396,25 @@ func (c *Controller) drains(p *partition, broker int32) bool {
 // on its partitions, with the partitions it still leads.
 func (c *Controller) answerShutdowns(b *batch) {
 	for _, id := range slices.Sorted(maps.Keys(c.shutdownWaiters)) {
-		busy := false
-		var remaining []TopicPartition
-		for _, p := range c.sortedPartitions(func(p *partition) bool { return c.drains(p, id) }) {
-			busy = busy || p.op != idle
-			if p.state.Leader == id {
-				remaining = append(remaining, p.tp)
-			}
-		}
-		if busy {
+		if c.busyDraining(id) {
 			continue
 		}
 		delete(c.shutdownWaiters, id)
+		var remaining []TopicPartition
+		for _, p := range c.sortedPartitions(func(p *partition) bool { return c.drains(p, id) && p.state.Leader == id }) {
+			remaining = append(remaining, p.tp)
+		}
 		b.answers = append(b.answers, AnswerControlledShutdown{Broker: id, Remaining: remaining})
 	}
+}
+
+// busyDraining is called after every step of a drain, so it scans without
+// sorting or allocating.
+func (c *Controller) busyDraining(id int32) bool {
+	for _, p := range c.partitions {
+		if p.op != idle && slices.Contains(p.assignment.Replicas, id) {
+			return true
+		}
+	}
+	return false
 }

@@ -26,8 +26,10 @@
 //   - ReadPartitionStates: read and report PartitionStatesRead.
 //   - SendLeaderAndIsr / SendUpdateMetadata / SendStopReplica: the
 //     inter-broker requests, carrying ControllerEpoch and BrokerEpoch so a
-//     broker ignores a deposed controller. Sending is fire-and-forget: a
-//     broker that misses one is covered by the next BrokersChanged.
+//     broker ignores a deposed controller. Retry a request until it is
+//     delivered or its broker leaves /brokers/ids, as Kafka's
+//     ControllerChannelManager does; a broker that registers again gets
+//     its roles anew.
 //   - AnswerControlledShutdown: the ControlledShutdown response.
 //
 // Results carry the controller epoch they were asked under; a result from

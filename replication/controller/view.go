@@ -68,7 +68,9 @@ func (c *Controller) ReplicaState(tp TopicPartition, broker int32) ReplicaState 
 		return NonExistentReplica
 	case p.state == nil:
 		return NewReplica
-	case c.isLive(broker):
+	case c.isLive(broker) && (!c.shuttingDown[broker] || p.state.Leader == broker):
+		// A shutting-down broker's followers went offline when it was
+		// drained; what it could not hand over it still leads.
 		return OnlineReplica
 	default:
 		return OfflineReplica
