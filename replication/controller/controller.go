@@ -22,6 +22,9 @@ type Controller struct {
 	shutdownWaiters map[int32]bool
 	unclean         map[string]bool
 	partitions      map[TopicPartition]*partition
+	// busy counts, per broker, its partitions with a write or read out,
+	// so a drain knows at once whether it can be answered.
+	busy map[int32]int
 }
 
 type opKind int
@@ -67,6 +70,22 @@ func (c *Controller) reset() {
 	c.shutdownWaiters = map[int32]bool{}
 	c.unclean = map[string]bool{}
 	c.partitions = map[TopicPartition]*partition{}
+	c.busy = map[int32]int{}
+}
+
+// setOp is the only place p.op changes, keeping busy in step.
+func (c *Controller) setOp(p *partition, op opKind) {
+	delta := 0
+	switch {
+	case p.op == idle && op != idle:
+		delta = 1
+	case p.op != idle && op == idle:
+		delta = -1
+	}
+	p.op = op
+	for _, r := range p.assignment.Replicas {
+		c.busy[r] += delta
+	}
 }
 
 // Step applies one event and returns what the driver must do, in order:
@@ -303,7 +322,8 @@ func (c *Controller) onStatesRead(e PartitionStatesRead, b *batch) {
 			continue // an unsolicited read older than what we know
 		}
 		st := e.States[tp].clone()
-		p.state, p.op = &st, idle
+		p.state = &st
+		c.setOp(p, idle)
 		b.changed[tp] = true
 		c.decide(p, b)
 	}
@@ -312,7 +332,8 @@ func (c *Controller) onStatesRead(e PartitionStatesRead, b *batch) {
 		if !ok || p.op == writing {
 			continue
 		}
-		p.state, p.op = nil, idle
+		p.state = nil
+		c.setOp(p, idle)
 		c.decide(p, b)
 	}
 }
@@ -326,7 +347,8 @@ func (c *Controller) onWritten(e StateWritten, b *batch) {
 	st := p.proposed.clone()
 	st.ZkVersion = e.ZkVersion
 	isNew, prev := p.creating, p.prevLeader
-	p.state, p.op, p.creating, p.prevLeader = &st, idle, false, NoLeader
+	p.state, p.creating, p.prevLeader = &st, false, NoLeader
+	c.setOp(p, idle)
 	for _, id := range p.deadInWrite {
 		delete(p.treatDead, id)
 	}
@@ -342,7 +364,8 @@ func (c *Controller) onConflict(e StateWriteConflict, b *batch) {
 	if p == nil {
 		return
 	}
-	p.op, p.creating = reading, false
+	p.creating = false
+	c.setOp(p, reading)
 	b.reads = append(b.reads, p.tp)
 }
 
@@ -396,7 +419,7 @@ func (c *Controller) drains(p *partition, broker int32) bool {
 // on its partitions, with the partitions it still leads.
 func (c *Controller) answerShutdowns(b *batch) {
 	for _, id := range slices.Sorted(maps.Keys(c.shutdownWaiters)) {
-		if c.busyDraining(id) {
+		if c.busy[id] > 0 {
 			continue
 		}
 		delete(c.shutdownWaiters, id)
@@ -406,15 +429,4 @@ func (c *Controller) answerShutdowns(b *batch) {
 		}
 		b.answers = append(b.answers, AnswerControlledShutdown{Broker: id, Remaining: remaining})
 	}
-}
-
-// busyDraining is called after every step of a drain, so it scans without
-// sorting or allocating.
-func (c *Controller) busyDraining(id int32) bool {
-	for _, p := range c.partitions {
-		if p.op != idle && slices.Contains(p.assignment.Replicas, id) {
-			return true
-		}
-	}
-	return false
 }

@@ -51,7 +51,8 @@ func (c *Controller) initialize(p *partition, b *batch) {
 }
 
 func (c *Controller) write(p *partition, next, cur LeaderAndIsr, b *batch) {
-	p.op, p.proposed, p.prevLeader = writing, next, cur.Leader
+	p.proposed, p.prevLeader = next, cur.Leader
+	c.setOp(p, writing)
 	p.deadInWrite = slices.Collect(maps.Keys(p.treatDead))
 	b.writes = append(b.writes, WritePartitionState{
 		ControllerEpoch:          c.epoch,

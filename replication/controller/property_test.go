@@ -335,6 +335,11 @@ func (h *chaos) settle() {
 		}
 		h.deliver()
 	}
+	for id, n := range h.c.busy {
+		if n != 0 {
+			h.fail("broker %d counted busy %d with nothing out", id, n)
+		}
+	}
 	eligible := func(id int32) bool { _, ok := h.live[id]; return ok && !h.stopped[id] }
 	for tp, st := range h.znode {
 		replicas := h.topics[tp.Topic].Partitions[tp.Partition].Replicas
