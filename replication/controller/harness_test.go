@@ -14,6 +14,8 @@ type zkSim struct {
 	znode map[TopicPartition]LeaderAndIsr
 	// sent collects broker-directed actions and answers of every step.
 	sent []Action
+	// trace renders every action of every step, ZooKeeper's included.
+	trace []string
 	// hook runs before each write is applied; tests use it to race the
 	// controller (a leader changing the ISR first).
 	hook func(w WritePartitionState)
@@ -42,6 +44,7 @@ func (s *zkSim) run(ev Event) []Action {
 }
 
 func (s *zkSim) perform(a Action) []Event {
+	s.trace = append(s.trace, render(a))
 	switch a := a.(type) {
 	case WritePartitionState:
 		if s.hook != nil {
