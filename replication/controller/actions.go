@@ -64,7 +64,9 @@ type SendStopReplica struct {
 
 // AnswerControlledShutdown answers a ControlledShutdownRequested: the
 // partitions of more than one replica that the broker still leads (empty:
-// it may stop now), or Err.
+// it may stop now), or Err. One answer serves every request the broker has
+// waiting. A drain cut short (failover, the broker gone or restarted) is
+// answered with an error.
 type AnswerControlledShutdown struct {
 	Broker    int32
 	Remaining []TopicPartition

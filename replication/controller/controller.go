@@ -96,7 +96,7 @@ func (c *Controller) Step(ev Event) []Action {
 	case Elected:
 		c.onElected(e, b)
 	case Resigned:
-		c.onResigned()
+		c.onResigned(b)
 	case BrokersChanged:
 		c.onBrokersChanged(e, b)
 	case TopicCreated:
@@ -127,6 +127,7 @@ func (c *Controller) onElected(e Elected, b *batch) {
 	if e.Epoch <= c.epoch {
 		return
 	}
+	c.abortShutdowns(b)
 	c.reset()
 	c.active, c.epoch, c.epochZkVersion = true, e.Epoch, e.EpochZkVersion
 	for _, br := range e.Snapshot.Brokers {
@@ -152,8 +153,27 @@ func (c *Controller) onElected(e Elected, b *batch) {
 }
 
 // onResigned is Kafka's onControllerResignation.
-func (c *Controller) onResigned() {
+func (c *Controller) onResigned(b *batch) {
+	c.abortShutdowns(b)
 	c.reset()
+}
+
+// abortShutdowns answers every waiting drain with NOT_CONTROLLER, so the
+// brokers retry with the next controller (Kafka's preemptControlledShutdown).
+func (c *Controller) abortShutdowns(b *batch) {
+	for _, id := range slices.Sorted(maps.Keys(c.shutdownWaiters)) {
+		b.answers = append(b.answers, AnswerControlledShutdown{Broker: id, Err: ErrNotController})
+	}
+}
+
+// abortShutdown ends the shutdown of a broker that left or restarted,
+// answering its waiting request, if any, with err.
+func (c *Controller) abortShutdown(id int32, err error, b *batch) {
+	if c.shutdownWaiters[id] {
+		b.answers = append(b.answers, AnswerControlledShutdown{Broker: id, Err: err})
+	}
+	delete(c.shuttingDown, id)
+	delete(c.shutdownWaiters, id)
 }
 
 // onBrokersChanged is Kafka's processBrokerChange: onBrokerFailure for
@@ -174,13 +194,11 @@ func (c *Controller) onBrokersChanged(e BrokersChanged, b *batch) {
 		switch {
 		case !ok:
 			changed[id] = true
-			delete(c.shuttingDown, id)
-			delete(c.shutdownWaiters, id)
+			c.abortShutdown(id, ErrBrokerNotAvailable, b)
 		case br.Epoch != old.Epoch:
 			changed[id] = true
 			started = append(started, id)
-			delete(c.shuttingDown, id)
-			delete(c.shutdownWaiters, id)
+			c.abortShutdown(id, ErrStaleBrokerEpoch, b)
 			c.markRestarted(id)
 		}
 	}

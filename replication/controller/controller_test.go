@@ -387,3 +387,32 @@ func TestElectionAlgorithms(t *testing.T) {
 		t.Fatal("reassignment")
 	}
 }
+
+func TestWaitingShutdownAnsweredWhenCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ev   Event
+		want error
+	}{
+		{"resigned", Resigned{}, ErrNotController},
+		{"superseded", Elected{Epoch: 2, Snapshot: Snapshot{Brokers: brokers(1, 2)}}, ErrNotController},
+		{"broker gone", BrokersChanged{Live: brokers(2)}, ErrBrokerNotAvailable},
+		{"broker restarted", BrokersChanged{Live: []Broker{{ID: 1, Epoch: 7}, brokers(2)[0]}}, ErrStaleBrokerEpoch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := elected(t, []int32{1, 2}, []int32{1, 2})
+			// The drain's write is out when the event comes.
+			acts := s.c.Step(ControlledShutdownRequested{Broker: 1, BrokerEpoch: 101})
+			if len(ofType[WritePartitionState](acts)) != 1 || len(ofType[AnswerControlledShutdown](acts)) != 0 {
+				t.Fatalf("drain: %#v", acts)
+			}
+			a := ofType[AnswerControlledShutdown](s.c.Step(tc.ev))
+			if len(a) != 1 || a[0].Broker != 1 || !errors.Is(a[0].Err, tc.want) {
+				t.Fatalf("answers %+v, want one with %v", a, tc.want)
+			}
+			if s.c.ShuttingDown(1) {
+				t.Fatal("still shutting down")
+			}
+		})
+	}
+}
