@@ -30,6 +30,8 @@ type chaos struct {
 	lastEpoch map[TopicPartition]int32
 	lastLead  map[TopicPartition]int32
 	log       []string
+	// asked: brokers with a ControlledShutdown request not yet answered.
+	asked map[int32]bool
 }
 
 func newChaos(t *testing.T, seed uint64) *chaos {
@@ -38,7 +40,7 @@ func newChaos(t *testing.T, seed uint64) *chaos {
 		live: map[int32]int64{}, stopped: map[int32]bool{}, topics: map[string]Topic{},
 		unclean: map[string]bool{}, znode: map[TopicPartition]LeaderAndIsr{},
 		lastEpoch: map[TopicPartition]int32{}, lastLead: map[TopicPartition]int32{},
-		nextEpoch: 1000,
+		nextEpoch: 1000, asked: map[int32]bool{},
 	}
 	for id := int32(1); id <= 5; id++ {
 		h.ids = append(h.ids, id)
@@ -76,6 +78,27 @@ func (h *chaos) queue(a Action) {
 		h.pending = append(h.pending, func() []Event { return []Event{h.read(a)} })
 	case SendLeaderAndIsr, SendUpdateMetadata, SendStopReplica:
 		h.checkRequestEpoch(a)
+	case AnswerControlledShutdown:
+		h.checkAnswer(a)
+	}
+}
+
+// checkAnswer: an answer names exactly the partitions of more than one
+// replica that the broker still leads.
+func (h *chaos) checkAnswer(a AnswerControlledShutdown) {
+	if !h.asked[a.Broker] {
+		h.fail("unasked answer %+v", a)
+	}
+	delete(h.asked, a.Broker)
+	if a.Err != nil {
+		return
+	}
+	for tp, st := range h.znode {
+		replicas := h.topics[tp.Topic].Partitions[tp.Partition].Replicas
+		leads := st.Leader == a.Broker && len(replicas) > 1
+		if leads != slices.Contains(a.Remaining, tp) {
+			h.fail("answer %+v: %v is %+v", a, tp, st)
+		}
 	}
 }
 
@@ -187,7 +210,8 @@ func (h *chaos) failover() {
 		h.c = New()
 	}
 	if h.r.IntN(2) == 0 {
-		h.c = New() // the new controller is another broker
+		h.step(Resigned{}) // the new controller is another broker
+		h.c = New()
 	}
 	h.step(Elected{Epoch: h.epoch, EpochZkVersion: h.epochZk, Snapshot: snap})
 }
@@ -302,6 +326,7 @@ func (h *chaos) controlledShutdown() {
 	id := h.ids[h.r.IntN(len(h.ids))]
 	if e, ok := h.live[id]; ok {
 		h.stopped[id] = true
+		h.asked[id] = true
 		h.step(ControlledShutdownRequested{Broker: id, BrokerEpoch: e})
 	}
 }
@@ -335,6 +360,9 @@ func (h *chaos) settle() {
 		}
 		h.deliver()
 	}
+	if len(h.asked) > 0 {
+		h.fail("controlled shutdowns never answered: %v", h.asked)
+	}
 	for id, n := range h.c.busy {
 		if n != 0 {
 			h.fail("broker %d counted busy %d with nothing out", id, n)
@@ -367,7 +395,7 @@ func (h *chaos) settle() {
 }
 
 func TestRandomEventSequencesKeepInvariants(t *testing.T) {
-	for seed := uint64(1); seed <= 300; seed++ {
+	for seed := uint64(1); seed <= chaosSeeds; seed++ {
 		h := newChaos(t, seed)
 		for i := 0; i < 300; i++ {
 			h.randomEvent()
@@ -375,3 +403,6 @@ func TestRandomEventSequencesKeepInvariants(t *testing.T) {
 		h.settle()
 	}
 }
+
+// chaosSeeds is raised by hand for a longer hunt.
+var chaosSeeds uint64 = 300
