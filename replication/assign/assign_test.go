@@ -229,3 +229,35 @@ func checkShape(t *testing.T, brokers []Broker, got [][]int32, parts, rf int) {
 		}
 	}
 }
+
+// Whole rounds of partitions put the same number of replicas on every
+// broker: without racks, and with racks of equal size and RF = racks (the
+// case Kafka's doc says is even across brokers and racks).
+func TestAssignEvenReplicaCounts(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	racked := []Broker{{1, "a"}, {2, "a"}, {3, "b"}, {4, "b"}, {5, "c"}, {6, "c"}}
+	for i := 0; i < 200; i++ {
+		for _, tc := range []struct {
+			brokers []Broker
+			rf      int
+		}{{plainBrokers(1, 2, 3, 4, 5), 1 + r.IntN(5)}, {racked, 3}} {
+			rounds := 1 + r.IntN(4)
+			parts := rounds * len(tc.brokers)
+			got, err := Assign(tc.brokers, parts, tc.rf, Options{Rand: r})
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := map[int32]int{}
+			for _, replicas := range got {
+				for _, b := range replicas {
+					count[b]++
+				}
+			}
+			for _, b := range tc.brokers {
+				if count[b.ID] != rounds*tc.rf {
+					t.Fatalf("broker %d holds %d replicas, want %d: %v", b.ID, count[b.ID], rounds*tc.rf, got)
+				}
+			}
+		}
+	}
+}
