@@ -12,8 +12,9 @@
 //
 //   - Elected after winning /controller and incrementing /controller_epoch,
 //     with a Snapshot read after that; Resigned when /controller is lost.
-//   - BrokersChanged on every change of /brokers/ids children, with all of
-//     them (id, rack, czxid as the broker epoch, endpoints).
+//   - BrokersChanged on every change of /brokers/ids children or of their
+//     data, with all of them (id, rack, czxid as the broker epoch,
+//     endpoints).
 //   - TopicCreated / PartitionsAdded / TopicConfigChanged from the topic
 //     and config znodes; IsrChangeNotified with the state znodes named by
 //     /isr_change_notification (then delete the notifications).
@@ -39,9 +40,10 @@
 //
 // A partition is NonExistentPartition, NewPartition (assigned, no state
 // znode), OnlinePartition (live leader) or OfflinePartition (leader dead or
-// -1). A replica is NewReplica, OnlineReplica or OfflineReplica by its
-// broker's liveness. At most one write or read is out per partition; the
-// next decision waits for its outcome.
+// -1). A replica is NewReplica (its partition is new), OnlineReplica (live
+// broker) or OfflineReplica (dead broker, or a follower on a drained one).
+// At most one write or read is out per partition; the next decision waits
+// for its outcome.
 //
 // # Decisions
 //
@@ -57,6 +59,20 @@
 //   - leader in controlled shutdown → ControlledShutdownLeader.
 //   - an ISR member dead or shutting down while the leader is fine → removed
 //     (Kafka's removeReplicasFromIsr on OfflineReplica).
+//
+// # Controlled shutdown
+//
+// ControlledShutdownRequested puts the broker in shuttingDown: it may no
+// longer lead or be in an ISR. It gets StopReplica for the partitions it
+// follows, and each of its partitions of more than one replica is decided
+// upon. The answer comes in the Step whose write result leaves none of its
+// partitions with a write or read out, listing what it still leads (no
+// other ISR member could take over); the broker retries while that list
+// is not empty. It stays shutting down until it leaves or re-registers. A
+// failover, or the broker leaving or re-registering, answers a waiting
+// request with an error.
+//
+// # Epochs
 //
 // Every controller write increments the leader epoch, as Kafka's
 // newLeaderAndIsr does; leaders' own ISR changes do not. A broker that
