@@ -5,8 +5,9 @@ type Event interface{ isEvent() }
 
 // Elected: this broker created /controller and incremented
 // /controller_epoch to Epoch (Kafka's onControllerFailover). Snapshot is
-// what it then read from ZooKeeper. An Elected whose Epoch is not above the
-// controller's current epoch is stale and ignored.
+// what it then read from ZooKeeper. Epochs start at 1, as Kafka's first
+// increment of /controller_epoch gives; an Elected whose Epoch is not above
+// the controller's current epoch is stale and ignored.
 type Elected struct {
 	Epoch int32
 	// EpochZkVersion is the version of /controller_epoch after the
