@@ -11,7 +11,7 @@ func BenchmarkControlledShutdown(b *testing.B) {
 	const partitions = 3000
 	for range b.N {
 		b.StopTimer()
-		s := newSim(&testing.T{})
+		s := newSim(b)
 		s.run(Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}})
 		tp := Topic{Name: "t", Partitions: map[int32]Assignment{}}
 		for p := int32(0); p < partitions; p++ {

@@ -9,7 +9,7 @@ import (
 // zkSim is a test driver: it plays ZooKeeper's part for the state znodes
 // (versioned, conditional writes) and records what went to brokers.
 type zkSim struct {
-	t     *testing.T
+	t     testing.TB
 	c     *Controller
 	znode map[TopicPartition]LeaderAndIsr
 	// sent collects broker-directed actions and answers of every step.
@@ -21,7 +21,7 @@ type zkSim struct {
 	hook func(w WritePartitionState)
 }
 
-func newSim(t *testing.T) *zkSim {
+func newSim(t testing.TB) *zkSim {
 	return &zkSim{t: t, c: New(), znode: map[TopicPartition]LeaderAndIsr{}}
 }
 
