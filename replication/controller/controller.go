@@ -1,0 +1,450 @@
+package controller
+
+import (
+	"maps"
+	"slices"
+)
+
+// Controller is the controller's view of the cluster and its decisions.
+// It does no I/O and is not safe for concurrent use: one goroutine owns it
+// and feeds it events in the order they happened.
+type Controller struct {
+	active bool
+	// epoch and epochZkVersion fence this controller's writes and requests.
+	epoch          int32
+	epochZkVersion int32
+	live           map[int32]Broker
+	// shuttingDown: brokers in controlled shutdown (Kafka's
+	// shuttingDownBrokerIds). They are live but may not lead or join an ISR.
+	shuttingDown map[int32]bool
+	// shutdownWaiters: brokers whose ControlledShutdown awaits an answer
+	// until the writes on their partitions are done.
+	shutdownWaiters map[int32]bool
+	unclean         map[string]bool
+	partitions      map[TopicPartition]*partition
+	// busy counts, per broker, its partitions with a write or read out,
+	// so a drain knows at once whether it can be answered.
+	busy map[int32]int
+}
+
+type opKind int
+
+const (
+	idle    opKind = iota
+	writing        // a WritePartitionState is out
+	reading        // a ReadPartitionStates is out, after a conflict
+)
+
+type partition struct {
+	tp         TopicPartition
+	assignment Assignment
+	// state is the last known content of the state znode; nil while the
+	// partition is a NewPartition.
+	state *LeaderAndIsr
+	op    opKind
+	// proposed is the state being written while op == writing; creating
+	// says the write creates the znode.
+	proposed   LeaderAndIsr
+	creating   bool
+	prevLeader int32
+	// treatDead: brokers that restarted (a new broker epoch) and are
+	// decided upon as dead once, so that what they led or followed is
+	// re-elected as Kafka does (onBrokerFailure then onBrokerStartup).
+	treatDead map[int32]bool
+	// deadInWrite: the treatDead brokers the write out was decided with;
+	// its commit settles them.
+	deadInWrite []int32
+}
+
+// New returns an inactive controller; it acts once it gets Elected.
+func New() *Controller {
+	c := &Controller{}
+	c.reset()
+	return c
+}
+
+func (c *Controller) reset() {
+	c.active = false
+	c.live = map[int32]Broker{}
+	c.shuttingDown = map[int32]bool{}
+	c.shutdownWaiters = map[int32]bool{}
+	c.unclean = map[string]bool{}
+	c.partitions = map[TopicPartition]*partition{}
+	c.busy = map[int32]int{}
+}
+
+// setOp is the only place p.op changes, keeping busy in step.
+func (c *Controller) setOp(p *partition, op opKind) {
+	delta := 0
+	switch {
+	case p.op == idle && op != idle:
+		delta = 1
+	case p.op != idle && op == idle:
+		delta = -1
+	}
+	p.op = op
+	for _, r := range p.assignment.Replicas {
+		c.busy[r] += delta
+	}
+}
+
+// Step applies one event and returns what the driver must do, in order:
+// ZooKeeper writes and reads first, then requests to brokers, then answers.
+func (c *Controller) Step(ev Event) []Action {
+	b := newBatch(c)
+	switch e := ev.(type) {
+	case Elected:
+		c.onElected(e, b)
+	case Resigned:
+		c.onResigned(b)
+	case BrokersChanged:
+		c.onBrokersChanged(e, b)
+	case TopicCreated:
+		c.onTopicCreated(e, b)
+	case PartitionsAdded:
+		c.addPartitions(e.Topic, e.Partitions, b)
+	case TopicConfigChanged:
+		c.onTopicConfigChanged(e, b)
+	case IsrChangeNotified:
+		c.onIsrChange(e, b)
+	case PartitionStatesRead:
+		c.onStatesRead(e, b)
+	case StateWritten:
+		c.onWritten(e, b)
+	case StateWriteConflict:
+		c.onConflict(e, b)
+	case ControlledShutdownRequested:
+		c.onControlledShutdown(e, b)
+	}
+	c.answerShutdowns(b)
+	return b.flush()
+}
+
+// onElected is Kafka's onControllerFailover: take the view from ZooKeeper,
+// finish what the previous controller left (partitions without a state
+// znode, leaders that died), and tell every broker the whole state.
+func (c *Controller) onElected(e Elected, b *batch) {
+	if e.Epoch <= c.epoch {
+		return
+	}
+	c.abortShutdowns(b)
+	c.reset()
+	c.active, c.epoch, c.epochZkVersion = true, e.Epoch, e.EpochZkVersion
+	for _, br := range e.Snapshot.Brokers {
+		c.live[br.ID] = br
+	}
+	for _, t := range e.Snapshot.Topics {
+		c.unclean[t.Name] = t.UncleanLeaderElection
+		for id, a := range t.Partitions {
+			p := c.newPartition(TopicPartition{t.Name, id}, a)
+			if st, ok := e.Snapshot.States[p.tp]; ok {
+				st = st.clone()
+				p.state = &st
+			}
+		}
+	}
+	for _, p := range c.sortedPartitions(nil) {
+		c.decide(p, b)
+		if p.op == idle && p.state != nil {
+			b.leaderAndIsrToReplicas(p)
+		}
+	}
+	b.fullMetadataTo(c.liveIDs()...)
+}
+
+// onResigned is Kafka's onControllerResignation.
+func (c *Controller) onResigned(b *batch) {
+	c.abortShutdowns(b)
+	c.reset()
+}
+
+// abortShutdowns answers every waiting drain with NOT_CONTROLLER, so the
+// brokers retry with the next controller (Kafka's preemptControlledShutdown).
+func (c *Controller) abortShutdowns(b *batch) {
+	for _, id := range slices.Sorted(maps.Keys(c.shutdownWaiters)) {
+		b.answers = append(b.answers, AnswerControlledShutdown{Broker: id, Err: ErrNotController})
+	}
+}
+
+// abortShutdown ends the shutdown of a broker that left or restarted,
+// answering its waiting request, if any, with err.
+func (c *Controller) abortShutdown(id int32, err error, b *batch) {
+	if c.shutdownWaiters[id] {
+		b.answers = append(b.answers, AnswerControlledShutdown{Broker: id, Err: err})
+	}
+	delete(c.shuttingDown, id)
+	delete(c.shutdownWaiters, id)
+}
+
+// onBrokersChanged is Kafka's processBrokerChange: onBrokerFailure for
+// brokers gone, onBrokerStartup for brokers new, both for brokers that
+// came back with a new epoch.
+func (c *Controller) onBrokersChanged(e BrokersChanged, b *batch) {
+	if !c.active {
+		return
+	}
+	next := make(map[int32]Broker, len(e.Live))
+	for _, br := range e.Live {
+		next[br.ID] = br
+	}
+	changed := map[int32]bool{}
+	var started []int32
+	for id, old := range c.live {
+		br, ok := next[id]
+		switch {
+		case !ok:
+			changed[id] = true
+			c.abortShutdown(id, ErrBrokerNotAvailable, b)
+		case br.Epoch != old.Epoch:
+			changed[id] = true
+			started = append(started, id)
+			c.abortShutdown(id, ErrStaleBrokerEpoch, b)
+			c.markRestarted(id)
+		}
+	}
+	for id := range next {
+		if _, ok := c.live[id]; !ok {
+			changed[id] = true
+			started = append(started, id)
+		}
+	}
+	c.live = next
+	// Every change reaches brokers by UpdateMetadata, even one of a member's
+	// data alone (endpoints, rack: Kafka's BrokerModifications).
+	b.liveChanged = true
+	if len(changed) == 0 {
+		return
+	}
+	c.startUp(started, changed, b)
+}
+
+// startUp decides for every partition on a changed broker, then sends new
+// brokers their roles for the partitions that need no write.
+func (c *Controller) startUp(started []int32, changed map[int32]bool, b *batch) {
+	for _, p := range c.sortedPartitions(func(p *partition) bool { return hasAny(p.assignment.Replicas, changed) }) {
+		c.decide(p, b)
+	}
+	for _, id := range started {
+		for _, p := range c.partitions {
+			if p.op == idle && p.state != nil && slices.Contains(p.assignment.Replicas, id) {
+				b.leaderAndIsr(id, p, false)
+			}
+		}
+	}
+	b.fullMetadataTo(started...)
+}
+
+func (c *Controller) markRestarted(id int32) {
+	for _, p := range c.partitions {
+		if slices.Contains(p.assignment.Replicas, id) {
+			if p.treatDead == nil {
+				p.treatDead = map[int32]bool{}
+			}
+			p.treatDead[id] = true
+		}
+	}
+}
+
+// onTopicCreated is Kafka's onNewPartitionCreation: NonExistentPartition →
+// NewPartition → OnlinePartition.
+func (c *Controller) onTopicCreated(e TopicCreated, b *batch) {
+	if !c.active {
+		return
+	}
+	if _, ok := c.unclean[e.Topic.Name]; !ok {
+		c.unclean[e.Topic.Name] = e.Topic.UncleanLeaderElection
+	}
+	c.addPartitions(e.Topic.Name, e.Topic.Partitions, b)
+}
+
+func (c *Controller) addPartitions(topic string, parts map[int32]Assignment, b *batch) {
+	if !c.active {
+		return
+	}
+	if _, ok := c.unclean[topic]; !ok {
+		c.unclean[topic] = false
+	}
+	var added []*partition
+	for id, a := range parts {
+		tp := TopicPartition{topic, id}
+		if _, ok := c.partitions[tp]; !ok {
+			added = append(added, c.newPartition(tp, a))
+		}
+	}
+	slices.SortFunc(added, func(x, y *partition) int { return compareTP(x.tp, y.tp) })
+	for _, p := range added {
+		c.decide(p, b)
+	}
+}
+
+func (c *Controller) newPartition(tp TopicPartition, a Assignment) *partition {
+	p := &partition{tp: tp, prevLeader: NoLeader, assignment: Assignment{
+		Replicas: slices.Clone(a.Replicas),
+		Adding:   slices.Clone(a.Adding),
+		Removing: slices.Clone(a.Removing),
+	}}
+	c.partitions[tp] = p
+	return p
+}
+
+// onTopicConfigChanged: enabling unclean election retries the topic's
+// offline partitions at once.
+func (c *Controller) onTopicConfigChanged(e TopicConfigChanged, b *batch) {
+	if !c.active {
+		return
+	}
+	c.unclean[e.Topic] = e.UncleanLeaderElection
+	if !e.UncleanLeaderElection {
+		return
+	}
+	for _, p := range c.sortedPartitions(func(p *partition) bool { return p.tp.Topic == e.Topic }) {
+		c.decide(p, b)
+	}
+}
+
+// onIsrChange is Kafka's processIsrChangeNotification: adopt the leaders'
+// ISR writes and spread them with UpdateMetadata. A partition with a write
+// or read out learns the new state from its outcome instead.
+func (c *Controller) onIsrChange(e IsrChangeNotified, b *batch) {
+	if !c.active {
+		return
+	}
+	for _, tp := range sortedTPs(e.States) {
+		p, ok := c.partitions[tp]
+		if !ok || p.op != idle {
+			continue
+		}
+		st := e.States[tp]
+		if p.state != nil && st.ZkVersion <= p.state.ZkVersion {
+			continue
+		}
+		st = st.clone()
+		p.state = &st
+		b.changed[tp] = true
+		c.decide(p, b)
+	}
+}
+
+// onStatesRead takes the re-read state znodes as the truth and decides
+// again on them.
+func (c *Controller) onStatesRead(e PartitionStatesRead, b *batch) {
+	if !c.active || e.ControllerEpoch != c.epoch {
+		return
+	}
+	for _, tp := range sortedTPs(e.States) {
+		p, ok := c.partitions[tp]
+		if !ok || p.op == writing {
+			continue
+		}
+		if p.op == idle && p.state != nil && e.States[tp].ZkVersion < p.state.ZkVersion {
+			continue // an unsolicited read older than what we know
+		}
+		st := e.States[tp].clone()
+		p.state = &st
+		c.setOp(p, idle)
+		b.changed[tp] = true
+		c.decide(p, b)
+	}
+	for _, tp := range e.Missing {
+		p, ok := c.partitions[tp]
+		if !ok || p.op == writing {
+			continue
+		}
+		p.state = nil
+		c.setOp(p, idle)
+		c.decide(p, b)
+	}
+}
+
+// onWritten commits a write: the brokers concerned learn the new state.
+func (c *Controller) onWritten(e StateWritten, b *batch) {
+	p := c.pendingWrite(e.ControllerEpoch, e.Partition)
+	if p == nil {
+		return
+	}
+	st := p.proposed.clone()
+	st.ZkVersion = e.ZkVersion
+	isNew, prev := p.creating, p.prevLeader
+	p.state, p.creating, p.prevLeader = &st, false, NoLeader
+	c.setOp(p, idle)
+	for _, id := range p.deadInWrite {
+		delete(p.treatDead, id)
+	}
+	p.deadInWrite = nil
+	b.announce(p, isNew, prev)
+	c.decide(p, b)
+}
+
+// onConflict: someone else (a leader changing the ISR, or a previous
+// controller) wrote first; re-read before deciding again.
+func (c *Controller) onConflict(e StateWriteConflict, b *batch) {
+	p := c.pendingWrite(e.ControllerEpoch, e.Partition)
+	if p == nil {
+		return
+	}
+	p.creating = false
+	c.setOp(p, reading)
+	b.reads = append(b.reads, p.tp)
+}
+
+func (c *Controller) pendingWrite(epoch int32, tp TopicPartition) *partition {
+	if !c.active || epoch != c.epoch {
+		return nil
+	}
+	p, ok := c.partitions[tp]
+	if !ok || p.op != writing {
+		return nil
+	}
+	return p
+}
+
+// onControlledShutdown is Kafka's doControlledShutdown: the broker joins
+// shuttingDown; partitions it leads elect another leader
+// (ControlledShutdownPartitionLeaderElectionStrategy); partitions it
+// follows drop it from the ISR and it stops fetching them. Partitions of
+// a single replica are left alone, as in Kafka. The answer waits for the
+// writes.
+func (c *Controller) onControlledShutdown(e ControlledShutdownRequested, b *batch) {
+	if !c.active {
+		b.answers = append(b.answers, AnswerControlledShutdown{Broker: e.Broker, Err: ErrNotController})
+		return
+	}
+	br, ok := c.live[e.Broker]
+	if !ok {
+		b.answers = append(b.answers, AnswerControlledShutdown{Broker: e.Broker, Err: ErrBrokerNotAvailable})
+		return
+	}
+	if e.BrokerEpoch >= 0 && e.BrokerEpoch < br.Epoch {
+		b.answers = append(b.answers, AnswerControlledShutdown{Broker: e.Broker, Err: ErrStaleBrokerEpoch})
+		return
+	}
+	c.shuttingDown[e.Broker] = true
+	c.shutdownWaiters[e.Broker] = true
+	for _, p := range c.sortedPartitions(func(p *partition) bool { return c.drains(p, e.Broker) }) {
+		if p.state.Leader != e.Broker {
+			b.stopReplica(e.Broker, p.tp)
+		}
+		c.decide(p, b)
+	}
+}
+
+// drains says whether controlled shutdown of broker acts on p.
+func (c *Controller) drains(p *partition, broker int32) bool {
+	return p.state != nil && len(p.assignment.Replicas) > 1 && slices.Contains(p.assignment.Replicas, broker)
+}
+
+// answerShutdowns answers each waiting broker once no write or read is out
+// on its partitions, with the partitions it still leads.
+func (c *Controller) answerShutdowns(b *batch) {
+	for _, id := range slices.Sorted(maps.Keys(c.shutdownWaiters)) {
+		if c.busy[id] > 0 {
+			continue
+		}
+		delete(c.shutdownWaiters, id)
+		var remaining []TopicPartition
+		for _, p := range c.sortedPartitions(func(p *partition) bool { return c.drains(p, id) && p.state.Leader == id }) {
+			remaining = append(remaining, p.tp)
+		}
+		b.answers = append(b.answers, AnswerControlledShutdown{Broker: id, Remaining: remaining})
+	}
+}

@@ -1,0 +1,166 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// render writes an action as one line of a scenario script.
+func render(a Action) string {
+	switch a := a.(type) {
+	case WritePartitionState:
+		return fmt.Sprintf("zk write %v %s if-version %d", a.Partition, renderState(a.State), a.ExpectedZkVersion)
+	case ReadPartitionStates:
+		return fmt.Sprintf("zk read %v", a.Partitions)
+	case SendLeaderAndIsr:
+		return fmt.Sprintf("LeaderAndIsr →%d%s", a.Broker, renderInfos(a.Partitions))
+	case SendUpdateMetadata:
+		ids := make([]int32, len(a.LiveBrokers))
+		for i, b := range a.LiveBrokers {
+			ids[i] = b.ID
+		}
+		return fmt.Sprintf("UpdateMetadata →%v live %v%s", a.Brokers, ids, renderInfos(a.Partitions))
+	case SendStopReplica:
+		return fmt.Sprintf("StopReplica →%d %v delete=%v", a.Broker, a.Partitions, a.Delete)
+	case AnswerControlledShutdown:
+		return fmt.Sprintf("ControlledShutdown answer →%d remaining %v err %v", a.Broker, a.Remaining, a.Err)
+	}
+	return fmt.Sprintf("%T", a)
+}
+
+func renderState(s LeaderAndIsr) string {
+	return fmt.Sprintf("leader %d epoch %d isr %v", s.Leader, s.LeaderEpoch, s.ISR)
+}
+
+func renderInfos(infos []PartitionInfo) string {
+	var b strings.Builder
+	for _, in := range infos {
+		fmt.Fprintf(&b, " | %v %s", in.Partition, renderState(in.State))
+		if in.IsNew {
+			b.WriteString(" new")
+		}
+	}
+	return b.String()
+}
+
+type scriptStep struct {
+	ev Event
+	// leaderIsr, if set, is written to ZooKeeper by the partitions'
+	// leaders before ev (then an IsrChangeNotified with them) is stepped.
+	leaderIsr map[TopicPartition][]int32
+	want      []string
+}
+
+func runScript(t *testing.T, steps []scriptStep) {
+	s := newSim(t)
+	for i, st := range steps {
+		ev := st.ev
+		if st.leaderIsr != nil {
+			n := IsrChangeNotified{States: map[TopicPartition]LeaderAndIsr{}}
+			for p, isr := range st.leaderIsr {
+				z := s.znode[p]
+				z.ISR, z.ZkVersion = isr, z.ZkVersion+1
+				s.znode[p] = z
+				n.States[p] = z.clone()
+			}
+			ev = n
+		}
+		s.trace = nil
+		s.run(ev)
+		if got, want := strings.Join(s.trace, "\n"), strings.Join(st.want, "\n"); got != want {
+			t.Fatalf("step %d (%T):\ngot:\n%s\nwant:\n%s", i, ev, got, want)
+		}
+	}
+}
+
+// A whole life: creation, leader failure, return as follower, the leader
+// re-admitting it, and a controlled shutdown of the new leader.
+func TestScriptLeaderFailureReturnAndDrain(t *testing.T) {
+	runScript(t, []scriptStep{
+		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}}, want: []string{
+			"UpdateMetadata →[1 2 3] live [1 2 3]",
+		}},
+		{ev: TopicCreated{Topic: topic("t", []int32{1, 2, 3}, []int32{2, 3, 1})}, want: []string{
+			"zk write t-0 leader 1 epoch 0 isr [1 2 3] if-version -1",
+			"zk write t-1 leader 2 epoch 0 isr [2 3 1] if-version -1",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"LeaderAndIsr →3 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 0 isr [1 2 3]",
+			"LeaderAndIsr →1 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"LeaderAndIsr →2 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"LeaderAndIsr →3 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-1 leader 2 epoch 0 isr [2 3 1]",
+		}},
+		{ev: BrokersChanged{Live: brokers(2, 3)}, want: []string{
+			"zk write t-0 leader 2 epoch 1 isr [2 3] if-version 0",
+			"zk write t-1 leader 2 epoch 1 isr [2 3] if-version 0",
+			"UpdateMetadata →[2 3] live [2 3]",
+			"LeaderAndIsr →2 | t-0 leader 2 epoch 1 isr [2 3]",
+			"LeaderAndIsr →3 | t-0 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [2 3] | t-0 leader 2 epoch 1 isr [2 3]",
+			"LeaderAndIsr →2 | t-1 leader 2 epoch 1 isr [2 3]",
+			"LeaderAndIsr →3 | t-1 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
+		}},
+		{ev: BrokersChanged{Live: brokers(1, 2, 3)}, want: []string{
+			"LeaderAndIsr →1 | t-0 leader 2 epoch 1 isr [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[1] live [1 2 3] | t-0 leader 2 epoch 1 isr [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [1 2 3]",
+		}},
+		{leaderIsr: map[TopicPartition][]int32{tp(0): {2, 3, 1}, tp(1): {2, 3, 1}}, want: []string{
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 2 epoch 1 isr [2 3 1] | t-1 leader 2 epoch 1 isr [2 3 1]",
+		}},
+		{ev: ControlledShutdownRequested{Broker: 2, BrokerEpoch: 102}, want: []string{
+			"zk write t-0 leader 1 epoch 2 isr [3 1] if-version 2",
+			"zk write t-1 leader 3 epoch 2 isr [3 1] if-version 2",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 2 isr [3 1]",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 2 isr [3 1]",
+			"LeaderAndIsr →3 | t-0 leader 1 epoch 2 isr [3 1]",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 2 isr [3 1]",
+			"LeaderAndIsr →1 | t-1 leader 3 epoch 2 isr [3 1]",
+			"LeaderAndIsr →2 | t-1 leader 3 epoch 2 isr [3 1]",
+			"LeaderAndIsr →3 | t-1 leader 3 epoch 2 isr [3 1]",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-1 leader 3 epoch 2 isr [3 1]",
+			"ControlledShutdown answer →2 remaining [] err <nil>",
+		}},
+		// The drained broker dies: nothing to elect, brokers learn it left.
+		{ev: BrokersChanged{Live: brokers(1, 3)}, want: []string{
+			"UpdateMetadata →[1 3] live [1 3]",
+		}},
+	})
+}
+
+// Unclean election, step by step: the only ISR member dies, the partition
+// goes offline with leader -1, and enabling unclean election hands it to a
+// live out-of-ISR replica alone in the ISR.
+func TestScriptOfflineThenUnclean(t *testing.T) {
+	runScript(t, []scriptStep{
+		{ev: Elected{Epoch: 3, EpochZkVersion: 9, Snapshot: Snapshot{
+			Brokers: brokers(1, 2),
+			Topics:  []Topic{topic("t", []int32{1, 2})},
+			States:  map[TopicPartition]LeaderAndIsr{},
+		}}, want: []string{
+			"zk write t-0 leader 1 epoch 0 isr [1 2] if-version -1",
+			"UpdateMetadata →[1 2] live [1 2]",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2] new",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2] new",
+			"UpdateMetadata →[1 2] live [1 2] | t-0 leader 1 epoch 0 isr [1 2]",
+		}},
+		{leaderIsr: map[TopicPartition][]int32{tp(0): {1}}, want: []string{
+			"UpdateMetadata →[1 2] live [1 2] | t-0 leader 1 epoch 0 isr [1]",
+		}},
+		{ev: BrokersChanged{Live: brokers(2)}, want: []string{
+			"zk write t-0 leader -1 epoch 1 isr [1] if-version 1",
+			"UpdateMetadata →[2] live [2]",
+			"LeaderAndIsr →2 | t-0 leader -1 epoch 1 isr [1]",
+			"UpdateMetadata →[2] live [2] | t-0 leader -1 epoch 1 isr [1]",
+		}},
+		{ev: TopicConfigChanged{Topic: "t", UncleanLeaderElection: true}, want: []string{
+			"zk write t-0 leader 2 epoch 2 isr [2] if-version 2",
+			"LeaderAndIsr →2 | t-0 leader 2 epoch 2 isr [2]",
+			"UpdateMetadata →[2] live [2] | t-0 leader 2 epoch 2 isr [2]",
+		}},
+	})
+}
