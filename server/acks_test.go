@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,5 +82,30 @@ func TestWaitAcksAnswersEachPartition(t *testing.T) {
 	}
 	if err := <-waited; !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("wait on a deleted partition: %v", err)
+	}
+}
+
+// The broker-wide min.insync.replicas and default.replication.factor are
+// the defaults of topics that do not override them.
+func TestBrokerReplicationDefaults(t *testing.T) {
+	b := newTestBroker(t, func(c *Config) { c.MinInsyncReplicas = 2 })
+	if err := b.CreateTopic(TopicSpec{Name: "dflt", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.ProduceBatch(context.Background(), BatchProduce{Topic: "dflt", Batches: oneBatch(t, "a"), Acks: AcksAll})
+	if !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("acks=all under the broker's min.insync.replicas=2: %v", err)
+	}
+	if err := b.AlterTopicConfigs("dflt", map[string]string{CfgMinInsyncReplicas: "1"}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ProduceBatch(context.Background(), BatchProduce{Topic: "dflt", Batches: oneBatch(t, "a"), Acks: AcksAll}); err != nil {
+		t.Fatalf("acks=all with the topic's override 1: %v", err)
+	}
+
+	three := newTestBroker(t, func(c *Config) { c.DefaultReplicationFactor = 3 })
+	err = three.CreateTopic(TopicSpec{Name: "rf"})
+	if !errors.Is(err, ErrInvalidReplicas) || !strings.Contains(err.Error(), "3") || !strings.Contains(err.Error(), "1 broker") {
+		t.Fatalf("default.replication.factor 3 on one broker: %v", err)
 	}
 }

@@ -19,6 +19,13 @@ type Config struct {
 	// NumPartitions is the partition count of auto-created topics and of
 	// topics created without one (num.partitions). Default 1.
 	NumPartitions int32
+	// DefaultReplicationFactor is the replica count of topics created
+	// without one (default.replication.factor). Default 1.
+	DefaultReplicationFactor int16
+	// MinInsyncReplicas is min.insync.replicas for topics without the
+	// override: an acks=all produce needs that many in-sync replicas.
+	// Default 1.
+	MinInsyncReplicas int
 	// AutoCreateTopics creates a topic on first produce (auto.create.topics.enable).
 	AutoCreateTopics bool
 	// MessageMaxBytes is the largest record batch accepted (message.max.bytes),
@@ -85,6 +92,12 @@ func (c *Config) Defaults() {
 	if c.NumPartitions == 0 {
 		c.NumPartitions = 1
 	}
+	if c.DefaultReplicationFactor == 0 {
+		c.DefaultReplicationFactor = 1
+	}
+	if c.MinInsyncReplicas == 0 {
+		c.MinInsyncReplicas = 1
+	}
 	if c.MessageMaxBytes == 0 {
 		c.MessageMaxBytes = DefaultMessageMaxBytes
 	}
@@ -113,6 +126,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("broker.id %d: must be >= 0", c.BrokerID)
 	case c.NumPartitions < 1:
 		return fmt.Errorf("num.partitions %d: must be >= 1", c.NumPartitions)
+	case c.DefaultReplicationFactor < 1:
+		return fmt.Errorf("default.replication.factor %d: must be >= 1", c.DefaultReplicationFactor)
+	case c.MinInsyncReplicas < 1:
+		return fmt.Errorf("min.insync.replicas %d: must be >= 1", c.MinInsyncReplicas)
 	case c.MessageMaxBytes < 64:
 		return fmt.Errorf("message.max.bytes %d: must be >= 64", c.MessageMaxBytes)
 	case c.RetentionCheckInterval <= 0:

@@ -46,6 +46,8 @@ var propertySetters = map[string]func(*Config, string) error{
 	"log.dirs":                          setDataDir,
 	"log.dir":                           setDataDir,
 	"num.partitions":                    func(c *Config, v string) error { return setInt32(&c.NumPartitions, v) },
+	"default.replication.factor":        func(c *Config, v string) error { return setInt16(&c.DefaultReplicationFactor, v) },
+	"min.insync.replicas":               func(c *Config, v string) error { return setInt(&c.MinInsyncReplicas, v) },
 	"auto.create.topics.enable":         func(c *Config, v string) error { return setBool(&c.AutoCreateTopics, v) },
 	"message.max.bytes":                 func(c *Config, v string) error { return setInt(&c.MessageMaxBytes, v) },
 	"max.partitions":                    func(c *Config, v string) error { return setInt(&c.MaxPartitions, v) },
@@ -131,6 +133,12 @@ func setTimestampType(c *Config, v string) error {
 func setInt32(dst *int32, v string) error {
 	n, err := strconv.ParseInt(v, 10, 32)
 	*dst = int32(n)
+	return err
+}
+
+func setInt16(dst *int16, v string) error {
+	n, err := strconv.ParseInt(v, 10, 16)
+	*dst = int16(n)
 	return err
 }
 

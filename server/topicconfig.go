@@ -296,7 +296,7 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 		log:             b.cfg.Log,
 		maxMessageBytes: b.cfg.MessageMaxBytes,
 		logAppendTime:   b.cfg.LogAppendTime,
-		minISR:          1,
+		minISR:          b.cfg.MinInsyncReplicas,
 	}
 	num := func(k string) (int64, bool) {
 		v, ok := cfgs[k]
@@ -437,6 +437,7 @@ var brokerKeys = map[string]string{
 	CfgFlushMs:            "log.flush.interval.ms",
 	CfgIndexIntervalBytes: "log.index.interval.bytes",
 	CfgTimestampType:      "log.message.timestamp.type",
+	CfgMinInsyncReplicas:  "min.insync.replicas",
 }
 
 // brokerTopicValues are the topic configs the broker's own settings give a
@@ -453,6 +454,7 @@ func (b *Broker) brokerTopicValues() map[string]string {
 		CfgFlushMs:            strconv.FormatInt(flushMsShown(def.log.FlushInterval), 10),
 		CfgTimestampType:      map[bool]string{false: "CreateTime", true: "LogAppendTime"}[def.logAppendTime],
 		CfgIndexIntervalBytes: strconv.Itoa(def.log.IndexIntervalBytes),
+		CfgMinInsyncReplicas:  strconv.Itoa(def.minISR),
 	}
 }
 

@@ -107,7 +107,7 @@ func (b *Broker) validateSpec(spec *TopicSpec) error {
 		return fmt.Errorf("%w: %d is above the limit %d", ErrInvalidPartitions, spec.Partitions, MaxPartitionsPerTopic)
 	}
 	if spec.ReplicationFactor == 0 || spec.ReplicationFactor == -1 {
-		spec.ReplicationFactor = 1
+		spec.ReplicationFactor = b.cfg.DefaultReplicationFactor
 	}
 	if spec.ReplicationFactor != 1 {
 		return fmt.Errorf("%w: %d is more than the 1 broker available", ErrInvalidReplicas, spec.ReplicationFactor)
