@@ -281,7 +281,9 @@ func (l *Leader) Pending() *Proposal { return l.pending }
 // CheckEpoch fences a request's CurrentLeaderEpoch (negative: not sent)
 // against this leader's, as Kafka does for Fetch, ListOffsets and
 // OffsetForLeaderEpoch.
-func (l *Leader) CheckEpoch(requestEpoch int32) error { return epoch.CheckCurrent(requestEpoch, l.epoch) }
+func (l *Leader) CheckEpoch(requestEpoch int32) error {
+	return epoch.CheckCurrent(requestEpoch, l.epoch)
+}
 
 // Appended records the leader's new log end after a local append.
 func (l *Leader) Appended(leo int64, now time.Time) Update {
