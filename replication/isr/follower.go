@@ -72,12 +72,56 @@ func (f *Follower) Decide(cache *epoch.Cache, answer epoch.EndOffset) epoch.Trun
 }
 
 // Truncated records a truncation the caller made; when tr.Done the
-// follower fetches from its new log end, else it queries again.
+// follower fetches from its new log end, else it queries again. A
+// truncation below the log start empties the log, which then starts there
+// (Kafka's truncateFullyAndStartAt).
 func (f *Follower) Truncated(tr epoch.Truncation) {
-	off := max(tr.Offset, f.logStart)
-	f.leo = min(f.leo, off)
+	if tr.Offset < f.logStart {
+		f.logStart = max(tr.Offset, 0)
+	}
+	f.leo = min(f.leo, max(tr.Offset, f.logStart))
 	f.hw = min(f.hw, f.leo)
 	f.truncating = !tr.Done
+}
+
+// ResetAction is how a follower resumes after OFFSET_OUT_OF_RANGE.
+type ResetAction int8
+
+// The three ways to resume.
+const (
+	// Refetch: keep the log and fetch again from its end.
+	Refetch ResetAction = iota
+	// TruncateTo: truncate the log and the epoch cache to Reset.Offset.
+	TruncateTo
+	// StartAt: empty the log and the epoch cache, and start the log at
+	// Reset.Offset (the leader's log start).
+	StartAt
+)
+
+// Reset is what a follower does when the leader refuses its fetch offset.
+type Reset struct {
+	Action ResetAction
+	Offset int64
+}
+
+// OffsetOutOfRange decides how to resume after the leader refused the
+// fetch offset, given the leader's log start and end (ListOffsets earliest
+// and latest), as Kafka's fetchOffsetAndTruncate: past the leader's end
+// (an unclean election gave it a shorter log), truncate to its end; below
+// its start (the follower was away while retention ran), start afresh at
+// the leader's log start; otherwise keep the log and fetch again. The
+// follower's state follows; the caller acts on the Reset.
+func (f *Follower) OffsetOutOfRange(leaderLogStart, leaderLogEnd int64) Reset {
+	switch {
+	case leaderLogEnd < f.leo:
+		f.Truncated(epoch.Truncation{Offset: leaderLogEnd, Done: true})
+		return Reset{Action: TruncateTo, Offset: f.leo}
+	case leaderLogStart > f.leo:
+		f.logStart, f.leo, f.hw = leaderLogStart, leaderLogStart, leaderLogStart
+		f.truncating = false
+		return Reset{Action: StartAt, Offset: leaderLogStart}
+	}
+	return Reset{Action: Refetch, Offset: f.leo}
 }
 
 // Appended records the follower's log end after appending fetched records.

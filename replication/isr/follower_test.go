@@ -111,3 +111,24 @@ func TestNewFollowerValidation(t *testing.T) {
 		}
 	}
 }
+
+// OFFSET_OUT_OF_RANGE: a leader with a shorter log (unclean election)
+// truncates the follower to its end; a leader whose retention passed the
+// follower's end restarts it at the leader's start; otherwise refetch.
+func TestFollowerOffsetOutOfRange(t *testing.T) {
+	f, _ := NewFollower(2, 5, 0, 100, 90)
+	if r := f.OffsetOutOfRange(0, 80); r != (Reset{Action: TruncateTo, Offset: 80}) || f.LogEndOffset() != 80 || f.HighWatermark() != 80 {
+		t.Fatalf("shorter leader: %+v, log end %d, high watermark %d", r, f.LogEndOffset(), f.HighWatermark())
+	}
+	if r := f.OffsetOutOfRange(500, 900); r != (Reset{Action: StartAt, Offset: 500}) || f.LogEndOffset() != 500 || f.HighWatermark() != 500 {
+		t.Fatalf("retention passed us: %+v, log end %d", r, f.LogEndOffset())
+	}
+	if r := f.OffsetOutOfRange(400, 900); r != (Reset{Action: Refetch, Offset: 500}) {
+		t.Fatalf("in range: %+v", r)
+	}
+	// Truncating below the log start empties the log, starting there.
+	f.Truncated(epoch.Truncation{Offset: 450, Done: true})
+	if f.LogEndOffset() != 450 || f.HighWatermark() != 450 {
+		t.Fatalf("below log start: log end %d, high watermark %d", f.LogEndOffset(), f.HighWatermark())
+	}
+}
