@@ -249,3 +249,35 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestReadWriteEntries(t *testing.T) {
+	dir := t.TempDir()
+	fsys := storage.OSFS{}
+	epochs := []EpochEntry{{0, 0}, {4, 90}}
+	if err := WriteEpochs(fsys, filepath.Join(dir, LeaderEpochFile), epochs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadEpochs(fsys, filepath.Join(dir, LeaderEpochFile))
+	if err != nil || len(got) != 2 || got[1] != epochs[1] {
+		t.Fatalf("epochs %v %v", got, err)
+	}
+	offsets := []OffsetEntry{{"t", 0, 5}}
+	if err := WriteOffsets(fsys, filepath.Join(dir, ReplicationOffsetFile), offsets); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ReadOffsets(fsys, filepath.Join(dir, ReplicationOffsetFile)); err != nil || len(got) != 1 || got[0] != offsets[0] {
+		t.Fatalf("offsets %v %v", got, err)
+	}
+	if got, err := ReadOffsets(fsys, filepath.Join(dir, RecoveryPointFile)); err != nil || len(got) != 0 {
+		t.Fatalf("missing file: %v %v", got, err)
+	}
+	if err := WriteOffsets(fsys, filepath.Join(dir, RecoveryPointFile), []OffsetEntry{{"bad topic", 0, 0}}); err == nil {
+		t.Fatal("unreadable topic written")
+	}
+	if err := WriteFile(fsys, filepath.Join(dir, LeaderEpochFile), []byte("0\n5\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadEpochs(fsys, filepath.Join(dir, LeaderEpochFile)); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), LeaderEpochFile) {
+		t.Fatalf("malformed file: %v", err)
+	}
+}

@@ -79,3 +79,45 @@ func ReadFile(fsys storage.FS, path string) ([]byte, error) {
 	}
 	return b[:n], nil
 }
+
+// ReadEpochs reads a leader-epoch-checkpoint; a missing file has no
+// entries.
+func ReadEpochs(fsys storage.FS, path string) ([]EpochEntry, error) {
+	b, err := ReadFile(fsys, path)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := DecodeEpochs(b)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return entries, nil
+}
+
+// WriteEpochs replaces a leader-epoch-checkpoint with entries.
+func WriteEpochs(fsys storage.FS, path string, entries []EpochEntry) error {
+	return WriteFile(fsys, path, EncodeEpochs(entries))
+}
+
+// ReadOffsets reads a replication-offset-checkpoint or
+// recovery-point-offset-checkpoint; a missing file has no entries.
+func ReadOffsets(fsys storage.FS, path string) ([]OffsetEntry, error) {
+	b, err := ReadFile(fsys, path)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := DecodeOffsets(b)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return entries, nil
+}
+
+// WriteOffsets replaces an offset checkpoint with entries.
+func WriteOffsets(fsys storage.FS, path string, entries []OffsetEntry) error {
+	b, err := EncodeOffsets(entries)
+	if err != nil {
+		return err
+	}
+	return WriteFile(fsys, path, b)
+}
