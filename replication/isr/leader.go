@@ -170,6 +170,11 @@ func NewLeader(self int32, replicas []int32, st State, leo, hw int64, cfg Config
 		}
 	}
 	l.startEpoch(st, now)
+	for i := range l.followers {
+		// Kafka's new leader also forgets the previous fetch: the first
+		// one counts as caught up only if it reads the log end.
+		l.followers[i].lastFetch, l.followers[i].lastFetchLEO = time.Time{}, UnknownOffset
+	}
 	l.advanceHighWatermark(now)
 	return l, nil
 }
@@ -207,7 +212,7 @@ func (l *Leader) checkState(st State) error {
 // startEpoch adopts st's epoch from the log end, resetting the followers'
 // catch-up clocks as Kafka's makeLeader does: ISR members are caught up
 // now, the others not at all, and the previous fetch is "now, at the
-// epoch's start".
+// epoch's start" (a re-elected leader; NewLeader forgets it).
 func (l *Leader) startEpoch(st State, now time.Time) {
 	l.epoch, l.epochStart = st.LeaderEpoch, l.leo
 	l.adopt(st)

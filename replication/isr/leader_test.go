@@ -456,3 +456,22 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("followers %+v, want %+v", m.Followers, want)
 	}
 }
+
+// On a new leader, a follower outside the ISR is not caught up by its first
+// fetch unless that fetch reads the log end (Kafka's makeLeader resets the
+// previous fetch to unknown), so it does not hold the high watermark.
+func TestNewLeaderFirstFetchOfOutsider(t *testing.T) {
+	s := newScript(t, []int32{1, 2, 3}, []int32{1, 3}, 100, 50, 1)
+	s.append(10)
+	s.after(time.Second)
+	p := s.fetch(2, 105).Proposal
+	if p == nil {
+		t.Fatal("no expand")
+	}
+	s.l.Conflict(p) // keep it outside
+	if got := s.l.Metrics().Followers[0].LastCaughtUp; !got.IsZero() {
+		t.Fatalf("outsider caught up as of %v", got)
+	}
+	s.fetch(3, 110)
+	s.wantHW(110)
+}
