@@ -158,3 +158,28 @@ func TestAcksAllTimeoutAndLostLeadership(t *testing.T) {
 		t.Fatalf("nil leader: %v %v", done, err)
 	}
 }
+
+// A leader cut off from ZooKeeper cannot commit its shrink, so the stalled
+// followers keep holding the high watermark and acks=all writes are never
+// acknowledged by it: the new leader, elected from the ISR ZooKeeper still
+// holds, may not have them.
+func TestLeaderCutOffFromZooKeeperStopsAcknowledging(t *testing.T) {
+	p, clock := newPartition(t, []int32{1, 2, 3}, []int32{1, 2, 3}, 1)
+	p.fetch(2, 0)
+	p.fetch(3, 0)
+	op, required, err := p.produce(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		p.after(lag)
+		p.notify(p.l.Tick(p.now)) // the proposal's write never gets through
+	}
+	if op.Outcome() != delayed.Pending || p.l.HighWatermark() != 0 {
+		t.Fatalf("acknowledged without ZooKeeper: outcome %v, high watermark %d", op.Outcome(), p.l.HighWatermark())
+	}
+	clock.fireAll()
+	if done, _ := p.l.AcksAllDone(required); done {
+		t.Fatal("AcksAllDone without ZooKeeper")
+	}
+}
