@@ -27,8 +27,9 @@
 // write Proposal.State to the partition's state znode conditionally on
 // Proposal.State.Version, then report Committed(p, newVersion, now) or, on a
 // version conflict, Conflict(p), re-read the znode and call Refresh (which
-// answers ErrNotLeader when another broker leads now). After a committed
-// change, tell the controller (/isr_change_notification). Update.NewEpoch
+// answers ErrNotLeader when another broker leads now). Record each
+// committed change in the broker's ChangeNotifier, which says when to tell
+// the controller (a znode under /isr_change_notification). Update.NewEpoch
 // (from Refresh): assign the epoch at the log end in the epoch cache.
 //
 // # The high watermark and the ISR while a change is in flight
