@@ -475,3 +475,20 @@ func TestNewLeaderFirstFetchOfOutsider(t *testing.T) {
 	s.fetch(3, 110)
 	s.wantHW(110)
 }
+
+// The fetch and append paths run per partition per request: they must not
+// allocate in the steady state.
+func TestSteadyStateDoesNotAllocate(t *testing.T) {
+	s := newScript(t, []int32{1, 2, 3}, []int32{1, 2, 3}, 0, 0, 2)
+	allocs := testing.AllocsPerRun(100, func() {
+		s.append(1)
+		s.fetch(2, s.l.LogEndOffset())
+		s.fetch(3, s.l.LogEndOffset())
+		s.l.Tick(s.now)
+		_, _ = s.l.AcksAllDone(s.l.LogEndOffset())
+		_ = s.l.CheckEnoughReplicas()
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per append and fetches", allocs)
+	}
+}
