@@ -27,7 +27,10 @@
 // write Proposal.State to the partition's state znode conditionally on
 // Proposal.State.Version, then report Committed(p, newVersion, now) or, on a
 // version conflict, Conflict(p), re-read the znode and call Refresh (which
-// answers ErrNotLeader when another broker leads now). Record each
+// answers ErrNotLeader when another broker leads now). On any other failure
+// (connection loss) report nothing: the write may have landed, so the
+// proposal stays pending, holding the high watermark, until Refresh with
+// the znode read once ZooKeeper answers again. Record each
 // committed change in the broker's ChangeNotifier, which says when to tell
 // the controller (a znode under /isr_change_notification). Update.NewEpoch
 // (from Refresh): assign the epoch at the log end in the epoch cache.
