@@ -26,6 +26,7 @@ func (p *Partition) AppendAsFollower(batches []byte) (storage.AppendResult, erro
 	if err != nil {
 		return res, err
 	}
+	p.assignEpochsOf(batches)
 	ps.recordReplicated(batches)
 	p.mu.Lock()
 	p.mu.unacknowledgedBytes += int64(len(batches))
@@ -38,23 +39,14 @@ func (p *Partition) AppendAsFollower(batches []byte) (storage.AppendResult, erro
 // this replica's log end (Kafka's follower rule: min(leader HW, LEO)). It
 // never moves back; a truncation lowers it.
 func (p *Partition) FollowHighWatermark(leaderHW int64) {
-	hw := min(leaderHW, p.log.LogEndOffset())
 	p.mu.Lock()
-	if hw <= p.hw.Load() {
-		p.mu.Unlock()
-		return
-	}
-	p.hw.Store(hw)
-	if hw >= p.log.LogEndOffset() {
-		// Bytes are counted exactly only once the high watermark has caught
-		// up with the appends; until then a waiting fetch sees at least one
-		// byte (delayed: a high watermark beyond its offset), never more
-		// than exist.
-		p.mu.visibleBytes += p.mu.unacknowledgedBytes
-		p.mu.unacknowledgedBytes = 0
-	}
+	before := p.hw.Load()
+	p.setHighWatermarkLocked(min(leaderHW, p.log.LogEndOffset()))
+	moved := p.hw.Load() != before
 	p.mu.Unlock()
-	p.notifyWaiters()
+	if moved {
+		p.notifyWaiters()
+	}
 }
 
 // TruncateTo drops the log at and above offset (a batch boundary) and the
@@ -73,6 +65,9 @@ func (p *Partition) TruncateTo(offset int64) error {
 		return err
 	}
 	end := p.log.LogEndOffset()
+	if err := p.epochs.truncateFromEnd(end); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	if p.hw.Load() > end {
 		p.hw.Store(end)
@@ -83,4 +78,19 @@ func (p *Partition) TruncateTo(offset int64) error {
 		p.waiters.Notify(p.key(), delayed.State{Gone: true})
 	}
 	return nil
+}
+
+// assignEpochsOf records the epochs of copied batches in the epoch cache:
+// each new epoch starts at its first batch.
+func (p *Partition) assignEpochsOf(batches []byte) {
+	for len(batches) >= storage.BatchHeaderSize {
+		h, err := storage.ParseBatchHeader(batches)
+		if err != nil || h.Size() > int64(len(batches)) {
+			return // storage validated them
+		}
+		if err := p.epochs.assign(h.LeaderEpoch, h.BaseOffset); err != nil {
+			p.logger.Error("leader epoch checkpoint", "err", err)
+		}
+		batches = batches[h.Size():]
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/replication/delayed"
+	"github.com/ferry-mq/ferry/replication/isr"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -32,6 +33,13 @@ type Partition struct {
 	// role is who leads in which epoch, the replicas and the ISR, as the
 	// controller last said (one replica, this broker, until it says).
 	role atomic.Pointer[Role]
+	// epochs is the leader-epoch cache and its checkpoint file.
+	epochs *epochHistory
+	// onISRChange receives the leader's ISR change proposals, to write
+	// them to the cluster metadata; nil on a single node (no followers,
+	// so none are made).
+	onISRChange func(*Partition, *isr.Proposal)
+	now         func() time.Time
 	// producers is the idempotent producer state of this partition.
 	producers *producerState
 
@@ -55,6 +63,12 @@ type Partition struct {
 		// appendedBytes counts every byte appended since the partition
 		// opened (follower fetches wait on it).
 		appendedBytes int64
+		// leader decides the high watermark and the ISR while this broker
+		// leads; nil while it follows.
+		leader *isr.Leader
+		// replication is the leader's settings (min.insync.replicas,
+		// replica.lag.time.max.ms).
+		replication isr.Config
 	}
 }
 
@@ -77,7 +91,20 @@ type Config struct {
 	// Waiters is the broker's purgatory, told of every change of the
 	// partition's WaitState.
 	Waiters *delayed.Purgatory
-	Logger  *slog.Logger
+	// Replication holds min.insync.replicas and replica.lag.time.max.ms.
+	Replication isr.Config
+	// OnISRChange receives the leader's ISR change proposals (the cluster
+	// writes them to ZooKeeper and reports back with ISRCommitted or
+	// ISRConflict); nil on a single node.
+	OnISRChange func(*Partition, *isr.Proposal)
+	// AwaitRole opens the partition without a leader, for a cluster's
+	// broker, which learns its role from the controller (SetRole). A
+	// single node leads its partitions at once, in the latest epoch of
+	// their history.
+	AwaitRole bool
+	// Now is the clock of the leader's decisions (lag times); nil: time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Open opens (creating when missing) the partition's log and restores what
@@ -100,11 +127,31 @@ func Open(cfg Config) (*Partition, error) {
 		return nil, err
 	}
 	producers.baseline = l.LogEndOffset() // not shared yet
+	epochs, err := loadEpochs(cfg.FS, cfg.Dir, l.LogStartOffset(), l.LogEndOffset())
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
 	p := &Partition{topic: cfg.Topic, index: cfg.Index, brokerID: cfg.BrokerID, log: l, logger: logger,
-		producers: producers, waiters: cfg.Waiters}
+		producers: producers, waiters: cfg.Waiters, epochs: epochs, onISRChange: cfg.OnISRChange, now: cfg.Now}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	p.mu.replication = cfg.Replication
 	self := []int32{cfg.BrokerID}
-	p.role.Store(&Role{Leader: cfg.BrokerID, Replicas: self, ISR: self})
+	if cfg.AwaitRole {
+		// The high watermark is what the leader will say; the log may
+		// hold records the cluster never committed.
+		p.role.Store(&Role{Leader: NoLeader, LeaderEpoch: max(epochs.latest.Load(), 0), Replicas: self})
+		return p, nil
+	}
+	alone := Role{Leader: cfg.BrokerID, LeaderEpoch: max(epochs.latest.Load(), 0), Replicas: self, ISR: self}
 	p.hw.Store(l.LogEndOffset())
+	if err := p.lead(alone, p.now()); err != nil {
+		l.Close()
+		return nil, err
+	}
+	p.role.Store(&alone)
 	return p, nil
 }
 
@@ -124,25 +171,40 @@ func (p *Partition) Append(batches []byte, opts storage.AppendOptions) (storage.
 	if err != nil {
 		return res, err
 	}
-	p.advanceHighWatermark(res.LastOffset+1, int64(len(batches)))
+	if err := p.epochs.assign(r.LeaderEpoch, res.BaseOffset); err != nil {
+		p.logger.Error("leader epoch checkpoint", "err", err)
+	}
+	p.appendedAsLeader(res.LastOffset+1, int64(len(batches)))
 	return res, nil
 }
 
-// advanceHighWatermark moves the HW forward to at most hw and counts the
-// append's bytes as visible. It uses the append's own end, not the log end:
-// a later unsynced append must not become visible before it is durable.
-// Two appends finishing out of order undercount for a moment (the later's
-// HW covers the earlier's records before its bytes are added); the earlier
-// one's notification then carries the full count.
-func (p *Partition) advanceHighWatermark(hw, appended int64) {
+// appendedAsLeader tells the leader's state the log now ends at end
+// (the append's own end, not the log end: a later unsynced append must not
+// count before it is durable) and counts the append's bytes.
+func (p *Partition) appendedAsLeader(end, appended int64) {
 	p.mu.Lock()
-	if hw > p.hw.Load() {
-		p.hw.Store(hw)
-	}
-	p.mu.visibleBytes += appended
 	p.mu.appendedBytes += appended
+	p.mu.unacknowledgedBytes += appended
+	if l := p.mu.leader; l != nil && l.Appended(end, p.now()).HighWatermarkAdvanced {
+		p.setHighWatermarkLocked(l.HighWatermark())
+	}
 	p.mu.Unlock()
 	p.notifyWaiters()
+}
+
+// setHighWatermarkLocked moves the HW forward. Bytes are counted visible
+// exactly once the high watermark has caught up with the appends; until
+// then a waiting fetch sees at least one byte (delayed: a high watermark
+// beyond its offset), never more than exist. Expects mu.
+func (p *Partition) setHighWatermarkLocked(hw int64) {
+	if hw <= p.hw.Load() {
+		return
+	}
+	p.hw.Store(hw)
+	if hw >= p.log.LogEndOffset() {
+		p.mu.visibleBytes += p.mu.unacknowledgedBytes
+		p.mu.unacknowledgedBytes = 0
+	}
 }
 
 // notifyWaiters tells the purgatory the partition's state changed: its
@@ -215,7 +277,7 @@ func (p *Partition) Recover() (recovered bool, err error) {
 	return p.producers.recover(func() (bool, error) {
 		recovered, err := p.log.Recover()
 		if recovered {
-			p.advanceHighWatermark(p.log.LogEndOffset(), 0)
+			p.appendedAsLeader(p.log.LogEndOffset(), 0)
 		}
 		return recovered, err
 	}, p.log.LogEndOffset)
@@ -236,6 +298,9 @@ func (p *Partition) EnforceRetention(now time.Time) {
 	case err != nil && !errors.Is(err, storage.ErrClosed):
 		p.logger.Error("retention failed", "err", err)
 	case n > 0:
+		if err := p.epochs.truncateFromStart(p.log.LogStartOffset()); err != nil {
+			p.logger.Error("leader epoch checkpoint", "err", err)
+		}
 		p.notifyWaiters() // a fetch waiting below the new start answers out of range
 		p.logger.Info("retention deleted segments", "segments", n, "log_start_offset", p.log.LogStartOffset())
 		p.snapshotProducers("retention")
@@ -258,6 +323,9 @@ func (p *Partition) MaybeFlush(now time.Time) {
 func (p *Partition) AdvanceStartOffset(offset int64) error {
 	if err := p.log.AdvanceStartOffset(offset); err != nil {
 		return err
+	}
+	if err := p.epochs.truncateFromStart(p.log.LogStartOffset()); err != nil {
+		p.logger.Error("leader epoch checkpoint", "err", err)
 	}
 	p.snapshotProducers("delete records") // and drop those below the new start
 	p.notifyWaiters()

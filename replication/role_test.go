@@ -49,3 +49,32 @@ func TestRoleChanges(t *testing.T) {
 		t.Fatalf("role after refusals: %+v", p.Role())
 	}
 }
+
+// A cluster's broker opens its partitions without a role: it neither
+// leads nor serves until the controller says, and keeps the epoch
+// history its log has.
+func TestPartitionAwaitingItsRole(t *testing.T) {
+	p, cfg := newTestPartition(t)
+	if err := p.SetRole(Role{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	p.Append(plainBatch(t, "a"), storage.AppendOptions{})
+	p.Close()
+	cfg.AwaitRole = true
+	p = openPartition(t, cfg)
+	if p.Leader() != NoLeader || p.IsLeader() || p.LeaderEpoch() != 2 {
+		t.Fatalf("reopened awaiting its role: %+v", p.Role())
+	}
+	if _, err := p.Append(plainBatch(t, "b"), storage.AppendOptions{}); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("append before the controller spoke: %v", err)
+	}
+	if err := p.SetRole(Role{Leader: 1, LeaderEpoch: 3, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Append(plainBatch(t, "b"), storage.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.LeaderEpochs(); len(got) != 2 || got[1].Epoch != 3 || got[1].StartOffset != 1 {
+		t.Fatalf("epoch history %v, want epoch 3 from offset 1 after epoch 2", got)
+	}
+}

@@ -43,20 +43,15 @@ type Appended struct {
 	storage.AppendResult
 	partition *replication.Partition
 	acks      int16
-	minISR    int
 }
 
 // checkReplicas refuses an acks=all append up front when the partition
 // has fewer in-sync replicas than min.insync.replicas.
-func checkReplicas(p *replication.Partition, acks int16, minISR int) error {
+func checkReplicas(p *replication.Partition, acks int16) error {
 	if acks != AcksAll {
 		return nil
 	}
-	if isr := len(p.ISR()); isr < minISR {
-		return fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
-			ErrNotEnoughReplicas, p.Topic(), p.Index(), isr, minISR)
-	}
-	return nil
+	return p.CheckEnoughReplicas()
 }
 
 // WaitAcks waits until every appended partition is acknowledged as its
@@ -80,21 +75,19 @@ func (b *Broker) WaitAcks(ctx context.Context, appended []Appended, timeout time
 	}
 	op := b.waiters.Register(delayed.NewProduce(waits), timeout, b.waitState)
 	outcome := op.Wait(ctx)
-	for k, i := range which {
-		errs[i] = ackError(appended[i], op.Reached(k), outcome, timeout)
+	for _, i := range which {
+		errs[i] = ackError(appended[i], outcome, timeout)
 	}
 	return errs
 }
 
 // ackError is the answer for one acks=all partition once the wait ended.
-func ackError(a Appended, reached bool, outcome delayed.Outcome, timeout time.Duration) error {
+func ackError(a Appended, outcome delayed.Outcome, timeout time.Duration) error {
 	p := a.partition
+	done, err := p.AcksAllDone(a.LastOffset + 1)
 	switch {
-	case reached && len(p.ISR()) < a.minISR:
-		return fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d",
-			ErrNotEnoughReplicasAfterAppend, p.Topic(), p.Index(), len(p.ISR()), a.minISR)
-	case reached:
-		return nil
+	case done:
+		return err // nil, NOT_ENOUGH_REPLICAS_AFTER_APPEND or NOT_LEADER
 	case outcome == delayed.Closed:
 		return fmt.Errorf("%w: %s-%d", ErrShuttingDown, p.Topic(), p.Index())
 	case outcome == delayed.Ready: // the partition is gone from this broker

@@ -64,8 +64,8 @@ func TestWaitAcksAnswersEachPartition(t *testing.T) {
 	p1, _ := b.partition("acks", 1)
 	// Records the high watermark has not reached (one replica never lags,
 	// so the wait is given offsets beyond the log end).
-	ahead := Appended{AppendResult: storage.AppendResult{BaseOffset: 5, LastOffset: 6}, partition: p1, acks: AcksAll, minISR: 1}
-	leader := Appended{AppendResult: storage.AppendResult{BaseOffset: 9, LastOffset: 9}, partition: p1, acks: AcksLeader, minISR: 1}
+	ahead := Appended{AppendResult: storage.AppendResult{BaseOffset: 5, LastOffset: 6}, partition: p1, acks: AcksAll}
+	leader := Appended{AppendResult: storage.AppendResult{BaseOffset: 9, LastOffset: 9}, partition: p1, acks: AcksLeader}
 	errs := b.WaitAcks(ctx, []Appended{done, ahead, leader}, 20*time.Millisecond)
 	if errs[0] != nil || !errors.Is(errs[1], ErrRequestTimedOut) || errs[2] != nil {
 		t.Fatalf("answers %v, want [nil, timed out, nil]", errs)

@@ -191,6 +191,7 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		OnFlush:              b.flushObserver(),
 		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
 		Waiters:              b.waiters,
+		Replication:          s.replication(),
 		Logger:               b.logger,
 	})
 	if err != nil {

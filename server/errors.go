@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/epoch"
+	"github.com/ferry-mq/ferry/replication/isr"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -31,11 +33,11 @@ var (
 	ErrPartitionLimit = errors.New("partition limit reached")
 	// ErrNotEnoughReplicas: an acks=all produce to a partition with fewer
 	// in-sync replicas than min.insync.replicas; nothing was appended.
-	ErrNotEnoughReplicas = errors.New("not enough in-sync replicas")
+	ErrNotEnoughReplicas = isr.ErrNotEnoughReplicas
 	// ErrNotEnoughReplicasAfterAppend: the records were appended, but the
 	// in-sync replicas fell below min.insync.replicas before they were
 	// acknowledged; a retry may duplicate them (as in Kafka).
-	ErrNotEnoughReplicasAfterAppend = errors.New("not enough in-sync replicas after the append")
+	ErrNotEnoughReplicasAfterAppend = isr.ErrNotEnoughReplicasAfterAppend
 	// ErrRequestTimedOut: appended, but not acknowledged as acks asks
 	// within the produce timeout.
 	ErrRequestTimedOut = errors.New("request timed out")
@@ -68,6 +70,8 @@ const (
 	KafkaRequestTimedOut       int16 = 7
 	KafkaNotEnoughReplicas     int16 = 19
 	KafkaNotEnoughAfterAppend  int16 = 20
+	KafkaFencedLeaderEpoch     int16 = 74
+	KafkaUnknownLeaderEpoch    int16 = 76
 )
 
 // kafkaCodes is the one table from core errors to Kafka error codes.
@@ -105,6 +109,10 @@ var kafkaCodes = []struct {
 	{ErrNotEnoughReplicas, KafkaNotEnoughReplicas},
 	{ErrRequestTimedOut, KafkaRequestTimedOut},
 	{ErrNotLeader, KafkaNotLeaderOrFollower},
+	{isr.ErrUnknownReplica, KafkaNotLeaderOrFollower},
+	{epoch.ErrFencedLeaderEpoch, KafkaFencedLeaderEpoch},
+	{epoch.ErrUnknownLeaderEpoch, KafkaUnknownLeaderEpoch},
+	{isr.ErrOffsetOutOfRange, KafkaOffsetOutOfRange},
 }
 
 // KafkaCode returns the Kafka protocol error code for err (0 for nil).

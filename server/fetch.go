@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
@@ -50,12 +51,17 @@ type FetchResult struct {
 // arrives). Offsets below the log start or above the log end are
 // ErrOffsetOutOfRange.
 func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (FetchResult, error) {
-	p, err := b.Partition(req.Topic, req.Partition)
+	p, err := b.partition(req.Topic, req.Partition)
 	if err != nil {
 		return FetchResult{}, err
 	}
 	if req.Follower {
 		if err := CheckFollower(p, b.cfg.BrokerID, req.ReplicaID); err != nil {
+			return FetchResult{}, err
+		}
+		// The fetch offset is the follower's log end: the leader counts
+		// its progress (high watermark, ISR) before serving it, as Kafka.
+		if err := p.FollowerFetched(req.ReplicaID, -1, req.Offset); err != nil {
 			return FetchResult{}, err
 		}
 	}
@@ -92,7 +98,7 @@ func (r FetchResult) Size() int {
 	return n
 }
 
-func readVisible(p Partition, req FetchRequest, dst []byte) (FetchResult, error) {
+func readVisible(p *replication.Partition, req FetchRequest, dst []byte) (FetchResult, error) {
 	res := FetchResult{
 		HighWatermark:    p.HighWatermark(),
 		LogStartOffset:   p.LogStartOffset(),
@@ -105,7 +111,7 @@ func readVisible(p Partition, req FetchRequest, dst []byte) (FetchResult, error)
 	}
 	end := res.HighWatermark
 	if req.Follower {
-		end = p.LogEndOffset()
+		end = p.ReplicaReadEnd()
 	}
 	if req.Offset >= end {
 		return res, nil

@@ -92,7 +92,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 		return ProduceResult{}, err
 	}
 	for i := range batches {
-		if err := checkReplicas(batches[i].partition, AcksAll, t.settings.minISR); err != nil {
+		if err := checkReplicas(batches[i].partition, AcksAll); err != nil {
 			return ProduceResult{}, err
 		}
 	}
@@ -107,7 +107,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 		if err != nil {
 			return ProduceResult{}, appendError(t.meta.Name, pb.partition.Index(), err)
 		}
-		appended[i] = Appended{AppendResult: ar, partition: pb.partition, acks: AcksAll, minISR: t.settings.minISR}
+		appended[i] = Appended{AppendResult: ar, partition: pb.partition, acks: AcksAll}
 		counters.In(len(pb.bytes), int(ar.Records))
 		for j, idx := range pb.indexes {
 			res.Offsets[idx] = RecordOffset{Partition: pb.partition.Index(), Offset: ar.BaseOffset + int64(j)}
@@ -255,18 +255,18 @@ func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.Ap
 // under a memory cap) and appends them, without waiting for acks=all;
 // nothing is written if any is invalid.
 func (b *Broker) AppendBatch(ctx context.Context, req BatchProduce) (Appended, error) {
-	res, p, minISR, err := b.appendBatch(ctx, req)
+	res, p, err := b.appendBatch(ctx, req)
 	if err != nil {
 		return Appended{AppendResult: res}, err
 	}
 	// A retried duplicate waits too, for the original's offsets: the
 	// original may not be replicated yet.
-	return Appended{AppendResult: res, partition: p, acks: req.Acks, minISR: minISR}, nil
+	return Appended{AppendResult: res, partition: p, acks: req.Acks}, nil
 }
 
-func (b *Broker) appendBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, *replication.Partition, int, error) {
-	fail := func(err error) (storage.AppendResult, *replication.Partition, int, error) {
-		return storage.AppendResult{}, nil, 0, err
+func (b *Broker) appendBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, *replication.Partition, error) {
+	fail := func(err error) (storage.AppendResult, *replication.Partition, error) {
+		return storage.AppendResult{}, nil, err
 	}
 	if err := RefuseInternalTopic(req.Topic, "produce to"); err != nil {
 		return fail(err)
@@ -279,11 +279,11 @@ func (b *Broker) appendBatch(ctx context.Context, req BatchProduce) (storage.App
 	if err != nil {
 		return fail(err)
 	}
-	if err := checkReplicas(p, req.Acks, t.settings.minISR); err != nil {
+	if err := checkReplicas(p, req.Acks); err != nil {
 		return fail(err)
 	}
 	res, err := b.validateAndAppend(ctx, t, p, req)
-	return res, p, t.settings.minISR, err
+	return res, p, err
 }
 
 // validateAndAppend applies every rule to a client's batches for p, then

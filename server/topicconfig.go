@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication/isr"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -284,6 +285,11 @@ type topicSettings struct {
 	// minISR is min.insync.replicas: an acks=all produce needs that many
 	// in-sync replicas.
 	minISR int
+}
+
+// replication is the partition leader's settings from the topic's.
+func (s *topicSettings) replication() isr.Config {
+	return isr.Config{MinInsyncReplicas: s.minISR}
 }
 
 // checkRecords reports whether produced records need a per-record check.

@@ -261,6 +261,9 @@ func (b *Broker) ChangeTopicConfigs(name string, ops []ConfigOp, replace, valida
 	}
 	for _, p := range t.partitions {
 		p.SetConfig(next.settings.log)
+		if err := p.SetReplicationConfig(next.settings.replication()); err != nil {
+			return err // validateTopicConfigs bounds min.insync.replicas: not reached
+		}
 	}
 	return nil
 }

@@ -116,14 +116,6 @@ func newOp(k kind, waits []Wait) *Op {
 	return op
 }
 
-// Reached says whether the high watermark of a produce Op's wait i (in the
-// order given to NewProduce) reached its Offset; read it once Done.
-func (op *Op) Reached(i int) bool {
-	op.mu.Lock()
-	defer op.mu.Unlock()
-	return op.waits[i].reached
-}
-
 // Done is closed when the Op completes.
 func (op *Op) Done() <-chan struct{} { return op.done }
 

@@ -337,21 +337,6 @@ func TestProduceWaitsForEveryHighWatermark(t *testing.T) {
 	mustOutcome(t, already, Ready)
 }
 
-// A produce that expires tells which partitions were acknowledged, so the
-// answer can time out only the others.
-func TestExpiredProduceSaysWhichPartitionsReached(t *testing.T) {
-	ps := emptyParts(a, b)
-	clock := &fakeClock{}
-	pg := New(clock)
-	op := pg.Register(NewProduce([]Wait{{Key: a, Offset: 11}, {Key: b, Offset: 11}}), time.Second, ps.lookup)
-	pg.Notify(b, ps.appendBytes(b, 1))
-	clock.advance(time.Second)
-	mustOutcome(t, op, Expired)
-	if op.Reached(0) || !op.Reached(1) {
-		t.Fatalf("reached a=%v b=%v, want a not reached and b reached", op.Reached(0), op.Reached(1))
-	}
-}
-
 func TestNotifyWithoutWatchersAllocatesNothing(t *testing.T) {
 	pg := New(&fakeClock{})
 	st := State{HighWatermark: 1}

@@ -224,3 +224,62 @@ func TestFetcherParksAPartitionTheLeaderRefuses(t *testing.T) {
 		t.Fatalf("after Remove: %d partitions", f.Len())
 	}
 }
+
+// With a follower in the ISR, the leader's high watermark waits for the
+// follower's fetches: acks=all is answered once the follower has the
+// records, consumers see nothing above the high watermark meanwhile, and
+// with the follower stopped an acks=all produce times out (it was
+// appended, never acknowledged by the ISR).
+func TestAcksAllWaitsForTheFollower(t *testing.T) {
+	l := startLeader(t, "127.0.0.1:0")
+	if err := l.broker.CreateTopic(server.TopicSpec{Name: "all", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.broker.SetPartitionRole("all", 0, twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	follower := openFollower(t, "all")
+	if err := follower.SetRole(twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	lp, _ := l.broker.Partition("all", 0)
+	batch := func(v string) []byte {
+		var bld records.Builder
+		bld.Add(records.Record{Value: []byte(v), Timestamp: time.Now().UnixMilli()})
+		data, _ := bld.AppendBatch(nil, records.BatchOptions{})
+		return data
+	}
+	ctx := context.Background()
+	// No follower fetches yet: appended, not acknowledged.
+	_, err := l.broker.ProduceBatch(ctx, server.BatchProduce{Topic: "all", Batches: batch("a"), Acks: server.AcksAll, Timeout: 50 * time.Millisecond})
+	if !errors.Is(err, server.ErrRequestTimedOut) || lp.LogEndOffset() != 1 || lp.HighWatermark() != 0 {
+		t.Fatalf("acks=all without the follower: %v, log end %d, high watermark %d", err, lp.LogEndOffset(), lp.HighWatermark())
+	}
+	res, err := l.broker.Fetch(ctx, server.FetchRequest{Topic: "all", Offset: 0, MaxBytes: 1 << 20}, nil)
+	if err != nil || res.Size() != 0 {
+		t.Fatalf("a consumer read %d bytes above the high watermark (%v)", res.Size(), err)
+	}
+
+	f := fetcher.Start(fetcher.Config{BrokerID: 2, Leader: 1, Addr: l.addr, MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	f.Add(follower)
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.broker.ProduceBatch(ctx, server.BatchProduce{Topic: "all", Batches: batch("b"), Acks: server.AcksAll, Timeout: 10 * time.Second})
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("acks=all with the follower fetching: %v", err)
+	}
+	if follower.LogEndOffset() < 2 {
+		t.Fatalf("acknowledged, but the follower holds %d records", follower.LogEndOffset())
+	}
+	waitFor(t, "the leader's high watermark covers both records", func() bool { return lp.HighWatermark() == 2 })
+	f.Close()
+	_, err = l.broker.ProduceBatch(ctx, server.BatchProduce{Topic: "all", Batches: batch("c"), Acks: server.AcksAll, Timeout: 50 * time.Millisecond})
+	if !errors.Is(err, server.ErrRequestTimedOut) {
+		t.Fatalf("acks=all after the follower stopped: %v", err)
+	}
+	if _, err := l.broker.ProduceBatch(ctx, server.BatchProduce{Topic: "all", Batches: batch("d"), Acks: server.AcksLeader}); err != nil {
+		t.Fatalf("acks=1 after the follower stopped: %v", err)
+	}
+}

@@ -234,6 +234,16 @@ func (l *Leader) adopt(st State) {
 	l.pending, l.blocked = nil, false
 }
 
+// SetConfig applies changed settings (a topic's min.insync.replicas or the
+// broker's replica.lag.time.max.ms changed); they count from the next event.
+func (l *Leader) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.cfg = cfg.withDefaults()
+	return nil
+}
+
 // Epoch is the leader epoch.
 func (l *Leader) Epoch() int32 { return l.epoch }
 

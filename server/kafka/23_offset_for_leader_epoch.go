@@ -2,12 +2,12 @@ package kafka
 
 // OffsetForLeaderEpoch (key 23), versions 0–4.
 //
-// A single node has one leader epoch per partition (0), so the epoch
-// history is that one entry: asking for the current epoch gives the log
-// end offset; any other epoch gives UNDEFINED (epoch -1, offset -1), as
-// Kafka answers for an epoch above its latest or below its first.
-// CurrentLeaderEpoch (v2+) is checked as in Kafka (FENCED_LEADER_EPOCH /
-// UNKNOWN_LEADER_EPOCH).
+// Answered from the partition's leader-epoch history (KIP-101, KIP-279;
+// replication/epoch): the largest epoch not above the one asked and where
+// the next starts, the log end for the current epoch, UNDEFINED (epoch -1,
+// offset -1) above the latest. CurrentLeaderEpoch (v2+) is checked as in
+// Kafka (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); a broker that does
+// not lead the partition answers NOT_LEADER_OR_FOLLOWER.
 
 import (
 	"context"
@@ -25,14 +25,15 @@ func (s *Server) handleOffsetForLeaderEpoch(_ context.Context, kreq kmsg.Request
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LeaderEpoch, rp.EndOffset = -1, -1
-			part, err := s.broker.Partition(t.Topic, p.Partition)
-			switch {
-			case err != nil:
+			current := p.CurrentLeaderEpoch
+			if req.Version < 2 {
+				current = -1 // not in the request
+			}
+			end, err := s.broker.EndOffsetForEpoch(t.Topic, p.Partition, current, p.LeaderEpoch)
+			if err != nil {
 				rp.ErrorCode = errorCode(err)
-			case checkLeaderEpoch(p.CurrentLeaderEpoch, part.LeaderEpoch()) != 0:
-				rp.ErrorCode = checkLeaderEpoch(p.CurrentLeaderEpoch, part.LeaderEpoch())
-			case p.LeaderEpoch == part.LeaderEpoch():
-				rp.LeaderEpoch, rp.EndOffset = part.LeaderEpoch(), part.LogEndOffset()
+			} else {
+				rp.LeaderEpoch, rp.EndOffset = end.Epoch, end.Offset
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
