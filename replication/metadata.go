@@ -12,6 +12,9 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/ferry-mq/ferry/replication/checkpoint"
+	"github.com/ferry-mq/ferry/storage"
 )
 
 // TopicMetadata is one topic as the cluster records it.
@@ -165,48 +168,9 @@ func (m *LocalMetadata) saveLocked(f localFile) error {
 	if err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(filepath.Join(m.dir, LocalMetadataFile), data); err != nil {
+	if err := checkpoint.WriteFile(storage.OSFS{}, filepath.Join(m.dir, LocalMetadataFile), data); err != nil {
 		return err
 	}
 	m.mu.file = f
 	return nil
-}
-
-// WriteFileAtomic replaces path with data: temp file, fsync, rename,
-// fsync of the directory.
-func WriteFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := writeAndRename(tmp, path, data); err != nil {
-		os.Remove(tmp) // a failed write leaves no stray file
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func writeAndRename(tmp, path string, data []byte) error {
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

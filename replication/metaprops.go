@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ferry-mq/ferry/replication/checkpoint"
+	"github.com/ferry-mq/ferry/storage"
 )
 
 // MetaPropertiesFile names the data dir's identity, as Kafka's
@@ -49,7 +52,7 @@ func CheckDataDir(dir string, brokerID int32, clusterID string, strictBrokerID b
 			return nil
 		}
 	}
-	return WriteFileAtomic(path, metaProperties(brokerID, clusterID))
+	return checkpoint.WriteFile(storage.OSFS{}, path, metaProperties(brokerID, clusterID))
 }
 
 func metaProperties(brokerID int32, clusterID string) []byte {

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/checkpoint"
+	"github.com/ferry-mq/ferry/storage"
 )
 
 // producerIDFile holds the first producer id not yet handed out by any run
@@ -71,7 +72,7 @@ func (a *producerIDs) allocate(dir string) (int64, error) {
 		}
 		limit := a.mu.next + producerIDBlock
 		data := []byte(strconv.FormatInt(limit, 10) + "\n")
-		if err := replication.WriteFileAtomic(filepath.Join(dir, producerIDFile), data); err != nil {
+		if err := checkpoint.WriteFile(storage.OSFS{}, filepath.Join(dir, producerIDFile), data); err != nil {
 			return 0, fmt.Errorf("%w: reserve producer ids: %v", ErrStorage, err)
 		}
 		a.mu.limit = limit
