@@ -2,6 +2,7 @@ package replication
 
 import (
 	"github.com/ferry-mq/ferry/replication/delayed"
+	"github.com/ferry-mq/ferry/replication/epoch"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -55,6 +56,9 @@ func (p *Partition) FollowHighWatermark(leaderHW int64) {
 // request waiting on the partition answers now (delayed: a truncation is
 // Gone), reading what is left.
 func (p *Partition) TruncateTo(offset int64) error {
+	if offset >= p.log.LogEndOffset() {
+		return nil // nothing to cut: the producer state stays loaded
+	}
 	_, err := p.producers.recover(func() (bool, error) {
 		if err := p.log.TruncateTo(offset); err != nil {
 			return false, err
@@ -93,4 +97,37 @@ func (p *Partition) assignEpochsOf(batches []byte) {
 		}
 		batches = batches[h.Size():]
 	}
+}
+
+// TruncationQuery is the OffsetForLeaderEpoch question a new follower asks
+// its leader before it fetches (KIP-101): where its own latest epoch ends
+// on the leader. ask is false when it has no epoch history: it then
+// truncates to its high watermark (TruncateToHighWatermark).
+func (p *Partition) TruncationQuery() (req epoch.Request, ask bool) {
+	p.epochs.mu.Lock()
+	defer p.epochs.mu.Unlock()
+	if !epoch.NeedsAnswer(p.epochs.cache) {
+		return epoch.Request{}, false
+	}
+	return epoch.Query(p.epochs.cache, p.role.Load().LeaderEpoch), true
+}
+
+// TruncateForLeader cuts the log where it diverges from the leader's,
+// given the leader's answer to TruncationQuery (KIP-101, KIP-279). done is
+// false when the leader answered an epoch this replica does not hold: ask
+// again, with the new latest epoch.
+func (p *Partition) TruncateForLeader(answer epoch.EndOffset) (done bool, err error) {
+	p.epochs.mu.Lock()
+	tr := epoch.Truncate(p.epochs.cache, p.log.LogEndOffset(), p.hw.Load(), answer)
+	p.epochs.mu.Unlock()
+	if err := p.TruncateTo(tr.Offset); err != nil {
+		return false, err
+	}
+	return tr.Done, nil
+}
+
+// TruncateToHighWatermark is KIP-101's fallback for a replica without an
+// epoch history: keep what it knows was committed.
+func (p *Partition) TruncateToHighWatermark() error {
+	return p.TruncateTo(epoch.TruncateToHighWatermark(p.log.LogEndOffset(), p.hw.Load()).Offset)
 }

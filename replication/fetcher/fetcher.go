@@ -12,8 +12,11 @@
 // Removes it and Adds it to the new leader's Fetcher); the other
 // partitions go on. A connection error reconnects after the backoff.
 //
-// Truncation to the leader's epoch boundary (KIP-101/279) happens before
-// a partition is Added: the caller runs it with OffsetForLeaderEpoch.
+// A partition Added first truncates to its leader's epoch boundary
+// (KIP-101/279): the Fetcher asks the leader OffsetForLeaderEpoch for the
+// end of the replica's latest epoch and cuts its log there, in as many
+// rounds as the replica needs, before fetching it. A replica without an
+// epoch history truncates to its high watermark instead.
 package fetcher
 
 import (
@@ -28,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ferry-mq/ferry/replication/epoch"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -40,6 +44,9 @@ type Replica interface {
 	LeaderEpoch() int32
 	AppendAsFollower(batches []byte) (storage.AppendResult, error)
 	FollowHighWatermark(leaderHW int64)
+	TruncationQuery() (req epoch.Request, ask bool)
+	TruncateForLeader(answer epoch.EndOffset) (done bool, err error)
+	TruncateToHighWatermark() error
 }
 
 // Config is one Fetcher's; the zero durations and sizes take Kafka's
@@ -107,10 +114,12 @@ type Status struct {
 
 type partitionState struct {
 	replica Replica
-	retryAt time.Time // after an error: not fetched before
-	parked  bool      // the leader says it does not lead it
-	lastErr error
-	fetches int64
+	// truncating: the epoch boundary is not settled yet; not fetched.
+	truncating bool
+	retryAt    time.Time // after an error: not fetched before
+	parked     bool      // the leader says it does not lead it
+	lastErr    error
+	fetches    int64
 }
 
 // Fetcher copies its partitions from one leader until Closed.
@@ -144,7 +153,7 @@ func Start(cfg Config) *Fetcher {
 // Add starts copying r from its log end.
 func (f *Fetcher) Add(r Replica) {
 	f.mu.Lock()
-	f.mu.partitions[key{r.Topic(), r.Index()}] = &partitionState{replica: r}
+	f.mu.partitions[key{r.Topic(), r.Index()}] = &partitionState{replica: r, truncating: true}
 	f.mu.Unlock()
 	f.poke()
 }
@@ -199,8 +208,9 @@ func (f *Fetcher) run(ctx context.Context) {
 		}
 	}()
 	for ctx.Err() == nil {
+		truncating := f.truncateWithoutLeader(time.Now())
 		req, wanted := f.buildRequest(time.Now())
-		if len(wanted) == 0 {
+		if len(wanted) == 0 && len(truncating) == 0 {
 			f.idle(ctx)
 			continue
 		}
@@ -213,6 +223,15 @@ func (f *Fetcher) run(ctx context.Context) {
 				f.sleep(ctx, f.cfg.Backoff)
 				continue
 			}
+		}
+		if len(truncating) > 0 {
+			if err := f.truncate(c, truncating, time.Now()); err != nil {
+				f.logger.Warn("OffsetForLeaderEpoch to the leader failed; reconnecting", "addr", f.cfg.Addr, "err", err)
+				c.Close()
+				c = nil
+				f.sleep(ctx, f.cfg.Backoff)
+			}
+			continue // the truncated partitions join the next fetch
 		}
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		if err := c.roundTrip(req, resp, f.cfg.RequestTimeout); err != nil {
@@ -257,7 +276,7 @@ func (f *Fetcher) buildRequest(now time.Time) (*kmsg.FetchRequest, map[key]*part
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for k, ps := range f.mu.partitions {
-		if ps.parked || now.Before(ps.retryAt) {
+		if ps.parked || ps.truncating || now.Before(ps.retryAt) {
 			continue
 		}
 		i, ok := topics[k.topic]
@@ -346,4 +365,94 @@ func (f *Fetcher) backoffAll(wanted map[key]*partitionState, now time.Time, err 
 		ps.lastErr, ps.retryAt = err, now.Add(f.cfg.Backoff)
 		f.mu.Unlock()
 	}
+}
+
+// offsetForLeaderEpochVersion carries the replica id (v3+) and the
+// current leader epoch (v2+).
+const offsetForLeaderEpochVersion = 3
+
+// truncateWithoutLeader settles the truncating partitions that have no
+// epoch history (KIP-101's fallback: the high watermark) and returns those
+// that must ask the leader.
+func (f *Fetcher) truncateWithoutLeader(now time.Time) map[key]*partitionState {
+	f.mu.Lock()
+	var ask map[key]*partitionState
+	var local []*partitionState
+	for k, ps := range f.mu.partitions {
+		if !ps.truncating || ps.parked || now.Before(ps.retryAt) {
+			continue
+		}
+		if _, needs := ps.replica.TruncationQuery(); needs {
+			if ask == nil {
+				ask = map[key]*partitionState{}
+			}
+			ask[k] = ps
+		} else {
+			local = append(local, ps)
+		}
+	}
+	f.mu.Unlock()
+	for _, ps := range local {
+		f.applyMu.Lock()
+		err := ps.replica.TruncateToHighWatermark()
+		f.applyMu.Unlock()
+		f.settleTruncation(ps, true, err, now)
+	}
+	return ask
+}
+
+// truncate asks the leader where each partition's latest epoch ends and
+// cuts the replicas there.
+func (f *Fetcher) truncate(c *conn, parts map[key]*partitionState, now time.Time) error {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(offsetForLeaderEpochVersion)
+	req.ReplicaID = f.cfg.BrokerID
+	topics := map[string]int{}
+	for k, ps := range parts {
+		q, _ := ps.replica.TruncationQuery()
+		i, ok := topics[k.topic]
+		if !ok {
+			i = len(req.Topics)
+			topics[k.topic] = i
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = k.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = k.partition, q.CurrentLeaderEpoch, q.LeaderEpoch
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	if err := c.roundTrip(req, resp, f.cfg.RequestTimeout); err != nil {
+		return err
+	}
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			ps, ok := parts[key{rt.Topic, rp.Partition}]
+			if !ok || !f.stillHere(rt.Topic, rp.Partition, ps) {
+				continue
+			}
+			if rp.ErrorCode != 0 {
+				f.fail(ps, now, kerr.ErrorForCode(rp.ErrorCode))
+				continue
+			}
+			done, err := ps.replica.TruncateForLeader(epoch.EndOffset{Epoch: rp.LeaderEpoch, Offset: rp.EndOffset})
+			f.settleTruncation(ps, done, err, now)
+		}
+	}
+	return nil
+}
+
+// settleTruncation ends a partition's truncation (it is fetched next), or
+// records why it failed.
+func (f *Fetcher) settleTruncation(ps *partitionState, done bool, err error, now time.Time) {
+	if err != nil {
+		f.fail(ps, now, fmt.Errorf("truncate at %d: %w", ps.replica.LogEndOffset(), err))
+		return
+	}
+	f.mu.Lock()
+	ps.truncating = !done
+	f.mu.Unlock()
 }

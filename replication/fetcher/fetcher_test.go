@@ -283,3 +283,70 @@ func TestAcksAllWaitsForTheFollower(t *testing.T) {
 		t.Fatalf("acks=1 after the follower stopped: %v", err)
 	}
 }
+
+// A returning replica with a divergent tail (it led an epoch the others
+// never copied) truncates to the leader's epoch boundary before fetching
+// (KIP-101/279), and ends with the leader's log byte for byte.
+func TestFetcherTruncatesADivergentTail(t *testing.T) {
+	l := startLeader(t, "127.0.0.1:0")
+	if err := l.broker.CreateTopic(server.TopicSpec{Name: "div", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	epoch1 := replication.Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}}
+	if err := l.broker.SetPartitionRole("div", 0, epoch1); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"a", "b", "c"} {
+		produce(t, l.broker, "div", v)
+	}
+	p2 := openFollower(t, "div")
+	if err := p2.SetRole(epoch1); err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher.Start(fetcher.Config{BrokerID: 2, Leader: 1, Addr: l.addr, MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	defer f.Close()
+	f.Add(p2)
+	waitFor(t, "broker 2 copies epoch 1", func() bool { return p2.LogEndOffset() == 3 })
+	f.Remove("div", 0)
+
+	// Broker 2 leads epoch 2 alone for a moment: two records nobody copies.
+	if err := p2.SetRole(replication.Role{Leader: 2, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{2}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"x", "y"} {
+		if _, err := p2.Append(oneRecord(t, v), storage.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Broker 1 leads epoch 3 and writes three records of its own.
+	epoch3 := replication.Role{Leader: 1, LeaderEpoch: 3, Replicas: []int32{1, 2}, ISR: []int32{1}}
+	if err := l.broker.SetPartitionRole("div", 0, epoch3); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"d", "e", "f"} {
+		produce(t, l.broker, "div", v)
+	}
+	if err := p2.SetRole(epoch3); err != nil {
+		t.Fatal(err)
+	}
+	f.Add(p2)
+	lp, _ := l.broker.Partition("div", 0)
+	waitFor(t, "broker 2 truncates and catches up", func() bool { return p2.LogEndOffset() == 6 && p2.HighWatermark() == lp.HighWatermark() })
+	if !bytes.Equal(readAll(t, lp), readAll(t, p2)) {
+		t.Fatal("after truncation the replica's log differs from the leader's")
+	}
+	if got := p2.LeaderEpochs(); len(got) != 2 || got[0].Epoch != 1 || got[1].Epoch != 3 || got[1].StartOffset != 3 {
+		t.Fatalf("epoch history %v, want epoch 1 from 0 and epoch 3 from 3 (epoch 2 cut)", got)
+	}
+}
+
+func oneRecord(t *testing.T, v string) []byte {
+	t.Helper()
+	var bld records.Builder
+	bld.Add(records.Record{Value: []byte(v), Timestamp: time.Now().UnixMilli()})
+	data, err := bld.AppendBatch(nil, records.BatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
