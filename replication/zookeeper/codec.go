@@ -83,7 +83,6 @@ func (w *jsonWriter) sep() {
 func (w *jsonWriter) open(c byte)  { w.buf.WriteByte(c); w.comma = append(w.comma, false) }
 func (w *jsonWriter) close(c byte) { w.buf.WriteByte(c); w.comma = w.comma[:len(w.comma)-1] }
 
-
 func (w *jsonWriter) str(s string) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -35,7 +35,11 @@ func (c *Client) CreatePartitionStates(topic string, states map[int32]PartitionS
 		if err != nil {
 			return err
 		}
-		if _, err := c.fencedMulti(epochVersion, ops...); err != nil {
+		_, err = c.fencedMulti(epochVersion, ops...)
+		if errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("%w: %s (create the topic first)", ErrNotFound, topicPath(topic))
+		}
+		if err != nil {
 			return fmt.Errorf("zookeeper: create partition states of %s: %w", topic, err)
 		}
 	}
