@@ -137,7 +137,28 @@ func Open(connect string, sessionTimeout time.Duration, logger *slog.Logger) (*C
 		c.Close()
 		return nil, err
 	}
+	if err := c.createTopLevelPaths(); err != nil {
+		c.Close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// topLevelPaths are the persistent znodes a Kafka 2.8 broker creates at
+// startup (ZkData.PersistentZkPaths), so tools find them present.
+var topLevelPaths = []string{
+	"/consumers", brokerIDsPath, topicsPath, configChangesPath, deleteTopicsPath, "/brokers/seqid",
+	isrChangesPath, "/latest_producer_id_block", "/log_dir_event_notification",
+	topicConfigsPath, "/config/clients", "/config/users", "/config/brokers", "/config/ips",
+}
+
+func (c *Client) createTopLevelPaths() error {
+	for _, p := range topLevelPaths {
+		if err := c.do(func(bool) error { return c.ensurePath(p) }); err != nil {
+			return fmt.Errorf("zookeeper: create %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // ParseConnect splits Kafka's zookeeper.connect into servers and chroot.

@@ -299,6 +299,17 @@ func decodeConfig(what string, data []byte) (map[string]string, error) {
 	return v.Config, nil
 }
 
+// ---- /config/changes/config_change_<seq>: {"version":2,"entity_path":"topics/<t>"}
+
+func encodeConfigChange(entityPath string) []byte {
+	var w jsonWriter
+	w.open('{')
+	w.intField("version", 2)
+	w.strField("entity_path", entityPath)
+	w.close('}')
+	return w.bytes()
+}
+
 // ---- /brokers/ids/<id>, version 5
 
 // Endpoint is one listener a broker advertises.

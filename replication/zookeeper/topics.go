@@ -10,8 +10,10 @@ import (
 )
 
 const (
-	topicsPath       = "/brokers/topics"
-	topicConfigsPath = "/config/topics"
+	topicsPath         = "/brokers/topics"
+	topicConfigsPath   = "/config/topics"
+	configChangesPath  = "/config/changes"
+	configChangePrefix = "config_change_"
 )
 
 func topicPath(t string) string       { return topicsPath + "/" + t }
@@ -141,21 +143,28 @@ func (c *Client) TopicConfig(name string) (map[string]string, error) {
 	return decodeConfig(topicConfigPath(name), data)
 }
 
-// SetTopicConfig replaces the topic's overrides.
+// SetTopicConfig replaces the topic's overrides and, in the same multi,
+// adds the /config/changes/config_change_<seq> notification
+// {"version":2,"entity_path":"topics/<t>"} Kafka's brokers watch.
 func (c *Client) SetTopicConfig(name string, configs map[string]string) error {
 	if err := validTopic(name); err != nil {
 		return err
 	}
 	data := encodeConfig(configs)
+	notice := encodeConfigChange("topics/" + name)
 	err := c.do(func(bool) error {
 		if err := c.ensurePath(topicConfigsPath); err != nil {
+			return err
+		}
+		if err := c.ensurePath(configChangesPath); err != nil {
 			return err
 		}
 		op, err := c.createOrSetOp(topicConfigPath(name), data)
 		if err != nil {
 			return err
 		}
-		_, err = multiError(c.conn.Multi(op))
+		_, err = multiError(c.conn.Multi(op, &zk.CreateRequest{
+			Path: c.abs(configChangesPath + "/" + configChangePrefix), Data: notice, Acl: openACL, Flags: zk.FlagSequence}))
 		return err
 	})
 	if err != nil {

@@ -34,7 +34,10 @@ func testLogger(t *testing.T) *slog.Logger {
 
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func open(t *testing.T, connect string, timeout time.Duration) *Client {
 	t.Helper()
@@ -145,6 +148,15 @@ func TestZnodesOnTheServerAreKafkaShaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameJSON(t, "reassign", raw(t, srv.Addr(), root+"/admin/reassign_partitions"), kafkaReassign)
+	if err := c.SetTopicConfig("orders", map[string]string{"cleanup.policy": "compact", "retention.ms": "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "config change", raw(t, srv.Addr(), root+"/config/changes/config_change_0000000000"), `{"version":2,"entity_path":"topics/orders"}`)
+	for _, p := range topLevelPaths {
+		if data := raw(t, srv.Addr(), root+p); data != nil && p != "/config/topics" && p != "/brokers/ids" && p != "/brokers/topics" {
+			t.Errorf("%s holds %q, Kafka leaves it null", p, data)
+		}
+	}
 	if err := c.MarkTopicForDeletion("orders"); err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +222,9 @@ func TestSessionExpiryReRegisters(t *testing.T) {
 	if err := c.Register(broker(3, 9092)); err != nil {
 		t.Fatal(err)
 	}
+	w := c.WatchBrokers()
+	defer w.Stop()
+	nextSnapshot(t, w, func(bs []BrokerInfo) bool { return len(bs) == 1 })
 	first := c.SessionID()
 	proxy.Cut()
 	waitFor(t, "the ephemeral registration to go", 20*time.Second, func() bool {
@@ -240,12 +255,22 @@ func TestSessionExpiryReRegisters(t *testing.T) {
 	if err != nil || b.Endpoints[0].Port != 9092 {
 		t.Fatalf("re-registered: %+v %v", b, err)
 	}
+	// The watch set before the expiry was set again in the new session.
+	if err := observer.Register(broker(9, 9099)); err != nil {
+		t.Fatal(err)
+	}
+	nextSnapshot(t, w, func(bs []BrokerInfo) bool { return len(bs) == 2 && bs[1].ID == 9 })
 }
 
+// TestControllerElectionAndFencing: controller 1 loses its session (its
+// proxy is cut) while it still believes it leads; broker 2 takes over
+// with epoch 2, and controller 1's writes with its old epoch version are
+// fenced.
 func TestControllerElectionAndFencing(t *testing.T) {
 	srv := zks.Require(t)
 	root := testChroot(t)
-	c1 := open(t, srv.Addr()+root, 5*time.Second)
+	proxy := zkserver.NewProxy(t, srv.Addr())
+	c1 := open(t, proxy.Addr()+root, 1500*time.Millisecond)
 	c2 := open(t, srv.Addr()+root, 5*time.Second)
 	w := c2.WatchController()
 	defer w.Stop()
@@ -267,34 +292,57 @@ func TestControllerElectionAndFencing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c1.Close() // controller 1 goes; 2 sees /controller vanish and takes over
+	proxy.Cut()
 	nextSnapshot(t, w, func(s ControllerState) bool { return !s.Present })
 	e2, err := c2.TryElect(2, 3)
 	if err != nil || e2.Epoch != 2 {
 		t.Fatalf("c2 elect: %+v %v", e2, err)
 	}
-	// A deposed controller still holding epoch 1's version is fenced.
-	stale := open(t, srv.Addr()+root, 5*time.Second)
-	cur, err := stale.PartitionState("t", 0)
+	proxy.Restore()
+	cur, err := c1.PartitionState("t", 0) // waits for c1's new session
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur.Leader = 2
-	if _, err := stale.UpdatePartitionState("t", 0, cur, e1.EpochVersion); !errors.Is(err, ErrControllerMoved) {
-		t.Fatalf("write with the old epoch version = %v, want ErrControllerMoved", err)
+	cur.ISR = []int32{1}
+	if _, err := c1.UpdatePartitionState("t", 0, cur, e1.EpochVersion); !errors.Is(err, ErrControllerMoved) {
+		t.Fatalf("deposed controller's write = %v, want ErrControllerMoved", err)
 	}
-	cur.ControllerEpoch = e2.Epoch
+	if _, err := c1.TryElect(1, 4); !errors.Is(err, ErrNotElected) {
+		t.Fatalf("deposed controller re-elect = %v", err)
+	}
+	cur.Leader, cur.ISR, cur.ControllerEpoch = 2, []int32{2}, e2.Epoch
 	v, err := c2.UpdatePartitionState("t", 0, cur, e2.EpochVersion)
 	if err != nil || v != cur.Version+1 {
 		t.Fatalf("new controller's write: %d %v", v, err)
 	}
-	if err := c2.Resign(e1); !errors.Is(err, ErrControllerMoved) {
-		t.Fatalf("resign with old epoch = %v", err)
+	if err := c1.Resign(e1); !errors.Is(err, ErrControllerMoved) {
+		t.Fatalf("deposed resign = %v", err)
 	}
 	if err := c2.Resign(e2); err != nil {
 		t.Fatal(err)
 	}
 	nextSnapshot(t, w, func(s ControllerState) bool { return !s.Present })
+	if e3, err := c1.TryElect(1, 5); err != nil || e3.Epoch != 3 {
+		t.Fatalf("third election: %+v %v", e3, err)
+	}
+}
+
+func TestOpenWithoutServerFails(t *testing.T) {
+	start := time.Now()
+	_, err := Open("127.0.0.1:1/x", 500*time.Millisecond, testLogger(t))
+	if !errors.Is(err, ErrConnectionLoss) {
+		t.Fatalf("open = %v", err)
+	}
+	t.Logf("gave up after %v", time.Since(start))
+	for _, bad := range []string{"", "/x", "h:1/a//b", "h:1/a/../b"} {
+		if _, _, err := ParseConnect(bad); err == nil {
+			t.Errorf("ParseConnect(%q) accepted", bad)
+		}
+	}
+	servers, chroot, err := ParseConnect("a:1,b:2/kafka/prod/")
+	if err != nil || !reflect.DeepEqual(servers, []string{"a:1", "b:2"}) || chroot != "/kafka/prod" {
+		t.Fatalf("%v %q %v", servers, chroot, err)
+	}
 }
 
 func TestStalePartitionStateVersion(t *testing.T) {
