@@ -212,3 +212,35 @@ func (c *Client) DeleteISRChanges(names []string, epochVersion int32) error {
 // WatchISRChanges delivers the notification names now and whenever one
 // is added or removed; the controller reads them with ISRChanges.
 func (c *Client) WatchISRChanges() *Watch[[]string] { return c.watchChildNames(isrChangesPath) }
+
+// PartitionStates reads every partition state of a topic (a new
+// controller's first read); partitions without a state znode are left
+// out.
+func (c *Client) PartitionStates(topic string) (map[int32]PartitionState, error) {
+	if err := validTopic(topic); err != nil {
+		return nil, err
+	}
+	names, err := c.children(topicPath(topic) + "/partitions")
+	if errors.Is(err, ErrNotFound) {
+		return map[int32]PartitionState{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int32]PartitionState, len(names))
+	for _, name := range names {
+		p, err := strconv.ParseInt(name, 10, 32)
+		if err != nil || p < 0 {
+			return nil, fmt.Errorf("%w: %s/partitions/%s is not a partition", ErrCorrupt, topicPath(topic), truncate(name))
+		}
+		st, err := c.PartitionState(topic, int32(p))
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[int32(p)] = st
+	}
+	return out, nil
+}

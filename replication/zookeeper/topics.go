@@ -172,3 +172,87 @@ func (c *Client) SetTopicConfig(name string, configs map[string]string) error {
 	}
 	return nil
 }
+
+// TopicSnapshot is a topic znode as WatchTopic sees it.
+type TopicSnapshot struct {
+	Assignment TopicAssignment
+	Present    bool
+}
+
+// WatchTopic delivers one topic's assignment now and after every change
+// (partitions added, a reassignment's progress, deletion).
+func (c *Client) WatchTopic(name string) (*Watch[TopicSnapshot], error) {
+	if err := validTopic(name); err != nil {
+		return nil, err
+	}
+	p := topicPath(name)
+	return startWatch(c, p, func() (TopicSnapshot, <-chan zk.Event, error) {
+		data, _, present, fired, err := c.watchData(p)
+		if err != nil || !present {
+			return TopicSnapshot{}, fired, err
+		}
+		ta, err := decodeTopic(name, data)
+		if err != nil {
+			c.log.Warn("unreadable topic znode", "topic", name, "err", err)
+		}
+		return TopicSnapshot{Assignment: ta, Present: err == nil}, fired, nil
+	}), nil
+}
+
+// DeleteTopicZnodes removes what a deleted topic leaves in ZooKeeper —
+// /brokers/topics/<t> with its partition states, /config/topics/<t> and
+// the /admin/delete_topics/<t> request — deepest first, each multi fenced
+// by the controller epoch, as the controller does when a deletion
+// completes.
+func (c *Client) DeleteTopicZnodes(topic string, epochVersion int32) error {
+	if err := validTopic(topic); err != nil {
+		return err
+	}
+	var paths []string
+	for _, root := range []string{topicPath(topic), topicConfigPath(topic), deleteTopicsPath + "/" + topic} {
+		found, err := c.subtree(root)
+		if err != nil {
+			return fmt.Errorf("zookeeper: delete topic %s: %w", topic, err)
+		}
+		paths = append(paths, found...)
+	}
+	for chunk := range slices.Chunk(paths, maxOpsPerMulti) {
+		ops := make([]any, len(chunk))
+		for i, p := range chunk {
+			ops[i] = &zk.DeleteRequest{Path: c.abs(p), Version: -1}
+		}
+		if _, err := c.fencedMulti(epochVersion, ops...); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("zookeeper: delete topic %s: %w", topic, err)
+		}
+	}
+	return nil
+}
+
+// subtree lists root and its descendants, children before parents; a
+// missing root is an empty list. Depth is bounded: a topic's tree is
+// four levels deep.
+func (c *Client) subtree(root string) ([]string, error) {
+	var walk func(p string, depth int) ([]string, error)
+	walk = func(p string, depth int) ([]string, error) {
+		if depth > 8 {
+			return nil, fmt.Errorf("%s is deeper than a topic's znodes", p)
+		}
+		kids, err := c.children(p)
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, k := range kids {
+			sub, err := walk(p+"/"+k, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+		}
+		return append(out, p), nil
+	}
+	return walk(root, 0)
+}

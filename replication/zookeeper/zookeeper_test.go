@@ -525,3 +525,78 @@ func TestZooKeeperRestartKeepsSession(t *testing.T) {
 		t.Fatalf("controller after restart: %d %v", id, err)
 	}
 }
+
+func TestAdminZnodesAndTopicDeletion(t *testing.T) {
+	srv := zks.Require(t)
+	root := testChroot(t)
+	c := open(t, srv.Addr()+root, 5*time.Second)
+	e, err := c.TryElect(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := TopicAssignment{Name: "gone", ID: sampleUUID, Partitions: map[int32][]int32{0: {1, 2}, 1: {2, 1}}}
+	if err := c.CreateTopic(ta, map[string]string{"retention.ms": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	tw, err := c.WatchTopic("gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tw.Stop()
+	nextSnapshot(t, tw, func(s TopicSnapshot) bool { return s.Present && len(s.Assignment.Partitions) == 2 })
+	st := PartitionState{Leader: 1, ISR: []int32{1, 2}, ControllerEpoch: 1}
+	if err := c.CreatePartitionStates("gone", map[int32]PartitionState{0: st, 1: st}, e.EpochVersion); err != nil {
+		t.Fatal(err)
+	}
+	if states, err := c.PartitionStates("gone"); err != nil || len(states) != 2 || states[1].Leader != 1 {
+		t.Fatalf("states %v %v", states, err)
+	}
+
+	rw := c.WatchReassignments()
+	defer rw.Stop()
+	nextSnapshot(t, rw, func(rs []Reassignment) bool { return rs == nil })
+	rs := []Reassignment{{TopicPartition{"gone", 0}, []int32{2, 3}}, {TopicPartition{"gone", 1}, []int32{3, 2}}}
+	if err := c.CreateReassignment(rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateReassignment(rs); !errors.Is(err, ErrReassignmentInProgress) {
+		t.Fatalf("second reassignment = %v", err)
+	}
+	nextSnapshot(t, rw, func(got []Reassignment) bool { return reflect.DeepEqual(got, rs) })
+	if err := c.SetReassignments(rs[1:], e.EpochVersion); err != nil {
+		t.Fatal(err)
+	}
+	nextSnapshot(t, rw, func(got []Reassignment) bool { return reflect.DeepEqual(got, rs[1:]) })
+	if err := c.DeleteReassignments(e.EpochVersion + 1); !errors.Is(err, ErrControllerMoved) {
+		t.Fatalf("fenced delete = %v", err)
+	}
+	if err := c.DeleteReassignments(e.EpochVersion); err != nil {
+		t.Fatal(err)
+	}
+	nextSnapshot(t, rw, func(got []Reassignment) bool { return got == nil })
+
+	dw := c.WatchTopicDeletions()
+	defer dw.Stop()
+	nextSnapshot(t, dw, func(n []string) bool { return len(n) == 0 })
+	if err := c.MarkTopicForDeletion("gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MarkTopicForDeletion("gone"); err != nil {
+		t.Fatalf("marking twice: %v", err)
+	}
+	nextSnapshot(t, dw, func(n []string) bool { return reflect.DeepEqual(n, []string{"gone"}) })
+	if err := c.DeleteTopicZnodes("gone", e.EpochVersion+1); !errors.Is(err, ErrControllerMoved) {
+		t.Fatalf("fenced topic delete = %v", err)
+	}
+	if err := c.DeleteTopicZnodes("gone", e.EpochVersion); err != nil {
+		t.Fatal(err)
+	}
+	nextSnapshot(t, tw, func(s TopicSnapshot) bool { return !s.Present })
+	nextSnapshot(t, dw, func(n []string) bool { return len(n) == 0 })
+	if _, err := c.TopicConfig("gone"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("config after delete = %v", err)
+	}
+	if topics, _ := c.Topics(); len(topics) != 0 {
+		t.Fatalf("topics after delete %v", topics)
+	}
+}
