@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -19,8 +20,8 @@ func brokerPath(id int32) string { return brokerIDsPath + "/" + strconv.Itoa(int
 // session expiry the client registers the same info again by itself
 // (see NewSession).
 func (c *Client) Register(b BrokerInfo) error {
-	if b.ID < 0 {
-		return fmt.Errorf("zookeeper: broker id %d is negative", b.ID)
+	if err := validBroker(b); err != nil {
+		return err
 	}
 	if err := c.createBroker(b); err != nil {
 		return err
@@ -62,6 +63,26 @@ func (c *Client) reregister() error {
 	return err
 }
 
+func validBroker(b BrokerInfo) error {
+	if b.ID < 0 {
+		return fmt.Errorf("zookeeper: broker id %d is negative", b.ID)
+	}
+	if len(b.Endpoints) == 0 {
+		return fmt.Errorf("zookeeper: broker %d has no endpoint", b.ID)
+	}
+	seen := map[string]bool{}
+	for _, e := range b.Endpoints {
+		if e.Listener == "" || strings.ContainsAny(e.Listener, ":/") || seen[e.Listener] || e.Port < 0 || e.Port > 65535 || e.SecurityProtocol == "" {
+			return fmt.Errorf("zookeeper: broker %d: invalid endpoint %+v", b.ID, e)
+		}
+		seen[e.Listener] = true
+	}
+	return nil
+}
+
+// createBroker writes the registration the way Kafka's CheckedEphemeral
+// does — create empty, then set the data at version 0, in one multi — so
+// even the znode's stat (dataVersion 1) is what an operator knows.
 func (c *Client) createBroker(b BrokerInfo) error {
 	p := brokerPath(b.ID)
 	data := encodeBroker(b)
@@ -69,7 +90,9 @@ func (c *Client) createBroker(b BrokerInfo) error {
 		if err := c.ensurePath(brokerIDsPath); err != nil {
 			return err
 		}
-		_, err := c.conn.Create(c.abs(p), data, zk.FlagEphemeral, openACL)
+		_, err := multiError(c.conn.Multi(
+			&zk.CreateRequest{Path: c.abs(p), Acl: openACL, Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: c.abs(p), Data: data, Version: 0}))
 		if errors.Is(err, zk.ErrNodeExists) {
 			return c.checkOwner(p)
 		}
