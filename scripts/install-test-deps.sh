@@ -9,6 +9,8 @@ command -v wrk  >/dev/null || need+=(wrk)
 command -v chromium >/dev/null || need+=(chromium)
 # PostgreSQL for the schema registry's store tests (schemaregistry/internal/pgtest).
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
+# ZooKeeper for the cluster tests (test/zkserver runs it from these jars).
+[ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

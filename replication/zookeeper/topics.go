@@ -1,0 +1,258 @@
+package zookeeper
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/go-zookeeper/zk"
+)
+
+const (
+	topicsPath         = "/brokers/topics"
+	topicConfigsPath   = "/config/topics"
+	configChangesPath  = "/config/changes"
+	configChangePrefix = "config_change_"
+)
+
+func topicPath(t string) string       { return topicsPath + "/" + t }
+func topicConfigPath(t string) string { return topicConfigsPath + "/" + t }
+func partitionStatePath(t string, p int32) string {
+	return topicPath(t) + "/partitions/" + strconv.Itoa(int(p)) + "/state"
+}
+
+// validTopic applies Kafka's topic name rule, which also keeps a name
+// from escaping its znode.
+func validTopic(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > 249 {
+		return fmt.Errorf("zookeeper: invalid topic name %q", truncate(name))
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("zookeeper: invalid topic name %q: only [a-zA-Z0-9._-]", truncate(name))
+		}
+	}
+	return nil
+}
+
+// CreateTopic writes /brokers/topics/<t> and /config/topics/<t> in one
+// multi, so no broker ever sees a topic without its configs (Kafka
+// writes them one after the other). ErrTopicExists when the topic znode
+// exists.
+func (c *Client) CreateTopic(t TopicAssignment, configs map[string]string) error {
+	if err := validTopic(t.Name); err != nil {
+		return err
+	}
+	for p, rs := range t.Partitions {
+		if p < 0 || len(rs) == 0 || validReplicas(rs) != nil {
+			return fmt.Errorf("zookeeper: topic %s partition %d: invalid replicas %v", t.Name, p, rs)
+		}
+	}
+	topicData, configData := encodeTopic(t), encodeConfig(configs)
+	err := c.do(func(retried bool) error {
+		if err := c.ensurePath(topicsPath); err != nil {
+			return err
+		}
+		if err := c.ensurePath(topicConfigsPath); err != nil {
+			return err
+		}
+		configOp, err := c.createOrSetOp(topicConfigPath(t.Name), configData)
+		if err != nil {
+			return err
+		}
+		res, err := c.conn.Multi(&zk.CreateRequest{Path: c.abs(topicPath(t.Name)), Data: topicData, Acl: openACL}, configOp)
+		i, opErr := multiError(res, err)
+		if i == 0 && errors.Is(opErr, zk.ErrNodeExists) {
+			if retried && c.topicHasID(t) {
+				return nil // our earlier attempt was applied
+			}
+			return fmt.Errorf("%w: %s", ErrTopicExists, t.Name)
+		}
+		return opErr
+	})
+	if err != nil && !errors.Is(err, ErrTopicExists) {
+		return fmt.Errorf("zookeeper: create topic %s: %w", t.Name, err)
+	}
+	return err
+}
+
+func (c *Client) topicHasID(t TopicAssignment) bool {
+	got, err := c.Topic(t.Name)
+	return err == nil && !t.ID.IsZero() && got.ID == t.ID
+}
+
+// createOrSetOp is a create of p, or a set when a leftover exists (a
+// deleted topic's configs stay until the controller removes them).
+func (c *Client) createOrSetOp(p string, data []byte) (any, error) {
+	ok, _, err := c.conn.Exists(c.abs(p))
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return &zk.SetDataRequest{Path: c.abs(p), Data: data, Version: -1}, nil
+	}
+	return &zk.CreateRequest{Path: c.abs(p), Data: data, Acl: openACL}, nil
+}
+
+// Topics lists the topics, sorted.
+func (c *Client) Topics() ([]string, error) {
+	names, err := c.children(topicsPath)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	slices.Sort(names)
+	return names, err
+}
+
+// Topic reads a topic's assignment (ErrNotFound when there is none).
+func (c *Client) Topic(name string) (TopicAssignment, error) {
+	if err := validTopic(name); err != nil {
+		return TopicAssignment{}, err
+	}
+	data, _, err := c.get(topicPath(name))
+	if err != nil {
+		return TopicAssignment{}, err
+	}
+	return decodeTopic(name, data)
+}
+
+// WatchTopics delivers the sorted topic names now and after every
+// creation or deletion.
+func (c *Client) WatchTopics() *Watch[[]string] {
+	return c.watchChildNames(topicsPath)
+}
+
+func (c *Client) watchChildNames(p string) *Watch[[]string] {
+	return startWatch(c, p, func() ([]string, <-chan zk.Event, error) {
+		names, fired, err := c.watchChildren(p)
+		slices.Sort(names)
+		return names, fired, err
+	})
+}
+
+// TopicConfig reads /config/topics/<t>: the topic's overrides.
+func (c *Client) TopicConfig(name string) (map[string]string, error) {
+	if err := validTopic(name); err != nil {
+		return nil, err
+	}
+	data, _, err := c.get(topicConfigPath(name))
+	if err != nil {
+		return nil, err
+	}
+	return decodeConfig(topicConfigPath(name), data)
+}
+
+// SetTopicConfig replaces the topic's overrides and, in the same multi,
+// adds the /config/changes/config_change_<seq> notification
+// {"version":2,"entity_path":"topics/<t>"} Kafka's brokers watch.
+func (c *Client) SetTopicConfig(name string, configs map[string]string) error {
+	if err := validTopic(name); err != nil {
+		return err
+	}
+	data := encodeConfig(configs)
+	notice := encodeConfigChange("topics/" + name)
+	err := c.do(func(bool) error {
+		if err := c.ensurePath(topicConfigsPath); err != nil {
+			return err
+		}
+		if err := c.ensurePath(configChangesPath); err != nil {
+			return err
+		}
+		op, err := c.createOrSetOp(topicConfigPath(name), data)
+		if err != nil {
+			return err
+		}
+		_, err = multiError(c.conn.Multi(op, &zk.CreateRequest{
+			Path: c.abs(configChangesPath + "/" + configChangePrefix), Data: notice, Acl: openACL, Flags: zk.FlagSequence}))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("zookeeper: set %s: %w", topicConfigPath(name), err)
+	}
+	return nil
+}
+
+// TopicSnapshot is a topic znode as WatchTopic sees it.
+type TopicSnapshot struct {
+	Assignment TopicAssignment
+	Present    bool
+}
+
+// WatchTopic delivers one topic's assignment now and after every change
+// (partitions added, a reassignment's progress, deletion).
+func (c *Client) WatchTopic(name string) (*Watch[TopicSnapshot], error) {
+	if err := validTopic(name); err != nil {
+		return nil, err
+	}
+	p := topicPath(name)
+	return startWatch(c, p, func() (TopicSnapshot, <-chan zk.Event, error) {
+		data, _, present, fired, err := c.watchData(p)
+		if err != nil || !present {
+			return TopicSnapshot{}, fired, err
+		}
+		ta, err := decodeTopic(name, data)
+		if err != nil {
+			c.log.Warn("unreadable topic znode", "topic", name, "err", err)
+		}
+		return TopicSnapshot{Assignment: ta, Present: err == nil}, fired, nil
+	}), nil
+}
+
+// DeleteTopicZnodes removes what a deleted topic leaves in ZooKeeper —
+// /brokers/topics/<t> with its partition states, /config/topics/<t> and
+// the /admin/delete_topics/<t> request — deepest first, each multi fenced
+// by the controller epoch, as the controller does when a deletion
+// completes.
+func (c *Client) DeleteTopicZnodes(topic string, epochVersion int32) error {
+	if err := validTopic(topic); err != nil {
+		return err
+	}
+	var paths []string
+	for _, root := range []string{topicPath(topic), topicConfigPath(topic), deleteTopicsPath + "/" + topic} {
+		found, err := c.subtree(root)
+		if err != nil {
+			return fmt.Errorf("zookeeper: delete topic %s: %w", topic, err)
+		}
+		paths = append(paths, found...)
+	}
+	for chunk := range slices.Chunk(paths, maxOpsPerMulti) {
+		ops := make([]any, len(chunk))
+		for i, p := range chunk {
+			ops[i] = &zk.DeleteRequest{Path: c.abs(p), Version: -1}
+		}
+		if _, err := c.fencedMulti(epochVersion, ops...); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("zookeeper: delete topic %s: %w", topic, err)
+		}
+	}
+	return nil
+}
+
+// subtree lists root and its descendants, children before parents; a
+// missing root is an empty list. Depth is bounded: a topic's tree is
+// four levels deep.
+func (c *Client) subtree(root string) ([]string, error) {
+	var walk func(p string, depth int) ([]string, error)
+	walk = func(p string, depth int) ([]string, error) {
+		if depth > 8 {
+			return nil, fmt.Errorf("%s is deeper than a topic's znodes", p)
+		}
+		kids, err := c.children(p)
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, k := range kids {
+			sub, err := walk(p+"/"+k, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+		}
+		return append(out, p), nil
+	}
+	return walk(root, 0)
+}
