@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/delayed"
+	"github.com/ferry-mq/ferry/replication/fetcher"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -55,6 +56,11 @@ type Broker struct {
 	// waiters holds fetches waiting for data (fetchwait.go); partitions
 	// notify it on every high-watermark move.
 	waiters *delayed.Purgatory
+	// fetchers copy the partitions this broker follows from their leaders.
+	fetchers *fetcher.Manager
+	// controllerEpoch is the newest controller epoch a LeaderAndIsr or
+	// StopReplica came from (older ones are refused).
+	controllerEpoch atomic.Int32
 
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -110,6 +116,7 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 		logFiles:      storage.NewFileCache(openFilesLimit(cfg.MaxOpenLogFiles)),
 		waiters:       delayed.New(nil),
 	}
+	b.fetchers = newFetcherManager(cfg, b)
 	b.mu.topics = make(map[string]*topic, len(tms))
 	ts, err := b.openTopics(tms, false)
 	if err != nil {
@@ -348,7 +355,8 @@ func (b *Broker) Close() error {
 	}
 	b.mu.closed = true
 	b.mu.Unlock()
-	b.waiters.Close() // waiting fetches answer now with what they have
+	b.waiters.Close()  // waiting fetches answer now with what they have
+	b.fetchers.Close() // no follower append after the logs close
 	close(b.stop)
 	b.wg.Wait()
 	return b.closeLogs()

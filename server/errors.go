@@ -43,6 +43,8 @@ var (
 	ErrRequestTimedOut = errors.New("request timed out")
 	// ErrNotLeader: this broker does not lead the partition (any more).
 	ErrNotLeader = replication.ErrNotLeader
+	// ErrInvalidRequest: a request whose fields contradict each other.
+	ErrInvalidRequest = errors.New("invalid request")
 )
 
 // Kafka protocol error codes used by the core's errors.
@@ -72,6 +74,8 @@ const (
 	KafkaNotEnoughAfterAppend  int16 = 20
 	KafkaFencedLeaderEpoch     int16 = 74
 	KafkaUnknownLeaderEpoch    int16 = 76
+	KafkaStaleControllerEpoch  int16 = 11
+	KafkaInvalidRequest        int16 = 42
 )
 
 // kafkaCodes is the one table from core errors to Kafka error codes.
@@ -113,6 +117,9 @@ var kafkaCodes = []struct {
 	{epoch.ErrFencedLeaderEpoch, KafkaFencedLeaderEpoch},
 	{epoch.ErrUnknownLeaderEpoch, KafkaUnknownLeaderEpoch},
 	{isr.ErrOffsetOutOfRange, KafkaOffsetOutOfRange},
+	{ErrStaleControllerEpoch, KafkaStaleControllerEpoch},
+	{replication.ErrStaleEpoch, KafkaStaleControllerEpoch},
+	{ErrInvalidRequest, KafkaInvalidRequest},
 }
 
 // KafkaCode returns the Kafka protocol error code for err (0 for nil).

@@ -155,6 +155,7 @@ func (b *Broker) DeleteTopic(name string) error {
 		return err
 	}
 	for _, p := range t.partitions {
+		b.fetchers.Unfollow(name, p.Index())
 		gone, err := p.Delete("." + t.meta.ID + deleteSuffix)
 		if err != nil {
 			b.logger.Error("delete partition", "topic", name, "partition", p.Index(), "err", err)

@@ -21,13 +21,17 @@ import (
 func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = s.apiKeys()
 	return resp
 }
 
-func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+func (s *Server) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
-	for _, a := range apis {
+	for i := range apis {
+		a := &apis[i]
+		if !s.serves(a) {
+			continue
+		}
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max})
 	}
 	return keys
@@ -35,10 +39,10 @@ func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 
 // unsupportedAPIVersions is the v0 answer to an ApiVersions request of a
 // version outside 0–4.
-func unsupportedAPIVersions() kmsg.Response {
+func (s *Server) unsupportedAPIVersions() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = apiKeys()
+	resp.ApiKeys = s.apiKeys()
 	return resp
 }

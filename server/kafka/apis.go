@@ -11,6 +11,9 @@ type api struct {
 	key      int16
 	min, max int16
 	serve    func(s *Server, ctx context.Context, req kmsg.Request) kmsg.Response
+	// interBroker: the controller's orders, served only by a cluster's
+	// broker (Config.InterBroker).
+	interBroker bool
 }
 
 const (
@@ -37,33 +40,35 @@ var apiByKey map[int16]*api
 
 func init() { // a var initializer would be a cycle: ApiVersions reads apis
 	apis = []api{
-		{0, 0, 11, (*Server).handleProduce},
-		{1, 0, 17, (*Server).serveFetch},
-		{2, 0, 9, (*Server).handleListOffsets},
-		{3, 0, 12, (*Server).handleMetadata},
-		{8, 0, 9, (*Server).handleOffsetCommit},
-		{9, 0, 9, (*Server).handleOffsetFetch},
-		{10, 0, 5, (*Server).handleFindCoordinator},
-		{11, 0, 9, (*Server).handleJoinGroup},
-		{12, 0, 4, (*Server).handleHeartbeat},
-		{13, 0, 5, (*Server).handleLeaveGroup},
-		{14, 0, 5, (*Server).handleSyncGroup},
-		{15, 0, 5, (*Server).handleDescribeGroups},
-		{16, 0, 5, (*Server).handleListGroups},
-		{18, 0, 4, (*Server).handleApiVersions},
-		{19, 0, 7, (*Server).handleCreateTopics},
-		{20, 0, 6, (*Server).handleDeleteTopics},
-		{21, 0, 2, (*Server).handleDeleteRecords},
-		{22, 0, 5, (*Server).handleInitProducerID},
-		{23, 0, 4, (*Server).handleOffsetForLeaderEpoch},
-		{32, 0, 4, (*Server).handleDescribeConfigs},
-		{33, 0, 2, (*Server).handleAlterConfigs},
-		{37, 0, 3, (*Server).handleCreatePartitions},
-		{42, 0, 2, (*Server).handleDeleteGroups},
-		{44, 0, 1, (*Server).handleIncrementalAlterConfigs},
-		{47, 0, 0, (*Server).handleOffsetDelete},
-		{60, 0, 1, (*Server).handleDescribeCluster},
-		{61, 0, 0, (*Server).handleDescribeProducers},
+		{0, 0, 11, (*Server).handleProduce, false},
+		{1, 0, 17, (*Server).serveFetch, false},
+		{2, 0, 9, (*Server).handleListOffsets, false},
+		{3, 0, 12, (*Server).handleMetadata, false},
+		{4, 0, 5, (*Server).handleLeaderAndIsr, true},
+		{5, 0, 3, (*Server).handleStopReplica, true},
+		{8, 0, 9, (*Server).handleOffsetCommit, false},
+		{9, 0, 9, (*Server).handleOffsetFetch, false},
+		{10, 0, 5, (*Server).handleFindCoordinator, false},
+		{11, 0, 9, (*Server).handleJoinGroup, false},
+		{12, 0, 4, (*Server).handleHeartbeat, false},
+		{13, 0, 5, (*Server).handleLeaveGroup, false},
+		{14, 0, 5, (*Server).handleSyncGroup, false},
+		{15, 0, 5, (*Server).handleDescribeGroups, false},
+		{16, 0, 5, (*Server).handleListGroups, false},
+		{18, 0, 4, (*Server).handleApiVersions, false},
+		{19, 0, 7, (*Server).handleCreateTopics, false},
+		{20, 0, 6, (*Server).handleDeleteTopics, false},
+		{21, 0, 2, (*Server).handleDeleteRecords, false},
+		{22, 0, 5, (*Server).handleInitProducerID, false},
+		{23, 0, 4, (*Server).handleOffsetForLeaderEpoch, false},
+		{32, 0, 4, (*Server).handleDescribeConfigs, false},
+		{33, 0, 2, (*Server).handleAlterConfigs, false},
+		{37, 0, 3, (*Server).handleCreatePartitions, false},
+		{42, 0, 2, (*Server).handleDeleteGroups, false},
+		{44, 0, 1, (*Server).handleIncrementalAlterConfigs, false},
+		{47, 0, 0, (*Server).handleOffsetDelete, false},
+		{60, 0, 1, (*Server).handleDescribeCluster, false},
+		{61, 0, 0, (*Server).handleDescribeProducers, false},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {
@@ -77,6 +82,10 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 }
 
 func lookupAPI(key int16) *api { return apiByKey[key] }
+
+// serves reports whether this listener serves a: inter-broker APIs only on
+// a cluster's broker.
+func (s *Server) serves(a *api) bool { return a != nil && (!a.interBroker || s.cfg.InterBroker) }
 
 func inRange(key, version int16) bool {
 	a := lookupAPI(key)

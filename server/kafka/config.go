@@ -38,6 +38,9 @@ const (
 type Config struct {
 	// Addr is the listen address (listeners). Default ":9092".
 	Addr string
+	// InterBroker serves the controller's orders (LeaderAndIsr,
+	// StopReplica): on for a broker of a cluster, off on a single node.
+	InterBroker bool
 	// AdvertisedAddr is the host:port Metadata and DescribeCluster tell
 	// clients to use (advertised.listeners). Default: the broker core's
 	// AdvertisedKafkaAddr, else Addr.

@@ -85,7 +85,7 @@ func (s *Server) handle(c *conn, frame []byte) (_ outgoing, keep bool, served *m
 	if h.key == apiVersionsKey && !inRange(h.key, h.version) {
 		// Kafka answers any ApiVersions version, so a newer client learns
 		// what this broker speaks: v0 body, UNSUPPORTED_VERSION, the ranges.
-		return outgoing{buf: encodeResponse(h.correlation, unsupportedAPIVersions())}, true, s.metrics.served(h.key, nil)
+		return outgoing{buf: encodeResponse(h.correlation, s.unsupportedAPIVersions())}, true, s.metrics.served(h.key, nil)
 	}
 	req, err := s.decodeRequest(h, rest)
 	if err != nil {
@@ -123,7 +123,7 @@ func (s *Server) handle(c *conn, frame []byte) (_ outgoing, keep bool, served *m
 // the body with kmsg.
 func (s *Server) decodeRequest(h requestHeader, rest []byte) (kmsg.Request, error) {
 	a := lookupAPI(h.key)
-	if a == nil {
+	if !s.serves(a) {
 		return nil, fmt.Errorf("unknown or unsupported api key %d", h.key)
 	}
 	if h.version < a.min || h.version > a.max {

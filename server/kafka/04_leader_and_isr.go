@@ -1,0 +1,102 @@
+package kafka
+
+// LeaderAndIsr (key 4), versions 0–5, and StopReplica (key 5), versions
+// 0–3: the controller's orders to a broker (Kafka's ZooKeeper-era
+// inter-broker protocol). Served only by a broker of a cluster
+// (Config.InterBroker); a single node does not advertise them and closes a
+// connection that sends them, as for any API it does not serve.
+//
+// LeaderAndIsr: each partition state makes this broker lead the partition
+// or follow its leader (found among LiveLeaders); an older controller
+// epoch than one already heard is STALE_CONTROLLER_EPOCH for the whole
+// request, an older leader epoch for one partition STALE_CONTROLLER_EPOCH
+// for it, a partition this broker does not hold UNKNOWN_TOPIC_OR_PARTITION.
+// StopReplica stops following the partitions. Deviation: its Delete flag
+// does not remove the replica's files yet (topic deletion across a cluster
+// comes with the next issue); they go when the topic is deleted.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/server"
+)
+
+func (s *Server) handleLeaderAndIsr(_ context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.LeaderAndISRRequest)
+	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
+	states := req.PartitionStates // v0–v1
+	topicIDs := map[string][16]byte{}
+	for _, ts := range req.TopicStates { // v2+
+		topicIDs[ts.Topic] = ts.TopicID
+		for _, ps := range ts.PartitionStates {
+			ps.Topic = ts.Topic
+			states = append(states, ps)
+		}
+	}
+	roles := make([]server.PartitionRole, len(states))
+	for i, ps := range states {
+		roles[i] = server.PartitionRole{Topic: ps.Topic, Partition: ps.Partition, Role: replication.Role{
+			Leader: ps.Leader, LeaderEpoch: ps.LeaderEpoch, ISR: ps.ISR, Replicas: ps.Replicas,
+			ZkVersion: ps.ZKVersion, ControllerEpoch: ps.ControllerEpoch}}
+	}
+	leaders := make([]server.BrokerAddress, len(req.LiveLeaders))
+	for i, l := range req.LiveLeaders {
+		leaders[i] = server.BrokerAddress{ID: l.BrokerID, Host: l.Host, Port: l.Port}
+	}
+	errs, err := s.broker.ApplyLeaderAndIsr(req.ControllerEpoch, roles, leaders)
+	if err != nil {
+		resp.ErrorCode = errorCode(err)
+		return resp
+	}
+	byTopic := map[string]int{}
+	for i, ps := range states {
+		rp := kmsg.NewLeaderAndISRResponseTopicPartition()
+		rp.Topic, rp.Partition, rp.ErrorCode = ps.Topic, ps.Partition, errorCode(errs[i])
+		if req.Version < 5 {
+			resp.Partitions = append(resp.Partitions, rp)
+			continue
+		}
+		k, ok := byTopic[ps.Topic]
+		if !ok {
+			k = len(resp.Topics)
+			byTopic[ps.Topic] = k
+			rt := kmsg.NewLeaderAndISRResponseTopic()
+			rt.TopicID = topicIDs[ps.Topic]
+			resp.Topics = append(resp.Topics, rt)
+		}
+		resp.Topics[k].Partitions = append(resp.Topics[k].Partitions, rp)
+	}
+	return resp
+}
+
+func (s *Server) handleStopReplica(_ context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.StopReplicaRequest)
+	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
+	for _, t := range req.Topics {
+		parts := t.Partitions // v1–v2
+		switch {
+		case req.Version == 0:
+			parts = []int32{t.Partition}
+		case req.Version >= 3:
+			parts = nil
+			for _, ps := range t.PartitionStates {
+				parts = append(parts, ps.Partition)
+			}
+		}
+		errs, err := s.broker.StopReplicas(req.ControllerEpoch, t.Topic, parts)
+		if err != nil {
+			resp.ErrorCode = errorCode(err)
+			resp.Partitions = nil
+			return resp
+		}
+		for i, part := range parts {
+			rp := kmsg.NewStopReplicaResponsePartition()
+			rp.Topic, rp.Partition, rp.ErrorCode = t.Topic, part, errorCode(errs[i])
+			resp.Partitions = append(resp.Partitions, rp)
+		}
+	}
+	return resp
+}

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/fetcher"
+)
+
+// The broker's side of the controller's decisions (Kafka's
+// ReplicaManager.becomeLeaderOrFollower and stopReplicas): LeaderAndIsr
+// makes this broker lead some partitions and follow others, StopReplica
+// stops following (and may delete). The listener decodes the requests;
+// the core applies them to its partitions and its replica fetchers.
+
+// ErrStaleControllerEpoch: a request from a controller older than one this
+// broker has heard from (Kafka's STALE_CONTROLLER_EPOCH).
+var ErrStaleControllerEpoch = errors.New("stale controller epoch")
+
+// PartitionRole is one partition of a LeaderAndIsr request.
+type PartitionRole struct {
+	Topic     string
+	Partition int32
+	replication.Role
+}
+
+// BrokerAddress is where a broker's inter-broker listener is.
+type BrokerAddress struct {
+	ID   int32
+	Host string
+	Port int32
+}
+
+func (a BrokerAddress) addr() string { return net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port))) }
+
+// ApplyLeaderAndIsr applies the controller's roles for partitions this
+// broker holds: for each, lead it or follow its leader (whose address is
+// in leaders), in the order given, and returns one error per partition
+// (nil: applied). A request from an older controller epoch than the last
+// one applied is refused whole.
+func (b *Broker) ApplyLeaderAndIsr(controllerEpoch int32, roles []PartitionRole, leaders []BrokerAddress) ([]error, error) {
+	if err := b.checkControllerEpoch(controllerEpoch); err != nil {
+		return nil, err
+	}
+	addrs := make(map[int32]string, len(leaders))
+	for _, l := range leaders {
+		addrs[l.ID] = l.addr()
+	}
+	errs := make([]error, len(roles))
+	for i, r := range roles {
+		errs[i] = b.applyRole(r, addrs)
+	}
+	return errs, nil
+}
+
+func (b *Broker) applyRole(r PartitionRole, addrs map[int32]string) error {
+	p, err := b.partition(r.Topic, r.Partition)
+	if err != nil {
+		return err
+	}
+	if r.Leader == b.cfg.BrokerID {
+		// Stop copying before leading: no follower append may land after
+		// the leader's first one.
+		b.fetchers.Unfollow(r.Topic, r.Partition)
+		return p.SetRole(r.Role)
+	}
+	addr, ok := addrs[r.Leader]
+	if !ok && r.Leader != replication.NoLeader {
+		return fmt.Errorf("%w: %s-%d: the leader %d is not among the request's live leaders",
+			ErrInvalidRequest, r.Topic, r.Partition, r.Leader)
+	}
+	if err := p.SetRole(r.Role); err != nil {
+		return err
+	}
+	if r.Leader == replication.NoLeader {
+		b.fetchers.Unfollow(r.Topic, r.Partition)
+		return nil
+	}
+	b.fetchers.Follow(p, r.Leader, addr)
+	return nil
+}
+
+// StopReplicas stops following partitions (StopReplica), as the
+// controller asks when a replica leaves this broker or its topic is
+// deleted. With deletePartitions the partitions go too (their topic's
+// deletion is the controller's, recorded in the cluster metadata).
+func (b *Broker) StopReplicas(controllerEpoch int32, topic string, partitions []int32) ([]error, error) {
+	if err := b.checkControllerEpoch(controllerEpoch); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(partitions))
+	for i, part := range partitions {
+		if _, err := b.partition(topic, part); err != nil {
+			errs[i] = err
+			continue
+		}
+		b.fetchers.Unfollow(topic, part)
+	}
+	return errs, nil
+}
+
+// FollowingFrom is the leader this broker copies a partition from; ok is
+// false when it does not follow the partition.
+func (b *Broker) FollowingFrom(topicName string, partition int32) (leader int32, ok bool) {
+	return b.fetchers.Leader(topicName, partition)
+}
+
+// checkControllerEpoch refuses an older controller than the newest this
+// broker has heard from, and remembers a newer one.
+func (b *Broker) checkControllerEpoch(epoch int32) error {
+	for {
+		cur := b.controllerEpoch.Load()
+		if epoch < cur {
+			return fmt.Errorf("%w: %d, this broker has heard from epoch %d", ErrStaleControllerEpoch, epoch, cur)
+		}
+		if epoch == cur || b.controllerEpoch.CompareAndSwap(cur, epoch) {
+			return nil
+		}
+	}
+}
+
+func newFetcherManager(cfg Config, b *Broker) *fetcher.Manager {
+	return fetcher.NewManager(fetcher.Config{BrokerID: cfg.BrokerID, Logger: b.logger})
+}
