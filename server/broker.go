@@ -58,9 +58,11 @@ type Broker struct {
 	waiters *delayed.Purgatory
 	// fetchers copy the partitions this broker follows from their leaders.
 	fetchers *fetcher.Manager
-	// controllerEpoch is the newest controller epoch a LeaderAndIsr or
-	// StopReplica came from (older ones are refused).
+	// controllerEpoch is the newest controller epoch a LeaderAndIsr,
+	// StopReplica or UpdateMetadata came from (older ones are refused).
 	controllerEpoch atomic.Int32
+	// cluster is the controller's last UpdateMetadata (clusterview.go).
+	cluster clusterViewHolder
 
 	stop     chan struct{}
 	wg       sync.WaitGroup

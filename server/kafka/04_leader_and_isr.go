@@ -1,7 +1,8 @@
 package kafka
 
 // LeaderAndIsr (key 4), versions 0–5, and StopReplica (key 5), versions
-// 0–3: the controller's orders to a broker (Kafka's ZooKeeper-era
+// 0–3 (and UpdateMetadata, 06_update_metadata.go): the controller's orders
+// to a broker (Kafka's ZooKeeper-era
 // inter-broker protocol). Served only by a broker of a cluster
 // (Config.InterBroker); a single node does not advertise them and closes a
 // connection that sends them, as for any API it does not serve.

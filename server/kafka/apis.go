@@ -46,6 +46,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{3, 0, 12, (*Server).handleMetadata, false},
 		{4, 0, 5, (*Server).handleLeaderAndIsr, true},
 		{5, 0, 3, (*Server).handleStopReplica, true},
+		{6, 0, 7, (*Server).handleUpdateMetadata, true},
 		{8, 0, 9, (*Server).handleOffsetCommit, false},
 		{9, 0, 9, (*Server).handleOffsetFetch, false},
 		{10, 0, 5, (*Server).handleFindCoordinator, false},

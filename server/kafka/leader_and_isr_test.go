@@ -142,3 +142,45 @@ func TestSingleNodeRefusesControllerRequests(t *testing.T) {
 		t.Fatalf("the partition's role changed: leader %d epoch %d", p.Leader(), p.LeaderEpoch())
 	}
 }
+
+// UpdateMetadata replaces the live brokers and updates the partitions it
+// names; an older controller epoch is refused.
+func TestUpdateMetadataKeepsTheClusterView(t *testing.T) {
+	b := clusterBroker(t, 1)
+	if _, ok := b.broker.Cluster(); ok {
+		t.Fatal("a cluster view before any UpdateMetadata")
+	}
+	um := func(epoch int32, topic string, leader int32, brokers ...int32) *kmsg.UpdateMetadataRequest {
+		req := kmsg.NewPtrUpdateMetadataRequest()
+		req.ControllerID, req.ControllerEpoch = 3, epoch
+		ts := kmsg.NewUpdateMetadataRequestTopicState()
+		ts.Topic = topic
+		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
+		ps.Leader, ps.LeaderEpoch, ps.ISR, ps.Replicas, ps.OfflineReplicas = leader, 4, []int32{leader}, []int32{1, 2}, []int32{2}
+		ts.PartitionStates = append(ts.PartitionStates, ps)
+		req.TopicStates = append(req.TopicStates, ts)
+		for _, id := range brokers {
+			lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+			lb.ID = id
+			lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{{Host: "127.0.0.1", Port: 9000 + id, ListenerName: "PLAINTEXT"}}
+			req.LiveBrokers = append(req.LiveBrokers, lb)
+		}
+		return req
+	}
+	c := b.dial(t)
+	for _, req := range []*kmsg.UpdateMetadataRequest{um(2, "a", 1, 1, 2), um(2, "b", 2, 1)} {
+		if resp := do[*kmsg.UpdateMetadataResponse](c, req, 7); resp.ErrorCode != 0 {
+			t.Fatalf("UpdateMetadata: error %d", resp.ErrorCode)
+		}
+	}
+	v, ok := b.broker.Cluster()
+	if !ok || v.ControllerID != 3 || len(v.Brokers) != 1 || v.Brokers[0].Port != 9001 || len(v.Partitions) != 2 {
+		t.Fatalf("view %+v", v)
+	}
+	if pv := v.Partitions[server.TopicPartition{Topic: "b"}]; pv.Leader != 2 || pv.LeaderEpoch != 4 || len(pv.Offline) != 1 {
+		t.Fatalf("partition b-0: %+v", pv)
+	}
+	if resp := do[*kmsg.UpdateMetadataResponse](c, um(1, "c", 1, 1), 7); resp.ErrorCode != kerr.StaleControllerEpoch.Code {
+		t.Fatalf("an older controller: error %d", resp.ErrorCode)
+	}
+}

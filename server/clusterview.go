@@ -1,0 +1,81 @@
+package server
+
+import (
+	"maps"
+	"slices"
+	"sync/atomic"
+)
+
+// The cluster as the controller last described it to this broker
+// (UpdateMetadata, Kafka's MetadataCache): the live brokers and every
+// partition's leader, epoch, ISR, replicas and offline replicas, including
+// partitions this broker does not hold. A single node has none; its
+// answers come from its own partitions.
+
+// ClusterBroker is a live broker and where its Kafka listener is.
+type ClusterBroker struct {
+	ID   int32
+	Host string
+	Port int32
+	Rack string
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// PartitionView is one partition's state in the cluster.
+type PartitionView struct {
+	Leader, LeaderEpoch    int32
+	ISR, Replicas, Offline []int32
+}
+
+// ClusterView is a snapshot; it is never changed after it is published.
+type ClusterView struct {
+	ControllerID, ControllerEpoch int32
+	Brokers                       []ClusterBroker
+	Partitions                    map[TopicPartition]PartitionView
+}
+
+// leaderDuringDelete is the leader Kafka's controller sends for a
+// partition of a topic being deleted: drop it from the view.
+const leaderDuringDelete = -2
+
+// clusterViewHolder is the Broker's current view (nil: none yet).
+type clusterViewHolder struct{ v atomic.Pointer[ClusterView] }
+
+// ApplyUpdateMetadata replaces the live brokers and updates the given
+// partitions, as Kafka's UpdateMetadata does; a request from an older
+// controller epoch is refused.
+func (b *Broker) ApplyUpdateMetadata(controllerID, controllerEpoch int32, brokers []ClusterBroker, partitions map[TopicPartition]PartitionView) error {
+	if err := b.checkControllerEpoch(controllerEpoch); err != nil {
+		return err
+	}
+	for {
+		old := b.cluster.v.Load()
+		next := &ClusterView{ControllerID: controllerID, ControllerEpoch: controllerEpoch,
+			Brokers: slices.Clone(brokers), Partitions: map[TopicPartition]PartitionView{}}
+		if old != nil {
+			maps.Copy(next.Partitions, old.Partitions)
+		}
+		for tp, pv := range partitions {
+			if pv.Leader == leaderDuringDelete {
+				delete(next.Partitions, tp)
+				continue
+			}
+			next.Partitions[tp] = pv
+		}
+		if b.cluster.v.CompareAndSwap(old, next) {
+			return nil
+		}
+	}
+}
+
+// Cluster is the controller's last description of the cluster; ok is
+// false before the first (and always on a single node).
+func (b *Broker) Cluster() (view *ClusterView, ok bool) {
+	v := b.cluster.v.Load()
+	return v, v != nil
+}
