@@ -28,7 +28,7 @@ func (s *Server) handleUpdateMetadata(_ context.Context, kreq kmsg.Request) kmsg
 		}
 		brokers = append(brokers, cb)
 	}
-	states := req.PartitionStates // v0–v4
+	states := req.PartitionStates        // v0–v4
 	for _, ts := range req.TopicStates { // v5+
 		for _, ps := range ts.PartitionStates {
 			ps.Topic = ts.Topic
