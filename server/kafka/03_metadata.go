@@ -2,9 +2,13 @@ package kafka
 
 // Metadata (key 3), versions 0–12.
 //
-// One broker (this node, at the advertised address), which is also the
-// controller; every partition is led by it with itself as the only replica
-// and ISR, and no offline replicas. v0 with no topics and v1+ with null
+// On a single node: one broker (this node, at the advertised address),
+// which is also the controller; every partition is led by it with itself
+// as the only replica and ISR, and no offline replicas. On a cluster's
+// broker, once the controller has sent UpdateMetadata: its live brokers and
+// controller, and each partition's leader, epoch, replicas, ISR and
+// offline replicas from that view (a partition without a leader answers
+// LEADER_NOT_AVAILABLE), as Kafka's MetadataCache. v0 with no topics and v1+ with null
 // topics list every topic. Unknown topics are created when the broker's
 // auto.create.topics.enable is on and the request allows it: always for
 // v0–3, AllowAutoTopicCreation for v4+. Unlike Kafka, which answers
@@ -19,9 +23,12 @@ package kafka
 // keep Kafka's "not requested" value.
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
@@ -34,10 +41,14 @@ func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) kmsg.Respo
 	clusterID := s.broker.ClusterID()
 	resp.ClusterID = &clusterID
 	resp.ControllerID = s.broker.BrokerID()
+	view, _ := s.broker.Cluster()
+	if view != nil {
+		resp.Brokers, resp.ControllerID = clusterBrokers(view), view.ControllerID
+	}
 	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	if all {
 		for _, name := range s.broker.Topics() {
-			resp.Topics = append(resp.Topics, s.topicMetadata(name, nil))
+			resp.Topics = append(resp.Topics, s.topicMetadata(name, nil, view))
 		}
 		return resp
 	}
@@ -48,10 +59,10 @@ func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) kmsg.Respo
 	}
 	for _, t := range req.Topics {
 		if t.Topic == nil {
-			resp.Topics = append(resp.Topics, s.topicMetadataByID(t.TopicID))
+			resp.Topics = append(resp.Topics, s.topicMetadataByID(t.TopicID, view))
 			continue
 		}
-		resp.Topics = append(resp.Topics, s.topicMetadata(*t.Topic, &budget))
+		resp.Topics = append(resp.Topics, s.topicMetadata(*t.Topic, &budget, view))
 	}
 	return resp
 }
@@ -62,7 +73,23 @@ func (s *Server) brokerEntry() kmsg.MetadataResponseBroker {
 	return b
 }
 
-func (s *Server) topicMetadataByID(id [16]byte) kmsg.MetadataResponseTopic {
+// clusterBrokers lists the view's live brokers, by id.
+func clusterBrokers(view *server.ClusterView) []kmsg.MetadataResponseBroker {
+	out := make([]kmsg.MetadataResponseBroker, 0, len(view.Brokers))
+	for _, cb := range view.Brokers {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = cb.ID, cb.Host, cb.Port
+		if cb.Rack != "" {
+			rack := cb.Rack
+			b.Rack = &rack
+		}
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b kmsg.MetadataResponseBroker) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	return out
+}
+
+func (s *Server) topicMetadataByID(id [16]byte, view *server.ClusterView) kmsg.MetadataResponseTopic {
 	name, ok := s.broker.TopicByID(id)
 	if !ok {
 		mt := kmsg.NewMetadataResponseTopic()
@@ -70,12 +97,13 @@ func (s *Server) topicMetadataByID(id [16]byte) kmsg.MetadataResponseTopic {
 		mt.ErrorCode = codeUnknownTopicID
 		return mt
 	}
-	return s.topicMetadata(name, nil)
+	return s.topicMetadata(name, nil, view)
 }
 
 // topicMetadata describes one topic; an unknown one is created while
-// *createBudget (nil: none) lasts, each creation taking one.
-func (s *Server) topicMetadata(name string, createBudget *int) kmsg.MetadataResponseTopic {
+// *createBudget (nil: none) lasts, each creation taking one. With a
+// cluster view, partitions are as the controller described them.
+func (s *Server) topicMetadata(name string, createBudget *int, view *server.ClusterView) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = &name
 	mt.IsInternal = server.IsInternalTopic(name)
@@ -111,6 +139,15 @@ func (s *Server) topicMetadata(name string, createBudget *int) kmsg.MetadataResp
 		mp.Replicas = p.Replicas()
 		mp.ISR = p.ISR()
 		mp.OfflineReplicas = []int32{}
+		if view != nil {
+			if pv, ok := view.Partitions[server.TopicPartition{Topic: name, Partition: i}]; ok {
+				mp.Leader, mp.LeaderEpoch, mp.Replicas, mp.ISR = pv.Leader, pv.LeaderEpoch, pv.Replicas, pv.ISR
+				mp.OfflineReplicas = append([]int32{}, pv.Offline...)
+			}
+		}
+		if mp.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

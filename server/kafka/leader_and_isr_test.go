@@ -184,3 +184,46 @@ func TestUpdateMetadataKeepsTheClusterView(t *testing.T) {
 		t.Fatalf("an older controller: error %d", resp.ErrorCode)
 	}
 }
+
+// A cluster's broker answers Metadata from the controller's view: every
+// live broker, the controller, and each partition as the controller
+// described it; a partition without a leader is LEADER_NOT_AVAILABLE.
+func TestMetadataAnswersFromTheClusterView(t *testing.T) {
+	b := clusterBroker(t, 1)
+	createTopic(t, b, "seen", 2)
+	req := kmsg.NewPtrUpdateMetadataRequest()
+	req.ControllerID, req.ControllerEpoch = 2, 1
+	ts := kmsg.NewUpdateMetadataRequestTopicState()
+	ts.Topic = "seen"
+	for p, leader := range []int32{2, -1} {
+		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
+		ps.Partition, ps.Leader, ps.LeaderEpoch = int32(p), leader, 3
+		ps.ISR, ps.Replicas, ps.OfflineReplicas = []int32{2}, []int32{1, 2}, []int32{1}
+		ts.PartitionStates = append(ts.PartitionStates, ps)
+	}
+	req.TopicStates = append(req.TopicStates, ts)
+	for _, id := range []int32{2, 1} {
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID = id
+		lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{{Host: "127.0.0.1", Port: 9000 + id, ListenerName: "PLAINTEXT"}}
+		req.LiveBrokers = append(req.LiveBrokers, lb)
+	}
+	c := b.dial(t)
+	if resp := do[*kmsg.UpdateMetadataResponse](c, req, 7); resp.ErrorCode != 0 {
+		t.Fatalf("UpdateMetadata: %d", resp.ErrorCode)
+	}
+	mreq := kmsg.NewPtrMetadataRequest()
+	topic := "seen"
+	mreq.Topics = []kmsg.MetadataRequestTopic{{Topic: &topic}}
+	md := do[*kmsg.MetadataResponse](c, mreq, 12)
+	if len(md.Brokers) != 2 || md.Brokers[0].NodeID != 1 || md.Brokers[1].Port != 9002 || md.ControllerID != 2 {
+		t.Fatalf("brokers %+v controller %d", md.Brokers, md.ControllerID)
+	}
+	p0, p1 := md.Topics[0].Partitions[0], md.Topics[0].Partitions[1]
+	if p0.ErrorCode != 0 || p0.Leader != 2 || p0.LeaderEpoch != 3 || len(p0.OfflineReplicas) != 1 || len(p0.Replicas) != 2 {
+		t.Fatalf("partition 0: %+v", p0)
+	}
+	if p1.ErrorCode != kerr.LeaderNotAvailable.Code || p1.Leader != -1 {
+		t.Fatalf("partition 1 without a leader: %+v", p1)
+	}
+}
