@@ -13,6 +13,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/ferry-mq/ferry/replication/assign"
 	"github.com/ferry-mq/ferry/replication/checkpoint"
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -49,11 +50,15 @@ type Metadata interface {
 	// single node's data dir) was first started.
 	ClusterID() string
 	// Topics lists every topic.
-	Topics() []TopicMetadata
+	Topics() ([]TopicMetadata, error)
+	// Topic is one topic; ok is false when there is none of that name.
+	Topic(name string) (t TopicMetadata, ok bool, err error)
 	// PutTopic records a new topic or a changed one (configs, partitions).
 	PutTopic(TopicMetadata) error
 	// RemoveTopic forgets a topic; removing an unknown one is a no-op.
 	RemoveTopic(name string) error
+	// Brokers are the live brokers new replicas are assigned to.
+	Brokers() ([]assign.Broker, error)
 }
 
 // NewTopicID returns a fresh topic id.
@@ -124,14 +129,30 @@ func (m *LocalMetadata) ClusterID() string {
 	return m.mu.file.ClusterID
 }
 
-func (m *LocalMetadata) Topics() []TopicMetadata {
+func (m *LocalMetadata) Topics() ([]TopicMetadata, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]TopicMetadata, len(m.mu.file.Topics))
 	for i, lt := range m.mu.file.Topics {
 		out[i] = m.fromLocal(lt)
 	}
-	return out
+	return out, nil
+}
+
+func (m *LocalMetadata) Topic(name string) (TopicMetadata, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, lt := range m.mu.file.Topics {
+		if lt.Name == name {
+			return m.fromLocal(lt), true, nil
+		}
+	}
+	return TopicMetadata{}, false, nil
+}
+
+// Brokers is this node alone.
+func (m *LocalMetadata) Brokers() ([]assign.Broker, error) {
+	return []assign.Broker{{ID: m.brokerID}}, nil
 }
 
 func (m *LocalMetadata) fromLocal(lt localTopic) TopicMetadata {

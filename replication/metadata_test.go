@@ -22,7 +22,7 @@ func TestLocalMetadataReadsTheVersion1File(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []TopicMetadata{{Name: "orders", ID: "tid", Replicas: [][]int32{{3}, {3}}, Configs: map[string]string{"retention.ms": "1000"}}}
-	if got := m.Topics(); !reflect.DeepEqual(got, want) || m.ClusterID() != "abc" {
+	if got, _ := m.Topics(); !reflect.DeepEqual(got, want) || m.ClusterID() != "abc" {
 		t.Fatalf("topics %+v cluster %q, want %+v and abc", got, m.ClusterID(), want)
 	}
 }
@@ -56,7 +56,7 @@ func TestLocalMetadataChangesSurviveReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := again.Topics(); len(got) != 1 || got[0].Name != "a" || got[0].Partitions() != 2 || again.ClusterID() != id {
+	if got, _ := again.Topics(); len(got) != 1 || got[0].Name != "a" || got[0].Partitions() != 2 || again.ClusterID() != id {
 		t.Fatalf("after reopen: %+v, cluster %q (want a with 2 partitions, %q)", got, again.ClusterID(), id)
 	}
 }

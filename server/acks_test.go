@@ -105,7 +105,7 @@ func TestBrokerReplicationDefaults(t *testing.T) {
 
 	three := newTestBroker(t, func(c *Config) { c.DefaultReplicationFactor = 3 })
 	err = three.CreateTopic(TopicSpec{Name: "rf"})
-	if !errors.Is(err, ErrInvalidReplicas) || !strings.Contains(err.Error(), "3") || !strings.Contains(err.Error(), "1 broker") {
+	if !errors.Is(err, ErrInvalidReplicas) || !strings.Contains(err.Error(), "3") || !strings.Contains(err.Error(), "available brokers: 1") {
 		t.Fatalf("default.replication.factor 3 on one broker: %v", err)
 	}
 }

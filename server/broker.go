@@ -103,8 +103,12 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 	if err := replication.CheckDataDir(cfg.DataDir, cfg.BrokerID, metadata.ClusterID(), cfg.Metadata != nil); err != nil {
 		return nil, err
 	}
+	recorded, err := metadata.Topics()
+	if err != nil {
+		return nil, fmt.Errorf("read topic metadata: %w", err)
+	}
 	var tms []topicMeta
-	for _, t := range metadata.Topics() {
+	for _, t := range recorded {
 		tms = append(tms, topicMetaOf(t))
 	}
 	b := &Broker{
@@ -153,7 +157,9 @@ func (b *Broker) openTopics(tms []topicMeta, fresh bool) ([]*topic, error) {
 	for i, tm := range tms {
 		ts[i] = &topic{meta: tm, settings: b.resolveSettings(tm.Configs), partitions: make([]*replication.Partition, tm.Partitions)}
 		for p := 0; p < int(tm.Partitions); p++ {
-			jobs = append(jobs, job{i, p})
+			if b.holdsReplica(tm, int32(p)) {
+				jobs = append(jobs, job{i, p})
+			}
 		}
 	}
 	errs := make([]error, len(jobs))
@@ -201,6 +207,7 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
 		Waiters:              b.waiters,
 		Replication:          s.replication(),
+		AwaitRole:            b.cfg.AwaitRoles,
 		Logger:               b.logger,
 	})
 	if err != nil {
@@ -216,7 +223,9 @@ func (b *Broker) partitionDir(name string, index int32) string {
 
 func closePartitions(ps []*replication.Partition) {
 	for _, p := range ps {
-		p.Close()
+		if p != nil {
+			p.Close()
+		}
 	}
 }
 
@@ -258,7 +267,18 @@ func (t *topic) partition(index int32) (*replication.Partition, error) {
 		return nil, fmt.Errorf("%w: %s has no partition %d (it has %d)",
 			ErrUnknownPartition, t.meta.Name, index, len(t.partitions))
 	}
-	return t.partitions[index], nil
+	if p := t.partitions[index]; p != nil {
+		return p, nil
+	}
+	// A cluster's broker holds only the partitions assigned to it; the
+	// client learns from Metadata where the others are.
+	return nil, fmt.Errorf("%w: this broker holds no replica of %s-%d", ErrNotLeader, t.meta.Name, index)
+}
+
+// holdsReplica says whether this broker is assigned a replica of tm's
+// partition p (on a single node: every partition).
+func (b *Broker) holdsReplica(tm topicMeta, p int32) bool {
+	return int(p) >= len(tm.replicas) || slices.Contains(tm.replicas[p], b.cfg.BrokerID)
 }
 
 // BrokerID is this node's id.
@@ -298,7 +318,11 @@ func (b *Broker) eachPartition(fn func(*replication.Partition)) {
 	b.mu.RLock()
 	var ps []*replication.Partition
 	for _, t := range b.mu.topics {
-		ps = append(ps, t.partitions...)
+		for _, p := range t.partitions {
+			if p != nil {
+				ps = append(ps, p)
+			}
+		}
 	}
 	b.mu.RUnlock()
 	for _, p := range ps {

@@ -79,6 +79,9 @@ type Config struct {
 	// Metadata is where topics are recorded; nil: the single-node file in
 	// DataDir (replication.LocalMetadata).
 	Metadata replication.Metadata
+	// AwaitRoles: a cluster's broker, whose partitions neither lead nor
+	// follow until the controller says (LeaderAndIsr).
+	AwaitRoles bool
 }
 
 // DefaultMessageMaxBytes is Kafka's message.max.bytes default.

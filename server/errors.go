@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/assign"
 	"github.com/ferry-mq/ferry/replication/epoch"
 	"github.com/ferry-mq/ferry/replication/isr"
 	"github.com/ferry-mq/ferry/storage"
@@ -17,7 +18,7 @@ var (
 	ErrTopicExists       = errors.New("topic already exists")
 	ErrInvalidTopic      = errors.New("invalid topic name")
 	ErrInvalidPartitions = errors.New("invalid partition count")
-	ErrInvalidReplicas   = errors.New("invalid replication factor")
+	ErrInvalidReplicas   = assign.ErrInvalidReplicationFactor
 	ErrInvalidConfig     = errors.New("invalid config")
 	ErrRecordTooLarge    = errors.New("record batch too large")
 	ErrInvalidRecord     = errors.New("invalid record")

@@ -57,6 +57,9 @@ func (b *Broker) partitionStats(yield func(metrics.PartitionStat) bool) {
 	for _, t := range topics {
 		minISR := t.settings.minISR
 		for _, p := range t.partitions {
+			if p == nil {
+				continue
+			}
 			st := metrics.PartitionStat{Topic: t.meta.Name, Partition: p.Index(), SizeBytes: p.Size(),
 				Segments: p.SegmentCount(), Leader: p.Leader(), Replicas: len(p.Replicas()),
 				ISR: len(p.ISR()), MinISR: minISR, Offline: p.Failure() != nil}

@@ -163,8 +163,12 @@ func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch,
 		}
 		s := batchIndex(batches, slot, p)
 		if s < 0 {
+			part, err := t.partition(p)
+			if err != nil {
+				return nil, err // another broker's partition
+			}
 			s = len(batches)
-			batches = append(batches, partitionBatch{partition: t.partitions[p]})
+			batches = append(batches, partitionBatch{partition: part})
 			if slot != nil || len(batches) > 8 {
 				slot = indexBatches(slot, batches)
 			}

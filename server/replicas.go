@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 
 	"github.com/ferry-mq/ferry/replication"
@@ -58,6 +59,11 @@ func (b *Broker) ApplyLeaderAndIsr(controllerEpoch int32, roles []PartitionRole,
 
 func (b *Broker) applyRole(r PartitionRole, addrs map[int32]string) error {
 	p, err := b.partition(r.Topic, r.Partition)
+	if err != nil && slices.Contains(r.Replicas, b.cfg.BrokerID) {
+		// A new replica here (a new topic or partition, a reassignment):
+		// its log is created now, as Kafka's LeaderAndIsr does.
+		p, err = b.openReplica(r.Topic, r.Partition)
+	}
 	if err != nil {
 		return err
 	}
@@ -81,6 +87,60 @@ func (b *Broker) applyRole(r PartitionRole, addrs map[int32]string) error {
 	}
 	b.fetchers.Follow(p, r.Leader, addr)
 	return nil
+}
+
+// openReplica opens partition index of a topic the cluster metadata
+// records, adding the topic to this broker's table when it is new here.
+func (b *Broker) openReplica(name string, index int32) (*replication.Partition, error) {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	t, err := b.lookup(name)
+	if errors.Is(err, ErrUnknownTopic) {
+		t, err = b.learnTopic(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p, err := t.partition(index); err == nil {
+		return p, nil // opened meanwhile
+	} else if !errors.Is(err, ErrNotLeader) {
+		return nil, err
+	}
+	p, err := b.openPartition(name, index, t.settings, false)
+	if err != nil {
+		return nil, err
+	}
+	next := &topic{meta: t.meta, settings: t.settings, partitions: slices.Clone(t.partitions)}
+	next.partitions[index] = p
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.closed {
+		p.Close()
+		return nil, ErrShuttingDown
+	}
+	b.mu.topics[name] = next
+	return p, nil
+}
+
+// learnTopic adds a topic created elsewhere in the cluster, with none of
+// its partitions open yet. Expects adminMu.
+func (b *Broker) learnTopic(name string) (*topic, error) {
+	tm, ok, err := b.metadata.Topic(name)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: read topic %s: %v", ErrStorage, name, err)
+	case !ok:
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	meta := topicMetaOf(tm)
+	t := &topic{meta: meta, settings: b.resolveSettings(meta.Configs), partitions: make([]*replication.Partition, meta.Partitions)}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.closed {
+		return nil, ErrShuttingDown
+	}
+	b.mu.topics[name] = t
+	return t, nil
 }
 
 // StopReplicas stops following partitions (StopReplica), as the

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/assign"
 )
 
 // MaxPartitionsPerTopic bounds a create or add-partitions request, so one
@@ -73,12 +76,17 @@ func (b *Broker) CreateTopic(spec TopicSpec) error {
 	if err := b.checkPartitionBudget(spec.Partitions); err != nil {
 		return err
 	}
+	replicas, err := b.assignReplicas(int(spec.Partitions), int(spec.ReplicationFactor))
+	if err != nil {
+		return err
+	}
 	tm := topicMeta{
 		Name:              spec.Name,
 		ID:                replication.NewTopicID(),
 		Partitions:        spec.Partitions,
 		ReplicationFactor: spec.ReplicationFactor,
 		Configs:           spec.Configs,
+		replicas:          replicas,
 	}
 	t, err := b.openTopic(tm, true)
 	if err != nil {
@@ -109,8 +117,8 @@ func (b *Broker) validateSpec(spec *TopicSpec) error {
 	if spec.ReplicationFactor == 0 || spec.ReplicationFactor == -1 {
 		spec.ReplicationFactor = b.cfg.DefaultReplicationFactor
 	}
-	if spec.ReplicationFactor != 1 {
-		return fmt.Errorf("%w: %d is more than the 1 broker available", ErrInvalidReplicas, spec.ReplicationFactor)
+	if spec.ReplicationFactor < 1 {
+		return fmt.Errorf("%w: %d; it must be at least 1", ErrInvalidReplicas, spec.ReplicationFactor)
 	}
 	return validateTopicConfigs(spec.Configs)
 }
@@ -155,6 +163,9 @@ func (b *Broker) DeleteTopic(name string) error {
 		return err
 	}
 	for _, p := range t.partitions {
+		if p == nil {
+			continue // not a replica here
+		}
 		b.fetchers.Unfollow(name, p.Index())
 		gone, err := p.Delete("." + t.meta.ID + deleteSuffix)
 		if err != nil {
@@ -179,13 +190,20 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 	if err != nil {
 		return err
 	}
+	added, err := b.assignMoreReplicas(t.meta, int(total))
+	if err != nil {
+		return err
+	}
 	next := &topic{meta: t.meta, settings: t.settings, partitions: append([]*replication.Partition(nil), t.partitions...)}
 	next.meta.Partitions = total
+	next.meta.replicas = append(slices.Clone(b.recorded(t.meta).Replicas), added...)
 	for i := have; i < total; i++ {
-		p, err := b.openPartition(name, i, t.settings, true)
-		if err != nil {
-			b.discardPartitions(name, next.partitions[have:], have, i+1)
-			return err
+		var p *replication.Partition
+		if b.holdsReplica(next.meta, i) {
+			if p, err = b.openPartition(name, i, t.settings, true); err != nil {
+				b.discardPartitions(name, next.partitions[have:], have, i+1)
+				return err
+			}
 		}
 		next.partitions = append(next.partitions, p)
 	}
@@ -261,6 +279,9 @@ func (b *Broker) ChangeTopicConfigs(name string, ops []ConfigOp, replace, valida
 		return err
 	}
 	for _, p := range t.partitions {
+		if p == nil {
+			continue
+		}
 		p.SetConfig(next.settings.log)
 		if err := p.SetReplicationConfig(next.settings.replication()); err != nil {
 			return err // validateTopicConfigs bounds min.insync.replicas: not reached
@@ -354,6 +375,9 @@ func (b *Broker) DescribeTopic(name string) (TopicInfo, error) {
 		Configs:           b.describeConfigs(t.meta.Configs),
 	}
 	for _, p := range t.partitions {
+		if p == nil {
+			continue // another broker's (issue 13: the cluster's state)
+		}
 		info.Partitions = append(info.Partitions, PartitionInfo{
 			Partition:      p.Index(),
 			Leader:         p.Leader(),
@@ -377,4 +401,39 @@ func (b *Broker) PartitionCount(name string) (int32, error) {
 		return 0, err
 	}
 	return int32(len(t.partitions)), nil
+}
+
+// assignReplicas places a new topic's replicas on the live brokers with
+// Kafka's algorithm (replication/assign): on a single node, every
+// partition on this one.
+func (b *Broker) assignReplicas(partitions, replicationFactor int) ([][]int32, error) {
+	brokers, err := b.metadata.Brokers()
+	if err != nil {
+		return nil, fmt.Errorf("%w: list brokers: %v", ErrStorage, err)
+	}
+	replicas, err := assign.Assign(brokers, partitions, replicationFactor, assign.Options{Rand: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))})
+	return replicas, assignError(err)
+}
+
+// assignMoreReplicas places the replicas of partitions added to tm, up
+// to total, as Kafka's AddPartitions does.
+func (b *Broker) assignMoreReplicas(tm topicMeta, total int) ([][]int32, error) {
+	brokers, err := b.metadata.Brokers()
+	if err != nil {
+		return nil, fmt.Errorf("%w: list brokers: %v", ErrStorage, err)
+	}
+	added, err := assign.AddPartitions(brokers, b.recorded(tm).Replicas, total, assign.Options{})
+	return added, assignError(err)
+}
+
+func assignError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrInvalidReplicas): // the same error
+		return err
+	case errors.Is(err, assign.ErrInvalidPartitions):
+		return fmt.Errorf("%w: %v", ErrInvalidPartitions, err)
+	}
+	return fmt.Errorf("%w: %v", ErrInvalidReplicas, err)
 }

@@ -1,0 +1,117 @@
+package zookeeper
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/assign"
+)
+
+// Metadata is a cluster's replication.Metadata: topics are Kafka's
+// /brokers/topics/<t> and /config/topics/<t>, the live brokers
+// /brokers/ids. Creating a topic writes its znodes, as Kafka's
+// AdminZkClient does from whichever broker got the request; the controller
+// takes it from there (partition states, LeaderAndIsr).
+type Metadata struct {
+	c         *Client
+	clusterID string
+}
+
+var _ replication.Metadata = (*Metadata)(nil)
+
+// NewMetadata reads the cluster through c; clusterID is /cluster/id, read
+// (or created) once at startup.
+func NewMetadata(c *Client, clusterID string) *Metadata {
+	return &Metadata{c: c, clusterID: clusterID}
+}
+
+func (m *Metadata) ClusterID() string { return m.clusterID }
+
+func (m *Metadata) Topics() ([]replication.TopicMetadata, error) {
+	names, err := m.c.Topics()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]replication.TopicMetadata, 0, len(names))
+	for _, name := range names {
+		t, ok, err := m.Topic(name)
+		if err != nil {
+			return nil, err
+		}
+		if ok { // deleted meanwhile otherwise
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func (m *Metadata) Topic(name string) (replication.TopicMetadata, bool, error) {
+	a, err := m.c.Topic(name)
+	if errors.Is(err, ErrNotFound) {
+		return replication.TopicMetadata{}, false, nil
+	}
+	if err != nil {
+		return replication.TopicMetadata{}, false, err
+	}
+	cfg, err := m.c.TopicConfig(name)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return replication.TopicMetadata{}, false, err
+	}
+	replicas := make([][]int32, len(a.Partitions))
+	for p, rs := range a.Partitions {
+		if p < 0 || int(p) >= len(replicas) {
+			return replication.TopicMetadata{}, false, fmt.Errorf("%w: topic %s has partition %d of %d", ErrCorrupt, name, p, len(replicas))
+		}
+		replicas[p] = rs
+	}
+	var id string
+	if !a.ID.IsZero() {
+		id = a.ID.String()
+	}
+	return replication.TopicMetadata{Name: name, ID: id, Replicas: replicas, Configs: cfg}, true, nil
+}
+
+// PutTopic creates a new topic's znodes, or replaces a known topic's
+// configs. Adding partitions on a cluster is not supported yet.
+func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
+	cur, ok, err := m.Topic(t.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		id, err := ParseUUID(t.ID)
+		if err != nil {
+			return fmt.Errorf("topic id %q: %w", t.ID, err)
+		}
+		a := TopicAssignment{Name: t.Name, ID: id, Partitions: map[int32][]int32{}}
+		for p, rs := range t.Replicas {
+			a.Partitions[int32(p)] = rs
+		}
+		return m.c.CreateTopic(a, t.Configs)
+	}
+	if len(t.Replicas) != len(cur.Replicas) {
+		return fmt.Errorf("adding partitions to %s on a cluster is not supported yet", t.Name)
+	}
+	if maps.Equal(t.Configs, cur.Configs) {
+		return nil
+	}
+	return m.c.SetTopicConfig(t.Name, t.Configs)
+}
+
+// RemoveTopic asks the controller to delete the topic
+// (/admin/delete_topics/<t>).
+func (m *Metadata) RemoveTopic(name string) error { return m.c.MarkTopicForDeletion(name) }
+
+func (m *Metadata) Brokers() ([]assign.Broker, error) {
+	infos, err := m.c.Brokers()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]assign.Broker, len(infos))
+	for i, b := range infos {
+		out[i] = assign.Broker{ID: b.ID, Rack: b.Rack}
+	}
+	return out, nil
+}

@@ -1,0 +1,112 @@
+package kafka
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/zookeeper"
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/group"
+	"github.com/ferry-mq/ferry/test/zkserver"
+)
+
+var zks zkserver.Shared
+
+func TestMain(m *testing.M) { os.Exit(zks.Main(m)) }
+
+// zkBroker is a cluster's broker: registered in ZooKeeper under chroot,
+// its topics there, its partitions awaiting their roles.
+func zkBroker(t *testing.T, id int32, chroot string) *testServer {
+	t.Helper()
+	srv := zks.Require(t)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	zkc, err := zookeeper.Open(srv.Addr()+chroot, 6*time.Second, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range zkc.Events() {
+		}
+	}()
+	clusterID, err := zkc.GetOrCreateClusterID(replication.NewTopicID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	p, _ := strconv.Atoi(port)
+	if err := zkc.Register(zookeeper.BrokerInfo{ID: id, JMXPort: -1, Timestamp: time.Now().UnixMilli(),
+		Endpoints: []zookeeper.Endpoint{{Listener: "PLAINTEXT", Host: host, Port: p, SecurityProtocol: "PLAINTEXT"}}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := server.Open(server.Config{DataDir: t.TempDir(), BrokerID: id, AwaitRoles: true,
+		Metadata: zookeeper.NewMetadata(zkc, clusterID)}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := group.New(b, group.Config{Logger: logger, OffsetsTopicPartitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(b, g, Config{Addr: ln.Addr().String(), AdvertisedAddr: ln.Addr().String(), Logger: logger, InterBroker: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	ts := &testServer{Server: s, broker: b, groups: g, addr: ln.Addr().String(), logs: &logSink{t: t, done: true}}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+		g.Close()
+		b.Close()
+		zkc.Close()
+	})
+	return ts
+}
+
+// Topics of a cluster live in ZooKeeper: a topic created on broker 1 is
+// assigned over the registered brokers and written as Kafka writes it;
+// broker 2, which never heard of it, opens its replica when the
+// controller's LeaderAndIsr names it, and the two replicate.
+func TestClusterTopicCreatedOnOneBrokerReplicatesToAnother(t *testing.T) {
+	b1 := zkBroker(t, 1, "/create")
+	b2 := zkBroker(t, 2, "/create")
+	if err := b1.broker.CreateTopic(server.TopicSpec{Name: "zk", Partitions: 1, ReplicationFactor: 2}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b1.broker.Partition("zk", 0)
+	if err != nil {
+		t.Fatalf("broker 1 holds no replica of a topic assigned to both brokers: %v", err)
+	}
+	if err := b1.broker.CreateTopic(server.TopicSpec{Name: "zk3", Partitions: 1, ReplicationFactor: 3}); err == nil {
+		t.Fatal("replication factor 3 with 2 live brokers was accepted")
+	}
+	// The controller's part, by hand: both replicas in the ISR, broker 1 leads.
+	req := leaderAndIsr(1, "zk", 1, 0, []int32{1, 2}, b1)
+	req.TopicStates[0].PartitionStates[0].Replicas = []int32{1, 2}
+	for _, b := range []*testServer{b1, b2} {
+		resp := sendLeaderAndIsr(t, b, req)
+		if resp.ErrorCode != 0 || resp.Partitions[0].ErrorCode != 0 {
+			t.Fatalf("broker %d: %+v", b.broker.BrokerID(), resp)
+		}
+	}
+	if p := produceOneAcks(b1.dial(t), "zk", -1, "v"); p.ErrorCode != 0 {
+		t.Fatalf("acks=all: error %d", p.ErrorCode)
+	}
+	f2, err := b2.broker.Partition("zk", 0)
+	if err != nil || f2.LogEndOffset() != 1 || !slices.Equal(f2.Replicas(), []int32{1, 2}) {
+		t.Fatalf("broker 2's replica: %v", err)
+	}
+}
