@@ -206,8 +206,9 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		OnFlush:              b.flushObserver(),
 		ProducerIDExpiration: b.cfg.ProducerIDExpiration,
 		Waiters:              b.waiters,
-		Replication:          s.replication(),
+		Replication:          s.replication(b.cfg.ReplicaLagTimeMax),
 		AwaitRole:            b.cfg.AwaitRoles,
+		OnISRChange:          b.proposeISR,
 		Logger:               b.logger,
 	})
 	if err != nil {
@@ -292,7 +293,8 @@ func (b *Broker) ClusterID() string { return b.metadata.ClusterID() }
 func (b *Broker) Config() Config { return b.cfg }
 
 func (b *Broker) startLoops() {
-	b.wg.Add(4)
+	b.wg.Add(5)
+	go b.every(b.cfg.ReplicaLagTimeMax/2, b.tickLeaders)
 	go b.every(b.cfg.RetentionCheckInterval, b.enforceRetention)
 	go b.every(b.cfg.FlushCheckInterval, b.flushDue)
 	go b.every(b.cfg.FailedLogProbeInterval, b.probeFailedLogs)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/isr"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -82,6 +83,12 @@ type Config struct {
 	// AwaitRoles: a cluster's broker, whose partitions neither lead nor
 	// follow until the controller says (LeaderAndIsr).
 	AwaitRoles bool
+	// ISRStore records leaders' ISR changes (a cluster's metadata); nil:
+	// none are recorded (a single node makes none).
+	ISRStore ISRStore
+	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has
+	// not caught up for longer leaves the ISR. Default 30 s.
+	ReplicaLagTimeMax time.Duration
 }
 
 // DefaultMessageMaxBytes is Kafka's message.max.bytes default.
@@ -100,6 +107,9 @@ func (c *Config) Defaults() {
 	}
 	if c.MinInsyncReplicas == 0 {
 		c.MinInsyncReplicas = 1
+	}
+	if c.ReplicaLagTimeMax == 0 {
+		c.ReplicaLagTimeMax = isr.DefaultReplicaLagTimeMax
 	}
 	if c.MessageMaxBytes == 0 {
 		c.MessageMaxBytes = DefaultMessageMaxBytes
@@ -133,6 +143,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("default.replication.factor %d: must be >= 1", c.DefaultReplicationFactor)
 	case c.MinInsyncReplicas < 1:
 		return fmt.Errorf("min.insync.replicas %d: must be >= 1", c.MinInsyncReplicas)
+	case c.ReplicaLagTimeMax < 2*time.Millisecond:
+		return fmt.Errorf("replica.lag.time.max.ms %v: must be at least 2 ms", c.ReplicaLagTimeMax)
 	case c.MessageMaxBytes < 64:
 		return fmt.Errorf("message.max.bytes %d: must be >= 64", c.MessageMaxBytes)
 	case c.RetentionCheckInterval <= 0:

@@ -6,9 +6,11 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/fetcher"
+	"github.com/ferry-mq/ferry/replication/isr"
 )
 
 // The broker's side of the controller's decisions (Kafka's
@@ -184,4 +186,62 @@ func (b *Broker) checkControllerEpoch(epoch int32) error {
 
 func newFetcherManager(cfg Config, b *Broker) *fetcher.Manager {
 	return fetcher.NewManager(fetcher.Config{BrokerID: cfg.BrokerID, Logger: b.logger})
+}
+
+// ISRStore records leaders' ISR changes in the cluster metadata
+// (zookeeper.Metadata on a cluster; a single node makes none).
+type ISRStore interface {
+	// WriteISR writes st conditionally on st.Version and returns the new
+	// version; it fails when another writer changed the state first.
+	WriteISR(topic string, partition int32, st isr.State) (int32, error)
+	// ReadState is the partition's state as the store holds it now.
+	ReadState(topic string, partition int32) (isr.State, error)
+}
+
+// proposeISR writes a leader's ISR change and reports the outcome to the
+// partition; on a conflict it re-reads the state, which tells the leader
+// its ISR (or that it no longer leads: the controller's LeaderAndIsr
+// follows). Runs on its own goroutine: ZooKeeper is not on the produce or
+// fetch path.
+func (b *Broker) proposeISR(p *replication.Partition, prop *isr.Proposal) {
+	store := b.cfg.ISRStore
+	select {
+	case <-b.stop:
+		store = nil // closing: the next leader decides
+	default:
+	}
+	if store == nil {
+		p.ISRConflict(prop) // nowhere to write it: the ISR stays
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		v, err := store.WriteISR(p.Topic(), p.Index(), prop.State)
+		if err == nil {
+			p.ISRCommitted(prop, v)
+			b.logger.Info("ISR changed", "topic", p.Topic(), "partition", p.Index(), "change", prop.Change.String(),
+				"replicas", prop.Replicas, "isr", prop.State.ISR)
+			return
+		}
+		p.ISRConflict(prop)
+		b.logger.Warn("ISR change not written", "topic", p.Topic(), "partition", p.Index(), "err", err)
+		st, err := store.ReadState(p.Topic(), p.Index())
+		if err != nil {
+			return
+		}
+		r := p.Role()
+		if st.Leader == r.Leader && st.LeaderEpoch == r.LeaderEpoch {
+			r.ISR, r.ZkVersion, r.ControllerEpoch = st.ISR, st.Version, st.ControllerEpoch
+			if err := p.SetRole(r); err != nil {
+				b.logger.Warn("ISR re-read not applied", "topic", p.Topic(), "partition", p.Index(), "err", err)
+			}
+		}
+	}()
+}
+
+// tickLeaders lets every leader shrink its ISR by the followers that lag
+// (Kafka's isr-expiration task, every replica.lag.time.max.ms / 2).
+func (b *Broker) tickLeaders(now time.Time) {
+	b.eachPartition(func(p *replication.Partition) { p.Tick(now) })
 }

@@ -288,8 +288,8 @@ type topicSettings struct {
 }
 
 // replication is the partition leader's settings from the topic's.
-func (s *topicSettings) replication() isr.Config {
-	return isr.Config{MinInsyncReplicas: s.minISR}
+func (s *topicSettings) replication(lagTimeMax time.Duration) isr.Config {
+	return isr.Config{MinInsyncReplicas: s.minISR, ReplicaLagTimeMax: lagTimeMax}
 }
 
 // checkRecords reports whether produced records need a per-record check.

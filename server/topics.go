@@ -283,7 +283,7 @@ func (b *Broker) ChangeTopicConfigs(name string, ops []ConfigOp, replace, valida
 			continue
 		}
 		p.SetConfig(next.settings.log)
-		if err := p.SetReplicationConfig(next.settings.replication()); err != nil {
+		if err := p.SetReplicationConfig(next.settings.replication(b.cfg.ReplicaLagTimeMax)); err != nil {
 			return err // validateTopicConfigs bounds min.insync.replicas: not reached
 		}
 	}

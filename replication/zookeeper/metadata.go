@@ -7,6 +7,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/assign"
+	"github.com/ferry-mq/ferry/replication/isr"
 )
 
 // Metadata is a cluster's replication.Metadata: topics are Kafka's
@@ -114,4 +115,32 @@ func (m *Metadata) Brokers() ([]assign.Broker, error) {
 		out[i] = assign.Broker{ID: b.ID, Rack: b.Rack}
 	}
 	return out, nil
+}
+
+// WriteISR records a leader's ISR change (replication/isr's proposal),
+// conditionally on the state znode's version, and notifies the controller
+// (/isr_change_notification). ErrStalePartitionState: another writer
+// changed the state first.
+func (m *Metadata) WriteISR(topic string, partition int32, st isr.State) (int32, error) {
+	v, err := m.c.UpdateISR(topic, partition, PartitionState{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch,
+		ISR: st.ISR, ControllerEpoch: st.ControllerEpoch, Version: st.Version})
+	if err != nil {
+		return 0, err
+	}
+	// The controller learns of it late, never wrongly: a lost notification
+	// only delays its metadata (the next change or failover re-reads).
+	if err := m.c.NotifyISRChange([]TopicPartition{{Topic: topic, Partition: partition}}); err != nil {
+		m.c.log.Warn("ISR change notification failed", "topic", topic, "partition", partition, "err", err)
+	}
+	return v, nil
+}
+
+// ReadState is a partition's state as ZooKeeper holds it now.
+func (m *Metadata) ReadState(topic string, partition int32) (isr.State, error) {
+	st, err := m.c.PartitionState(topic, partition)
+	if err != nil {
+		return isr.State{}, err
+	}
+	return isr.State{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR,
+		ControllerEpoch: st.ControllerEpoch, Version: st.Version}, nil
 }

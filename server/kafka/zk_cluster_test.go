@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/test/zkserver"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 var zks zkserver.Shared
@@ -50,8 +51,9 @@ func zkBroker(t *testing.T, id int32, chroot string) *testServer {
 		Endpoints: []zookeeper.Endpoint{{Listener: "PLAINTEXT", Host: host, Port: p, SecurityProtocol: "PLAINTEXT"}}}); err != nil {
 		t.Fatal(err)
 	}
+	meta := zookeeper.NewMetadata(zkc, clusterID)
 	b, err := server.Open(server.Config{DataDir: t.TempDir(), BrokerID: id, AwaitRoles: true,
-		Metadata: zookeeper.NewMetadata(zkc, clusterID)}, logger)
+		Metadata: meta, ISRStore: meta, ReplicaLagTimeMax: 400 * time.Millisecond}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,5 +110,68 @@ func TestClusterTopicCreatedOnOneBrokerReplicatesToAnother(t *testing.T) {
 	f2, err := b2.broker.Partition("zk", 0)
 	if err != nil || f2.LogEndOffset() != 1 || !slices.Equal(f2.Replicas(), []int32{1, 2}) {
 		t.Fatalf("broker 2's replica: %v", err)
+	}
+}
+
+// A leader whose follower stops fetching shrinks the ISR after
+// replica.lag.time.max.ms and writes it to the partition's state znode
+// (conditionally on its version) with an ISR change notification; the
+// partition's role carries the new ISR and version.
+func TestClusterLeaderShrinksTheISRInZooKeeper(t *testing.T) {
+	b1 := zkBroker(t, 1, "/shrink")
+	b2 := zkBroker(t, 2, "/shrink")
+	if err := b1.broker.CreateTopic(server.TopicSpec{Name: "s", Partitions: 1, ReplicationFactor: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := zookeeper.Open(zks.Require(t).Addr()+"/shrink", 6*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	go func() {
+		for range ctl.Events() {
+		}
+	}()
+	e, err := ctl.TryElect(9, time.Now().UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.CreatePartitionStates("s", map[int32]zookeeper.PartitionState{0: {Leader: 1, ISR: []int32{1, 2}, ControllerEpoch: e.Epoch}}, e.EpochVersion); err != nil {
+		t.Fatal(err)
+	}
+	req := leaderAndIsr(e.Epoch, "s", 1, 0, []int32{1, 2}, b1)
+	req.TopicStates[0].PartitionStates[0].ZKVersion = 0
+	for _, b := range []*testServer{b1, b2} {
+		if resp := sendLeaderAndIsr(t, b, req); resp.ErrorCode != 0 || resp.Partitions[0].ErrorCode != 0 {
+			t.Fatalf("broker %d: %+v", b.broker.BrokerID(), resp)
+		}
+	}
+	stop := kmsg.NewPtrStopReplicaRequest()
+	stop.ControllerEpoch = e.Epoch
+	stop.Topics = []kmsg.StopReplicaRequestTopic{{Topic: "s", Partitions: []int32{0}}}
+	if resp := do[*kmsg.StopReplicaResponse](b2.dial(t), stop, 2); resp.ErrorCode != 0 {
+		t.Fatalf("StopReplica: %+v", resp)
+	}
+	if p := produceOneAcks(b1.dial(t), "s", 1, "v"); p.ErrorCode != 0 {
+		t.Fatalf("produce: %d", p.ErrorCode)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := ctl.PartitionState("s", 0)
+		if err == nil && slices.Equal(st.ISR, []int32{1}) {
+			p, _ := b1.broker.Partition("s", 0)
+			if !slices.Equal(p.ISR(), []int32{1}) {
+				t.Fatalf("ZooKeeper says ISR [1], the leader %v", p.ISR())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ISR never shrank in ZooKeeper: %+v %v", st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	changes, err := ctl.ISRChanges()
+	if err != nil || len(changes) == 0 {
+		t.Fatalf("no ISR change notification: %v %v", changes, err)
 	}
 }
