@@ -33,7 +33,10 @@ type serveSettings struct {
 	kafkaAddr           string
 	advertisedKafkaAddr string
 	zookeeper           string
-	schemaStore         string
+	// zkSessionTimeout is zookeeper.session.timeout.ms; brokerRack broker.rack.
+	zkSessionTimeout time.Duration
+	brokerRack       string
+	schemaStore      string
 	logFormat           string
 	logLevel            string
 	metrics             bool
@@ -101,6 +104,10 @@ var serveOptions = []option{
 		}},
 	{"zookeeper", []string{"zookeeper.connect"}, "host:port[,host:port…][/chroot]; empty: single node, embedded metadata", "",
 		func(s *serveSettings, v string) error { s.zookeeper = v; return nil }},
+	{"zookeeper-session-timeout-ms", []string{"zookeeper.session.timeout.ms"}, "ZooKeeper session timeout: a broker silent for longer is dead to the cluster", "18000",
+		func(s *serveSettings, v string) error { return parseMillis(&s.zkSessionTimeout, v) }},
+	{"broker-rack", []string{"broker.rack"}, "this broker's rack, for rack-aware replica assignment", "",
+		func(s *serveSettings, v string) error { s.brokerRack = v; return nil }},
 	{"schema-store", []string{"schema.store"}, "schema registry store: empty for embedded, or postgres://…", "",
 		func(s *serveSettings, v string) error { s.schemaStore = v; return nil }},
 	{"log-format", []string{"log.format"}, "log output: text or json", "text",
@@ -324,8 +331,12 @@ func runServe(args []string) error {
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
+	var node *clusterNode // nil: a single node
 	if s.zookeeper != "" {
-		return errors.New("--zookeeper: clustering through ZooKeeper is not implemented yet; leave it empty for a single node")
+		if node, err = joinCluster(&s, logger); err != nil {
+			return err
+		}
+		defer node.close()
 	}
 	schemas, err := openSchemaRegistry(s, logger)
 	if err != nil {
@@ -342,6 +353,15 @@ func runServe(args []string) error {
 	broker, err := server.Open(s.broker, logger)
 	if err != nil {
 		return err
+	}
+	if node != nil {
+		// Registered before the listener is up: the controller's requests
+		// to it are retried until it accepts, and the group coordinator's
+		// __consumer_offsets needs a live broker to be assigned to.
+		if err := node.register(s); err != nil {
+			broker.Close()
+			return err
+		}
 	}
 	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay, OffsetsTopicPartitions: s.offsetsPartitions}
 	if s.groupInitialDelay == 0 {
@@ -363,6 +383,7 @@ func runServe(args []string) error {
 	}
 	kcfg := s.kafkaLimits
 	kcfg.Addr, kcfg.AdvertisedAddr, kcfg.Logger, kcfg.Metrics = s.kafkaAddr, s.advertisedKafkaAddr, logger, m
+	kcfg.InterBroker = node != nil
 	kafkaServer, err := kafka.New(broker, groups, kcfg)
 	if err != nil {
 		closeCore()
