@@ -1,0 +1,276 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ferry-mq/ferry/replication/controller"
+	"github.com/ferry-mq/ferry/replication/zookeeper"
+)
+
+// term is one controller epoch of this broker: from winning /controller
+// to resigning. Its goroutine (the one running lead) alone touches ctl,
+// send and topics; Kafka's ControllerEventThread.
+type term struct {
+	ctx  context.Context
+	c    *Controller
+	log  *slog.Logger
+	el   zookeeper.Election
+	ctl  *controller.Controller
+	send *senders
+
+	topics      map[string]*topicWatch
+	topicEvents chan topicChange
+	waiting     map[int32][]shutdownAsk
+	quit        chan struct{}
+	wg          sync.WaitGroup
+}
+
+// topicWatch follows one topic's assignment, forwarding it to the term.
+type topicWatch struct {
+	w       *zookeeper.Watch[zookeeper.TopicSnapshot]
+	created bool // TopicCreated was stepped (or the topic was in the snapshot)
+	parts   map[int32]bool
+}
+
+type topicChange struct {
+	name string
+	snap zookeeper.TopicSnapshot
+}
+
+// lead acts as controller for election el until it resigns: ctx ends,
+// /controller is no longer this broker's, the session expires, or a
+// fenced write finds a newer controller. The watches are set before the
+// snapshot is read, as Kafka's onControllerFailover does, so nothing that
+// changes after the read is missed.
+func (c *Controller) lead(ctx context.Context, el zookeeper.Election, controllerWatch <-chan zookeeper.ControllerState, events <-chan zookeeper.SessionEvent) {
+	t := &term{ctx: ctx, c: c, log: c.log.With("controller_epoch", el.Epoch), el: el, ctl: controller.New(),
+		topics: map[string]*topicWatch{}, topicEvents: make(chan topicChange), waiting: map[int32][]shutdownAsk{},
+		quit: make(chan struct{})}
+	t.send = newSenders(&c.cfg, t.log, &c.metrics)
+	c.epoch.Store(el.Epoch)
+	c.terms.Add(1)
+	c.active.Store(true)
+	t.log.Info("elected controller")
+	defer t.end()
+
+	brokers := c.cfg.ZK.WatchBrokers()
+	defer brokers.Stop()
+	topicNames := c.cfg.ZK.WatchTopics()
+	defer topicNames.Stop()
+	isrChanges := c.cfg.ZK.WatchISRChanges()
+	defer isrChanges.Stop()
+
+	snap, ok := t.readSnapshot()
+	if !ok {
+		return
+	}
+	t.send.setBrokers(snap.Brokers)
+	if !t.step(controller.Elected{Epoch: el.Epoch, EpochZkVersion: el.EpochVersion, Snapshot: snap}) {
+		return
+	}
+	for {
+		var ev controller.Event
+		select {
+		case <-ctx.Done():
+			if err := c.cfg.ZK.Resign(el); err != nil {
+				t.log.Warn("giving up /controller", "err", err)
+			}
+			return
+		case st, ok := <-controllerWatch:
+			if !ok || t.lostController(st) {
+				return
+			}
+		case se, ok := <-events:
+			if !ok || se.State == zookeeper.Expired || se.State == zookeeper.NewSession {
+				t.log.Warn("ZooKeeper session ended; resigning", "state", se.State)
+				return
+			}
+		case bs, ok := <-brokers.C:
+			if !ok {
+				return
+			}
+			live := toBrokers(bs)
+			t.send.setBrokers(live)
+			ev = controller.BrokersChanged{Live: live}
+		case names, ok := <-topicNames.C:
+			if !ok {
+				return
+			}
+			t.followTopics(names)
+		case tc := <-t.topicEvents:
+			ev = t.topicChanged(tc)
+		case _, ok := <-isrChanges.C:
+			if !ok {
+				return
+			}
+			ev = t.readISRChanges()
+		case ask := <-c.asks:
+			t.waiting[ask.broker] = append(t.waiting[ask.broker], ask)
+			ev = controller.ControlledShutdownRequested{Broker: ask.broker, BrokerEpoch: ask.brokerEpoch}
+		}
+		if ev != nil && !t.step(ev) {
+			return
+		}
+	}
+}
+
+// lostController confirms a watch's news by reading /controller: the
+// watch may deliver the vacancy that let this broker win.
+func (t *term) lostController(st zookeeper.ControllerState) bool {
+	if st.Present && st.ID == t.c.cfg.BrokerID {
+		return false
+	}
+	id, err := t.c.cfg.ZK.Controller()
+	if err == nil && id == t.c.cfg.BrokerID {
+		return false
+	}
+	if err != nil && !errors.Is(err, zookeeper.ErrNotFound) {
+		return false // unreachable: the session events say whether it is lost
+	}
+	t.log.Info("/controller is no longer this broker's; resigning", "controller", id)
+	return true
+}
+
+func (t *term) end() {
+	if t.ctl.Active() {
+		t.ctl.Step(controller.Resigned{})
+	}
+	close(t.quit)
+	for _, tw := range t.topics {
+		tw.w.Stop()
+	}
+	t.wg.Wait()
+	t.send.stopAll()
+	for _, asks := range t.waiting {
+		for _, a := range asks {
+			a.answer <- controller.AnswerControlledShutdown{Broker: a.broker, Err: controller.ErrNotController}
+		}
+	}
+	t.c.active.Store(false)
+	t.log.Info("resigned as controller")
+}
+
+// step feeds ev and performs what it returns, feeding each outcome back
+// in turn, until nothing is left; false once the controller resigned.
+func (t *term) step(ev controller.Event) bool {
+	pending := []controller.Event{ev}
+	for len(pending) > 0 {
+		ev, pending = pending[0], pending[1:]
+		for _, a := range t.ctl.Step(ev) {
+			if out := t.perform(a); out != nil {
+				pending = append(pending, out)
+			}
+		}
+		if !t.ctl.Active() {
+			return false
+		}
+	}
+	return true
+}
+
+// perform does one action and returns its outcome event, if it has one.
+func (t *term) perform(a controller.Action) controller.Event {
+	switch a := a.(type) {
+	case controller.WritePartitionState:
+		return t.writeState(a)
+	case controller.ReadPartitionStates:
+		return t.readStates(a)
+	case controller.SendLeaderAndIsr:
+		t.send.enqueue(a.Broker, &leaderAndIsr{a})
+	case controller.SendUpdateMetadata:
+		for _, b := range a.Brokers {
+			t.send.enqueue(b, &updateMetadata{a})
+		}
+	case controller.SendStopReplica:
+		t.send.enqueue(a.Broker, &stopReplica{a})
+	case controller.AnswerControlledShutdown:
+		for _, ask := range t.waiting[a.Broker] {
+			ask.answer <- a
+		}
+		delete(t.waiting, a.Broker)
+	default:
+		t.log.Error("unknown controller action", "action", a)
+	}
+	return nil
+}
+
+// writeState is the fenced conditional write. A connection loss is
+// reported as a conflict: the controller re-reads, which is always safe.
+func (t *term) writeState(a controller.WritePartitionState) controller.Event {
+	tp := a.Partition
+	st := zookeeper.PartitionState{Leader: a.State.Leader, LeaderEpoch: a.State.LeaderEpoch, ISR: a.State.ISR,
+		ControllerEpoch: a.State.ControllerEpoch, Version: a.ExpectedZkVersion}
+	var version int32
+	var err error
+	if a.ExpectedZkVersion == controller.NoZkVersion {
+		st.Version = 0
+		err = t.c.cfg.ZK.CreatePartitionStates(tp.Topic, map[int32]zookeeper.PartitionState{tp.Partition: st}, a.ControllerEpochZkVersion)
+	} else {
+		version, err = t.c.cfg.ZK.UpdatePartitionState(tp.Topic, tp.Partition, st, a.ControllerEpochZkVersion)
+	}
+	switch {
+	case err == nil:
+		return controller.StateWritten{ControllerEpoch: a.ControllerEpoch, Partition: tp, ZkVersion: version}
+	case errors.Is(err, zookeeper.ErrControllerMoved):
+		t.log.Warn("a newer controller fenced this one's write; resigning", "partition", tp)
+		return controller.Resigned{}
+	default:
+		t.log.Info("partition state write did not apply; re-reading", "partition", tp, "err", err)
+		return controller.StateWriteConflict{ControllerEpoch: a.ControllerEpoch, Partition: tp}
+	}
+}
+
+// readStates reads the state znodes, retrying one that ZooKeeper does not
+// answer until it does or the term ends: the controller waits on it.
+func (t *term) readStates(a controller.ReadPartitionStates) controller.Event {
+	out := controller.PartitionStatesRead{ControllerEpoch: a.ControllerEpoch, States: map[controller.TopicPartition]controller.LeaderAndIsr{}}
+	for _, tp := range a.Partitions {
+		st, found, ok := t.readState(tp)
+		if !ok {
+			return nil
+		}
+		if found {
+			out.States[tp] = st
+		} else {
+			out.Missing = append(out.Missing, tp)
+		}
+	}
+	return out
+}
+
+// readState is one read with retries; ok false when the term ended first.
+func (t *term) readState(tp controller.TopicPartition) (st controller.LeaderAndIsr, found, ok bool) {
+	backoff := t.c.cfg.RetryBackoff
+	for {
+		zs, err := t.c.cfg.ZK.PartitionState(tp.Topic, tp.Partition)
+		if err == nil {
+			return fromZK(zs), true, true
+		}
+		if errors.Is(err, zookeeper.ErrNotFound) {
+			return controller.LeaderAndIsr{}, false, true
+		}
+		if errors.Is(err, zookeeper.ErrClosed) {
+			return controller.LeaderAndIsr{}, false, false
+		}
+		t.log.Warn("reading a partition state; retrying", "partition", tp, "err", err)
+		if !t.sleep(backoff) {
+			return controller.LeaderAndIsr{}, false, false
+		}
+		backoff = min(2*backoff, t.c.cfg.MaxRetryBackoff)
+	}
+}
+
+func (t *term) sleep(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-t.ctx.Done():
+		return false
+	}
+}
