@@ -129,7 +129,7 @@ func TestControllerDrivesBrokers(t *testing.T) {
 	}
 
 	t.Run("isr change notification", func(t *testing.T) {
-		sent := cl.ctl.metrics.count("UpdateMetadata")
+		sent := cl.ctl.metrics.count("UpdateMetadata", -1)
 		shrunk := st
 		shrunk.ISR = []int32{1}
 		v, err := b1.zk.UpdateISR("rep", 0, shrunk)
@@ -143,7 +143,7 @@ func TestControllerDrivesBrokers(t *testing.T) {
 		}
 		waitFor(t, "the notification to be handled", 10*time.Second, func() bool {
 			pending, err := cl.zk.ISRChanges()
-			return err == nil && len(pending) == 0 && cl.ctl.metrics.count("UpdateMetadata") > sent
+			return err == nil && len(pending) == 0 && cl.ctl.metrics.count("UpdateMetadata", -1) > sent
 		})
 		// The leader expands the ISR again; the controller learns of it too.
 		if _, err := b1.zk.UpdateISR("rep", 0, grown); err != nil {
@@ -159,11 +159,15 @@ func TestControllerDrivesBrokers(t *testing.T) {
 	})
 
 	t.Run("leader leaves", func(t *testing.T) {
+		told := cl.ctl.metrics.count("LeaderAndIsr", 2)
 		gone := time.Now()
 		if err := b1.zk.Deregister(); err != nil {
 			t.Fatal(err)
 		}
 		st := cl.waitState(t, "rep", func(st zookeeper.PartitionState) bool { return st.Leader == 2 })
+		written := time.Since(gone)
+		waitFor(t, "LeaderAndIsr to broker 2", 10*time.Second, func() bool { return cl.ctl.metrics.count("LeaderAndIsr", 2) > told })
+		delivered := time.Since(gone)
 		if st.LeaderEpoch != 1 || !slices.Equal(st.ISR, []int32{2}) {
 			t.Fatalf("after broker 1 left: %+v, want leader 2, epoch 1, ISR [2]", st)
 		}
@@ -172,7 +176,8 @@ func TestControllerDrivesBrokers(t *testing.T) {
 			code, _ = b2.produce(t, "rep", -1, "b")
 			return code == 0
 		})
-		t.Logf("failover: broker 1 deregistered to first acks=all produce on broker 2 in %v (since the wait began %v)", time.Since(gone), took)
+		t.Logf("failover after Deregister: state znode seen %v, LeaderAndIsr delivered %v, first acks=all produce answered %v (produce polling %v)",
+			written, delivered, time.Since(gone), took)
 		if p, _ := b2.core.Partition("rep", 0); p.LeaderEpoch() != 1 {
 			t.Fatalf("broker 2 leads in epoch %d, want 1", p.LeaderEpoch())
 		}
@@ -230,7 +235,7 @@ func TestStaleControllerStopsActing(t *testing.T) {
 	if _, err := zkB.PartitionState("t", 0); !errors.Is(err, zookeeper.ErrNotFound) {
 		t.Fatalf("the stale controller wrote the state znode: %v", err)
 	}
-	if n := a.metrics.count("LeaderAndIsr"); n != 0 {
+	if n := a.metrics.count("LeaderAndIsr", -1); n != 0 {
 		t.Fatalf("the stale controller delivered %d LeaderAndIsr", n)
 	}
 	if _, err := a.ControlledShutdown(ctxShort(t), 1, -1); !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, controller.ErrNotController) {

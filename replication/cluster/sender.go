@@ -146,13 +146,15 @@ func (bs *brokerSender) enqueue(req queued) {
 	q = append(q, req)
 	over := len(q) - bs.cfg.MaxQueuedRequests
 	if over > 0 {
+		clear(q[:over])
 		q = q[over:]
 		bs.mu.dropped += over
 	}
 	bs.mu.queue = q
+	dropped := bs.mu.dropped
 	bs.mu.Unlock()
-	if over > 0 {
-		bs.log.Error("controller request queue full; dropped the oldest requests", "dropped", over, "limit", bs.cfg.MaxQueuedRequests)
+	if over > 0 && dropped&(dropped-1) == 0 { // the 1st, 2nd, 4th, … drop: the log stays small
+		bs.log.Error("controller request queue full; dropping the oldest requests", "dropped_total", dropped, "limit", bs.cfg.MaxQueuedRequests)
 	}
 	bs.poke()
 }
@@ -278,7 +280,8 @@ func (bs *brokerSender) send(c *wire.Conn, q queued) error {
 	if err := c.RoundTrip(req, resp, bs.cfg.RequestTimeout); err != nil {
 		return err
 	}
-	bs.metrics.delivered(q.kind(), time.Since(start))
+	bs.metrics.delivered(q.kind(), bs.id)
+	bs.log.Debug("controller request delivered", "request", q.kind(), "took", time.Since(start))
 	for _, e := range responseErrors(resp) {
 		bs.log.Warn("broker refused part of a controller request", "request", q.kind(), "what", e.what, "error_code", e.code)
 	}
@@ -297,23 +300,36 @@ func brokerAddr(b controller.Broker, listener string) string {
 	return ""
 }
 
-// sendMetrics counts deliveries, for tests and the lead's metrics.
+// sendMetrics counts deliveries per request kind and broker, for tests
+// and for the broker's metrics later.
 type sendMetrics struct {
 	mu       sync.Mutex
-	delivers map[string]int
+	delivers map[deliveryKey]int
 }
 
-func (m *sendMetrics) delivered(kind string, _ time.Duration) {
+type deliveryKey struct {
+	kind   string
+	broker int32
+}
+
+func (m *sendMetrics) delivered(kind string, broker int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.delivers == nil {
-		m.delivers = map[string]int{}
+		m.delivers = map[deliveryKey]int{}
 	}
-	m.delivers[kind]++
+	m.delivers[deliveryKey{kind, broker}]++
 }
 
-func (m *sendMetrics) count(kind string) int {
+// count is the deliveries of kind to broker (-1: to any broker).
+func (m *sendMetrics) count(kind string, broker int32) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.delivers[kind]
+	n := 0
+	for k, v := range m.delivers {
+		if k.kind == kind && (broker < 0 || k.broker == broker) {
+			n += v
+		}
+	}
+	return n
 }
