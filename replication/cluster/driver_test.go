@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -67,23 +68,43 @@ func TestElectionAndFailover(t *testing.T) {
 // cluster is two brokers registered in ZooKeeper and a controller (id 3,
 // a candidate that holds no partitions) driving them.
 type cluster struct {
+	connect string
+	log     *slog.Logger
 	zk      *zookeeper.Client // an observer's session
 	brokers map[int32]*testBroker
 	ctl     *Controller
+	stop    context.CancelFunc
 }
 
 func newCluster(t *testing.T) *cluster {
 	srv := zks.Require(t)
 	root := testChroot(t)
 	log := testLogger(t)
-	cl := &cluster{zk: openZK(t, srv.Addr()+root, 5*time.Second, log, nil), brokers: map[int32]*testBroker{}}
+	cl := &cluster{connect: srv.Addr() + root, log: log, zk: openZK(t, srv.Addr()+root, 5*time.Second, log, nil), brokers: map[int32]*testBroker{}}
 	for _, id := range []int32{1, 2} {
-		cl.brokers[id] = startBroker(t, id, srv.Addr()+root, log)
+		cl.brokers[id] = startBroker(t, id, cl.connect, log)
 	}
-	events := make(chan zookeeper.SessionEvent, 16)
-	cl.ctl, _ = startDriver(t, 3, openZK(t, srv.Addr()+root, 5*time.Second, log, events), events, log)
+	cl.ctl = cl.startController(t, 3)
 	waitFor(t, "the controller", 10*time.Second, func() bool { return cl.ctl.Status().Active })
 	return cl
+}
+
+// startController runs a candidate with its own session.
+func (cl *cluster) startController(t *testing.T, id int32) *Controller {
+	events := make(chan zookeeper.SessionEvent, 16)
+	c, stop := startDriver(t, id, openZK(t, cl.connect, 5*time.Second, cl.log, events), events, cl.log)
+	cl.stop = stop
+	return c
+}
+
+// stopController ends the running candidate's Run and waits until it
+// gave /controller up.
+func (cl *cluster) stopController(t *testing.T) {
+	cl.stop()
+	waitFor(t, "the controller to resign", 10*time.Second, func() bool {
+		_, err := cl.zk.Controller()
+		return !cl.ctl.Status().Active && errors.Is(err, zookeeper.ErrNotFound)
+	})
 }
 
 func (cl *cluster) waitState(t *testing.T, topic string, want func(zookeeper.PartitionState) bool) zookeeper.PartitionState {
@@ -247,4 +268,112 @@ func ctxShort(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// createReplicated creates topic on both brokers' cores and in ZooKeeper
+// with one partition on [1, 2], and waits for broker 2 to follow broker 1.
+func (cl *cluster) createReplicated(t *testing.T, topic string) {
+	t.Helper()
+	for _, b := range cl.brokers {
+		b.createLocalTopic(t, topic, 1)
+	}
+	if err := cl.zk.CreateTopic(zookeeper.TopicAssignment{Name: topic, Partitions: map[int32][]int32{0: {1, 2}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "broker 2 to follow broker 1", 10*time.Second, func() bool {
+		leader, ok := cl.brokers[2].core.FollowingFrom(topic, 0)
+		return ok && leader == 1
+	})
+}
+
+// Controlled shutdown of the leader moves leadership to the other ISR
+// member before the call returns with nothing left to move.
+func TestControlledShutdownMovesLeadership(t *testing.T) {
+	cl := newCluster(t)
+	cl.createReplicated(t, "cs")
+	if code, _ := cl.brokers[1].produce(t, "cs", -1, "a"); code != 0 {
+		t.Fatalf("acks=all before the shutdown: error %d", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	remaining, err := cl.ctl.ControlledShutdown(ctx, 1, -1)
+	answered := time.Since(start)
+	if err != nil || len(remaining) != 0 {
+		t.Fatalf("ControlledShutdown = %v, %v; want nothing remaining", remaining, err)
+	}
+	st, err := cl.zk.PartitionState("cs", 0)
+	if err != nil || st.Leader != 2 || st.LeaderEpoch != 1 || !slices.Equal(st.ISR, []int32{2}) {
+		t.Fatalf("after the drain: %+v %v; want leader 2, epoch 1, ISR [2]", st, err)
+	}
+	waitFor(t, "broker 2 to take produce", 10*time.Second, func() bool {
+		code, _ := cl.brokers[2].produce(t, "cs", -1, "b")
+		return code == 0
+	})
+	t.Logf("controlled shutdown: answered in %v, first acks=all produce on the new leader %v after the ask", answered, time.Since(start))
+	if _, err := cl.ctl.ControlledShutdown(ctx, 7, -1); !errors.Is(err, controller.ErrBrokerNotAvailable) {
+		t.Fatalf("an unregistered broker's ask: %v, want ErrBrokerNotAvailable", err)
+	}
+}
+
+// The leader's session expires (its network to ZooKeeper cut): the
+// controller elects the other ISR member, which then takes acks=all
+// produce. Measures session loss → LeaderAndIsr delivered → produce.
+func TestLeaderSessionLossFailover(t *testing.T) {
+	srv := zks.Require(t)
+	root := testChroot(t)
+	log := testLogger(t)
+	const session = 1500 * time.Millisecond
+	proxy := zkserver.NewProxy(t, srv.Addr())
+	cl := &cluster{zk: openZK(t, srv.Addr()+root, 5*time.Second, log, nil), brokers: map[int32]*testBroker{
+		1: startBrokerSession(t, 1, proxy.Addr()+root, session, log),
+		2: startBroker(t, 2, srv.Addr()+root, log),
+	}}
+	events := make(chan zookeeper.SessionEvent, 16)
+	cl.ctl, _ = startDriver(t, 3, openZK(t, srv.Addr()+root, 5*time.Second, log, events), events, log)
+	cl.createReplicated(t, "exp")
+	told := cl.ctl.metrics.count("LeaderAndIsr", 2)
+	cut := time.Now()
+	proxy.Cut()
+	waitFor(t, "LeaderAndIsr to broker 2", 20*time.Second, func() bool { return cl.ctl.metrics.count("LeaderAndIsr", 2) > told })
+	delivered := time.Since(cut)
+	waitFor(t, "broker 2 to take produce", 10*time.Second, func() bool {
+		code, _ := cl.brokers[2].produce(t, "exp", -1, "b")
+		return code == 0
+	})
+	t.Logf("failover after session loss (timeout %v): LeaderAndIsr delivered %v, first acks=all produce %v", session, delivered, time.Since(cut))
+	st, err := cl.zk.PartitionState("exp", 0)
+	if err != nil || st.Leader != 2 || st.LeaderEpoch != 1 {
+		t.Fatalf("state %+v %v", st, err)
+	}
+}
+
+// A new controller resumes what the old one left: a topic created while
+// no controller ran gets its state znode (in the new epoch), and every
+// broker hears the new controller epoch.
+func TestNewControllerResumes(t *testing.T) {
+	cl := newCluster(t)
+	cl.createReplicated(t, "before")
+	stopped := time.Now()
+	cl.stopController(t)
+	for _, b := range cl.brokers {
+		b.createLocalTopic(t, "during", 1)
+	}
+	if err := cl.zk.CreateTopic(zookeeper.TopicAssignment{Name: "during", Partitions: map[int32][]int32{0: {2, 1}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	next := cl.startController(t, 4)
+	waitFor(t, "the new controller", 10*time.Second, func() bool { return next.Status().Active && next.Status().Epoch == 2 })
+	st := cl.waitState(t, "during", func(zookeeper.PartitionState) bool { return true })
+	if st.Leader != 2 || st.ControllerEpoch != 2 || !slices.Equal(st.ISR, []int32{2, 1}) {
+		t.Fatalf("state of the topic created between controllers: %+v", st)
+	}
+	waitFor(t, "broker 1 to follow broker 2 on the new topic", 10*time.Second, func() bool {
+		leader, ok := cl.brokers[1].core.FollowingFrom("during", 0)
+		return ok && leader == 2
+	})
+	t.Logf("controller handover: old one stopped to the new one's first LeaderAndIsr handled in %v", time.Since(stopped))
+	if code, _ := cl.brokers[1].produce(t, "before", -1, "x"); code != 0 {
+		t.Fatalf("produce on the old topic after the handover: error %d", code)
+	}
 }

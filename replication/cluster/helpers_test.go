@@ -123,6 +123,12 @@ type testBroker struct {
 }
 
 func startBroker(t *testing.T, id int32, connect string, log *slog.Logger) *testBroker {
+	return startBrokerSession(t, id, connect, 5*time.Second, log)
+}
+
+// startBrokerSession starts a broker whose ZooKeeper session has the
+// given timeout, on connect (a proxy's address, to cut it).
+func startBrokerSession(t *testing.T, id int32, connect string, session time.Duration, log *slog.Logger) *testBroker {
 	t.Helper()
 	log = log.With("test_broker", id)
 	core, err := server.Open(server.Config{BrokerID: id, DataDir: t.TempDir()}, log)
@@ -149,7 +155,7 @@ func startBroker(t *testing.T, id int32, connect string, log *slog.Logger) *test
 		g.Close()
 		core.Close()
 	})
-	b := &testBroker{id: id, core: core, addr: ln.Addr().String(), zk: openZK(t, connect, 5*time.Second, log, nil)}
+	b := &testBroker{id: id, core: core, addr: ln.Addr().String(), zk: openZK(t, connect, session, log, nil)}
 	host, port, _ := net.SplitHostPort(b.addr)
 	p, _ := strconv.Atoi(port)
 	err = b.zk.Register(zookeeper.BrokerInfo{ID: id, JMXPort: -1, Timestamp: time.Now().UnixMilli(),
