@@ -37,7 +37,11 @@
 // leaves /brokers/ids (or registers again with another epoch): then its
 // queue is dropped, as Kafka's removeBroker does, and a returning broker
 // gets its roles anew from the controller. Error codes in an answer are
-// logged, not retried: the broker has heard the controller.
+// logged, not retried: the broker has heard the controller. Each new
+// connection first asks ApiVersions (v0), as Kafka's NetworkClient does; a
+// request the broker does not serve at the version encoded is dropped
+// with an error logged, since it could never be delivered and would hold
+// up the queue behind it.
 //
 // Memory: a queued request is merged into the one queued before it when
 // both are LeaderAndIsr (or both UpdateMetadata, or both StopReplica with

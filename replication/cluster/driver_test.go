@@ -48,7 +48,6 @@ func TestElectionAndFailover(t *testing.T) {
 		t.Fatal("both candidates act as controller")
 	}
 
-	cut := time.Now()
 	proxies[first].Cut()
 	took := waitFor(t, "the other candidate to take over", 20*time.Second, func() bool {
 		return drivers[other].Status().Active && drivers[other].Status().Epoch == 2
@@ -62,7 +61,6 @@ func TestElectionAndFailover(t *testing.T) {
 	}
 	proxies[first].Restore()
 	waitFor(t, "the deposed controller to resign", 20*time.Second, func() bool { return !drivers[first].Status().Active })
-	_ = cut
 }
 
 // cluster is two brokers registered in ZooKeeper and a controller (id 3,

@@ -25,6 +25,8 @@ type queued interface {
 	// order; false leaves both.
 	merge(next queued) bool
 	request(controllerID int32) kmsg.Request
+	key() int16
+	version() int16
 }
 
 type leaderAndIsr struct{ controller.SendLeaderAndIsr }
@@ -32,6 +34,13 @@ type leaderAndIsr struct{ controller.SendLeaderAndIsr }
 type updateMetadata struct{ controller.SendUpdateMetadata }
 
 type stopReplica struct{ controller.SendStopReplica }
+
+func (leaderAndIsr) key() int16       { return kmsg.LeaderAndISR.Int16() }
+func (updateMetadata) key() int16     { return kmsg.UpdateMetadata.Int16() }
+func (stopReplica) key() int16        { return kmsg.StopReplica.Int16() }
+func (leaderAndIsr) version() int16   { return leaderAndIsrVersion }
+func (updateMetadata) version() int16 { return updateMetadataVersion }
+func (stopReplica) version() int16    { return stopReplicaVersion }
 
 func (leaderAndIsr) kind() string   { return "LeaderAndIsr" }
 func (updateMetadata) kind() string { return "UpdateMetadata" }

@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/replication/controller"
 	"github.com/ferry-mq/ferry/replication/wire"
@@ -195,6 +198,7 @@ func (bs *brokerSender) run() {
 	defer close(bs.done)
 	var c *wire.Conn
 	var connAddr string
+	var versions apiVersions
 	defer func() {
 		if c != nil {
 			c.Close()
@@ -217,10 +221,14 @@ func (bs *brokerSender) run() {
 			}
 			var err error
 			if c == nil {
-				c, err = bs.dial(addr)
+				c, versions, err = bs.connect(addr)
 				connAddr = addr
 			}
 			if err == nil {
+				if !versions.serves(req) {
+					bs.log.Error("broker does not serve this controller request; dropped", "request", req.kind(), "version", req.version())
+					break
+				}
 				err = bs.send(c, req)
 				if err != nil {
 					c.Close()
@@ -239,6 +247,43 @@ func (bs *brokerSender) run() {
 			bs.mu.Unlock()
 		}
 	}
+}
+
+// apiVersions is what a broker answered ApiVersions with: each key's
+// highest version.
+type apiVersions map[int16]int16
+
+// serves reports whether the broker takes req at the version the driver
+// encodes. One it does not serve could never be delivered, and would
+// hold up every request behind it.
+func (v apiVersions) serves(req queued) bool {
+	max, ok := v[req.key()]
+	return ok && req.version() <= max
+}
+
+// connect dials and asks the broker's API versions, as Kafka's
+// NetworkClient does on every new connection.
+func (bs *brokerSender) connect(addr string) (*wire.Conn, apiVersions, error) {
+	c, err := bs.dial(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	req := kmsg.NewPtrApiVersionsRequest() // v0: the one every broker answers
+	resp := req.ResponseKind()
+	if err := c.RoundTrip(req, resp, bs.cfg.RequestTimeout); err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("ApiVersions: %w", err)
+	}
+	av := resp.(*kmsg.ApiVersionsResponse)
+	if av.ErrorCode != 0 {
+		c.Close()
+		return nil, nil, fmt.Errorf("ApiVersions: error code %d", av.ErrorCode)
+	}
+	versions := apiVersions{}
+	for _, k := range av.ApiKeys {
+		versions[k.ApiKey] = k.MaxVersion
+	}
+	return c, versions, nil
 }
 
 func (bs *brokerSender) dial(addr string) (*wire.Conn, error) {

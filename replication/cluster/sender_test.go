@@ -18,22 +18,27 @@ import (
 )
 
 // fakeBroker answers the controller's requests with empty responses,
-// after closing its first refuse connections unanswered.
+// after closing its first refuse connections unanswered. It advertises
+// LeaderAndIsr, StopReplica and UpdateMetadata unless told otherwise.
 type fakeBroker struct {
-	ln net.Listener
-	mu struct {
+	ln     net.Listener
+	serves map[int16]int16
+	mu     struct {
 		sync.Mutex
 		refuse int
 		keys   []int16
 	}
 }
 
-func newFakeBroker(t *testing.T, refuse int) *fakeBroker {
+func newFakeBroker(t *testing.T, refuse int, serves map[int16]int16) *fakeBroker {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeBroker{ln: ln}
+	if serves == nil {
+		serves = map[int16]int16{4: 5, 5: 3, 6: 7}
+	}
+	f := &fakeBroker{ln: ln, serves: serves}
 	f.mu.refuse = refuse
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -73,13 +78,19 @@ func (f *fakeBroker) serve(nc net.Conn) {
 			return
 		}
 		key, version := int16(binary.BigEndian.Uint16(frame)), int16(binary.BigEndian.Uint16(frame[2:]))
-		f.mu.Lock()
-		f.mu.keys = append(f.mu.keys, key)
-		f.mu.Unlock()
 		req := kmsg.RequestForKey(key)
 		req.SetVersion(version)
 		resp := req.ResponseKind()
 		resp.SetVersion(version)
+		if av, ok := resp.(*kmsg.ApiVersionsResponse); ok {
+			for k, max := range f.serves {
+				av.ApiKeys = append(av.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MaxVersion: max})
+			}
+		} else {
+			f.mu.Lock()
+			f.mu.keys = append(f.mu.keys, key)
+			f.mu.Unlock()
+		}
 		out := binary.BigEndian.AppendUint32(nil, 0)
 		out = append(out, frame[4:8]...) // correlation id
 		if resp.IsFlexible() {
@@ -119,7 +130,7 @@ func lai(epoch int32, tp string, leaderEpoch int32) *leaderAndIsr {
 // Requests reach a broker in the order queued, each sent again until it
 // is delivered: the broker drops the first two connections.
 func TestSenderRetriesInOrder(t *testing.T) {
-	f := newFakeBroker(t, 2)
+	f := newFakeBroker(t, 2, nil)
 	var m sendMetrics
 	s := newSenders(testSenderConfig(), testLogger(t), &m)
 	defer s.stopAll()
@@ -134,6 +145,23 @@ func TestSenderRetriesInOrder(t *testing.T) {
 	}
 	if m.count("LeaderAndIsr", 1) != 1 || m.count("StopReplica", 1) != 1 || m.count("UpdateMetadata", 1) != 1 {
 		t.Fatalf("deliveries %v", m.delivers)
+	}
+}
+
+// A request kind the broker does not serve (UpdateMetadata before a
+// broker had it) is dropped, not retried forever: what follows it is
+// delivered.
+func TestSenderSkipsWhatTheBrokerDoesNotServe(t *testing.T) {
+	f := newFakeBroker(t, 0, map[int16]int16{4: 5, 5: 3})
+	var m sendMetrics
+	s := newSenders(testSenderConfig(), testLogger(t), &m)
+	defer s.stopAll()
+	s.setBrokers([]controller.Broker{f.broker(1)})
+	s.enqueue(1, &updateMetadata{controller.SendUpdateMetadata{ControllerEpoch: 1}})
+	s.enqueue(1, lai(1, "a", 0))
+	waitFor(t, "the LeaderAndIsr", 10*time.Second, func() bool { return m.count("LeaderAndIsr", 1) == 1 })
+	if got := f.keys(); !slices.Equal(got, []int16{4}) {
+		t.Fatalf("the broker got keys %v, want only LeaderAndIsr", got)
 	}
 }
 
