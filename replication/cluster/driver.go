@@ -84,6 +84,8 @@ type Controller struct {
 	active atomic.Bool
 	epoch  atomic.Int32
 	terms  atomic.Int32
+	// stateWrites counts the state znode writes that applied.
+	stateWrites atomic.Int64
 }
 
 type shutdownAsk struct {

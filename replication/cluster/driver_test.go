@@ -375,3 +375,59 @@ func TestNewControllerResumes(t *testing.T) {
 		t.Fatalf("produce on the old topic after the handover: error %d", code)
 	}
 }
+
+// A topic of many partitions (brokers are fakes that answer every
+// request) gets all its state znodes, and a broker's death moves every
+// leader; the test reports how long each took.
+func TestManyPartitions(t *testing.T) {
+	srv := zks.Require(t)
+	root := testChroot(t)
+	log := testLogger(t)
+	zk := openZK(t, srv.Addr()+root, 5*time.Second, log, nil)
+	regs := map[int32]*zookeeper.Client{}
+	for _, id := range []int32{1, 2} {
+		f := newFakeBroker(t, 0, nil)
+		regs[id] = openZK(t, srv.Addr()+root, 5*time.Second, log, nil)
+		b := f.broker(id)
+		if err := regs[id].Register(zookeeper.BrokerInfo{ID: id, JMXPort: -1, Timestamp: 1, Endpoints: b.Endpoints.([]zookeeper.Endpoint)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := make(chan zookeeper.SessionEvent, 16)
+	ctl, _ := startDriver(t, 3, openZK(t, srv.Addr()+root, 5*time.Second, log, events), events, log)
+	waitFor(t, "the controller", 10*time.Second, func() bool { return ctl.Status().Active })
+	const n = 500
+	parts := map[int32][]int32{}
+	for p := range int32(n) {
+		parts[p] = []int32{1 + p%2, 2 - p%2}
+	}
+	if err := zk.CreateTopic(zookeeper.TopicAssignment{Name: "many", Partitions: parts}, nil); err != nil {
+		t.Fatal(err)
+	}
+	allStates := func(want func(zookeeper.PartitionState) bool) func() bool {
+		return func() bool {
+			states, err := zk.PartitionStates("many")
+			if err != nil || len(states) != n {
+				return false
+			}
+			for _, st := range states {
+				if !want(st) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	created := waitFor(t, "every state znode", 60*time.Second, func() bool { return ctl.stateWrites.Load() == n })
+	if !allStates(func(zookeeper.PartitionState) bool { return true })() {
+		t.Fatal("the writes are counted but the state znodes are not all there")
+	}
+	if err := regs[1].Deregister(); err != nil {
+		t.Fatal(err)
+	}
+	moved := waitFor(t, "every leader on broker 2", 60*time.Second, func() bool { return ctl.stateWrites.Load() == 2*n })
+	if !allStates(func(st zookeeper.PartitionState) bool { return st.Leader == 2 && slices.Equal(st.ISR, []int32{2}) })() {
+		t.Fatal("not every partition is led by broker 2 alone")
+	}
+	t.Logf("%d partitions: state znodes created in %v; broker 1 gone to every state rewritten in %v", n, created, moved)
+}

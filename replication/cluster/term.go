@@ -214,6 +214,7 @@ func (t *term) writeState(a controller.WritePartitionState) controller.Event {
 	}
 	switch {
 	case err == nil:
+		t.c.stateWrites.Add(1)
 		return controller.StateWritten{ControllerEpoch: a.ControllerEpoch, Partition: tp, ZkVersion: version}
 	case errors.Is(err, zookeeper.ErrControllerMoved):
 		t.log.Warn("a newer controller fenced this one's write; resigning", "partition", tp)
