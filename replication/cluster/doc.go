@@ -17,8 +17,14 @@
 //	  Send*                a broker's queue (below)
 //	  AnswerControlledShutdown                 → the waiting ControlledShutdown calls
 //
-// Each outcome is fed back before the next watch is read, so the
-// Controller's decisions see their own results in order. A term ends when
+// A run of writes one Step returns goes out together: a topic's new state
+// znodes in one CreatePartitionStates, updates up to MaxConcurrentWrites
+// at a time, pipelined on the session (the controller has at most one
+// write out per partition, so they are independent); outcomes are fed
+// back in the actions' order. Each outcome is fed back before the next
+// watch is read, so the Controller's decisions see their own results in
+// order. While ZooKeeper is unreachable a write blocks the loop up to the
+// zookeeper client's operation timeout, as Kafka's event thread blocks. A term ends when
 // ctx ends (it deletes /controller, fenced, so a successor is elected at
 // once), when /controller is read to be another broker's or absent, when
 // the session expires, or when a fenced write or delete reports

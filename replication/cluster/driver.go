@@ -36,6 +36,9 @@ type Config struct {
 	// MaxQueuedRequests bounds each broker's queue (see enqueue). Default
 	// 1024.
 	MaxQueuedRequests int
+	// MaxConcurrentWrites bounds the partition state writes out at once
+	// (they are pipelined on the ZooKeeper session). Default 32.
+	MaxConcurrentWrites int
 	// Now is the clock for registration timestamps; default time.Now.
 	Now func() time.Time
 }
@@ -55,6 +58,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxQueuedRequests <= 0 {
 		c.MaxQueuedRequests = 1024
+	}
+	if c.MaxConcurrentWrites <= 0 {
+		c.MaxConcurrentWrites = 32
 	}
 	if c.Now == nil {
 		c.Now = time.Now

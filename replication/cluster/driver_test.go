@@ -20,7 +20,7 @@ func TestElectionAndFailover(t *testing.T) {
 	srv := zks.Require(t)
 	root := testChroot(t)
 	log := testLogger(t)
-	observer := openZK(t, srv.Addr()+root, 5*time.Second, log, nil)
+	observer := openZK(t, srv.Addr()+root, 10*time.Second, log, nil)
 	const session = 1500 * time.Millisecond
 	proxies := map[int32]*zkserver.Proxy{}
 	drivers := map[int32]*Controller{}
@@ -78,7 +78,7 @@ func newCluster(t *testing.T) *cluster {
 	srv := zks.Require(t)
 	root := testChroot(t)
 	log := testLogger(t)
-	cl := &cluster{connect: srv.Addr() + root, log: log, zk: openZK(t, srv.Addr()+root, 5*time.Second, log, nil), brokers: map[int32]*testBroker{}}
+	cl := &cluster{connect: srv.Addr() + root, log: log, zk: openZK(t, srv.Addr()+root, 10*time.Second, log, nil), brokers: map[int32]*testBroker{}}
 	for _, id := range []int32{1, 2} {
 		cl.brokers[id] = startBroker(t, id, cl.connect, log)
 	}
@@ -90,7 +90,7 @@ func newCluster(t *testing.T) *cluster {
 // startController runs a candidate with its own session.
 func (cl *cluster) startController(t *testing.T, id int32) *Controller {
 	events := make(chan zookeeper.SessionEvent, 16)
-	c, stop := startDriver(t, id, openZK(t, cl.connect, 5*time.Second, cl.log, events), events, cl.log)
+	c, stop := startDriver(t, id, openZK(t, cl.connect, 10*time.Second, cl.log, events), events, cl.log)
 	cl.stop = stop
 	return c
 }
@@ -211,8 +211,8 @@ func TestStaleControllerStopsActing(t *testing.T) {
 	srv := zks.Require(t)
 	root := testChroot(t)
 	log := testLogger(t)
-	zkA := openZK(t, srv.Addr()+root, 5*time.Second, log, nil)
-	zkB := openZK(t, srv.Addr()+root, 5*time.Second, log, nil)
+	zkA := openZK(t, srv.Addr()+root, 10*time.Second, log, nil)
+	zkB := openZK(t, srv.Addr()+root, 10*time.Second, log, nil)
 	stale, err := zkA.TryElect(1, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -323,12 +323,12 @@ func TestLeaderSessionLossFailover(t *testing.T) {
 	log := testLogger(t)
 	const session = 1500 * time.Millisecond
 	proxy := zkserver.NewProxy(t, srv.Addr())
-	cl := &cluster{zk: openZK(t, srv.Addr()+root, 5*time.Second, log, nil), brokers: map[int32]*testBroker{
+	cl := &cluster{zk: openZK(t, srv.Addr()+root, 10*time.Second, log, nil), brokers: map[int32]*testBroker{
 		1: startBrokerSession(t, 1, proxy.Addr()+root, session, log),
 		2: startBroker(t, 2, srv.Addr()+root, log),
 	}}
 	events := make(chan zookeeper.SessionEvent, 16)
-	cl.ctl, _ = startDriver(t, 3, openZK(t, srv.Addr()+root, 5*time.Second, log, events), events, log)
+	cl.ctl, _ = startDriver(t, 3, openZK(t, srv.Addr()+root, 10*time.Second, log, events), events, log)
 	cl.createReplicated(t, "exp")
 	told := cl.ctl.metrics.count("LeaderAndIsr", 2)
 	cut := time.Now()
@@ -383,18 +383,18 @@ func TestManyPartitions(t *testing.T) {
 	srv := zks.Require(t)
 	root := testChroot(t)
 	log := testLogger(t)
-	zk := openZK(t, srv.Addr()+root, 5*time.Second, log, nil)
+	zk := openZK(t, srv.Addr()+root, 10*time.Second, log, nil)
 	regs := map[int32]*zookeeper.Client{}
 	for _, id := range []int32{1, 2} {
 		f := newFakeBroker(t, 0, nil)
-		regs[id] = openZK(t, srv.Addr()+root, 5*time.Second, log, nil)
+		regs[id] = openZK(t, srv.Addr()+root, 10*time.Second, log, nil)
 		b := f.broker(id)
 		if err := regs[id].Register(zookeeper.BrokerInfo{ID: id, JMXPort: -1, Timestamp: 1, Endpoints: b.Endpoints.([]zookeeper.Endpoint)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	events := make(chan zookeeper.SessionEvent, 16)
-	ctl, _ := startDriver(t, 3, openZK(t, srv.Addr()+root, 5*time.Second, log, events), events, log)
+	ctl, _ := startDriver(t, 3, openZK(t, srv.Addr()+root, 10*time.Second, log, events), events, log)
 	waitFor(t, "the controller", 10*time.Second, func() bool { return ctl.Status().Active })
 	const n = 500
 	parts := map[int32][]int32{}

@@ -123,7 +123,7 @@ type testBroker struct {
 }
 
 func startBroker(t *testing.T, id int32, connect string, log *slog.Logger) *testBroker {
-	return startBrokerSession(t, id, connect, 5*time.Second, log)
+	return startBrokerSession(t, id, connect, 10*time.Second, log)
 }
 
 // startBrokerSession starts a broker whose ZooKeeper session has the

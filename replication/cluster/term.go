@@ -160,10 +160,17 @@ func (t *term) step(ev controller.Event) bool {
 	pending := []controller.Event{ev}
 	for len(pending) > 0 {
 		ev, pending = pending[0], pending[1:]
-		for _, a := range t.ctl.Step(ev) {
-			if out := t.perform(a); out != nil {
+		actions := t.ctl.Step(ev)
+		for len(actions) > 0 {
+			if n := leadingWrites(actions); n > 0 {
+				pending = append(pending, t.writeStates(actions[:n])...)
+				actions = actions[n:]
+				continue
+			}
+			if out := t.perform(actions[0]); out != nil {
 				pending = append(pending, out)
 			}
+			actions = actions[1:]
 		}
 		if !t.ctl.Active() {
 			return false
@@ -198,20 +205,104 @@ func (t *term) perform(a controller.Action) controller.Event {
 	return nil
 }
 
-// writeState is the fenced conditional write. A connection loss is
-// reported as a conflict: the controller re-reads, which is always safe.
+// leadingWrites counts the WritePartitionState actions at the start of
+// actions.
+func leadingWrites(actions []controller.Action) int {
+	n := 0
+	for n < len(actions) {
+		if _, ok := actions[n].(controller.WritePartitionState); !ok {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// writeStates performs a run of writes and returns their outcomes in the
+// actions' order. They are independent (the controller has at most one
+// write out per partition), so they go out together: the creations of one
+// topic's state znodes as one CreatePartitionStates (a new topic's
+// partitions, in as few multis as fit), the rest up to MaxConcurrentWrites
+// at a time, pipelined on the session. Kafka batches them too
+// (ZkClient.createTopicPartitionStatesRaw, updateLeaderAndIsr).
+func (t *term) writeStates(run []controller.Action) []controller.Event {
+	out := make([]controller.Event, len(run))
+	creates := map[string][]int{}
+	var jobs []func()
+	for i, a := range run {
+		w := a.(controller.WritePartitionState)
+		if w.ExpectedZkVersion == controller.NoZkVersion {
+			creates[w.Partition.Topic] = append(creates[w.Partition.Topic], i)
+			continue
+		}
+		jobs = append(jobs, func() { out[i] = t.writeState(w) })
+	}
+	for _, idx := range creates {
+		jobs = append(jobs, func() { t.createStates(run, idx, out) })
+	}
+	if len(jobs) == 1 {
+		jobs[0]()
+		return out
+	}
+	sem := make(chan struct{}, t.c.cfg.MaxConcurrentWrites)
+	var wg sync.WaitGroup
+	for _, job := range jobs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			job()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// createStates creates one topic's state znodes (run[i] for i in idx)
+// together. When that fails other than by the fence, one of them exists
+// already: each is then created alone, so each gets its own outcome.
+func (t *term) createStates(run []controller.Action, idx []int, out []controller.Event) {
+	if len(idx) == 1 {
+		out[idx[0]] = t.writeState(run[idx[0]].(controller.WritePartitionState))
+		return
+	}
+	first := run[idx[0]].(controller.WritePartitionState)
+	states := make(map[int32]zookeeper.PartitionState, len(idx))
+	for _, i := range idx {
+		w := run[i].(controller.WritePartitionState)
+		states[w.Partition.Partition] = toZK(w)
+	}
+	err := t.c.cfg.ZK.CreatePartitionStates(first.Partition.Topic, states, first.ControllerEpochZkVersion)
+	if err != nil && !errors.Is(err, zookeeper.ErrControllerMoved) {
+		for _, i := range idx {
+			out[i] = t.writeState(run[i].(controller.WritePartitionState))
+		}
+		return
+	}
+	for _, i := range idx {
+		w := run[i].(controller.WritePartitionState)
+		out[i] = t.outcome(w, 0, err)
+	}
+}
+
+// writeState is the fenced conditional write.
 func (t *term) writeState(a controller.WritePartitionState) controller.Event {
 	tp := a.Partition
-	st := zookeeper.PartitionState{Leader: a.State.Leader, LeaderEpoch: a.State.LeaderEpoch, ISR: a.State.ISR,
-		ControllerEpoch: a.State.ControllerEpoch, Version: a.ExpectedZkVersion}
+	st := toZK(a)
 	var version int32
 	var err error
 	if a.ExpectedZkVersion == controller.NoZkVersion {
-		st.Version = 0
 		err = t.c.cfg.ZK.CreatePartitionStates(tp.Topic, map[int32]zookeeper.PartitionState{tp.Partition: st}, a.ControllerEpochZkVersion)
 	} else {
 		version, err = t.c.cfg.ZK.UpdatePartitionState(tp.Topic, tp.Partition, st, a.ControllerEpochZkVersion)
 	}
+	return t.outcome(a, version, err)
+}
+
+// outcome is a write's result for the controller. A connection loss is
+// reported as a conflict: the controller re-reads, which is always safe.
+func (t *term) outcome(a controller.WritePartitionState, version int32, err error) controller.Event {
+	tp := a.Partition
 	switch {
 	case err == nil:
 		t.c.stateWrites.Add(1)
@@ -223,6 +314,17 @@ func (t *term) writeState(a controller.WritePartitionState) controller.Event {
 		t.log.Info("partition state write did not apply; re-reading", "partition", tp, "err", err)
 		return controller.StateWriteConflict{ControllerEpoch: a.ControllerEpoch, Partition: tp}
 	}
+}
+
+// toZK is the znode content a write asks for; Version is the one expected
+// (0 for a creation, which CreatePartitionStates ignores).
+func toZK(a controller.WritePartitionState) zookeeper.PartitionState {
+	st := zookeeper.PartitionState{Leader: a.State.Leader, LeaderEpoch: a.State.LeaderEpoch, ISR: a.State.ISR,
+		ControllerEpoch: a.State.ControllerEpoch, Version: a.ExpectedZkVersion}
+	if a.ExpectedZkVersion == controller.NoZkVersion {
+		st.Version = 0
+	}
+	return st
 }
 
 // readStates reads the state znodes, retrying one that ZooKeeper does not
