@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -112,6 +113,7 @@ type brokerSender struct {
 		addr    string
 		queue   []queued
 		dropped int
+		conn    *wire.Conn // the open connection, for stop to cut
 	}
 }
 
@@ -189,9 +191,34 @@ func (bs *brokerSender) next() (queued, string, bool) {
 	return req, bs.mu.addr, true
 }
 
+// stop ends the sender at once: closing its connection cuts short a
+// request the broker does not answer (a frozen broker would otherwise
+// hold the controller's loop for RequestTimeout).
 func (bs *brokerSender) stop() {
 	close(bs.quit)
+	bs.mu.Lock()
+	if bs.mu.conn != nil {
+		bs.mu.conn.Close()
+	}
+	bs.mu.Unlock()
 	<-bs.done
+}
+
+// setConn records the open connection; false when stop came first (the
+// connection is then closed here).
+func (bs *brokerSender) setConn(c *wire.Conn) bool {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	select {
+	case <-bs.quit:
+		if c != nil {
+			c.Close()
+		}
+		return false
+	default:
+	}
+	bs.mu.conn = c
+	return true
 }
 
 func (bs *brokerSender) run() {
@@ -223,6 +250,9 @@ func (bs *brokerSender) run() {
 			if c == nil {
 				c, versions, err = bs.connect(addr)
 				connAddr = addr
+				if errors.Is(err, errStopped) {
+					return
+				}
 			}
 			if err == nil {
 				if !versions.serves(req) {
@@ -249,6 +279,8 @@ func (bs *brokerSender) run() {
 	}
 }
 
+var errStopped = errors.New("sender stopped")
+
 // apiVersions is what a broker answered ApiVersions with: each key's
 // highest version.
 type apiVersions map[int16]int16
@@ -267,6 +299,9 @@ func (bs *brokerSender) connect(addr string) (*wire.Conn, apiVersions, error) {
 	c, err := bs.dial(addr)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !bs.setConn(c) {
+		return nil, nil, errStopped
 	}
 	req := kmsg.NewPtrApiVersionsRequest() // v0: the one every broker answers
 	resp := req.ResponseKind()

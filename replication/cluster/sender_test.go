@@ -23,6 +23,7 @@ import (
 type fakeBroker struct {
 	ln     net.Listener
 	serves map[int16]int16
+	silent bool // read requests, never answer (a frozen broker)
 	mu     struct {
 		sync.Mutex
 		refuse int
@@ -78,6 +79,12 @@ func (f *fakeBroker) serve(nc net.Conn) {
 			return
 		}
 		key, version := int16(binary.BigEndian.Uint16(frame)), int16(binary.BigEndian.Uint16(frame[2:]))
+		if f.silent && key != kmsg.ApiVersions.Int16() {
+			f.mu.Lock()
+			f.mu.keys = append(f.mu.keys, key)
+			f.mu.Unlock()
+			continue
+		}
 		req := kmsg.RequestForKey(key)
 		req.SetVersion(version)
 		resp := req.ResponseKind()
@@ -162,6 +169,25 @@ func TestSenderSkipsWhatTheBrokerDoesNotServe(t *testing.T) {
 	waitFor(t, "the LeaderAndIsr", 10*time.Second, func() bool { return m.count("LeaderAndIsr", 1) == 1 })
 	if got := f.keys(); !slices.Equal(got, []int16{4}) {
 		t.Fatalf("the broker got keys %v, want only LeaderAndIsr", got)
+	}
+}
+
+// A broker that takes a request and never answers (frozen) does not hold
+// up the controller when it leaves: stopping its sender cuts the
+// connection instead of waiting out the request timeout.
+func TestStoppingASenderCutsAStuckRequest(t *testing.T) {
+	f := newFakeBroker(t, 0, nil)
+	f.silent = true
+	cfg := testSenderConfig()
+	cfg.RequestTimeout = time.Minute
+	s := newSenders(cfg, testLogger(t), &sendMetrics{})
+	s.setBrokers([]controller.Broker{f.broker(1)})
+	s.enqueue(1, lai(1, "a", 0))
+	waitFor(t, "the request to reach the broker", 10*time.Second, func() bool { return len(f.keys()) == 1 })
+	start := time.Now()
+	s.setBrokers(nil)
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("stopping the sender of a frozen broker took %v", took)
 	}
 }
 
