@@ -137,8 +137,12 @@ func (c *Controller) Status() Status {
 // ControlledShutdown is Kafka's ControlledShutdown, for the broker's
 // handler: it asks the controller to move leadership off broker and
 // returns the partitions it still leads (empty: the broker may stop; else
-// it retries later). controller.ErrNotController when this broker is not
-// the controller, or stops being it before answering.
+// it retries later). The answer comes once the moves are written to
+// ZooKeeper; the LeaderAndIsr requests follow, as in Kafka.
+// controller.ErrNotController when this broker is not the controller, or
+// stops being it before answering; ErrBrokerNotAvailable for a broker not
+// registered. brokerEpoch is -1 (unknown) or the broker's registration
+// timestamp (see toBrokers). While Run is not running it waits for ctx.
 func (c *Controller) ControlledShutdown(ctx context.Context, broker int32, brokerEpoch int64) ([]controller.TopicPartition, error) {
 	ask := shutdownAsk{broker: broker, brokerEpoch: brokerEpoch, answer: make(chan controller.AnswerControlledShutdown, 1)}
 	select {

@@ -24,7 +24,7 @@ type queued interface {
 	// together say exactly what the broker would have learnt from both in
 	// order; false leaves both.
 	merge(next queued) bool
-	request(controllerID int32) kmsg.Request
+	request(controllerID int32, listener string) kmsg.Request
 	key() int16
 	version() int16
 }
@@ -103,7 +103,7 @@ func mergePartitions(old, later []controller.PartitionInfo) []controller.Partiti
 	return out
 }
 
-func (r *leaderAndIsr) request(controllerID int32) kmsg.Request {
+func (r *leaderAndIsr) request(controllerID int32, listener string) kmsg.Request {
 	req := kmsg.NewPtrLeaderAndISRRequest()
 	req.SetVersion(leaderAndIsrVersion)
 	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = controllerID, r.ControllerEpoch, unknownBrokerEpoch
@@ -124,13 +124,13 @@ func (r *leaderAndIsr) request(controllerID int32) kmsg.Request {
 		req.TopicStates[k].PartitionStates = append(req.TopicStates[k].PartitionStates, ps)
 	}
 	for _, l := range r.Leaders {
-		host, port := firstEndpoint(l)
+		host, port := endpoint(l, listener)
 		req.LiveLeaders = append(req.LiveLeaders, kmsg.LeaderAndISRRequestLiveLeader{BrokerID: l.ID, Host: host, Port: port})
 	}
 	return req
 }
 
-func (r *updateMetadata) request(controllerID int32) kmsg.Request {
+func (r *updateMetadata) request(controllerID int32, listener string) kmsg.Request {
 	req := kmsg.NewPtrUpdateMetadataRequest()
 	req.SetVersion(updateMetadataVersion)
 	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = controllerID, r.ControllerEpoch, unknownBrokerEpoch
@@ -151,15 +151,15 @@ func (r *updateMetadata) request(controllerID int32) kmsg.Request {
 		req.TopicStates[k].PartitionStates = append(req.TopicStates[k].PartitionStates, ps)
 	}
 	for _, b := range r.LiveBrokers {
-		req.LiveBrokers = append(req.LiveBrokers, liveBroker(b))
+		req.LiveBrokers = append(req.LiveBrokers, liveBroker(b, listener))
 	}
 	return req
 }
 
-func liveBroker(b controller.Broker) kmsg.UpdateMetadataRequestLiveBroker {
+func liveBroker(b controller.Broker, listener string) kmsg.UpdateMetadataRequestLiveBroker {
 	lb := kmsg.NewUpdateMetadataRequestLiveBroker()
 	lb.ID = b.ID
-	lb.Host, lb.Port = firstEndpoint(b)
+	lb.Host, lb.Port = endpoint(b, listener)
 	if b.Rack != "" {
 		lb.Rack = kmsg.StringPtr(b.Rack)
 	}
@@ -176,20 +176,23 @@ func liveBroker(b controller.Broker) kmsg.UpdateMetadataRequestLiveBroker {
 // securityProtocols are Kafka's SecurityProtocol ids.
 var securityProtocols = map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
-// firstEndpoint is the address LiveLeaders and UpdateMetadata v0 carry,
-// the broker's first endpoint, as the brokers read it.
-func firstEndpoint(b controller.Broker) (string, int32) {
+// endpoint is the broker's address on listener ("": its first endpoint),
+// the one LiveLeaders and UpdateMetadata's host and port carry: the
+// inter-broker listener, which followers fetch from.
+func endpoint(b controller.Broker, listener string) (string, int32) {
 	eps, _ := b.Endpoints.([]zookeeper.Endpoint)
-	if len(eps) == 0 {
-		return "", -1
+	for _, e := range eps {
+		if listener == "" || e.Listener == listener {
+			return e.Host, int32(e.Port)
+		}
 	}
-	return eps[0].Host, int32(eps[0].Port)
+	return "", -1
 }
 
 // StopReplica v3 carries a leader epoch per partition; -1 (Kafka's
 // NoEpoch) asks the broker not to compare it, as the controller does not
 // carry one in SendStopReplica.
-func (r *stopReplica) request(controllerID int32) kmsg.Request {
+func (r *stopReplica) request(controllerID int32, listener string) kmsg.Request {
 	req := kmsg.NewPtrStopReplicaRequest()
 	req.SetVersion(stopReplicaVersion)
 	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = controllerID, r.ControllerEpoch, unknownBrokerEpoch

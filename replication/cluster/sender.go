@@ -14,7 +14,6 @@ import (
 
 	"github.com/ferry-mq/ferry/replication/controller"
 	"github.com/ferry-mq/ferry/replication/wire"
-	"github.com/ferry-mq/ferry/replication/zookeeper"
 )
 
 // The versions sent: the newest each kmsg encodes that carries nothing
@@ -353,7 +352,7 @@ func (bs *brokerSender) backoff(attempt int) bool {
 // broker that refuses a partition has been told; resending would not
 // change its mind (Kafka logs them too).
 func (bs *brokerSender) send(c *wire.Conn, q queued) error {
-	req := q.request(bs.cfg.BrokerID)
+	req := q.request(bs.cfg.BrokerID, bs.cfg.Listener)
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
 	start := time.Now()
@@ -368,16 +367,13 @@ func (bs *brokerSender) send(c *wire.Conn, q queued) error {
 	return nil
 }
 
-// brokerAddr is the host:port of the broker's endpoint on listener (""
-// : its first endpoint).
+// brokerAddr is the host:port the controller connects to.
 func brokerAddr(b controller.Broker, listener string) string {
-	eps, _ := b.Endpoints.([]zookeeper.Endpoint)
-	for _, e := range eps {
-		if listener == "" || e.Listener == listener {
-			return net.JoinHostPort(e.Host, strconv.Itoa(e.Port))
-		}
+	host, port := endpoint(b, listener)
+	if port < 0 {
+		return ""
 	}
-	return ""
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
 // sendMetrics counts deliveries per request kind and broker, for tests

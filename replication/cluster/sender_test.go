@@ -250,7 +250,7 @@ func TestMergeKeepsLatestState(t *testing.T) {
 	if a.merge(&stopReplica{}) {
 		t.Fatal("merged a StopReplica into a LeaderAndIsr")
 	}
-	req := a.request(9).(*kmsg.LeaderAndISRRequest)
+	req := a.request(9, "").(*kmsg.LeaderAndISRRequest)
 	if req.ControllerID != 9 || req.BrokerEpoch != -1 || len(req.TopicStates) != 2 || len(req.LiveLeaders) != 2 {
 		t.Fatalf("encoded %+v", req)
 	}
