@@ -33,13 +33,13 @@ type Config struct {
 	// RetryBackoff is the first wait before an undelivered request is sent
 	// again, doubled per attempt up to MaxRetryBackoff. Defaults 100 ms, 5 s.
 	RetryBackoff, MaxRetryBackoff time.Duration
-	// MaxQueuedRequests bounds each broker's queue (see enqueue). Default
-	// 1024.
+	// MaxQueuedRequests bounds each broker's queue, counted after merging
+	// (see the package doc, Memory). Default 1024.
 	MaxQueuedRequests int
 	// MaxConcurrentWrites bounds the partition state writes out at once
 	// (they are pipelined on the ZooKeeper session). Default 32.
 	MaxConcurrentWrites int
-	// Now is the clock for registration timestamps; default time.Now.
+	// Now is the clock for /controller's timestamp; default time.Now.
 	Now func() time.Time
 }
 

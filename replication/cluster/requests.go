@@ -96,9 +96,12 @@ func mergePartitions(old, later []controller.PartitionInfo) []controller.Partiti
 		i := slices.IndexFunc(out, func(o controller.PartitionInfo) bool { return o.Partition == p.Partition })
 		if i < 0 {
 			out = append(out, p)
-		} else {
-			out[i] = p
+			continue
 		}
+		// The broker never heard the earlier state: for it the partition
+		// is still as new as the earlier request said.
+		p.IsNew = p.IsNew || out[i].IsNew
+		out[i] = p
 	}
 	return out
 }

@@ -234,6 +234,7 @@ func TestSenderQueueIsBounded(t *testing.T) {
 // latest state, every leader, and nothing of another controller epoch.
 func TestMergeKeepsLatestState(t *testing.T) {
 	a := lai(1, "x", 0)
+	a.Partitions[0].IsNew = true
 	a.Leaders = []controller.Broker{{ID: 1}}
 	b := lai(1, "x", 3)
 	b.Partitions = append(b.Partitions, lai(1, "y", 1).Partitions...)
@@ -241,7 +242,7 @@ func TestMergeKeepsLatestState(t *testing.T) {
 	if !a.merge(b) {
 		t.Fatal("two LeaderAndIsr of one epoch did not merge")
 	}
-	if len(a.Partitions) != 2 || a.Partitions[0].State.LeaderEpoch != 3 || len(a.Leaders) != 2 {
+	if len(a.Partitions) != 2 || a.Partitions[0].State.LeaderEpoch != 3 || !a.Partitions[0].IsNew || len(a.Leaders) != 2 {
 		t.Fatalf("merged %+v", a.SendLeaderAndIsr)
 	}
 	if a.merge(lai(2, "x", 4)) {
