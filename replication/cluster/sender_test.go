@@ -256,3 +256,21 @@ func TestMergeKeepsLatestState(t *testing.T) {
 		t.Fatalf("encoded %+v", req)
 	}
 }
+
+// A topic znode that gains partitions becomes PartitionsAdded with only
+// the new ones; seeing the same content again is no event.
+func TestTopicChangeAddsPartitions(t *testing.T) {
+	tm := &term{topics: map[string]*topicWatch{"t": {created: true, parts: map[int32]bool{0: true}}}}
+	snap := zookeeper.TopicSnapshot{Present: true, Assignment: zookeeper.TopicAssignment{Name: "t",
+		Partitions: map[int32][]int32{0: {1, 2}, 1: {2, 1}}}}
+	ev, ok := tm.topicChanged(topicChange{name: "t", snap: snap}).(controller.PartitionsAdded)
+	if !ok || ev.Topic != "t" || len(ev.Partitions) != 1 || !slices.Equal(ev.Partitions[1].Replicas, []int32{2, 1}) {
+		t.Fatalf("event %+v, want partition 1 added", ev)
+	}
+	if again := tm.topicChanged(topicChange{name: "t", snap: snap}); again != nil {
+		t.Fatalf("the same content again gave %+v", again)
+	}
+	if gone := tm.topicChanged(topicChange{name: "t", snap: zookeeper.TopicSnapshot{}}); gone != nil {
+		t.Fatalf("a deleted topic gave %+v", gone)
+	}
+}
