@@ -57,64 +57,78 @@ func (c *Controller) lead(ctx context.Context, el zookeeper.Election, controller
 	t.log.Info("elected controller")
 	defer t.end()
 
-	brokers := c.cfg.ZK.WatchBrokers()
-	defer brokers.Stop()
-	topicNames := c.cfg.ZK.WatchTopics()
-	defer topicNames.Stop()
-	isrChanges := c.cfg.ZK.WatchISRChanges()
-	defer isrChanges.Stop()
-
+	in := inputs{ctx: ctx, controller: controllerWatch, session: events,
+		brokers: c.cfg.ZK.WatchBrokers(), topics: c.cfg.ZK.WatchTopics(), isrChanges: c.cfg.ZK.WatchISRChanges()}
+	defer in.stop()
 	snap, ok := t.readSnapshot()
 	if !ok {
 		return
 	}
 	t.send.setBrokers(snap.Brokers)
-	if !t.step(controller.Elected{Epoch: el.Epoch, EpochZkVersion: el.EpochVersion, Snapshot: snap}) {
-		return
-	}
-	for {
+	ok = t.step(controller.Elected{Epoch: el.Epoch, EpochZkVersion: el.EpochVersion, Snapshot: snap})
+	for ok {
 		var ev controller.Event
-		select {
-		case <-ctx.Done():
-			if err := c.cfg.ZK.Resign(el); err != nil {
-				t.log.Warn("giving up /controller", "err", err)
-			}
-			return
-		case st, ok := <-controllerWatch:
-			if !ok || t.lostController(st) {
-				return
-			}
-		case se, ok := <-events:
-			if !ok || se.State == zookeeper.Expired || se.State == zookeeper.NewSession {
-				t.log.Warn("ZooKeeper session ended; resigning", "state", se.State)
-				return
-			}
-		case bs, ok := <-brokers.C:
-			if !ok {
-				return
-			}
-			live := toBrokers(bs)
-			t.send.setBrokers(live)
-			ev = controller.BrokersChanged{Live: live}
-		case names, ok := <-topicNames.C:
-			if !ok {
-				return
-			}
+		if ev, ok = t.next(&in); ok && ev != nil {
+			ok = t.step(ev)
+		}
+	}
+}
+
+// inputs are what a term's loop waits on.
+type inputs struct {
+	ctx        context.Context
+	controller <-chan zookeeper.ControllerState
+	session    <-chan zookeeper.SessionEvent
+	brokers    *zookeeper.Watch[[]zookeeper.BrokerInfo]
+	topics     *zookeeper.Watch[[]string]
+	isrChanges *zookeeper.Watch[[]string]
+}
+
+func (in *inputs) stop() {
+	in.brokers.Stop()
+	in.topics.Stop()
+	in.isrChanges.Stop()
+}
+
+// next waits for the next input and turns it into an event (nil: none to
+// step); false when the term ends.
+func (t *term) next(in *inputs) (controller.Event, bool) {
+	select {
+	case <-in.ctx.Done():
+		if err := t.c.cfg.ZK.Resign(t.el); err != nil {
+			t.log.Warn("giving up /controller", "err", err)
+		}
+		return nil, false
+	case st, ok := <-in.controller:
+		return nil, ok && !t.lostController(st)
+	case se, ok := <-in.session:
+		if !ok || se.State == zookeeper.Expired || se.State == zookeeper.NewSession {
+			t.log.Warn("ZooKeeper session ended; resigning", "state", se.State)
+			return nil, false
+		}
+		return nil, true
+	case bs, ok := <-in.brokers.C:
+		if !ok {
+			return nil, false
+		}
+		live := toBrokers(bs)
+		t.send.setBrokers(live) // first: the event's requests go to these brokers
+		return controller.BrokersChanged{Live: live}, true
+	case names, ok := <-in.topics.C:
+		if ok {
 			t.followTopics(names)
-		case tc := <-t.topicEvents:
-			ev = t.topicChanged(tc)
-		case _, ok := <-isrChanges.C:
-			if !ok {
-				return
-			}
-			ev = t.readISRChanges()
-		case ask := <-c.asks:
-			t.waiting[ask.broker] = append(t.waiting[ask.broker], ask)
-			ev = controller.ControlledShutdownRequested{Broker: ask.broker, BrokerEpoch: ask.brokerEpoch}
 		}
-		if ev != nil && !t.step(ev) {
-			return
+		return nil, ok
+	case tc := <-t.topicEvents:
+		return t.topicChanged(tc), true
+	case _, ok := <-in.isrChanges.C:
+		if !ok {
+			return nil, false
 		}
+		return t.readISRChanges(), true
+	case ask := <-t.c.asks:
+		t.waiting[ask.broker] = append(t.waiting[ask.broker], ask)
+		return controller.ControlledShutdownRequested{Broker: ask.broker, BrokerEpoch: ask.brokerEpoch}, true
 	}
 }
 
