@@ -431,3 +431,35 @@ func TestManyPartitions(t *testing.T) {
 	}
 	t.Logf("%d partitions: state znodes created in %v; broker 1 gone to every state rewritten in %v", n, created, moved)
 }
+
+// ZooKeeper restarting (within the session timeout) does not end the
+// controller's term: afterwards it still acts, in the same epoch.
+func TestControllerSurvivesZooKeeperRestart(t *testing.T) {
+	srv := zkserver.Start(t)
+	log := testLogger(t)
+	connect := srv.Addr() + testChroot(t)
+	zk := openZK(t, connect, 10*time.Second, log, nil)
+	f := newFakeBroker(t, 0, nil)
+	reg := openZK(t, connect, 10*time.Second, log, nil)
+	if err := reg.Register(zookeeper.BrokerInfo{ID: 1, JMXPort: -1, Timestamp: 1, Endpoints: f.broker(1).Endpoints.([]zookeeper.Endpoint)}); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan zookeeper.SessionEvent, 16)
+	ctl, _ := startDriver(t, 3, openZK(t, connect, 10*time.Second, log, events), events, log)
+	waitFor(t, "the controller", 10*time.Second, func() bool { return ctl.Status().Active })
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zk.CreateTopic(zookeeper.TopicAssignment{Name: "after", Partitions: map[int32][]int32{0: {1}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var st zookeeper.PartitionState
+	waitFor(t, "the state znode of a topic created after the restart", 20*time.Second, func() bool {
+		var err error
+		st, err = zk.PartitionState("after", 0)
+		return err == nil
+	})
+	if s := ctl.Status(); !s.Active || s.Epoch != 1 || s.Terms != 1 || st.ControllerEpoch != 1 || st.Leader != 1 {
+		t.Fatalf("after the restart: status %+v, state %+v", s, st)
+	}
+}
