@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/replication/epoch"
+	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -215,7 +216,7 @@ func (f *Fetcher) poke() {
 
 func (f *Fetcher) run(ctx context.Context) {
 	defer close(f.done)
-	var c *conn
+	var c *wire.Conn
 	defer func() {
 		if c != nil {
 			c.Close()
@@ -231,7 +232,7 @@ func (f *Fetcher) run(ctx context.Context) {
 		if c == nil {
 			var err error
 			maxFrame := int(f.cfg.MaxBytes) + int(f.cfg.PartitionMaxBytes) + 1<<20
-			if c, err = dial(ctx, f.cfg.Addr, "ferry-replica-fetcher-"+strconv.Itoa(int(f.cfg.BrokerID)),
+			if c, err = wire.Dial(ctx, f.cfg.Addr, "ferry-replica-fetcher-"+strconv.Itoa(int(f.cfg.BrokerID)),
 				10*time.Second, maxFrame); err != nil {
 				f.logger.Warn("cannot reach the leader", "addr", f.cfg.Addr, "err", err)
 				f.sleep(ctx, f.cfg.Backoff)
@@ -248,7 +249,7 @@ func (f *Fetcher) run(ctx context.Context) {
 			continue // the truncated partitions join the next fetch
 		}
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		if err := c.roundTrip(req, resp, f.cfg.RequestTimeout); err != nil {
+		if err := c.RoundTrip(req, resp, f.cfg.RequestTimeout); err != nil {
 			if ctx.Err() == nil {
 				f.logger.Warn("fetch from the leader failed; reconnecting", "addr", f.cfg.Addr, "err", err)
 			}
@@ -417,7 +418,7 @@ func (f *Fetcher) truncateWithoutLeader(now time.Time) map[key]*partitionState {
 
 // truncate asks the leader where each partition's latest epoch ends and
 // cuts the replicas there.
-func (f *Fetcher) truncate(c *conn, parts map[key]*partitionState, now time.Time) error {
+func (f *Fetcher) truncate(c *wire.Conn, parts map[key]*partitionState, now time.Time) error {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.SetVersion(offsetForLeaderEpochVersion)
 	req.ReplicaID = f.cfg.BrokerID
@@ -437,7 +438,7 @@ func (f *Fetcher) truncate(c *conn, parts map[key]*partitionState, now time.Time
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	if err := c.roundTrip(req, resp, f.cfg.RequestTimeout); err != nil {
+	if err := c.RoundTrip(req, resp, f.cfg.RequestTimeout); err != nil {
 		return err
 	}
 	f.applyMu.Lock()

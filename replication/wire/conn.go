@@ -1,4 +1,10 @@
-package fetcher
+// Package wire is the client side of the Kafka protocol between brokers:
+// one plain TCP connection carrying one request at a time, encoded and
+// decoded by kmsg. The replica fetchers and the controller's request
+// senders use it. Responses are untrusted input: a frame above the
+// connection's limit closes it before anything is allocated for it, and
+// kmsg checks every length inside against the bytes present.
+package wire
 
 import (
 	"bufio"
@@ -13,12 +19,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// conn is one connection to the leader, carrying one request at a time
-// (the fetcher waits for each answer before the next, as Kafka's replica
-// fetcher does). Responses are untrusted: a frame larger than maxFrame
-// closes the connection, and every length inside is checked by kmsg
-// against the bytes present.
-type conn struct {
+// Conn is one connection to a broker, carrying one request at a time
+// (the caller waits for each answer before the next, as Kafka's replica
+// fetcher and controller send threads do). It is not safe for concurrent
+// use.
+type Conn struct {
 	nc       net.Conn
 	br       *bufio.Reader
 	f        *kmsg.RequestFormatter
@@ -27,21 +32,25 @@ type conn struct {
 	buf      []byte
 }
 
-func dial(ctx context.Context, addr, clientID string, timeout time.Duration, maxFrame int) (*conn, error) {
+// Dial connects to addr within timeout; responses larger than maxFrame
+// bytes are refused.
+func Dial(ctx context.Context, addr, clientID string, timeout time.Duration, maxFrame int) (*Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 64<<10), maxFrame: maxFrame,
+	return &Conn{nc: nc, br: bufio.NewReaderSize(nc, 64<<10), maxFrame: maxFrame,
 		f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}, nil
 }
 
-func (c *conn) Close() error { return c.nc.Close() }
+// Close closes the connection.
+func (c *Conn) Close() error { return c.nc.Close() }
 
-// roundTrip sends req (its version set) and decodes the answer into resp
-// (the same version), both within timeout.
-func (c *conn) roundTrip(req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
+// RoundTrip sends req (its version set) and decodes the answer into resp
+// (the same version), both within timeout. After an error the connection
+// is out of step and must be closed.
+func (c *Conn) RoundTrip(req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
 	c.corr++
 	c.nc.SetDeadline(time.Now().Add(timeout))
 	c.buf = c.f.AppendRequest(c.buf[:0], req, c.corr)
@@ -67,7 +76,7 @@ func (c *conn) roundTrip(req kmsg.Request, resp kmsg.Response, timeout time.Dura
 	return resp.ReadFrom(body)
 }
 
-func (c *conn) readFrame() ([]byte, error) {
+func (c *Conn) readFrame() ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(c.br, size[:]); err != nil {
 		return nil, err

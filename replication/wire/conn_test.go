@@ -1,4 +1,4 @@
-package fetcher
+package wire
 
 import (
 	"bufio"
@@ -33,7 +33,7 @@ func TestSkipTags(t *testing.T) {
 func TestResponseFrameIsBounded(t *testing.T) {
 	var b bytes.Buffer
 	binary.Write(&b, binary.BigEndian, int32(1<<30))
-	c := &conn{br: bufio.NewReader(&b), maxFrame: 1 << 20}
+	c := &Conn{br: bufio.NewReader(&b), maxFrame: 1 << 20}
 	if _, err := c.readFrame(); err == nil {
 		t.Fatal("a 1 GiB frame was accepted")
 	}

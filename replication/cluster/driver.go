@@ -1,0 +1,231 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferry-mq/ferry/replication/controller"
+	"github.com/ferry-mq/ferry/replication/zookeeper"
+)
+
+// Config configures a Controller. Zero values are defaults.
+type Config struct {
+	// BrokerID is this broker's id, the one it campaigns for /controller
+	// with and puts in every request's controller id.
+	BrokerID int32
+	// ZK is this broker's ZooKeeper session.
+	ZK *zookeeper.Client
+	// SessionEvents is where the driver learns of session expiry. The
+	// broker owns ZK.Events and forwards it here; nil: the driver drains
+	// ZK.Events itself (then nobody else may).
+	SessionEvents <-chan zookeeper.SessionEvent
+	Logger        *slog.Logger
+	// Listener is the endpoint (listener name) the controller connects to
+	// on each broker; "": each broker's first endpoint.
+	Listener string
+	// RequestTimeout bounds a dial and one request's round trip
+	// (controller.socket.timeout.ms). Default 30 s.
+	RequestTimeout time.Duration
+	// RetryBackoff is the first wait before an undelivered request is sent
+	// again, doubled per attempt up to MaxRetryBackoff. Defaults 100 ms, 5 s.
+	RetryBackoff, MaxRetryBackoff time.Duration
+	// MaxQueuedRequests bounds each broker's queue, counted after merging
+	// (see the package doc, Memory). Default 1024.
+	MaxQueuedRequests int
+	// MaxConcurrentWrites bounds the partition state writes out at once
+	// (they are pipelined on the ZooKeeper session). Default 32.
+	MaxConcurrentWrites int
+	// Now is the clock for /controller's timestamp; default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) defaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = 100 * time.Millisecond
+	}
+	if c.MaxRetryBackoff <= 0 {
+		c.MaxRetryBackoff = 5 * time.Second
+	}
+	if c.MaxQueuedRequests <= 0 {
+		c.MaxQueuedRequests = 1024
+	}
+	if c.MaxConcurrentWrites <= 0 {
+		c.MaxConcurrentWrites = 32
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports a Config that cannot run.
+func (c *Config) Validate() error {
+	if c.ZK == nil {
+		return errors.New("cluster: Config.ZK is nil")
+	}
+	if c.BrokerID < 0 {
+		return fmt.Errorf("cluster: broker id %d is negative", c.BrokerID)
+	}
+	return nil
+}
+
+// Controller is the driver of one broker's controller: it campaigns for
+// /controller and, while it holds it, owns a controller.Controller. Run it
+// once; its other methods are safe for concurrent use.
+type Controller struct {
+	cfg     Config
+	log     *slog.Logger
+	asks    chan shutdownAsk
+	metrics sendMetrics
+
+	active atomic.Bool
+	epoch  atomic.Int32
+	terms  atomic.Int32
+	// stateWrites counts the state znode writes that applied.
+	stateWrites atomic.Int64
+}
+
+type shutdownAsk struct {
+	broker      int32
+	brokerEpoch int64
+	answer      chan controller.AnswerControlledShutdown // capacity 1
+}
+
+// New checks cfg and returns a driver that does nothing until Run.
+func New(cfg Config) (*Controller, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller", "broker", cfg.BrokerID),
+		asks: make(chan shutdownAsk)}, nil
+}
+
+// RunController runs a driver for cfg until ctx ends.
+func RunController(ctx context.Context, cfg Config) error {
+	c, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx)
+}
+
+// Status is what a driver is doing.
+type Status struct {
+	// Active: this broker is the controller now.
+	Active bool
+	// Epoch is the controller epoch of its last term (0: never elected).
+	Epoch int32
+	// Terms counts the times it was elected.
+	Terms int
+}
+
+// Status reports whether this broker is the controller.
+func (c *Controller) Status() Status {
+	return Status{Active: c.active.Load(), Epoch: c.epoch.Load(), Terms: int(c.terms.Load())}
+}
+
+// ControlledShutdown is Kafka's ControlledShutdown, for the broker's
+// handler: it asks the controller to move leadership off broker and
+// returns the partitions it still leads (empty: the broker may stop; else
+// it retries later). The answer comes once the moves are written to
+// ZooKeeper; the LeaderAndIsr requests follow, as in Kafka.
+// controller.ErrNotController when this broker is not the controller, or
+// stops being it before answering; ErrBrokerNotAvailable for a broker not
+// registered. brokerEpoch is -1 (unknown) or the broker's registration
+// timestamp (see toBrokers). While Run is not running it waits for ctx.
+func (c *Controller) ControlledShutdown(ctx context.Context, broker int32, brokerEpoch int64) ([]controller.TopicPartition, error) {
+	ask := shutdownAsk{broker: broker, brokerEpoch: brokerEpoch, answer: make(chan controller.AnswerControlledShutdown, 1)}
+	select {
+	case c.asks <- ask:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case a := <-ask.answer:
+		return a.Remaining, a.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Run campaigns for /controller and acts as controller whenever it wins,
+// until ctx ends (then it gives /controller up, so another broker takes
+// over at once). It returns nil after ctx ends, or the ZooKeeper client's
+// ErrClosed.
+func (c *Controller) Run(ctx context.Context) error {
+	events := c.cfg.SessionEvents
+	if events == nil {
+		events = c.cfg.ZK.Events()
+	}
+	cw := c.cfg.ZK.WatchController()
+	defer cw.Stop()
+	backoff := c.cfg.RetryBackoff
+	for {
+		el, err := c.cfg.ZK.TryElect(c.cfg.BrokerID, c.cfg.Now().UnixMilli())
+		switch {
+		case err == nil:
+			backoff = c.cfg.RetryBackoff
+			c.lead(ctx, el, cw.C, events)
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
+		case errors.Is(err, zookeeper.ErrClosed):
+			return err
+		case errors.Is(err, zookeeper.ErrNotElected):
+			backoff = 0
+		default:
+			c.log.Warn("controller election failed; retrying", "err", err)
+		}
+		if !c.awaitVacancy(ctx, cw.C, events, backoff) {
+			return nil
+		}
+		if backoff > 0 {
+			backoff = min(2*backoff, c.cfg.MaxRetryBackoff)
+		}
+	}
+}
+
+// awaitVacancy waits until /controller is gone, a new session begins (its
+// first act is an election), or retry passes (0: no retry timer); it
+// answers controlled-shutdown asks meanwhile. False when ctx ended.
+func (c *Controller) awaitVacancy(ctx context.Context, cw <-chan zookeeper.ControllerState, events <-chan zookeeper.SessionEvent, retry time.Duration) bool {
+	var timer <-chan time.Time
+	if retry > 0 {
+		t := time.NewTimer(retry)
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case st, ok := <-cw:
+			if !ok || !st.Present {
+				return ok || ctx.Err() == nil
+			}
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if ev.State == zookeeper.NewSession {
+				return true
+			}
+		case <-timer:
+			return true
+		case ask := <-c.asks:
+			ask.answer <- controller.AnswerControlledShutdown{Broker: ask.broker, Err: controller.ErrNotController}
+		}
+	}
+}
