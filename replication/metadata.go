@@ -41,6 +41,10 @@ func (t TopicMetadata) ReplicationFactor() int16 {
 	return int16(len(t.Replicas[0]))
 }
 
+// ErrTopicExists: PutTopic of a new topic whose name another broker
+// recorded first.
+var ErrTopicExists = errors.New("topic already exists")
+
 // Metadata is where the cluster's topic table lives: a file in the data
 // dir on a single node (LocalMetadata), ZooKeeper's /brokers/topics and
 // /config/topics on a cluster. The core reads and changes topics only

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/assign"
+	"github.com/ferry-mq/ferry/replication/controller"
 	"github.com/ferry-mq/ferry/replication/epoch"
 	"github.com/ferry-mq/ferry/replication/isr"
 	"github.com/ferry-mq/ferry/storage"
@@ -15,7 +16,7 @@ import (
 var (
 	ErrUnknownTopic      = errors.New("unknown topic")
 	ErrUnknownPartition  = errors.New("unknown partition")
-	ErrTopicExists       = errors.New("topic already exists")
+	ErrTopicExists       = replication.ErrTopicExists
 	ErrInvalidTopic      = errors.New("invalid topic name")
 	ErrInvalidPartitions = errors.New("invalid partition count")
 	ErrInvalidReplicas   = assign.ErrInvalidReplicationFactor
@@ -77,6 +78,8 @@ const (
 	KafkaUnknownLeaderEpoch    int16 = 76
 	KafkaStaleControllerEpoch  int16 = 11
 	KafkaInvalidRequest        int16 = 42
+	KafkaNotController         int16 = 41
+	KafkaStaleBrokerEpoch      int16 = 77
 )
 
 // kafkaCodes is the one table from core errors to Kafka error codes.
@@ -121,6 +124,9 @@ var kafkaCodes = []struct {
 	{ErrStaleControllerEpoch, KafkaStaleControllerEpoch},
 	{replication.ErrStaleEpoch, KafkaStaleControllerEpoch},
 	{ErrInvalidRequest, KafkaInvalidRequest},
+	{controller.ErrNotController, KafkaNotController},
+	{controller.ErrBrokerNotAvailable, KafkaBrokerNotAvailable},
+	{controller.ErrStaleBrokerEpoch, KafkaStaleBrokerEpoch},
 }
 
 // KafkaCode returns the Kafka protocol error code for err (0 for nil).

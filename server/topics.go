@@ -94,6 +94,9 @@ func (b *Broker) CreateTopic(spec TopicSpec) error {
 	}
 	if err := b.commitTopic(tm.Name, t); err != nil {
 		b.discardPartitions(tm.Name, t.partitions, 0, tm.Partitions)
+		if errors.Is(err, ErrTopicExists) {
+			b.learnTopic(tm.Name) // another broker's: known here now
+		}
 		return err
 	}
 	b.createdPartitions(tm.Name, 0, tm.Partitions)
@@ -131,6 +134,9 @@ func (b *Broker) commitTopic(name string, t *topic) error {
 		err = b.metadata.RemoveTopic(name)
 	} else {
 		err = b.metadata.PutTopic(b.recorded(t.meta))
+	}
+	if errors.Is(err, ErrTopicExists) {
+		return err // another broker of the cluster created it first
 	}
 	if err != nil {
 		return fmt.Errorf("%w: write topic metadata: %v", ErrStorage, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -8,16 +9,27 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/cluster"
+	"github.com/ferry-mq/ferry/replication/controller"
+	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/replication/zookeeper"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // clusterNode is this broker's membership of a cluster coordinated by
 // ZooKeeper (--zookeeper): its session, the cluster's metadata, its
 // registration under /brokers/ids.
 type clusterNode struct {
-	zk     *zookeeper.Client
-	meta   *zookeeper.Metadata
-	logger *slog.Logger
+	zk       *zookeeper.Client
+	meta     *zookeeper.Metadata
+	logger   *slog.Logger
+	brokerID int32
+	// sessions forwards the session's events to the controller driver.
+	sessions chan zookeeper.SessionEvent
+	ctl      *cluster.Controller
+	stopCtl  context.CancelFunc
+	ctlDone  chan struct{}
 }
 
 // joinCluster connects to ZooKeeper, takes (or creates) the cluster id,
@@ -28,7 +40,8 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--zookeeper %s: %w", s.zookeeper, err)
 	}
-	n := &clusterNode{zk: zk, logger: logger.With("component", "cluster")}
+	n := &clusterNode{zk: zk, logger: logger.With("component", "cluster"), brokerID: s.broker.BrokerID,
+		sessions: make(chan zookeeper.SessionEvent, 64)}
 	go n.watchSession()
 	clusterID, err := zk.GetOrCreateClusterID(replication.NewTopicID())
 	if err != nil {
@@ -44,8 +57,94 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 // watchSession logs the session's changes; the zookeeper client registers
 // the broker again after an expiry by itself.
 func (n *clusterNode) watchSession() {
+	defer close(n.sessions)
 	for ev := range n.zk.Events() {
 		n.logger.Info("zookeeper session", "state", ev.State.String(), "session", ev.SessionID, "err", ev.Err)
+		n.sessions <- ev
+	}
+}
+
+// runController campaigns for /controller and acts as the controller
+// whenever this broker wins, until stopController.
+func (n *clusterNode) runController(logger *slog.Logger) error {
+	ctl, err := cluster.New(cluster.Config{BrokerID: n.brokerID, ZK: n.zk, SessionEvents: n.sessions, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.ctl, n.stopCtl, n.ctlDone = ctl, cancel, make(chan struct{})
+	go func() {
+		defer close(n.ctlDone)
+		if err := ctl.Run(ctx); err != nil && ctx.Err() == nil {
+			n.logger.Error("controller stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// controlledShutdown is the controller's side of a broker's ControlledShutdown.
+func (n *clusterNode) controlledShutdown(ctx context.Context, broker int32, brokerEpoch int64) ([]controller.TopicPartition, error) {
+	return n.ctl.ControlledShutdown(ctx, broker, brokerEpoch)
+}
+
+// shutdownControlled asks the controller to move this broker's
+// leaderships away before it stops (Kafka's controlled.shutdown.enable),
+// retrying while partitions remain, for at most maxWait.
+func (n *clusterNode) shutdownControlled(maxWait time.Duration) {
+	deadline := time.Now().Add(maxWait)
+	for attempt := 1; time.Now().Before(deadline); attempt++ {
+		remaining, err := n.askControlledShutdown(time.Until(deadline))
+		if err == nil && remaining == 0 {
+			n.logger.Info("controlled shutdown: no partition led here any more", "attempts", attempt)
+			return
+		}
+		n.logger.Warn("controlled shutdown not complete yet", "attempt", attempt, "remaining", remaining, "err", err)
+		time.Sleep(min(time.Second, time.Until(deadline)))
+	}
+	n.logger.Warn("controlled shutdown gave up; stopping with leaderships the controller did not move")
+}
+
+func (n *clusterNode) askControlledShutdown(timeout time.Duration) (int, error) {
+	id, err := n.zk.Controller()
+	if err != nil {
+		return 0, fmt.Errorf("find the controller: %w", err)
+	}
+	if id == n.brokerID {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		remaining, err := n.ctl.ControlledShutdown(ctx, n.brokerID, -1)
+		return len(remaining), err
+	}
+	info, err := n.zk.Broker(id)
+	if err != nil || len(info.Endpoints) == 0 {
+		return 0, fmt.Errorf("controller %d's endpoint: %v", id, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := wire.Dial(ctx, info.Endpoints[0].ConnectionString(), "ferry-controlled-shutdown", timeout, 1<<20)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	req := kmsg.NewPtrControlledShutdownRequest()
+	req.SetVersion(3)
+	req.BrokerID, req.BrokerEpoch = n.brokerID, -1
+	resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
+	if err := c.RoundTrip(req, resp, timeout); err != nil {
+		return 0, err
+	}
+	if resp.ErrorCode != 0 {
+		return len(resp.PartitionsRemaining), kerr.ErrorForCode(resp.ErrorCode)
+	}
+	return len(resp.PartitionsRemaining), nil
+}
+
+// stopController resigns (so another broker is elected at once) and
+// waits for the driver.
+func (n *clusterNode) stopController() {
+	if n.stopCtl != nil {
+		n.stopCtl()
+		<-n.ctlDone
 	}
 }
 

@@ -384,6 +384,14 @@ func runServe(args []string) error {
 	kcfg := s.kafkaLimits
 	kcfg.Addr, kcfg.AdvertisedAddr, kcfg.Logger, kcfg.Metrics = s.kafkaAddr, s.advertisedKafkaAddr, logger, m
 	kcfg.InterBroker = node != nil
+	if node != nil {
+		if err := node.runController(logger); err != nil {
+			closeCore()
+			return err
+		}
+		defer node.stopController()
+		kcfg.ControlledShutdown = node.controlledShutdown
+	}
 	kafkaServer, err := kafka.New(broker, groups, kcfg)
 	if err != nil {
 		closeCore()
@@ -414,6 +422,12 @@ func runServe(args []string) error {
 		logger.Info("shutting down", "signal", sig.String())
 	case err = <-serveErr:
 		logger.Error("listener failed", "err", err)
+	}
+	if node != nil {
+		// While its listeners still serve, so the new leaders' followers
+		// can finish copying from this broker.
+		node.shutdownControlled(20 * time.Second)
+		node.stopController()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

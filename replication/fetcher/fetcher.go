@@ -7,10 +7,12 @@
 // Each answer is applied partition by partition: batches are appended
 // with the leader's offsets (replication.Partition.AppendAsFollower), then
 // the leader's high watermark is followed. A partition the leader answers
-// with an error waits out the backoff, or is parked until the controller
-// moves it (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: the caller
-// Removes it and Adds it to the new leader's Fetcher); the other
-// partitions go on. A connection error reconnects after the backoff.
+// with an error waits out the backoff and is asked for again, as Kafka
+// 2.8's fetcher does: NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH often
+// means the leader has not heard the controller yet (it tells brokers in
+// parallel), and the caller moves a partition whose leader changed
+// (Remove, Add to the new leader's Fetcher). The other partitions go on.
+// A connection error reconnects after the backoff.
 //
 // A partition Added first truncates to its leader's epoch boundary
 // (KIP-101/279): the Fetcher asks the leader OffsetForLeaderEpoch for the
@@ -21,11 +23,11 @@ package fetcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -118,7 +120,6 @@ type partitionState struct {
 	// truncating: the epoch boundary is not settled yet; not fetched.
 	truncating bool
 	retryAt    time.Time // after an error: not fetched before
-	parked     bool      // the leader says it does not lead it
 	lastErr    error
 	fetches    int64
 }
@@ -134,6 +135,8 @@ type Fetcher struct {
 	// applyMu is held while an answer is applied, so once Remove returns
 	// no append to the removed partition is in flight.
 	applyMu sync.Mutex
+	// current is the connection in use, which Close cuts.
+	current atomic.Pointer[wire.Conn]
 	mu      struct {
 		sync.Mutex
 		partitions map[key]*partitionState
@@ -204,6 +207,11 @@ func (f *Fetcher) Len() int {
 // Close stops the Fetcher and waits for its goroutine.
 func (f *Fetcher) Close() {
 	f.cancel()
+	// A long-poll in flight would hold the goroutine for up to MaxWait
+	// (and a frozen leader for the request timeout): cut it.
+	if c := f.current.Load(); c != nil {
+		c.Close()
+	}
 	<-f.done
 }
 
@@ -237,6 +245,10 @@ func (f *Fetcher) run(ctx context.Context) {
 				f.logger.Warn("cannot reach the leader", "addr", f.cfg.Addr, "err", err)
 				f.sleep(ctx, f.cfg.Backoff)
 				continue
+			}
+			f.current.Store(c)
+			if ctx.Err() != nil { // Close ran before the Store
+				c.Close()
 			}
 		}
 		if len(truncating) > 0 {
@@ -291,7 +303,7 @@ func (f *Fetcher) buildRequest(now time.Time) (*kmsg.FetchRequest, map[key]*part
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for k, ps := range f.mu.partitions {
-		if ps.parked || ps.truncating || now.Before(ps.retryAt) {
+		if ps.truncating || now.Before(ps.retryAt) {
 			continue
 		}
 		i, ok := topics[k.topic]
@@ -362,15 +374,12 @@ func (f *Fetcher) applyPartition(ps *partitionState, rp *kmsg.FetchResponseTopic
 // fail records a partition's error: one the controller resolves parks the
 // partition until it is moved, any other waits out the backoff.
 func (f *Fetcher) fail(ps *partitionState, now time.Time, err error) {
-	parked := errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.FencedLeaderEpoch) ||
-		errors.Is(err, kerr.UnknownTopicOrPartition)
 	f.mu.Lock()
 	changed := ps.lastErr == nil || ps.lastErr.Error() != err.Error()
-	ps.lastErr, ps.parked, ps.retryAt = err, parked, now.Add(f.cfg.Backoff)
+	ps.lastErr, ps.retryAt = err, now.Add(f.cfg.Backoff)
 	f.mu.Unlock()
 	if changed {
-		f.logger.Warn("replica fetch failed", "topic", ps.replica.Topic(), "partition", ps.replica.Index(),
-			"parked", parked, "err", err)
+		f.logger.Warn("replica fetch failed", "topic", ps.replica.Topic(), "partition", ps.replica.Index(), "err", err)
 	}
 }
 
@@ -394,7 +403,7 @@ func (f *Fetcher) truncateWithoutLeader(now time.Time) map[key]*partitionState {
 	var ask map[key]*partitionState
 	var local []*partitionState
 	for k, ps := range f.mu.partitions {
-		if !ps.truncating || ps.parked || now.Before(ps.retryAt) {
+		if !ps.truncating || now.Before(ps.retryAt) {
 			continue
 		}
 		if _, needs := ps.replica.TruncationQuery(); needs {

@@ -90,7 +90,12 @@ func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 		for p, rs := range t.Replicas {
 			a.Partitions[int32(p)] = rs
 		}
-		return m.c.CreateTopic(a, t.Configs)
+		if err := m.c.CreateTopic(a, t.Configs); errors.Is(err, ErrTopicExists) {
+			return fmt.Errorf("%w: %s", replication.ErrTopicExists, t.Name)
+		} else if err != nil {
+			return err
+		}
+		return nil
 	}
 	if len(t.Replicas) != len(cur.Replicas) {
 		return fmt.Errorf("adding partitions to %s on a cluster is not supported yet", t.Name)

@@ -47,6 +47,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{4, 0, 5, (*Server).handleLeaderAndIsr, true},
 		{5, 0, 3, (*Server).handleStopReplica, true},
 		{6, 0, 7, (*Server).handleUpdateMetadata, true},
+		{7, 1, 3, (*Server).handleControlledShutdown, true},
 		{8, 0, 9, (*Server).handleOffsetCommit, false},
 		{9, 0, 9, (*Server).handleOffsetFetch, false},
 		{10, 0, 5, (*Server).handleFindCoordinator, false},

@@ -41,6 +41,9 @@ type Config struct {
 	// InterBroker serves the controller's orders (LeaderAndIsr,
 	// StopReplica): on for a broker of a cluster, off on a single node.
 	InterBroker bool
+	// ControlledShutdown is the controller's answer to a broker about to
+	// stop (ControlledShutdown, key 7); nil: NOT_CONTROLLER.
+	ControlledShutdown ControlledShutdownFunc
 	// AdvertisedAddr is the host:port Metadata and DescribeCluster tell
 	// clients to use (advertised.listeners). Default: the broker core's
 	// AdvertisedKafkaAddr, else Addr.

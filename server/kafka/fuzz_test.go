@@ -91,7 +91,10 @@ func FuzzDispatch(f *testing.F) {
 	// No auto-created topics and validate-only topic creation: the fuzzer
 	// would otherwise create thousands of partition logs, and every topic
 	// change rewrites the topic table, so runs slow down without end.
-	ts := newTestServerWith(f, func(c *server.Config) { c.AutoCreateTopics = false })
+	// Inter-broker APIs are served too; the leaders they name are kept on
+	// a closed loopback port, so a fuzzed LeaderAndIsr never dials out.
+	ts := newTestServerWith(f, func(c *server.Config) { c.AutoCreateTopics = false },
+		func(c *Config) { c.InterBroker = true })
 	if err := ts.broker.CreateTopic(server.TopicSpec{Name: "fz", Partitions: 2}); err != nil {
 		f.Fatal(err)
 	}
@@ -125,6 +128,10 @@ func FuzzDispatch(f *testing.F) {
 			r.ValidateOnly = true
 		case *kmsg.CreatePartitionsRequest:
 			r.ValidateOnly = true
+		case *kmsg.LeaderAndISRRequest:
+			for i := range r.LiveLeaders {
+				r.LiveLeaders[i].Host, r.LiveLeaders[i].Port = "127.0.0.1", 1
+			}
 		}
 		resp := a.serve(ts.Server, ctx, decoded)
 		if resp == nil {

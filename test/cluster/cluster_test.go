@@ -1,0 +1,164 @@
+// Package cluster_test runs ferry brokers as real processes coordinated by
+// a real ZooKeeper (test/zkserver), with real Kafka clients, on loopback.
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ferry-mq/ferry/test/harness"
+	"github.com/ferry-mq/ferry/test/zkserver"
+)
+
+var zks zkserver.Shared
+
+func TestMain(m *testing.M) { os.Exit(zks.Main(m)) }
+
+// startCluster starts n brokers (ids 1..n) in parallel under their own
+// chroot of the shared ZooKeeper.
+func startCluster(t *testing.T, n int, extra ...string) []*harness.Node {
+	t.Helper()
+	connect := zks.Require(t).Addr() + "/" + t.Name()
+	nodes := make([]*harness.Node, n)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := append([]string{"--broker-id", strconv.Itoa(i + 1), "--zookeeper", connect,
+				"--zookeeper-session-timeout-ms", "6000"}, extra...)
+			nodes[i] = harness.Start(t, args...)
+		}()
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		if n == nil {
+			t.FailNow() // a broker did not start; harness logged why
+		}
+	}
+	return nodes
+}
+
+func seeds(nodes []*harness.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.KafkaAddr)
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// leaderOf is the broker id leading topic's partition 0 in the cluster's
+// metadata, or -1.
+func leaderOf(t *testing.T, adm *kadm.Client, topic string) int32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		return -1
+	}
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil || len(td.Partitions) == 0 || td.Partitions[0].Err != nil {
+		return -1
+	}
+	return td.Partitions[0].Leader
+}
+
+// Three brokers and ZooKeeper: a topic of replication factor 3 created on
+// any broker gets leaders; an idempotent acks=all producer writes while the
+// leader is killed (kill -9) again and again; after each kill the
+// controller elects a new leader from the ISR, the producer goes on, and
+// every acknowledged record is in the log exactly once, at its
+// acknowledged offset.
+func TestReplicatedProduceSurvivesLeaderKills(t *testing.T) {
+	nodes := startCluster(t, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(100), kgo.RetryTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "orders"); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	waitFor(t, "the topic has a leader", 30*time.Second, func() bool { return leaderOf(t, adm, "orders") > 0 })
+
+	acked := map[int64]string{}
+	produce := func(from, count int) {
+		for i := from; i < from+count; i++ {
+			v := fmt.Sprintf("v%05d", i)
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			res := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)})
+			cancel()
+			if err := res.FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", v, err)
+			}
+			acked[res[0].Record.Offset] = v
+		}
+	}
+	produce(0, 50)
+	kills := 2
+	if os.Getenv("FERRY_LONG") != "" {
+		kills = 10
+	}
+	for k := 0; k < kills; k++ {
+		leader := leaderOf(t, adm, "orders")
+		node := nodes[leader-1]
+		node.Kill()
+		produce(50+k*50, 50) // the producer retries until a new leader answers
+		node.Restart()
+	}
+	// Read everything back from the current leader.
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	seen := map[int64]string{}
+	readCtx, readCancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer readCancel()
+	for len(seen) < len(acked) && readCtx.Err() == nil {
+		fs := consumer.PollFetches(readCtx)
+		fs.EachRecord(func(r *kgo.Record) {
+			if prev, dup := seen[r.Offset]; dup {
+				t.Fatalf("offset %d read twice (%s, %s)", r.Offset, prev, r.Value)
+			}
+			seen[r.Offset] = string(r.Value)
+		})
+	}
+	values := map[string]int64{}
+	for off, v := range seen {
+		if first, dup := values[v]; dup {
+			t.Fatalf("%s stored twice, at %d and %d", v, first, off)
+		}
+		values[v] = off
+	}
+	for off, v := range acked {
+		if seen[off] != v {
+			t.Fatalf("acknowledged %s at offset %d; the log has %q there", v, off, seen[off])
+		}
+	}
+}
