@@ -37,9 +37,9 @@ type serveSettings struct {
 	zkSessionTimeout time.Duration
 	brokerRack       string
 	schemaStore      string
-	logFormat           string
-	logLevel            string
-	metrics             bool
+	logFormat        string
+	logLevel         string
+	metrics          bool
 	// groupInitialDelay is group.initial.rebalance.delay.ms; 0 is no delay.
 	groupInitialDelay time.Duration
 	// offsetsPartitions is offsets.topic.num.partitions.
