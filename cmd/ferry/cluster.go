@@ -121,7 +121,8 @@ func (n *clusterNode) askControlledShutdown(timeout time.Duration) (int, error) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	c, err := wire.Dial(ctx, info.Endpoints[0].ConnectionString(), "ferry-controlled-shutdown", timeout, 1<<20)
+	ep := info.Endpoints[0]
+	c, err := wire.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), "ferry-controlled-shutdown", timeout, 1<<20)
 	if err != nil {
 		return 0, err
 	}
