@@ -39,6 +39,16 @@ type ClusterView struct {
 	Partitions                    map[TopicPartition]PartitionView
 }
 
+// Partition is one partition's state in the view; ok is false when the
+// view (or a nil one) does not describe it.
+func (v *ClusterView) Partition(topic string, partition int32) (pv PartitionView, ok bool) {
+	if v == nil {
+		return PartitionView{}, false
+	}
+	pv, ok = v.Partitions[TopicPartition{Topic: topic, Partition: partition}]
+	return pv, ok
+}
+
 // leaderDuringDelete is the leader Kafka's controller sends for a
 // partition of a topic being deleted: drop it from the view.
 const leaderDuringDelete = -2

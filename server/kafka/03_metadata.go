@@ -128,22 +128,18 @@ func (s *Server) topicMetadata(name string, createBudget *int, view *server.Clus
 	}
 	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, n)
 	for i := range n {
-		p, err := s.broker.Partition(name, i)
-		if err != nil {
-			continue // the topic shrank or went away meanwhile
-		}
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = i
-		mp.Leader = p.Leader()
-		mp.LeaderEpoch = p.LeaderEpoch()
-		mp.Replicas = p.Replicas()
-		mp.ISR = p.ISR()
 		mp.OfflineReplicas = []int32{}
-		if view != nil {
-			if pv, ok := view.Partitions[server.TopicPartition{Topic: name, Partition: i}]; ok {
-				mp.Leader, mp.LeaderEpoch, mp.Replicas, mp.ISR = pv.Leader, pv.LeaderEpoch, pv.Replicas, pv.ISR
-				mp.OfflineReplicas = append([]int32{}, pv.Offline...)
-			}
+		pv, inView := view.Partition(name, i)
+		switch p, err := s.broker.Partition(name, i); {
+		case inView: // the controller's word, for every partition
+			mp.Leader, mp.LeaderEpoch, mp.Replicas, mp.ISR = pv.Leader, pv.LeaderEpoch, pv.Replicas, pv.ISR
+			mp.OfflineReplicas = append(mp.OfflineReplicas, pv.Offline...)
+		case err == nil:
+			mp.Leader, mp.LeaderEpoch, mp.Replicas, mp.ISR = p.Leader(), p.LeaderEpoch(), p.Replicas(), p.ISR()
+		default:
+			continue // another broker's, not described yet; or the topic went away meanwhile
 		}
 		if mp.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code

@@ -183,6 +183,31 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 		t.Fatalf("create topic: %v", err)
 	}
 	waitFor(t, "the topic has a leader", 30*time.Second, func() bool { return leaderOf(t, adm, "rolling") > 0 })
+	// Every broker describes every partition, also those it holds no
+	// replica of (replication factor 1 over three brokers).
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "spread"); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	for _, n := range nodes {
+		one, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		oneAdm := kadm.NewClient(one)
+		waitFor(t, "broker "+n.KafkaAddr+" describes the 3 partitions of spread", 30*time.Second, func() bool {
+			md, err := oneAdm.Metadata(ctx, "spread")
+			if err != nil || len(md.Topics["spread"].Partitions) != 3 {
+				return false
+			}
+			for _, p := range md.Topics["spread"].Partitions {
+				if p.Leader < 1 {
+					return false
+				}
+			}
+			return true
+		})
+		one.Close()
+	}
 	acked := 0
 	produce := func(count int) {
 		for range count {
