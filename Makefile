@@ -18,8 +18,9 @@ test: test-deps fmt-check vet build
 
 # Long variants (FERRY_LONG=1), e.g. 50,000 partitions on one node with
 # their create, restart time and RSS logged; not part of `make test`.
-test-long: build
+test-long: build test-deps
 	FERRY_LONG=1 $(GO) test -count=1 -v -run Long -timeout 30m ./test/e2e/
+	FERRY_LONG=1 $(GO) test -count=1 -v -run LeaderKills -timeout 30m ./test/cluster/
 
 test-deps:
 	./scripts/install-test-deps.sh
