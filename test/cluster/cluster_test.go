@@ -67,6 +67,27 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 	}
 }
 
+// replicatedProducer creates topic (one partition, replication factor 3),
+// waits for its leader, and returns an idempotent acks=all producer that
+// retries through leader changes, with an admin client on it.
+func replicatedProducer(t *testing.T, nodes []*harness.Node, topic string) (*kgo.Client, *kadm.Client) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic(topic), kgo.RecordRetries(100), kgo.RetryTimeout(60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	waitFor(t, "the topic has a leader", 30*time.Second, func() bool { return leaderOf(t, adm, topic) > 0 })
+	return cl, adm
+}
+
 // leaderOf is the broker id leading topic's partition 0 in the cluster's
 // metadata, or -1.
 func leaderOf(t *testing.T, adm *kadm.Client, topic string) int32 {
@@ -92,20 +113,7 @@ func leaderOf(t *testing.T, adm *kadm.Client, topic string) int32 {
 // acknowledged offset.
 func TestReplicatedProduceSurvivesLeaderKills(t *testing.T) {
 	nodes := startCluster(t, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic("orders"), kgo.RecordRetries(100), kgo.RetryTimeout(60*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "orders"); err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
-	waitFor(t, "the topic has a leader", 30*time.Second, func() bool { return leaderOf(t, adm, "orders") > 0 })
-
+	cl, adm := replicatedProducer(t, nodes, "orders")
 	acked := map[int64]string{}
 	produce := func(from, count int) {
 		for i := from; i < from+count; i++ {
@@ -170,19 +178,9 @@ func TestReplicatedProduceSurvivesLeaderKills(t *testing.T) {
 // fails, and every acknowledged record is there.
 func TestRollingRestartLosesNothing(t *testing.T) {
 	nodes := startCluster(t, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic("rolling"), kgo.RecordRetries(100), kgo.RetryTimeout(60*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	cl, adm := replicatedProducer(t, nodes, "rolling")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "rolling"); err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
-	waitFor(t, "the topic has a leader", 30*time.Second, func() bool { return leaderOf(t, adm, "rolling") > 0 })
 	// Every broker describes every partition, also those it holds no
 	// replica of (replication factor 1 over three brokers).
 	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "spread"); err != nil {
