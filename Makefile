@@ -4,7 +4,7 @@ BIN       := bin/ferry
 PKGS      := ./...
 TEST_FLAGS ?= -race -timeout 20m
 
-.PHONY: build run test test-long test-deps vet fmt-check bench bench-go bench-http bench-kafka fuzz clean openapi
+.PHONY: build run test test-long test-deps vet fmt-check bench bench-go bench-http bench-kafka bench-cluster fuzz clean openapi
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ferry
@@ -34,7 +34,7 @@ fmt-check:
 
 # Benchmarks: Go micro-benchmarks, HTTP against a no-op baseline, then the
 # Kafka protocol against an in-process franz-go kfake cluster.
-bench: bench-go bench-http bench-kafka
+bench: bench-go bench-http bench-kafka bench-cluster
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./storage/... ./server/... ./api/...
@@ -45,6 +45,10 @@ bench-http: build
 # RECORDS (2000000), DURATION (20s), PARTITIONS (4), ROUNDS (3, medians) shape the run.
 bench-kafka: build
 	./scripts/bench-kafka.sh
+
+# Replication: three brokers and ZooKeeper, RF3 vs RF1 (scripts/bench-cluster.sh).
+bench-cluster: build
+	./scripts/bench-cluster.sh
 
 # Short fuzzing of every decoder (FUZZTIME per target, default 20s).
 fuzz:
