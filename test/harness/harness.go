@@ -184,6 +184,14 @@ func (n *Node) signal(sig syscall.Signal) {
 	}
 }
 
+// Freeze stops the process (SIGSTOP) without ending it: it keeps its
+// sockets and believes what it believed, as a broker partitioned away or
+// stalled in GC does; Thaw (SIGCONT) lets it go on.
+func (n *Node) Freeze() { n.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen process.
+func (n *Node) Thaw() { n.cmd.Process.Signal(syscall.SIGCONT) }
+
 // PID is the process id of the running ferry.
 func (n *Node) PID() int { return n.cmd.Process.Pid }
 
