@@ -19,7 +19,9 @@ func (b *Broker) registerMetrics() {
 	if m == nil {
 		return
 	}
-	m.SetControllerActive(true)
+	// On a cluster the controller driver says (cmd/ferry); one node is
+	// its own controller.
+	m.SetControllerActive(!b.cfg.AwaitRoles)
 	m.AddPartitionSource(b.partitionStats)
 }
 
@@ -62,7 +64,7 @@ func (b *Broker) partitionStats(yield func(metrics.PartitionStat) bool) {
 			}
 			st := metrics.PartitionStat{Topic: t.meta.Name, Partition: p.Index(), SizeBytes: p.Size(),
 				Segments: p.SegmentCount(), Leader: p.Leader(), Replicas: len(p.Replicas()),
-				ISR: len(p.ISR()), MinISR: minISR, Offline: p.Failure() != nil}
+				ISR: len(p.ISR()), MinISR: minISR, Offline: p.Failure() != nil, Follower: p.Leader() != b.cfg.BrokerID}
 			if !yield(st) {
 				return
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-mq/ferry/replication/controller"
 	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/replication/zookeeper"
+	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -66,7 +67,7 @@ func (n *clusterNode) watchSession() {
 
 // runController campaigns for /controller and acts as the controller
 // whenever this broker wins, until stopController.
-func (n *clusterNode) runController(logger *slog.Logger) error {
+func (n *clusterNode) runController(logger *slog.Logger, m *metrics.Metrics) error {
 	ctl, err := cluster.New(cluster.Config{BrokerID: n.brokerID, ZK: n.zk, SessionEvents: n.sessions, Logger: logger})
 	if err != nil {
 		return err
@@ -79,7 +80,26 @@ func (n *clusterNode) runController(logger *slog.Logger) error {
 			n.logger.Error("controller stopped", "err", err)
 		}
 	}()
+	if m != nil {
+		go reportControllerActive(ctx, ctl, m)
+	}
 	return nil
+}
+
+// reportControllerActive keeps ferry_controller_active (Kafka's
+// ActiveControllerCount) following the driver, once a second.
+func reportControllerActive(ctx context.Context, ctl *cluster.Controller, m *metrics.Metrics) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		m.SetControllerActive(ctl.Status().Active)
+		select {
+		case <-ctx.Done():
+			m.SetControllerActive(false)
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // controlledShutdown is the controller's side of a broker's ControlledShutdown.

@@ -385,7 +385,7 @@ func runServe(args []string) error {
 	kcfg.Addr, kcfg.AdvertisedAddr, kcfg.Logger, kcfg.Metrics = s.kafkaAddr, s.advertisedKafkaAddr, logger, m
 	kcfg.InterBroker = node != nil
 	if node != nil {
-		if err := node.runController(logger); err != nil {
+		if err := node.runController(logger, m); err != nil {
 			closeCore()
 			return err
 		}

@@ -27,6 +27,10 @@ type PartitionStat struct {
 	// refuses appends (it counts as offline, as in Kafka after a log
 	// directory failure).
 	Offline bool
+	// Follower: another broker leads the partition. Kafka reports a
+	// partition's replication health on its leader only, so a cluster
+	// counts each under-replicated partition once.
+	Follower bool
 }
 
 // LagStat is one consumer group's lag on one partition.
@@ -127,11 +131,17 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descLogSegments, prometheus.GaugeValue, float64(p.Segments), p.Topic, part)
 			ch <- prometheus.MustNewConstMetric(descLogFailed, prometheus.GaugeValue, boolValue(p.Offline), p.Topic, part)
 			total++
+			if p.Offline { // a failed log, led here or not
+				offline++
+			}
+			if p.Follower {
+				continue
+			}
+			if p.Leader < 0 && !p.Offline {
+				offline++
+			}
 			if p.ISR < p.Replicas {
 				under++
-			}
-			if p.Leader < 0 || p.Offline {
-				offline++
 			}
 			if p.ISR == p.MinISR {
 				atMin++

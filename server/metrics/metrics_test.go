@@ -96,6 +96,8 @@ func TestScrapeTimeCollectors(t *testing.T) {
 			{Topic: "t", Partition: 0, SizeBytes: 10, Segments: 1, Leader: 1, Replicas: 3, ISR: 3, MinISR: 2},
 			{Topic: "t", Partition: 1, SizeBytes: 20, Segments: 2, Leader: 1, Replicas: 3, ISR: 2, MinISR: 2}, // under-replicated, at min
 			{Topic: "t", Partition: 2, SizeBytes: 0, Segments: 1, Leader: -1, Replicas: 3, ISR: 1, MinISR: 2}, // offline, under min
+			// another broker leads it: its health is counted there
+			{Topic: "t", Partition: 3, SizeBytes: 0, Segments: 1, Leader: 2, Replicas: 3, ISR: 1, MinISR: 2, Follower: true},
 		} {
 			if !yield(p) {
 				return
@@ -109,15 +111,15 @@ func TestScrapeTimeCollectors(t *testing.T) {
 	m.AddSchemaSource(func(context.Context) (int, error) { return 0, errors.New("down") })
 	f := gather(t, m)
 	gauge := func(name string) float64 { return f[name].GetMetric()[0].GetGauge().GetValue() }
-	for name, want := range map[string]float64{"ferry_partitions": 3, "ferry_under_replicated_partitions": 2,
+	for name, want := range map[string]float64{"ferry_partitions": 4, "ferry_under_replicated_partitions": 2,
 		"ferry_offline_partitions": 1, "ferry_at_min_isr_partitions": 1, "ferry_under_min_isr_partitions": 1,
 		"ferry_schema_store_up": 0} {
 		if got := gauge(name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	if n := len(f["ferry_log_size_bytes"].GetMetric()); n != 3 {
-		t.Errorf("%d log size series, want 3", n)
+	if n := len(f["ferry_log_size_bytes"].GetMetric()); n != 4 {
+		t.Errorf("%d log size series, want 4", n)
 	}
 	if lag := f["ferry_consumer_group_lag"].GetMetric(); len(lag) != 1 || lag[0].GetGauge().GetValue() != 7 {
 		t.Errorf("lag series %v, want one of 7 (unknown lag is skipped)", lag)

@@ -5,6 +5,8 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -86,6 +88,17 @@ func replicatedProducer(t *testing.T, nodes []*harness.Node, topic string) (*kgo
 	}
 	waitFor(t, "the topic has a leader", 30*time.Second, func() bool { return leaderOf(t, adm, topic) > 0 })
 	return cl, adm
+}
+
+// scrape is a node's /metrics text ("" when it does not answer).
+func scrape(n *harness.Node) string {
+	res, err := http.Get(n.URL + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return string(body)
 }
 
 // leaderOf is the broker id leading topic's partition 0 in the cluster's
@@ -178,6 +191,15 @@ func TestReplicatedProduceSurvivesLeaderKills(t *testing.T) {
 // fails, and every acknowledged record is there.
 func TestRollingRestartLosesNothing(t *testing.T) {
 	nodes := startCluster(t, 3)
+	waitFor(t, "exactly one broker reports ferry_controller_active 1", 30*time.Second, func() bool {
+		active := 0
+		for _, n := range nodes {
+			if strings.Contains(scrape(n), "\nferry_controller_active 1\n") {
+				active++
+			}
+		}
+		return active == 1
+	})
 	cl, adm := replicatedProducer(t, nodes, "rolling")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
