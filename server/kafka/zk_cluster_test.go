@@ -23,6 +23,12 @@ var zks zkserver.Shared
 
 func TestMain(m *testing.M) { os.Exit(zks.Main(m)) }
 
+// uniqueChroot is a fresh chroot of the shared ZooKeeper for one test run
+// (-count reruns a test against the same server).
+func uniqueChroot(t *testing.T) string {
+	return "/" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
 // zkBroker is a cluster's broker: registered in ZooKeeper under chroot,
 // its topics there, its partitions awaiting their roles.
 func zkBroker(t *testing.T, id int32, chroot string) *testServer {
@@ -83,8 +89,9 @@ func zkBroker(t *testing.T, id int32, chroot string) *testServer {
 // broker 2, which never heard of it, opens its replica when the
 // controller's LeaderAndIsr names it, and the two replicate.
 func TestClusterTopicCreatedOnOneBrokerReplicatesToAnother(t *testing.T) {
-	b1 := zkBroker(t, 1, "/create")
-	b2 := zkBroker(t, 2, "/create")
+	chroot := uniqueChroot(t)
+	b1 := zkBroker(t, 1, chroot)
+	b2 := zkBroker(t, 2, chroot)
 	if err := b1.broker.CreateTopic(server.TopicSpec{Name: "zk", Partitions: 1, ReplicationFactor: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +125,13 @@ func TestClusterTopicCreatedOnOneBrokerReplicatesToAnother(t *testing.T) {
 // (conditionally on its version) with an ISR change notification; the
 // partition's role carries the new ISR and version.
 func TestClusterLeaderShrinksTheISRInZooKeeper(t *testing.T) {
-	b1 := zkBroker(t, 1, "/shrink")
-	b2 := zkBroker(t, 2, "/shrink")
+	chroot := uniqueChroot(t)
+	b1 := zkBroker(t, 1, chroot)
+	b2 := zkBroker(t, 2, chroot)
 	if err := b1.broker.CreateTopic(server.TopicSpec{Name: "s", Partitions: 1, ReplicationFactor: 2}); err != nil {
 		t.Fatal(err)
 	}
-	ctl, err := zookeeper.Open(zks.Require(t).Addr()+"/shrink", 6*time.Second, nil)
+	ctl, err := zookeeper.Open(zks.Require(t).Addr()+chroot, 6*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

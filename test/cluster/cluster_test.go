@@ -29,7 +29,8 @@ func TestMain(m *testing.M) { os.Exit(zks.Main(m)) }
 // chroot of the shared ZooKeeper.
 func startCluster(t *testing.T, n int, extra ...string) []*harness.Node {
 	t.Helper()
-	connect := zks.Require(t).Addr() + "/" + t.Name()
+	// A fresh chroot per run: -count reruns a test against the same server.
+	connect := zks.Require(t).Addr() + "/" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	nodes := make([]*harness.Node, n)
 	var wg sync.WaitGroup
 	for i := range nodes {
