@@ -102,6 +102,10 @@ func TestDiskFullPartitionRecoversWithoutRestart(t *testing.T) {
 	}
 
 	acked := fillPartition(t, node, "full", 0)
+	// Take the last bytes too, so the failed-log probe (every 100 ms) cannot
+	// succeed and recover the partition before the checks below: what the
+	// 16 KiB record did not fit in may still hold a small one.
+	rest := fillRest(t, dataDir)
 	if status := produceValue(t, node, "full", 0, "refused-again"); status != 500 {
 		t.Fatalf("produce to the full partition answered %d, want 500", status)
 	}
@@ -118,8 +122,10 @@ func TestDiskFullPartitionRecoversWithoutRestart(t *testing.T) {
 		t.Fatalf("ferry_log_failed{full,0} = %v, want 1", v)
 	}
 
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{filler, rest} {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitFor(t, 15*time.Second, "/readyz to be ready after space was freed", func() bool {
 		r = getReadyz(t, node)
@@ -142,6 +148,32 @@ func TestDiskFullPartitionRecoversWithoutRestart(t *testing.T) {
 		t.Fatalf("full-0 holds %d records, want the %d acknowledged once each, in order", len(got), len(acked))
 	}
 	t.Logf("%d acknowledged records read back once each, without a restart", len(acked))
+}
+
+// fillRest writes a file in dir until the file system has no byte left,
+// and returns its path.
+func fillRest(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "filler-rest")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err) // no room even for the file: already full
+	}
+	defer f.Close()
+	chunk := make([]byte, 1024)
+	for i := 0; i < 4096; i++ { // at most 4 MiB, twice the tmpfs
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	for n := 512; n > 0; n /= 2 { // the last partial kilobyte
+		for j := 0; j < 2; j++ { // below 2n bytes remain once n fails
+			if _, err := f.Write(chunk[:n]); err != nil {
+				break
+			}
+		}
+	}
+	return path
 }
 
 // fillPartition produces 16 KiB records to a partition until one is
