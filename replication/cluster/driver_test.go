@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication/controller"
 	"github.com/ferry-mq/ferry/replication/zookeeper"
+	"github.com/ferry-mq/ferry/test/harness"
 	"github.com/ferry-mq/ferry/test/zkserver"
 )
 
@@ -31,7 +32,7 @@ func TestElectionAndFailover(t *testing.T) {
 		drivers[id], _ = startDriver(t, id, zk, events, log)
 	}
 	var first int32
-	waitFor(t, "a controller", 10*time.Second, func() bool {
+	harness.WaitFor(t, "a controller", 10*time.Second, func() bool {
 		for id, d := range drivers {
 			if d.Status().Active {
 				first = id
@@ -49,7 +50,7 @@ func TestElectionAndFailover(t *testing.T) {
 	}
 
 	proxies[first].Cut()
-	took := waitFor(t, "the other candidate to take over", 20*time.Second, func() bool {
+	took := harness.WaitFor(t, "the other candidate to take over", 20*time.Second, func() bool {
 		return drivers[other].Status().Active && drivers[other].Status().Epoch == 2
 	})
 	t.Logf("failover: session cut to new controller active in %v (session timeout %v)", took, session)
@@ -60,7 +61,7 @@ func TestElectionAndFailover(t *testing.T) {
 		t.Fatalf("/controller = %d (%v), want %d", id, err, other)
 	}
 	proxies[first].Restore()
-	waitFor(t, "the deposed controller to resign", 20*time.Second, func() bool { return !drivers[first].Status().Active })
+	harness.WaitFor(t, "the deposed controller to resign", 20*time.Second, func() bool { return !drivers[first].Status().Active })
 }
 
 // cluster is two brokers registered in ZooKeeper and a controller (id 3,
@@ -83,7 +84,7 @@ func newCluster(t *testing.T) *cluster {
 		cl.brokers[id] = startBroker(t, id, cl.connect, log)
 	}
 	cl.ctl = cl.startController(t, 3)
-	waitFor(t, "the controller", 10*time.Second, func() bool { return cl.ctl.Status().Active })
+	harness.WaitFor(t, "the controller", 10*time.Second, func() bool { return cl.ctl.Status().Active })
 	return cl
 }
 
@@ -99,7 +100,7 @@ func (cl *cluster) startController(t *testing.T, id int32) *Controller {
 // gave /controller up.
 func (cl *cluster) stopController(t *testing.T) {
 	cl.stop()
-	waitFor(t, "the controller to resign", 10*time.Second, func() bool {
+	harness.WaitFor(t, "the controller to resign", 10*time.Second, func() bool {
 		_, err := cl.zk.Controller()
 		return !cl.ctl.Status().Active && errors.Is(err, zookeeper.ErrNotFound)
 	})
@@ -108,7 +109,7 @@ func (cl *cluster) stopController(t *testing.T) {
 func (cl *cluster) waitState(t *testing.T, topic string, want func(zookeeper.PartitionState) bool) zookeeper.PartitionState {
 	t.Helper()
 	var st zookeeper.PartitionState
-	waitFor(t, "the partition state znode", 10*time.Second, func() bool {
+	harness.WaitFor(t, "the partition state znode", 10*time.Second, func() bool {
 		var err error
 		st, err = cl.zk.PartitionState(topic, 0)
 		return err == nil && want(st)
@@ -133,7 +134,7 @@ func TestControllerDrivesBrokers(t *testing.T) {
 	if st.Leader != 1 || st.LeaderEpoch != 0 || !slices.Equal(st.ISR, []int32{1, 2}) || st.ControllerEpoch != 1 {
 		t.Fatalf("state znode %+v, want leader 1, epoch 0, ISR [1 2], controller epoch 1", st)
 	}
-	waitFor(t, "broker 2 to follow broker 1", 10*time.Second, func() bool {
+	harness.WaitFor(t, "broker 2 to follow broker 1", 10*time.Second, func() bool {
 		leader, ok := b2.core.FollowingFrom("rep", 0)
 		return ok && leader == 1
 	})
@@ -160,7 +161,7 @@ func TestControllerDrivesBrokers(t *testing.T) {
 		if err := b1.zk.NotifyISRChange([]zookeeper.TopicPartition{{Topic: "rep", Partition: 0}}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the notification to be handled", 10*time.Second, func() bool {
+		harness.WaitFor(t, "the notification to be handled", 10*time.Second, func() bool {
 			pending, err := cl.zk.ISRChanges()
 			return err == nil && len(pending) == 0 && cl.ctl.metrics.count("UpdateMetadata", -1) > sent
 		})
@@ -171,7 +172,7 @@ func TestControllerDrivesBrokers(t *testing.T) {
 		if err := b1.zk.NotifyISRChange([]zookeeper.TopicPartition{{Topic: "rep", Partition: 0}}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the second notification to be handled", 10*time.Second, func() bool {
+		harness.WaitFor(t, "the second notification to be handled", 10*time.Second, func() bool {
 			pending, err := cl.zk.ISRChanges()
 			return err == nil && len(pending) == 0
 		})
@@ -185,13 +186,13 @@ func TestControllerDrivesBrokers(t *testing.T) {
 		}
 		st := cl.waitState(t, "rep", func(st zookeeper.PartitionState) bool { return st.Leader == 2 })
 		written := time.Since(gone)
-		waitFor(t, "LeaderAndIsr to broker 2", 10*time.Second, func() bool { return cl.ctl.metrics.count("LeaderAndIsr", 2) > told })
+		harness.WaitFor(t, "LeaderAndIsr to broker 2", 10*time.Second, func() bool { return cl.ctl.metrics.count("LeaderAndIsr", 2) > told })
 		delivered := time.Since(gone)
 		if st.LeaderEpoch != 1 || !slices.Equal(st.ISR, []int32{2}) {
 			t.Fatalf("after broker 1 left: %+v, want leader 2, epoch 1, ISR [2]", st)
 		}
 		var code int16
-		took := waitFor(t, "broker 2 to take produce", 10*time.Second, func() bool {
+		took := harness.WaitFor(t, "broker 2 to take produce", 10*time.Second, func() bool {
 			code, _ = b2.produce(t, "rep", -1, "b")
 			return code == 0
 		})
@@ -278,7 +279,7 @@ func (cl *cluster) createReplicated(t *testing.T, topic string) {
 	if err := cl.zk.CreateTopic(zookeeper.TopicAssignment{Name: topic, Partitions: map[int32][]int32{0: {1, 2}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "broker 2 to follow broker 1", 10*time.Second, func() bool {
+	harness.WaitFor(t, "broker 2 to follow broker 1", 10*time.Second, func() bool {
 		leader, ok := cl.brokers[2].core.FollowingFrom(topic, 0)
 		return ok && leader == 1
 	})
@@ -304,7 +305,7 @@ func TestControlledShutdownMovesLeadership(t *testing.T) {
 	if err != nil || st.Leader != 2 || st.LeaderEpoch != 1 || !slices.Equal(st.ISR, []int32{2}) {
 		t.Fatalf("after the drain: %+v %v; want leader 2, epoch 1, ISR [2]", st, err)
 	}
-	waitFor(t, "broker 2 to take produce", 10*time.Second, func() bool {
+	harness.WaitFor(t, "broker 2 to take produce", 10*time.Second, func() bool {
 		code, _ := cl.brokers[2].produce(t, "cs", -1, "b")
 		return code == 0
 	})
@@ -333,9 +334,9 @@ func TestLeaderSessionLossFailover(t *testing.T) {
 	told := cl.ctl.metrics.count("LeaderAndIsr", 2)
 	cut := time.Now()
 	proxy.Cut()
-	waitFor(t, "LeaderAndIsr to broker 2", 20*time.Second, func() bool { return cl.ctl.metrics.count("LeaderAndIsr", 2) > told })
+	harness.WaitFor(t, "LeaderAndIsr to broker 2", 20*time.Second, func() bool { return cl.ctl.metrics.count("LeaderAndIsr", 2) > told })
 	delivered := time.Since(cut)
-	waitFor(t, "broker 2 to take produce", 10*time.Second, func() bool {
+	harness.WaitFor(t, "broker 2 to take produce", 10*time.Second, func() bool {
 		code, _ := cl.brokers[2].produce(t, "exp", -1, "b")
 		return code == 0
 	})
@@ -361,12 +362,12 @@ func TestNewControllerResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := cl.startController(t, 4)
-	waitFor(t, "the new controller", 10*time.Second, func() bool { return next.Status().Active && next.Status().Epoch == 2 })
+	harness.WaitFor(t, "the new controller", 10*time.Second, func() bool { return next.Status().Active && next.Status().Epoch == 2 })
 	st := cl.waitState(t, "during", func(zookeeper.PartitionState) bool { return true })
 	if st.Leader != 2 || st.ControllerEpoch != 2 || !slices.Equal(st.ISR, []int32{2, 1}) {
 		t.Fatalf("state of the topic created between controllers: %+v", st)
 	}
-	waitFor(t, "broker 1 to follow broker 2 on the new topic", 10*time.Second, func() bool {
+	harness.WaitFor(t, "broker 1 to follow broker 2 on the new topic", 10*time.Second, func() bool {
 		leader, ok := cl.brokers[1].core.FollowingFrom("during", 0)
 		return ok && leader == 2
 	})
@@ -395,7 +396,7 @@ func TestManyPartitions(t *testing.T) {
 	}
 	events := make(chan zookeeper.SessionEvent, 16)
 	ctl, _ := startDriver(t, 3, openZK(t, srv.Addr()+root, 10*time.Second, log, events), events, log)
-	waitFor(t, "the controller", 10*time.Second, func() bool { return ctl.Status().Active })
+	harness.WaitFor(t, "the controller", 10*time.Second, func() bool { return ctl.Status().Active })
 	const n = 500
 	parts := map[int32][]int32{}
 	for p := range int32(n) {
@@ -418,14 +419,14 @@ func TestManyPartitions(t *testing.T) {
 			return true
 		}
 	}
-	created := waitFor(t, "every state znode", 60*time.Second, func() bool { return ctl.stateWrites.Load() == n })
+	created := harness.WaitFor(t, "every state znode", 60*time.Second, func() bool { return ctl.stateWrites.Load() == n })
 	if !allStates(func(zookeeper.PartitionState) bool { return true })() {
 		t.Fatal("the writes are counted but the state znodes are not all there")
 	}
 	if err := regs[1].Deregister(); err != nil {
 		t.Fatal(err)
 	}
-	moved := waitFor(t, "every leader on broker 2", 60*time.Second, func() bool { return ctl.stateWrites.Load() == 2*n })
+	moved := harness.WaitFor(t, "every leader on broker 2", 60*time.Second, func() bool { return ctl.stateWrites.Load() == 2*n })
 	if !allStates(func(st zookeeper.PartitionState) bool { return st.Leader == 2 && slices.Equal(st.ISR, []int32{2}) })() {
 		t.Fatal("not every partition is led by broker 2 alone")
 	}
@@ -446,7 +447,7 @@ func TestControllerSurvivesZooKeeperRestart(t *testing.T) {
 	}
 	events := make(chan zookeeper.SessionEvent, 16)
 	ctl, _ := startDriver(t, 3, openZK(t, connect, 10*time.Second, log, events), events, log)
-	waitFor(t, "the controller", 10*time.Second, func() bool { return ctl.Status().Active })
+	harness.WaitFor(t, "the controller", 10*time.Second, func() bool { return ctl.Status().Active })
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +455,7 @@ func TestControllerSurvivesZooKeeperRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st zookeeper.PartitionState
-	waitFor(t, "the state znode of a topic created after the restart", 20*time.Second, func() bool {
+	harness.WaitFor(t, "the state znode of a topic created after the restart", 20*time.Second, func() bool {
 		var err error
 		st, err = zk.PartitionState("after", 0)
 		return err == nil

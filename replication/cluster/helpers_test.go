@@ -207,16 +207,3 @@ func (b *testBroker) produce(t *testing.T, topic string, acks int16, value strin
 	p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 	return p.ErrorCode, p.BaseOffset
 }
-
-// waitFor polls cond every 10 ms for up to limit.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
-}

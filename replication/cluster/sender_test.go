@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication/controller"
 	"github.com/ferry-mq/ferry/replication/zookeeper"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // fakeBroker answers the controller's requests with empty responses,
@@ -146,7 +147,7 @@ func TestSenderRetriesInOrder(t *testing.T) {
 	s.enqueue(1, &stopReplica{controller.SendStopReplica{ControllerEpoch: 1, Broker: 1, Partitions: []controller.TopicPartition{{Topic: "b"}}}})
 	s.enqueue(1, &updateMetadata{controller.SendUpdateMetadata{ControllerEpoch: 1, LiveBrokers: []controller.Broker{f.broker(1)}}})
 	s.enqueue(7, lai(1, "c", 0)) // not live: dropped
-	waitFor(t, "three deliveries", 10*time.Second, func() bool { return len(f.keys()) == 3 })
+	harness.WaitFor(t, "three deliveries", 10*time.Second, func() bool { return len(f.keys()) == 3 })
 	if got := f.keys(); !slices.Equal(got, []int16{4, 5, 6}) {
 		t.Fatalf("keys %v, want LeaderAndIsr, StopReplica, UpdateMetadata", got)
 	}
@@ -166,7 +167,7 @@ func TestSenderSkipsWhatTheBrokerDoesNotServe(t *testing.T) {
 	s.setBrokers([]controller.Broker{f.broker(1)})
 	s.enqueue(1, &updateMetadata{controller.SendUpdateMetadata{ControllerEpoch: 1}})
 	s.enqueue(1, lai(1, "a", 0))
-	waitFor(t, "the LeaderAndIsr", 10*time.Second, func() bool { return m.count("LeaderAndIsr", 1) == 1 })
+	harness.WaitFor(t, "the LeaderAndIsr", 10*time.Second, func() bool { return m.count("LeaderAndIsr", 1) == 1 })
 	if got := f.keys(); !slices.Equal(got, []int16{4}) {
 		t.Fatalf("the broker got keys %v, want only LeaderAndIsr", got)
 	}
@@ -183,7 +184,7 @@ func TestStoppingASenderCutsAStuckRequest(t *testing.T) {
 	s := newSenders(cfg, testLogger(t), &sendMetrics{})
 	s.setBrokers([]controller.Broker{f.broker(1)})
 	s.enqueue(1, lai(1, "a", 0))
-	waitFor(t, "the request to reach the broker", 10*time.Second, func() bool { return len(f.keys()) == 1 })
+	harness.WaitFor(t, "the request to reach the broker", 10*time.Second, func() bool { return len(f.keys()) == 1 })
 	start := time.Now()
 	s.setBrokers(nil)
 	if took := time.Since(start); took > time.Second {

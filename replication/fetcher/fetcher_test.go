@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-mq/ferry/server/kafka"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // leader is a real broker (id 1) serving Kafka on loopback.
@@ -106,17 +107,6 @@ func readAll(t *testing.T, p server.Partition) []byte {
 	return rr.Data
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // A follower fed by a Fetcher holds the leader's batches byte for byte,
 // follows its high watermark, keeps copying as the leader grows, and
 // resumes after the leader's listener goes away and comes back.
@@ -140,16 +130,16 @@ func TestFetcherCopiesTheLeader(t *testing.T) {
 	caughtUp := func() bool {
 		return follower.LogEndOffset() == lp.LogEndOffset() && follower.HighWatermark() == lp.HighWatermark()
 	}
-	waitFor(t, "the follower copies 3 records", caughtUp)
+	harness.WaitFor(t, "the follower copies 3 records", 10*time.Second, caughtUp)
 	produce(t, l.broker, "r", "d")
-	waitFor(t, "the follower copies the 4th record", caughtUp)
+	harness.WaitFor(t, "the follower copies the 4th record", 10*time.Second, caughtUp)
 
 	addr := l.addr
 	l.stopListener(t)
 	produce(t, l.broker, "r", "e", "f")
 	ln := startListenerAgain(t, l, addr)
 	defer ln()
-	waitFor(t, "the follower resumes after the leader's listener returns", caughtUp)
+	harness.WaitFor(t, "the follower resumes after the leader's listener returns", 10*time.Second, caughtUp)
 	if !bytes.Equal(readAll(t, lp), readAll(t, follower)) {
 		t.Fatal("the follower's log differs from the leader's")
 	}
@@ -207,20 +197,20 @@ func TestFetcherRetriesAPartitionTheLeaderRefuses(t *testing.T) {
 	defer f.Close()
 	f.Add(kept)
 	f.Add(moved)
-	waitFor(t, "the moved partition is refused", func() bool {
+	harness.WaitFor(t, "the moved partition is refused", 10*time.Second, func() bool {
 		st, _ := f.Status("moved", 0)
 		return errors.Is(st.Err, kerr.NotLeaderForPartition)
 	})
 	produce(t, l.broker, "kept", "x")
 	produce(t, l.broker, "moved", "y")
-	waitFor(t, "the kept partition goes on", func() bool { return kept.LogEndOffset() == 1 })
+	harness.WaitFor(t, "the kept partition goes on", 10*time.Second, func() bool { return kept.LogEndOffset() == 1 })
 	if moved.LogEndOffset() != 0 {
 		t.Fatalf("the refused partition copied %d records", moved.LogEndOffset())
 	}
 	if err := l.broker.SetPartitionRole("moved", 0, stale); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the refused partition is copied once the leader lists it", func() bool { return moved.LogEndOffset() == 1 })
+	harness.WaitFor(t, "the refused partition is copied once the leader lists it", 10*time.Second, func() bool { return moved.LogEndOffset() == 1 })
 	f.Remove("moved", 0)
 	if _, ok := f.Status("moved", 0); ok || f.Len() != 1 {
 		t.Fatalf("after Remove: %d partitions", f.Len())
@@ -275,7 +265,7 @@ func TestAcksAllWaitsForTheFollower(t *testing.T) {
 	if follower.LogEndOffset() < 2 {
 		t.Fatalf("acknowledged, but the follower holds %d records", follower.LogEndOffset())
 	}
-	waitFor(t, "the leader's high watermark covers both records", func() bool { return lp.HighWatermark() == 2 })
+	harness.WaitFor(t, "the leader's high watermark covers both records", 10*time.Second, func() bool { return lp.HighWatermark() == 2 })
 	f.Close()
 	_, err = l.broker.ProduceBatch(ctx, server.BatchProduce{Topic: "all", Batches: batch("c"), Acks: server.AcksAll, Timeout: 50 * time.Millisecond})
 	if !errors.Is(err, server.ErrRequestTimedOut) {
@@ -308,7 +298,7 @@ func TestFetcherTruncatesADivergentTail(t *testing.T) {
 	f := fetcher.Start(fetcher.Config{BrokerID: 2, Leader: 1, Addr: l.addr, MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond})
 	defer f.Close()
 	f.Add(p2)
-	waitFor(t, "broker 2 copies epoch 1", func() bool { return p2.LogEndOffset() == 3 })
+	harness.WaitFor(t, "broker 2 copies epoch 1", 10*time.Second, func() bool { return p2.LogEndOffset() == 3 })
 	f.Remove("div", 0)
 
 	// Broker 2 leads epoch 2 alone for a moment: two records nobody copies.
@@ -333,7 +323,7 @@ func TestFetcherTruncatesADivergentTail(t *testing.T) {
 	}
 	f.Add(p2)
 	lp, _ := l.broker.Partition("div", 0)
-	waitFor(t, "broker 2 truncates and catches up", func() bool { return p2.LogEndOffset() == 6 && p2.HighWatermark() == lp.HighWatermark() })
+	harness.WaitFor(t, "broker 2 truncates and catches up", 10*time.Second, func() bool { return p2.LogEndOffset() == 6 && p2.HighWatermark() == lp.HighWatermark() })
 	if !bytes.Equal(readAll(t, lp), readAll(t, p2)) {
 		t.Fatal("after truncation the replica's log differs from the leader's")
 	}

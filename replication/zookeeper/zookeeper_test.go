@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/ferry-mq/ferry/test/harness"
 	"github.com/ferry-mq/ferry/test/zkserver"
 )
 
@@ -77,17 +78,6 @@ func raw(t *testing.T, addr, path string) []byte {
 		t.Fatalf("get %s: %v", path, err)
 	}
 	return data
-}
-
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func broker(id int32, port int) BrokerInfo {
@@ -227,7 +217,7 @@ func TestSessionExpiryReRegisters(t *testing.T) {
 	nextSnapshot(t, w, func(bs []BrokerInfo) bool { return len(bs) == 1 })
 	first := c.SessionID()
 	proxy.Cut()
-	waitFor(t, "the ephemeral registration to go", 20*time.Second, func() bool {
+	harness.WaitFor(t, "the ephemeral registration to go", 20*time.Second, func() bool {
 		_, err := observer.Broker(3)
 		return errors.Is(err, ErrNotFound)
 	})

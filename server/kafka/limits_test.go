@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // heapAfterGC is the live heap, in bytes.
@@ -34,12 +35,7 @@ func totalAlloc() uint64 {
 // waitFor polls cond every few milliseconds for up to 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, 10*time.Second, cond)
 }
 
 // startFrame sends a Produce frame header declaring size bytes, and the

@@ -163,19 +163,12 @@ func TestClusterLeaderShrinksTheISRInZooKeeper(t *testing.T) {
 	if p := produceOneAcks(b1.dial(t), "s", 1, "v"); p.ErrorCode != 0 {
 		t.Fatalf("produce: %d", p.ErrorCode)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// The leader adopts the ISR once its write returns: both must agree.
+	waitFor(t, "the ISR to shrink to [1] in ZooKeeper and on the leader", func() bool {
 		st, err := ctl.PartitionState("s", 0)
 		p, _ := b1.broker.Partition("s", 0)
-		// The leader adopts the ISR once its write returns: both must agree.
-		if err == nil && slices.Equal(st.ISR, []int32{1}) && slices.Equal(p.ISR(), []int32{1}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ISR never shrank in ZooKeeper: %+v %v", st, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && slices.Equal(st.ISR, []int32{1}) && slices.Equal(p.ISR(), []int32{1})
+	})
 	changes, err := ctl.ISRChanges()
 	if err != nil || len(changes) == 0 {
 		t.Fatalf("no ISR change notification: %v %v", changes, err)

@@ -59,17 +59,6 @@ func seeds(nodes []*harness.Node) []string {
 	return out
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // replicatedProducer creates topic (one partition, replication factor 3),
 // waits for its leader, and returns an idempotent acks=all producer that
 // retries through leader changes, with an admin client on it.
@@ -87,7 +76,7 @@ func replicatedProducer(t *testing.T, nodes []*harness.Node, topic string) (*kgo
 	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
 		t.Fatalf("create topic: %v", err)
 	}
-	waitFor(t, "the topic has a leader", 30*time.Second, func() bool { return leaderOf(t, adm, topic) > 0 })
+	harness.WaitFor(t, "the topic has a leader", 30*time.Second, func() bool { return leaderOf(t, adm, topic) > 0 })
 	return cl, adm
 }
 
@@ -192,7 +181,7 @@ func TestReplicatedProduceSurvivesLeaderKills(t *testing.T) {
 // fails, and every acknowledged record is there.
 func TestRollingRestartLosesNothing(t *testing.T) {
 	nodes := startCluster(t, 3)
-	waitFor(t, "exactly one broker reports ferry_controller_active 1", 30*time.Second, func() bool {
+	harness.WaitFor(t, "exactly one broker reports ferry_controller_active 1", 30*time.Second, func() bool {
 		active := 0
 		for _, n := range nodes {
 			if strings.Contains(scrape(n), "\nferry_controller_active 1\n") {
@@ -215,7 +204,7 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		oneAdm := kadm.NewClient(one)
-		waitFor(t, "broker "+n.KafkaAddr+" describes the 3 partitions of spread", 30*time.Second, func() bool {
+		harness.WaitFor(t, "broker "+n.KafkaAddr+" describes the 3 partitions of spread", 30*time.Second, func() bool {
 			md, err := oneAdm.Metadata(ctx, "spread")
 			if err != nil || len(md.Topics["spread"].Partitions) != 3 {
 				return false
@@ -288,7 +277,7 @@ func TestFrozenLeaderIsReplacedWithoutSplitBrain(t *testing.T) {
 	old := leaderOf(t, adm, "frozen")
 	nodes[old-1].Freeze()
 	produce(30) // answered once another broker leads (after the 6 s session timeout)
-	waitFor(t, "a new leader", 30*time.Second, func() bool {
+	harness.WaitFor(t, "a new leader", 30*time.Second, func() bool {
 		l := leaderOf(t, adm, "frozen")
 		return l > 0 && l != old
 	})
@@ -309,7 +298,7 @@ func TestFrozenLeaderIsReplacedWithoutSplitBrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer one.Close()
-	waitFor(t, "the thawed broker follows the new leader", 30*time.Second, func() bool {
+	harness.WaitFor(t, "the thawed broker follows the new leader", 30*time.Second, func() bool {
 		md, err := kadm.NewClient(one).Metadata(ctx, "frozen")
 		if err != nil || len(md.Topics["frozen"].Partitions) != 1 {
 			return false
