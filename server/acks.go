@@ -62,13 +62,20 @@ func (b *Broker) WaitAcks(ctx context.Context, appended []Appended, timeout time
 	var waits []delayed.Wait
 	var which []int
 	for i, a := range appended {
-		if a.acks == AcksAll && a.partition != nil {
-			waits = append(waits, delayed.Wait{
-				Key:    delayed.Key{Topic: a.partition.Topic(), Partition: a.partition.Index()},
-				Offset: a.LastOffset + 1,
-			})
-			which = append(which, i)
+		if a.acks != AcksAll || a.partition == nil {
+			continue
 		}
+		// Acknowledged already (one replica, or followers that were quick):
+		// no wait in the purgatory for it.
+		if done, err := a.partition.AcksAllDone(a.LastOffset + 1); done {
+			errs[i] = err
+			continue
+		}
+		waits = append(waits, delayed.Wait{
+			Key:    delayed.Key{Topic: a.partition.Topic(), Partition: a.partition.Index()},
+			Offset: a.LastOffset + 1,
+		})
+		which = append(which, i)
 	}
 	if len(waits) == 0 {
 		return errs
