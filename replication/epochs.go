@@ -41,10 +41,12 @@ func loadEpochs(fsys storage.FS, dir string, logStart, logEnd int64) (*epochHist
 	h.cache = epoch.NewCache(entries)
 	changed := h.cache.TruncateFromEnd(logEnd)
 	changed = h.cache.TruncateFromStart(logStart) || changed
-	if h.cache.Len() == 0 && logEnd > logStart {
-		// A data dir from before the history was kept: a single node
-		// wrote every batch in epoch 0. Kept in memory only, so a restart
-		// of many such partitions writes no files.
+	if h.cache.Len() == 0 {
+		// No history: a new partition, or a data dir from before the
+		// history was kept, where a single node wrote every batch in epoch
+		// 0. Epoch 0 from the log start, in memory only: a single node's
+		// partitions never write the file, and a replica copying a later
+		// epoch replaces the entry (Assign drops what the new one overlaps).
 		h.cache.Assign(0, logStart)
 	}
 	h.latest.Store(h.cache.LatestEpoch())
@@ -93,13 +95,6 @@ func (h *epochHistory) truncateFromStart(start int64) error {
 func (h *epochHistory) answer(current int32, req epoch.Request, logEnd int64) (epoch.EndOffset, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cache.Len() == 0 && req.LeaderEpoch == current && logEnd == 0 {
-		// An empty partition records its epoch with its first append.
-		if err := epoch.CheckCurrent(req.CurrentLeaderEpoch, current); err != nil {
-			return epoch.Undefined, err
-		}
-		return epoch.EndOffset{Epoch: current, Offset: 0}, nil
-	}
 	return epoch.LeaderAnswer(h.cache, current, req, logEnd)
 }
 

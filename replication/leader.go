@@ -31,12 +31,7 @@ func (p *Partition) lead(r Role, now time.Time) error {
 	}
 	p.mu.leader = l
 	p.setHighWatermarkLocked(l.HighWatermark())
-	if leo > 0 || r.LeaderEpoch > 0 {
-		// A fresh single-node partition records its epoch with its first
-		// append instead: no file for each of many new partitions.
-		return p.epochs.assign(r.LeaderEpoch, leo)
-	}
-	return nil
+	return p.epochs.assign(r.LeaderEpoch, leo)
 }
 
 func stateOf(r Role) isr.State {

@@ -1,10 +1,14 @@
 package replication
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication/checkpoint"
 	"github.com/ferry-mq/ferry/replication/isr"
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -87,5 +91,26 @@ func TestEpochHistoryAcrossLeaderships(t *testing.T) {
 	}
 	if _, err := p.EndOffsetForEpoch(2, 3); err == nil {
 		t.Error("a request in an older current epoch was answered")
+	}
+}
+
+// A single node's partitions stay in epoch 0 and write no
+// leader-epoch-checkpoint (creating many partitions costs no file each);
+// the first other epoch writes it.
+func TestEpochZeroWritesNoCheckpoint(t *testing.T) {
+	p, _ := newTestPartition(t)
+	path := filepath.Join(p.Dir(), checkpoint.LeaderEpochFile)
+	p.Append(plainBatch(t, "a"), storage.AppendOptions{})
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("epoch 0 wrote %s: %v", path, err)
+	}
+	if got, err := p.EndOffsetForEpoch(0, 0); err != nil || got.Epoch != 0 || got.Offset != 1 {
+		t.Fatalf("epoch 0 ends at %+v (%v), want the log end 1", got, err)
+	}
+	if err := p.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("epoch 1 did not write the checkpoint: %v", err)
 	}
 }
