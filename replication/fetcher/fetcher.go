@@ -172,20 +172,6 @@ func (f *Fetcher) Remove(topic string, partition int32) {
 	f.applyMu.Unlock()
 }
 
-// take removes a partition and returns its replica, for another Fetcher.
-func (f *Fetcher) take(k key) (Replica, bool) {
-	f.mu.Lock()
-	ps, ok := f.mu.partitions[k]
-	delete(f.mu.partitions, k)
-	f.mu.Unlock()
-	if !ok {
-		return nil, false
-	}
-	f.applyMu.Lock() // wait out an answer being applied
-	f.applyMu.Unlock()
-	return ps.replica, true
-}
-
 // Status reports a partition's state; ok is false when it is not here.
 func (f *Fetcher) Status(topic string, partition int32) (st Status, ok bool) {
 	f.mu.Lock()

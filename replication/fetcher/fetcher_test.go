@@ -342,3 +342,55 @@ func oneRecord(t *testing.T, v string) []byte {
 	}
 	return data
 }
+
+// A Manager moves a partition between leaders: following it from a leader
+// at another address (a new leader, or one restarted elsewhere) starts a
+// Fetcher there, stops the old one, and the replica ends with the new
+// leader's log.
+func TestManagerMovesAPartitionToItsNewLeader(t *testing.T) {
+	first, second := startLeader(t, "127.0.0.1:0"), startLeader(t, "127.0.0.1:0")
+	for _, l := range []*leader{first, second} {
+		if err := l.broker.CreateTopic(server.TopicSpec{Name: "m", Partitions: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.broker.SetPartitionRole("m", 0, twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, first.broker, "m", "a")
+	follower := openFollower(t, "m")
+	if err := follower.SetRole(twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	m := fetcher.NewManager(fetcher.Config{BrokerID: 2, MaxWait: 50 * time.Millisecond, Backoff: 20 * time.Millisecond})
+	defer m.Close()
+	m.Follow(follower, 1, first.addr)
+	harness.WaitFor(t, "the copy from the first leader", 10*time.Second, func() bool { return follower.LogEndOffset() == 1 })
+
+	epoch2 := replication.Role{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}
+	if err := second.broker.SetPartitionRole("m", 0, epoch2); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, second.broker, "m", "x", "y")
+	if err := follower.SetRole(epoch2); err != nil {
+		t.Fatal(err)
+	}
+	m.Follow(follower, 1, second.addr)
+	lp, _ := second.broker.Partition("m", 0)
+	harness.WaitFor(t, "the replica holds the second leader's log", 10*time.Second, func() bool {
+		return bytes.Equal(readAll(t, lp), readAll(t, follower))
+	})
+	produce(t, first.broker, "m", "late") // the old leader's appends no longer reach it
+	produce(t, second.broker, "m", "z")
+	harness.WaitFor(t, "the replica follows the second leader", 10*time.Second, func() bool { return follower.LogEndOffset() == 3 })
+	if !bytes.Equal(readAll(t, lp), readAll(t, follower)) {
+		t.Fatal("the replica took records from the old leader")
+	}
+	if l, ok := m.Leader("m", 0); !ok || l != 1 {
+		t.Fatalf("Leader: %d %v", l, ok)
+	}
+	m.Unfollow("m", 0)
+	if _, ok := m.Leader("m", 0); ok {
+		t.Fatal("still followed after Unfollow")
+	}
+}

@@ -4,65 +4,57 @@ import (
 	"sync"
 )
 
-// Manager runs this broker's Fetchers, one per leader broker it follows
+// Manager runs this broker's Fetchers, one per leader it follows
 // partitions of (Kafka's ReplicaFetcherManager, with one fetcher thread
-// per source broker).
+// per source broker). A leader that comes back at another address gets a
+// new Fetcher as its partitions are followed again (LeaderAndIsr); the old
+// one stops once it has none.
 type Manager struct {
 	// template is every Fetcher's Config but the leader's id and address.
 	template Config
 	mu       struct {
 		sync.Mutex
-		fetchers map[int32]*Fetcher
-		// of is which leader each partition is copied from.
-		of     map[key]int32
+		fetchers map[source]*Fetcher
+		// of is where each partition is copied from.
+		of     map[key]source
 		closed bool
 	}
+}
+
+// source is a leader broker at one address.
+type source struct {
+	leader int32
+	addr   string
 }
 
 // NewManager starts no Fetcher until a partition is followed.
 func NewManager(template Config) *Manager {
 	m := &Manager{template: template}
-	m.mu.fetchers = map[int32]*Fetcher{}
-	m.mu.of = map[key]int32{}
+	m.mu.fetchers = map[source]*Fetcher{}
+	m.mu.of = map[key]source{}
 	return m
 }
 
 // Follow copies r from leader (at addr), moving it from the Fetcher of
 // its previous leader; it truncates first (Fetcher.Add).
 func (m *Manager) Follow(r Replica, leader int32, addr string) {
-	k := key{r.Topic(), r.Index()}
+	k, src := key{r.Topic(), r.Index()}, source{leader, addr}
 	m.mu.Lock()
 	if m.mu.closed {
 		m.mu.Unlock()
 		return
 	}
-	prev, had := m.mu.of[k]
-	old := m.mu.fetchers[prev]
-	f := m.mu.fetchers[leader]
-	if f != nil && f.cfg.Addr != addr {
-		// The leader moved to another address (a restart with a new
-		// listener): its partitions follow to a new Fetcher.
-		f = nil
-	}
+	old := m.mu.fetchers[m.mu.of[k]]
+	f := m.mu.fetchers[src]
 	if f == nil {
 		cfg := m.template
 		cfg.Leader, cfg.Addr = leader, addr
 		f = Start(cfg)
-		if stale := m.mu.fetchers[leader]; stale != nil {
-			defer stale.Close()
-			for pk, l := range m.mu.of {
-				if l == leader && pk != k {
-					if ps, ok := stale.take(pk); ok {
-						f.Add(ps)
-					}
-				}
-			}
-		}
-		m.mu.fetchers[leader] = f
+		m.mu.fetchers[src] = f
 	}
-	m.mu.of[k] = leader
+	m.mu.of[k] = src
 	m.mu.Unlock()
-	if had && old != nil && old != f {
+	if old != nil && old != f {
 		old.Remove(k.topic, k.partition)
 	}
 	f.Add(r)
@@ -74,8 +66,8 @@ func (m *Manager) Follow(r Replica, leader int32, addr string) {
 func (m *Manager) Unfollow(topic string, partition int32) {
 	k := key{topic, partition}
 	m.mu.Lock()
-	leader, ok := m.mu.of[k]
-	f := m.mu.fetchers[leader]
+	src, ok := m.mu.of[k]
+	f := m.mu.fetchers[src]
 	delete(m.mu.of, k)
 	m.mu.Unlock()
 	if ok && f != nil {
@@ -89,25 +81,18 @@ func (m *Manager) Unfollow(topic string, partition int32) {
 func (m *Manager) Leader(topic string, partition int32) (leader int32, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	leader, ok = m.mu.of[key{topic, partition}]
-	return leader, ok
-}
-
-// Fetcher is the Fetcher copying from leader, or nil.
-func (m *Manager) Fetcher(leader int32) *Fetcher {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.mu.fetchers[leader]
+	src, ok := m.mu.of[key{topic, partition}]
+	return src.leader, ok
 }
 
 // closeIdle stops the Fetchers left without partitions.
 func (m *Manager) closeIdle() {
 	m.mu.Lock()
 	var idle []*Fetcher
-	for id, f := range m.mu.fetchers {
+	for src, f := range m.mu.fetchers {
 		if f.Len() == 0 {
 			idle = append(idle, f)
-			delete(m.mu.fetchers, id)
+			delete(m.mu.fetchers, src)
 		}
 	}
 	m.mu.Unlock()
@@ -121,8 +106,8 @@ func (m *Manager) Close() {
 	m.mu.Lock()
 	m.mu.closed = true
 	fs := m.mu.fetchers
-	m.mu.fetchers = map[int32]*Fetcher{}
-	m.mu.of = map[key]int32{}
+	m.mu.fetchers = map[source]*Fetcher{}
+	m.mu.of = map[key]source{}
 	m.mu.Unlock()
 	for _, f := range fs {
 		f.Close()
