@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,24 +163,33 @@ func appendInParallel(fns []func(), distinct bool) {
 	}
 }
 
-// distinctPartitions says whether no partition appears twice in req.
+// distinctPartitions says whether no partition appears twice in req: a
+// scan of what came before while the request is small (most name a few
+// partitions, so no map per request), a set beyond that.
 func distinctPartitions(req *kmsg.ProduceRequest) bool {
 	type key struct {
 		topic     string
 		partition int32
 	}
+	var small [16]key
+	keys := small[:0]
 	var seen map[key]struct{}
-	n := 0
-	for _, t := range req.Topics {
-		n += len(t.Partitions)
-	}
-	if n <= 1 {
-		return true
-	}
-	seen = make(map[key]struct{}, n)
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			k := key{t.Topic, p.Partition}
+			if seen == nil && len(keys) < len(small) {
+				if slices.Contains(keys, k) {
+					return false
+				}
+				keys = append(keys, k)
+				continue
+			}
+			if seen == nil {
+				seen = make(map[key]struct{}, 2*len(keys))
+				for _, k := range keys {
+					seen[k] = struct{}{}
+				}
+			}
 			if _, dup := seen[k]; dup {
 				return false
 			}

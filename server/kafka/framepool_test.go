@@ -117,3 +117,36 @@ func TestProduceNamingAPartitionTwiceAppendsInOrder(t *testing.T) {
 		t.Fatalf("partition 0 holds %v", got)
 	}
 }
+
+func TestDistinctPartitions(t *testing.T) {
+	req := func(parts ...int32) *kmsg.ProduceRequest {
+		r := kmsg.NewPtrProduceRequest()
+		for _, topic := range []string{"a", "b"} {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = topic
+			for _, p := range parts {
+				rt.Partitions = append(rt.Partitions, kmsg.ProduceRequestTopicPartition{Partition: p})
+			}
+			r.Topics = append(r.Topics, rt)
+		}
+		return r
+	}
+	var many []int32
+	for p := range int32(40) {
+		many = append(many, p)
+	}
+	for name, c := range map[string]struct {
+		req  *kmsg.ProduceRequest
+		want bool
+	}{
+		"few":                    {req(0, 1, 2), true},
+		"few, one twice":         {req(0, 1, 0), false},
+		"many":                   {req(many...), true},
+		"many, the last twice":   {req(append(many, 39)...), false},
+		"many, an early one too": {req(append(many, 3)...), false},
+	} {
+		if got := distinctPartitions(c.req); got != c.want {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
+		}
+	}
+}
