@@ -91,6 +91,23 @@ func scrape(n *harness.Node) string {
 	return string(body)
 }
 
+// produceNumbered produces count records valued from, from+1, … one at a
+// time (each acknowledged before the next is sent; the client retries
+// through leader changes), failing the test on any error, and returns the
+// next number.
+func produceNumbered(t *testing.T, cl *kgo.Client, from, count int) int {
+	t.Helper()
+	for n := from; n < from+count; n++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(n))}).FirstErr()
+		cancel()
+		if err != nil {
+			t.Fatalf("produce %d: %v", n, err)
+		}
+	}
+	return from + count
+}
+
 // leaderOf is the broker id leading topic's partition 0 in the cluster's
 // metadata, or -1.
 func leaderOf(t *testing.T, adm *kadm.Client, topic string) int32 {
@@ -219,17 +236,7 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 		one.Close()
 	}
 	acked := 0
-	produce := func(count int) {
-		for range count {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(acked))}).FirstErr()
-			cancel()
-			if err != nil {
-				t.Fatalf("produce %d: %v", acked, err)
-			}
-			acked++
-		}
-	}
+	produce := func(count int) { acked = produceNumbered(t, cl, acked, count) }
 	produce(30)
 	for _, n := range nodes {
 		n.Stop() // SIGTERM: controlled shutdown
@@ -262,17 +269,7 @@ func TestFrozenLeaderIsReplacedWithoutSplitBrain(t *testing.T) {
 	nodes := startCluster(t, 3)
 	cl, adm := replicatedProducer(t, nodes, "frozen")
 	acked := 0
-	produce := func(count int) {
-		for range count {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprint(acked))}).FirstErr()
-			cancel()
-			if err != nil {
-				t.Fatalf("produce %d: %v", acked, err)
-			}
-			acked++
-		}
-	}
+	produce := func(count int) { acked = produceNumbered(t, cl, acked, count) }
 	produce(30)
 	old := leaderOf(t, adm, "frozen")
 	nodes[old-1].Freeze()
