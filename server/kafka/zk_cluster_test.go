@@ -124,7 +124,18 @@ func TestClusterTopicCreatedOnOneBrokerReplicatesToAnother(t *testing.T) {
 // replica.lag.time.max.ms and writes it to the partition's state znode
 // (conditionally on its version) with an ISR change notification; the
 // partition's role carries the new ISR and version.
-func TestClusterLeaderShrinksTheISRInZooKeeper(t *testing.T) {
+func TestClusterLeaderShrinksTheISRInZooKeeper(t *testing.T) { shrinkISR(t, false) }
+
+// Another writer (the controller) changes the partition's state znode
+// after the leader read it: the leader's conditional ISR write conflicts,
+// the leader re-reads the state, adopts its version, and its next
+// proposal is written on top of it.
+func TestClusterLeaderISRWriteConflictRereads(t *testing.T) { shrinkISR(t, true) }
+
+// shrinkISR makes broker 2's follower stop fetching from broker 1 and
+// checks the ISR shrinks to [1] in ZooKeeper and on the leader; with
+// conflict, the state znode moves on under the leader first.
+func shrinkISR(t *testing.T, conflict bool) {
 	chroot := uniqueChroot(t)
 	b1 := zkBroker(t, 1, chroot)
 	b2 := zkBroker(t, 2, chroot)
@@ -154,6 +165,12 @@ func TestClusterLeaderShrinksTheISRInZooKeeper(t *testing.T) {
 			t.Fatalf("broker %d: %+v", b.broker.BrokerID(), resp)
 		}
 	}
+	if conflict {
+		bumped := zookeeper.PartitionState{Leader: 1, ISR: []int32{1, 2}, ControllerEpoch: e.Epoch, Version: 0}
+		if v, err := ctl.UpdatePartitionState("s", 0, bumped, e.EpochVersion); err != nil || v != 1 {
+			t.Fatalf("bump the state znode: version %d, %v", v, err)
+		}
+	}
 	stop := kmsg.NewPtrStopReplicaRequest()
 	stop.ControllerEpoch = e.Epoch
 	stop.Topics = []kmsg.StopReplicaRequestTopic{{Topic: "s", Partitions: []int32{0}}}
@@ -169,6 +186,9 @@ func TestClusterLeaderShrinksTheISRInZooKeeper(t *testing.T) {
 		p, _ := b1.broker.Partition("s", 0)
 		return err == nil && slices.Equal(st.ISR, []int32{1}) && slices.Equal(p.ISR(), []int32{1})
 	})
+	if st, _ := ctl.PartitionState("s", 0); conflict && st.Version != 2 {
+		t.Fatalf("state znode at version %d, want 2: the leader's write on top of the other writer's", st.Version)
+	}
 	changes, err := ctl.ISRChanges()
 	if err != nil || len(changes) == 0 {
 		t.Fatalf("no ISR change notification: %v %v", changes, err)
