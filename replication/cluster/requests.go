@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/replication/controller"
+	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/replication/zookeeper"
 )
 
@@ -112,14 +113,11 @@ func (r *leaderAndIsr) request(controllerID int32, listener string) kmsg.Request
 	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = controllerID, r.ControllerEpoch, unknownBrokerEpoch
 	byTopic := map[string]int{}
 	for _, p := range r.Partitions {
-		k, ok := byTopic[p.Partition.Topic]
-		if !ok {
-			k = len(req.TopicStates)
-			byTopic[p.Partition.Topic] = k
+		k := wire.TopicSlot(byTopic, &req.TopicStates, p.Partition.Topic, func(topic string) kmsg.LeaderAndISRRequestTopicState {
 			ts := kmsg.NewLeaderAndISRRequestTopicState()
-			ts.Topic = p.Partition.Topic
-			req.TopicStates = append(req.TopicStates, ts)
-		}
+			ts.Topic = topic
+			return ts
+		})
 		ps := kmsg.NewLeaderAndISRRequestTopicPartition()
 		ps.Partition, ps.ControllerEpoch = p.Partition.Partition, p.State.ControllerEpoch
 		ps.Leader, ps.LeaderEpoch, ps.ISR, ps.ZKVersion = p.State.Leader, p.State.LeaderEpoch, p.State.ISR, p.State.ZkVersion
@@ -139,14 +137,11 @@ func (r *updateMetadata) request(controllerID int32, listener string) kmsg.Reque
 	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = controllerID, r.ControllerEpoch, unknownBrokerEpoch
 	byTopic := map[string]int{}
 	for _, p := range r.Partitions {
-		k, ok := byTopic[p.Partition.Topic]
-		if !ok {
-			k = len(req.TopicStates)
-			byTopic[p.Partition.Topic] = k
+		k := wire.TopicSlot(byTopic, &req.TopicStates, p.Partition.Topic, func(topic string) kmsg.UpdateMetadataRequestTopicState {
 			ts := kmsg.NewUpdateMetadataRequestTopicState()
-			ts.Topic = p.Partition.Topic
-			req.TopicStates = append(req.TopicStates, ts)
-		}
+			ts.Topic = topic
+			return ts
+		})
 		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
 		ps.Partition, ps.ControllerEpoch = p.Partition.Partition, p.State.ControllerEpoch
 		ps.Leader, ps.LeaderEpoch, ps.ISR, ps.ZKVersion = p.State.Leader, p.State.LeaderEpoch, p.State.ISR, p.State.ZkVersion
@@ -201,14 +196,11 @@ func (r *stopReplica) request(controllerID int32, listener string) kmsg.Request 
 	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = controllerID, r.ControllerEpoch, unknownBrokerEpoch
 	byTopic := map[string]int{}
 	for _, tp := range r.Partitions {
-		k, ok := byTopic[tp.Topic]
-		if !ok {
-			k = len(req.Topics)
-			byTopic[tp.Topic] = k
+		k := wire.TopicSlot(byTopic, &req.Topics, tp.Topic, func(topic string) kmsg.StopReplicaRequestTopic {
 			t := kmsg.NewStopReplicaRequestTopic()
-			t.Topic = tp.Topic
-			req.Topics = append(req.Topics, t)
-		}
+			t.Topic = topic
+			return t
+		})
 		ps := kmsg.NewStopReplicaRequestTopicPartitionState()
 		ps.Partition, ps.LeaderEpoch, ps.Delete = tp.Partition, -1, r.Delete
 		req.Topics[k].PartitionStates = append(req.Topics[k].PartitionStates, ps)

@@ -292,14 +292,11 @@ func (f *Fetcher) buildRequest(now time.Time) (*kmsg.FetchRequest, map[key]*part
 		if ps.truncating || now.Before(ps.retryAt) {
 			continue
 		}
-		i, ok := topics[k.topic]
-		if !ok {
-			i = len(req.Topics)
-			topics[k.topic] = i
+		i := wire.TopicSlot(topics, &req.Topics, k.topic, func(topic string) kmsg.FetchRequestTopic {
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = k.topic
-			req.Topics = append(req.Topics, rt)
-		}
+			rt.Topic = topic
+			return rt
+		})
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = k.partition
 		rp.FetchOffset = ps.replica.LogEndOffset()
@@ -420,14 +417,11 @@ func (f *Fetcher) truncate(c *wire.Conn, parts map[key]*partitionState, now time
 	topics := map[string]int{}
 	for k, ps := range parts {
 		q, _ := ps.replica.TruncationQuery()
-		i, ok := topics[k.topic]
-		if !ok {
-			i = len(req.Topics)
-			topics[k.topic] = i
+		i := wire.TopicSlot(topics, &req.Topics, k.topic, func(topic string) kmsg.OffsetForLeaderEpochRequestTopic {
 			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			rt.Topic = k.topic
-			req.Topics = append(req.Topics, rt)
-		}
+			rt.Topic = topic
+			return rt
+		})
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = k.partition, q.CurrentLeaderEpoch, q.LeaderEpoch
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
