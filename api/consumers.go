@@ -36,14 +36,17 @@ import (
 
 // REST Proxy's error codes for consumers.
 const (
-	codeConsumerNotFound    = 40403
-	codeFormatMismatch      = 40601
-	codeConsumerExists      = 40902
-	codeIllegalState        = 40903
-	codeIncompatibleGroup   = 40904
-	codeInvalidConsumer     = 42204
-	codeNoOffsetReset       = 40904 + 1 // 40905: no committed offset and auto.offset.reset none
-	codeGroupsUnavailable   = 50302
+	codeConsumerNotFound  = 40403
+	codeFormatMismatch    = 40601
+	codeConsumerExists    = 40902
+	codeIllegalState      = 40903
+	codeIncompatibleGroup = 40904
+	codeInvalidConsumer   = 42204
+	codeNoOffsetReset     = 40904 + 1 // 40905: no committed offset and auto.offset.reset none
+	codeGroupsUnavailable = 50302
+	// codeNotCoordinator: on a cluster, another broker coordinates the
+	// group; the message names it.
+	codeNotCoordinator      = 50305
 	defaultConsumerTimeout  = time.Second
 	defaultConsumerMaxBytes = 1 << 20
 )
@@ -63,6 +66,7 @@ var groupErrors = []struct {
 	{group.ErrNoOffsetReset, http.StatusConflict, codeNoOffsetReset},
 	{group.ErrCommitRejected, http.StatusInternalServerError, codeStorage},
 	{group.ErrClosed, http.StatusServiceUnavailable, codeUnavailable},
+	{group.ErrNotCoordinator, http.StatusServiceUnavailable, codeNotCoordinator},
 }
 
 func writeGroupError(w http.ResponseWriter, err error) {

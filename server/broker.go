@@ -63,6 +63,8 @@ type Broker struct {
 	controllerEpoch atomic.Int32
 	// cluster is the controller's last UpdateMetadata (clusterview.go).
 	cluster clusterViewHolder
+	// leadership tells coordinators which partitions this broker leads.
+	leadership leadershipWatchers
 
 	stop     chan struct{}
 	wg       sync.WaitGroup

@@ -89,3 +89,18 @@ func (b *Broker) Cluster() (view *ClusterView, ok bool) {
 	v := b.cluster.v.Load()
 	return v, v != nil
 }
+
+// PartitionCount is how many partitions of topic the view describes (0:
+// none). It walks the whole view: for rare lookups only.
+func (v *ClusterView) PartitionCount(topic string) int32 {
+	if v == nil {
+		return 0
+	}
+	var n int32
+	for tp := range v.Partitions {
+		if tp.Topic == topic && tp.Partition >= n {
+			n = tp.Partition + 1
+		}
+	}
+	return n
+}

@@ -73,7 +73,11 @@ func (b *Broker) applyRole(r PartitionRole, addrs map[int32]string) error {
 		// Stop copying before leading: no follower append may land after
 		// the leader's first one.
 		b.fetchers.Unfollow(r.Topic, r.Partition)
-		return p.SetRole(r.Role)
+		if err := p.SetRole(r.Role); err != nil {
+			return err
+		}
+		b.leadershipChanged(r.Topic, LeadershipChange{Partition: r.Partition, LeaderEpoch: r.LeaderEpoch, Leading: true})
+		return nil
 	}
 	addr, ok := addrs[r.Leader]
 	if !ok && r.Leader != replication.NoLeader {
@@ -83,6 +87,7 @@ func (b *Broker) applyRole(r PartitionRole, addrs map[int32]string) error {
 	if err := p.SetRole(r.Role); err != nil {
 		return err
 	}
+	b.leadershipChanged(r.Topic, LeadershipChange{Partition: r.Partition, LeaderEpoch: r.LeaderEpoch})
 	if r.Leader == replication.NoLeader {
 		b.fetchers.Unfollow(r.Topic, r.Partition)
 		return nil
@@ -160,6 +165,7 @@ func (b *Broker) StopReplicas(controllerEpoch int32, topic string, partitions []
 			continue
 		}
 		b.fetchers.Unfollow(topic, part)
+		b.leadershipChanged(topic, LeadershipChange{Partition: part, LeaderEpoch: -1})
 	}
 	return errs, nil
 }

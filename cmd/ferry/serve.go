@@ -44,6 +44,8 @@ type serveSettings struct {
 	groupInitialDelay time.Duration
 	// offsetsPartitions is offsets.topic.num.partitions.
 	offsetsPartitions int32
+	// offsetsReplicationFactor is offsets.topic.replication.factor.
+	offsetsReplicationFactor int16
 	// kafkaLimits are the Kafka listener's resource limits; Addr,
 	// AdvertisedAddr, Logger and Metrics are filled in runServe.
 	kafkaLimits kafka.Config
@@ -90,6 +92,15 @@ var serveOptions = []option{
 				err = errors.New("must be at least 1")
 			}
 			s.offsetsPartitions = int32(n)
+			return err
+		}},
+	{"offsets-topic-replication-factor", []string{"offsets.topic.replication.factor"}, "replicas of __consumer_offsets when a cluster creates it (on the first FindCoordinator; with fewer live brokers consumers wait); a single node uses 1", "3",
+		func(s *serveSettings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 16)
+			if err == nil && n < 1 {
+				err = errors.New("must be at least 1")
+			}
+			s.offsetsReplicationFactor = int16(n)
 			return err
 		}},
 	{"kafka-addr", []string{"listeners", "kafka.addr"}, "Kafka protocol listen address (listeners=PLAINTEXT://host:port also works)", ":9092",
@@ -363,7 +374,8 @@ func runServe(args []string) error {
 			return err
 		}
 	}
-	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay, OffsetsTopicPartitions: s.offsetsPartitions}
+	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay, OffsetsTopicPartitions: s.offsetsPartitions,
+		OffsetsTopicReplicationFactor: s.offsetsReplicationFactor}
 	if s.groupInitialDelay == 0 {
 		groupCfg.InitialRebalanceDelay = -1 // group.Config reads 0 as its default
 	}

@@ -30,6 +30,11 @@ type Config struct {
 	// Kafka, so groups spread over partitions (and, on a cluster, over
 	// coordinators). An existing topic keeps its count.
 	OffsetsTopicPartitions int32
+	// OffsetsTopicReplicationFactor is offsets.topic.replication.factor:
+	// the replicas of __consumer_offsets when a cluster creates it, on the
+	// first FindCoordinator; with fewer live brokers the lookup answers
+	// COORDINATOR_NOT_AVAILABLE. Default 3, as Kafka. A single node uses 1.
+	OffsetsTopicReplicationFactor int16
 	// OffsetMetadataMaxBytes bounds a commit's metadata string
 	// (offset.metadata.max.bytes). Default 4096.
 	OffsetMetadataMaxBytes int
@@ -66,6 +71,9 @@ func (c *Config) Defaults() {
 	if c.OffsetsTopicPartitions == 0 {
 		c.OffsetsTopicPartitions = 50
 	}
+	if c.OffsetsTopicReplicationFactor == 0 {
+		c.OffsetsTopicReplicationFactor = 3
+	}
 	if c.OffsetMetadataMaxBytes == 0 {
 		c.OffsetMetadataMaxBytes = 4096
 	}
@@ -87,6 +95,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("session timeout bounds [%v, %v] are invalid", c.MinSessionTimeout, c.MaxSessionTimeout)
 	case c.OffsetsTopicPartitions < 1:
 		return fmt.Errorf("offsets.topic.num.partitions %d: must be >= 1", c.OffsetsTopicPartitions)
+	case c.OffsetsTopicReplicationFactor < 1:
+		return fmt.Errorf("offsets.topic.replication.factor %d: must be >= 1", c.OffsetsTopicReplicationFactor)
 	case c.TickInterval <= 0:
 		return fmt.Errorf("tick interval must be > 0")
 	}
@@ -110,13 +120,23 @@ type Coordinator struct {
 		groups    map[string]*group
 		instances map[instanceKey]*instance
 	}
+	// own is the __consumer_offsets partitions this broker leads: their
+	// groups are the ones it serves (ownership.go). Lock order: own, then
+	// Coordinator.mu, then a group's mu.
+	own struct {
+		sync.Mutex
+		parts map[int32]ownedPartition
+	}
 
 	closing chan struct{}
 	wg      sync.WaitGroup
 }
 
-// New creates __consumer_offsets if missing, loads the committed offsets
-// from it and starts the timeout loop.
+// New starts the coordinator. On a single node it creates
+// __consumer_offsets if missing and loads every committed offset before it
+// returns; on a cluster it serves the groups of the partitions the
+// controller makes this broker lead, each once loaded, and the topic is
+// created by the first FindCoordinator.
 func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
@@ -126,15 +146,20 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	c.env = &env{logger: c.logger, initialDelay: cfg.InitialRebalanceDelay, partitionCount: c.partitionCount}
 	c.mu.groups = map[string]*group{}
 	c.mu.instances = map[instanceKey]*instance{}
-	if err := c.ensureOffsetsTopic(); err != nil {
-		return nil, err
+	c.own.parts = map[int32]ownedPartition{}
+	// Watching first: a role given while the led partitions load is not missed.
+	b.WatchLeadership(OffsetsTopic, c.onLeadership)
+	if !c.clustered() {
+		if err := c.createOffsetsTopic(); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Now()
-	n, err := c.loadOffsets(context.Background())
+	groups, offsets, err := c.loadLedPartitions(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	c.logger.Info("committed offsets loaded", "offsets", n, "groups", len(c.mu.groups), "took", time.Since(start))
+	c.logger.Info("committed offsets loaded", "offsets", offsets, "groups", groups, "took", time.Since(start))
 	if !cfg.ManualTick {
 		c.wg.Add(1)
 		go c.tickLoop()

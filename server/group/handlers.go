@@ -16,31 +16,34 @@ import (
 // done, or the coordinator closes.
 
 // HandleFindCoordinator serves FindCoordinator v0–v4 (v4: batched keys).
-// This node coordinates every group; transaction coordinators do not exist
-// yet, so key type 1 gets COORDINATOR_NOT_AVAILABLE.
+// A group's coordinator is the leader of its __consumer_offsets partition
+// (this node on a single node); on a cluster the first lookup creates the
+// topic. Transaction coordinators do not exist yet, so key type 1 gets
+// COORDINATOR_NOT_AVAILABLE.
 func (c *Coordinator) HandleFindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	host, port, hostErr := c.advertised()
-	answer := func(key string) (int16, string) {
+	answer := func(key string) (coordinator, int16, string) {
 		switch {
 		case req.CoordinatorType == 1:
-			return errCoordinatorNotAvailable, "transactions are not supported"
+			return coordinator{}, errCoordinatorNotAvailable, "transactions are not supported"
 		case req.CoordinatorType != 0:
-			return errInvalidRequest, "unknown coordinator type " + strconv.Itoa(int(req.CoordinatorType))
-		case hostErr != nil:
-			return errCoordinatorNotAvailable, hostErr.Error()
+			return coordinator{}, errInvalidRequest, "unknown coordinator type " + strconv.Itoa(int(req.CoordinatorType))
 		case c.closed():
-			return errCoordinatorNotAvailable, errClosed.Error()
+			return coordinator{}, errCoordinatorNotAvailable, errClosed.Error()
 		}
-		return errNone, ""
+		co, err := c.coordinatorOf(key)
+		if err != nil {
+			return coordinator{}, errCoordinatorNotAvailable, err.Error()
+		}
+		return co, errNone, ""
 	}
 	if req.Version >= 4 {
 		for _, key := range req.CoordinatorKeys {
-			code, msg := answer(key)
+			co, code, msg := answer(key)
 			rc := kmsg.NewFindCoordinatorResponseCoordinator()
 			rc.Key, rc.ErrorCode = key, code
 			if code == errNone {
-				rc.NodeID, rc.Host, rc.Port = c.broker.BrokerID(), host, port
+				rc.NodeID, rc.Host, rc.Port = co.ID, co.Host, co.Port
 			} else {
 				rc.NodeID, rc.Port, rc.ErrorMessage = -1, -1, &msg
 			}
@@ -48,7 +51,7 @@ func (c *Coordinator) HandleFindCoordinator(ctx context.Context, req *kmsg.FindC
 		}
 		return resp
 	}
-	code, msg := answer(req.CoordinatorKey)
+	co, code, msg := answer(req.CoordinatorKey)
 	resp.ErrorCode = code
 	if code != errNone {
 		resp.NodeID, resp.Port = -1, -1
@@ -57,7 +60,7 @@ func (c *Coordinator) HandleFindCoordinator(ctx context.Context, req *kmsg.FindC
 		}
 		return resp
 	}
-	resp.NodeID, resp.Host, resp.Port = c.broker.BrokerID(), host, port
+	resp.NodeID, resp.Host, resp.Port = co.ID, co.Host, co.Port
 	return resp
 }
 
@@ -106,9 +109,9 @@ func (c *Coordinator) HandleJoinGroup(ctx context.Context, req *kmsg.JoinGroupRe
 }
 
 func (c *Coordinator) join(ctx context.Context, name string, jr joinRequest) joinResult {
-	switch {
-	case c.closed():
-		return joinResult{err: errCoordinatorNotAvailable, memberID: jr.memberID}
+	switch code := c.serves(name); {
+	case code != errNone:
+		return joinResult{err: code, memberID: jr.memberID}
 	case name == "":
 		return joinResult{err: errInvalidGroupID, memberID: jr.memberID}
 	case jr.sessionTimeout < c.cfg.MinSessionTimeout || jr.sessionTimeout > c.cfg.MaxSessionTimeout:
@@ -176,9 +179,9 @@ func (c *Coordinator) HandleSyncGroup(ctx context.Context, req *kmsg.SyncGroupRe
 }
 
 func (c *Coordinator) sync(ctx context.Context, name string, sr syncRequest) syncResult {
-	switch {
-	case c.closed():
-		return syncResult{err: errCoordinatorNotAvailable}
+	switch code := c.serves(name); {
+	case code != errNone:
+		return syncResult{err: code}
 	case name == "":
 		return syncResult{err: errInvalidGroupID}
 	}
@@ -207,9 +210,9 @@ func (c *Coordinator) HandleHeartbeat(ctx context.Context, req *kmsg.HeartbeatRe
 	if req.Version >= 3 && req.InstanceID != nil {
 		instanceID = *req.InstanceID
 	}
-	switch {
-	case c.closed():
-		resp.ErrorCode = errCoordinatorNotAvailable
+	switch code := c.serves(req.Group); {
+	case code != errNone:
+		resp.ErrorCode = code
 	case req.Group == "":
 		resp.ErrorCode = errInvalidGroupID
 	default:
@@ -229,8 +232,8 @@ func (c *Coordinator) HandleHeartbeat(ctx context.Context, req *kmsg.HeartbeatRe
 // group.instance.id for static members).
 func (c *Coordinator) HandleLeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	if c.closed() {
-		resp.ErrorCode = errCoordinatorNotAvailable
+	if code := c.serves(req.Group); code != errNone {
+		resp.ErrorCode = code
 		return resp
 	}
 	if req.Group == "" {
@@ -272,10 +275,11 @@ func (c *Coordinator) HandleDescribeGroups(ctx context.Context, req *kmsg.Descri
 	for _, name := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = name
+		code := c.serves(name)
 		d, ok := c.Describe(name)
 		switch {
-		case c.closed():
-			rg.ErrorCode = errCoordinatorNotAvailable
+		case code != errNone:
+			rg.ErrorCode = code
 		case name == "":
 			rg.ErrorCode = errInvalidGroupID
 		case !ok:

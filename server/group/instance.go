@@ -110,6 +110,9 @@ func (c *Coordinator) CreateConsumer(groupName string, o ConsumerOptions) (Consu
 	default:
 		return ConsumerInfo{}, fmt.Errorf("%w: auto.offset.reset %q: want earliest, latest or none", ErrInvalidConsumer, o.AutoOffsetReset)
 	}
+	if err := c.servesErr(groupName); err != nil {
+		return ConsumerInfo{}, err
+	}
 	if o.Name == "" {
 		o.Name = newMemberID("rest-consumer")
 	}
@@ -195,6 +198,9 @@ func (c *Coordinator) Subscribe(groupName, id string, topics []string) error {
 	}
 	if len(topics) == 0 {
 		return fmt.Errorf("%w: the subscription names no topic", ErrInvalidConsumer)
+	}
+	if err := c.servesErr(groupName); err != nil {
+		return err
 	}
 	topics = append([]string(nil), topics...)
 	sort.Strings(topics)

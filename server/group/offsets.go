@@ -3,7 +3,6 @@ package group
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,26 +30,11 @@ type offsetEntry struct {
 	commitTime  int64 // ms
 }
 
-// ensureOffsetsTopic creates __consumer_offsets with cleanup.policy=compact
-// so time and size retention never delete commits. Compaction itself is
-// not implemented, so the topic grows with every commit.
-func (c *Coordinator) ensureOffsetsTopic() error {
-	err := c.broker.CreateTopic(server.TopicSpec{
-		Name:       OffsetsTopic,
-		Partitions: c.cfg.OffsetsTopicPartitions,
-		Configs:    map[string]string{server.CfgCleanupPolicy: "compact"},
-	})
-	if err != nil && !errors.Is(err, server.ErrTopicExists) {
-		return fmt.Errorf("create %s: %w", OffsetsTopic, err)
-	}
-	return nil
-}
-
 // offsetsPartition is the partition of __consumer_offsets holding group's
 // commits, as the topic is now.
 func (c *Coordinator) offsetsPartition(group string) int32 {
-	n, err := c.broker.PartitionCount(OffsetsTopic)
-	if err != nil || n < 1 {
+	n := c.offsetsPartitionCount()
+	if n < 1 {
 		return 0
 	}
 	return OffsetsPartition(group, n)
@@ -71,72 +55,6 @@ func OffsetsPartition(group string, n int32) int32 {
 		h = 31*h + int32(r)
 	}
 	return (h & 0x7fffffff) % n
-}
-
-// loadOffsets reads every partition of __consumer_offsets from the start;
-// the last record per key wins, a tombstone deletes. A full scan at startup
-// is a known weakness until compaction keeps the topic small.
-func (c *Coordinator) loadOffsets(ctx context.Context) (int, error) {
-	n, err := c.broker.PartitionCount(OffsetsTopic)
-	if err != nil {
-		return 0, err
-	}
-	table := map[string]map[topicPartition]offsetEntry{}
-	for p := int32(0); p < n; p++ {
-		err := c.loadPartition(ctx, p, table)
-		if errors.Is(err, server.ErrNotLeader) {
-			// A cluster's broker holds some partitions only: the groups of
-			// the others are served where those are led (the coordinator's
-			// failover with its partition comes with the cluster wiring).
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-	total := 0
-	for name, offs := range table {
-		if len(offs) == 0 {
-			continue
-		}
-		g := newGroup(name, c.env)
-		g.offsets = offs
-		c.mu.groups[name] = g
-		total += len(offs)
-	}
-	return total, nil
-}
-
-func (c *Coordinator) loadPartition(ctx context.Context, p int32, table map[string]map[topicPartition]offsetEntry) error {
-	part, err := c.broker.Partition(OffsetsTopic, p)
-	if err != nil {
-		return err
-	}
-	next, hw := part.LogStartOffset(), part.HighWatermark()
-	var buf []byte
-	for next < hw {
-		res, err := c.broker.Fetch(ctx, server.FetchRequest{Topic: OffsetsTopic, Partition: p, Offset: next, MaxBytes: 1 << 20}, buf[:0])
-		if err != nil {
-			return fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, next, err)
-		}
-		if len(res.Data) == 0 {
-			break
-		}
-		buf = res.Data
-		from := next
-		err = records.Decode(res.Data, from, c.broker.Config().MaxDecompressedBytes, func(r records.Record) bool {
-			applyOffsetRecord(table, r)
-			next = r.Offset + 1
-			return true
-		})
-		if err != nil {
-			return fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, from, err)
-		}
-		if next == from {
-			break
-		}
-	}
-	return nil
 }
 
 // applyOffsetRecord applies one __consumer_offsets record to table;
@@ -219,7 +137,13 @@ func commitCode(err error) int16 {
 	switch {
 	case errors.Is(err, server.ErrRecordTooLarge):
 		return errInvalidCommitOffsetSize
-	case errors.Is(err, server.ErrShuttingDown), errors.Is(err, server.ErrStorage), errors.Is(err, server.ErrUnknownTopic):
+	case errors.Is(err, server.ErrNotLeader):
+		// Leadership moved while the commit was written: the client finds
+		// the new coordinator.
+		return errNotCoordinator
+	case errors.Is(err, server.ErrShuttingDown), errors.Is(err, server.ErrStorage), errors.Is(err, server.ErrUnknownTopic),
+		errors.Is(err, server.ErrNotEnoughReplicas), errors.Is(err, server.ErrNotEnoughReplicasAfterAppend),
+		errors.Is(err, server.ErrRequestTimedOut):
 		return errCoordinatorNotAvailable
 	}
 	return errUnknownServer
@@ -323,8 +247,8 @@ func (c *Coordinator) HandleOffsetCommit(ctx context.Context, req *kmsg.OffsetCo
 }
 
 func (c *Coordinator) offsetCommitGate(req *kmsg.OffsetCommitRequest) int16 {
-	if c.closed() {
-		return errCoordinatorNotAvailable
+	if code := c.serves(req.Group); code != errNone {
+		return code
 	}
 	if req.Group == "" {
 		return errInvalidGroupID
@@ -396,8 +320,8 @@ func (c *Coordinator) HandleOffsetFetch(ctx context.Context, req *kmsg.OffsetFet
 
 // fetchOffsets answers one group; nil topics means all committed.
 func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequestTopic) (int16, []kmsg.OffsetFetchResponseTopic) {
-	if c.closed() {
-		return errCoordinatorNotAvailable, nil
+	if code := c.serves(name); code != errNone {
+		return code, nil
 	}
 	if name == "" {
 		return errInvalidGroupID, nil
@@ -471,9 +395,9 @@ func (c *Coordinator) HandleDeleteGroups(ctx context.Context, req *kmsg.DeleteGr
 
 // DeleteGroup deletes an empty group and its committed offsets.
 func (c *Coordinator) deleteGroup(ctx context.Context, name string) int16 {
-	switch {
-	case c.closed():
-		return errCoordinatorNotAvailable
+	switch code := c.serves(name); {
+	case code != errNone:
+		return code
 	case name == "":
 		return errInvalidGroupID
 	}
@@ -516,8 +440,8 @@ func (c *Coordinator) deleteGroup(ctx context.Context, name string) int16 {
 // otherwise; for a non-consumer group with members, NON_EMPTY_GROUP).
 func (c *Coordinator) HandleOffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if c.closed() {
-		resp.ErrorCode = errCoordinatorNotAvailable
+	if code := c.serves(req.Group); code != errNone {
+		resp.ErrorCode = code
 		return resp
 	}
 	g := c.lockGroup(req.Group, false)

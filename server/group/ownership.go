@@ -1,0 +1,355 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// A group is served by the broker leading its __consumer_offsets partition
+// (Kafka's GroupCoordinator): when this broker starts leading a partition it
+// reads the partition's log and serves its groups once that is done
+// (COORDINATOR_LOAD_IN_PROGRESS meanwhile); when it stops leading, it drops
+// those groups and answers NOT_COORDINATOR, so clients look the coordinator
+// up again. A single node leads every partition from the start.
+
+const (
+	errCoordinatorLoadInProgress int16 = 14
+	errNotCoordinator            int16 = 16
+)
+
+// ErrNotCoordinator: the group is coordinated by another broker (or, while
+// its partition has no leader, by none). The message names the coordinator.
+var ErrNotCoordinator = errors.New("not the group's coordinator")
+
+type loadState uint8
+
+const (
+	loading loadState = iota + 1
+	serving
+)
+
+// ownedPartition is a __consumer_offsets partition this broker leads.
+type ownedPartition struct {
+	leaderEpoch int32
+	state       loadState
+}
+
+// onLeadership follows this broker's leadership of __consumer_offsets.
+// It runs on the goroutine applying the controller's request: the load
+// itself happens on its own goroutine.
+func (c *Coordinator) onLeadership(ch server.LeadershipChange) {
+	c.own.Lock()
+	cur, owned := c.own.parts[ch.Partition]
+	switch {
+	case ch.Leading && owned:
+		// Still leading (the epoch moves on an ISR change by the
+		// controller): the groups loaded stay right.
+		if ch.LeaderEpoch > cur.leaderEpoch {
+			cur.leaderEpoch = ch.LeaderEpoch
+			c.own.parts[ch.Partition] = cur
+		}
+		c.own.Unlock()
+		return
+	case ch.Leading:
+		c.own.parts[ch.Partition] = ownedPartition{leaderEpoch: ch.LeaderEpoch, state: loading}
+		c.own.Unlock()
+		if c.closed() {
+			return
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.loadOwned(ch.Partition, ch.LeaderEpoch)
+		}()
+		return
+	case owned:
+		delete(c.own.parts, ch.Partition)
+		c.own.Unlock()
+		n := c.unloadPartition(ch.Partition)
+		c.logger.Info("group coordinator resigned a partition", "partition", ch.Partition, "groups", n)
+		return
+	}
+	c.own.Unlock()
+}
+
+// loadOwned reads partition p and, if this broker still leads it at the
+// same epoch, serves its groups. A failed read is retried while this
+// broker leads the partition.
+func (c *Coordinator) loadOwned(p, leaderEpoch int32) {
+	for attempt := 0; ; attempt++ {
+		if !c.stillLoading(p, leaderEpoch) {
+			return
+		}
+		start := time.Now()
+		table := map[string]map[topicPartition]offsetEntry{}
+		err := c.loadPartition(p, table)
+		if err == nil {
+			c.own.Lock()
+			cur, ok := c.own.parts[p]
+			if !ok || cur.leaderEpoch != leaderEpoch || cur.state != loading {
+				c.own.Unlock()
+				return
+			}
+			groups, offsets := c.install(p, table)
+			cur.state = serving
+			c.own.parts[p] = cur
+			c.own.Unlock()
+			c.logger.Info("group coordinator serves a partition", "partition", p, "leader_epoch", leaderEpoch,
+				"groups", groups, "offsets", offsets, "took", time.Since(start))
+			return
+		}
+		c.logger.Warn("loading committed offsets failed", "partition", p, "attempt", attempt, "err", err)
+		select {
+		case <-c.closing:
+			return
+		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+func (c *Coordinator) stillLoading(p, leaderEpoch int32) bool {
+	c.own.Lock()
+	defer c.own.Unlock()
+	cur, ok := c.own.parts[p]
+	return ok && cur.leaderEpoch == leaderEpoch && cur.state == loading
+}
+
+// install makes the loaded offsets the groups' committed offsets. Callers
+// hold own.
+func (c *Coordinator) install(p int32, table map[string]map[topicPartition]offsetEntry) (groups, offsets int) {
+	for name, offs := range table {
+		if len(offs) == 0 {
+			continue
+		}
+		g := c.lockGroup(name, true)
+		g.offsets = offs
+		g.mu.Unlock()
+		groups++
+		offsets += len(offs)
+	}
+	return groups, offsets
+}
+
+// unloadPartition drops the groups whose offsets partition is p: their
+// waiting joins and syncs end, and every request for them is answered
+// NOT_COORDINATOR from now on.
+func (c *Coordinator) unloadPartition(p int32) int {
+	n := 0
+	for _, g := range c.groupList() {
+		if c.offsetsPartition(g.name) != p {
+			continue
+		}
+		g.mu.Lock()
+		g.state = stateDead
+		g.notify()
+		c.mu.Lock()
+		if c.mu.groups[g.name] == g {
+			delete(c.mu.groups, g.name)
+		}
+		c.mu.Unlock()
+		g.mu.Unlock()
+		n++
+	}
+	return n
+}
+
+// serves is the gate every group request passes (Kafka's
+// validateGroupStatus): the coordinator is open, and this broker leads the
+// group's partition and has loaded it. An empty name passes: callers
+// answer INVALID_GROUP_ID themselves.
+func (c *Coordinator) serves(name string) int16 {
+	if c.closed() {
+		return errCoordinatorNotAvailable
+	}
+	if name == "" {
+		return errNone
+	}
+	n := c.offsetsPartitionCount()
+	if n < 1 {
+		return errCoordinatorNotAvailable
+	}
+	c.own.Lock()
+	op, ok := c.own.parts[OffsetsPartition(name, n)]
+	c.own.Unlock()
+	switch {
+	case !ok:
+		return errNotCoordinator
+	case op.state == loading:
+		return errCoordinatorLoadInProgress
+	}
+	return errNone
+}
+
+// servesErr is serves for the HTTP consumer API: an error naming the
+// coordinator when it is another broker.
+func (c *Coordinator) servesErr(name string) error {
+	switch c.serves(name) {
+	case errNone:
+		return nil
+	case errCoordinatorNotAvailable:
+		if c.closed() {
+			return ErrClosed
+		}
+	}
+	co, err := c.coordinatorOf(name)
+	if err != nil {
+		return fmt.Errorf("%w: group %q: %v", ErrNotCoordinator, name, err)
+	}
+	if co.ID == c.broker.BrokerID() {
+		return fmt.Errorf("%w: group %q: this broker is loading its committed offsets", ErrNotCoordinator, name)
+	}
+	return fmt.Errorf("%w: group %q is coordinated by broker %d at %s", ErrNotCoordinator, name, co.ID,
+		net.JoinHostPort(co.Host, strconv.Itoa(int(co.Port))))
+}
+
+// coordinator is the broker that serves a group, as FindCoordinator
+// answers it.
+type coordinator struct {
+	ID   int32
+	Host string
+	Port int32
+}
+
+// errNoCoordinator: the group's partition has no leader, or the cluster
+// has no __consumer_offsets yet.
+var errNoCoordinator = errors.New("no coordinator is available")
+
+// coordinatorOf finds a group's coordinator: this node on a single node,
+// else the leader of the group's partition in the controller's view.
+func (c *Coordinator) coordinatorOf(name string) (coordinator, error) {
+	if !c.clustered() {
+		host, port, err := c.advertised()
+		if err != nil {
+			return coordinator{}, err
+		}
+		return coordinator{ID: c.broker.BrokerID(), Host: host, Port: port}, nil
+	}
+	n := c.offsetsPartitionCount()
+	if n < 1 {
+		if err := c.createOffsetsTopic(); err != nil {
+			return coordinator{}, err
+		}
+		return coordinator{}, fmt.Errorf("%w: %s is being created", errNoCoordinator, OffsetsTopic)
+	}
+	p := OffsetsPartition(name, n)
+	view, _ := c.broker.Cluster()
+	pv, ok := view.Partition(OffsetsTopic, p)
+	if !ok || pv.Leader < 0 {
+		return coordinator{}, fmt.Errorf("%w: %s-%d has no leader", errNoCoordinator, OffsetsTopic, p)
+	}
+	for _, b := range view.Brokers {
+		if b.ID == pv.Leader {
+			return coordinator{ID: b.ID, Host: b.Host, Port: b.Port}, nil
+		}
+	}
+	return coordinator{}, fmt.Errorf("%w: %s-%d is led by broker %d, which is not live", errNoCoordinator, OffsetsTopic, p, pv.Leader)
+}
+
+// clustered: this broker is one of a cluster's, whose partitions take
+// their roles from the controller.
+func (c *Coordinator) clustered() bool { return c.broker.Config().AwaitRoles }
+
+// offsetsPartitionCount is the partition count of __consumer_offsets, from
+// this broker's table or, when it holds none of the topic, the
+// controller's view; 0 when the topic does not exist.
+func (c *Coordinator) offsetsPartitionCount() int32 {
+	if n, err := c.broker.PartitionCount(OffsetsTopic); err == nil {
+		return n
+	}
+	view, ok := c.broker.Cluster()
+	if !ok {
+		return 0
+	}
+	return view.PartitionCount(OffsetsTopic)
+}
+
+// createOffsetsTopic creates __consumer_offsets with
+// offsets.topic.replication.factor replicas, as Kafka does on the first
+// FindCoordinator: with fewer live brokers it fails and the client asks
+// again.
+func (c *Coordinator) createOffsetsTopic() error {
+	rf := c.cfg.OffsetsTopicReplicationFactor
+	if !c.clustered() {
+		rf = 1 // one broker, one replica
+	}
+	err := c.broker.CreateTopic(server.TopicSpec{
+		Name:              OffsetsTopic,
+		Partitions:        c.cfg.OffsetsTopicPartitions,
+		ReplicationFactor: rf,
+		Configs:           map[string]string{server.CfgCleanupPolicy: "compact"},
+	})
+	if err != nil && !errors.Is(err, server.ErrTopicExists) {
+		return fmt.Errorf("create %s (offsets.topic.replication.factor %d): %w", OffsetsTopic, rf, err)
+	}
+	return nil
+}
+
+// loadPartition reads partition p of __consumer_offsets from its log start
+// to its log end into table: the last record per key wins, a tombstone
+// deletes. It reads past the high watermark: a new leader's log holds every
+// commit the old one acknowledged, some not yet below its high watermark.
+func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition]offsetEntry) error {
+	part, err := c.broker.Partition(OffsetsTopic, p)
+	if err != nil {
+		return err
+	}
+	next, end := part.LogStartOffset(), part.LogEndOffset()
+	maxDecompressed := c.broker.Config().MaxDecompressedBytes
+	var buf []byte
+	for next < end {
+		res, err := part.Read(storage.ReadOptions{Offset: next, MaxBytes: 1 << 20, MinOneBatch: true, MaxOffset: end}, buf[:0])
+		if err != nil {
+			return fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, next, err)
+		}
+		if len(res.Data) == 0 {
+			break
+		}
+		buf = res.Data
+		from := next
+		err = records.Decode(res.Data, from, maxDecompressed, func(r records.Record) bool {
+			applyOffsetRecord(table, r)
+			next = r.Offset + 1
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, from, err)
+		}
+		if next == from {
+			break
+		}
+	}
+	return nil
+}
+
+// loadLedPartitions loads, before New returns, the partitions this broker
+// leads already: on a single node, all of them.
+func (c *Coordinator) loadLedPartitions(ctx context.Context) (groups, offsets int, err error) {
+	n := c.offsetsPartitionCount()
+	for p := int32(0); p < n; p++ {
+		part, err := c.broker.Partition(OffsetsTopic, p)
+		if err != nil || part.Leader() != c.broker.BrokerID() {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return groups, offsets, err
+		}
+		table := map[string]map[topicPartition]offsetEntry{}
+		if err := c.loadPartition(p, table); err != nil {
+			return groups, offsets, err
+		}
+		c.own.Lock()
+		g, o := c.install(p, table)
+		c.own.parts[p] = ownedPartition{leaderEpoch: part.LeaderEpoch(), state: serving}
+		c.own.Unlock()
+		groups, offsets = groups+g, offsets+o
+	}
+	return groups, offsets, nil
+}
