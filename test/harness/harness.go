@@ -192,6 +192,16 @@ func (n *Node) Freeze() { n.cmd.Process.Signal(syscall.SIGSTOP) }
 // Thaw resumes a frozen process.
 func (n *Node) Thaw() { n.cmd.Process.Signal(syscall.SIGCONT) }
 
+// Running reports whether the process has not ended (a frozen one runs).
+func (n *Node) Running() bool {
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // PID is the process id of the running ferry.
 func (n *Node) PID() int { return n.cmd.Process.Pid }
 
