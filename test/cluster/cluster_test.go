@@ -29,8 +29,14 @@ func TestMain(m *testing.M) { os.Exit(zks.Main(m)) }
 // chroot of the shared ZooKeeper.
 func startCluster(t *testing.T, n int, extra ...string) []*harness.Node {
 	t.Helper()
+	return startClusterOn(t, zks.Require(t).Addr(), n, extra...)
+}
+
+// startClusterOn is startCluster on the ZooKeeper at zkAddr.
+func startClusterOn(t *testing.T, zkAddr string, n int, extra ...string) []*harness.Node {
+	t.Helper()
 	// A fresh chroot per run: -count reruns a test against the same server.
-	connect := zks.Require(t).Addr() + "/" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	connect := zkAddr + "/" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	nodes := make([]*harness.Node, n)
 	var wg sync.WaitGroup
 	for i := range nodes {

@@ -1,0 +1,266 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ferry-mq/ferry/test/harness"
+	"github.com/ferry-mq/ferry/test/zkserver"
+)
+
+// metadataFrom is the cluster's metadata as the live brokers answer it,
+// through a client of its own (no cache from before a kill).
+func metadataFrom(t *testing.T, nodes []*harness.Node, topics ...string) (kadm.Metadata, error) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(liveSeeds(nodes)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return kadm.NewClient(cl).Metadata(ctx, topics...)
+}
+
+// partitionState is partition 0's leader and ISR of topic (-1, nil when
+// the metadata has none).
+func partitionState(t *testing.T, nodes []*harness.Node, topic string) (int32, []int32) {
+	t.Helper()
+	md, err := metadataFrom(t, nodes, topic)
+	if err != nil {
+		return -1, nil
+	}
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil || len(td.Partitions) == 0 || td.Partitions[0].Err != nil {
+		return -1, nil
+	}
+	p := td.Partitions[0]
+	return p.Leader, p.ISR
+}
+
+// The controller is killed (kill -9): another broker wins the election and
+// does the controller's work — a topic created now gets leaders, the dead
+// broker's leaderships move, and when it returns it is given its replicas
+// back and rejoins every ISR.
+func TestControllerKillHandsOverTheWork(t *testing.T) {
+	nodes := startCluster(t, 3)
+	cl, _ := replicatedProducer(t, nodes, "before")
+	next := produceNumbered(t, cl, 0, 20)
+	md, err := metadataFrom(t, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := md.Controller
+	if old < 1 || old > 3 {
+		t.Fatalf("controller %d", old)
+	}
+	nodes[old-1].Kill()
+	harness.WaitFor(t, "another broker is the controller", 30*time.Second, func() bool {
+		md, err := metadataFrom(t, nodes)
+		return err == nil && md.Controller > 0 && md.Controller != old
+	})
+
+	// The new controller assigns and elects for a topic created now.
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(liveSeeds(nodes)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(admCl).CreateTopic(ctx, 1, 2, nil, "after"); err != nil {
+		t.Fatalf("create a topic without the old controller: %v", err)
+	}
+	harness.WaitFor(t, "the new topic has a leader", 30*time.Second, func() bool {
+		leader, _ := partitionState(t, nodes, "after")
+		return leader > 0
+	})
+	// The old topic's leadership left the dead broker; writes go on.
+	next = produceNumbered(t, cl, next, 20)
+	if leader, _ := partitionState(t, nodes, "before"); leader == old {
+		t.Fatalf("the dead broker %d still leads", old)
+	}
+
+	nodes[old-1].Restart()
+	harness.WaitFor(t, "the returning broker rejoins the ISR", 60*time.Second, func() bool {
+		_, isr := partitionState(t, nodes, "before")
+		return slices.Contains(isr, old)
+	})
+	produceNumbered(t, cl, next, 10)
+}
+
+// ZooKeeper stops (SIGTERM) for a few seconds: leaders that exist go on
+// taking acks=all writes and serving fetches, as Kafka's do; when it is
+// back the brokers' sessions resume and the controller works again.
+func TestZooKeeperRestartDoesNotStopProduceAndFetch(t *testing.T) {
+	zk := zkserver.Start(t)
+	nodes := startClusterOn(t, zk.Addr(), 3)
+	cl, _ := replicatedProducer(t, nodes, "steady")
+	next := produceNumbered(t, cl, 0, 20)
+
+	if err := zk.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	next = produceNumbered(t, cl, next, 50)
+	consumed := consumeAll(t, nodes, "steady", next)
+	if consumed != next {
+		t.Fatalf("read %d records while ZooKeeper was down, want %d", consumed, next)
+	}
+	if err := zk.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	next = produceNumbered(t, cl, next, 20)
+	// The controller acts again: a new topic gets its leader.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, nil, "later"); err != nil {
+		t.Fatalf("create a topic after ZooKeeper's restart: %v", err)
+	}
+	harness.WaitFor(t, "the new topic has a leader", 30*time.Second, func() bool {
+		leader, isr := partitionState(t, nodes, "later")
+		return leader > 0 && len(isr) == 3
+	})
+	if got := consumeAll(t, nodes, "steady", next); got != next {
+		t.Fatalf("read %d records after ZooKeeper's restart, want %d", got, next)
+	}
+}
+
+// consumeAll reads topic's partition 0 from the start until want records
+// or 30 s, and returns how many it read.
+func consumeAll(t *testing.T, nodes []*harness.Node, topic string, want int) int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(liveSeeds(nodes)...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := 0
+	for n < want && ctx.Err() == nil {
+		n += cl.PollFetches(ctx).NumRecords()
+	}
+	return n
+}
+
+// sarama and kcat (librdkafka) produce with acks=all to a replicated topic
+// through any broker and read every record back, each from its leader.
+func TestSaramaAndKcatOnACluster(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	harness.RequireService(t, "kcat", err)
+	nodes := startCluster(t, 3)
+	const topic = "mixed"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, "every partition has a leader", 30*time.Second, func() bool {
+		md, err := metadataFrom(t, nodes, topic)
+		if err != nil || md.Topics[topic].Err != nil || len(md.Topics[topic].Partitions) != 3 {
+			return false
+		}
+		for _, p := range md.Topics[topic].Partitions {
+			if p.Leader < 1 || len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_8_0_0
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Retry.Max = 20
+	producer, err := sarama.NewSyncProducer(seeds(nodes)[2:], cfg) // one seed: it learns the rest
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for i := range 60 {
+		v := fmt.Sprintf("sarama-%02d", i)
+		if _, _, err := producer.SendMessage(&sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(v), Value: sarama.StringEncoder(v)}); err != nil {
+			t.Fatalf("sarama produce %s: %v", v, err)
+		}
+		want[v] = true
+	}
+	producer.Close()
+
+	var lines strings.Builder
+	for i := range 60 {
+		v := fmt.Sprintf("kcat-%02d", i)
+		fmt.Fprintf(&lines, "%s:%s\n", v, v)
+		want[v] = true
+	}
+	runKcat(t, kcat, lines.String(), "-P", "-b", nodes[0].KafkaAddr, "-t", topic, "-K", ":", "-X", "acks=all")
+
+	// Every record, read with both clients.
+	out := runKcat(t, kcat, "", "-C", "-b", nodes[1].KafkaAddr, "-t", topic, "-o", "beginning", "-e", "-f", "%s\n")
+	gotKcat := strings.Fields(out)
+	consumer, err := sarama.NewConsumer(seeds(nodes)[:1], cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	gotSarama := map[string]bool{}
+	for p := int32(0); p < 3; p++ {
+		pc, err := consumer.ConsumePartition(topic, p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hw := pc.HighWaterMarkOffset()
+		for read := int64(0); read < hw; read++ {
+			select {
+			case m := <-pc.Messages():
+				gotSarama[string(m.Value)] = true
+				if m.Offset+1 >= hw {
+					read = hw
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("sarama: partition %d stopped before its high watermark %d", p, hw)
+			}
+		}
+		pc.Close()
+	}
+	if len(gotKcat) != len(want) || len(gotSarama) != len(want) {
+		t.Fatalf("kcat read %d, sarama %d records; %d were produced", len(gotKcat), len(gotSarama), len(want))
+	}
+	for _, v := range gotKcat {
+		if !want[v] || !gotSarama[v] {
+			t.Fatalf("%s: produced %v, read by sarama %v", v, want[v], gotSarama[v])
+		}
+	}
+}
+
+func runKcat(t *testing.T, kcat, stdin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kcat %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
