@@ -415,7 +415,6 @@ func (b *Broker) closeLogs() error {
 		}
 	})
 	if err := b.highWatermarks.write(ps); err != nil {
-		b.logger.Error("high watermark checkpoint at shutdown", "err", err)
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

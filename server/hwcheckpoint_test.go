@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,10 +213,12 @@ func TestCheckpointWriteFailure(t *testing.T) {
 	}
 	waitFor(t, holds("0\n1\nrep 0 4\n"))
 
-	fsys.Inject(errorfs.Fault{Op: errorfs.OpRename, PathSuffix: checkpoint.ReplicationOffsetFile})
+	var failed atomic.Int32
+	fsys.Inject(errorfs.Fault{Op: errorfs.OpRename, PathSuffix: checkpoint.ReplicationOffsetFile, Err: errorfs.EIO,
+		Hook: func(string) { failed.Add(1) }})
 	p, _ := b.partition("rep", 0)
 	p.FollowHighWatermark(7)
-	time.Sleep(30 * time.Millisecond) // a few failing ticks
+	waitFor(t, func() bool { return failed.Load() >= 3 }) // a few failing ticks
 	if !holds("0\n1\nrep 0 4\n")() {
 		t.Fatalf("checkpoint after failed writes: %q", readCheckpoint(t, b))
 	}
