@@ -102,6 +102,13 @@ type Config struct {
 	// single node leads its partitions at once, in the latest epoch of
 	// their history.
 	AwaitRole bool
+	// HighWatermark is the one replication-offset-checkpoint recorded for
+	// this partition (0 when it recorded none). With AwaitRole it is where
+	// the high watermark starts, clamped to the log, so a restarted
+	// follower, or a leader before its followers report, does not start
+	// at the log start. A partition that leads at once (a single node)
+	// ignores it: with one replica every record in the log is committed.
+	HighWatermark int64
 	// Now is the clock of the leader's decisions (lag times); nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -140,8 +147,9 @@ func Open(cfg Config) (*Partition, error) {
 	p.mu.replication = cfg.Replication
 	self := []int32{cfg.BrokerID}
 	if cfg.AwaitRole {
-		// The high watermark is what the leader will say; the log may
-		// hold records the cluster never committed.
+		// The log may hold records the cluster never committed: the high
+		// watermark is the last one known, until the leader says more.
+		p.hw.Store(recoveredHighWatermark(cfg.HighWatermark, l.LogStartOffset(), l.LogEndOffset()))
 		p.role.Store(&Role{Leader: NoLeader, LeaderEpoch: max(epochs.latest.Load(), 0), Replicas: self})
 		return p, nil
 	}
@@ -153,6 +161,14 @@ func Open(cfg Config) (*Partition, error) {
 	}
 	p.role.Store(&alone)
 	return p, nil
+}
+
+// recoveredHighWatermark is where a replica's high watermark starts after a
+// restart: the checkpointed one, within the log as recovered (retention may
+// have moved its start past it, a crash cut unflushed records below it),
+// as Kafka's Partition does when it creates its log.
+func recoveredHighWatermark(checkpointed, logStart, logEnd int64) int64 {
+	return min(max(checkpointed, logStart), logEnd)
 }
 
 func (p *Partition) Topic() string { return p.topic }

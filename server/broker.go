@@ -65,6 +65,8 @@ type Broker struct {
 	cluster clusterViewHolder
 	// leadership tells coordinators which partitions this broker leads.
 	leadership leadershipWatchers
+	// highWatermarks is the replication-offset-checkpoint (hwcheckpoint.go).
+	highWatermarks *highWatermarks
 
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -124,6 +126,7 @@ func Open(cfg Config, logger *slog.Logger) (*Broker, error) {
 		logFiles:      storage.NewFileCache(openFilesLimit(cfg.MaxOpenLogFiles)),
 		waiters:       delayed.New(nil),
 	}
+	b.highWatermarks = loadHighWatermarks(cfg.LogFS, cfg.DataDir, b.logger)
 	b.fetchers = newFetcherManager(cfg, b)
 	b.mu.topics = make(map[string]*topic, len(tms))
 	ts, err := b.openTopics(tms, false)
@@ -187,7 +190,9 @@ func (b *Broker) openTopics(tms []topicMeta, fresh bool) ([]*topic, error) {
 
 func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh bool) (*replication.Partition, error) {
 	dir := b.partitionDir(name, index)
+	recoveredHW := b.highWatermarks.take(TopicPartition{Topic: name, Partition: index})
 	if fresh {
+		recoveredHW = 0 // an older partition's, of a topic deleted since
 		// A directory left by a crash between creating logs and recording the
 		// topic must not leak old records into a new topic of the same name.
 		if err := os.RemoveAll(dir); err != nil {
@@ -210,6 +215,7 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		Waiters:              b.waiters,
 		Replication:          s.replication(b.cfg.ReplicaLagTimeMax),
 		AwaitRole:            b.cfg.AwaitRoles,
+		HighWatermark:        recoveredHW,
 		OnISRChange:          b.proposeISR,
 		Logger:               b.logger,
 	})
@@ -295,8 +301,9 @@ func (b *Broker) ClusterID() string { return b.metadata.ClusterID() }
 func (b *Broker) Config() Config { return b.cfg }
 
 func (b *Broker) startLoops() {
-	b.wg.Add(5)
+	b.wg.Add(6)
 	go b.every(b.cfg.ReplicaLagTimeMax/2, b.tickLeaders)
+	go b.every(b.cfg.HighWatermarkCheckpointInterval, b.checkpointHighWatermarks)
 	go b.every(b.cfg.RetentionCheckInterval, b.enforceRetention)
 	go b.every(b.cfg.FlushCheckInterval, b.flushDue)
 	go b.every(b.cfg.FailedLogProbeInterval, b.probeFailedLogs)
@@ -319,7 +326,16 @@ func (b *Broker) every(interval time.Duration, fn func(time.Time)) {
 
 // eachPartition calls fn for every partition of the current topics.
 func (b *Broker) eachPartition(fn func(*replication.Partition)) {
+	for _, p := range b.openPartitions() {
+		fn(p)
+	}
+}
+
+// openPartitions is every partition of the current topics this broker
+// holds a replica of.
+func (b *Broker) openPartitions() []*replication.Partition {
 	b.mu.RLock()
+	defer b.mu.RUnlock()
 	var ps []*replication.Partition
 	for _, t := range b.mu.topics {
 		for _, p := range t.partitions {
@@ -328,10 +344,7 @@ func (b *Broker) eachPartition(fn func(*replication.Partition)) {
 			}
 		}
 	}
-	b.mu.RUnlock()
-	for _, p := range ps {
-		fn(p)
-	}
+	return ps
 }
 
 func (b *Broker) enforceRetention(now time.Time) {
@@ -392,15 +405,20 @@ func (b *Broker) Close() error {
 	return b.closeLogs()
 }
 
+// closeLogs closes every partition, then checkpoints their high
+// watermarks: with the fetchers and loops stopped and the logs closed,
+// none moves any more, so the file holds the final ones.
 func (b *Broker) closeLogs() error {
-	var ps []*replication.Partition
-	b.eachPartition(func(p *replication.Partition) { ps = append(ps, p) })
-	errs := make([]error, len(ps))
+	ps := b.openPartitions()
+	errs := make([]error, len(ps), len(ps)+1)
 	inParallel(len(ps), func(i int) {
 		if err := ps[i].Close(); err != nil {
 			errs[i] = fmt.Errorf("close %s-%d: %w", ps[i].Topic(), ps[i].Index(), err)
 		}
 	})
+	if err := b.highWatermarks.write(ps); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

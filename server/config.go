@@ -89,6 +89,12 @@ type Config struct {
 	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has
 	// not caught up for longer leaves the ISR. Default 30 s.
 	ReplicaLagTimeMax time.Duration
+	// HighWatermarkCheckpointInterval is
+	// replica.high.watermark.checkpoint.interval.ms: how often every
+	// partition's high watermark is written to the data dir's
+	// replication-offset-checkpoint (also written at a clean shutdown),
+	// where a restarted replica resumes from. Default 5 s, as Kafka.
+	HighWatermarkCheckpointInterval time.Duration
 }
 
 // DefaultMessageMaxBytes is Kafka's message.max.bytes default.
@@ -110,6 +116,9 @@ func (c *Config) Defaults() {
 	}
 	if c.ReplicaLagTimeMax == 0 {
 		c.ReplicaLagTimeMax = isr.DefaultReplicaLagTimeMax
+	}
+	if c.HighWatermarkCheckpointInterval == 0 {
+		c.HighWatermarkCheckpointInterval = 5 * time.Second
 	}
 	if c.MessageMaxBytes == 0 {
 		c.MessageMaxBytes = DefaultMessageMaxBytes
@@ -145,6 +154,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("min.insync.replicas %d: must be >= 1", c.MinInsyncReplicas)
 	case c.ReplicaLagTimeMax < 2*time.Millisecond:
 		return fmt.Errorf("replica.lag.time.max.ms %v: must be at least 2 ms", c.ReplicaLagTimeMax)
+	case c.HighWatermarkCheckpointInterval <= 0:
+		return fmt.Errorf("replica.high.watermark.checkpoint.interval.ms: must be > 0")
 	case c.MessageMaxBytes < 64:
 		return fmt.Errorf("message.max.bytes %d: must be >= 64", c.MessageMaxBytes)
 	case c.RetentionCheckInterval <= 0:

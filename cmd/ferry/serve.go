@@ -117,6 +117,14 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { s.zookeeper = v; return nil }},
 	{"zookeeper-session-timeout-ms", []string{"zookeeper.session.timeout.ms"}, "ZooKeeper session timeout: a broker silent for longer is dead to the cluster", "18000",
 		func(s *serveSettings, v string) error { return parseMillis(&s.zkSessionTimeout, v) }},
+	{"replica-high-watermark-checkpoint-interval-ms", []string{"replica.high.watermark.checkpoint.interval.ms"}, "how often every partition's high watermark is written to <data-dir>/replication-offset-checkpoint, where a restarted replica resumes from", "5000",
+		func(s *serveSettings, v string) error {
+			err := parseMillis(&s.broker.HighWatermarkCheckpointInterval, v)
+			if err == nil && s.broker.HighWatermarkCheckpointInterval == 0 {
+				err = errors.New("must be at least 1")
+			}
+			return err
+		}},
 	{"broker-rack", []string{"broker.rack"}, "this broker's rack, for rack-aware replica assignment", "",
 		func(s *serveSettings, v string) error { s.brokerRack = v; return nil }},
 	{"schema-store", []string{"schema.store"}, "schema registry store: empty for embedded, or postgres://…", "",

@@ -281,3 +281,77 @@ func TestReadWriteEntries(t *testing.T) {
 		t.Fatalf("malformed file: %v", err)
 	}
 }
+
+// A replication-offset-checkpoint cut short (a write torn by a crash on a
+// file system that does not order the rename after the data) is an error
+// wherever the cut falls, except after a whole last line, which holds as
+// many lines as the count claims only if it is complete.
+func TestDecodeOffsetsTruncated(t *testing.T) {
+	whole := "0\n3\norders 0 42\norders 1 7\npayments 0 1000\n"
+	lastOffset := strings.LastIndexByte(whole, ' ') + 1
+	for n := 1; n < len(whole); n++ {
+		cut := whole[:n]
+		got, err := DecodeOffsets([]byte(cut))
+		switch {
+		case n == len(whole)-1: // only the final newline lost: Kafka reads it too
+			if err != nil || len(got) != 3 {
+				t.Errorf("%q: %v %v, want 3 entries", cut, got, err)
+			}
+		case cut == "0" || cut == "0\n":
+			if err != nil || len(got) != 0 {
+				t.Errorf("%q: %v %v, want no entries, as Kafka", cut, got, err)
+			}
+		case n > lastOffset:
+			// Cut inside the last offset: the count matches and the number
+			// reads short, which no format without a checksum can tell;
+			// the atomic write is what prevents it.
+		default:
+			if !errors.Is(err, ErrMalformed) {
+				t.Errorf("%q: %v %v, want ErrMalformed", cut, got, err)
+			}
+		}
+	}
+}
+
+// Claimed counts, line lengths and numbers out of range are refused
+// without allocating for what the file claims.
+func TestDecodeOffsetsHostile(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"huge count", "0\n2147483647\nt 0 1\n", "claims 2147483647 entries, holds 1"},
+		{"count beyond int32", "0\n99999999999\nt 0 1\n", "line 2"},
+		{"negative count", "0\n-1\n", "line 2"},
+		{"offset beyond int64", "0\n1\nt 0 9223372036854775808\n", "offset"},
+		{"negative offset", "0\n1\nt 0 -9223372036854775808\n", "offset: negative"},
+		{"partition beyond int32", "0\n1\nt 2147483648 1\n", "partition"},
+	} {
+		_, err := DecodeOffsets([]byte(tc.in))
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrMalformed mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	in := []byte("0\n2147483647\nt 0 0\n")
+	if allocs := testing.AllocsPerRun(10, func() { _, _ = DecodeOffsets(in) }); allocs > 20 {
+		t.Fatalf("%v allocations for a 3-line file claiming 2^31-1 entries", allocs)
+	}
+}
+
+// The high watermarks of many partitions read back as written.
+func TestOffsetsRoundTripManyPartitions(t *testing.T) {
+	var entries []OffsetEntry
+	for p := range int32(500) {
+		entries = append(entries, OffsetEntry{Topic: "orders", Partition: p, Offset: int64(p) * 1_000_003})
+	}
+	path := filepath.Join(t.TempDir(), ReplicationOffsetFile)
+	if err := WriteOffsets(storage.OSFS{}, path, entries); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadOffsets(storage.OSFS{}, path)
+	if err != nil || len(got) != len(entries) {
+		t.Fatalf("%d entries, %v", len(got), err)
+	}
+	for i := range got {
+		if got[i] != entries[i] {
+			t.Fatalf("entry %d: %v, want %v", i, got[i], entries[i])
+		}
+	}
+}
