@@ -296,6 +296,59 @@ func (b *Broker) ChangeTopicConfigs(name string, ops []ConfigOp, replace, valida
 	return nil
 }
 
+// ReloadTopicConfigs re-reads a topic's configs from the cluster metadata
+// and applies them to this broker's replicas: another broker changed them
+// (on a cluster every broker follows /config/changes, as Kafka's do). A
+// topic this broker does not hold, or no longer exists, is left alone.
+func (b *Broker) ReloadTopicConfigs(name string) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	t, err := b.lookup(name)
+	if errors.Is(err, ErrUnknownTopic) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tm, ok, err := b.metadata.Topic(name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: read topic %s: %v", ErrStorage, name, err)
+	case !ok:
+		return nil // being deleted: its deletion comes separately
+	case maps.Equal(tm.Configs, t.meta.Configs):
+		return nil // this broker's own change, or one already applied
+	}
+	cfgs := maps.Clone(tm.Configs)
+	if cfgs == nil {
+		cfgs = map[string]string{}
+	}
+	next := &topic{meta: t.meta, settings: b.resolveSettings(cfgs), partitions: t.partitions}
+	next.meta.Configs = cfgs
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return ErrShuttingDown
+	}
+	if cur := b.mu.topics[name]; cur != t {
+		b.mu.Unlock()
+		return nil // replaced meanwhile (a replica opened): the next notice or open reads it
+	}
+	b.mu.topics[name] = next
+	b.mu.Unlock()
+	for _, p := range t.partitions {
+		if p == nil {
+			continue
+		}
+		p.SetConfig(next.settings.log)
+		if err := p.SetReplicationConfig(next.settings.replication(b.cfg.ReplicaLagTimeMax)); err != nil {
+			b.logger.Warn("topic config not applied", "topic", name, "partition", p.Index(), "err", err)
+		}
+	}
+	b.logger.Info("topic configs reloaded", "topic", name)
+	return nil
+}
+
 func applyConfigOp(cfgs map[string]string, op ConfigOp) error {
 	def, known := topicConfigDefs[op.Name]
 	if !known {

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-mq/ferry/replication/controller"
 	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/replication/zookeeper"
+	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,6 +32,10 @@ type clusterNode struct {
 	ctl      *cluster.Controller
 	stopCtl  context.CancelFunc
 	ctlDone  chan struct{}
+	// configChanges follows /config/changes from before the broker opened
+	// its topics, so no change made meanwhile is missed.
+	configChanges *zookeeper.Watch[[]string]
+	configCursor  *zookeeper.ConfigChanges
 }
 
 // joinCluster connects to ZooKeeper, takes (or creates) the cluster id,
@@ -49,6 +54,13 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 		zk.Close()
 		return nil, fmt.Errorf("cluster id: %w", err)
 	}
+	n.configChanges = zk.WatchConfigChanges()
+	names, ok := <-n.configChanges.C
+	if !ok {
+		zk.Close()
+		return nil, fmt.Errorf("--zookeeper %s: closed while reading /config/changes", s.zookeeper)
+	}
+	n.configCursor = zk.ConfigChangesAfter(names)
 	n.meta = zookeeper.NewMetadata(zk, clusterID)
 	s.broker.Metadata, s.broker.ISRStore, s.broker.AwaitRoles = n.meta, n.meta, true
 	n.logger.Info("joined cluster", "cluster_id", clusterID, "zookeeper", s.zookeeper)
@@ -63,6 +75,26 @@ func (n *clusterNode) watchSession() {
 		n.logger.Info("zookeeper session", "state", ev.State.String(), "session", ev.SessionID, "err", ev.Err)
 		n.sessions <- ev
 	}
+}
+
+// followConfigChanges applies topic config changes made through any broker
+// to this broker's replicas (Kafka's DynamicConfigManager), until the
+// ZooKeeper client closes.
+func (n *clusterNode) followConfigChanges(b *server.Broker) {
+	go func() {
+		for names := range n.configChanges.C {
+			topics, err := n.configCursor.Topics(names)
+			if err != nil {
+				// The unread ones are read with the next change.
+				n.logger.Warn("reading config change notifications", "err", err)
+			}
+			for _, t := range topics {
+				if err := b.ReloadTopicConfigs(t); err != nil {
+					n.logger.Warn("applying a topic's changed configs", "topic", t, "err", err)
+				}
+			}
+		}
+	}()
 }
 
 // runController campaigns for /controller and acts as the controller

@@ -381,6 +381,7 @@ func runServe(args []string) error {
 			broker.Close()
 			return err
 		}
+		node.followConfigChanges(broker)
 	}
 	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay, OffsetsTopicPartitions: s.offsetsPartitions,
 		OffsetsTopicReplicationFactor: s.offsetsReplicationFactor}

@@ -71,9 +71,10 @@
 //
 // The broker epoch (KIP-380) is the registration's timestamp, since the
 // zookeeper package does not expose the znode's czxid; the requests carry
-// -1 (unknown), which a broker does not check. Topic config changes
-// (TopicConfigChanged) are not watched yet: a topic's
-// unclean.leader.election.enable is read when the topic is first seen.
+// -1 (unknown), which a broker does not check. The controller follows
+// /config/changes itself (TopicConfigChanged, for
+// unclean.leader.election.enable) where Kafka's controller hears of them
+// from its own broker's config manager.
 // ISR notifications are deleted right after their states are read, before
 // the controller acts on them: a controller that fails in between leaves
 // nothing undone, since its successor reads every state.

@@ -25,8 +25,12 @@ type term struct {
 	topics      map[string]*topicWatch
 	topicEvents chan topicChange
 	waiting     map[int32][]shutdownAsk
-	quit        chan struct{}
-	wg          sync.WaitGroup
+	// configCursor is the config change notifications handled; pending,
+	// events read together (several topics' changes) not stepped yet.
+	configCursor *zookeeper.ConfigChanges
+	pending      []controller.Event
+	quit         chan struct{}
+	wg           sync.WaitGroup
 }
 
 // topicWatch follows one topic's assignment, forwarding it to the term.
@@ -58,7 +62,8 @@ func (c *Controller) lead(ctx context.Context, el zookeeper.Election, controller
 	defer t.end()
 
 	in := inputs{ctx: ctx, controller: controllerWatch, session: events,
-		brokers: c.cfg.ZK.WatchBrokers(), topics: c.cfg.ZK.WatchTopics(), isrChanges: c.cfg.ZK.WatchISRChanges()}
+		brokers: c.cfg.ZK.WatchBrokers(), topics: c.cfg.ZK.WatchTopics(), isrChanges: c.cfg.ZK.WatchISRChanges(),
+		configChanges: c.cfg.ZK.WatchConfigChanges()}
 	defer in.stop()
 	snap, ok := t.readSnapshot()
 	if !ok {
@@ -82,17 +87,26 @@ type inputs struct {
 	brokers    *zookeeper.Watch[[]zookeeper.BrokerInfo]
 	topics     *zookeeper.Watch[[]string]
 	isrChanges *zookeeper.Watch[[]string]
+	// configChanges starts before the snapshot is read: its first names
+	// are changes the snapshot holds.
+	configChanges *zookeeper.Watch[[]string]
 }
 
 func (in *inputs) stop() {
 	in.brokers.Stop()
 	in.topics.Stop()
 	in.isrChanges.Stop()
+	in.configChanges.Stop()
 }
 
 // next waits for the next input and turns it into an event (nil: none to
 // step); false when the term ends.
 func (t *term) next(in *inputs) (controller.Event, bool) {
+	if len(t.pending) > 0 {
+		ev := t.pending[0]
+		t.pending = t.pending[1:]
+		return ev, true
+	}
 	select {
 	case <-in.ctx.Done():
 		if err := t.c.cfg.ZK.Resign(t.el); err != nil {
@@ -126,6 +140,11 @@ func (t *term) next(in *inputs) (controller.Event, bool) {
 			return nil, false
 		}
 		return t.readISRChanges(), true
+	case names, ok := <-in.configChanges.C:
+		if ok {
+			t.configChanged(names)
+		}
+		return nil, ok
 	case ask := <-t.c.asks:
 		t.waiting[ask.broker] = append(t.waiting[ask.broker], ask)
 		return controller.ControlledShutdownRequested{Broker: ask.broker, BrokerEpoch: ask.brokerEpoch}, true

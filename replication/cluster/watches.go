@@ -221,3 +221,29 @@ func fromZK(st zookeeper.PartitionState) controller.LeaderAndIsr {
 	return controller.LeaderAndIsr{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR,
 		ControllerEpoch: st.ControllerEpoch, ZkVersion: st.Version}
 }
+
+// configChanged queues TopicConfigChanged for the topics named by config
+// change notifications newer than the last handled; the first snapshot
+// of names only marks where to start.
+func (t *term) configChanged(names []string) {
+	zk := t.c.cfg.ZK
+	if t.configCursor == nil {
+		t.configCursor = zk.ConfigChangesAfter(names)
+		return
+	}
+	topics, err := t.configCursor.Topics(names)
+	if err != nil {
+		t.log.Warn("reading config change notifications", "err", err)
+	}
+	for _, name := range topics {
+		configs, err := zk.TopicConfig(name)
+		if errors.Is(err, zookeeper.ErrNotFound) {
+			continue // deleted
+		}
+		if err != nil {
+			t.log.Warn("reading a changed topic config", "topic", name, "err", err)
+			continue
+		}
+		t.pending = append(t.pending, controller.TopicConfigChanged{Topic: name, UncleanLeaderElection: configs[uncleanKey] == "true"})
+	}
+}

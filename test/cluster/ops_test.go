@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/test/harness"
 	"github.com/ferry-mq/ferry/test/zkserver"
@@ -263,4 +264,110 @@ func runKcat(t *testing.T, kcat, stdin string, args ...string) string {
 		t.Fatalf("kcat %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String()
+}
+
+// brokerClient is a client whose requests go to node itself.
+func brokerClient(t *testing.T, node *harness.Node) (*kgo.Client, *kgo.Broker) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl, cl.SeedBrokers()[0]
+}
+
+// setTopicConfig sends IncrementalAlterConfigs (SET) to one broker.
+func setTopicConfig(t *testing.T, node *harness.Node, topic, key, value string) {
+	t.Helper()
+	_, br := brokerClient(t, node)
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value, c.Op = key, kmsg.StringPtr(value), kmsg.IncrementalAlterConfigOpSet
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Resources[0].ErrorCode; code != 0 {
+		t.Fatalf("set %s=%s on %s: error %d", key, value, topic, code)
+	}
+}
+
+// topicConfigAt is a topic config's value as one broker describes it.
+func topicConfigAt(t *testing.T, node *harness.Node, topic, key string) string {
+	t.Helper()
+	_, br := brokerClient(t, node)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{key}
+	req.Resources = append(req.Resources, res)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, br)
+	if err != nil || len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+		return ""
+	}
+	for _, c := range resp.Resources[0].Configs {
+		if c.Name == key && c.Value != nil {
+			return *c.Value
+		}
+	}
+	return ""
+}
+
+// A topic config changed through one broker reaches every broker's
+// replicas (/config/changes), and unclean.leader.election.enable turned on
+// while a partition has no in-sync replica alive makes the controller
+// elect the out-of-ISR replica that is back, as Kafka does.
+func TestTopicConfigChangesReachEveryBrokerAndTheController(t *testing.T) {
+	nodes := startCluster(t, 3)
+	cl, _ := replicatedProducer(t, nodes, "cfg")
+	next := produceNumbered(t, cl, 0, 10)
+
+	leader, _ := partitionState(t, nodes, "cfg")
+	followers := []int32{}
+	for id := int32(1); id <= 3; id++ {
+		if id != leader {
+			followers = append(followers, id)
+		}
+	}
+	setTopicConfig(t, nodes[leader-1], "cfg", "retention.ms", "3600000")
+	for _, f := range followers {
+		harness.WaitFor(t, fmt.Sprintf("broker %d applies the new retention.ms", f), 10*time.Second, func() bool {
+			return topicConfigAt(t, nodes[f-1], "cfg", "retention.ms") == "3600000"
+		})
+	}
+
+	// Both followers die: the controller leaves the leader alone in the ISR.
+	for _, f := range followers {
+		nodes[f-1].Kill()
+	}
+	harness.WaitFor(t, "the ISR is the leader alone", 30*time.Second, func() bool {
+		_, isr := partitionState(t, nodes, "cfg")
+		return slices.Equal(isr, []int32{leader})
+	})
+	next = produceNumbered(t, cl, next, 5) // only the dead leader will hold these
+	nodes[leader-1].Kill()
+	back := followers[0]
+	nodes[back-1].Restart()
+	harness.WaitFor(t, "the returning broker is live", 30*time.Second, func() bool {
+		md, err := metadataFrom(t, nodes)
+		return err == nil && slices.Contains(md.Brokers.NodeIDs(), back)
+	})
+	if l, _ := partitionState(t, nodes, "cfg"); l != -1 {
+		t.Fatalf("broker %d leads without unclean election; it was not in the ISR", l)
+	}
+
+	setTopicConfig(t, nodes[back-1], "cfg", "unclean.leader.election.enable", "true")
+	harness.WaitFor(t, "the out-of-ISR replica is elected", 30*time.Second, func() bool {
+		l, isr := partitionState(t, nodes, "cfg")
+		return l == back && slices.Equal(isr, []int32{back})
+	})
+	produceNumbered(t, cl, next, 5)
 }

@@ -1,0 +1,112 @@
+package zookeeper
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Topic config changes reach every broker as Kafka's do: a writer replaces
+// /config/topics/<t> and, in the same multi, creates the sequential
+// notification /config/changes/config_change_<seq> naming the entity
+// ({"version":2,"entity_path":"topics/<t>"}); each broker watches the
+// notifications and re-reads the configs of the topics named by the ones
+// newer than the last it handled. Notifications are not purged (Kafka
+// deletes them 15 minutes after their creation): they are small and
+// written only by config changes.
+
+// WatchConfigChanges delivers the names of the notifications under
+// /config/changes each time they change.
+func (c *Client) WatchConfigChanges() *Watch[[]string] { return c.watchChildNames(configChangesPath) }
+
+// ConfigChanges turns notification snapshots into the topics whose
+// configs changed, each notification once.
+type ConfigChanges struct {
+	c    *Client
+	last int64 // sequence number of the newest notification handled
+}
+
+// ConfigChangesAfter starts after the newest of names: whoever calls it
+// has read the configs as they are now.
+func (c *Client) ConfigChangesAfter(names []string) *ConfigChanges {
+	cc := &ConfigChanges{c: c, last: -1}
+	for _, n := range names {
+		if seq, ok := configChangeSeq(n); ok && seq > cc.last {
+			cc.last = seq
+		}
+	}
+	return cc
+}
+
+// Topics reads the notifications among names newer than the last one
+// handled, in sequence order, and returns the topics they name (each
+// once). On an error the notifications not read are read next time.
+func (cc *ConfigChanges) Topics(names []string) ([]string, error) {
+	type notice struct {
+		name string
+		seq  int64
+	}
+	var fresh []notice
+	for _, n := range names {
+		if seq, ok := configChangeSeq(n); ok && seq > cc.last {
+			fresh = append(fresh, notice{n, seq})
+		}
+	}
+	// ZooKeeper does not promise children in any order.
+	slices.SortFunc(fresh, func(a, b notice) int { return cmp.Compare(a.seq, b.seq) })
+	var topics []string
+	seen := map[string]bool{}
+	for _, n := range fresh {
+		data, _, err := cc.c.get(configChangesPath + "/" + n.name)
+		if errors.Is(err, ErrNotFound) {
+			cc.last = n.seq // purged by someone: nothing to read
+			continue
+		}
+		if err != nil {
+			return topics, err
+		}
+		cc.last = n.seq
+		entity, err := decodeConfigChange(data)
+		if err != nil {
+			continue // not ours to understand (a newer writer): skip, as Kafka logs and skips
+		}
+		if t, ok := strings.CutPrefix(entity, "topics/"); ok && !seen[t] {
+			seen[t] = true
+			topics = append(topics, t)
+		}
+	}
+	return topics, nil
+}
+
+func configChangeSeq(name string) (int64, bool) {
+	digits, ok := strings.CutPrefix(name, configChangePrefix)
+	if !ok || digits == "" {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(digits, 10, 64)
+	return seq, err == nil && seq >= 0
+}
+
+// decodeConfigChange reads a notification's entity path (version 2; a
+// version 1 notification names a topic by itself, as Kafka 0.9 wrote).
+func decodeConfigChange(data []byte) (string, error) {
+	var v struct {
+		Version    int    `json:"version"`
+		EntityPath string `json:"entity_path"`
+		EntityType string `json:"entity_type"`
+		EntityName string `json:"entity_name"`
+	}
+	if err := decodeJSON(configChangesPath, data, &v); err != nil {
+		return "", err
+	}
+	switch {
+	case v.Version == 2 && v.EntityPath != "":
+		return v.EntityPath, nil
+	case v.Version == 1 && v.EntityType == "topics" && v.EntityName != "":
+		return "topics/" + v.EntityName, nil
+	}
+	return "", fmt.Errorf("zookeeper: %s: unknown notification version %d", configChangesPath, v.Version)
+}
