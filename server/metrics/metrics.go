@@ -96,11 +96,11 @@ type Metrics struct {
 	leaderElections, uncleanElect prometheus.Counter
 	logRecoveries                 prometheus.Counter
 	controllerActive              prometheus.Gauge
+	flush                         prometheus.Histogram
+	schemaRequests                *prometheus.CounterVec // api, status
 	// isController mirrors controllerActive for the collectors: only the
 	// active controller reports the cluster's leaderless partitions.
 	isController atomic.Bool
-	flush                         prometheus.Histogram
-	schemaRequests                *prometheus.CounterVec // api, status
 
 	// topics maps topic names to their counters. Readers load the map
 	// without locking; writers (a new or deleted topic) copy it under
