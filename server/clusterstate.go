@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -116,7 +117,7 @@ func (b *Broker) ClusterState() ClusterState {
 	case onCluster:
 		st.ControllerID = view.ControllerID
 		st.Brokers = slices.Clone(view.Brokers)
-		slices.SortFunc(st.Brokers, func(a, b ClusterBroker) int { return int(a.ID - b.ID) })
+		slices.SortFunc(st.Brokers, func(a, b ClusterBroker) int { return cmp.Compare(a.ID, b.ID) })
 	case b.cfg.AwaitRoles:
 		st.ControllerID = -1 // registered, not yet told of the cluster
 	}
