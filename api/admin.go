@@ -29,13 +29,13 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 
 // listTopics serves GET /topics.
 //
-//	@Summary	List topic names
+//	@Summary	List topic names (on a cluster, every topic of the cluster)
 //	@Tags		topics
 //	@Produce	json
 //	@Success	200	{array}	string
 //	@Router		/topics [get]
 func (g *Gateway) listTopics(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, typeJSON, g.broker.Topics())
+	writeJSON(w, http.StatusOK, typeJSON, g.broker.KnownTopics())
 }
 
 type createTopicBody struct {
@@ -101,14 +101,15 @@ func (g *Gateway) createTopic(w http.ResponseWriter, r *http.Request) {
 
 // describeTopic serves GET /topics/{topic}.
 //
-//	@Summary	Describe a topic: partitions (leader, replicas, ISR, offsets, size) and effective configs
-//	@Tags		topics
-//	@Produce	json
-//	@Param		topic	path		string	true	"topic name"
-//	@Success	200		{object}	server.TopicInfo
-//	@Failure	404		{object}	errorBody	"40401: no such topic"
-//	@Failure	500		{object}	errorBody	"50001/50002: internal or storage error"
-//	@Router		/topics/{topic} [get]
+//	@Summary		Describe a topic: partitions (leader, replicas, ISR, offline replicas, offsets, size) and effective configs
+//	@Description	On a cluster: every partition as the controller last described it to this node, except that a partition this node leads shows its own ISR, which the controller learns a few seconds later. Offsets and sizes are this node's replica's: they are present only where "local" is true.
+//	@Tags			topics
+//	@Produce		json
+//	@Param			topic	path		string	true	"topic name"
+//	@Success		200		{object}	server.TopicInfo
+//	@Failure		404		{object}	errorBody	"40401: no such topic"
+//	@Failure		500		{object}	errorBody	"50001/50002: internal or storage error"
+//	@Router			/topics/{topic} [get]
 func (g *Gateway) describeTopic(w http.ResponseWriter, r *http.Request) {
 	g.writeTopic(w, http.StatusOK, pathParam(r, "topic"))
 }
@@ -280,6 +281,10 @@ type brokerInfo struct {
 	BrokerID int32  `json:"broker_id"`
 	Host     string `json:"host"`
 	Port     int    `json:"port"`
+	Rack     string `json:"rack,omitempty"`
+	// Controller: this broker is the cluster's controller (a single node
+	// is its own).
+	Controller bool `json:"controller"`
 }
 
 // brokersAnswer is GET /brokers's answer.
@@ -290,42 +295,69 @@ type brokersAnswer struct {
 // clusterAnswer is GET /cluster's answer (fields in the order a map
 // would encode them, as before this type existed).
 type clusterAnswer struct {
-	Brokers      []brokerInfo `json:"brokers"`
-	ClusterID    string       `json:"cluster_id"`
-	ControllerID int32        `json:"controller_id"`
+	BrokerCount int          `json:"broker_count"`
+	Brokers     []brokerInfo `json:"brokers"`
+	ClusterID   string       `json:"cluster_id"`
+	// ControllerID is -1 while a cluster's broker has not heard from the
+	// controller yet.
+	ControllerID int32 `json:"controller_id"`
+	// OfflinePartitions have no leader, or a failed log on this node.
+	OfflinePartitions int `json:"offline_partitions"`
+	// Partitions counts the cluster's partitions.
+	Partitions int `json:"partitions"`
 	// Topics is how many topics exist.
 	Topics int `json:"topics"`
+	// UnderReplicatedPartitions have an ISR smaller than their replicas.
+	UnderReplicatedPartitions int `json:"under_replicated_partitions"`
 }
 
-func (g *Gateway) brokers() []brokerInfo {
-	host, portText, _ := net.SplitHostPort(g.cfg.AdvertisedKafkaAddr)
-	port, _ := strconv.Atoi(portText)
-	return []brokerInfo{{BrokerID: g.broker.BrokerID(), Host: host, Port: port}}
+// brokers are the live brokers: on a cluster as the controller last
+// described them, on a single node this one at its advertised address.
+func (g *Gateway) brokers(st server.ClusterState) []brokerInfo {
+	if st.Brokers == nil {
+		host, portText, _ := net.SplitHostPort(g.cfg.AdvertisedKafkaAddr)
+		port, _ := strconv.Atoi(portText)
+		id := g.broker.BrokerID()
+		return []brokerInfo{{BrokerID: id, Host: host, Port: port, Controller: st.ControllerID == id}}
+	}
+	out := make([]brokerInfo, 0, len(st.Brokers))
+	for _, b := range st.Brokers {
+		out = append(out, brokerInfo{BrokerID: b.ID, Host: b.Host, Port: int(b.Port), Rack: b.Rack, Controller: b.ID == st.ControllerID})
+	}
+	return out
 }
 
 // listBrokers serves GET /brokers.
 //
-//	@Summary	List brokers and their Kafka listener addresses
-//	@Tags		cluster
-//	@Produce	json
-//	@Success	200	{object}	brokersAnswer
-//	@Router		/brokers [get]
+//	@Summary		List the live brokers, their Kafka listener addresses and racks, and which is the controller
+//	@Description	On a cluster: the live brokers as the controller last described them to this node (UpdateMetadata); on a single node, this node.
+//	@Tags			cluster
+//	@Produce		json
+//	@Success		200	{object}	brokersAnswer
+//	@Router			/brokers [get]
 func (g *Gateway) listBrokers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, typeJSON, brokersAnswer{Brokers: g.brokers()})
+	writeJSON(w, http.StatusOK, typeJSON, brokersAnswer{Brokers: g.brokers(g.broker.ClusterState())})
 }
 
 // describeCluster serves GET /cluster.
 //
-//	@Summary	Describe the cluster: id, controller, brokers and topic count
-//	@Tags		cluster
-//	@Produce	json
-//	@Success	200	{object}	clusterAnswer
-//	@Router		/cluster [get]
+//	@Summary		Describe the cluster: id, controller, brokers, topic and partition counts, under-replicated and offline partitions
+//	@Description	On a cluster the counts cover every partition of the cluster, from the controller's description (a partition led here, from this node's own newer ISR).
+//	@Tags			cluster
+//	@Produce		json
+//	@Success		200	{object}	clusterAnswer
+//	@Router			/cluster [get]
 func (g *Gateway) describeCluster(w http.ResponseWriter, r *http.Request) {
+	st := g.broker.ClusterState()
+	brokers := g.brokers(st)
 	writeJSON(w, http.StatusOK, typeJSON, clusterAnswer{
-		ClusterID:    g.broker.ClusterID(),
-		ControllerID: g.broker.BrokerID(),
-		Brokers:      g.brokers(),
-		Topics:       len(g.broker.Topics()),
+		BrokerCount:               len(brokers),
+		Brokers:                   brokers,
+		ClusterID:                 g.broker.ClusterID(),
+		ControllerID:              st.ControllerID,
+		OfflinePartitions:         st.Offline,
+		Partitions:                st.Partitions,
+		Topics:                    len(g.broker.KnownTopics()),
+		UnderReplicatedPartitions: st.UnderReplicated,
 	})
 }

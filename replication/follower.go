@@ -40,6 +40,7 @@ func (p *Partition) AppendAsFollower(batches []byte) (storage.AppendResult, erro
 // this replica's log end (Kafka's follower rule: min(leader HW, LEO)). It
 // never moves back; a truncation lowers it.
 func (p *Partition) FollowHighWatermark(leaderHW int64) {
+	p.leaderHW.Store(leaderHW)
 	p.mu.Lock()
 	before := p.hw.Load()
 	p.setHighWatermarkLocked(min(leaderHW, p.log.LogEndOffset()))
@@ -130,4 +131,14 @@ func (p *Partition) TruncateForLeader(answer epoch.EndOffset) (done bool, err er
 // epoch history: keep what it knows was committed.
 func (p *Partition) TruncateToHighWatermark() error {
 	return p.TruncateTo(epoch.TruncateToHighWatermark(p.log.LogEndOffset(), p.hw.Load()).Offset)
+}
+
+// FollowerLag is how many records this follower's log end is behind the
+// leader's high watermark as of the last fetch answer (Kafka's fetcher
+// lag); 0 while it leads or before its first answer.
+func (p *Partition) FollowerLag() int64 {
+	if p.role.Load().Leader == p.brokerID {
+		return 0
+	}
+	return max(0, p.leaderHW.Load()-p.log.LogEndOffset())
 }

@@ -116,3 +116,31 @@ func TestTruncationDropsTheTailAndItsProducers(t *testing.T) {
 		t.Fatal("truncating below the log start succeeded")
 	}
 }
+
+// A follower's lag is the leader's high watermark in its last fetch
+// answer less its own log end (Kafka's fetcher lag, behind MaxLag); a
+// leader lags nobody.
+func TestFollowerLagIsBehindTheLeadersHighWatermark(t *testing.T) {
+	leader, _ := newTestPartition(t)
+	follower, _ := newTestPartition(t, func(c *Config) { c.BrokerID = 2 })
+	if err := follower.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if lag := follower.FollowerLag(); lag != 0 {
+		t.Fatalf("lag %d before any fetch answer", lag)
+	}
+	if _, err := leader.Append(plainBatch(t, "a", "b", "c", "d", "e"), storage.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	follower.FollowHighWatermark(leader.HighWatermark()) // an answer that brought no records yet
+	if lag := follower.FollowerLag(); lag != 5 {
+		t.Fatalf("lag %d with 5 records to copy", lag)
+	}
+	follow(t, leader, follower)
+	if lag := follower.FollowerLag(); lag != 0 {
+		t.Fatalf("lag %d after copying everything", lag)
+	}
+	if lag := leader.FollowerLag(); lag != 0 {
+		t.Fatalf("a leader's lag is %d", lag)
+	}
+}

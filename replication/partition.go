@@ -51,6 +51,9 @@ type Partition struct {
 	reads atomic.Int64
 
 	hw atomic.Int64
+	// leaderHW is the leader's high watermark in the last fetch answer a
+	// follower took, for its lag (FollowerLag).
+	leaderHW atomic.Int64
 
 	mu struct {
 		sync.Mutex

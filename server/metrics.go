@@ -23,6 +23,7 @@ func (b *Broker) registerMetrics() {
 	// its own controller.
 	m.SetControllerActive(!b.cfg.AwaitRoles)
 	m.AddPartitionSource(b.partitionStats)
+	m.AddLeaderlessSource(b.LeaderlessPartitions)
 }
 
 // flushObserver is storage.Options.OnFlush: nil when metrics are off, so
@@ -64,7 +65,8 @@ func (b *Broker) partitionStats(yield func(metrics.PartitionStat) bool) {
 			}
 			st := metrics.PartitionStat{Topic: t.meta.Name, Partition: p.Index(), SizeBytes: p.Size(),
 				Segments: p.SegmentCount(), Leader: p.Leader(), Replicas: len(p.Replicas()),
-				ISR: len(p.ISR()), MinISR: minISR, Offline: p.Failure() != nil, Follower: p.Leader() != b.cfg.BrokerID}
+				ISR: len(p.ISR()), MinISR: minISR, Offline: p.Failure() != nil, Follower: p.Leader() != b.cfg.BrokerID,
+				FollowerLag: p.FollowerLag()}
 			if !yield(st) {
 				return
 			}

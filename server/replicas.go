@@ -226,6 +226,7 @@ func (b *Broker) proposeISR(p *replication.Partition, prop *isr.Proposal) {
 		v, err := store.WriteISR(p.Topic(), p.Index(), prop.State)
 		if err == nil {
 			p.ISRCommitted(prop, v)
+			b.countISRChange(prop.Change)
 			b.logger.Info("ISR changed", "topic", p.Topic(), "partition", p.Index(), "change", prop.Change.String(),
 				"replicas", prop.Replicas, "isr", prop.State.ISR)
 			return
@@ -244,6 +245,17 @@ func (b *Broker) proposeISR(p *replication.Partition, prop *isr.Proposal) {
 			}
 		}
 	}()
+}
+
+// countISRChange counts a committed ISR change where Kafka does, in the
+// leader's Partition.shrinkIsr / expandIsr.
+func (b *Broker) countISRChange(c isr.Change) {
+	switch c {
+	case isr.Shrink:
+		b.cfg.Metrics.ISRShrunk()
+	case isr.Expand:
+		b.cfg.Metrics.ISRExpanded()
+	}
 }
 
 // tickLeaders lets every leader shrink its ISR by the followers that lag

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -398,18 +399,57 @@ func (b *Broker) Topics() []string {
 	return names
 }
 
-// PartitionInfo describes one partition for admin surfaces.
+// PartitionInfo describes one partition for admin surfaces. Leader,
+// epoch, replicas, ISR and offline replicas are the cluster's (see
+// clusterstate.go); the offsets and sizes are this broker's replica's, so
+// they are there only when Local is true (JSON leaves them out otherwise:
+// another broker holds the data).
 type PartitionInfo struct {
-	Partition      int32   `json:"partition"`
-	Leader         int32   `json:"leader"`
-	LeaderEpoch    int32   `json:"leader_epoch"`
-	Replicas       []int32 `json:"replicas"`
-	ISR            []int32 `json:"isr"`
-	LogStartOffset int64   `json:"log_start_offset"`
-	HighWatermark  int64   `json:"high_watermark"`
-	LogEndOffset   int64   `json:"log_end_offset"`
-	SizeBytes      int64   `json:"size_bytes"`
-	Segments       int     `json:"segments"`
+	Partition   int32   `json:"partition"`
+	Leader      int32   `json:"leader"`
+	LeaderEpoch int32   `json:"leader_epoch"`
+	Replicas    []int32 `json:"replicas"`
+	ISR         []int32 `json:"isr"`
+	// OfflineReplicas are the replicas on brokers that are not live.
+	OfflineReplicas []int32 `json:"offline_replicas"`
+	// UnderReplicated: the ISR is smaller than the replicas.
+	UnderReplicated bool `json:"under_replicated"`
+	// Local: this broker holds a replica. The offsets, size and segments
+	// are that replica's, and are left out when Local is false.
+	Local          bool  `json:"local"`
+	LogStartOffset int64 `json:"log_start_offset,omitempty"`
+	HighWatermark  int64 `json:"high_watermark,omitempty"`
+	LogEndOffset   int64 `json:"log_end_offset,omitempty"`
+	SizeBytes      int64 `json:"size_bytes,omitempty"`
+	Segments       int   `json:"segments,omitempty"`
+}
+
+// partitionInfoJSON is PartitionInfo with every field always present, as a
+// local replica's description is written.
+type partitionInfoJSON struct {
+	Partition       int32   `json:"partition"`
+	Leader          int32   `json:"leader"`
+	LeaderEpoch     int32   `json:"leader_epoch"`
+	Replicas        []int32 `json:"replicas"`
+	ISR             []int32 `json:"isr"`
+	OfflineReplicas []int32 `json:"offline_replicas"`
+	UnderReplicated bool    `json:"under_replicated"`
+	Local           bool    `json:"local"`
+	LogStartOffset  int64   `json:"log_start_offset"`
+	HighWatermark   int64   `json:"high_watermark"`
+	LogEndOffset    int64   `json:"log_end_offset"`
+	SizeBytes       int64   `json:"size_bytes"`
+	Segments        int     `json:"segments"`
+}
+
+// MarshalJSON writes a local replica's offsets even when they are 0 (an
+// empty partition), and leaves them out for a partition held elsewhere.
+func (pi PartitionInfo) MarshalJSON() ([]byte, error) {
+	if pi.Local {
+		return json.Marshal(partitionInfoJSON(pi))
+	}
+	type remote PartitionInfo // without the method; omitempty drops the zero offsets
+	return json.Marshal(remote(pi))
 }
 
 // TopicInfo describes a topic for admin surfaces.
@@ -421,9 +461,12 @@ type TopicInfo struct {
 	Configs           []ConfigEntry   `json:"configs"`
 }
 
-// DescribeTopic returns a topic's partitions and effective configs.
+// DescribeTopic returns a topic's partitions and effective configs. On a
+// cluster it describes every partition the controller described, also
+// those (and topics) without a replica here.
 func (b *Broker) DescribeTopic(name string) (TopicInfo, error) {
-	t, err := b.lookup(name)
+	view, _ := b.Cluster()
+	t, err := b.describedTopic(name, view)
 	if err != nil {
 		return TopicInfo{}, err
 	}
@@ -433,22 +476,35 @@ func (b *Broker) DescribeTopic(name string) (TopicInfo, error) {
 		ReplicationFactor: t.meta.ReplicationFactor,
 		Configs:           b.describeConfigs(t.meta.Configs),
 	}
-	for _, p := range t.partitions {
-		if p == nil {
-			continue // another broker's (issue 13: the cluster's state)
+	for i, p := range t.partitions {
+		var local *replication.Role
+		if p != nil {
+			r := p.Role()
+			local = &r
 		}
-		info.Partitions = append(info.Partitions, PartitionInfo{
-			Partition:      p.Index(),
-			Leader:         p.Leader(),
-			LeaderEpoch:    p.LeaderEpoch(),
-			Replicas:       p.Replicas(),
-			ISR:            p.ISR(),
-			LogStartOffset: p.LogStartOffset(),
-			HighWatermark:  p.HighWatermark(),
-			LogEndOffset:   p.LogEndOffset(),
-			SizeBytes:      p.Size(),
-			Segments:       p.SegmentCount(),
-		})
+		pv, inView := view.Partition(name, int32(i))
+		best, ok := bestKnown(b.cfg.BrokerID, local, pv, inView)
+		if !ok {
+			continue // another broker's, not described to this one yet
+		}
+		pi := PartitionInfo{
+			Partition:       int32(i),
+			Leader:          best.Leader,
+			LeaderEpoch:     best.LeaderEpoch,
+			Replicas:        best.Replicas,
+			ISR:             best.ISR,
+			OfflineReplicas: best.Offline,
+			UnderReplicated: best.UnderReplicated(),
+		}
+		if pi.OfflineReplicas == nil {
+			pi.OfflineReplicas = []int32{}
+		}
+		if p != nil {
+			pi.Local = true
+			pi.LogStartOffset, pi.HighWatermark, pi.LogEndOffset = p.LogStartOffset(), p.HighWatermark(), p.LogEndOffset()
+			pi.SizeBytes, pi.Segments = p.Size(), p.SegmentCount()
+		}
+		info.Partitions = append(info.Partitions, pi)
 	}
 	return info, nil
 }

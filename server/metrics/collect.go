@@ -31,6 +31,9 @@ type PartitionStat struct {
 	// partition's replication health on its leader only, so a cluster
 	// counts each under-replicated partition once.
 	Follower bool
+	// FollowerLag is, on a follower, how many records its log end is
+	// behind the leader's high watermark as of the last fetch answer.
+	FollowerLag int64
 }
 
 // LagStat is one consumer group's lag on one partition.
@@ -46,6 +49,7 @@ type sources struct {
 	mu         sync.Mutex
 	partitions []iter.Seq[PartitionStat]
 	lags       []iter.Seq[LagStat]
+	leaderless []func() int
 	schemas    []func(context.Context) (int, error)
 }
 
@@ -57,6 +61,20 @@ func (m *Metrics) AddPartitionSource(src iter.Seq[PartitionStat]) {
 	m.sources.mu.Lock()
 	defer m.sources.mu.Unlock()
 	m.sources.partitions = append(m.sources.partitions, src)
+}
+
+// AddLeaderlessSource registers a count of the cluster's partitions
+// without a leader (the controller's view), added to
+// ferry_offline_partitions while this node is the active controller
+// (SetControllerActive), as Kafka's OfflinePartitionsCount is reported by
+// its controller alone.
+func (m *Metrics) AddLeaderlessSource(count func() int) {
+	if m == nil {
+		return
+	}
+	m.sources.mu.Lock()
+	defer m.sources.mu.Unlock()
+	m.sources.leaderless = append(m.sources.leaderless, count)
 }
 
 // AddLagSource registers consumer group lag (the group coordinator).
@@ -83,7 +101,7 @@ func (m *Metrics) AddSchemaSource(count func(context.Context) (int, error)) {
 func (m *Metrics) snapshotSources() sources {
 	m.sources.mu.Lock()
 	defer m.sources.mu.Unlock()
-	return sources{partitions: m.sources.partitions, lags: m.sources.lags, schemas: m.sources.schemas}
+	return sources{partitions: m.sources.partitions, lags: m.sources.lags, leaderless: m.sources.leaderless, schemas: m.sources.schemas}
 }
 
 var (
@@ -98,7 +116,9 @@ var (
 	descUnderReplicated = prometheus.NewDesc("ferry_under_replicated_partitions",
 		"Partitions whose in-sync replica set is smaller than their replica set.", nil, nil)
 	descOffline = prometheus.NewDesc("ferry_offline_partitions",
-		"Partitions without a leader or whose log failed (ferry_log_failed): they refuse produce.", nil, nil)
+		"Partitions whose log failed here (ferry_log_failed) and, on the active controller, the cluster's partitions without a leader: they refuse produce.", nil, nil)
+	descMaxLag = prometheus.NewDesc("ferry_replica_max_lag",
+		"The most records any partition this node follows is behind its leader's high watermark (Kafka's MaxLag; 0 when it follows none).", nil, nil)
 	descAtMinISR = prometheus.NewDesc("ferry_at_min_isr_partitions",
 		"Partitions whose in-sync replica count equals min.insync.replicas (one more loss blocks acks=all).", nil, nil)
 	descUnderMinISR = prometheus.NewDesc("ferry_under_min_isr_partitions",
@@ -117,14 +137,21 @@ type partitionCollector struct{ m *Metrics }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogSize, descLogSegments, descLogFailed, descPartitions,
-		descUnderReplicated, descOffline, descAtMinISR, descUnderMinISR} {
+		descUnderReplicated, descOffline, descAtMinISR, descUnderMinISR, descMaxLag} {
 		ch <- d
 	}
 }
 
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	var total, under, offline, atMin, underMin int
-	for _, src := range c.m.snapshotSources().partitions {
+	var maxLag int64
+	srcs := c.m.snapshotSources()
+	if c.m.isController.Load() {
+		for _, count := range srcs.leaderless {
+			offline += count()
+		}
+	}
+	for _, src := range srcs.partitions {
 		for p := range src {
 			part := strconv.Itoa(int(p.Partition))
 			ch <- prometheus.MustNewConstMetric(descLogSize, prometheus.GaugeValue, float64(p.SizeBytes), p.Topic, part)
@@ -135,10 +162,11 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 				offline++
 			}
 			if p.Follower {
+				maxLag = max(maxLag, p.FollowerLag)
 				continue
 			}
 			if p.Leader < 0 && !p.Offline {
-				offline++
+				offline++ // not the broker's: it reports leaderless replicas as followers, for the controller to count once
 			}
 			if p.ISR < p.Replicas {
 				under++
@@ -155,7 +183,7 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		d *prometheus.Desc
 		v int
 	}{{descPartitions, total}, {descUnderReplicated, under}, {descOffline, offline},
-		{descAtMinISR, atMin}, {descUnderMinISR, underMin}} {
+		{descAtMinISR, atMin}, {descUnderMinISR, underMin}, {descMaxLag, int(maxLag)}} {
 		ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, float64(g.v))
 	}
 }

@@ -31,8 +31,16 @@
 //	                                  waiting for the next request rather than serving one (see Listener)
 //	ferry_under_replicated_partitions, ferry_offline_partitions,
 //	ferry_at_min_isr_partitions, ferry_under_min_isr_partitions
-//	                                  ReplicaManager / KafkaController gauges
+//	                                  ReplicaManager / KafkaController gauges: the ISR gauges count
+//	                                  the partitions this node leads (each partition once in a
+//	                                  cluster); offline counts the logs failed here and, on the
+//	                                  active controller only, the cluster's leaderless partitions
 //	ferry_isr_shrinks_total, ferry_isr_expands_total
+//	                                  IsrShrinksPerSec / IsrExpandsPerSec: ISR changes this node
+//	                                  committed as leader (not the controller's removal of a dead
+//	                                  broker, as in Kafka)
+//	ferry_replica_max_lag             ReplicaFetcherManager MaxLag: the most records a partition this
+//	                                  node follows is behind its leader's high watermark
 //	ferry_leader_elections_total, ferry_unclean_leader_elections_total
 //	ferry_controller_active           ActiveControllerCount
 //	ferry_log_size_bytes, ferry_log_segments   Log Size / NumLogSegments
@@ -90,6 +98,9 @@ type Metrics struct {
 	controllerActive              prometheus.Gauge
 	flush                         prometheus.Histogram
 	schemaRequests                *prometheus.CounterVec // api, status
+	// isController mirrors controllerActive for the collectors: only the
+	// active controller reports the cluster's leaderless partitions.
+	isController atomic.Bool
 
 	// topics maps topic names to their counters. Readers load the map
 	// without locking; writers (a new or deleted topic) copy it under
@@ -126,8 +137,8 @@ func New() *Metrics {
 		Help: "Bytes of the request memory budget (queued.max.request.bytes) reserved by request frames being read or served."}, []string{"listener"})
 	m.waiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ferry_request_memory_waiting_connections",
 		Help: "Connections that stopped reading until their request frame fits in the request memory budget."}, []string{"listener"})
-	m.isrShrinks = counter("ferry_isr_shrinks_total", "Times a partition's in-sync replica set shrank (always 0 until replication exists).")
-	m.isrExpands = counter("ferry_isr_expands_total", "Times a partition's in-sync replica set grew (always 0 until replication exists).")
+	m.isrShrinks = counter("ferry_isr_shrinks_total", "Times this node, leading a partition, committed a smaller in-sync replica set (followers that fell behind for replica.lag.time.max.ms).")
+	m.isrExpands = counter("ferry_isr_expands_total", "Times this node, leading a partition, committed a larger in-sync replica set (a follower caught up).")
 	m.leaderElections = counter("ferry_leader_elections_total", "Partitions that got a leader on this node (at startup, topic creation, partition addition).")
 	m.uncleanElect = counter("ferry_unclean_leader_elections_total", "Leaders elected from outside the in-sync replica set (never, on a single node).")
 	m.logRecoveries = counter("ferry_log_recoveries_total", "Failed partition logs (write or fsync error) recovered without a restart, by the probe loop or POST /admin/partitions/{topic}/{partition}/recover.")
@@ -390,7 +401,22 @@ func (m *Metrics) SetControllerActive(active bool) {
 	if active {
 		v = 1
 	}
+	m.isController.Store(active)
 	m.controllerActive.Set(v)
+}
+
+// ISRShrunk counts an ISR shrink committed by this node as leader.
+func (m *Metrics) ISRShrunk() {
+	if m != nil {
+		m.isrShrinks.Inc()
+	}
+}
+
+// ISRExpanded counts an ISR expansion committed by this node as leader.
+func (m *Metrics) ISRExpanded() {
+	if m != nil {
+		m.isrExpands.Inc()
+	}
 }
 
 // epoch is the base of Now.

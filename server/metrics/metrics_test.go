@@ -33,6 +33,9 @@ func TestNilMetricsIsOff(t *testing.T) {
 	m.AddPartitionSource(nil)
 	m.AddLagSource(nil)
 	m.AddSchemaSource(nil)
+	m.AddLeaderlessSource(nil)
+	m.ISRShrunk()
+	m.ISRExpanded()
 }
 
 func gather(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
@@ -143,5 +146,52 @@ func BenchmarkRequestHooks(b *testing.B) {
 		r.Observe(time.Since(start))
 		m.Topic("bench").In(1024, 10)
 		l.Busy(time.Since(start))
+	}
+}
+
+// TestReplicationGauges: the ISR change counters count what the leader
+// committed; the cluster's leaderless partitions count as offline only
+// while this node is the active controller (Kafka's OfflinePartitionsCount
+// is the controller's), once, besides the failed logs held here; the
+// replica max lag is the largest of the followed partitions'.
+func TestReplicationGauges(t *testing.T) {
+	m := New()
+	m.ISRShrunk()
+	m.ISRShrunk()
+	m.ISRExpanded()
+	m.AddPartitionSource(func(yield func(PartitionStat) bool) {
+		for _, p := range []PartitionStat{
+			{Topic: "t", Partition: 0, Leader: 1, Replicas: 3, ISR: 3, MinISR: 1},
+			{Topic: "t", Partition: 1, Leader: 2, Replicas: 3, ISR: 3, MinISR: 1, Follower: true, FollowerLag: 40},
+			{Topic: "t", Partition: 2, Leader: 3, Replicas: 3, ISR: 3, MinISR: 1, Follower: true, FollowerLag: 7},
+			{Topic: "t", Partition: 3, Leader: -1, Replicas: 3, ISR: 1, MinISR: 1, Follower: true, Offline: true},
+		} {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	m.AddLeaderlessSource(func() int { return 2 })
+	value := func(f map[string]*dto.MetricFamily, name string) float64 {
+		mf := f[name].GetMetric()[0]
+		if c := mf.GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return mf.GetGauge().GetValue()
+	}
+	f := gather(t, m)
+	for name, want := range map[string]float64{"ferry_isr_shrinks_total": 2, "ferry_isr_expands_total": 1,
+		"ferry_replica_max_lag": 40, "ferry_offline_partitions": 1, "ferry_under_replicated_partitions": 0} {
+		if got := value(f, name); got != want {
+			t.Errorf("not the controller: %s = %v, want %v", name, got, want)
+		}
+	}
+	m.SetControllerActive(true)
+	if got := value(gather(t, m), "ferry_offline_partitions"); got != 3 {
+		t.Errorf("the controller: ferry_offline_partitions = %v, want 3 (1 failed log + 2 leaderless)", got)
+	}
+	m.SetControllerActive(false)
+	if got := value(gather(t, m), "ferry_offline_partitions"); got != 1 {
+		t.Errorf("no longer the controller: ferry_offline_partitions = %v, want 1", got)
 	}
 }

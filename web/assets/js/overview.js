@@ -82,6 +82,10 @@ export async function render(root) {
       const s = topicStats(t);
       partitions += s.partitions; under += s.under; offline += s.offline;
     }
+    // ferry's /cluster counts every partition of the cluster; older ones do not.
+    if (cluster.partitions !== undefined) {
+      ({ partitions, under_replicated_partitions: under, offline_partitions: offline } = cluster);
+    }
     const card = (label, value, cls = '', href) => h('div', { class: `stat ${cls}` },
       h('div', { class: 'stat-label' }, label),
       h('div', { class: 'stat-value' }, href ? link(href, String(value)) : value));
@@ -100,11 +104,11 @@ export async function render(root) {
       topics.filter((t) => t.error).map((t) => errorBox(t.error, `Could not describe ${t.name}`)),
       h('section', { 'aria-labelledby': 'brokers-title' },
         h('h2', { id: 'brokers-title' }, 'Brokers'),
-        table([num('Id'), 'Address', 'Rack', 'Controller'], brokers.brokers.map((b) => h('tr', {},
+        table([num('Id'), 'Address', 'Rack', 'Controller'], brokers.brokers.map((b) => h('tr', { 'data-broker': b.broker_id },
           h('td', { class: 'num' }, b.broker_id),
           h('td', {}, h('code', {}, `${b.host || '(all interfaces)'}:${b.port}`)),
           h('td', {}, b.rack || h('span', { class: 'muted' }, 'none')),
-          h('td', {}, b.broker_id === cluster.controller_id ? h('span', { class: 'badge accent' }, 'controller') : '')))),
+          h('td', {}, (b.controller ?? b.broker_id === cluster.controller_id) ? h('span', { class: 'badge accent' }, 'controller') : '')))),
         h('p', { class: 'muted' }, 'Cluster id ', h('code', {}, cluster.cluster_id || '—'),
           metrics && metrics.inBytes === null && metrics.outBytes === null ? ' · /metrics has no ferry byte counters yet, so rates show n/a.' : '',
           !metrics ? ' · /metrics is not served by this node, so rates show n/a.' : '')));

@@ -30,13 +30,27 @@ export const internal = (name) => name.startsWith('__');
 /** plural is "1 topic", "2 topics". */
 export const plural = (n, word) => `${fmtNum(n)} ${word}${n === 1 ? '' : 's'}`;
 
-/** topicStats sums a described topic's partitions. */
+/**
+ * isLocal reports whether this node holds the partition's replica: on a
+ * cluster, a partition held elsewhere has no offsets or size here.
+ */
+export const isLocal = (p) => p.local !== false;
+
+/** underReplicated: the ISR is smaller than the replicas. */
+export const underReplicated = (p) => p.under_replicated ?? (p.isr || []).length < (p.replicas || []).length;
+
+/**
+ * topicStats sums a described topic's partitions; size and messages count
+ * the partitions held on this node.
+ */
 export function topicStats(t) {
   let size = 0; let messages = 0; let under = 0; let offline = 0;
   for (const p of t.partitions || []) {
-    size += p.size_bytes || 0;
-    messages += Math.max(0, p.high_watermark - p.log_start_offset);
-    if ((p.isr || []).length < (p.replicas || []).length) under++;
+    if (isLocal(p)) {
+      size += p.size_bytes || 0;
+      messages += Math.max(0, p.high_watermark - p.log_start_offset);
+    }
+    if (underReplicated(p)) under++;
     if (p.leader === undefined || p.leader < 0) offline++;
   }
   return { partitions: (t.partitions || []).length, size, messages, under, offline };
@@ -227,18 +241,23 @@ export function replicaList(p) {
     : h('span', { class: 'chip oos', title: 'out of sync' }, r, h('span', { class: 'sr-only' }, ' (out of sync)'))));
 }
 
+/** elsewhere fills an offset cell of a partition this node holds no replica of. */
+const elsewhere = () => h('span', { class: 'muted', title: 'held on another broker: ask its leader' }, '—');
+
 function partitionsSection(t, redraw) {
   const rows = (t.partitions || []).map((p) => {
-    const out = (p.isr || []).length < (p.replicas || []).length;
-    return h('tr', { class: out ? 'warn-row' : '' },
+    const out = underReplicated(p);
+    const local = isLocal(p);
+    return h('tr', { class: out ? 'warn-row' : '', 'data-partition': p.partition },
       h('td', { class: 'num' }, p.partition),
       h('td', { class: 'num' }, p.leader < 0 ? h('span', { class: 'bad' }, 'none (offline)') : p.leader),
-      h('td', {}, replicaList(p)),
+      h('td', {}, replicaList(p), out ? h('span', { class: 'badge warn' }, 'under-replicated') : null,
+        (p.offline_replicas || []).length ? h('span', { class: 'badge bad' }, `offline: ${p.offline_replicas.join(', ')}`) : null),
       h('td', {}, (p.isr || []).join(', ') || h('span', { class: 'bad' }, 'empty')),
-      h('td', { class: 'num' }, fmtNum(p.log_start_offset)),
-      h('td', { class: 'num' }, fmtNum(p.high_watermark)),
-      h('td', { class: 'num' }, fmtNum(p.high_watermark - p.log_start_offset)),
-      h('td', { class: 'num' }, fmtBytes(p.size_bytes)),
+      h('td', { class: 'num' }, local ? fmtNum(p.log_start_offset) : elsewhere()),
+      h('td', { class: 'num' }, local ? fmtNum(p.high_watermark) : elsewhere()),
+      h('td', { class: 'num' }, local ? fmtNum(p.high_watermark - p.log_start_offset) : elsewhere()),
+      h('td', { class: 'num' }, local ? fmtBytes(p.size_bytes) : elsewhere()),
       h('td', {}, link(`#/messages/${enc(t.name)}?partition=${p.partition}`, 'Browse', { 'aria-label': `Browse partition ${p.partition}` })));
   });
   const total = h('input', { type: 'number', id: 'partition-total', min: t.partitions.length + 1, value: String(t.partitions.length + 1) });
@@ -266,7 +285,8 @@ function partitionsSection(t, redraw) {
   return h('section', { 'aria-labelledby': 'parts-title' },
     h('h2', { id: 'parts-title' }, 'Partitions'),
     table([num('Partition'), num('Leader'), 'Replicas', 'In-sync replicas', num('Start offset'), num('End offset'), num('Messages'), num('Size'), ''], rows, { class: 'partitions' }),
-    h('p', { class: 'muted legend' }, h('span', { class: 'chip oos' }, 'n'), ' marks a replica that is out of sync.'),
+    h('p', { class: 'muted legend' }, h('span', { class: 'chip oos' }, 'n'), ' marks a replica that is out of sync.',
+      (t.partitions || []).some((p) => !isLocal(p)) ? ' — marks offsets of a partition with no replica on this node.' : ''),
     form, errSlot);
 }
 
