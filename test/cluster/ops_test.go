@@ -324,7 +324,8 @@ func topicConfigAt(t *testing.T, node *harness.Node, topic, key string) string {
 // A topic config changed through one broker reaches every broker's
 // replicas (/config/changes), and unclean.leader.election.enable turned on
 // while a partition has no in-sync replica alive makes the controller
-// elect the out-of-ISR replica that is back, as Kafka does.
+// elect the out-of-ISR replica that is back, as Kafka does; the old leader
+// then returns with a divergent tail and truncates it.
 func TestTopicConfigChangesReachEveryBrokerAndTheController(t *testing.T) {
 	nodes := startCluster(t, 3)
 	cl, _ := replicatedProducer(t, nodes, "cfg")
@@ -369,5 +370,50 @@ func TestTopicConfigChangesReachEveryBrokerAndTheController(t *testing.T) {
 		l, isr := partitionState(t, nodes, "cfg")
 		return l == back && slices.Equal(isr, []int32{back})
 	})
-	produceNumbered(t, cl, next, 5)
+	lost := next - 5 // 10..14 were only on the old leader
+	next = produceNumbered(t, cl, next, 5)
+
+	// The old leader returns with a divergent tail (10..14 at the offsets
+	// where the new leader holds 15..19, in an older epoch): it truncates
+	// to the new leader's epoch boundary, copies, and rejoins the ISR.
+	nodes[leader-1].Restart()
+	harness.WaitFor(t, "the old leader rejoins the ISR", 60*time.Second, func() bool {
+		_, isr := partitionState(t, nodes, "cfg")
+		return slices.Contains(isr, leader)
+	})
+	nodes[back-1].Kill() // now only the old leader can lead: read its log
+	harness.WaitFor(t, "the old leader leads again", 60*time.Second, func() bool {
+		l, _ := partitionState(t, nodes, "cfg")
+		return l == leader
+	})
+	got := readValues(t, nodes, "cfg", next-5)
+	t.Logf("the old leader %d holds %v", leader, got)
+	want := []string{}
+	for n := range next {
+		if n < lost || n >= lost+5 {
+			want = append(want, fmt.Sprint(n))
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the old leader's log after truncation: %v, want %v", got, want)
+	}
+}
+
+// readValues reads want records of topic's partition 0 from the start
+// (within 30 s) and returns their values in offset order.
+func readValues(t *testing.T, nodes []*harness.Node, topic string, want int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(liveSeeds(nodes)...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []string
+	for len(out) < want && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
+	}
+	return out
 }
