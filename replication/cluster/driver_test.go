@@ -455,7 +455,7 @@ func TestControllerSurvivesZooKeeperRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st zookeeper.PartitionState
-	harness.WaitFor(t, "the state znode of a topic created after the restart", 20*time.Second, func() bool {
+	harness.WaitFor(t, "the state znode of a topic created after the restart", 45*time.Second, func() bool {
 		var err error
 		st, err = zk.PartitionState("after", 0)
 		return err == nil
