@@ -62,6 +62,16 @@ type SendStopReplica struct {
 	Delete          bool
 }
 
+// DeleteTopicZnodes: every replica of Topic is deleted; remove
+// /brokers/topics/<t> (with its partition states), /config/topics/<t> and
+// /admin/delete_topics/<t>, checked against /controller_epoch's version.
+// No outcome is reported: the topic watch sees it go.
+type DeleteTopicZnodes struct {
+	ControllerEpoch          int32
+	ControllerEpochZkVersion int32
+	Topic                    string
+}
+
 // AnswerControlledShutdown answers a ControlledShutdownRequested: the
 // partitions of more than one replica that the broker still leads (empty:
 // it may stop now), or Err. One answer serves every request the broker has
@@ -79,3 +89,4 @@ func (SendLeaderAndIsr) isAction()         {}
 func (SendUpdateMetadata) isAction()       {}
 func (SendStopReplica) isAction()          {}
 func (AnswerControlledShutdown) isAction() {}
+func (DeleteTopicZnodes) isAction()        {}

@@ -16,6 +16,8 @@ type batch struct {
 	// leaderAndIsr: broker → partition → isNew.
 	leaderAndIsrs map[int32]map[TopicPartition]bool
 	stops         map[int32][]TopicPartition
+	deletes       map[int32][]TopicPartition
+	topicDeletes  []string
 	changed       map[TopicPartition]bool
 	liveChanged   bool
 	fullTo        map[int32]bool
@@ -27,6 +29,7 @@ func newBatch(c *Controller) *batch {
 		c:             c,
 		leaderAndIsrs: map[int32]map[TopicPartition]bool{},
 		stops:         map[int32][]TopicPartition{},
+		deletes:       map[int32][]TopicPartition{},
 		changed:       map[TopicPartition]bool{},
 		fullTo:        map[int32]bool{},
 	}
@@ -69,6 +72,11 @@ func (b *batch) stopReplica(broker int32, tp TopicPartition) {
 	b.stops[broker] = append(b.stops[broker], tp)
 }
 
+// deleteReplica asks a broker to stop and delete its replica of tp.
+func (b *batch) deleteReplica(broker int32, tp TopicPartition) {
+	b.deletes[broker] = append(b.deletes[broker], tp)
+}
+
 func (b *batch) fullMetadataTo(ids ...int32) {
 	for _, id := range ids {
 		b.fullTo[id] = true
@@ -81,6 +89,11 @@ func (b *batch) flush() []Action {
 	if len(b.reads) > 0 {
 		slices.SortFunc(b.reads, compareTP)
 		out = append(out, ReadPartitionStates{ControllerEpoch: c.epoch, Partitions: b.reads})
+	}
+	if c.active {
+		for _, t := range b.topicDeletes {
+			out = append(out, DeleteTopicZnodes{ControllerEpoch: c.epoch, ControllerEpochZkVersion: c.epochZkVersion, Topic: t})
+		}
 	}
 	if c.active {
 		out = b.appendLeaderAndIsrs(out)
@@ -121,11 +134,17 @@ func (b *batch) appendLeaderAndIsrs(out []Action) []Action {
 
 func (b *batch) appendStops(out []Action) []Action {
 	c := b.c
-	for _, id := range slices.Sorted(maps.Keys(b.stops)) {
-		if br, ok := c.live[id]; ok {
-			tps := slices.Clone(b.stops[id])
-			slices.SortFunc(tps, compareTP)
-			out = append(out, SendStopReplica{ControllerEpoch: c.epoch, Broker: id, BrokerEpoch: br.Epoch, Partitions: tps})
+	for _, stops := range []struct {
+		byBroker map[int32][]TopicPartition
+		delete   bool
+	}{{b.stops, false}, {b.deletes, true}} {
+		for _, id := range slices.Sorted(maps.Keys(stops.byBroker)) {
+			if br, ok := c.live[id]; ok {
+				tps := slices.Clone(stops.byBroker[id])
+				slices.SortFunc(tps, compareTP)
+				out = append(out, SendStopReplica{ControllerEpoch: c.epoch, Broker: id, BrokerEpoch: br.Epoch,
+					Partitions: slices.Compact(tps), Delete: stops.delete})
+			}
 		}
 	}
 	return out
@@ -169,9 +188,13 @@ func (c *Controller) infos(ps []*partition) []PartitionInfo {
 }
 
 func (c *Controller) info(p *partition, isNew bool) PartitionInfo {
+	st := p.state.clone()
+	if c.isDeleting(p.tp.Topic) {
+		st.Leader = LeaderDuringDelete
+	}
 	return PartitionInfo{
 		Partition: p.tp,
-		State:     p.state.clone(),
+		State:     st,
 		Replicas:  slices.Clone(p.assignment.Replicas),
 		Adding:    slices.Clone(p.assignment.Adding),
 		Removing:  slices.Clone(p.assignment.Removing),

@@ -22,6 +22,9 @@ type Controller struct {
 	shutdownWaiters map[int32]bool
 	unclean         map[string]bool
 	partitions      map[TopicPartition]*partition
+	// deleting: topics being deleted → broker → its replicas not yet
+	// confirmed deleted (deletion.go).
+	deleting map[string]map[int32]map[TopicPartition]bool
 	// busy counts, per broker, its partitions with a write or read out,
 	// so a drain knows at once whether it can be answered.
 	busy map[int32]int
@@ -70,6 +73,7 @@ func (c *Controller) reset() {
 	c.shutdownWaiters = map[int32]bool{}
 	c.unclean = map[string]bool{}
 	c.partitions = map[TopicPartition]*partition{}
+	c.deleting = map[string]map[int32]map[TopicPartition]bool{}
 	c.busy = map[int32]int{}
 }
 
@@ -115,6 +119,10 @@ func (c *Controller) Step(ev Event) []Action {
 		c.onConflict(e, b)
 	case ControlledShutdownRequested:
 		c.onControlledShutdown(e, b)
+	case TopicDeletionsRequested:
+		c.onDeletionsRequested(e, b)
+	case ReplicasDeleted:
+		c.onReplicasDeleted(e, b)
 	}
 	c.answerShutdowns(b)
 	return b.flush()
@@ -143,9 +151,16 @@ func (c *Controller) onElected(e Elected, b *batch) {
 			}
 		}
 	}
+	// Deletions the previous controller left are resumed first: their
+	// partitions are not elected for.
+	deleting := slices.Clone(e.Snapshot.Deleting)
+	slices.Sort(deleting)
+	for _, t := range slices.Compact(deleting) {
+		c.startDeletion(t, b)
+	}
 	for _, p := range c.sortedPartitions(nil) {
 		c.decide(p, b)
-		if p.op == idle && p.state != nil {
+		if p.op == idle && p.state != nil && !c.isDeleting(p.tp.Topic) {
 			b.leaderAndIsrToReplicas(p)
 		}
 	}
@@ -226,9 +241,19 @@ func (c *Controller) startUp(started []int32, changed map[int32]bool, b *batch) 
 	}
 	for _, id := range started {
 		for _, p := range c.partitions {
-			if p.op == idle && p.state != nil && slices.Contains(p.assignment.Replicas, id) {
+			if p.op == idle && p.state != nil && slices.Contains(p.assignment.Replicas, id) && !c.isDeleting(p.tp.Topic) {
 				b.leaderAndIsr(id, p, false)
 			}
+		}
+	}
+	if len(c.deleting) > 0 && len(started) > 0 {
+		// A returning broker deletes the replicas it held of deleted topics.
+		only := map[int32]bool{}
+		for _, id := range started {
+			only[id] = true
+		}
+		for _, t := range slices.Sorted(maps.Keys(c.deleting)) {
+			c.sendDeletes(t, only, b)
 		}
 	}
 	b.fullMetadataTo(started...)
@@ -430,7 +455,7 @@ func (c *Controller) onControlledShutdown(e ControlledShutdownRequested, b *batc
 
 // drains says whether controlled shutdown of broker acts on p.
 func (c *Controller) drains(p *partition, broker int32) bool {
-	return p.state != nil && len(p.assignment.Replicas) > 1 && slices.Contains(p.assignment.Replicas, broker)
+	return p.state != nil && len(p.assignment.Replicas) > 1 && slices.Contains(p.assignment.Replicas, broker) && !c.isDeleting(p.tp.Topic)
 }
 
 // answerShutdowns answers each waiting broker once no write or read is out

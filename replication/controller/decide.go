@@ -19,7 +19,7 @@ import (
 //     none can lead, leader -1 with epoch+1 and the ISR left as it was, so
 //     the first of its members to return leads without losing records.
 func (c *Controller) decide(p *partition, b *batch) {
-	if !c.active || p.op != idle {
+	if !c.active || p.op != idle || c.isDeleting(p.tp.Topic) {
 		return
 	}
 	if p.state == nil {

@@ -77,6 +77,20 @@ type StateWriteConflict struct {
 	Partition       TopicPartition
 }
 
+// TopicDeletionsRequested: the children of /admin/delete_topics changed;
+// Topics is every topic marked for deletion (Kafka's TopicDeletion).
+type TopicDeletionsRequested struct {
+	Topics []string
+}
+
+// ReplicasDeleted: a broker answered a StopReplica with deletion; these
+// partitions' replicas are gone from it.
+type ReplicasDeleted struct {
+	ControllerEpoch int32
+	Broker          int32
+	Partitions      []TopicPartition
+}
+
 // ControlledShutdownRequested: a broker asks to be drained before it stops
 // (Kafka's ControlledShutdown request). BrokerEpoch -1 is unknown.
 type ControlledShutdownRequested struct {
@@ -95,3 +109,5 @@ func (PartitionStatesRead) isEvent()         {}
 func (StateWritten) isEvent()                {}
 func (StateWriteConflict) isEvent()          {}
 func (ControlledShutdownRequested) isEvent() {}
+func (TopicDeletionsRequested) isEvent()     {}
+func (ReplicasDeleted) isEvent()             {}

@@ -9,6 +9,11 @@ import (
 // LeaderAndIsr.NoLeader): clients get LEADER_NOT_AVAILABLE.
 const NoLeader int32 = -1
 
+// LeaderDuringDelete is the leader UpdateMetadata gives the partitions of
+// a topic being deleted (Kafka's LeaderAndIsr.LeaderDuringDelete): brokers
+// drop them from their metadata answers.
+const LeaderDuringDelete int32 = -2
+
 // NoZkVersion as WritePartitionState.ExpectedZkVersion means the partition's
 // state znode must not exist yet: the write creates it.
 const NoZkVersion int32 = -1
@@ -86,6 +91,8 @@ type Snapshot struct {
 	Brokers []Broker
 	Topics  []Topic
 	States  map[TopicPartition]LeaderAndIsr
+	// Deleting lists the topics marked for deletion (/admin/delete_topics).
+	Deleting []string
 }
 
 // PartitionInfo is one partition in a LeaderAndIsr or UpdateMetadata
