@@ -34,13 +34,20 @@ for _ in $(seq 100); do
   (exec 3<>"/dev/tcp/127.0.0.1/$ZK_PORT" && echo ruok >&3 && grep -q imok <&3) 2>/dev/null && break; sleep 0.1
 done
 bootstrap=()
+health=()
 for id in 1 2 3; do
   hp=$(port); kp=$(port)
+  health+=("http://127.0.0.1:$hp/healthz")
   bin/ferry serve --broker-id "$id" --zookeeper "127.0.0.1:$ZK_PORT/bench" --data-dir "$work/b$id" \
     --http-addr "127.0.0.1:$hp" --kafka-addr "127.0.0.1:$kp" --log-level warn 2>"$work/b$id.log" & pids+=($!)
   bootstrap+=("127.0.0.1:$kp")
 done
 boot=$(IFS=,; echo "${bootstrap[*]}")
+# A broker answers /healthz once it is registered in ZooKeeper: until all
+# three are, a replication-factor-3 topic is refused.
+for url in "${health[@]}"; do
+  for _ in $(seq 150); do curl -sf "$url" >/dev/null 2>&1 && break; sleep 0.2; done
+done
 for _ in $(seq 100); do bin/ferry topics list --bootstrap "$boot" >/dev/null 2>&1 && break; sleep 0.2; done
 
 results="$work/results"
