@@ -68,7 +68,7 @@ func benchmarkFailover(b *testing.B, takeDown func(*harness.Node)) {
 
 	var failovers []time.Duration
 	for b.Loop() {
-		leader, _ := partitionState(adm, topic)
+		leader, _ := leaderAndISR(adm, topic)
 		if leader < 1 {
 			b.Fatalf("no leader for %s", topic)
 		}
@@ -88,7 +88,7 @@ func benchmarkFailover(b *testing.B, takeDown func(*harness.Node)) {
 			leader, wasController, goneAt.Sub(downAt).Round(time.Millisecond), stall.Round(time.Millisecond))
 		victim.Restart()
 		harness.WaitFor(b, fmt.Sprintf("broker %d back in the ISR", leader), 2*time.Minute, func() bool {
-			_, isr := partitionState(adm, topic)
+			_, isr := leaderAndISR(adm, topic)
 			return len(isr) == 3
 		})
 		b.StartTimer()
@@ -127,7 +127,7 @@ func failoverProducer(tb testing.TB, nodes []*harness.Node, topic string) *kgo.C
 		tb.Fatalf("create topic: %v", err)
 	}
 	harness.WaitFor(tb, "the topic has a leader and a full ISR", 30*time.Second, func() bool {
-		leader, isr := partitionState(kadm.NewClient(cl), topic)
+		leader, isr := leaderAndISR(kadm.NewClient(cl), topic)
 		return leader > 0 && len(isr) == 3
 	})
 	return cl
@@ -156,9 +156,9 @@ func startBrokers(tb testing.TB, n int) []*harness.Node {
 	return nodes
 }
 
-// partitionState is the leader and ISR of topic's partition 0 in the
+// leaderAndISR is the leader and ISR of topic's partition 0 in the
 // cluster's metadata (leader -1 when it cannot be read).
-func partitionState(adm *kadm.Client, topic string) (leader int32, isr []int32) {
+func leaderAndISR(adm *kadm.Client, topic string) (leader int32, isr []int32) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	md, err := adm.Metadata(ctx, topic)
