@@ -46,7 +46,8 @@ bench-http: build
 bench-kafka: build
 	./scripts/bench-kafka.sh
 
-# Replication: three brokers and ZooKeeper, RF3 vs RF1 (scripts/bench-cluster.sh).
+# Replication: three brokers and ZooKeeper, RF3 vs RF1, then failover time
+# after kill -9 and controlled shutdown (FAILOVERS, default 3; scripts/bench-cluster.sh).
 bench-cluster: build
 	./scripts/bench-cluster.sh
 

@@ -6,12 +6,17 @@
 # consume` from the RF3 topic's leaders while the followers copy. Prints
 # medians of ROUNDS and the RF3/RF1 acks=all ratio (Kafka's 2014 figures:
 # 421,823 vs 821,557 records/s, 0.51). Bounded by RECORDS and DURATION.
+# Then the failover benchmarks of test/cluster (their own ZooKeeper and
+# brokers): FAILOVERS (3) leader kills (kill -9) and as many controlled
+# shutdowns, each timed from the producer's last ack before to its first
+# after; prints their median and max.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RECORDS=${RECORDS:-500000}
 DURATION=${DURATION:-20s}
 PARTITIONS=${PARTITIONS:-3}
 ROUNDS=${ROUNDS:-3}
+FAILOVERS=${FAILOVERS:-3}
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -29,13 +34,20 @@ for _ in $(seq 100); do
   (exec 3<>"/dev/tcp/127.0.0.1/$ZK_PORT" && echo ruok >&3 && grep -q imok <&3) 2>/dev/null && break; sleep 0.1
 done
 bootstrap=()
+health=()
 for id in 1 2 3; do
   hp=$(port); kp=$(port)
+  health+=("http://127.0.0.1:$hp/healthz")
   bin/ferry serve --broker-id "$id" --zookeeper "127.0.0.1:$ZK_PORT/bench" --data-dir "$work/b$id" \
     --http-addr "127.0.0.1:$hp" --kafka-addr "127.0.0.1:$kp" --log-level warn 2>"$work/b$id.log" & pids+=($!)
   bootstrap+=("127.0.0.1:$kp")
 done
 boot=$(IFS=,; echo "${bootstrap[*]}")
+# A broker answers /healthz once it is registered in ZooKeeper: until all
+# three are, a replication-factor-3 topic is refused.
+for url in "${health[@]}"; do
+  for _ in $(seq 150); do curl -sf "$url" >/dev/null 2>&1 && break; sleep 0.2; done
+done
 for _ in $(seq 100); do bin/ferry topics list --bootstrap "$boot" >/dev/null 2>&1 && break; sleep 0.2; done
 
 results="$work/results"
@@ -53,9 +65,17 @@ for round in $(seq "$ROUNDS"); do
   bin/ferry bench consume --bootstrap "$boot" --topic "rf3-$round" "${flags[@]}" | sed -n 's/^RESULT /rf3 consume /p' >>"$results"
 done
 
-python3 - "$results" "$RECORDS" "$PARTITIONS" "$ROUNDS" <<'PY'
-import sys, statistics, collections
-path, records, parts, rounds = sys.argv[1:]
+# The failover benchmarks run their own cluster: stop this one so the two
+# do not share the cores.
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=()
+failover="$work/failover"
+failover_status=0
+go test -run '^$' -bench Failover -benchtime "${FAILOVERS}x" ./test/cluster/ >"$failover" 2>&1 || failover_status=$?
+if [ "$failover_status" -ne 0 ]; then cat "$failover"; fi
+
+python3 - "$results" "$RECORDS" "$PARTITIONS" "$ROUNDS" "$failover" "$FAILOVERS" <<'PY'
+import sys, statistics, collections, re
+path, records, parts, rounds, failover_path, failovers = sys.argv[1:]
 runs = collections.defaultdict(list)
 for line in open(path):
     f = line.split()
@@ -73,4 +93,23 @@ for name in ["rf1 acks=all", "rf3 acks=all", "rf3 acks=1", "rf3 consume"]:
     print(f"{name:22s} {int(r):>10d} {m:>8.1f} {p/1000:>8.2f}")
 if "rf1 acks=all" in med and "rf3 acks=all" in med:
     print(f"\nRF3 / RF1 produce records/s, acks=all: {med['rf3 acks=all']/med['rf1 acks=all']:.2f}  (Kafka 2014: 0.51; target >= 0.6)")
+
+# BenchmarkFailoverAfterKill-2  3  7978838952 ns/op  8657 failover-ms-max  7782 failover-ms-median  6000 session-timeout-ms
+fo = {}
+for line in open(failover_path):
+    m = re.match(r"Benchmark(FailoverAfter\w+?)(-\d+)?\s+\d+\s+(.*)", line)
+    if m:
+        f = m.group(3).split()
+        fo[m.group(1)] = {unit: float(v) for v, unit in zip(f[::2], f[1::2])}
+print(f"\nFailover of an RF3 partition's leader under an acks=all idempotent producer writing one record at a time, {failovers} each")
+print(f"{'how':22s} {'median ms':>10s} {'max ms':>8s}  target")
+for name, how in [("FailoverAfterKill", "kill -9"), ("FailoverAfterControlledShutdown", "controlled shutdown")]:
+    if name not in fo:
+        print(f"{how:22s} {'(no result: see the go test output above)':>20s}")
+        continue
+    r = fo[name]
+    session = r["session-timeout-ms"]
+    target = f"session timeout + 2 s = {session + 2000:.0f} ms" if name == "FailoverAfterKill" else "< 1000 ms"
+    print(f"{how:22s} {r['failover-ms-median']:>10.0f} {r['failover-ms-max']:>8.0f}  {target}")
 PY
+exit "$failover_status"

@@ -97,6 +97,14 @@ func ackError(a Appended, outcome delayed.Outcome, timeout time.Duration) error 
 		return err // nil, NOT_ENOUGH_REPLICAS_AFTER_APPEND or NOT_LEADER
 	case outcome == delayed.Closed:
 		return fmt.Errorf("%w: %s-%d", ErrShuttingDown, p.Topic(), p.Index())
+	case outcome == delayed.Cancelled:
+		// The listener shutting down cuts the wait (a client that went away
+		// reads no answer). REQUEST_TIMED_OUT would tell the client this
+		// broker still leads, so it would retry here after its backoff;
+		// BROKER_NOT_AVAILABLE sends it to the metadata, which a controlled
+		// shutdown has just pointed at the new leader.
+		return fmt.Errorf("%w: %s-%d: stopped waiting for the replicas to acknowledge offsets %d to %d",
+			ErrShuttingDown, p.Topic(), p.Index(), a.BaseOffset, a.LastOffset)
 	case outcome == delayed.Ready: // the partition is gone from this broker
 		return fmt.Errorf("%w: %s-%d moved or was deleted before its replicas acknowledged", ErrNotLeader, p.Topic(), p.Index())
 	}

@@ -85,6 +85,26 @@ func TestWaitAcksAnswersEachPartition(t *testing.T) {
 	}
 }
 
+// A wait cut short by its context (the Kafka listener shutting down)
+// answers BROKER_NOT_AVAILABLE, not REQUEST_TIMED_OUT: the latter says
+// this broker still leads and the client would retry here.
+func TestWaitAcksCutShortAnswersBrokerNotAvailable(t *testing.T) {
+	b := newTestBroker(t)
+	if err := b.CreateTopic(TopicSpec{Name: "cut", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := b.partition("cut", 0)
+	ahead := Appended{AppendResult: storage.AppendResult{BaseOffset: 5, LastOffset: 6}, partition: p, acks: AcksAll}
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() { waited <- b.WaitAcks(ctx, []Appended{ahead}, time.Minute)[0] }()
+	waitFor(t, func() bool { return b.WaitingFetches("cut", 0) == 1 }) // the acks wait is registered
+	cancel()
+	if err := <-waited; !errors.Is(err, ErrShuttingDown) || KafkaCode(err) != KafkaBrokerNotAvailable {
+		t.Fatalf("a cancelled wait: %v (code %d)", err, KafkaCode(err))
+	}
+}
+
 // The broker-wide min.insync.replicas and default.replication.factor are
 // the defaults of topics that do not override them.
 func TestBrokerReplicationDefaults(t *testing.T) {

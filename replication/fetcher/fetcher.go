@@ -12,6 +12,11 @@
 // means the leader has not heard the controller yet (it tells brokers in
 // parallel), and the caller moves a partition whose leader changed
 // (Remove, Add to the new leader's Fetcher). The other partitions go on.
+// Unlike Kafka, a partition refused as not led (NOT_LEADER_OR_FOLLOWER,
+// UNKNOWN_LEADER_EPOCH) within one backoff of being Added is asked for
+// again after quickRetry: after a leader change the follower often asks
+// before the new leader has heard, and the full backoff would add a second
+// to every failover (acks=all waits for this follower).
 // A connection error reconnects after the backoff.
 //
 // A partition Added first truncates to its leader's epoch boundary
@@ -23,6 +28,7 @@ package fetcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -120,6 +126,7 @@ type partitionState struct {
 	// truncating: the epoch boundary is not settled yet; not fetched.
 	truncating bool
 	retryAt    time.Time // after an error: not fetched before
+	addedAt    time.Time // when Add handed it to this Fetcher (its leader)
 	lastErr    error
 	fetches    int64
 }
@@ -157,7 +164,7 @@ func Start(cfg Config) *Fetcher {
 // Add starts copying r from its log end.
 func (f *Fetcher) Add(r Replica) {
 	f.mu.Lock()
-	f.mu.partitions[key{r.Topic(), r.Index()}] = &partitionState{replica: r, truncating: true}
+	f.mu.partitions[key{r.Topic(), r.Index()}] = &partitionState{replica: r, truncating: true, addedAt: time.Now()}
 	f.mu.Unlock()
 	f.poke()
 }
@@ -260,12 +267,20 @@ func (f *Fetcher) run(ctx context.Context) {
 	}
 }
 
-// idle waits for a partition to be added or retried.
+// idle waits for a partition to be added, or for the first retry due.
 func (f *Fetcher) idle(ctx context.Context) {
+	wait, now := f.cfg.Backoff, time.Now()
+	f.mu.Lock()
+	for _, ps := range f.mu.partitions {
+		if ps.retryAt.After(now) {
+			wait = min(wait, ps.retryAt.Sub(now))
+		}
+	}
+	f.mu.Unlock()
 	select {
 	case <-ctx.Done():
 	case <-f.wake:
-	case <-time.After(f.cfg.Backoff):
+	case <-time.After(wait):
 	}
 }
 
@@ -359,11 +374,27 @@ func (f *Fetcher) applyPartition(ps *partitionState, rp *kmsg.FetchResponseTopic
 func (f *Fetcher) fail(ps *partitionState, now time.Time, err error) {
 	f.mu.Lock()
 	changed := ps.lastErr == nil || ps.lastErr.Error() != err.Error()
-	ps.lastErr, ps.retryAt = err, now.Add(f.cfg.Backoff)
+	ps.lastErr, ps.retryAt = err, now.Add(f.retryDelay(ps, err, now))
 	f.mu.Unlock()
 	if changed {
 		f.logger.Warn("replica fetch failed", "topic", ps.replica.Topic(), "partition", ps.replica.Index(), "err", err)
 	}
+}
+
+// quickRetry is how soon a just-Added partition refused as not led is
+// asked for again: long enough not to flood the leader (at most
+// Backoff/quickRetry requests per leader change), short next to a
+// failover.
+const quickRetry = 50 * time.Millisecond
+
+// retryDelay is the backoff, or quickRetry while the leader may not have
+// heard the controller yet. f.mu is held.
+func (f *Fetcher) retryDelay(ps *partitionState, err error, now time.Time) time.Duration {
+	notLedYet := errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.UnknownLeaderEpoch)
+	if notLedYet && now.Sub(ps.addedAt) < f.cfg.Backoff {
+		return min(quickRetry, f.cfg.Backoff)
+	}
+	return f.cfg.Backoff
 }
 
 func (f *Fetcher) backoffAll(wanted map[key]*partitionState, now time.Time, err error) {

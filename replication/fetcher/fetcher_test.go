@@ -217,6 +217,40 @@ func TestFetcherRetriesAPartitionTheLeaderRefuses(t *testing.T) {
 	}
 }
 
+// After a leader change the controller tells the brokers in parallel, so
+// a follower may ask the new leader before it has heard that it leads: it
+// refuses (NOT_LEADER_OR_FOLLOWER). A partition just Added is asked for
+// again soon, not after the backoff (an hour here), and is copied as soon
+// as the leader learns it leads.
+func TestFetcherRetriesSoonANewLeaderThatHasNotHeardYet(t *testing.T) {
+	l := startLeader(t, "127.0.0.1:0")
+	if err := l.broker.CreateTopic(server.TopicSpec{Name: "late", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	replicas := []int32{1, 2, 3}
+	if err := l.broker.SetPartitionRole("late", 0, replication.Role{Leader: 3, LeaderEpoch: 1, Replicas: replicas, ISR: replicas}); err != nil {
+		t.Fatal(err)
+	}
+	elected := replication.Role{Leader: 1, LeaderEpoch: 2, Replicas: replicas, ISR: []int32{1, 2}}
+	follower := openFollower(t, "late")
+	if err := follower.SetRole(elected); err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher.Start(fetcher.Config{BrokerID: 2, Leader: 1, Addr: l.addr, MaxWait: 50 * time.Millisecond, Backoff: time.Hour})
+	defer f.Close()
+	f.Add(follower)
+	harness.WaitFor(t, "the leader that has not heard refuses the partition", 10*time.Second, func() bool {
+		st, _ := f.Status("late", 0)
+		return errors.Is(st.Err, kerr.NotLeaderForPartition)
+	})
+	if err := l.broker.SetPartitionRole("late", 0, elected); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, l.broker, "late", "x")
+	harness.WaitFor(t, "the partition is copied once the leader has heard, well within the backoff", 30*time.Second,
+		func() bool { return follower.LogEndOffset() == 1 })
+}
+
 // With a follower in the ISR, the leader's high watermark waits for the
 // follower's fetches: acks=all is answered once the follower has the
 // records, consumers see nothing above the high watermark meanwhile, and
