@@ -23,6 +23,8 @@ func render(a Action) string {
 		return fmt.Sprintf("UpdateMetadata →%v live %v%s", a.Brokers, ids, renderInfos(a.Partitions))
 	case SendStopReplica:
 		return fmt.Sprintf("StopReplica →%d %v delete=%v", a.Broker, a.Partitions, a.Delete)
+	case DeleteTopicZnodes:
+		return fmt.Sprintf("zk delete topic %s", a.Topic)
 	case AnswerControlledShutdown:
 		return fmt.Sprintf("ControlledShutdown answer →%d remaining %v err %v", a.Broker, a.Remaining, a.Err)
 	}
@@ -161,6 +163,74 @@ func TestScriptOfflineThenUnclean(t *testing.T) {
 			"zk write t-0 leader 2 epoch 2 isr [2] if-version 2",
 			"LeaderAndIsr →2 | t-0 leader 2 epoch 2 isr [2]",
 			"UpdateMetadata →[2] live [2] | t-0 leader 2 epoch 2 isr [2]",
+		}},
+	})
+}
+
+// Topic deletion: the topic leaves the brokers' metadata at once, each
+// live replica is deleted, a dead broker's replica holds the deletion
+// until it returns and deletes it too, then the znodes go; no election
+// happens for the topic meanwhile, and a failover resumes the deletion.
+func TestScriptTopicDeletion(t *testing.T) {
+	gone := func(p int32) TopicPartition { return TopicPartition{"gone", p} }
+	runScript(t, []scriptStep{
+		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}}, want: []string{
+			"UpdateMetadata →[1 2 3] live [1 2 3]",
+		}},
+		{ev: TopicCreated{Topic: topic("gone", []int32{1, 2}, []int32{2, 3})}, want: []string{
+			"zk write gone-0 leader 1 epoch 0 isr [1 2] if-version -1",
+			"zk write gone-1 leader 2 epoch 0 isr [2 3] if-version -1",
+			"LeaderAndIsr →1 | gone-0 leader 1 epoch 0 isr [1 2] new",
+			"LeaderAndIsr →2 | gone-0 leader 1 epoch 0 isr [1 2] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | gone-0 leader 1 epoch 0 isr [1 2]",
+			"LeaderAndIsr →2 | gone-1 leader 2 epoch 0 isr [2 3] new",
+			"LeaderAndIsr →3 | gone-1 leader 2 epoch 0 isr [2 3] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | gone-1 leader 2 epoch 0 isr [2 3]",
+		}},
+		{ev: BrokersChanged{Live: brokers(1, 2)}, want: []string{
+			"zk write gone-1 leader 2 epoch 1 isr [2] if-version 0",
+			"UpdateMetadata →[1 2] live [1 2]",
+			"LeaderAndIsr →2 | gone-1 leader 2 epoch 1 isr [2]",
+			"UpdateMetadata →[1 2] live [1 2] | gone-1 leader 2 epoch 1 isr [2]",
+		}},
+		// Marked (twice in the list: once is enough); an unknown topic's mark is cleared.
+		{ev: TopicDeletionsRequested{Topics: []string{"gone", "never", "gone"}}, want: []string{
+			"zk delete topic never",
+			"StopReplica →1 [gone-0] delete=true",
+			"StopReplica →2 [gone-0 gone-1] delete=true",
+			"UpdateMetadata →[1 2] live [1 2] | gone-0 leader -2 epoch 0 isr [1 2] | gone-1 leader -2 epoch 1 isr [2]",
+		}},
+		// The leader of gone-1 dies: no election for a topic being deleted.
+		{ev: BrokersChanged{Live: brokers(1)}, want: []string{
+			"UpdateMetadata →[1] live [1]",
+		}},
+		{ev: ReplicasDeleted{ControllerEpoch: 1, Broker: 1, Partitions: []TopicPartition{gone(0)}}, want: nil},
+		// A new controller resumes the deletion it finds marked.
+		{ev: Elected{Epoch: 2, EpochZkVersion: 2, Snapshot: Snapshot{
+			Brokers:  brokers(1, 2),
+			Topics:   []Topic{topic("gone", []int32{1, 2}, []int32{2, 3})},
+			States:   map[TopicPartition]LeaderAndIsr{gone(0): {Leader: 1, ISR: []int32{1, 2}, ZkVersion: 0}, gone(1): {Leader: 2, LeaderEpoch: 1, ISR: []int32{2}, ZkVersion: 1}},
+			Deleting: []string{"gone"},
+		}}, want: []string{
+			"StopReplica →1 [gone-0] delete=true",
+			"StopReplica →2 [gone-0 gone-1] delete=true",
+			"UpdateMetadata →[1 2] live [1 2] | gone-0 leader -2 epoch 0 isr [1 2] | gone-1 leader -2 epoch 1 isr [2]",
+		}},
+		{ev: ReplicasDeleted{ControllerEpoch: 2, Broker: 1, Partitions: []TopicPartition{gone(0)}}, want: nil},
+		{ev: ReplicasDeleted{ControllerEpoch: 1, Broker: 2, Partitions: []TopicPartition{gone(0), gone(1)}}, want: nil}, // an old term's answer
+		{ev: ReplicasDeleted{ControllerEpoch: 2, Broker: 2, Partitions: []TopicPartition{gone(0), gone(1)}}, want: nil},
+		// Broker 3 held gone-1 and was dead: its return deletes it, then the znodes go.
+		{ev: BrokersChanged{Live: brokers(1, 2, 3)}, want: []string{
+			"StopReplica →3 [gone-1] delete=true",
+			"UpdateMetadata →[3] live [1 2 3] | gone-0 leader -2 epoch 0 isr [1 2] | gone-1 leader -2 epoch 1 isr [2]",
+			"UpdateMetadata →[1 2] live [1 2 3]",
+		}},
+		{ev: ReplicasDeleted{ControllerEpoch: 2, Broker: 3, Partitions: []TopicPartition{gone(1)}}, want: []string{
+			"zk delete topic gone",
+		}},
+		// Gone from the controller: a later broker change sends nothing of it.
+		{ev: BrokersChanged{Live: brokers(1, 3)}, want: []string{
+			"UpdateMetadata →[1 3] live [1 3]",
 		}},
 	})
 }
