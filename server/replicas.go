@@ -151,23 +151,64 @@ func (b *Broker) learnTopic(name string) (*topic, error) {
 }
 
 // StopReplicas stops following partitions (StopReplica), as the
-// controller asks when a replica leaves this broker or its topic is
-// deleted. With deletePartitions the partitions go too (their topic's
-// deletion is the controller's, recorded in the cluster metadata).
-func (b *Broker) StopReplicas(controllerEpoch int32, topic string, partitions []int32) ([]error, error) {
+// controller asks when a replica leaves this broker; with deletePartitions
+// the replicas' logs are deleted too (topic deletion: the topic leaves
+// this broker's table with its last replica). Deleting a replica this
+// broker does not hold succeeds: it may have been deleted before.
+func (b *Broker) StopReplicas(controllerEpoch int32, topic string, partitions []int32, deletePartitions bool) ([]error, error) {
 	if err := b.checkControllerEpoch(controllerEpoch); err != nil {
 		return nil, err
 	}
 	errs := make([]error, len(partitions))
 	for i, part := range partitions {
 		if _, err := b.partition(topic, part); err != nil {
-			errs[i] = err
+			if !deletePartitions {
+				errs[i] = err
+			}
 			continue
 		}
 		b.fetchers.Unfollow(topic, part)
 		b.leadershipChanged(topic, LeadershipChange{Partition: part, LeaderEpoch: -1})
+		if deletePartitions {
+			errs[i] = b.deleteReplica(topic, part)
+		}
 	}
 	return errs, nil
+}
+
+// deleteReplica removes one replica from the topic table and renames its
+// directory for the background deleter.
+func (b *Broker) deleteReplica(name string, index int32) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	t, err := b.lookup(name)
+	if err != nil || index < 0 || int(index) >= len(t.partitions) || t.partitions[index] == nil {
+		return nil // gone meanwhile
+	}
+	p := t.partitions[index]
+	next := &topic{meta: t.meta, settings: t.settings, partitions: slices.Clone(t.partitions)}
+	next.partitions[index] = nil
+	last := !slices.ContainsFunc(next.partitions, func(p *replication.Partition) bool { return p != nil })
+	b.mu.Lock()
+	if last {
+		delete(b.mu.topics, name)
+	} else {
+		b.mu.topics[name] = next
+	}
+	b.mu.Unlock()
+	gone, err := p.Delete("." + t.meta.ID + deleteSuffix)
+	if err != nil {
+		return fmt.Errorf("%w: delete %s-%d: %v", ErrStorage, name, index, err)
+	}
+	select {
+	case b.toDelete <- gone:
+	default: // the next start removes it
+	}
+	if last {
+		b.cfg.Metrics.ForgetTopic(name)
+	}
+	b.logger.Info("replica deleted", "topic", name, "partition", index)
+	return nil
 }
 
 // FollowingFrom is the leader this broker copies a partition from; ok is

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/assign"
@@ -160,6 +161,9 @@ func (b *Broker) DeleteTopic(name string) error {
 	if err := RefuseInternalTopic(name, "delete"); err != nil {
 		return err
 	}
+	if b.cfg.AwaitRoles {
+		return b.deleteClusterTopic(name)
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	t, err := b.lookup(name)
@@ -186,6 +190,43 @@ func (b *Broker) DeleteTopic(name string) error {
 	}
 	b.cfg.Metrics.ForgetTopic(name)
 	b.logger.Info("topic deleted", "topic", name)
+	return nil
+}
+
+// clusterDeleteWait bounds how long a deletion on a cluster waits for the
+// controller to take the topic out of this broker's metadata.
+const clusterDeleteWait = 10 * time.Second
+
+// deleteClusterTopic marks the topic for deletion (/admin/delete_topics)
+// and waits, as Kafka's DeleteTopics does, until the controller has taken
+// it out of this broker's metadata; each replica's files go when the
+// controller's StopReplica reaches its broker, a dead one's when it
+// returns. A mark the controller has not acted on in time is still acted
+// on later.
+func (b *Broker) deleteClusterTopic(name string) error {
+	_, ok, err := b.metadata.Topic(name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: read topic %s: %v", ErrStorage, name, err)
+	case !ok:
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	if err := b.metadata.RemoveTopic(name); err != nil {
+		return fmt.Errorf("%w: mark %s for deletion: %v", ErrStorage, name, err)
+	}
+	deadline := time.Now().Add(clusterDeleteWait)
+	for time.Now().Before(deadline) {
+		view, _ := b.Cluster()
+		if view.PartitionCount(name) == 0 {
+			break
+		}
+		select {
+		case <-b.stop:
+			return ErrShuttingDown
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	b.logger.Info("topic marked for deletion", "topic", name)
 	return nil
 }
 

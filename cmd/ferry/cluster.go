@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -213,8 +214,20 @@ func (n *clusterNode) register(s serveSettings) error {
 	}
 	info := zookeeper.BrokerInfo{ID: s.broker.BrokerID, Rack: s.brokerRack, JMXPort: -1, Timestamp: time.Now().UnixMilli(),
 		Endpoints: []zookeeper.Endpoint{{Listener: "PLAINTEXT", Host: host, Port: port, SecurityProtocol: "PLAINTEXT"}}}
-	if err := n.zk.Register(info); err != nil {
-		return fmt.Errorf("register broker %d: %w", s.broker.BrokerID, err)
+	// A broker restarted right after a crash finds its old session's
+	// registration still there until ZooKeeper expires that session: it
+	// waits for the expiry rather than fail (Kafka's broker exits).
+	deadline := time.Now().Add(2*s.zkSessionTimeout + 2*time.Second)
+	for {
+		err := n.zk.Register(info)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, zookeeper.ErrBrokerIDTaken) || time.Now().After(deadline) {
+			return fmt.Errorf("register broker %d: %w", s.broker.BrokerID, err)
+		}
+		n.logger.Warn("broker id still registered by a previous session; waiting for it to expire", "err", err)
+		time.Sleep(500 * time.Millisecond)
 	}
 	n.logger.Info("registered", "endpoint", s.advertisedKafkaAddr, "rack", s.brokerRack)
 	return nil

@@ -34,7 +34,12 @@ type leaderAndIsr struct{ controller.SendLeaderAndIsr }
 
 type updateMetadata struct{ controller.SendUpdateMetadata }
 
-type stopReplica struct{ controller.SendStopReplica }
+// stopReplica is a StopReplica; answered, when set (deletions), hears the
+// broker's answer.
+type stopReplica struct {
+	controller.SendStopReplica
+	answered func(broker, controllerEpoch int32, resp *kmsg.StopReplicaResponse)
+}
 
 func (leaderAndIsr) key() int16       { return kmsg.LeaderAndISR.Int16() }
 func (updateMetadata) key() int16     { return kmsg.UpdateMetadata.Int16() }

@@ -364,6 +364,9 @@ func (bs *brokerSender) send(c *wire.Conn, q queued) error {
 	for _, e := range responseErrors(resp) {
 		bs.log.Warn("broker refused part of a controller request", "request", q.kind(), "what", e.what, "error_code", e.code)
 	}
+	if sr, ok := q.(*stopReplica); ok && sr.answered != nil {
+		sr.answered(bs.id, sr.ControllerEpoch, resp.(*kmsg.StopReplicaResponse))
+	}
 	return nil
 }
 

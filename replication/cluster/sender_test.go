@@ -144,7 +144,7 @@ func TestSenderRetriesInOrder(t *testing.T) {
 	defer s.stopAll()
 	s.setBrokers([]controller.Broker{f.broker(1)})
 	s.enqueue(1, lai(1, "a", 0))
-	s.enqueue(1, &stopReplica{controller.SendStopReplica{ControllerEpoch: 1, Broker: 1, Partitions: []controller.TopicPartition{{Topic: "b"}}}})
+	s.enqueue(1, &stopReplica{SendStopReplica: controller.SendStopReplica{ControllerEpoch: 1, Broker: 1, Partitions: []controller.TopicPartition{{Topic: "b"}}}})
 	s.enqueue(1, &updateMetadata{controller.SendUpdateMetadata{ControllerEpoch: 1, LiveBrokers: []controller.Broker{f.broker(1)}}})
 	s.enqueue(7, lai(1, "c", 0)) // not live: dropped
 	harness.WaitFor(t, "three deliveries", 10*time.Second, func() bool { return len(f.keys()) == 3 })
@@ -213,7 +213,7 @@ func TestSenderQueueIsBounded(t *testing.T) {
 	}
 	for i := range 10000 {
 		s.enqueue(1, lai(1, "t", int32(i)))
-		s.enqueue(1, &stopReplica{controller.SendStopReplica{ControllerEpoch: 1, Broker: 1, Partitions: []controller.TopicPartition{{Topic: "s", Partition: int32(i % 10)}}}})
+		s.enqueue(1, &stopReplica{SendStopReplica: controller.SendStopReplica{ControllerEpoch: 1, Broker: 1, Partitions: []controller.TopicPartition{{Topic: "s", Partition: int32(i % 10)}}}})
 	}
 	if n := s.queuedCount(); n > cfg.MaxQueuedRequests {
 		t.Fatalf("%d requests queued, limit %d", n, cfg.MaxQueuedRequests)

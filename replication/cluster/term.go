@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/ferry-mq/ferry/replication/controller"
 	"github.com/ferry-mq/ferry/replication/zookeeper"
 )
@@ -29,8 +31,11 @@ type term struct {
 	// events read together (several topics' changes) not stepped yet.
 	configCursor *zookeeper.ConfigChanges
 	pending      []controller.Event
-	quit         chan struct{}
-	wg           sync.WaitGroup
+	// deleted carries brokers' answers to StopReplica with deletion from
+	// the senders' goroutines.
+	deleted chan controller.ReplicasDeleted
+	quit    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // topicWatch follows one topic's assignment, forwarding it to the term.
@@ -53,7 +58,7 @@ type topicChange struct {
 func (c *Controller) lead(ctx context.Context, el zookeeper.Election, controllerWatch <-chan zookeeper.ControllerState, events <-chan zookeeper.SessionEvent) {
 	t := &term{ctx: ctx, c: c, log: c.log.With("controller_epoch", el.Epoch), el: el, ctl: controller.New(),
 		topics: map[string]*topicWatch{}, topicEvents: make(chan topicChange), waiting: map[int32][]shutdownAsk{},
-		quit: make(chan struct{})}
+		deleted: make(chan controller.ReplicasDeleted, 64), quit: make(chan struct{})}
 	t.send = newSenders(&c.cfg, t.log, &c.metrics)
 	c.epoch.Store(el.Epoch)
 	c.terms.Add(1)
@@ -63,7 +68,7 @@ func (c *Controller) lead(ctx context.Context, el zookeeper.Election, controller
 
 	in := inputs{ctx: ctx, controller: controllerWatch, session: events,
 		brokers: c.cfg.ZK.WatchBrokers(), topics: c.cfg.ZK.WatchTopics(), isrChanges: c.cfg.ZK.WatchISRChanges(),
-		configChanges: c.cfg.ZK.WatchConfigChanges()}
+		configChanges: c.cfg.ZK.WatchConfigChanges(), deletions: c.cfg.ZK.WatchTopicDeletions()}
 	defer in.stop()
 	snap, ok := t.readSnapshot()
 	if !ok {
@@ -90,6 +95,7 @@ type inputs struct {
 	// configChanges starts before the snapshot is read: its first names
 	// are changes the snapshot holds.
 	configChanges *zookeeper.Watch[[]string]
+	deletions     *zookeeper.Watch[[]string]
 }
 
 func (in *inputs) stop() {
@@ -97,6 +103,7 @@ func (in *inputs) stop() {
 	in.topics.Stop()
 	in.isrChanges.Stop()
 	in.configChanges.Stop()
+	in.deletions.Stop()
 }
 
 // next waits for the next input and turns it into an event (nil: none to
@@ -140,6 +147,10 @@ func (t *term) next(in *inputs) (controller.Event, bool) {
 			return nil, false
 		}
 		return t.readISRChanges(), true
+	case names, ok := <-in.deletions.C:
+		return controller.TopicDeletionsRequested{Topics: names}, ok
+	case d := <-t.deleted:
+		return d, true
 	case names, ok := <-in.configChanges.C:
 		if ok {
 			t.configChanged(names)
@@ -226,7 +237,13 @@ func (t *term) perform(a controller.Action) controller.Event {
 			t.send.enqueue(b, &updateMetadata{a})
 		}
 	case controller.SendStopReplica:
-		t.send.enqueue(a.Broker, &stopReplica{a})
+		req := &stopReplica{SendStopReplica: a}
+		if a.Delete {
+			req.answered = t.replicasDeleted
+		}
+		t.send.enqueue(a.Broker, req)
+	case controller.DeleteTopicZnodes:
+		t.deleteTopicZnodes(a)
 	case controller.AnswerControlledShutdown:
 		for _, ask := range t.waiting[a.Broker] {
 			ask.answer <- a
@@ -408,5 +425,48 @@ func (t *term) sleep(d time.Duration) bool {
 		return true
 	case <-t.ctx.Done():
 		return false
+	}
+}
+
+// replicasDeleted reports, from a sender's goroutine, the partitions a
+// broker deleted (or did not hold); the term's loop steps them.
+func (t *term) replicasDeleted(broker, controllerEpoch int32, resp *kmsg.StopReplicaResponse) {
+	if resp.ErrorCode != 0 {
+		return // refused whole (a stale epoch): the next controller asks again
+	}
+	d := controller.ReplicasDeleted{ControllerEpoch: controllerEpoch, Broker: broker}
+	for _, p := range resp.Partitions {
+		if p.ErrorCode == 0 {
+			d.Partitions = append(d.Partitions, controller.TopicPartition{Topic: p.Topic, Partition: p.Partition})
+		}
+	}
+	if len(d.Partitions) == 0 {
+		return
+	}
+	select {
+	case t.deleted <- d:
+	case <-t.quit:
+	}
+}
+
+// deleteTopicZnodes removes a deleted topic's znodes, retrying while
+// ZooKeeper does not answer; a fenced controller resigns.
+func (t *term) deleteTopicZnodes(a controller.DeleteTopicZnodes) {
+	backoff := t.c.cfg.RetryBackoff
+	for {
+		err := t.c.cfg.ZK.DeleteTopicZnodes(a.Topic, a.ControllerEpochZkVersion)
+		if err == nil {
+			t.log.Info("topic deleted", "topic", a.Topic)
+			return
+		}
+		if errors.Is(err, zookeeper.ErrControllerMoved) || errors.Is(err, zookeeper.ErrClosed) {
+			t.log.Warn("topic znodes not deleted: no longer the controller", "topic", a.Topic, "err", err)
+			return
+		}
+		t.log.Warn("deleting a topic's znodes; retrying", "topic", a.Topic, "err", err)
+		if !t.sleep(backoff) {
+			return
+		}
+		backoff = min(2*backoff, t.c.cfg.MaxRetryBackoff)
 	}
 }

@@ -58,6 +58,9 @@ func (t *term) trySnapshot() (controller.Snapshot, error) {
 		}
 		snap.Topics = append(snap.Topics, topic)
 	}
+	if snap.Deleting, err = zk.TopicsMarkedForDeletion(); err != nil {
+		return controller.Snapshot{}, err
+	}
 	for _, topic := range snap.Topics {
 		t.watchTopic(topic.Name, true, slices.Collect(maps.Keys(topic.Partitions)))
 	}

@@ -77,26 +77,43 @@ func (s *Server) handleStopReplica(_ context.Context, kreq kmsg.Request) kmsg.Re
 	req := kreq.(*kmsg.StopReplicaRequest)
 	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
 	for _, t := range req.Topics {
-		parts := t.Partitions // v1–v2
+		// v0–v2 delete every partition or none; v3 says it per partition.
+		var stop, del []int32
 		switch {
 		case req.Version == 0:
-			parts = []int32{t.Partition}
+			stop = []int32{t.Partition}
 		case req.Version >= 3:
-			parts = nil
 			for _, ps := range t.PartitionStates {
-				parts = append(parts, ps.Partition)
+				if ps.Delete {
+					del = append(del, ps.Partition)
+				} else {
+					stop = append(stop, ps.Partition)
+				}
 			}
+		default:
+			stop = t.Partitions
 		}
-		errs, err := s.broker.StopReplicas(req.ControllerEpoch, t.Topic, parts)
-		if err != nil {
-			resp.ErrorCode = errorCode(err)
-			resp.Partitions = nil
-			return resp
+		if req.Version < 3 && req.DeletePartitions {
+			stop, del = nil, stop
 		}
-		for i, part := range parts {
-			rp := kmsg.NewStopReplicaResponsePartition()
-			rp.Topic, rp.Partition, rp.ErrorCode = t.Topic, part, errorCode(errs[i])
-			resp.Partitions = append(resp.Partitions, rp)
+		for _, group := range []struct {
+			parts  []int32
+			delete bool
+		}{{stop, false}, {del, true}} {
+			if len(group.parts) == 0 {
+				continue
+			}
+			errs, err := s.broker.StopReplicas(req.ControllerEpoch, t.Topic, group.parts, group.delete)
+			if err != nil {
+				resp.ErrorCode = errorCode(err)
+				resp.Partitions = nil
+				return resp
+			}
+			for i, part := range group.parts {
+				rp := kmsg.NewStopReplicaResponsePartition()
+				rp.Topic, rp.Partition, rp.ErrorCode = t.Topic, part, errorCode(errs[i])
+				resp.Partitions = append(resp.Partitions, rp)
+			}
 		}
 	}
 	return resp
