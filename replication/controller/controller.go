@@ -25,6 +25,8 @@ type Controller struct {
 	// deleting: topics being deleted → broker → its replicas not yet
 	// confirmed deleted (deletion.go).
 	deleting map[string]map[int32]map[TopicPartition]bool
+	// elections: ElectLeaders requests whose writes are out (elections.go).
+	elections map[uint64]*pendingElection
 	// busy counts, per broker, its partitions with a write or read out,
 	// so a drain knows at once whether it can be answered.
 	busy map[int32]int
@@ -74,6 +76,7 @@ func (c *Controller) reset() {
 	c.unclean = map[string]bool{}
 	c.partitions = map[TopicPartition]*partition{}
 	c.deleting = map[string]map[int32]map[TopicPartition]bool{}
+	c.elections = map[uint64]*pendingElection{}
 	c.busy = map[int32]int{}
 }
 
@@ -123,8 +126,13 @@ func (c *Controller) Step(ev Event) []Action {
 		c.onDeletionsRequested(e, b)
 	case ReplicasDeleted:
 		c.onReplicasDeleted(e, b)
+	case LeaderElectionRequested:
+		c.onElectionRequested(e, b)
+	case LeaderImbalanceCheck:
+		c.onImbalanceCheck(e, b)
 	}
 	c.answerShutdowns(b)
+	c.answerElections(b)
 	return b.flush()
 }
 
@@ -136,6 +144,7 @@ func (c *Controller) onElected(e Elected, b *batch) {
 		return
 	}
 	c.abortShutdowns(b)
+	c.abortElections(b)
 	c.reset()
 	c.active, c.epoch, c.epochZkVersion = true, e.Epoch, e.EpochZkVersion
 	for _, br := range e.Snapshot.Brokers {
@@ -170,6 +179,7 @@ func (c *Controller) onElected(e Elected, b *batch) {
 // onResigned is Kafka's onControllerResignation.
 func (c *Controller) onResigned(b *batch) {
 	c.abortShutdowns(b)
+	c.abortElections(b)
 	c.reset()
 }
 

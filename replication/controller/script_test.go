@@ -25,6 +25,12 @@ func render(a Action) string {
 		return fmt.Sprintf("StopReplica →%d %v delete=%v", a.Broker, a.Partitions, a.Delete)
 	case DeleteTopicZnodes:
 		return fmt.Sprintf("zk delete topic %s", a.Topic)
+	case AnswerLeaderElection:
+		var parts []string
+		for _, tp := range sortedTPs(a.Results) {
+			parts = append(parts, fmt.Sprintf("%v:%v", tp, a.Results[tp]))
+		}
+		return fmt.Sprintf("ElectLeaders answer #%d %s err %v", a.ID, strings.Join(parts, " "), a.Err)
 	case AnswerControlledShutdown:
 		return fmt.Sprintf("ControlledShutdown answer →%d remaining %v err %v", a.Broker, a.Remaining, a.Err)
 	}
@@ -232,5 +238,94 @@ func TestScriptTopicDeletion(t *testing.T) {
 		{ev: BrokersChanged{Live: brokers(1, 3)}, want: []string{
 			"UpdateMetadata →[1 3] live [1 3]",
 		}},
+	})
+}
+
+// Preferred and unclean elections on request, and the imbalance check:
+// after a failover the first replica gets its leadership back once it is
+// in the ISR; an election that is not needed or not possible says why.
+func TestScriptLeaderElections(t *testing.T) {
+	runScript(t, []scriptStep{
+		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}}, want: []string{
+			"UpdateMetadata →[1 2 3] live [1 2 3]",
+		}},
+		{ev: TopicCreated{Topic: topic("t", []int32{1, 2, 3}, []int32{2, 3, 1})}, want: []string{
+			"zk write t-0 leader 1 epoch 0 isr [1 2 3] if-version -1",
+			"zk write t-1 leader 2 epoch 0 isr [2 3 1] if-version -1",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"LeaderAndIsr →3 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 0 isr [1 2 3]",
+			"LeaderAndIsr →1 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"LeaderAndIsr →2 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"LeaderAndIsr →3 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-1 leader 2 epoch 0 isr [2 3 1]",
+		}},
+		{ev: BrokersChanged{Live: brokers(2, 3)}, want: []string{
+			"zk write t-0 leader 2 epoch 1 isr [2 3] if-version 0",
+			"zk write t-1 leader 2 epoch 1 isr [2 3] if-version 0",
+			"UpdateMetadata →[2 3] live [2 3]",
+			"LeaderAndIsr →2 | t-0 leader 2 epoch 1 isr [2 3]",
+			"LeaderAndIsr →3 | t-0 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [2 3] | t-0 leader 2 epoch 1 isr [2 3]",
+			"LeaderAndIsr →2 | t-1 leader 2 epoch 1 isr [2 3]",
+			"LeaderAndIsr →3 | t-1 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
+		}},
+		{ev: LeaderImbalanceCheck{MaxImbalancePercent: 10}, want: nil}, // broker 1 is dead
+		{ev: BrokersChanged{Live: brokers(1, 2, 3)}, want: []string{
+			"LeaderAndIsr →1 | t-0 leader 2 epoch 1 isr [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[1] live [1 2 3] | t-0 leader 2 epoch 1 isr [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [1 2 3]",
+		}},
+		// Broker 1 is not in t-0's ISR yet: its preferred election must wait.
+		{ev: LeaderElectionRequested{ID: 1, Type: PreferredElection, Partitions: []TopicPartition{tp(0), tp(1), {Topic: "nope", Partition: 0}}}, want: []string{
+			"ElectLeaders answer #1 nope-0:unknown topic or partition t-0:the preferred leader is not available t-1:election not needed err <nil>",
+		}},
+		{ev: LeaderImbalanceCheck{MaxImbalancePercent: 10}, want: nil}, // 1 is not in sync: nothing to do
+		{leaderIsr: map[TopicPartition][]int32{tp(0): {2, 3, 1}, tp(1): {2, 3, 1}}, want: []string{
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 2 epoch 1 isr [2 3 1] | t-1 leader 2 epoch 1 isr [2 3 1]",
+		}},
+		{ev: LeaderElectionRequested{ID: 2, Type: PreferredElection, Partitions: []TopicPartition{tp(0)}}, want: []string{
+			"zk write t-0 leader 1 epoch 2 isr [2 3 1] if-version 2",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 2 isr [2 3 1]",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 2 isr [2 3 1]",
+			"LeaderAndIsr →3 | t-0 leader 1 epoch 2 isr [2 3 1]",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 2 isr [2 3 1]",
+			"ElectLeaders answer #2 t-0:<nil> err <nil>",
+		}},
+		// An unclean election is not needed where a live leader is.
+		{ev: LeaderElectionRequested{ID: 3, Type: UncleanElection, Partitions: []TopicPartition{tp(1)}}, want: []string{
+			"ElectLeaders answer #3 t-1:election not needed err <nil>",
+		}},
+		// Broker 1 fails again and returns in sync; the imbalance check (1 of
+		// its 1 preferred partitions not led: 100% > 10%) gives t-0 back.
+		{ev: BrokersChanged{Live: brokers(2, 3)}, want: []string{
+			"zk write t-0 leader 2 epoch 3 isr [2 3] if-version 3",
+			"zk write t-1 leader 2 epoch 2 isr [2 3] if-version 2",
+			"UpdateMetadata →[2 3] live [2 3]",
+			"LeaderAndIsr →2 | t-0 leader 2 epoch 3 isr [2 3]",
+			"LeaderAndIsr →3 | t-0 leader 2 epoch 3 isr [2 3]",
+			"UpdateMetadata →[2 3] live [2 3] | t-0 leader 2 epoch 3 isr [2 3]",
+			"LeaderAndIsr →2 | t-1 leader 2 epoch 2 isr [2 3]",
+			"LeaderAndIsr →3 | t-1 leader 2 epoch 2 isr [2 3]",
+			"UpdateMetadata →[2 3] live [2 3] | t-1 leader 2 epoch 2 isr [2 3]",
+		}},
+		{ev: BrokersChanged{Live: brokers(1, 2, 3)}, want: []string{
+			"LeaderAndIsr →1 | t-0 leader 2 epoch 3 isr [2 3] | t-1 leader 2 epoch 2 isr [2 3]",
+			"UpdateMetadata →[1] live [1 2 3] | t-0 leader 2 epoch 3 isr [2 3] | t-1 leader 2 epoch 2 isr [2 3]",
+			"UpdateMetadata →[2 3] live [1 2 3]",
+		}},
+		{leaderIsr: map[TopicPartition][]int32{tp(0): {2, 3, 1}, tp(1): {2, 3, 1}}, want: []string{
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 2 epoch 3 isr [2 3 1] | t-1 leader 2 epoch 2 isr [2 3 1]",
+		}},
+		{ev: LeaderImbalanceCheck{MaxImbalancePercent: 10}, want: []string{
+			"zk write t-0 leader 1 epoch 4 isr [2 3 1] if-version 5",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 4 isr [2 3 1]",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 4 isr [2 3 1]",
+			"LeaderAndIsr →3 | t-0 leader 1 epoch 4 isr [2 3 1]",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 4 isr [2 3 1]",
+		}},
+		{ev: LeaderImbalanceCheck{MaxImbalancePercent: 10}, want: nil}, // balanced
 	})
 }
