@@ -55,6 +55,9 @@ type Config struct {
 	// Schemas is the schema registry behind /subjects, /schemas, /config,
 	// /compatibility and /mode; without it those routes answer 503.
 	Schemas *schemaregistry.Registry
+	// ElectPreferred runs preferred leader elections for
+	// POST /admin/preferred-leader-election; nil: that route answers 503.
+	ElectPreferred ElectPreferredFunc
 	// Metrics is served at /metrics and counts requests per route; nil:
 	// no /metrics (observe.go).
 	Metrics *metrics.Metrics
@@ -153,6 +156,7 @@ func (g *Gateway) Handler() http.Handler {
 	r.Post("/topics/{topic}/partitions", g.createPartitions)
 	r.Put("/topics/{topic}/configs", g.alterConfigs)
 	r.Post("/admin/partitions/{topic}/{partition}/recover", g.recoverPartition)
+	r.Post("/admin/preferred-leader-election", g.preferredLeaderElection)
 
 	gr := g.requireGroups
 	r.Get("/kafka/{topic}/stream", gr(g.stream))

@@ -100,8 +100,13 @@ func (n *clusterNode) followConfigChanges(b *server.Broker) {
 
 // runController campaigns for /controller and acts as the controller
 // whenever this broker wins, until stopController.
-func (n *clusterNode) runController(logger *slog.Logger, m *metrics.Metrics) error {
-	ctl, err := cluster.New(cluster.Config{BrokerID: n.brokerID, ZK: n.zk, SessionEvents: n.sessions, Logger: logger})
+func (n *clusterNode) runController(logger *slog.Logger, m *metrics.Metrics, s serveSettings) error {
+	cfg := cluster.Config{BrokerID: n.brokerID, ZK: n.zk, SessionEvents: n.sessions, Logger: logger,
+		MaxLeaderImbalance: s.leaderImbalancePercent}
+	if s.autoLeaderRebalance {
+		cfg.LeaderImbalanceCheckInterval = s.leaderImbalanceInterval
+	}
+	ctl, err := cluster.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,8 @@ env FERRY_BOOTSTRAP; add -h to any command for its flags):
                           [--print-key] [--key-separator S]
   ferry groups list | describe GROUP | delete GROUP
   ferry groups reset-offsets GROUP --topic T… --to-earliest|--to-latest|--to-offset N [--execute]
+  ferry leader-election --election-type preferred|unclean
+                          (--topic T --partition P | --all-topic-partitions)
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
 
 `
@@ -55,6 +57,8 @@ func main() {
 		err = runGroups(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
+	case "leader-election":
+		err = runLeaderElection(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("ferry", version)
 	case "help", "-h", "--help":

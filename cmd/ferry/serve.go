@@ -35,11 +35,16 @@ type serveSettings struct {
 	zookeeper           string
 	// zkSessionTimeout is zookeeper.session.timeout.ms; brokerRack broker.rack.
 	zkSessionTimeout time.Duration
-	brokerRack       string
-	schemaStore      string
-	logFormat        string
-	logLevel         string
-	metrics          bool
+	// autoLeaderRebalance, leaderImbalanceInterval, leaderImbalancePercent:
+	// auto.leader.rebalance.enable and its two settings.
+	autoLeaderRebalance     bool
+	leaderImbalanceInterval time.Duration
+	leaderImbalancePercent  int
+	brokerRack              string
+	schemaStore             string
+	logFormat               string
+	logLevel                string
+	metrics                 bool
 	// groupInitialDelay is group.initial.rebalance.delay.ms; 0 is no delay.
 	groupInitialDelay time.Duration
 	// offsetsPartitions is offsets.topic.num.partitions.
@@ -117,6 +122,30 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { s.zookeeper = v; return nil }},
 	{"zookeeper-session-timeout-ms", []string{"zookeeper.session.timeout.ms"}, "ZooKeeper session timeout: a broker silent for longer is dead to the cluster", "18000",
 		func(s *serveSettings, v string) error { return parseMillis(&s.zkSessionTimeout, v) }},
+	{"auto-leader-rebalance-enable", []string{"auto.leader.rebalance.enable"}, "on a cluster, the controller gives leadership back to each partition's first replica when a broker leads too few of its own (preferred leader election)", "true",
+		func(s *serveSettings, v string) error {
+			b, err := strconv.ParseBool(v)
+			s.autoLeaderRebalance = b
+			return err
+		}},
+	{"leader-imbalance-check-interval-seconds", []string{"leader.imbalance.check.interval.seconds"}, "how often the controller checks the leader imbalance", "300",
+		func(s *serveSettings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err == nil && n < 1 {
+				err = errors.New("must be at least 1")
+			}
+			s.leaderImbalanceInterval = time.Duration(n) * time.Second
+			return err
+		}},
+	{"leader-imbalance-per-broker-percentage", []string{"leader.imbalance.per.broker.percentage"}, "the share of a broker's preferred partitions it may not lead before the controller elects it back", "10",
+		func(s *serveSettings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err == nil && (n < 0 || n > 100) {
+				err = errors.New("must be between 0 and 100")
+			}
+			s.leaderImbalancePercent = int(n)
+			return err
+		}},
 	{"replica-high-watermark-checkpoint-interval-ms", []string{"replica.high.watermark.checkpoint.interval.ms"}, "how often every partition's high watermark is written to <data-dir>/replication-offset-checkpoint, where a restarted replica resumes from", "5000",
 		func(s *serveSettings, v string) error {
 			err := parseMillis(&s.broker.HighWatermarkCheckpointInterval, v)
@@ -396,7 +425,8 @@ func runServe(args []string) error {
 	m.AddLagSource(groups.LagStats)
 	closeCore := func() { groups.Close(); broker.Close() }
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
-		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns}
+		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
+		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr)}
 	gateway, err := api.New(broker, httpCfg)
 	if err != nil {
 		closeCore()
@@ -406,12 +436,13 @@ func runServe(args []string) error {
 	kcfg.Addr, kcfg.AdvertisedAddr, kcfg.Logger, kcfg.Metrics = s.kafkaAddr, s.advertisedKafkaAddr, logger, m
 	kcfg.InterBroker = node != nil
 	if node != nil {
-		if err := node.runController(logger, m); err != nil {
+		if err := node.runController(logger, m, s); err != nil {
 			closeCore()
 			return err
 		}
 		defer node.stopController()
 		kcfg.ControlledShutdown = node.controlledShutdown
+		kcfg.ElectLeaders = node.ctl.ElectLeaders
 	}
 	kafkaServer, err := kafka.New(broker, groups, kcfg)
 	if err != nil {

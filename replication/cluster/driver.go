@@ -41,6 +41,11 @@ type Config struct {
 	MaxConcurrentWrites int
 	// Now is the clock for /controller's timestamp; default time.Now.
 	Now func() time.Time
+	// LeaderImbalanceCheckInterval is leader.imbalance.check.interval.seconds
+	// when auto.leader.rebalance.enable is on (0: off); MaxLeaderImbalance
+	// is leader.imbalance.per.broker.percentage (default 10).
+	LeaderImbalanceCheckInterval time.Duration
+	MaxLeaderImbalance           int
 }
 
 func (c *Config) defaults() {
@@ -49,6 +54,9 @@ func (c *Config) defaults() {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 30 * time.Second
+	}
+	if c.MaxLeaderImbalance <= 0 {
+		c.MaxLeaderImbalance = 10
 	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = 100 * time.Millisecond
@@ -82,16 +90,25 @@ func (c *Config) Validate() error {
 // /controller and, while it holds it, owns a controller.Controller. Run it
 // once; its other methods are safe for concurrent use.
 type Controller struct {
-	cfg     Config
-	log     *slog.Logger
-	asks    chan shutdownAsk
-	metrics sendMetrics
+	cfg  Config
+	log  *slog.Logger
+	asks chan shutdownAsk
+	// elections carries ElectLeaders asks to the term's loop.
+	elections chan electionAsk
+	electID   atomic.Uint64
+	metrics   sendMetrics
 
 	active atomic.Bool
 	epoch  atomic.Int32
 	terms  atomic.Int32
 	// stateWrites counts the state znode writes that applied.
 	stateWrites atomic.Int64
+}
+
+type electionAsk struct {
+	typ        controller.ElectionType
+	partitions []controller.TopicPartition
+	answer     chan controller.AnswerLeaderElection // capacity 1
 }
 
 type shutdownAsk struct {
@@ -107,7 +124,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	return &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller", "broker", cfg.BrokerID),
-		asks: make(chan shutdownAsk)}, nil
+		asks: make(chan shutdownAsk), elections: make(chan electionAsk)}, nil
 }
 
 // RunController runs a driver for cfg until ctx ends.
@@ -153,6 +170,29 @@ func (c *Controller) ControlledShutdown(ctx context.Context, broker int32, broke
 	select {
 	case a := <-ask.answer:
 		return a.Remaining, a.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// ElectLeaders is Kafka's ElectLeaders for the broker's handler: it asks
+// the controller for preferred or unclean elections of partitions (nil:
+// all) and returns each partition's outcome once the elections are
+// written (nil: elected; controller.ErrElectionNotNeeded, …).
+// controller.ErrNotController when this broker is not the controller.
+func (c *Controller) ElectLeaders(ctx context.Context, typ controller.ElectionType, partitions []controller.TopicPartition) (map[controller.TopicPartition]error, error) {
+	ask := electionAsk{typ: typ, partitions: partitions, answer: make(chan controller.AnswerLeaderElection, 1)}
+	if !c.active.Load() {
+		return nil, controller.ErrNotController
+	}
+	select {
+	case c.elections <- ask:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case a := <-ask.answer:
+		return a.Results, a.Err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -226,6 +266,8 @@ func (c *Controller) awaitVacancy(ctx context.Context, cw <-chan zookeeper.Contr
 			return true
 		case ask := <-c.asks:
 			ask.answer <- controller.AnswerControlledShutdown{Broker: ask.broker, Err: controller.ErrNotController}
+		case ask := <-c.elections:
+			ask.answer <- controller.AnswerLeaderElection{Err: controller.ErrNotController}
 		}
 	}
 }

@@ -34,8 +34,11 @@ type term struct {
 	// deleted carries brokers' answers to StopReplica with deletion from
 	// the senders' goroutines.
 	deleted chan controller.ReplicasDeleted
-	quit    chan struct{}
-	wg      sync.WaitGroup
+	// electionWaiters: ElectLeaders asks by the id their event carries.
+	electionWaiters map[uint64]electionAsk
+	imbalance       <-chan time.Time
+	quit            chan struct{}
+	wg              sync.WaitGroup
 }
 
 // topicWatch follows one topic's assignment, forwarding it to the term.
@@ -58,7 +61,12 @@ type topicChange struct {
 func (c *Controller) lead(ctx context.Context, el zookeeper.Election, controllerWatch <-chan zookeeper.ControllerState, events <-chan zookeeper.SessionEvent) {
 	t := &term{ctx: ctx, c: c, log: c.log.With("controller_epoch", el.Epoch), el: el, ctl: controller.New(),
 		topics: map[string]*topicWatch{}, topicEvents: make(chan topicChange), waiting: map[int32][]shutdownAsk{},
-		deleted: make(chan controller.ReplicasDeleted, 64), quit: make(chan struct{})}
+		deleted: make(chan controller.ReplicasDeleted, 64), electionWaiters: map[uint64]electionAsk{}, quit: make(chan struct{})}
+	if every := c.cfg.LeaderImbalanceCheckInterval; every > 0 {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		t.imbalance = tick.C
+	}
 	t.send = newSenders(&c.cfg, t.log, &c.metrics)
 	c.epoch.Store(el.Epoch)
 	c.terms.Add(1)
@@ -151,6 +159,12 @@ func (t *term) next(in *inputs) (controller.Event, bool) {
 		return controller.TopicDeletionsRequested{Topics: names}, ok
 	case d := <-t.deleted:
 		return d, true
+	case ask := <-t.c.elections:
+		id := t.c.electID.Add(1)
+		t.electionWaiters[id] = ask
+		return controller.LeaderElectionRequested{ID: id, Type: ask.typ, Partitions: ask.partitions}, true
+	case <-t.imbalance:
+		return controller.LeaderImbalanceCheck{MaxImbalancePercent: t.c.cfg.MaxLeaderImbalance}, true
 	case names, ok := <-in.configChanges.C:
 		if ok {
 			t.configChanged(names)
@@ -189,6 +203,9 @@ func (t *term) end() {
 	}
 	t.wg.Wait()
 	t.send.stopAll()
+	for _, ask := range t.electionWaiters {
+		ask.answer <- controller.AnswerLeaderElection{Err: controller.ErrNotController}
+	}
 	for _, asks := range t.waiting {
 		for _, a := range asks {
 			a.answer <- controller.AnswerControlledShutdown{Broker: a.broker, Err: controller.ErrNotController}
@@ -244,6 +261,11 @@ func (t *term) perform(a controller.Action) controller.Event {
 		t.send.enqueue(a.Broker, req)
 	case controller.DeleteTopicZnodes:
 		t.deleteTopicZnodes(a)
+	case controller.AnswerLeaderElection:
+		if ask, ok := t.electionWaiters[a.ID]; ok {
+			ask.answer <- a
+			delete(t.electionWaiters, a.ID)
+		}
 	case controller.AnswerControlledShutdown:
 		for _, ask := range t.waiting[a.Broker] {
 			ask.answer <- a

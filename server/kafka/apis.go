@@ -67,6 +67,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{33, 0, 2, (*Server).handleAlterConfigs, false},
 		{37, 0, 3, (*Server).handleCreatePartitions, false},
 		{42, 0, 2, (*Server).handleDeleteGroups, false},
+		{43, 0, 2, (*Server).handleElectLeaders, false},
 		{44, 0, 1, (*Server).handleIncrementalAlterConfigs, false},
 		{47, 0, 0, (*Server).handleOffsetDelete, false},
 		{60, 0, 1, (*Server).handleDescribeCluster, false},

@@ -44,6 +44,10 @@ type Config struct {
 	// ControlledShutdown is the controller's answer to a broker about to
 	// stop (ControlledShutdown, key 7); nil: NOT_CONTROLLER.
 	ControlledShutdown ControlledShutdownFunc
+	// ElectLeaders is the controller's leader elections (ElectLeaders, key
+	// 43); nil: a single node, where every partition's one replica leads
+	// (ELECTION_NOT_NEEDED).
+	ElectLeaders ElectLeadersFunc
 	// AdvertisedAddr is the host:port Metadata and DescribeCluster tell
 	// clients to use (advertised.listeners). Default: the broker core's
 	// AdvertisedKafkaAddr, else Addr.
