@@ -18,20 +18,25 @@ type batch struct {
 	stops         map[int32][]TopicPartition
 	deletes       map[int32][]TopicPartition
 	topicDeletes  []string
-	changed       map[TopicPartition]bool
-	liveChanged   bool
-	fullTo        map[int32]bool
-	answers       []Action
+	// assignmentWrites: topics whose znode must be written;
+	// zkReassignChanged: /admin/reassign_partitions must be rewritten.
+	assignmentWrites  map[string]bool
+	zkReassignChanged bool
+	changed           map[TopicPartition]bool
+	liveChanged       bool
+	fullTo            map[int32]bool
+	answers           []Action
 }
 
 func newBatch(c *Controller) *batch {
 	return &batch{
-		c:             c,
-		leaderAndIsrs: map[int32]map[TopicPartition]bool{},
-		stops:         map[int32][]TopicPartition{},
-		deletes:       map[int32][]TopicPartition{},
-		changed:       map[TopicPartition]bool{},
-		fullTo:        map[int32]bool{},
+		c:                c,
+		leaderAndIsrs:    map[int32]map[TopicPartition]bool{},
+		stops:            map[int32][]TopicPartition{},
+		deletes:          map[int32][]TopicPartition{},
+		assignmentWrites: map[string]bool{},
+		changed:          map[TopicPartition]bool{},
+		fullTo:           map[int32]bool{},
 	}
 }
 
@@ -77,6 +82,8 @@ func (b *batch) deleteReplica(broker int32, tp TopicPartition) {
 	b.deletes[broker] = append(b.deletes[broker], tp)
 }
 
+func (b *batch) assignmentWrite(topic string) { b.assignmentWrites[topic] = true }
+
 func (b *batch) fullMetadataTo(ids ...int32) {
 	for _, id := range ids {
 		b.fullTo[id] = true
@@ -93,6 +100,17 @@ func (b *batch) flush() []Action {
 	if c.active {
 		for _, t := range b.topicDeletes {
 			out = append(out, DeleteTopicZnodes{ControllerEpoch: c.epoch, ControllerEpochZkVersion: c.epochZkVersion, Topic: t})
+		}
+		for _, t := range slices.Sorted(maps.Keys(b.assignmentWrites)) {
+			out = append(out, WriteTopicAssignment{ControllerEpoch: c.epoch, ControllerEpochZkVersion: c.epochZkVersion,
+				Topic: t, Partitions: c.topicAssignments(t)})
+		}
+		if b.zkReassignChanged {
+			remaining := map[TopicPartition][]int32{}
+			for tp, target := range c.zkReassign {
+				remaining[tp] = slices.Clone(target)
+			}
+			out = append(out, WriteZKReassignments{ControllerEpoch: c.epoch, ControllerEpochZkVersion: c.epochZkVersion, Remaining: remaining})
 		}
 	}
 	if c.active {

@@ -27,6 +27,12 @@ type Controller struct {
 	deleting map[string]map[int32]map[TopicPartition]bool
 	// elections: ElectLeaders requests whose writes are out (elections.go).
 	elections map[uint64]*pendingElection
+	// zkReassign is /admin/reassign_partitions as this controller keeps it:
+	// the partitions listed there still moving. strays: replicas removed
+	// from an assignment while their broker was dead, deleted when it
+	// returns.
+	zkReassign map[TopicPartition][]int32
+	strays     map[int32]map[TopicPartition]bool
 	// busy counts, per broker, its partitions with a write or read out,
 	// so a drain knows at once whether it can be answered.
 	busy map[int32]int
@@ -59,6 +65,10 @@ type partition struct {
 	// deadInWrite: the treatDead brokers the write out was decided with;
 	// its commit settles them.
 	deadInWrite []int32
+	// reassign is the reassignment in progress (reassign.go); writeKind
+	// says which of its steps the write out is.
+	reassign  *reassignment
+	writeKind writeKind
 }
 
 // New returns an inactive controller; it acts once it gets Elected.
@@ -77,6 +87,8 @@ func (c *Controller) reset() {
 	c.partitions = map[TopicPartition]*partition{}
 	c.deleting = map[string]map[int32]map[TopicPartition]bool{}
 	c.elections = map[uint64]*pendingElection{}
+	c.zkReassign = map[TopicPartition][]int32{}
+	c.strays = map[int32]map[TopicPartition]bool{}
 	c.busy = map[int32]int{}
 }
 
@@ -130,6 +142,10 @@ func (c *Controller) Step(ev Event) []Action {
 		c.onElectionRequested(e, b)
 	case LeaderImbalanceCheck:
 		c.onImbalanceCheck(e, b)
+	case ReassignmentsRequested:
+		c.onReassignmentsRequested(e, b)
+	case AssignmentWritten:
+		c.onAssignmentWritten(e, b)
 	}
 	c.answerShutdowns(b)
 	c.answerElections(b)
@@ -167,6 +183,7 @@ func (c *Controller) onElected(e Elected, b *batch) {
 	for _, t := range slices.Compact(deleting) {
 		c.startDeletion(t, b)
 	}
+	c.resumeReassignments(e.Snapshot.Reassignments, b)
 	for _, p := range c.sortedPartitions(nil) {
 		c.decide(p, b)
 		if p.op == idle && p.state != nil && !c.isDeleting(p.tp.Topic) {
@@ -255,6 +272,12 @@ func (c *Controller) startUp(started []int32, changed map[int32]bool, b *batch) 
 				b.leaderAndIsr(id, p, false)
 			}
 		}
+	}
+	for _, id := range started {
+		for _, tp := range slices.SortedFunc(maps.Keys(c.strays[id]), compareTP) {
+			b.deleteReplica(id, tp)
+		}
+		delete(c.strays, id)
 	}
 	if len(c.deleting) > 0 && len(started) > 0 {
 		// A returning broker deletes the replicas it held of deleted topics.
@@ -399,9 +422,10 @@ func (c *Controller) onWritten(e StateWritten, b *batch) {
 	}
 	st := p.proposed.clone()
 	st.ZkVersion = e.ZkVersion
-	isNew, prev := p.creating, p.prevLeader
-	p.state, p.creating, p.prevLeader = &st, false, NoLeader
+	isNew, prev, kind := p.creating, p.prevLeader, p.writeKind
+	p.state, p.creating, p.prevLeader, p.writeKind = &st, false, NoLeader, decisionWrite
 	c.setOp(p, idle)
+	c.reassignmentWriteCommitted(p, kind, b)
 	for _, id := range p.deadInWrite {
 		delete(p.treatDead, id)
 	}

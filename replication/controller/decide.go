@@ -34,7 +34,9 @@ func (c *Controller) decide(p *partition, b *batch) {
 			// live again and look once more.
 			p.treatDead = nil
 			c.decide(p, b)
+			return
 		}
+		c.advanceReassignment(p, b)
 		return
 	}
 	c.write(p, next, *p.state, b)
@@ -51,7 +53,7 @@ func (c *Controller) initialize(p *partition, b *batch) {
 }
 
 func (c *Controller) write(p *partition, next, cur LeaderAndIsr, b *batch) {
-	p.proposed, p.prevLeader = next, cur.Leader
+	p.proposed, p.prevLeader, p.writeKind = next, cur.Leader, decisionWrite
 	c.setOp(p, writing)
 	p.deadInWrite = slices.Collect(maps.Keys(p.treatDead))
 	b.writes = append(b.writes, WritePartitionState{

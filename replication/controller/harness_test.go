@@ -53,6 +53,8 @@ func (s *zkSim) perform(a Action) []Event {
 		return []Event{s.write(a)}
 	case ReadPartitionStates:
 		return []Event{s.read(a)}
+	case WriteTopicAssignment:
+		return []Event{AssignmentWritten{ControllerEpoch: a.ControllerEpoch, Topic: a.Topic}}
 	default:
 		s.sent = append(s.sent, a)
 		return nil

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,6 +25,25 @@ func render(a Action) string {
 		return fmt.Sprintf("UpdateMetadata →%v live %v%s", a.Brokers, ids, renderInfos(a.Partitions))
 	case SendStopReplica:
 		return fmt.Sprintf("StopReplica →%d %v delete=%v", a.Broker, a.Partitions, a.Delete)
+	case WriteTopicAssignment:
+		var parts []string
+		for _, p := range slices.Sorted(maps.Keys(a.Partitions)) {
+			as := a.Partitions[p]
+			parts = append(parts, fmt.Sprintf("%d:%v+%v-%v", p, as.Replicas, as.Adding, as.Removing))
+		}
+		return fmt.Sprintf("zk topic %s %s", a.Topic, strings.Join(parts, " "))
+	case WriteZKReassignments:
+		var parts []string
+		for _, tp := range sortedTPs(a.Remaining) {
+			parts = append(parts, fmt.Sprintf("%v:%v", tp, a.Remaining[tp]))
+		}
+		return fmt.Sprintf("zk reassign_partitions {%s}", strings.Join(parts, " "))
+	case AnswerReassignments:
+		var parts []string
+		for _, tp := range sortedTPs(a.Results) {
+			parts = append(parts, fmt.Sprintf("%v:%v", tp, a.Results[tp]))
+		}
+		return fmt.Sprintf("Reassignments answer #%d %s err %v", a.ID, strings.Join(parts, " "), a.Err)
 	case DeleteTopicZnodes:
 		return fmt.Sprintf("zk delete topic %s", a.Topic)
 	case AnswerLeaderElection:
@@ -327,5 +348,95 @@ func TestScriptLeaderElections(t *testing.T) {
 			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 4 isr [2 3 1]",
 		}},
 		{ev: LeaderImbalanceCheck{MaxImbalancePercent: 10}, want: nil}, // balanced
+	})
+}
+
+// A reassignment from {1,2} to {3,4} through /admin/reassign_partitions:
+// the full set is written first, the epoch bump tells all four, nothing is
+// dropped until both targets are in the ISR; then the leader moves to the
+// target, the old replicas are deleted and the znodes hold the target.
+func TestScriptReassignment(t *testing.T) {
+	runScript(t, []scriptStep{
+		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3, 4)}}, want: []string{
+			"UpdateMetadata →[1 2 3 4] live [1 2 3 4]",
+		}},
+		{ev: TopicCreated{Topic: topic("t", []int32{1, 2})}, want: []string{
+			"zk write t-0 leader 1 epoch 0 isr [1 2] if-version -1",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2] new",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2] new",
+			"UpdateMetadata →[1 2 3 4] live [1 2 3 4] | t-0 leader 1 epoch 0 isr [1 2]",
+		}},
+		{ev: ReassignmentsRequested{FromZK: true, Partitions: map[TopicPartition][]int32{tp(0): {3, 4}}}, want: []string{
+			"zk topic t 0:[3 4 1 2]+[3 4]-[1 2]",
+			"zk write t-0 leader 1 epoch 1 isr [1 2] if-version 0",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 1 isr [1 2]",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 1 isr [1 2]",
+			"LeaderAndIsr →3 | t-0 leader 1 epoch 1 isr [1 2]",
+			"LeaderAndIsr →4 | t-0 leader 1 epoch 1 isr [1 2]",
+			"UpdateMetadata →[1 2 3 4] live [1 2 3 4] | t-0 leader 1 epoch 1 isr [1 2]",
+		}},
+		{leaderIsr: map[TopicPartition][]int32{tp(0): {1, 2, 3}}, want: []string{
+			"UpdateMetadata →[1 2 3 4] live [1 2 3 4] | t-0 leader 1 epoch 1 isr [1 2 3]",
+		}},
+		// Both in sync: the leader moves to the target and the ISR is cut
+		// to it; once that is written the old replicas are deleted and the
+		// znodes hold the target alone.
+		{leaderIsr: map[TopicPartition][]int32{tp(0): {1, 2, 3, 4}}, want: []string{
+			"zk write t-0 leader 3 epoch 2 isr [3 4] if-version 3",
+			"UpdateMetadata →[1 2 3 4] live [1 2 3 4] | t-0 leader 1 epoch 1 isr [1 2 3 4]",
+			"zk topic t 0:[3 4]+[]-[]",
+			"LeaderAndIsr →3 | t-0 leader 3 epoch 2 isr [3 4]",
+			"LeaderAndIsr →4 | t-0 leader 3 epoch 2 isr [3 4]",
+			"StopReplica →1 [t-0] delete=true",
+			"StopReplica →2 [t-0] delete=true",
+			"UpdateMetadata →[1 2 3 4] live [1 2 3 4] | t-0 leader 3 epoch 2 isr [3 4]",
+			"zk reassign_partitions {}",
+		}},
+	})
+}
+
+// Through the API: a move to {2,3} is started and answered at once, then
+// cancelled while copying: the original replicas take it back without
+// waiting for the ISR and the added replica is deleted; a second cancel,
+// a target on a dead broker and an unknown partition are refused.
+func TestScriptReassignmentCancelled(t *testing.T) {
+	runScript(t, []scriptStep{
+		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}}, want: []string{
+			"UpdateMetadata →[1 2 3] live [1 2 3]",
+		}},
+		{ev: TopicCreated{Topic: topic("t", []int32{1, 2})}, want: []string{
+			"zk write t-0 leader 1 epoch 0 isr [1 2] if-version -1",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2] new",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 0 isr [1 2]",
+		}},
+		{ev: ReassignmentsRequested{ID: 7, Partitions: map[TopicPartition][]int32{tp(0): {2, 3}, {Topic: "x", Partition: 0}: {1}}}, want: []string{
+			"zk topic t 0:[2 3 1]+[3]-[1]",
+			"Reassignments answer #7 t-0:<nil> x-0:unknown topic or partition err <nil>",
+			"zk write t-0 leader 1 epoch 1 isr [1 2] if-version 0",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 1 isr [1 2]",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 1 isr [1 2]",
+			"LeaderAndIsr →3 | t-0 leader 1 epoch 1 isr [1 2]",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 1 isr [1 2]",
+		}},
+		{ev: ReassignmentsRequested{ID: 8, Partitions: map[TopicPartition][]int32{tp(0): nil}}, want: []string{
+			"zk topic t 0:[1 2]+[]-[]",
+			"StopReplica →3 [t-0] delete=true",
+			"Reassignments answer #8 t-0:<nil> err <nil>",
+			"zk write t-0 leader 1 epoch 2 isr [1 2] if-version 1",
+			"zk topic t 0:[1 2]+[]-[]",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 2 isr [1 2]",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 2 isr [1 2]",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 2 isr [1 2]",
+		}},
+		{ev: ReassignmentsRequested{ID: 9, Partitions: map[TopicPartition][]int32{tp(0): nil}}, want: []string{
+			"Reassignments answer #9 t-0:no reassignment in progress err <nil>",
+		}},
+		{ev: BrokersChanged{Live: brokers(1, 2)}, want: []string{
+			"UpdateMetadata →[1 2] live [1 2]",
+		}},
+		{ev: ReassignmentsRequested{ID: 10, Partitions: map[TopicPartition][]int32{tp(0): {1, 3}}}, want: []string{
+			"Reassignments answer #10 t-0:invalid replica assignment: broker 3 of the target is not live err <nil>",
+		}},
 	})
 }

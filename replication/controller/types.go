@@ -93,6 +93,8 @@ type Snapshot struct {
 	States  map[TopicPartition]LeaderAndIsr
 	// Deleting lists the topics marked for deletion (/admin/delete_topics).
 	Deleting []string
+	// Reassignments is /admin/reassign_partitions: a target per partition.
+	Reassignments map[TopicPartition][]int32
 }
 
 // PartitionInfo is one partition in a LeaderAndIsr or UpdateMetadata
