@@ -83,6 +83,8 @@ const (
 	KafkaPreferredLeaderNotAvailable int16 = 80
 	KafkaEligibleLeadersNotAvailable int16 = 83
 	KafkaElectionNotNeeded           int16 = 84
+	KafkaInvalidReplicaAssignment    int16 = 39
+	KafkaNoReassignmentInProgress    int16 = 85
 )
 
 // kafkaCodes is the one table from core errors to Kafka error codes.
@@ -134,6 +136,8 @@ var kafkaCodes = []struct {
 	{controller.ErrPreferredLeaderNotAvailable, KafkaPreferredLeaderNotAvailable},
 	{controller.ErrEligibleLeadersNotAvailable, KafkaEligibleLeadersNotAvailable},
 	{controller.ErrUnknownPartition, KafkaUnknownTopicPartition},
+	{controller.ErrInvalidReplicaAssignment, KafkaInvalidReplicaAssignment},
+	{controller.ErrNoReassignmentInProgress, KafkaNoReassignmentInProgress},
 }
 
 // KafkaCode returns the Kafka protocol error code for err (0 for nil).

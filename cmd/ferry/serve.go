@@ -443,6 +443,7 @@ func runServe(args []string) error {
 		defer node.stopController()
 		kcfg.ControlledShutdown = node.controlledShutdown
 		kcfg.ElectLeaders = node.ctl.ElectLeaders
+		kcfg.Reassigner = node.ctl
 	}
 	kafkaServer, err := kafka.New(broker, groups, kcfg)
 	if err != nil {

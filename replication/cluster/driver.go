@@ -95,6 +95,7 @@ type Controller struct {
 	asks chan shutdownAsk
 	// elections carries ElectLeaders asks to the term's loop.
 	elections chan electionAsk
+	reassigns chan reassignAsk
 	electID   atomic.Uint64
 	metrics   sendMetrics
 
@@ -103,6 +104,14 @@ type Controller struct {
 	terms  atomic.Int32
 	// stateWrites counts the state znode writes that applied.
 	stateWrites atomic.Int64
+}
+
+// reassignAsk is an AlterPartitionReassignments (partitions, answer) or a
+// ListPartitionReassignments (list).
+type reassignAsk struct {
+	partitions map[controller.TopicPartition][]int32
+	answer     chan controller.AnswerReassignments // capacity 1
+	list       chan map[controller.TopicPartition]controller.Assignment
 }
 
 type electionAsk struct {
@@ -124,7 +133,8 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	return &Controller{cfg: cfg, log: cfg.Logger.With("component", "controller", "broker", cfg.BrokerID),
-		asks: make(chan shutdownAsk), elections: make(chan electionAsk)}, nil
+		asks: make(chan shutdownAsk), elections: make(chan electionAsk),
+		reassigns: make(chan reassignAsk)}, nil
 }
 
 // RunController runs a driver for cfg until ctx ends.
@@ -193,6 +203,51 @@ func (c *Controller) ElectLeaders(ctx context.Context, typ controller.ElectionTy
 	select {
 	case a := <-ask.answer:
 		return a.Results, a.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// AlterReassignments is Kafka's AlterPartitionReassignments for the
+// broker's handler: a target per partition (nil cancels); each answer is
+// nil (started, changed or cancelled) or why not, once the topic znodes
+// hold the new replica sets.
+func (c *Controller) AlterReassignments(ctx context.Context, partitions map[controller.TopicPartition][]int32) (map[controller.TopicPartition]error, error) {
+	if !c.active.Load() {
+		return nil, controller.ErrNotController
+	}
+	ask := reassignAsk{partitions: partitions, answer: make(chan controller.AnswerReassignments, 1)}
+	select {
+	case c.reassigns <- ask:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case a := <-ask.answer:
+		return a.Results, a.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Reassignments is Kafka's ListPartitionReassignments: the partitions
+// being reassigned with their replicas, adding and removing replicas.
+func (c *Controller) Reassignments(ctx context.Context) (map[controller.TopicPartition]controller.Assignment, error) {
+	if !c.active.Load() {
+		return nil, controller.ErrNotController
+	}
+	ask := reassignAsk{list: make(chan map[controller.TopicPartition]controller.Assignment, 1)}
+	select {
+	case c.reassigns <- ask:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case m, ok := <-ask.list:
+		if !ok {
+			return nil, controller.ErrNotController
+		}
+		return m, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -268,6 +323,12 @@ func (c *Controller) awaitVacancy(ctx context.Context, cw <-chan zookeeper.Contr
 			ask.answer <- controller.AnswerControlledShutdown{Broker: ask.broker, Err: controller.ErrNotController}
 		case ask := <-c.elections:
 			ask.answer <- controller.AnswerLeaderElection{Err: controller.ErrNotController}
+		case ask := <-c.reassigns:
+			if ask.list != nil {
+				close(ask.list)
+			} else {
+				ask.answer <- controller.AnswerReassignments{Err: controller.ErrNotController}
+			}
 		}
 	}
 }

@@ -36,6 +36,7 @@ type term struct {
 	deleted chan controller.ReplicasDeleted
 	// electionWaiters: ElectLeaders asks by the id their event carries.
 	electionWaiters map[uint64]electionAsk
+	reassignWaiters map[uint64]reassignAsk
 	imbalance       <-chan time.Time
 	quit            chan struct{}
 	wg              sync.WaitGroup
@@ -61,7 +62,8 @@ type topicChange struct {
 func (c *Controller) lead(ctx context.Context, el zookeeper.Election, controllerWatch <-chan zookeeper.ControllerState, events <-chan zookeeper.SessionEvent) {
 	t := &term{ctx: ctx, c: c, log: c.log.With("controller_epoch", el.Epoch), el: el, ctl: controller.New(),
 		topics: map[string]*topicWatch{}, topicEvents: make(chan topicChange), waiting: map[int32][]shutdownAsk{},
-		deleted: make(chan controller.ReplicasDeleted, 64), electionWaiters: map[uint64]electionAsk{}, quit: make(chan struct{})}
+		deleted: make(chan controller.ReplicasDeleted, 64), electionWaiters: map[uint64]electionAsk{},
+		reassignWaiters: map[uint64]reassignAsk{}, quit: make(chan struct{})}
 	if every := c.cfg.LeaderImbalanceCheckInterval; every > 0 {
 		tick := time.NewTicker(every)
 		defer tick.Stop()
@@ -76,7 +78,8 @@ func (c *Controller) lead(ctx context.Context, el zookeeper.Election, controller
 
 	in := inputs{ctx: ctx, controller: controllerWatch, session: events,
 		brokers: c.cfg.ZK.WatchBrokers(), topics: c.cfg.ZK.WatchTopics(), isrChanges: c.cfg.ZK.WatchISRChanges(),
-		configChanges: c.cfg.ZK.WatchConfigChanges(), deletions: c.cfg.ZK.WatchTopicDeletions()}
+		configChanges: c.cfg.ZK.WatchConfigChanges(), deletions: c.cfg.ZK.WatchTopicDeletions(),
+		reassignments: c.cfg.ZK.WatchReassignments()}
 	defer in.stop()
 	snap, ok := t.readSnapshot()
 	if !ok {
@@ -104,6 +107,7 @@ type inputs struct {
 	// are changes the snapshot holds.
 	configChanges *zookeeper.Watch[[]string]
 	deletions     *zookeeper.Watch[[]string]
+	reassignments *zookeeper.Watch[[]zookeeper.Reassignment]
 }
 
 func (in *inputs) stop() {
@@ -112,6 +116,7 @@ func (in *inputs) stop() {
 	in.isrChanges.Stop()
 	in.configChanges.Stop()
 	in.deletions.Stop()
+	in.reassignments.Stop()
 }
 
 // next waits for the next input and turns it into an event (nil: none to
@@ -155,6 +160,16 @@ func (t *term) next(in *inputs) (controller.Event, bool) {
 			return nil, false
 		}
 		return t.readISRChanges(), true
+	case rs, ok := <-in.reassignments.C:
+		return controller.ReassignmentsRequested{FromZK: true, Partitions: fromReassignments(rs)}, ok
+	case ask := <-t.c.reassigns:
+		if ask.list != nil {
+			ask.list <- t.ctl.Reassignments()
+			return nil, true
+		}
+		id := t.c.electID.Add(1)
+		t.reassignWaiters[id] = ask
+		return controller.ReassignmentsRequested{ID: id, Partitions: ask.partitions}, true
 	case names, ok := <-in.deletions.C:
 		return controller.TopicDeletionsRequested{Topics: names}, ok
 	case d := <-t.deleted:
@@ -203,6 +218,9 @@ func (t *term) end() {
 	}
 	t.wg.Wait()
 	t.send.stopAll()
+	for _, ask := range t.reassignWaiters {
+		ask.answer <- controller.AnswerReassignments{Err: controller.ErrNotController}
+	}
 	for _, ask := range t.electionWaiters {
 		ask.answer <- controller.AnswerLeaderElection{Err: controller.ErrNotController}
 	}
@@ -261,6 +279,15 @@ func (t *term) perform(a controller.Action) controller.Event {
 		t.send.enqueue(a.Broker, req)
 	case controller.DeleteTopicZnodes:
 		t.deleteTopicZnodes(a)
+	case controller.WriteTopicAssignment:
+		return t.writeTopicAssignment(a)
+	case controller.WriteZKReassignments:
+		return t.writeZKReassignments(a)
+	case controller.AnswerReassignments:
+		if ask, ok := t.reassignWaiters[a.ID]; ok {
+			ask.answer <- a
+			delete(t.reassignWaiters, a.ID)
+		}
 	case controller.AnswerLeaderElection:
 		if ask, ok := t.electionWaiters[a.ID]; ok {
 			ask.answer <- a

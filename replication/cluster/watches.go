@@ -61,6 +61,11 @@ func (t *term) trySnapshot() (controller.Snapshot, error) {
 	if snap.Deleting, err = zk.TopicsMarkedForDeletion(); err != nil {
 		return controller.Snapshot{}, err
 	}
+	rs, err := zk.Reassignments()
+	if err != nil {
+		return controller.Snapshot{}, err
+	}
+	snap.Reassignments = fromReassignments(rs)
 	for _, topic := range snap.Topics {
 		t.watchTopic(topic.Name, true, slices.Collect(maps.Keys(topic.Partitions)))
 	}
@@ -248,5 +253,78 @@ func (t *term) configChanged(names []string) {
 			continue
 		}
 		t.pending = append(t.pending, controller.TopicConfigChanged{Topic: name, UncleanLeaderElection: configs[uncleanKey] == "true"})
+	}
+}
+
+func fromReassignments(rs []zookeeper.Reassignment) map[controller.TopicPartition][]int32 {
+	out := map[controller.TopicPartition][]int32{}
+	for _, r := range rs {
+		out[controller.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.Replicas
+	}
+	return out
+}
+
+// writeTopicAssignment writes a reassignment step's topic znode, retrying
+// while ZooKeeper does not answer; a fenced controller resigns.
+func (t *term) writeTopicAssignment(a controller.WriteTopicAssignment) controller.Event {
+	ta := zookeeper.TopicAssignment{Name: a.Topic, Partitions: map[int32][]int32{},
+		Adding: map[int32][]int32{}, Removing: map[int32][]int32{}}
+	for p, as := range a.Partitions {
+		ta.Partitions[p] = as.Replicas
+		if len(as.Adding) > 0 {
+			ta.Adding[p] = as.Adding
+		}
+		if len(as.Removing) > 0 {
+			ta.Removing[p] = as.Removing
+		}
+	}
+	if !t.retryZK("writing a topic's assignment", a.Topic, func() error { return t.c.cfg.ZK.WriteTopicAssignment(ta, a.ControllerEpochZkVersion) }) {
+		return controller.Resigned{}
+	}
+	return controller.AssignmentWritten{ControllerEpoch: a.ControllerEpoch, Topic: a.Topic}
+}
+
+// writeZKReassignments leaves in /admin/reassign_partitions the
+// partitions still moving (deleting it when none is).
+func (t *term) writeZKReassignments(a controller.WriteZKReassignments) controller.Event {
+	zk := t.c.cfg.ZK
+	write := func() error { return zk.DeleteReassignments(a.ControllerEpochZkVersion) }
+	if len(a.Remaining) > 0 {
+		var rs []zookeeper.Reassignment
+		for tp, target := range a.Remaining {
+			rs = append(rs, zookeeper.Reassignment{TopicPartition: zookeeper.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}, Replicas: target})
+		}
+		write = func() error {
+			err := zk.SetReassignments(rs, a.ControllerEpochZkVersion)
+			if errors.Is(err, zookeeper.ErrNotFound) {
+				return nil // deleted by an operator meanwhile: nothing left to track there
+			}
+			return err
+		}
+	}
+	if !t.retryZK("updating /admin/reassign_partitions", "", write) {
+		return controller.Resigned{}
+	}
+	return nil
+}
+
+// retryZK runs a controller write until it applies; false when this
+// controller was fenced or the term ended.
+func (t *term) retryZK(what, topic string, write func() error) bool {
+	backoff := t.c.cfg.RetryBackoff
+	for {
+		err := write()
+		if err == nil {
+			return true
+		}
+		if errors.Is(err, zookeeper.ErrControllerMoved) || errors.Is(err, zookeeper.ErrClosed) {
+			t.log.Warn(what+": no longer the controller", "topic", topic, "err", err)
+			return false
+		}
+		t.log.Warn(what+"; retrying", "topic", topic, "err", err)
+		if !t.sleep(backoff) {
+			return false
+		}
+		backoff = min(2*backoff, t.c.cfg.MaxRetryBackoff)
 	}
 }

@@ -101,7 +101,7 @@ func (s *Server) singleNodeElections(parts []controller.TopicPartition) map[cont
 	return out
 }
 
-func sortedResults(m map[controller.TopicPartition]error) []controller.TopicPartition {
+func sortedResults[V any](m map[controller.TopicPartition]V) []controller.TopicPartition {
 	return slices.SortedFunc(maps.Keys(m), func(a, b controller.TopicPartition) int {
 		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
 			return c

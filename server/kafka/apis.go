@@ -69,6 +69,8 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{42, 0, 2, (*Server).handleDeleteGroups, false},
 		{43, 0, 2, (*Server).handleElectLeaders, false},
 		{44, 0, 1, (*Server).handleIncrementalAlterConfigs, false},
+		{45, 0, 0, (*Server).handleAlterPartitionReassignments, false},
+		{46, 0, 0, (*Server).handleListPartitionReassignments, false},
 		{47, 0, 0, (*Server).handleOffsetDelete, false},
 		{60, 0, 1, (*Server).handleDescribeCluster, false},
 		{61, 0, 0, (*Server).handleDescribeProducers, false},

@@ -48,6 +48,9 @@ type Config struct {
 	// 43); nil: a single node, where every partition's one replica leads
 	// (ELECTION_NOT_NEEDED).
 	ElectLeaders ElectLeadersFunc
+	// Reassigner serves AlterPartitionReassignments and
+	// ListPartitionReassignments (45, 46); nil: a single node.
+	Reassigner Reassigner
 	// AdvertisedAddr is the host:port Metadata and DescribeCluster tell
 	// clients to use (advertised.listeners). Default: the broker core's
 	// AdvertisedKafkaAddr, else Addr.

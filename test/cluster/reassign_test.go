@@ -1,0 +1,184 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ferry-mq/ferry/replication/zookeeper"
+	"github.com/ferry-mq/ferry/test/harness"
+)
+
+// ackingProducer writes numbered records to topic's partition 0 with an
+// idempotent acks=all producer until stop, recording each acknowledged
+// offset.
+type ackingProducer struct {
+	mu    sync.Mutex
+	acked map[int64]string
+	errs  []error
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func startAckingProducer(t *testing.T, nodes []*harness.Node, topic string) *ackingProducer {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordRetries(100), kgo.RetryTimeout(60*time.Second), kgo.MetadataMinAge(250*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ackingProducer{acked: map[int64]string{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		defer cl.Close()
+		for i := 0; i < 100000; i++ {
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+			v := fmt.Sprintf("m%06d", i)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			res := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v), Partition: 0})
+			cancel()
+			p.mu.Lock()
+			if err := res.FirstErr(); err != nil {
+				p.errs = append(p.errs, err)
+			} else {
+				p.acked[res[0].Record.Offset] = v
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// finish stops the producer and checks that every acknowledged record is
+// in the partition exactly once, at its acknowledged offset.
+func (p *ackingProducer) finish(t *testing.T, nodes []*harness.Node, topic string) {
+	t.Helper()
+	close(p.stop)
+	<-p.done
+	if len(p.errs) > 0 {
+		t.Fatalf("%d produce errors, the first: %v", len(p.errs), p.errs[0])
+	}
+	end := int64(0)
+	for off := range p.acked {
+		end = max(end, off+1)
+	}
+	got := readValues(t, nodes, topic, int(end))
+	seen := map[string]int64{}
+	for off, v := range got {
+		if first, dup := seen[v]; dup {
+			t.Fatalf("%s stored twice, at %d and %d", v, first, off)
+		}
+		seen[v] = int64(off)
+	}
+	for off, v := range p.acked {
+		if int(off) >= len(got) || got[off] != v {
+			t.Fatalf("acknowledged %s at offset %d; read back %d records", v, off, len(got))
+		}
+	}
+	t.Logf("%d records acknowledged during the move, all kept once at their offsets", len(p.acked))
+}
+
+// replicasOf is partition 0's assigned replicas and ISR in Metadata.
+func replicasOf(t *testing.T, nodes []*harness.Node, topic string) (replicas, isr []int32) {
+	t.Helper()
+	md, err := metadataFrom(t, nodes, topic)
+	if err != nil || md.Topics[topic].Err != nil || len(md.Topics[topic].Partitions) == 0 {
+		return nil, nil
+	}
+	p := md.Topics[topic].Partitions[0]
+	return p.Replicas, p.ISR
+}
+
+// Four brokers; a topic of replication factor 2 is moved to the two
+// brokers that do not hold it, under continuous acks=all produce: once
+// through /admin/reassign_partitions (Kafka 0.8's way), once through
+// AlterPartitionReassignments (franz-go's kadm). The new replicas catch
+// up and join the ISR before anything is dropped, the leader moves to
+// them, the old replicas' files go, and no acknowledged record is lost,
+// duplicated or moved.
+func TestReassignmentMovesAPartitionUnderLoad(t *testing.T) {
+	nodes := startCluster(t, 4)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	zk := zkOf(t, nodes[0])
+
+	for _, via := range []string{"znode", "kadm"} {
+		topic := "move-" + via
+		if _, err := adm.CreateTopic(ctx, 1, 2, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+		var from []int32
+		harness.WaitFor(t, "both replicas are in sync", 30*time.Second, func() bool {
+			r, isr := replicasOf(t, nodes, topic)
+			from = r
+			return len(r) == 2 && len(isr) == 2
+		})
+		var to []int32
+		for id := int32(1); id <= 4; id++ {
+			if !slices.Contains(from, id) {
+				to = append(to, id)
+			}
+		}
+		producer := startAckingProducer(t, nodes, topic)
+		harness.WaitFor(t, "records acknowledged before the move", 30*time.Second, func() bool {
+			producer.mu.Lock()
+			defer producer.mu.Unlock()
+			return len(producer.acked) >= 200
+		})
+		switch via {
+		case "znode":
+			if err := zk.CreateReassignment([]zookeeper.Reassignment{{TopicPartition: zookeeper.TopicPartition{Topic: topic, Partition: 0}, Replicas: to}}); err != nil {
+				t.Fatal(err)
+			}
+		case "kadm":
+			req := kadm.AlterPartitionAssignmentsReq{}
+			req.Assign(topic, 0, to)
+			res, err := adm.AlterPartitionAssignments(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := res[topic][0]; r.Err != nil {
+				t.Fatalf("AlterPartitionAssignments: %v %s", r.Err, r.ErrMessage)
+			}
+		}
+		harness.WaitFor(t, fmt.Sprintf("%s moves from %v to %v", topic, from, to), 60*time.Second, func() bool {
+			r, isr := replicasOf(t, nodes, topic)
+			leader, _ := partitionState(t, nodes, topic)
+			return slices.Equal(r, to) && len(isr) == 2 && slices.Contains(to, leader)
+		})
+		time.Sleep(300 * time.Millisecond) // a few acks on the new leader before stopping
+		producer.finish(t, nodes, topic)
+		for _, id := range from {
+			harness.WaitFor(t, fmt.Sprintf("broker %d deletes its old replica", id), 30*time.Second, func() bool {
+				return len(partitionDirs(t, nodes[id-1], topic)) == 0
+			})
+		}
+		moving, err := adm.ListPartitionReassignments(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(moving) != 0 {
+			t.Fatalf("reassignments still listed after the move: %v", moving)
+		}
+		if rs, err := zk.Reassignments(); err != nil || len(rs) != 0 {
+			t.Fatalf("/admin/reassign_partitions after the move: %v %v", rs, err)
+		}
+	}
+}
