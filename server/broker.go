@@ -266,9 +266,27 @@ func (b *Broker) Partition(topicName string, index int32) (Partition, error) {
 func (b *Broker) partition(topicName string, index int32) (*replication.Partition, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
-		return nil, err
+		return nil, b.heldElsewhere(topicName, index, err)
 	}
 	return t.partition(index)
+}
+
+// heldElsewhere turns a lookup's unknown topic into NOT_LEADER_OR_FOLLOWER
+// when the cluster knows the partition and only this broker holds none of
+// it (its replica moved away, or never was here), as Kafka answers: the
+// client refreshes its metadata instead of giving up on the topic.
+func (b *Broker) heldElsewhere(topicName string, index int32, err error) error {
+	if !errors.Is(err, ErrUnknownTopic) {
+		return err
+	}
+	view, ok := b.Cluster()
+	if !ok {
+		return err
+	}
+	if _, known := view.Partition(topicName, index); !known {
+		return err
+	}
+	return fmt.Errorf("%w: this broker holds no replica of %s-%d", ErrNotLeader, topicName, index)
 }
 
 func (t *topic) partition(index int32) (*replication.Partition, error) {

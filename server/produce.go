@@ -127,6 +127,11 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 // topicForProduce finds the topic, creating it when auto-create is on.
 func (b *Broker) topicForProduce(name string) (*topic, error) {
 	t, err := b.lookup(name)
+	if err != nil {
+		if view, ok := b.Cluster(); ok && view.PartitionCount(name) > 0 {
+			return nil, fmt.Errorf("%w: this broker holds no replica of %s", ErrNotLeader, name)
+		}
+	}
 	if err == nil || !errors.Is(err, ErrUnknownTopic) || !b.cfg.AutoCreateTopics {
 		return t, err
 	}
