@@ -29,6 +29,9 @@ env FERRY_BOOTSTRAP; add -h to any command for its flags):
                           [--print-key] [--key-separator S]
   ferry groups list | describe GROUP | delete GROUP
   ferry groups reset-offsets GROUP --topic T… --to-earliest|--to-latest|--to-offset N [--execute]
+  ferry reassign --generate --topics-to-move-json-file F --broker-list 3,4
+  ferry reassign --execute|--verify|--cancel --reassignment-json-file F [--wait D]
+                          (kafka-reassign-partitions.sh's JSON files)
   ferry leader-election --election-type preferred|unclean
                           (--topic T --partition P | --all-topic-partitions)
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
@@ -57,6 +60,8 @@ func main() {
 		err = runGroups(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
+	case "reassign":
+		err = runReassign(os.Args[2:])
 	case "leader-election":
 		err = runLeaderElection(os.Args[2:])
 	case "version", "--version":

@@ -2,8 +2,13 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,7 +124,7 @@ func TestReassignmentMovesAPartitionUnderLoad(t *testing.T) {
 	defer cancel()
 	zk := zkOf(t, nodes[0])
 
-	for _, via := range []string{"znode", "kadm"} {
+	for _, via := range []string{"znode", "kadm", "cli"} {
 		topic := "move-" + via
 		if _, err := adm.CreateTopic(ctx, 1, 2, nil, topic); err != nil {
 			t.Fatal(err)
@@ -156,6 +161,35 @@ func TestReassignmentMovesAPartitionUnderLoad(t *testing.T) {
 			}
 			if r := res[topic][0]; r.Err != nil {
 				t.Fatalf("AlterPartitionAssignments: %v %s", r.Err, r.ErrMessage)
+			}
+		case "cli":
+			// --generate proposes a placement on the target brokers; the
+			// test moves to exactly `to` so the outcome is known.
+			dir := t.TempDir()
+			topicsFile := filepath.Join(dir, "topics.json")
+			os.WriteFile(topicsFile, []byte(`{"topics":[{"topic":"`+topic+`"}],"version":1}`), 0o644)
+			out, err := exec.Command(harness.Binary(t), "reassign", "--bootstrap", nodes[0].KafkaAddr, "--generate",
+				"--topics-to-move-json-file", topicsFile, "--broker-list", fmt.Sprintf("%d,%d", to[0], to[1])).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "Proposed partition reassignment configuration") {
+				t.Fatalf("ferry reassign --generate: %v\n%s", err, out)
+			}
+			var proposed struct {
+				Partitions []struct {
+					Replicas []int32 `json:"replicas"`
+				} `json:"partitions"`
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &proposed); err != nil || len(proposed.Partitions) != 1 ||
+				!sameSet(proposed.Partitions[0].Replicas, to) {
+				t.Fatalf("proposed %s (%v), want replicas %v", lines[len(lines)-1], err, to)
+			}
+			planFile := filepath.Join(dir, "plan.json")
+			os.WriteFile(planFile, []byte(fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[%d,%d]}]}`, topic, to[0], to[1])), 0o644)
+			out, err = exec.Command(harness.Binary(t), "reassign", "--bootstrap", nodes[1].KafkaAddr, "--execute",
+				"--reassignment-json-file", planFile, "--wait", "25s").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "Successfully started partition reassignments for "+topic+"-0") ||
+				!strings.Contains(string(out), "Reassignment of partition "+topic+"-0 is completed.") {
+				t.Fatalf("ferry reassign --execute --wait: %v\n%s", err, out)
 			}
 		}
 		harness.WaitFor(t, fmt.Sprintf("%s moves from %v to %v", topic, from, to), 60*time.Second, func() bool {

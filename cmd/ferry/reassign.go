@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/ferry-mq/ferry/cmd/ferry/internal/kcli"
+)
+
+// runReassign is `ferry reassign`, Kafka's kafka-reassign-partitions.sh
+// with its JSON files: --generate proposes a placement of topics on a
+// broker list, --execute starts a reassignment, --verify reports it,
+// --cancel returns partitions to their original replicas.
+func runReassign(args []string) error {
+	fs, bootstrap := newClientFlags("reassign --generate|--execute|--verify|--cancel …")
+	generate := fs.Bool("generate", false, "print the current assignment and a proposed one for --topics-to-move-json-file over --broker-list")
+	execute := fs.Bool("execute", false, "start the reassignment in --reassignment-json-file")
+	verify := fs.Bool("verify", false, "report each partition of --reassignment-json-file: completed, in progress or failed")
+	cancel := fs.Bool("cancel", false, "cancel the reassignments of the partitions in --reassignment-json-file")
+	topicsFile := fs.String("topics-to-move-json-file", "", `{"topics":[{"topic":"t"}],"version":1}`)
+	brokerList := fs.String("broker-list", "", "brokers to place the topics on, e.g. 3,4")
+	planFile := fs.String("reassignment-json-file", "", `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3,4]}]}`)
+	wait := fs.Duration("wait", 0, "with --execute or --verify: wait up to this long for the reassignment to complete")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(pos, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	modes := 0
+	for _, m := range []bool{*generate, *execute, *verify, *cancel} {
+		if m {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return usageError(fs, "give exactly one of --generate, --execute, --verify, --cancel")
+	}
+	if *generate {
+		return reassignGenerate(*bootstrap, *topicsFile, *brokerList)
+	}
+	if *planFile == "" {
+		return usageError(fs, "--reassignment-json-file is needed")
+	}
+	f, err := os.Open(*planFile)
+	if err != nil {
+		return err
+	}
+	plan, err := kcli.ParseReassignment(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	return withAdmin(*bootstrap, func(ctx context.Context, adm *kadm.Client) error {
+		switch {
+		case *execute:
+			return reassignExecute(ctx, adm, plan, *wait)
+		case *verify:
+			return reassignVerify(ctx, adm, plan, *wait)
+		default:
+			if err := kcli.Cancel(ctx, adm, plan); err != nil {
+				return err
+			}
+			fmt.Printf("Successfully cancelled partition reassignments for %s\n", partitionNames(plan))
+			return nil
+		}
+	})
+}
+
+func reassignGenerate(bootstrap, topicsFile, brokerList string) error {
+	if topicsFile == "" || brokerList == "" {
+		return fmt.Errorf("--generate needs --topics-to-move-json-file and --broker-list")
+	}
+	f, err := os.Open(topicsFile)
+	if err != nil {
+		return err
+	}
+	topics, err := kcli.ParseTopicsToMove(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	var brokers []int32
+	for _, s := range strings.Split(brokerList, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+		if err != nil {
+			return fmt.Errorf("--broker-list %q: %w", brokerList, err)
+		}
+		brokers = append(brokers, int32(id))
+	}
+	return withAdmin(bootstrap, func(ctx context.Context, adm *kadm.Client) error {
+		md, err := adm.Metadata(ctx, topics...)
+		if err != nil {
+			return err
+		}
+		cur, err := kcli.Current(md, topics)
+		if err != nil {
+			return err
+		}
+		proposed, err := kcli.Propose(md, topics, brokers, uint64(time.Now().UnixNano()))
+		if err != nil {
+			return err
+		}
+		fmt.Printf("Current partition replica assignment\n%s\n\nProposed partition reassignment configuration\n%s\n", cur.JSON(), proposed.JSON())
+		return nil
+	})
+}
+
+func reassignExecute(ctx context.Context, adm *kadm.Client, plan kcli.Reassignment, wait time.Duration) error {
+	var topics []string
+	for _, p := range plan.Partitions {
+		topics = append(topics, p.Topic)
+	}
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return err
+	}
+	cur, err := kcli.Current(md, topics)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", cur.JSON())
+	if err := kcli.Execute(ctx, adm, plan); err != nil {
+		return err
+	}
+	fmt.Printf("Successfully started partition reassignments for %s\n", partitionNames(plan))
+	if wait > 0 {
+		return reassignVerify(ctx, adm, plan, wait)
+	}
+	return nil
+}
+
+// reassignVerify reports the plan's partitions, polling up to wait for
+// them to complete; it fails when one failed or is still moving.
+func reassignVerify(ctx context.Context, adm *kadm.Client, plan kcli.Reassignment, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		var out strings.Builder
+		done, err := kcli.Verify(ctx, adm, plan, &out)
+		if err != nil {
+			return err
+		}
+		if done || time.Now().After(deadline) {
+			fmt.Print(out.String())
+			if !done {
+				return fmt.Errorf("the reassignment is not complete")
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func partitionNames(plan kcli.Reassignment) string {
+	var names []string
+	for _, p := range plan.Partitions {
+		names = append(names, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
+	}
+	return strings.Join(names, ",")
+}
