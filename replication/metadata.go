@@ -27,6 +27,10 @@ type TopicMetadata struct {
 	// leader first.
 	Replicas [][]int32
 	Configs  map[string]string
+	// Version is the assignment's version as read (on a cluster the
+	// topic znode's). PutTopic adds partitions only to the version it was
+	// read at; a single node, written by its broker alone, ignores it.
+	Version int32
 }
 
 // Partitions is the topic's partition count.
@@ -45,6 +49,10 @@ func (t TopicMetadata) ReplicationFactor() int16 {
 // recorded first.
 var ErrTopicExists = errors.New("topic already exists")
 
+// ErrTopicChanged: PutTopic adding partitions to a topic whose assignment
+// changed since it was read (another broker added partitions meanwhile).
+var ErrTopicChanged = errors.New("topic changed concurrently")
+
 // Metadata is where the cluster's topic table lives: a file in the data
 // dir on a single node (LocalMetadata), ZooKeeper's /brokers/topics and
 // /config/topics on a cluster. The core reads and changes topics only
@@ -58,6 +66,8 @@ type Metadata interface {
 	// Topic is one topic; ok is false when there is none of that name.
 	Topic(name string) (t TopicMetadata, ok bool, err error)
 	// PutTopic records a new topic or a changed one (configs, partitions).
+	// Partitions are only ever added, to the assignment of t.Version with
+	// its partitions unchanged; ErrTopicChanged otherwise.
 	PutTopic(TopicMetadata) error
 	// RemoveTopic forgets a topic; removing an unknown one is a no-op.
 	RemoveTopic(name string) error

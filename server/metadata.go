@@ -14,11 +14,14 @@ type topicMeta struct {
 	Configs           map[string]string
 	// replicas[p] is partition p's assignment, preferred leader first.
 	replicas [][]int32
+	// version is the assignment's version in the cluster metadata when
+	// it was read (replication.TopicMetadata.Version).
+	version int32
 }
 
 func topicMetaOf(t replication.TopicMetadata) topicMeta {
 	return topicMeta{Name: t.Name, ID: t.ID, Partitions: t.Partitions(), ReplicationFactor: t.ReplicationFactor(),
-		Configs: t.Configs, replicas: t.Replicas}
+		Configs: t.Configs, replicas: t.Replicas, version: t.Version}
 }
 
 // recorded is tm as the cluster metadata records it; a single node
@@ -28,5 +31,6 @@ func (b *Broker) recorded(tm topicMeta) replication.TopicMetadata {
 	for p := int32(len(replicas)); p < tm.Partitions; p++ {
 		replicas = append(replicas, []int32{b.cfg.BrokerID})
 	}
-	return replication.TopicMetadata{Name: tm.Name, ID: tm.ID, Replicas: replicas[:tm.Partitions], Configs: tm.Configs}
+	return replication.TopicMetadata{Name: tm.Name, ID: tm.ID, Replicas: replicas[:tm.Partitions], Configs: tm.Configs,
+		Version: tm.version}
 }

@@ -139,6 +139,9 @@ func (b *Broker) commitTopic(name string, t *topic) error {
 	if errors.Is(err, ErrTopicExists) {
 		return err // another broker of the cluster created it first
 	}
+	if errors.Is(err, replication.ErrTopicChanged) {
+		return fmt.Errorf("%w: %v; describe the topic and retry", ErrInvalidPartitions, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: write topic metadata: %v", ErrStorage, err)
 	}
@@ -189,21 +192,41 @@ func (b *Broker) DeleteTopic(name string) error {
 	return nil
 }
 
-// CreatePartitions raises a topic's partition count to total.
+// CreatePartitions raises a topic's partition count to total. The count
+// it starts from is the cluster metadata's, not this broker's table:
+// another broker may have added partitions this one has not heard of yet.
+// The new partitions' replicas continue the existing assignment, as
+// Kafka's AddPartitions does; the ones placed here are opened now, the
+// others by their brokers when the controller's LeaderAndIsr names them.
 func (b *Broker) CreatePartitions(name string, total int32) error {
+	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
+		return err
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
-	t, have, err := b.checkAddPartitions(name, total)
+	t, tm, err := b.refreshTopic(name)
 	if err != nil {
 		return err
 	}
-	added, err := b.assignMoreReplicas(t.meta, int(total))
+	have := int32(len(t.partitions))
+	if have != tm.Partitions() {
+		return fmt.Errorf("%w: %s has %d partitions in the cluster metadata and %d on this broker",
+			ErrInvalidPartitions, name, tm.Partitions(), have)
+	}
+	if err := checkPartitionCount(name, have, total); err != nil {
+		return err
+	}
+	if err := b.checkPartitionBudget(total - have); err != nil {
+		return err
+	}
+	base := topicMetaOf(tm)
+	added, err := b.assignMoreReplicas(base, int(total))
 	if err != nil {
 		return err
 	}
-	next := &topic{meta: t.meta, settings: t.settings, partitions: append([]*replication.Partition(nil), t.partitions...)}
-	next.meta.Partitions = total
-	next.meta.replicas = append(slices.Clone(b.recorded(t.meta).Replicas), added...)
+	next := &topic{meta: t.meta, settings: t.settings, partitions: slices.Clone(t.partitions)}
+	next.meta.Partitions, next.meta.version = total, base.version
+	next.meta.replicas = append(slices.Clone(b.recorded(base).Replicas), added...)
 	for i := have; i < total; i++ {
 		var p *replication.Partition
 		if b.holdsReplica(next.meta, i) {
@@ -219,6 +242,7 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 		return err
 	}
 	b.createdPartitions(name, have, total)
+	b.logger.Info("partitions added", "topic", name, "from", have, "to", total)
 	return nil
 }
 
@@ -476,19 +500,21 @@ func (b *Broker) DescribeTopic(name string) (TopicInfo, error) {
 		ReplicationFactor: t.meta.ReplicationFactor,
 		Configs:           b.describeConfigs(t.meta.Configs),
 	}
-	for i, p := range t.partitions {
+	for i := range view.PartitionsFrom(name, int32(len(t.partitions))) {
+		var p *replication.Partition
 		var local *replication.Role
-		if p != nil {
+		if int(i) < len(t.partitions) && t.partitions[i] != nil {
+			p = t.partitions[i]
 			r := p.Role()
 			local = &r
 		}
-		pv, inView := view.Partition(name, int32(i))
+		pv, inView := view.Partition(name, i)
 		best, ok := bestKnown(b.cfg.BrokerID, local, pv, inView)
 		if !ok {
 			continue // another broker's, not described to this one yet
 		}
 		pi := PartitionInfo{
-			Partition:       int32(i),
+			Partition:       i,
 			Leader:          best.Leader,
 			LeaderEpoch:     best.LeaderEpoch,
 			Replicas:        best.Replicas,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/assign"
@@ -49,7 +50,7 @@ func (m *Metadata) Topics() ([]replication.TopicMetadata, error) {
 }
 
 func (m *Metadata) Topic(name string) (replication.TopicMetadata, bool, error) {
-	a, err := m.c.Topic(name)
+	a, version, err := m.c.TopicVersioned(name)
 	if errors.Is(err, ErrNotFound) {
 		return replication.TopicMetadata{}, false, nil
 	}
@@ -71,11 +72,11 @@ func (m *Metadata) Topic(name string) (replication.TopicMetadata, bool, error) {
 	if !a.ID.IsZero() {
 		id = a.ID.String()
 	}
-	return replication.TopicMetadata{Name: name, ID: id, Replicas: replicas, Configs: cfg}, true, nil
+	return replication.TopicMetadata{Name: name, ID: id, Replicas: replicas, Configs: cfg, Version: version}, true, nil
 }
 
-// PutTopic creates a new topic's znodes, or replaces a known topic's
-// configs. Adding partitions on a cluster is not supported yet.
+// PutTopic creates a new topic's znodes, adds partitions to a known
+// topic (AddPartitions), or replaces its configs.
 func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 	cur, ok, err := m.Topic(t.Name)
 	if err != nil {
@@ -98,12 +99,37 @@ func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 		return nil
 	}
 	if len(t.Replicas) != len(cur.Replicas) {
-		return fmt.Errorf("adding partitions to %s on a cluster is not supported yet", t.Name)
+		if err := m.addPartitions(t, cur); err != nil {
+			return err
+		}
 	}
 	if maps.Equal(t.Configs, cur.Configs) {
 		return nil
 	}
 	return m.c.SetTopicConfig(t.Name, t.Configs)
+}
+
+// addPartitions writes t's partitions beyond cur's, when t was read at
+// cur's version and names cur's partitions as they are: a broker adds
+// partitions, it never reassigns or removes them.
+func (m *Metadata) addPartitions(t, cur replication.TopicMetadata) error {
+	n := len(cur.Replicas)
+	switch {
+	case t.Version != cur.Version || len(t.Replicas) < n:
+		return fmt.Errorf("%w: %s has %d partitions at version %d; the change was made to %d partitions at version %d",
+			replication.ErrTopicChanged, t.Name, n, cur.Version, len(t.Replicas), t.Version)
+	case !slices.EqualFunc(t.Replicas[:n], cur.Replicas, slices.Equal):
+		return fmt.Errorf("%w: %s: adding partitions would change the replicas of existing ones", replication.ErrTopicChanged, t.Name)
+	}
+	added := make(map[int32][]int32, len(t.Replicas)-n)
+	for p := n; p < len(t.Replicas); p++ {
+		added[int32(p)] = t.Replicas[p]
+	}
+	err := m.c.AddPartitions(t.Name, added, cur.Version)
+	if errors.Is(err, ErrStaleTopic) {
+		return fmt.Errorf("%w: %v", replication.ErrTopicChanged, err)
+	}
+	return err
 }
 
 // RemoveTopic asks the controller to delete the topic
