@@ -14,14 +14,11 @@ type topicMeta struct {
 	Configs           map[string]string
 	// replicas[p] is partition p's assignment, preferred leader first.
 	replicas [][]int32
-	// version is the assignment's version in the cluster metadata when
-	// it was read (replication.TopicMetadata.Version).
-	version int32
 }
 
 func topicMetaOf(t replication.TopicMetadata) topicMeta {
 	return topicMeta{Name: t.Name, ID: t.ID, Partitions: t.Partitions(), ReplicationFactor: t.ReplicationFactor(),
-		Configs: t.Configs, replicas: t.Replicas, version: t.Version}
+		Configs: t.Configs, replicas: t.Replicas}
 }
 
 // recorded is tm as the cluster metadata records it; a single node
@@ -31,6 +28,5 @@ func (b *Broker) recorded(tm topicMeta) replication.TopicMetadata {
 	for p := int32(len(replicas)); p < tm.Partitions; p++ {
 		replicas = append(replicas, []int32{b.cfg.BrokerID})
 	}
-	return replication.TopicMetadata{Name: tm.Name, ID: tm.ID, Replicas: replicas[:tm.Partitions], Configs: tm.Configs,
-		Version: tm.version}
+	return replication.TopicMetadata{Name: tm.Name, ID: tm.ID, Replicas: replicas[:tm.Partitions], Configs: tm.Configs}
 }

@@ -170,7 +170,7 @@ func (b *Broker) refreshTopic(name string) (*topic, replication.TopicMetadata, e
 	default:
 		grown := &topic{meta: t.meta, settings: t.settings, partitions: slices.Clone(t.partitions)}
 		grown.partitions = append(grown.partitions, make([]*replication.Partition, len(tm.Replicas)-len(t.partitions))...)
-		grown.meta.Partitions, grown.meta.replicas, grown.meta.version = tm.Partitions(), tm.Replicas, tm.Version
+		grown.meta.Partitions, grown.meta.replicas = tm.Partitions(), tm.Replicas
 		t = grown
 	}
 	b.mu.topics[name] = t

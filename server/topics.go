@@ -139,9 +139,6 @@ func (b *Broker) commitTopic(name string, t *topic) error {
 	if errors.Is(err, ErrTopicExists) {
 		return err // another broker of the cluster created it first
 	}
-	if errors.Is(err, replication.ErrTopicChanged) {
-		return fmt.Errorf("%w: %v; describe the topic and retry", ErrInvalidPartitions, err)
-	}
 	if err != nil {
 		return fmt.Errorf("%w: write topic metadata: %v", ErrStorage, err)
 	}
@@ -225,7 +222,7 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 		return err
 	}
 	next := &topic{meta: t.meta, settings: t.settings, partitions: slices.Clone(t.partitions)}
-	next.meta.Partitions, next.meta.version = total, base.version
+	next.meta.Partitions = total
 	next.meta.replicas = append(slices.Clone(b.recorded(base).Replicas), added...)
 	for i := have; i < total; i++ {
 		var p *replication.Partition
@@ -237,12 +234,31 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 		}
 		next.partitions = append(next.partitions, p)
 	}
-	if err := b.commitTopic(name, next); err != nil {
+	if err := b.recordAddedPartitions(next, tm.Version, added); err != nil {
 		b.discardPartitions(name, next.partitions[have:], have, total)
 		return err
 	}
 	b.createdPartitions(name, have, total)
 	b.logger.Info("partitions added", "topic", name, "from", have, "to", total)
+	return nil
+}
+
+// recordAddedPartitions writes the added partitions' assignment to the
+// cluster metadata, then publishes next. Callers hold adminMu.
+func (b *Broker) recordAddedPartitions(next *topic, version int32, added [][]int32) error {
+	err := b.metadata.AddPartitions(next.meta.Name, version, added)
+	if errors.Is(err, replication.ErrTopicChanged) {
+		return fmt.Errorf("%w: %v; describe the topic and retry", ErrInvalidPartitions, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: write topic metadata: %v", ErrStorage, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.closed {
+		return ErrShuttingDown
+	}
+	b.mu.topics[next.meta.Name] = next
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/assign"
@@ -75,8 +74,9 @@ func (m *Metadata) Topic(name string) (replication.TopicMetadata, bool, error) {
 	return replication.TopicMetadata{Name: name, ID: id, Replicas: replicas, Configs: cfg, Version: version}, true, nil
 }
 
-// PutTopic creates a new topic's znodes, adds partitions to a known
-// topic (AddPartitions), or replaces its configs.
+// PutTopic creates a new topic's znodes, or replaces a known topic's
+// configs. A broker whose table is behind (partitions added elsewhere that
+// it holds none of) may name fewer partitions than the znode: they stay.
 func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 	cur, ok, err := m.Topic(t.Name)
 	if err != nil {
@@ -98,10 +98,9 @@ func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 		}
 		return nil
 	}
-	if len(t.Replicas) != len(cur.Replicas) {
-		if err := m.addPartitions(t, cur); err != nil {
-			return err
-		}
+	if len(t.Replicas) > len(cur.Replicas) {
+		return fmt.Errorf("zookeeper: %s has %d partitions; partitions are added with AddPartitions, not PutTopic",
+			t.Name, len(cur.Replicas))
 	}
 	if maps.Equal(t.Configs, cur.Configs) {
 		return nil
@@ -109,24 +108,26 @@ func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 	return m.c.SetTopicConfig(t.Name, t.Configs)
 }
 
-// addPartitions writes t's partitions beyond cur's, when t was read at
-// cur's version and names cur's partitions as they are: a broker adds
-// partitions, it never reassigns or removes them.
-func (m *Metadata) addPartitions(t, cur replication.TopicMetadata) error {
-	n := len(cur.Replicas)
-	switch {
-	case t.Version != cur.Version || len(t.Replicas) < n:
-		return fmt.Errorf("%w: %s has %d partitions at version %d; the change was made to %d partitions at version %d",
-			replication.ErrTopicChanged, t.Name, n, cur.Version, len(t.Replicas), t.Version)
-	case !slices.EqualFunc(t.Replicas[:n], cur.Replicas, slices.Equal):
-		return fmt.Errorf("%w: %s: adding partitions would change the replicas of existing ones", replication.ErrTopicChanged, t.Name)
+// AddPartitions writes the topic znode with added joined to its
+// partitions, conditionally on version (Client.AddPartitions).
+func (m *Metadata) AddPartitions(name string, version int32, added [][]int32) error {
+	a, v, err := m.c.TopicVersioned(name)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: %s no longer exists", replication.ErrTopicChanged, name)
 	}
-	added := make(map[int32][]int32, len(t.Replicas)-n)
-	for p := n; p < len(t.Replicas); p++ {
-		added[int32(p)] = t.Replicas[p]
+	if err != nil {
+		return err
 	}
-	err := m.c.AddPartitions(t.Name, added, cur.Version)
-	if errors.Is(err, ErrStaleTopic) {
+	if v != version {
+		return fmt.Errorf("%w: %s is at version %d with %d partitions, not at version %d",
+			replication.ErrTopicChanged, name, v, len(a.Partitions), version)
+	}
+	byIndex := make(map[int32][]int32, len(added))
+	for i, rs := range added {
+		byIndex[int32(len(a.Partitions)+i)] = rs
+	}
+	err = m.c.AddPartitions(name, byIndex, version)
+	if errors.Is(err, ErrStaleTopic) || errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("%w: %v", replication.ErrTopicChanged, err)
 	}
 	return err
