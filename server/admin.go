@@ -23,10 +23,11 @@ func (b *Broker) ValidateTopicSpec(spec TopicSpec) error {
 	return b.checkPartitionBudget(spec.Partitions)
 }
 
-// ValidateCreatePartitions reports whether CreatePartitions(name, total)
-// would succeed, without creating anything. Like CreatePartitions it
-// counts the partitions the cluster metadata records.
-func (b *Broker) ValidateCreatePartitions(name string, total int32) error {
+// ValidateCreatePartitions reports whether
+// CreatePartitionsAssigned(name, total, assignment) would succeed, without
+// creating anything. Like it, it counts the partitions the cluster
+// metadata records.
+func (b *Broker) ValidateCreatePartitions(name string, total int32, assignment [][]int32) error {
 	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func (b *Broker) ValidateCreatePartitions(name string, total int32) error {
 	if err := b.checkPartitionBudget(total - tm.Partitions()); err != nil {
 		return err
 	}
-	_, err = b.assignMoreReplicas(topicMetaOf(tm), int(total)) // enough live brokers for the replicas
+	_, err = b.newReplicas(topicMetaOf(tm), total, assignment)
 	return err
 }
 

@@ -45,6 +45,9 @@ var (
 	ErrRequestTimedOut = errors.New("request timed out")
 	// ErrNotLeader: this broker does not lead the partition (any more).
 	ErrNotLeader = replication.ErrNotLeader
+	// ErrInvalidReplicaAssignment: replicas a client chose for new
+	// partitions that Kafka would refuse (INVALID_REPLICA_ASSIGNMENT).
+	ErrInvalidReplicaAssignment = errors.New("invalid replica assignment")
 	// ErrInvalidRequest: a request whose fields contradict each other.
 	ErrInvalidRequest = errors.New("invalid request")
 )
@@ -64,6 +67,7 @@ const (
 	KafkaTopicAlreadyExists    int16 = 36
 	KafkaInvalidPartitions     int16 = 37
 	KafkaInvalidReplication    int16 = 38
+	KafkaInvalidReplicaAssign  int16 = 39
 	KafkaInvalidConfig         int16 = 40
 	KafkaInvalidRecord         int16 = 87
 	KafkaPolicyViolation       int16 = 44
@@ -97,6 +101,7 @@ var kafkaCodes = []struct {
 	{ErrInternalTopic, KafkaInvalidTopic},
 	{ErrInvalidPartitions, KafkaInvalidPartitions},
 	{ErrInvalidReplicas, KafkaInvalidReplication},
+	{ErrInvalidReplicaAssignment, KafkaInvalidReplicaAssign},
 	{ErrInvalidConfig, KafkaInvalidConfig},
 	{ErrRecordTooLarge, KafkaMessageTooLarge},
 	{storage.ErrBatchTooLarge, KafkaMessageTooLarge},

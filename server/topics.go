@@ -196,6 +196,13 @@ func (b *Broker) DeleteTopic(name string) error {
 // Kafka's AddPartitions does; the ones placed here are opened now, the
 // others by their brokers when the controller's LeaderAndIsr names them.
 func (b *Broker) CreatePartitions(name string, total int32) error {
+	return b.CreatePartitionsAssigned(name, total, nil)
+}
+
+// CreatePartitionsAssigned is CreatePartitions with the new partitions'
+// replicas given (a client's manual assignment, preferred leader first),
+// or, when assignment is nil, chosen by the broker.
+func (b *Broker) CreatePartitionsAssigned(name string, total int32, assignment [][]int32) error {
 	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
 		return err
 	}
@@ -217,7 +224,7 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 		return err
 	}
 	base := topicMetaOf(tm)
-	added, err := b.assignMoreReplicas(base, int(total))
+	added, err := b.newReplicas(base, total, assignment)
 	if err != nil {
 		return err
 	}
@@ -581,6 +588,49 @@ func (b *Broker) assignMoreReplicas(tm topicMeta, total int) ([][]int32, error) 
 	}
 	added, err := assign.AddPartitions(brokers, b.recorded(tm).Replicas, total, assign.Options{})
 	return added, assignError(err)
+}
+
+// newReplicas are the replicas of the partitions added to tm up to
+// total: the client's assignment when it gave one, checked as Kafka's
+// AdminZkClient.validateReplicaAssignment does, else the broker's.
+func (b *Broker) newReplicas(tm topicMeta, total int32, assignment [][]int32) ([][]int32, error) {
+	if assignment == nil {
+		return b.assignMoreReplicas(tm, int(total))
+	}
+	existing := b.recorded(tm).Replicas
+	if n := int(total) - len(existing); len(assignment) != n {
+		return nil, fmt.Errorf("%w: increasing the number of partitions by %d but %d assignments provided",
+			ErrInvalidReplicaAssignment, n, len(assignment))
+	}
+	brokers, err := b.metadata.Brokers()
+	if err != nil {
+		return nil, fmt.Errorf("%w: list brokers: %v", ErrStorage, err)
+	}
+	live := make([]int32, len(brokers))
+	for i, br := range brokers {
+		live[i] = br.ID
+	}
+	slices.Sort(live)
+	rf := len(existing[0])
+	out := make([][]int32, len(assignment))
+	for i, rs := range assignment {
+		p := len(existing) + i
+		if len(rs) != rf {
+			return nil, fmt.Errorf("%w: partition %d has %d replicas; partition 0 has %d, and a topic's partitions have the same replication factor",
+				ErrInvalidReplicaAssignment, p, len(rs), rf)
+		}
+		for j, r := range rs {
+			if slices.Contains(rs[:j], r) {
+				return nil, fmt.Errorf("%w: partition %d names broker %d twice", ErrInvalidReplicaAssignment, p, r)
+			}
+			if !slices.Contains(live, r) {
+				return nil, fmt.Errorf("%w: partition %d: broker %d is not a live broker (those are %v)",
+					ErrInvalidReplicaAssignment, p, r, live)
+			}
+		}
+		out[i] = slices.Clone(rs)
+	}
+	return out, nil
 }
 
 func assignError(err error) error {

@@ -133,3 +133,52 @@ func TestLeaderAndIsrForAPartitionBeyondTheTable(t *testing.T) {
 		t.Fatalf("partition 7 on broker 2: %v", err)
 	}
 }
+
+// A manual assignment of new partitions is checked as Kafka checks it (one
+// replica list per new partition, the topic's replication factor, distinct
+// live brokers) and written as given; validate-only writes nothing.
+func TestCreatePartitionsWithAManualAssignment(t *testing.T) {
+	chroot := uniqueChroot(t)
+	b1, _ := zkBroker(t, 1, chroot), zkBroker(t, 2, chroot)
+	if err := b1.broker.CreateTopic(server.TopicSpec{Name: "manual", Partitions: 1, ReplicationFactor: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c := b1.dial(t)
+	send := func(count int32, validateOnly bool, replicas ...[]int32) kmsg.CreatePartitionsResponseTopic {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = "manual", count
+		for _, rs := range replicas {
+			rt.Assignment = append(rt.Assignment, kmsg.CreatePartitionsRequestTopicAssignment{Replicas: rs})
+		}
+		req.Topics, req.ValidateOnly = append(req.Topics, rt), validateOnly
+		return do[*kmsg.CreatePartitionsResponse](c, req, 3).Topics[0]
+	}
+	for _, bad := range []struct {
+		what     string
+		count    int32
+		replicas [][]int32
+	}{
+		{"one replica for a topic of two", 2, [][]int32{{1}}},
+		{"a broker twice", 2, [][]int32{{1, 1}}},
+		{"a broker that is not live", 2, [][]int32{{1, 9}}},
+		{"one list for two new partitions", 3, [][]int32{{1, 2}}},
+	} {
+		if r := send(bad.count, false, bad.replicas...); r.ErrorCode != kerr.InvalidReplicaAssignment.Code || r.ErrorMessage == nil {
+			t.Errorf("%s: error %d %v, want INVALID_REPLICA_ASSIGNMENT with a message", bad.what, r.ErrorCode, r.ErrorMessage)
+		}
+	}
+	if r := send(3, true, []int32{2, 1}, []int32{1, 2}); r.ErrorCode != 0 {
+		t.Fatalf("validate-only: error %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+	if got := readAssignment(t, chroot, "manual"); len(got) != 1 {
+		t.Fatalf("validate-only or refused requests wrote %v", got)
+	}
+	if r := send(3, false, []int32{2, 1}, []int32{1, 2}); r.ErrorCode != 0 {
+		t.Fatalf("a valid assignment: error %d %v", r.ErrorCode, r.ErrorMessage)
+	}
+	got := readAssignment(t, chroot, "manual")
+	if len(got) != 3 || !slices.Equal(got[1], []int32{2, 1}) || !slices.Equal(got[2], []int32{1, 2}) {
+		t.Fatalf("written assignment %v, want partitions 1 [2 1] and 2 [1 2]", got)
+	}
+}
