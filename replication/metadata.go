@@ -52,6 +52,10 @@ var ErrTopicExists = errors.New("topic already exists")
 // since it was read (another broker added partitions meanwhile).
 var ErrTopicChanged = errors.New("topic changed concurrently")
 
+// ErrTopicQueuedForDeletion: AddPartitions to a topic whose deletion was
+// asked for and is not finished.
+var ErrTopicQueuedForDeletion = errors.New("topic is queued for deletion")
+
 // Metadata is where the cluster's topic table lives: a file in the data
 // dir on a single node (LocalMetadata), ZooKeeper's /brokers/topics and
 // /config/topics on a cluster. The core reads and changes topics only
@@ -69,7 +73,8 @@ type Metadata interface {
 	PutTopic(TopicMetadata) error
 	// AddPartitions joins added, numbered on from the topic's last
 	// partition, to its assignment when that is still at version (as
-	// Topic read it): ErrTopicChanged otherwise.
+	// Topic read it): ErrTopicChanged otherwise, ErrTopicQueuedForDeletion
+	// while the topic is being deleted.
 	AddPartitions(name string, version int32, added [][]int32) error
 	// RemoveTopic forgets a topic; removing an unknown one is a no-op.
 	RemoveTopic(name string) error

@@ -257,6 +257,9 @@ func (b *Broker) recordAddedPartitions(next *topic, version int32, added [][]int
 	if errors.Is(err, replication.ErrTopicChanged) {
 		return fmt.Errorf("%w: %v; describe the topic and retry", ErrInvalidPartitions, err)
 	}
+	if errors.Is(err, replication.ErrTopicQueuedForDeletion) {
+		return fmt.Errorf("%w: %v", ErrInvalidTopic, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: write topic metadata: %v", ErrStorage, err)
 	}

@@ -101,4 +101,10 @@ func TestAddPartitionsRewritesTheTopicZnode(t *testing.T) {
 	if err != nil || final.Version != after.Version || !slices.EqualFunc(final.Replicas, after.Replicas, slices.Equal) {
 		t.Fatalf("refused changes wrote something: %+v %v", final, err)
 	}
+	if err := c.MarkTopicForDeletion("orders"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.AddPartitions("orders", final.Version, [][]int32{{1, 2, 3}}); !errors.Is(err, replication.ErrTopicQueuedForDeletion) {
+		t.Fatalf("adding to a topic queued for deletion: %v, want ErrTopicQueuedForDeletion", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/assign"
@@ -111,6 +112,13 @@ func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 // AddPartitions writes the topic znode with added joined to its
 // partitions, conditionally on version (Client.AddPartitions).
 func (m *Metadata) AddPartitions(name string, version int32, added [][]int32) error {
+	deleting, err := m.c.TopicsMarkedForDeletion()
+	if err != nil {
+		return err
+	}
+	if slices.Contains(deleting, name) { // as Kafka's AdminManager refuses it
+		return fmt.Errorf("%w: %s", replication.ErrTopicQueuedForDeletion, name)
+	}
 	a, v, err := m.c.TopicVersioned(name)
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("%w: %s no longer exists", replication.ErrTopicChanged, name)
