@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -218,9 +219,22 @@ func readAll(t *testing.T, nodes []*harness.Node, topic string, want map[int32]i
 	}
 	for p, n := range want {
 		if got[p] != n {
-			t.Fatalf("partition %d of %s: read %d records, want %d (all: %v)", p, topic, got[p], n, got)
+			t.Fatalf("partition %d of %s: read %d records, want %d (all: %v); the brokers describe it so:\n%s",
+				p, topic, got[p], n, got, describeAll(nodes, topic))
 		}
 	}
+}
+
+// describeAll is every live broker's GET /topics/{t}, for a failure's
+// message.
+func describeAll(nodes []*harness.Node, topic string) string {
+	var out strings.Builder
+	for i, n := range nodes {
+		var info json.RawMessage
+		err := getJSONQuiet(n.URL+"/topics/"+topic, &info)
+		fmt.Fprintf(&out, "broker %d: %s %v\n", i+1, info, err)
+	}
+	return out.String()
 }
 
 func deref(s *string) string {
