@@ -161,11 +161,15 @@ func httpReplicated(n *harness.Node, topic string, want int) bool {
 }
 
 // produceToEach writes three records acks=all to each of topic's
-// partitions, valued "<partition>-<i>".
+// partitions, valued "<partition>-<i>". Not idempotently: each broker
+// hands out producer ids from its own data dir, so two clients that ask
+// different brokers can get the same id, and the second one's first
+// batches are answered as duplicates of the first one's and dropped
+// (server/producerids.go; Kafka reserves id blocks in ZooKeeper).
 func produceToEach(t *testing.T, nodes []*harness.Node, topic string, partitions int32) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(liveSeeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
