@@ -27,6 +27,9 @@ type TopicMetadata struct {
 	// leader first.
 	Replicas [][]int32
 	Configs  map[string]string
+	// Version is the assignment's version as read (on a cluster the
+	// topic znode's), which AddPartitions expects.
+	Version int32
 }
 
 // Partitions is the topic's partition count.
@@ -45,6 +48,14 @@ func (t TopicMetadata) ReplicationFactor() int16 {
 // recorded first.
 var ErrTopicExists = errors.New("topic already exists")
 
+// ErrTopicChanged: AddPartitions to a topic whose assignment changed
+// since it was read (another broker added partitions meanwhile).
+var ErrTopicChanged = errors.New("topic changed concurrently")
+
+// ErrTopicQueuedForDeletion: AddPartitions to a topic whose deletion was
+// asked for and is not finished.
+var ErrTopicQueuedForDeletion = errors.New("topic is queued for deletion")
+
 // Metadata is where the cluster's topic table lives: a file in the data
 // dir on a single node (LocalMetadata), ZooKeeper's /brokers/topics and
 // /config/topics on a cluster. The core reads and changes topics only
@@ -57,8 +68,14 @@ type Metadata interface {
 	Topics() ([]TopicMetadata, error)
 	// Topic is one topic; ok is false when there is none of that name.
 	Topic(name string) (t TopicMetadata, ok bool, err error)
-	// PutTopic records a new topic or a changed one (configs, partitions).
+	// PutTopic records a new topic or a known one's configs; a known
+	// topic's partitions change through AddPartitions only.
 	PutTopic(TopicMetadata) error
+	// AddPartitions joins added, numbered on from the topic's last
+	// partition, to its assignment when that is still at version (as
+	// Topic read it): ErrTopicChanged otherwise, ErrTopicQueuedForDeletion
+	// while the topic is being deleted.
+	AddPartitions(name string, version int32, added [][]int32) error
 	// RemoveTopic forgets a topic; removing an unknown one is a no-op.
 	RemoveTopic(name string) error
 	// Brokers are the live brokers new replicas are assigned to.
@@ -174,6 +191,21 @@ func (m *LocalMetadata) PutTopic(t TopicMetadata) error {
 	next.Topics = slices.DeleteFunc(slices.Clone(next.Topics), func(lt localTopic) bool { return lt.Name == t.Name })
 	next.Topics = append(next.Topics, localTopic{Name: t.Name, ID: t.ID, Partitions: t.Partitions(),
 		ReplicationFactor: t.ReplicationFactor(), Configs: maps.Clone(t.Configs)})
+	return m.saveLocked(next)
+}
+
+// AddPartitions raises the topic's partition count. Only this node's
+// broker writes the file, one change at a time: version is not checked.
+func (m *LocalMetadata) AddPartitions(name string, _ int32, added [][]int32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	next := m.mu.file
+	next.Topics = slices.Clone(next.Topics)
+	i := slices.IndexFunc(next.Topics, func(lt localTopic) bool { return lt.Name == name })
+	if i < 0 {
+		return fmt.Errorf("%w: add partitions to %s: no such topic", ErrTopicChanged, name)
+	}
+	next.Topics[i].Partitions += int32(len(added))
 	return m.saveLocked(next)
 }
 

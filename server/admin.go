@@ -23,28 +23,29 @@ func (b *Broker) ValidateTopicSpec(spec TopicSpec) error {
 	return b.checkPartitionBudget(spec.Partitions)
 }
 
-// ValidateCreatePartitions reports whether CreatePartitions(name, total)
-// would succeed, without creating anything.
-func (b *Broker) ValidateCreatePartitions(name string, total int32) error {
-	_, _, err := b.checkAddPartitions(name, total)
-	return err
-}
-
-// checkAddPartitions looks the topic up and checks that raising it to
-// total partitions is allowed; it answers the partition count it has now.
-func (b *Broker) checkAddPartitions(name string, total int32) (*topic, int32, error) {
+// ValidateCreatePartitions reports whether
+// CreatePartitionsAssigned(name, total, assignment) would succeed, without
+// creating anything. Like it, it counts the partitions the cluster
+// metadata records.
+func (b *Broker) ValidateCreatePartitions(name string, total int32, assignment [][]int32) error {
 	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
-		return nil, 0, err
+		return err
 	}
-	t, err := b.lookup(name)
-	if err != nil {
-		return nil, 0, err
+	tm, ok, err := b.metadata.Topic(name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: read topic %s: %v", ErrStorage, name, err)
+	case !ok:
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 	}
-	have := int32(len(t.partitions))
-	if err := checkPartitionCount(name, have, total); err != nil {
-		return nil, 0, err
+	if err := checkPartitionCount(name, tm.Partitions(), total); err != nil {
+		return err
 	}
-	return t, have, b.checkPartitionBudget(total - have)
+	if err := b.checkPartitionBudget(total - tm.Partitions()); err != nil {
+		return err
+	}
+	_, err = b.newReplicas(topicMetaOf(tm), total, assignment)
+	return err
 }
 
 func checkPartitionCount(name string, have, total int32) error {

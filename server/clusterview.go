@@ -104,3 +104,17 @@ func (v *ClusterView) PartitionCount(topic string) int32 {
 	}
 	return n
 }
+
+// PartitionsFrom is topic's partition count given that this broker knows
+// of n: more when the view describes partitions from n on, added since
+// this broker's topic table was read (a broker holding none of them is
+// not told otherwise). Partitions are numbered without gaps, so it looks
+// up only the ones beyond n.
+func (v *ClusterView) PartitionsFrom(topic string, n int32) int32 {
+	for {
+		if _, ok := v.Partition(topic, n); !ok {
+			return n
+		}
+		n++
+	}
+}

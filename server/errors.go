@@ -45,6 +45,9 @@ var (
 	ErrRequestTimedOut = errors.New("request timed out")
 	// ErrNotLeader: this broker does not lead the partition (any more).
 	ErrNotLeader = replication.ErrNotLeader
+	// ErrInvalidReplicaAssignment: replicas a client chose for new
+	// partitions that Kafka would refuse (INVALID_REPLICA_ASSIGNMENT).
+	ErrInvalidReplicaAssignment = errors.New("invalid replica assignment")
 	// ErrInvalidRequest: a request whose fields contradict each other.
 	ErrInvalidRequest = errors.New("invalid request")
 )
@@ -102,6 +105,7 @@ var kafkaCodes = []struct {
 	{ErrInternalTopic, KafkaInvalidTopic},
 	{ErrInvalidPartitions, KafkaInvalidPartitions},
 	{ErrInvalidReplicas, KafkaInvalidReplication},
+	{ErrInvalidReplicaAssignment, KafkaInvalidReplicaAssignment},
 	{ErrInvalidConfig, KafkaInvalidConfig},
 	{ErrRecordTooLarge, KafkaMessageTooLarge},
 	{storage.ErrBatchTooLarge, KafkaMessageTooLarge},

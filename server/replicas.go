@@ -97,13 +97,14 @@ func (b *Broker) applyRole(r PartitionRole, addrs map[int32]string) error {
 }
 
 // openReplica opens partition index of a topic the cluster metadata
-// records, adding the topic to this broker's table when it is new here.
+// records, adding the topic to this broker's table when it is new here,
+// and the partition when it was added since the table was read.
 func (b *Broker) openReplica(name string, index int32) (*replication.Partition, error) {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	t, err := b.lookup(name)
-	if errors.Is(err, ErrUnknownTopic) {
-		t, err = b.learnTopic(name)
+	if errors.Is(err, ErrUnknownTopic) || err == nil && int(index) >= len(t.partitions) {
+		t, _, err = b.refreshTopic(name)
 	}
 	if err != nil {
 		return nil, err
@@ -111,7 +112,7 @@ func (b *Broker) openReplica(name string, index int32) (*replication.Partition, 
 	if p, err := t.partition(index); err == nil {
 		return p, nil // opened meanwhile
 	} else if !errors.Is(err, ErrNotLeader) {
-		return nil, err
+		return nil, err // beyond even the metadata's partitions
 	}
 	p, err := b.openPartition(name, index, t.settings, false)
 	if err != nil {
@@ -132,22 +133,48 @@ func (b *Broker) openReplica(name string, index int32) (*replication.Partition, 
 // learnTopic adds a topic created elsewhere in the cluster, with none of
 // its partitions open yet. Expects adminMu.
 func (b *Broker) learnTopic(name string) (*topic, error) {
+	t, _, err := b.refreshTopic(name)
+	return t, err
+}
+
+// refreshTopic re-reads a topic from the cluster metadata and brings this
+// broker's table up to it: a topic new here is added, partitions added
+// elsewhere are appended, none of them open (LeaderAndIsr opens a replica
+// here). It answers the table's entry and the metadata as read. Expects
+// adminMu.
+func (b *Broker) refreshTopic(name string) (*topic, replication.TopicMetadata, error) {
 	tm, ok, err := b.metadata.Topic(name)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: read topic %s: %v", ErrStorage, name, err)
+		return nil, tm, fmt.Errorf("%w: read topic %s: %v", ErrStorage, name, err)
 	case !ok:
-		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+		return nil, tm, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 	}
-	meta := topicMetaOf(tm)
-	t := &topic{meta: meta, settings: b.resolveSettings(meta.Configs), partitions: make([]*replication.Partition, meta.Partitions)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.mu.closed {
-		return nil, ErrShuttingDown
+		return nil, tm, ErrShuttingDown
+	}
+	t := b.mu.topics[name]
+	switch {
+	case t == nil:
+		meta := topicMetaOf(tm)
+		t = &topic{meta: meta, settings: b.resolveSettings(meta.Configs), partitions: make([]*replication.Partition, meta.Partitions)}
+	case t.meta.ID != tm.ID:
+		// Its deletion has not reached this broker yet: the old
+		// topic's partitions must not be mixed with the new one's.
+		return nil, tm, fmt.Errorf("%w: %s was deleted and created again; this broker still holds the old one",
+			ErrUnknownTopic, name)
+	case len(t.partitions) >= len(tm.Replicas):
+		return t, tm, nil
+	default:
+		grown := &topic{meta: t.meta, settings: t.settings, partitions: slices.Clone(t.partitions)}
+		grown.partitions = append(grown.partitions, make([]*replication.Partition, len(tm.Replicas)-len(t.partitions))...)
+		grown.meta.Partitions, grown.meta.replicas = tm.Partitions(), tm.Replicas
+		t = grown
 	}
 	b.mu.topics[name] = t
-	return t, nil
+	return t, tm, nil
 }
 
 // StopReplicas stops following partitions (StopReplica), as the

@@ -230,21 +230,48 @@ func (b *Broker) deleteClusterTopic(name string) error {
 	return nil
 }
 
-// CreatePartitions raises a topic's partition count to total.
+// CreatePartitions raises a topic's partition count to total. The count
+// it starts from is the cluster metadata's, not this broker's table:
+// another broker may have added partitions this one has not heard of yet.
+// The new partitions' replicas continue the existing assignment, as
+// Kafka's AddPartitions does; the ones placed here are opened now, the
+// others by their brokers when the controller's LeaderAndIsr names them.
 func (b *Broker) CreatePartitions(name string, total int32) error {
+	return b.CreatePartitionsAssigned(name, total, nil)
+}
+
+// CreatePartitionsAssigned is CreatePartitions with the new partitions'
+// replicas given (a client's manual assignment, preferred leader first),
+// or, when assignment is nil, chosen by the broker.
+func (b *Broker) CreatePartitionsAssigned(name string, total int32, assignment [][]int32) error {
+	if err := RefuseInternalTopic(name, "add partitions to"); err != nil {
+		return err
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
-	t, have, err := b.checkAddPartitions(name, total)
+	t, tm, err := b.refreshTopic(name)
 	if err != nil {
 		return err
 	}
-	added, err := b.assignMoreReplicas(t.meta, int(total))
+	have := int32(len(t.partitions))
+	if have != tm.Partitions() {
+		return fmt.Errorf("%w: %s has %d partitions in the cluster metadata and %d on this broker",
+			ErrInvalidPartitions, name, tm.Partitions(), have)
+	}
+	if err := checkPartitionCount(name, have, total); err != nil {
+		return err
+	}
+	if err := b.checkPartitionBudget(total - have); err != nil {
+		return err
+	}
+	base := topicMetaOf(tm)
+	added, err := b.newReplicas(base, total, assignment)
 	if err != nil {
 		return err
 	}
-	next := &topic{meta: t.meta, settings: t.settings, partitions: append([]*replication.Partition(nil), t.partitions...)}
+	next := &topic{meta: t.meta, settings: t.settings, partitions: slices.Clone(t.partitions)}
 	next.meta.Partitions = total
-	next.meta.replicas = append(slices.Clone(b.recorded(t.meta).Replicas), added...)
+	next.meta.replicas = append(slices.Clone(b.recorded(base).Replicas), added...)
 	for i := have; i < total; i++ {
 		var p *replication.Partition
 		if b.holdsReplica(next.meta, i) {
@@ -255,11 +282,34 @@ func (b *Broker) CreatePartitions(name string, total int32) error {
 		}
 		next.partitions = append(next.partitions, p)
 	}
-	if err := b.commitTopic(name, next); err != nil {
+	if err := b.recordAddedPartitions(next, tm.Version, added); err != nil {
 		b.discardPartitions(name, next.partitions[have:], have, total)
 		return err
 	}
 	b.createdPartitions(name, have, total)
+	b.logger.Info("partitions added", "topic", name, "from", have, "to", total)
+	return nil
+}
+
+// recordAddedPartitions writes the added partitions' assignment to the
+// cluster metadata, then publishes next. Callers hold adminMu.
+func (b *Broker) recordAddedPartitions(next *topic, version int32, added [][]int32) error {
+	err := b.metadata.AddPartitions(next.meta.Name, version, added)
+	if errors.Is(err, replication.ErrTopicChanged) {
+		return fmt.Errorf("%w: %v; describe the topic and retry", ErrInvalidPartitions, err)
+	}
+	if errors.Is(err, replication.ErrTopicQueuedForDeletion) {
+		return fmt.Errorf("%w: %v", ErrInvalidTopic, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: write topic metadata: %v", ErrStorage, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.mu.closed {
+		return ErrShuttingDown
+	}
+	b.mu.topics[next.meta.Name] = next
 	return nil
 }
 
@@ -517,19 +567,21 @@ func (b *Broker) DescribeTopic(name string) (TopicInfo, error) {
 		ReplicationFactor: t.meta.ReplicationFactor,
 		Configs:           b.describeConfigs(t.meta.Configs),
 	}
-	for i, p := range t.partitions {
+	for i := range view.PartitionsFrom(name, int32(len(t.partitions))) {
+		var p *replication.Partition
 		var local *replication.Role
-		if p != nil {
+		if int(i) < len(t.partitions) && t.partitions[i] != nil {
+			p = t.partitions[i]
 			r := p.Role()
 			local = &r
 		}
-		pv, inView := view.Partition(name, int32(i))
+		pv, inView := view.Partition(name, i)
 		best, ok := bestKnown(b.cfg.BrokerID, local, pv, inView)
 		if !ok {
 			continue // another broker's, not described to this one yet
 		}
 		pi := PartitionInfo{
-			Partition:       int32(i),
+			Partition:       i,
 			Leader:          best.Leader,
 			LeaderEpoch:     best.LeaderEpoch,
 			Replicas:        best.Replicas,
@@ -580,6 +632,49 @@ func (b *Broker) assignMoreReplicas(tm topicMeta, total int) ([][]int32, error) 
 	}
 	added, err := assign.AddPartitions(brokers, b.recorded(tm).Replicas, total, assign.Options{})
 	return added, assignError(err)
+}
+
+// newReplicas are the replicas of the partitions added to tm up to
+// total: the client's assignment when it gave one, checked as Kafka's
+// AdminZkClient.validateReplicaAssignment does, else the broker's.
+func (b *Broker) newReplicas(tm topicMeta, total int32, assignment [][]int32) ([][]int32, error) {
+	if assignment == nil {
+		return b.assignMoreReplicas(tm, int(total))
+	}
+	existing := b.recorded(tm).Replicas
+	if n := int(total) - len(existing); len(assignment) != n {
+		return nil, fmt.Errorf("%w: increasing the number of partitions by %d but %d assignments provided",
+			ErrInvalidReplicaAssignment, n, len(assignment))
+	}
+	brokers, err := b.metadata.Brokers()
+	if err != nil {
+		return nil, fmt.Errorf("%w: list brokers: %v", ErrStorage, err)
+	}
+	live := make([]int32, len(brokers))
+	for i, br := range brokers {
+		live[i] = br.ID
+	}
+	slices.Sort(live)
+	rf := len(existing[0])
+	out := make([][]int32, len(assignment))
+	for i, rs := range assignment {
+		p := len(existing) + i
+		if len(rs) != rf {
+			return nil, fmt.Errorf("%w: partition %d has %d replicas; partition 0 has %d, and a topic's partitions have the same replication factor",
+				ErrInvalidReplicaAssignment, p, len(rs), rf)
+		}
+		for j, r := range rs {
+			if slices.Contains(rs[:j], r) {
+				return nil, fmt.Errorf("%w: partition %d names broker %d twice", ErrInvalidReplicaAssignment, p, r)
+			}
+			if !slices.Contains(live, r) {
+				return nil, fmt.Errorf("%w: partition %d: broker %d is not a live broker (those are %v)",
+					ErrInvalidReplicaAssignment, p, r, live)
+			}
+		}
+		out[i] = slices.Clone(rs)
+	}
+	return out, nil
 }
 
 func assignError(err error) error {

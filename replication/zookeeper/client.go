@@ -23,6 +23,9 @@ var (
 	// ErrStalePartitionState: the partition state znode's version is not
 	// the expected one (someone else wrote it since it was read).
 	ErrStalePartitionState = errors.New("zookeeper: stale partition state version")
+	// ErrStaleTopic: a topic znode changed since the version a
+	// conditional write expected.
+	ErrStaleTopic = errors.New("zookeeper: stale topic version")
 	// ErrControllerMoved: the /controller_epoch version check failed, so
 	// a newer controller was elected and this writer is fenced.
 	ErrControllerMoved = errors.New("zookeeper: controller moved")

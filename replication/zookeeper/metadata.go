@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/replication/assign"
@@ -49,7 +50,7 @@ func (m *Metadata) Topics() ([]replication.TopicMetadata, error) {
 }
 
 func (m *Metadata) Topic(name string) (replication.TopicMetadata, bool, error) {
-	a, err := m.c.Topic(name)
+	a, version, err := m.c.TopicVersioned(name)
 	if errors.Is(err, ErrNotFound) {
 		return replication.TopicMetadata{}, false, nil
 	}
@@ -71,11 +72,12 @@ func (m *Metadata) Topic(name string) (replication.TopicMetadata, bool, error) {
 	if !a.ID.IsZero() {
 		id = a.ID.String()
 	}
-	return replication.TopicMetadata{Name: name, ID: id, Replicas: replicas, Configs: cfg}, true, nil
+	return replication.TopicMetadata{Name: name, ID: id, Replicas: replicas, Configs: cfg, Version: version}, true, nil
 }
 
 // PutTopic creates a new topic's znodes, or replaces a known topic's
-// configs. Adding partitions on a cluster is not supported yet.
+// configs. A broker whose table is behind (partitions added elsewhere that
+// it holds none of) may name fewer partitions than the znode: they stay.
 func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 	cur, ok, err := m.Topic(t.Name)
 	if err != nil {
@@ -97,13 +99,46 @@ func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 		}
 		return nil
 	}
-	if len(t.Replicas) != len(cur.Replicas) {
-		return fmt.Errorf("adding partitions to %s on a cluster is not supported yet", t.Name)
+	if len(t.Replicas) > len(cur.Replicas) {
+		return fmt.Errorf("zookeeper: %s has %d partitions; partitions are added with AddPartitions, not PutTopic",
+			t.Name, len(cur.Replicas))
 	}
 	if maps.Equal(t.Configs, cur.Configs) {
 		return nil
 	}
 	return m.c.SetTopicConfig(t.Name, t.Configs)
+}
+
+// AddPartitions writes the topic znode with added joined to its
+// partitions, conditionally on version (Client.AddPartitions).
+func (m *Metadata) AddPartitions(name string, version int32, added [][]int32) error {
+	deleting, err := m.c.TopicsMarkedForDeletion()
+	if err != nil {
+		return err
+	}
+	if slices.Contains(deleting, name) { // as Kafka's AdminManager refuses it
+		return fmt.Errorf("%w: %s", replication.ErrTopicQueuedForDeletion, name)
+	}
+	a, v, err := m.c.TopicVersioned(name)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: %s no longer exists", replication.ErrTopicChanged, name)
+	}
+	if err != nil {
+		return err
+	}
+	if v != version {
+		return fmt.Errorf("%w: %s is at version %d with %d partitions, not at version %d",
+			replication.ErrTopicChanged, name, v, len(a.Partitions), version)
+	}
+	byIndex := make(map[int32][]int32, len(added))
+	for i, rs := range added {
+		byIndex[int32(len(a.Partitions)+i)] = rs
+	}
+	err = m.c.AddPartitions(name, byIndex, version)
+	if errors.Is(err, ErrStaleTopic) || errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: %v", replication.ErrTopicChanged, err)
+	}
+	return err
 }
 
 // RemoveTopic asks the controller to delete the topic

@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -107,14 +108,99 @@ func (c *Client) Topics() ([]string, error) {
 
 // Topic reads a topic's assignment (ErrNotFound when there is none).
 func (c *Client) Topic(name string) (TopicAssignment, error) {
+	a, _, err := c.TopicVersioned(name)
+	return a, err
+}
+
+// TopicVersioned reads a topic's assignment and its znode's version, the
+// one AddPartitions expects.
+func (c *Client) TopicVersioned(name string) (TopicAssignment, int32, error) {
 	if err := validTopic(name); err != nil {
-		return TopicAssignment{}, err
+		return TopicAssignment{}, 0, err
 	}
-	data, _, err := c.get(topicPath(name))
+	data, version, err := c.get(topicPath(name))
 	if err != nil {
-		return TopicAssignment{}, err
+		return TopicAssignment{}, 0, err
 	}
-	return decodeTopic(name, data)
+	a, err := decodeTopic(name, data)
+	return a, version, err
+}
+
+// AddPartitions rewrites /brokers/topics/<t> with the partitions of added
+// joined to those it holds, as Kafka's AdminZkClient.addPartitions does:
+// the topic id, the existing partitions and a reassignment's adding and
+// removing replicas stay as they are. added must number on from the
+// znode's last partition. The write is conditional on version (from
+// TopicVersioned), so a concurrent change, such as another broker adding
+// partitions, is never overwritten: ErrStaleTopic then. The controller's
+// topic watch takes it from there (partition states, LeaderAndIsr).
+func (c *Client) AddPartitions(name string, added map[int32][]int32, version int32) error {
+	if err := validTopic(name); err != nil {
+		return err
+	}
+	for p, rs := range added {
+		if len(rs) == 0 || validReplicas(rs) != nil {
+			return fmt.Errorf("zookeeper: topic %s partition %d: invalid replicas %v", name, p, rs)
+		}
+	}
+	p := topicPath(name)
+	err := c.do(func(retried bool) error {
+		data, st, err := c.conn.Get(c.abs(p))
+		if err != nil {
+			return err
+		}
+		cur, err := decodeTopic(name, data)
+		if err != nil {
+			return err
+		}
+		if st.Version != version {
+			if retried && holdsAssignment(cur, added) {
+				return nil // our earlier attempt was applied
+			}
+			return fmt.Errorf("%w: %s is at version %d, not %d", ErrStaleTopic, p, st.Version, version)
+		}
+		merged, err := withPartitions(cur, added)
+		if err != nil {
+			return err
+		}
+		_, err = c.conn.Set(c.abs(p), encodeTopic(merged), version)
+		if errors.Is(err, zk.ErrBadVersion) {
+			return fmt.Errorf("%w: %s changed after version %d", ErrStaleTopic, p, version)
+		}
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("%w: %s", ErrNotFound, p)
+	}
+	if err != nil && !errors.Is(err, ErrStaleTopic) {
+		return fmt.Errorf("zookeeper: add partitions to %s: %w", name, err)
+	}
+	return err
+}
+
+// withPartitions is cur with added joined, which must continue its
+// numbering without a gap.
+func withPartitions(cur TopicAssignment, added map[int32][]int32) (TopicAssignment, error) {
+	n := int32(len(cur.Partitions))
+	for p := range added {
+		if p < n || p >= n+int32(len(added)) {
+			return TopicAssignment{}, fmt.Errorf("%w: topic %s has %d partitions; partition %d does not follow them",
+				ErrStaleTopic, cur.Name, n, p)
+		}
+	}
+	merged := cur
+	merged.Partitions = maps.Clone(cur.Partitions)
+	maps.Copy(merged.Partitions, added)
+	return merged, nil
+}
+
+func holdsAssignment(cur TopicAssignment, added map[int32][]int32) bool {
+	for p, rs := range added {
+		if got, ok := cur.Partitions[p]; !ok || !slices.Equal(got, rs) {
+			return false
+		}
+	}
+	return true
 }
 
 // WatchTopics delivers the sorted topic names now and after every

@@ -126,6 +126,7 @@ func (s *Server) topicMetadata(name string, createBudget *int, view *server.Clus
 		mt.ErrorCode = errorCode(err)
 		return mt
 	}
+	n = view.PartitionsFrom(name, n)
 	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, n)
 	for i := range n {
 		mp := kmsg.NewMetadataResponseTopicPartition()

@@ -2,13 +2,20 @@ package kafka
 
 // CreatePartitions (key 37), versions 0–3.
 //
-// Raises a topic's partition count (Broker.CreatePartitions); the count
-// must grow. A manual assignment must give each new partition this broker
-// as its only replica (INVALID_REPLICA_ASSIGNMENT otherwise). ValidateOnly
+// Raises a topic's partition count (Broker.CreatePartitionsAssigned); the
+// count must grow (INVALID_PARTITIONS). Without a manual assignment the
+// new replicas continue the topic's assignment over the live brokers, as
+// Kafka's do (INVALID_REPLICATION_FACTOR when there are too few); a manual
+// one must give each new partition the topic's replication factor in live,
+// distinct brokers (INVALID_REPLICA_ASSIGNMENT otherwise). ValidateOnly
 // checks without creating, including the broker's max.partitions budget
 // (POLICY_VIOLATION). Internal topics are INVALID_TOPIC_EXCEPTION, as
-// Kafka's tools refuse them. Synchronous: TimeoutMillis is not used. A topic
-// named twice in one request fails both (INVALID_REQUEST), as in Kafka.
+// Kafka's tools refuse them. Any broker takes the request, as Kafka 2.8's
+// do with ZooKeeper: the topic znode is written at the version read, so a
+// concurrent add elsewhere makes one of them INVALID_PARTITIONS. The answer
+// comes once the assignment is recorded; leaders follow from the controller
+// (TimeoutMillis is not used). A topic named twice in one request fails
+// both (INVALID_REQUEST), as in Kafka.
 
 import (
 	"context"
@@ -28,15 +35,11 @@ func (s *Server) handleCreatePartitions(_ context.Context, kreq kmsg.Request) km
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		var code int16
-		err := s.checkPartitionAssignment(&t)
-		if err != nil {
-			code = codeInvalidReplicaAssign
-		}
+		var err error
 		if seen[t.Topic] > 1 {
 			code, err = codeInvalidRequest, fmt.Errorf("topic %q appears %d times in the request", t.Topic, seen[t.Topic])
-		}
-		if err == nil {
-			err = s.createPartitions(t.Topic, t.Count, req.ValidateOnly)
+		} else {
+			err = s.createPartitions(t.Topic, t.Count, assignment(t.Assignment), req.ValidateOnly)
 			code = errorCode(err)
 		}
 		rt.ErrorCode, rt.ErrorMessage = code, errorMessage(err)
@@ -45,18 +48,21 @@ func (s *Server) handleCreatePartitions(_ context.Context, kreq kmsg.Request) km
 	return resp
 }
 
-func (s *Server) checkPartitionAssignment(t *kmsg.CreatePartitionsRequestTopic) error {
-	for i, a := range t.Assignment {
-		if len(a.Replicas) != 1 || a.Replicas[0] != s.broker.BrokerID() {
-			return fmt.Errorf("new partition %d: replicas %v; the only broker is %d", i, a.Replicas, s.broker.BrokerID())
-		}
+// assignment is a request's manual assignment, nil when it gives none.
+func assignment(as []kmsg.CreatePartitionsRequestTopicAssignment) [][]int32 {
+	if len(as) == 0 {
+		return nil
 	}
-	return nil
+	out := make([][]int32, len(as))
+	for i, a := range as {
+		out[i] = a.Replicas
+	}
+	return out
 }
 
-func (s *Server) createPartitions(topic string, count int32, validateOnly bool) error {
+func (s *Server) createPartitions(topic string, count int32, assignment [][]int32, validateOnly bool) error {
 	if validateOnly {
-		return s.broker.ValidateCreatePartitions(topic, count)
+		return s.broker.ValidateCreatePartitions(topic, count, assignment)
 	}
-	return s.broker.CreatePartitions(topic, count)
+	return s.broker.CreatePartitionsAssigned(topic, count, assignment)
 }
