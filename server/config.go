@@ -83,6 +83,9 @@ type Config struct {
 	// AwaitRoles: a cluster's broker, whose partitions neither lead nor
 	// follow until the controller says (LeaderAndIsr).
 	AwaitRoles bool
+	// ProducerIDs reserves a cluster's producer id blocks; nil: this data
+	// dir's own file reserves them (a single node).
+	ProducerIDs ProducerIDSource
 	// ISRStore records leaders' ISR changes (a cluster's metadata); nil:
 	// none are recorded (a single node makes none).
 	ISRStore ISRStore

@@ -39,6 +39,14 @@ type producerIDs struct {
 	}
 }
 
+// ProducerIDSource reserves blocks of producer ids unique across a cluster
+// (zookeeper.Client: /latest_producer_id_block).
+type ProducerIDSource interface {
+	// ReserveProducerIDs reserves size ids for brokerID and returns the
+	// first; the cluster's first block starts at from.
+	ReserveProducerIDs(brokerID int32, size, from int64) (int64, error)
+}
+
 // ErrProducerIDsExhausted: the id space is used up (practically never).
 var ErrProducerIDsExhausted = errors.New("producer ids exhausted")
 
@@ -50,13 +58,13 @@ func (b *Broker) InitProducerID(currentID int64, currentEpoch int16) (int64, int
 	if currentID >= 0 && currentEpoch >= 0 && currentEpoch < math.MaxInt16-1 {
 		return currentID, currentEpoch + 1, nil
 	}
-	id, err := b.idem.ids.allocate(b.cfg.DataDir)
+	id, err := b.idem.ids.allocate(b.cfg.DataDir, b.cfg.BrokerID, b.cfg.ProducerIDs)
 	return id, 0, err
 }
 
 // allocate returns the next id. It holds mu across the rare block
 // reservation (a small fsynced file write); only InitProducerID waits on it.
-func (a *producerIDs) allocate(dir string) (int64, error) {
+func (a *producerIDs) allocate(dir string, brokerID int32, source ProducerIDSource) (int64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.mu.loaded {
@@ -65,6 +73,16 @@ func (a *producerIDs) allocate(dir string) (int64, error) {
 			return 0, err
 		}
 		a.mu.next, a.mu.limit, a.mu.loaded = next, next, true
+	}
+	if a.mu.next >= a.mu.limit && source != nil {
+		// A cluster's ids come from blocks reserved in its metadata, so no
+		// two brokers hand out the same one; the data dir's own reservation
+		// is where a cluster's first block starts (a node that joins one).
+		start, err := source.ReserveProducerIDs(brokerID, producerIDBlock, a.mu.next)
+		if err != nil {
+			return 0, fmt.Errorf("%w: reserve producer ids: %v", ErrStorage, err)
+		}
+		a.mu.next, a.mu.limit = max(start, 1), start+producerIDBlock
 	}
 	if a.mu.next >= a.mu.limit {
 		if a.mu.next > math.MaxInt64-producerIDBlock {

@@ -64,6 +64,7 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 	n.configCursor = zk.ConfigChangesAfter(names)
 	n.meta = zookeeper.NewMetadata(zk, clusterID)
 	s.broker.Metadata, s.broker.ISRStore, s.broker.AwaitRoles = n.meta, n.meta, true
+	s.broker.ProducerIDs = zk
 	n.logger.Info("joined cluster", "cluster_id", clusterID, "zookeeper", s.zookeeper)
 	return n, nil
 }

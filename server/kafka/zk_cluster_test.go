@@ -59,7 +59,7 @@ func zkBroker(t *testing.T, id int32, chroot string) *testServer {
 	}
 	meta := zookeeper.NewMetadata(zkc, clusterID)
 	b, err := server.Open(server.Config{DataDir: t.TempDir(), BrokerID: id, AwaitRoles: true,
-		Metadata: meta, ISRStore: meta, ReplicaLagTimeMax: 400 * time.Millisecond}, logger)
+		Metadata: meta, ISRStore: meta, ProducerIDs: zkc, ReplicaLagTimeMax: 400 * time.Millisecond}, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,5 +192,27 @@ func shrinkISR(t *testing.T, conflict bool) {
 	changes, err := ctl.ISRChanges()
 	if err != nil || len(changes) == 0 {
 		t.Fatalf("no ISR change notification: %v %v", changes, err)
+	}
+}
+
+// Producer ids are unique across a cluster's brokers: each reserves its
+// blocks in /latest_producer_id_block, so two brokers never give two
+// producers the same id (whose batches would look like each other's
+// retries and be dropped as duplicates).
+func TestClusterProducerIDsAreUniqueAcrossBrokers(t *testing.T) {
+	chroot := uniqueChroot(t)
+	b1, b2 := zkBroker(t, 1, chroot), zkBroker(t, 2, chroot)
+	seen := map[int64]int32{}
+	for i := 0; i < 1500; i++ { // past one block on each
+		for _, b := range []*testServer{b1, b2} {
+			id, epoch, err := b.broker.InitProducerID(-1, -1)
+			if err != nil || epoch != 0 {
+				t.Fatalf("broker %d: InitProducerID: %d %d %v", b.broker.BrokerID(), id, epoch, err)
+			}
+			if other, dup := seen[id]; dup {
+				t.Fatalf("producer id %d handed out by broker %d and broker %d", id, other, b.broker.BrokerID())
+			}
+			seen[id] = b.broker.BrokerID()
+		}
 	}
 }

@@ -161,15 +161,13 @@ func httpReplicated(n *harness.Node, topic string, want int) bool {
 }
 
 // produceToEach writes three records acks=all to each of topic's
-// partitions, valued "<partition>-<i>". Not idempotently: each broker
-// hands out producer ids from its own data dir, so two clients that ask
-// different brokers can get the same id, and the second one's first
-// batches are answered as duplicates of the first one's and dropped
-// (server/producerids.go; Kafka reserves id blocks in ZooKeeper).
+// partitions, valued "<partition>-<i>", with an idempotent producer: each
+// call is a new client, which may ask another broker for its producer id
+// (ids are unique across the cluster, /latest_producer_id_block).
 func produceToEach(t *testing.T, nodes []*harness.Node, topic string, partitions int32) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(liveSeeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DisableIdempotentWrite(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
