@@ -58,6 +58,8 @@ type Config struct {
 	// ElectPreferred runs preferred leader elections for
 	// POST /admin/preferred-leader-election; nil: that route answers 503.
 	ElectPreferred ElectPreferredFunc
+	// Reassigner serves /admin/reassignments; nil: those routes answer 503.
+	Reassigner Reassigner
 	// Metrics is served at /metrics and counts requests per route; nil:
 	// no /metrics (observe.go).
 	Metrics *metrics.Metrics
@@ -157,6 +159,9 @@ func (g *Gateway) Handler() http.Handler {
 	r.Put("/topics/{topic}/configs", g.alterConfigs)
 	r.Post("/admin/partitions/{topic}/{partition}/recover", g.recoverPartition)
 	r.Post("/admin/preferred-leader-election", g.preferredLeaderElection)
+	r.Post("/admin/reassignments", g.createReassignment)
+	r.Get("/admin/reassignments", g.listReassignments)
+	r.Delete("/admin/reassignments", g.cancelReassignments)
 
 	gr := g.requireGroups
 	r.Get("/kafka/{topic}/stream", gr(g.stream))

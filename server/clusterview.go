@@ -118,3 +118,16 @@ func (v *ClusterView) PartitionsFrom(topic string, n int32) int32 {
 		n++
 	}
 }
+
+// TopicNames lists the topics the view describes, sorted. It walks the
+// whole view.
+func (v *ClusterView) TopicNames() []string {
+	if v == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for tp := range v.Partitions {
+		seen[tp.Topic] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
+}

@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ferry-mq/ferry/api"
 	"github.com/ferry-mq/ferry/cmd/ferry/internal/kcli"
 )
 
@@ -168,4 +174,108 @@ func partitionNames(plan kcli.Reassignment) string {
 		names = append(names, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
 	}
 	return strings.Join(names, ",")
+}
+
+// kafkaReassigner is the HTTP gateway's reassignments: Kafka requests
+// through this node's own listener, which the client routes to the
+// controller wherever it is.
+type kafkaReassigner struct{ kafkaAddr string }
+
+func (k kafkaReassigner) admin() (*kadm.Client, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.kafkaAddr))
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
+func (k kafkaReassigner) Plan(ctx context.Context, topics []string, brokers []int32) (api.ReassignmentPlan, error) {
+	adm, err := k.admin()
+	if err != nil {
+		return api.ReassignmentPlan{}, err
+	}
+	defer adm.Close()
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return api.ReassignmentPlan{}, err
+	}
+	cur, err := kcli.Current(md, topics)
+	if err != nil {
+		return api.ReassignmentPlan{}, err
+	}
+	proposed, err := kcli.Propose(md, topics, brokers, uint64(time.Now().UnixNano()))
+	if err != nil {
+		return api.ReassignmentPlan{}, err
+	}
+	return api.ReassignmentPlan{Current: toMoves(cur), Proposed: toMoves(proposed)}, nil
+}
+
+func toMoves(r kcli.Reassignment) []api.ReassignmentMove {
+	out := make([]api.ReassignmentMove, 0, len(r.Partitions))
+	for _, p := range r.Partitions {
+		out = append(out, api.ReassignmentMove{Topic: p.Topic, Partition: p.Partition, Replicas: p.Replicas})
+	}
+	return out
+}
+
+func (k kafkaReassigner) Start(ctx context.Context, moves []api.ReassignmentMove) ([]api.PartitionResult, error) {
+	adm, err := k.admin()
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	req := kadm.AlterPartitionAssignmentsReq{}
+	for _, m := range moves {
+		if m.Replicas == nil {
+			req.CancelAssign(m.Topic, m.Partition)
+		} else {
+			req.Assign(m.Topic, m.Partition, m.Replicas)
+		}
+	}
+	res, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.PartitionResult
+	res.Each(func(r kadm.AlterPartitionAssignmentsResponse) {
+		pr := api.PartitionResult{Topic: r.Topic, Partition: r.Partition}
+		if r.Err != nil {
+			pr.Message = r.Err.Error()
+			if r.ErrMessage != "" {
+				pr.Message = r.ErrMessage
+			}
+			var ke *kerr.Error
+			if errors.As(r.Err, &ke) {
+				pr.ErrorCode = ke.Code
+			}
+		}
+		out = append(out, pr)
+	})
+	slices.SortFunc(out, func(a, b api.PartitionResult) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out, nil
+}
+
+func (k kafkaReassigner) Moving(ctx context.Context) ([]api.MovingPartition, error) {
+	adm, err := k.admin()
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	res, err := adm.ListPartitionReassignments(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.MovingPartition
+	for _, t := range slices.Sorted(maps.Keys(res)) {
+		for _, p := range slices.Sorted(maps.Keys(res[t])) {
+			r := res[t][p]
+			out = append(out, api.MovingPartition{Topic: t, Partition: p, Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas})
+		}
+	}
+	return out, nil
 }

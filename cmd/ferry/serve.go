@@ -426,7 +426,7 @@ func runServe(args []string) error {
 	closeCore := func() { groups.Close(); broker.Close() }
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
-		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr)}
+		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr), Reassigner: kafkaReassigner{kafkaAddr: s.advertisedKafkaAddr}}
 	gateway, err := api.New(broker, httpCfg)
 	if err != nil {
 		closeCore()

@@ -47,7 +47,16 @@ func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) kmsg.Respo
 	}
 	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	if all {
-		for _, name := range s.broker.Topics() {
+		// Every topic of the cluster, held here or not (Kafka answers from
+		// its metadata cache).
+		names := s.broker.Topics()
+		for _, name := range view.TopicNames() {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		for _, name := range names {
 			resp.Topics = append(resp.Topics, s.topicMetadata(name, nil, view))
 		}
 		return resp
@@ -112,6 +121,10 @@ func (s *Server) topicMetadata(name string, createBudget *int, view *server.Clus
 		return mt
 	}
 	n, err := s.broker.PartitionCount(name)
+	elsewhere := errors.Is(err, server.ErrUnknownTopic) && view.PartitionCount(name) > 0
+	if elsewhere {
+		n, err = 0, nil // held on other brokers only: the view describes it
+	}
 	if errors.Is(err, server.ErrUnknownTopic) && createBudget != nil && *createBudget > 0 && !server.IsInternalTopic(name) {
 		*createBudget--
 		if err = s.broker.CreateTopic(server.TopicSpec{Name: name}); err == nil || errors.Is(err, server.ErrTopicExists) {
@@ -122,7 +135,7 @@ func (s *Server) topicMetadata(name string, createBudget *int, view *server.Clus
 		mt.ErrorCode = errorCode(err)
 		return mt
 	}
-	if mt.TopicID, err = s.broker.TopicID(name); err != nil {
+	if mt.TopicID, err = s.broker.TopicID(name); err != nil && !elsewhere {
 		mt.ErrorCode = errorCode(err)
 		return mt
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,7 +126,7 @@ func TestReassignmentMovesAPartitionUnderLoad(t *testing.T) {
 	defer cancel()
 	zk := zkOf(t, nodes[0])
 
-	for _, via := range []string{"znode", "kadm", "cli"} {
+	for _, via := range []string{"znode", "kadm", "cli", "http"} {
 		topic := "move-" + via
 		if _, err := adm.CreateTopic(ctx, 1, 2, nil, topic); err != nil {
 			t.Fatal(err)
@@ -161,6 +163,29 @@ func TestReassignmentMovesAPartitionUnderLoad(t *testing.T) {
 			}
 			if r := res[topic][0]; r.Err != nil {
 				t.Fatalf("AlterPartitionAssignments: %v %s", r.Err, r.ErrMessage)
+			}
+		case "http":
+			var plan struct {
+				Plan struct {
+					Proposed []struct {
+						Replicas []int32 `json:"replicas"`
+					} `json:"proposed"`
+				} `json:"plan"`
+			}
+			postJSON(t, nodes[2].URL+"/admin/reassignments", fmt.Sprintf(`{"topics":[%q],"brokers":[%d,%d]}`, topic, to[0], to[1]), &plan)
+			if len(plan.Plan.Proposed) != 1 || !sameSet(plan.Plan.Proposed[0].Replicas, to) {
+				t.Fatalf("HTTP plan %+v, want replicas %v", plan, to)
+			}
+			var started struct {
+				Results []struct {
+					ErrorCode int16  `json:"error_code"`
+					Message   string `json:"message"`
+				} `json:"results"`
+			}
+			postJSON(t, nodes[3].URL+"/admin/reassignments",
+				fmt.Sprintf(`{"partitions":[{"topic":%q,"partition":0,"replicas":[%d,%d]}]}`, topic, to[0], to[1]), &started)
+			if len(started.Results) != 1 || started.Results[0].ErrorCode != 0 {
+				t.Fatalf("HTTP start: %+v", started)
 			}
 		case "cli":
 			// --generate proposes a placement on the target brokers; the
@@ -204,6 +229,13 @@ func TestReassignmentMovesAPartitionUnderLoad(t *testing.T) {
 				return len(partitionDirs(t, nodes[id-1], topic)) == 0
 			})
 		}
+		var listed struct {
+			Reassignments []json.RawMessage `json:"reassignments"`
+		}
+		getJSON(t, nodes[0].URL+"/admin/reassignments", &listed)
+		if listed.Reassignments == nil || len(listed.Reassignments) != 0 {
+			t.Fatalf("GET /admin/reassignments after the move: %s", listed.Reassignments)
+		}
 		moving, err := adm.ListPartitionReassignments(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -214,5 +246,21 @@ func TestReassignmentMovesAPartitionUnderLoad(t *testing.T) {
 		if rs, err := zk.Reassignments(); err != nil || len(rs) != 0 {
 			t.Fatalf("/admin/reassign_partitions after the move: %v %v", rs, err)
 		}
+	}
+}
+
+func postJSON(t *testing.T, url, body string, v any) {
+	t.Helper()
+	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", url, res.StatusCode, data)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("POST %s: %v: %s", url, err, data)
 	}
 }

@@ -1,0 +1,212 @@
+package api
+
+import (
+	"context"
+	"net/http"
+)
+
+// Partition reassignment over HTTP: the same mechanism as Kafka's
+// AlterPartitionReassignments and `ferry reassign`, asked of the
+// controller wherever it is.
+
+// ReassignmentMove is one partition's target replicas (the format of
+// kafka-reassign-partitions.sh's files).
+type ReassignmentMove struct {
+	Topic     string  `json:"topic" example:"orders"`
+	Partition int32   `json:"partition" example:"0"`
+	Replicas  []int32 `json:"replicas" example:"3,4"`
+}
+
+// ReassignmentPlan is a topic set's current and proposed assignment.
+type ReassignmentPlan struct {
+	Current  []ReassignmentMove `json:"current"`
+	Proposed []ReassignmentMove `json:"proposed"`
+}
+
+// MovingPartition is a partition being reassigned.
+type MovingPartition struct {
+	Topic     string  `json:"topic" example:"orders"`
+	Partition int32   `json:"partition" example:"0"`
+	Replicas  []int32 `json:"replicas" example:"3,4,1,2"`
+	Adding    []int32 `json:"adding_replicas" example:"3,4"`
+	Removing  []int32 `json:"removing_replicas" example:"1,2"`
+}
+
+// PartitionResult is one partition's answer: ErrorCode 0 done, else
+// Kafka's code with a message.
+type PartitionResult struct {
+	Topic     string `json:"topic" example:"orders"`
+	Partition int32  `json:"partition" example:"0"`
+	ErrorCode int16  `json:"error_code" example:"0"`
+	Message   string `json:"message,omitempty"`
+}
+
+// Reassigner is what the reassignment routes need of the cluster.
+type Reassigner interface {
+	// Plan proposes placing topics on brokers (Kafka's --generate).
+	Plan(ctx context.Context, topics []string, brokers []int32) (ReassignmentPlan, error)
+	// Start starts moves; a nil Replicas cancels that partition's move.
+	Start(ctx context.Context, moves []ReassignmentMove) ([]PartitionResult, error)
+	// Moving lists the partitions being reassigned.
+	Moving(ctx context.Context) ([]MovingPartition, error)
+}
+
+type reassignBody struct {
+	// Partitions to move (the target replicas of each); or Topics and
+	// Brokers to plan a move of whole topics.
+	Partitions []ReassignmentMove `json:"partitions"`
+	Topics     []string           `json:"topics" example:"orders"`
+	Brokers    []int32            `json:"brokers" example:"3,4"`
+	// Execute starts the planned move (with Topics and Brokers).
+	Execute bool `json:"execute"`
+}
+
+type reassignAnswer struct {
+	Plan    *ReassignmentPlan `json:"plan,omitempty"`
+	Results []PartitionResult `json:"results,omitempty"`
+}
+
+type movingAnswer struct {
+	Reassignments []MovingPartition `json:"reassignments"`
+}
+
+// createReassignment serves POST /admin/reassignments.
+//
+//	@Summary		Plan or start a partition reassignment
+//	@Description	With `topics` and `brokers`: proposes placing those topics' partitions on those brokers (Kafka's algorithm, rack-aware, the replication factor kept) and returns it with today's assignment; with `execute` true it also starts it. With `partitions`: starts moving each partition to its `replicas`. The new replicas copy the data and join the ISR before the old ones are dropped; GET shows the moves in progress. Each result's error_code is Kafka's (0 started, 39 invalid assignment, 3 unknown partition).
+//	@Tags			cluster
+//	@Accept			json
+//	@Produce		json
+//	@Param			body	body		reassignBody	true	"partitions to move, or topics and brokers to plan for"
+//	@Success		200		{object}	reassignAnswer
+//	@Failure		400		{object}	errorBody	"40001: neither partitions nor topics and brokers"
+//	@Failure		503		{object}	errorBody	"50301: no controller answered"
+//	@Router			/admin/reassignments [post]
+func (g *Gateway) createReassignment(w http.ResponseWriter, r *http.Request) {
+	if !g.requireReassigner(w) {
+		return
+	}
+	var body reassignBody
+	if present, ok := decodeRestBody(w, r, &body); !ok {
+		return
+	} else if !present {
+		writeError(w, http.StatusBadRequest, codeMalformed, "a JSON body with partitions, or topics and brokers, is needed")
+		return
+	}
+	var answer reassignAnswer
+	moves := body.Partitions
+	switch {
+	case len(body.Partitions) > 0 && len(body.Topics) > 0:
+		writeError(w, http.StatusBadRequest, codeMalformed, "give partitions, or topics and brokers, not both")
+		return
+	case len(body.Topics) > 0:
+		if len(body.Brokers) == 0 {
+			writeError(w, http.StatusBadRequest, codeMalformed, "planning a move of topics needs brokers")
+			return
+		}
+		plan, err := g.cfg.Reassigner.Plan(r.Context(), body.Topics, body.Brokers)
+		if err != nil {
+			writeError(w, http.StatusUnprocessableEntity, codeInvalidReplication, err.Error())
+			return
+		}
+		answer.Plan = &plan
+		if !body.Execute {
+			writeJSON(w, http.StatusOK, typeJSON, answer)
+			return
+		}
+		moves = plan.Proposed
+	case len(body.Partitions) == 0:
+		writeError(w, http.StatusBadRequest, codeMalformed, "a JSON body with partitions, or topics and brokers, is needed")
+		return
+	}
+	for _, m := range moves {
+		if m.Topic == "" || m.Partition < 0 || len(m.Replicas) == 0 {
+			writeError(w, http.StatusBadRequest, codeMalformed, "each partition needs a topic, a partition >= 0 and replicas")
+			return
+		}
+	}
+	results, err := g.cfg.Reassigner.Start(r.Context(), moves)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignment: "+err.Error())
+		return
+	}
+	answer.Results = results
+	writeJSON(w, http.StatusOK, typeJSON, answer)
+}
+
+// listReassignments serves GET /admin/reassignments.
+//
+//	@Summary		Partition reassignments in progress
+//	@Description	Each partition being moved, with its replica set during the move and the replicas being added and removed (Kafka's ListPartitionReassignments). A partition leaves the list once its new replicas are in sync and the old ones are deleted.
+//	@Tags			cluster
+//	@Produce		json
+//	@Success		200	{object}	movingAnswer
+//	@Failure		503	{object}	errorBody	"50301: no controller answered"
+//	@Router			/admin/reassignments [get]
+func (g *Gateway) listReassignments(w http.ResponseWriter, r *http.Request) {
+	if !g.requireReassigner(w) {
+		return
+	}
+	moving, err := g.cfg.Reassigner.Moving(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignments: "+err.Error())
+		return
+	}
+	if moving == nil {
+		moving = []MovingPartition{}
+	}
+	writeJSON(w, http.StatusOK, typeJSON, movingAnswer{Reassignments: moving})
+}
+
+// cancelReassignments serves DELETE /admin/reassignments.
+//
+//	@Summary		Cancel partition reassignments
+//	@Description	Returns the named partitions (body `{"partitions":[{"topic":…,"partition":…}]}`), or every partition being moved without a body, to their original replicas; replicas the move added are deleted. A partition that is not moving answers error_code 85.
+//	@Tags			cluster
+//	@Accept			json
+//	@Produce		json
+//	@Param			body	body		electionBody	false	"partitions to cancel (none: all in progress)"
+//	@Success		200		{object}	reassignAnswer
+//	@Failure		503		{object}	errorBody	"50301: no controller answered"
+//	@Router			/admin/reassignments [delete]
+func (g *Gateway) cancelReassignments(w http.ResponseWriter, r *http.Request) {
+	if !g.requireReassigner(w) {
+		return
+	}
+	var body electionBody
+	if _, ok := decodeRestBody(w, r, &body); !ok {
+		return
+	}
+	var moves []ReassignmentMove
+	for _, p := range body.Partitions {
+		moves = append(moves, ReassignmentMove{Topic: p.Topic, Partition: p.Partition})
+	}
+	if len(moves) == 0 {
+		moving, err := g.cfg.Reassigner.Moving(r.Context())
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignments: "+err.Error())
+			return
+		}
+		for _, m := range moving {
+			moves = append(moves, ReassignmentMove{Topic: m.Topic, Partition: m.Partition})
+		}
+	}
+	answer := reassignAnswer{Results: []PartitionResult{}}
+	if len(moves) > 0 {
+		results, err := g.cfg.Reassigner.Start(r.Context(), moves)
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, codeUnavailable, "cancel: "+err.Error())
+			return
+		}
+		answer.Results = results
+	}
+	writeJSON(w, http.StatusOK, typeJSON, answer)
+}
+
+func (g *Gateway) requireReassigner(w http.ResponseWriter) bool {
+	if g.cfg.Reassigner == nil {
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignments are not available on this gateway")
+		return false
+	}
+	return true
+}
