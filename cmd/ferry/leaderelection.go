@@ -136,19 +136,27 @@ func electPreferredVia(kafkaAddr string) api.ElectPreferredFunc {
 			for _, p := range slices.Sorted(maps.Keys(results[t])) {
 				r := results[t][p]
 				res := api.ElectionResult{Topic: t, Partition: p, Elected: r.Err == nil}
-				if r.Err != nil {
-					res.Message = r.Err.Error()
-					if r.ErrMessage != "" {
-						res.Message = r.ErrMessage
-					}
-					var ke *kerr.Error
-					if errors.As(r.Err, &ke) {
-						res.ErrorCode = ke.Code
-					}
-				}
+				res.ErrorCode, res.Message = kafkaError(r.Err, r.ErrMessage)
 				out = append(out, res)
 			}
 		}
 		return out, nil
 	}
+}
+
+// kafkaError is a per-partition result's Kafka error code and message (0
+// and "" for none); the broker's message, when it sent one, is the message.
+func kafkaError(err error, brokerMessage string) (int16, string) {
+	if err == nil {
+		return 0, ""
+	}
+	msg := err.Error()
+	if brokerMessage != "" {
+		msg = brokerMessage
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code, msg
+	}
+	return -1, msg
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ferry-mq/ferry/api"
@@ -239,16 +237,7 @@ func (k kafkaReassigner) Start(ctx context.Context, moves []api.ReassignmentMove
 	var out []api.PartitionResult
 	res.Each(func(r kadm.AlterPartitionAssignmentsResponse) {
 		pr := api.PartitionResult{Topic: r.Topic, Partition: r.Partition}
-		if r.Err != nil {
-			pr.Message = r.Err.Error()
-			if r.ErrMessage != "" {
-				pr.Message = r.ErrMessage
-			}
-			var ke *kerr.Error
-			if errors.As(r.Err, &ke) {
-				pr.ErrorCode = ke.Code
-			}
-		}
+		pr.ErrorCode, pr.Message = kafkaError(r.Err, r.ErrMessage)
 		out = append(out, pr)
 	})
 	slices.SortFunc(out, func(a, b api.PartitionResult) int {

@@ -136,23 +136,10 @@ func TestZooKeeperRestartDoesNotStopProduceAndFetch(t *testing.T) {
 	}
 }
 
-// consumeAll reads topic's partition 0 from the start until want records
-// or 30 s, and returns how many it read.
+// consumeAll is how many records of topic's partition 0 readValues reads.
 func consumeAll(t *testing.T, nodes []*harness.Node, topic string, want int) int {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(liveSeeds(nodes)...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n := 0
-	for n < want && ctx.Err() == nil {
-		n += cl.PollFetches(ctx).NumRecords()
-	}
-	return n
+	return len(readValues(t, nodes, topic, want))
 }
 
 // sarama and kcat (librdkafka) produce with acks=all to a replicated topic
