@@ -67,7 +67,11 @@ done
 
 # The failover benchmarks run their own cluster: stop this one so the two
 # do not share the cores.
-for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=()
+# Brokers first, then ZooKeeper (pids[0]): a broker stopping with its
+# ZooKeeper gone waits for it.
+for p in "${pids[@]:1}"; do kill "$p" 2>/dev/null || true; done
+for p in "${pids[@]:1}"; do wait "$p" 2>/dev/null || true; done
+kill "${pids[0]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=()
 failover="$work/failover"
 failover_status=0
 go test -run '^$' -bench Failover -benchtime "${FAILOVERS}x" ./test/cluster/ >"$failover" 2>&1 || failover_status=$?

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-mq/ferry/replication"
@@ -37,6 +38,8 @@ type clusterNode struct {
 	// its topics, so no change made meanwhile is missed.
 	configChanges *zookeeper.Watch[[]string]
 	configCursor  *zookeeper.ConfigChanges
+	// disconnected: the ZooKeeper session has no connection now.
+	disconnected atomic.Bool
 }
 
 // joinCluster connects to ZooKeeper, takes (or creates) the cluster id,
@@ -74,6 +77,7 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 func (n *clusterNode) watchSession() {
 	defer close(n.sessions)
 	for ev := range n.zk.Events() {
+		n.disconnected.Store(ev.State == zookeeper.Disconnected || ev.State == zookeeper.Expired)
 		n.logger.Info("zookeeper session", "state", ev.State.String(), "session", ev.SessionID, "err", ev.Err)
 		n.sessions <- ev
 	}
@@ -152,7 +156,13 @@ func (n *clusterNode) controlledShutdown(ctx context.Context, broker int32, brok
 func (n *clusterNode) shutdownControlled(maxWait time.Duration) {
 	deadline := time.Now().Add(maxWait)
 	for attempt := 1; time.Now().Before(deadline); attempt++ {
-		remaining, err := n.askControlledShutdown(time.Until(deadline))
+		if n.disconnected.Load() {
+			// No controller can be found, nor move anything, without
+			// ZooKeeper; the followers take over once this session expires.
+			n.logger.Warn("controlled shutdown skipped: ZooKeeper is unreachable")
+			return
+		}
+		remaining, err := n.askBounded(time.Until(deadline))
 		if err == nil && remaining == 0 {
 			n.logger.Info("controlled shutdown: no partition led here any more", "attempts", attempt)
 			return
@@ -161,6 +171,26 @@ func (n *clusterNode) shutdownControlled(maxWait time.Duration) {
 		time.Sleep(min(time.Second, time.Until(deadline)))
 	}
 	n.logger.Warn("controlled shutdown gave up; stopping with leaderships the controller did not move")
+}
+
+// askBounded is askControlledShutdown cut off at timeout: a ZooKeeper
+// read waits for a session that may not come back.
+func (n *clusterNode) askBounded(timeout time.Duration) (int, error) {
+	type answer struct {
+		remaining int
+		err       error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		remaining, err := n.askControlledShutdown(timeout)
+		done <- answer{remaining, err}
+	}()
+	select {
+	case a := <-done:
+		return a.remaining, a.err
+	case <-time.After(timeout):
+		return 0, fmt.Errorf("no answer within %v", timeout)
+	}
 }
 
 func (n *clusterNode) askControlledShutdown(timeout time.Duration) (int, error) {
@@ -199,12 +229,22 @@ func (n *clusterNode) askControlledShutdown(timeout time.Duration) (int, error) 
 	return len(resp.PartitionsRemaining), nil
 }
 
+// controllerStopWait bounds the wait for the controller driver at
+// shutdown: with ZooKeeper unreachable its writes block for a session
+// timeout each; closing the session (next) ends them.
+const controllerStopWait = 5 * time.Second
+
 // stopController resigns (so another broker is elected at once) and
-// waits for the driver.
+// waits for the driver, a bounded time.
 func (n *clusterNode) stopController() {
-	if n.stopCtl != nil {
-		n.stopCtl()
-		<-n.ctlDone
+	if n.stopCtl == nil {
+		return
+	}
+	n.stopCtl()
+	select {
+	case <-n.ctlDone:
+	case <-time.After(controllerStopWait):
+		n.logger.Warn("the controller did not stop in time; closing the ZooKeeper session under it", "waited", controllerStopWait)
 	}
 }
 

@@ -404,3 +404,19 @@ func readValues(t *testing.T, nodes []*harness.Node, topic string, want int) []s
 	}
 	return out
 }
+
+// A broker told to stop (SIGTERM) while ZooKeeper is gone still stops,
+// cleanly, within the harness's stop bound: its controlled shutdown and
+// its controller give up waiting for ZooKeeper.
+func TestBrokerStopsWhileZooKeeperIsGone(t *testing.T) {
+	zk := zkserver.Start(t)
+	nodes := startClusterOn(t, zk.Addr(), 3)
+	cl, _ := replicatedProducer(t, nodes, "gone")
+	produceNumbered(t, cl, 0, 5)
+	if err := zk.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		n.Stop() // fails the test on a timeout or a non-zero exit
+	}
+}
