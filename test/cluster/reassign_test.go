@@ -264,3 +264,57 @@ func postJSON(t *testing.T, url, body string, v any) {
 		t.Fatalf("POST %s: %v: %s", url, err, data)
 	}
 }
+
+// Changing the replication factor is a reassignment: 2 → 3 adds a replica
+// that copies the log and joins the ISR; 3 → 1 drops two, deleting their
+// files; every acknowledged record stays in place.
+func TestReplicationFactorChangeIsAReassignment(t *testing.T) {
+	nodes := startCluster(t, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "rf"); err != nil {
+		t.Fatal(err)
+	}
+	var from []int32
+	harness.WaitFor(t, "both replicas are in sync", 30*time.Second, func() bool {
+		r, isr := replicasOf(t, nodes, "rf")
+		from = r
+		return len(r) == 2 && len(isr) == 2
+	})
+	producer := startAckingProducer(t, nodes, "rf")
+	harness.WaitFor(t, "records acknowledged", 30*time.Second, func() bool {
+		producer.mu.Lock()
+		defer producer.mu.Unlock()
+		return len(producer.acked) >= 200
+	})
+	var third int32
+	for id := int32(1); id <= 3; id++ {
+		if !slices.Contains(from, id) {
+			third = id
+		}
+	}
+	for _, target := range [][]int32{append(slices.Clone(from), third), {third}} {
+		req := kadm.AlterPartitionAssignmentsReq{}
+		req.Assign("rf", 0, target)
+		res, err := adm.AlterPartitionAssignments(ctx, req)
+		if err != nil || res.Error() != nil {
+			t.Fatalf("reassign to %v: %v %v", target, err, res.Error())
+		}
+		harness.WaitFor(t, fmt.Sprintf("the replicas become %v, all in sync", target), 60*time.Second, func() bool {
+			r, isr := replicasOf(t, nodes, "rf")
+			return slices.Equal(r, target) && sameSet(isr, target)
+		})
+	}
+	producer.finish(t, nodes, "rf")
+	for _, id := range from {
+		harness.WaitFor(t, fmt.Sprintf("broker %d deletes its dropped replica", id), 30*time.Second, func() bool {
+			return len(partitionDirs(t, nodes[id-1], "rf")) == 0
+		})
+	}
+}
