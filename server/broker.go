@@ -462,3 +462,14 @@ func inParallel(n int, fn func(i int)) {
 	}
 	wg.Wait()
 }
+
+// LocalReplicas lists the partitions this broker holds a replica of, for
+// DescribeLogDirs (sizes, where each log ends).
+func (b *Broker) LocalReplicas() []Partition {
+	ps := b.openPartitions()
+	out := make([]Partition, len(ps))
+	for i, p := range ps {
+		out[i] = p
+	}
+	return out
+}

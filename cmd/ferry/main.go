@@ -32,6 +32,7 @@ env FERRY_BOOTSTRAP; add -h to any command for its flags):
   ferry reassign --generate --topics-to-move-json-file F --broker-list 3,4
   ferry reassign --execute|--verify|--cancel --reassignment-json-file F [--wait D]
                           (kafka-reassign-partitions.sh's JSON files)
+  ferry brokers list      each broker's replicas, leaders and bytes
   ferry leader-election --election-type preferred|unclean
                           (--topic T --partition P | --all-topic-partitions)
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
@@ -60,6 +61,8 @@ func main() {
 		err = runGroups(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
+	case "brokers":
+		err = runBrokers(os.Args[2:])
 	case "reassign":
 		err = runReassign(os.Args[2:])
 	case "leader-election":

@@ -65,6 +65,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{23, 0, 4, (*Server).handleOffsetForLeaderEpoch, false},
 		{32, 0, 4, (*Server).handleDescribeConfigs, false},
 		{33, 0, 2, (*Server).handleAlterConfigs, false},
+		{35, 0, 4, (*Server).handleDescribeLogDirs, false},
 		{37, 0, 3, (*Server).handleCreatePartitions, false},
 		{42, 0, 2, (*Server).handleDeleteGroups, false},
 		{43, 0, 2, (*Server).handleElectLeaders, false},

@@ -317,4 +317,30 @@ func TestReplicationFactorChangeIsAReassignment(t *testing.T) {
 			return len(partitionDirs(t, nodes[id-1], "rf")) == 0
 		})
 	}
+	// `ferry brokers list` (Metadata and DescribeLogDirs): the one replica,
+	// its leadership and its bytes are on the third broker now.
+	out, err := exec.Command(harness.Binary(t), "brokers", "list", "--bootstrap", nodes[0].KafkaAddr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ferry brokers list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n")[1:] {
+		var id, replicas, leaders int32
+		var addr, rack, rest string
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			t.Fatalf("brokers list line %q", line)
+		}
+		fmt.Sscan(f[0], &id)
+		addr, rack, rest = f[1], f[2], strings.Join(f[3:], " ")
+		fmt.Sscan(f[len(f)-3], &replicas)
+		fmt.Sscan(f[len(f)-2], &leaders)
+		bytes := f[len(f)-1]
+		want := int32(0)
+		if id == third {
+			want = 1
+		}
+		if replicas != want || leaders != want || (id == third && (bytes == "-" || bytes == "0")) {
+			t.Fatalf("broker %d (%s %s %s): replicas %d leaders %d bytes %s, want %d\n%s", id, addr, rack, rest, replicas, leaders, bytes, want, out)
+		}
+	}
 }
