@@ -33,6 +33,7 @@ env FERRY_BOOTSTRAP; add -h to any command for its flags):
   ferry reassign --execute|--verify|--cancel --reassignment-json-file F [--wait D]
                           (kafka-reassign-partitions.sh's JSON files)
   ferry brokers list      each broker's replicas, leaders and bytes
+  ferry brokers decommission N [--wait D]   move every replica off broker N
   ferry leader-election --election-type preferred|unclean
                           (--topic T --partition P | --all-topic-partitions)
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …

@@ -344,3 +344,58 @@ func TestReplicationFactorChangeIsAReassignment(t *testing.T) {
 		}
 	}
 }
+
+// `ferry brokers decommission N` moves every replica off broker N (each to
+// the least loaded other broker) and waits for the moves: N then holds
+// nothing, and a producer writing meanwhile loses nothing.
+func TestDecommissionDrainsABroker(t *testing.T) {
+	nodes := startCluster(t, 4)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 4, 2, nil, "drain"); err != nil {
+		t.Fatal(err)
+	}
+	var drained int32
+	harness.WaitFor(t, "every replica in sync", 30*time.Second, func() bool {
+		md, err := metadataFrom(t, nodes, "drain")
+		if err != nil || len(md.Topics["drain"].Partitions) != 4 {
+			return false
+		}
+		for _, p := range md.Topics["drain"].Partitions {
+			if len(p.ISR) != 2 {
+				return false
+			}
+		}
+		drained = md.Topics["drain"].Partitions[0].Leader // the producer's partition moves too
+		return true
+	})
+	producer := startAckingProducer(t, nodes, "drain")
+	harness.WaitFor(t, "records acknowledged", 30*time.Second, func() bool {
+		producer.mu.Lock()
+		defer producer.mu.Unlock()
+		return len(producer.acked) >= 200
+	})
+	out, err := exec.Command(harness.Binary(t), "brokers", "decommission", fmt.Sprint(drained),
+		"--bootstrap", nodes[(drained%4)].KafkaAddr, "--wait", "25s").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "is completed.") {
+		t.Fatalf("ferry brokers decommission %d: %v\n%s", drained, err, out)
+	}
+	producer.finish(t, nodes, "drain")
+	md, err := metadataFrom(t, nodes, "drain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range md.Topics["drain"].Partitions {
+		if slices.Contains(p.Replicas, drained) || len(p.Replicas) != 2 {
+			t.Fatalf("drain-%d still on broker %d or lost a replica: %v", p.Partition, drained, p.Replicas)
+		}
+	}
+	harness.WaitFor(t, "the drained broker holds no replica", 30*time.Second, func() bool {
+		return len(partitionDirs(t, nodes[drained-1], "drain")) == 0
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"text/tabwriter"
 
@@ -86,4 +87,53 @@ func WriteLoads(w io.Writer, loads []BrokerLoad) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", l.ID, l.Addr, rack, ctl, l.Replicas, l.Leaders, bytes)
 	}
 	tw.Flush()
+}
+
+// Drain plans moving every replica off broker: each partition holding one
+// gets, in its place, the live broker holding fewest replicas (counting
+// the plan so far) that the partition does not already use. The other
+// replicas stay where they are, so only the drained broker's data moves.
+func Drain(md kadm.Metadata, broker int32) (Reassignment, error) {
+	load := map[int32]int{}
+	for _, b := range md.Brokers {
+		if b.NodeID != broker {
+			load[b.NodeID] = 0
+		}
+	}
+	for _, t := range md.Topics {
+		for _, p := range t.Partitions {
+			for _, r := range p.Replicas {
+				if _, ok := load[r]; ok {
+					load[r]++
+				}
+			}
+		}
+	}
+	plan := Reassignment{Version: 1}
+	for _, topic := range slices.Sorted(maps.Keys(md.Topics)) {
+		for _, p := range md.Topics[topic].Partitions.Sorted() {
+			i := slices.Index(p.Replicas, broker)
+			if i < 0 {
+				continue
+			}
+			best := int32(-1)
+			for _, id := range slices.Sorted(maps.Keys(load)) {
+				if slices.Contains(p.Replicas, id) {
+					continue
+				}
+				if best < 0 || load[id] < load[best] {
+					best = id
+				}
+			}
+			if best < 0 {
+				return plan, fmt.Errorf("%s-%d has %d replicas and only %d other brokers are live: nowhere to move broker %d's",
+					topic, p.Partition, len(p.Replicas), len(load), broker)
+			}
+			target := slices.Clone(p.Replicas)
+			target[i] = best
+			load[best]++
+			plan.Partitions = append(plan.Partitions, move(topic, p.Partition, target))
+		}
+	}
+	return plan, nil
 }
