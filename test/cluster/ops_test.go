@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -124,9 +126,13 @@ func TestZooKeeperRestartDoesNotStopProduceAndFetch(t *testing.T) {
 	// The controller acts again: a new topic gets its leader.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, nil, "later"); err != nil {
-		t.Fatalf("create a topic after ZooKeeper's restart: %v", err)
-	}
+	// A long outage (a slow restart) expires the sessions: the brokers
+	// register again, and a replication-factor-3 topic waits for all three.
+	var createErr error
+	harness.WaitFor(t, "a topic can be created after ZooKeeper's restart", 60*time.Second, func() bool {
+		_, createErr = kadm.NewClient(cl).CreateTopic(ctx, 1, 3, nil, "later")
+		return createErr == nil || errors.Is(createErr, kerr.TopicAlreadyExists)
+	})
 	harness.WaitFor(t, "the new topic has a leader", 30*time.Second, func() bool {
 		leader, isr := partitionState(t, nodes, "later")
 		return leader > 0 && len(isr) == 3

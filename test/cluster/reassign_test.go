@@ -126,11 +126,17 @@ func TestReassignmentMovesAPartitionUnderLoad(t *testing.T) {
 	defer cancel()
 	zk := zkOf(t, nodes[0])
 
-	for _, via := range []string{"znode", "kadm", "cli", "http"} {
-		topic := "move-" + via
-		if _, err := adm.CreateTopic(ctx, 1, 2, nil, topic); err != nil {
+	vias := []string{"znode", "kadm", "cli", "http"}
+	// Created up front: a new topic's LeaderAndIsr racing an earlier move's
+	// replica deletion on the same broker was once seen not to take under
+	// CI load (see docs/replication.md, known gaps).
+	for _, via := range vias {
+		if _, err := adm.CreateTopic(ctx, 1, 2, nil, "move-"+via); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, via := range vias {
+		topic := "move-" + via
 		var from []int32
 		harness.WaitFor(t, "both replicas are in sync", 30*time.Second, func() bool {
 			r, isr := replicasOf(t, nodes, topic)
