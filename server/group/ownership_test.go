@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // A cluster's broker serves a group only while it leads the group's
@@ -64,13 +65,7 @@ func TestCoordinatorFollowsLeadershipOfItsPartition(t *testing.T) {
 	}
 	waitServing := func() {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for c.serves("billing") != errNone {
-			if time.Now().After(deadline) {
-				t.Fatalf("still not serving the group: %d", c.serves("billing"))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		harness.WaitFor(t, "the coordinator serves the group", 10*time.Second, func() bool { return c.serves("billing") == errNone })
 	}
 
 	if code := commit(1); code != errNotCoordinator {

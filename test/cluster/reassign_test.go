@@ -67,6 +67,12 @@ func startAckingProducer(t *testing.T, nodes []*harness.Node, topic string) *ack
 	return p
 }
 
+func (p *ackingProducer) ackedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.acked)
+}
+
 // finish stops the producer and checks that every acknowledged record is
 // in the partition exactly once, at its acknowledged offset.
 func (p *ackingProducer) finish(t *testing.T, nodes []*harness.Node, topic string) {
@@ -150,11 +156,7 @@ func TestReassignmentMovesAPartitionUnderLoad(t *testing.T) {
 			}
 		}
 		producer := startAckingProducer(t, nodes, topic)
-		harness.WaitFor(t, "records acknowledged before the move", 30*time.Second, func() bool {
-			producer.mu.Lock()
-			defer producer.mu.Unlock()
-			return len(producer.acked) >= 200
-		})
+		harness.WaitFor(t, "records acknowledged before the move", 30*time.Second, func() bool { return producer.ackedCount() >= 200 })
 		switch via {
 		case "znode":
 			if err := zk.CreateReassignment([]zookeeper.Reassignment{{TopicPartition: zookeeper.TopicPartition{Topic: topic, Partition: 0}, Replicas: to}}); err != nil {
@@ -228,7 +230,8 @@ func TestReassignmentMovesAPartitionUnderLoad(t *testing.T) {
 			leader, _ := partitionState(t, nodes, topic)
 			return slices.Equal(r, to) && len(isr) == 2 && slices.Contains(to, leader)
 		})
-		time.Sleep(300 * time.Millisecond) // a few acks on the new leader before stopping
+		moved := producer.ackedCount()
+		harness.WaitFor(t, "acks from the new leader", 30*time.Second, func() bool { return producer.ackedCount() >= moved+20 })
 		producer.finish(t, nodes, topic)
 		for _, id := range from {
 			harness.WaitFor(t, fmt.Sprintf("broker %d deletes its old replica", id), 30*time.Second, func() bool {
@@ -294,11 +297,7 @@ func TestReplicationFactorChangeIsAReassignment(t *testing.T) {
 		return len(r) == 2 && len(isr) == 2
 	})
 	producer := startAckingProducer(t, nodes, "rf")
-	harness.WaitFor(t, "records acknowledged", 30*time.Second, func() bool {
-		producer.mu.Lock()
-		defer producer.mu.Unlock()
-		return len(producer.acked) >= 200
-	})
+	harness.WaitFor(t, "records acknowledged", 30*time.Second, func() bool { return producer.ackedCount() >= 200 })
 	var third int32
 	for id := int32(1); id <= 3; id++ {
 		if !slices.Contains(from, id) {
@@ -381,11 +380,7 @@ func TestDecommissionDrainsABroker(t *testing.T) {
 		return true
 	})
 	producer := startAckingProducer(t, nodes, "drain")
-	harness.WaitFor(t, "records acknowledged", 30*time.Second, func() bool {
-		producer.mu.Lock()
-		defer producer.mu.Unlock()
-		return len(producer.acked) >= 200
-	})
+	harness.WaitFor(t, "records acknowledged", 30*time.Second, func() bool { return producer.ackedCount() >= 200 })
 	out, err := exec.Command(harness.Binary(t), "brokers", "decommission", fmt.Sprint(drained),
 		"--bootstrap", nodes[(drained%4)].KafkaAddr, "--wait", "25s").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "is completed.") {
