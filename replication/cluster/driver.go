@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -172,16 +173,27 @@ func (c *Controller) Status() Status {
 // timestamp (see toBrokers). While Run is not running it waits for ctx.
 func (c *Controller) ControlledShutdown(ctx context.Context, broker int32, brokerEpoch int64) ([]controller.TopicPartition, error) {
 	ask := shutdownAsk{broker: broker, brokerEpoch: brokerEpoch, answer: make(chan controller.AnswerControlledShutdown, 1)}
+	a, ok, err := roundTrip(ctx, c.asks, ask, ask.answer)
+	if err != nil || !ok {
+		return nil, cmp.Or(err, controller.ErrNotController)
+	}
+	return a.Remaining, a.Err
+}
+
+// roundTrip hands ask to the term's loop (or the campaign, which refuses
+// it) on asks and waits for its answer, both bounded by ctx; ok is false
+// when the answer channel was closed unanswered.
+func roundTrip[A, R any](ctx context.Context, asks chan<- A, ask A, answer <-chan R) (r R, ok bool, err error) {
 	select {
-	case c.asks <- ask:
+	case asks <- ask:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return r, false, ctx.Err()
 	}
 	select {
-	case a := <-ask.answer:
-		return a.Remaining, a.Err
+	case r, ok = <-answer:
+		return r, ok, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return r, false, ctx.Err()
 	}
 }
 
@@ -191,21 +203,15 @@ func (c *Controller) ControlledShutdown(ctx context.Context, broker int32, broke
 // written (nil: elected; controller.ErrElectionNotNeeded, …).
 // controller.ErrNotController when this broker is not the controller.
 func (c *Controller) ElectLeaders(ctx context.Context, typ controller.ElectionType, partitions []controller.TopicPartition) (map[controller.TopicPartition]error, error) {
-	ask := electionAsk{typ: typ, partitions: partitions, answer: make(chan controller.AnswerLeaderElection, 1)}
 	if !c.active.Load() {
 		return nil, controller.ErrNotController
 	}
-	select {
-	case c.elections <- ask:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	ask := electionAsk{typ: typ, partitions: partitions, answer: make(chan controller.AnswerLeaderElection, 1)}
+	a, ok, err := roundTrip(ctx, c.elections, ask, ask.answer)
+	if err != nil || !ok {
+		return nil, cmp.Or(err, controller.ErrNotController)
 	}
-	select {
-	case a := <-ask.answer:
-		return a.Results, a.Err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return a.Results, a.Err
 }
 
 // AlterReassignments is Kafka's AlterPartitionReassignments for the
@@ -217,17 +223,11 @@ func (c *Controller) AlterReassignments(ctx context.Context, partitions map[cont
 		return nil, controller.ErrNotController
 	}
 	ask := reassignAsk{partitions: partitions, answer: make(chan controller.AnswerReassignments, 1)}
-	select {
-	case c.reassigns <- ask:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	a, ok, err := roundTrip(ctx, c.reassigns, ask, ask.answer)
+	if err != nil || !ok {
+		return nil, cmp.Or(err, controller.ErrNotController)
 	}
-	select {
-	case a := <-ask.answer:
-		return a.Results, a.Err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return a.Results, a.Err
 }
 
 // Reassignments is Kafka's ListPartitionReassignments: the partitions
@@ -237,20 +237,11 @@ func (c *Controller) Reassignments(ctx context.Context) (map[controller.TopicPar
 		return nil, controller.ErrNotController
 	}
 	ask := reassignAsk{list: make(chan map[controller.TopicPartition]controller.Assignment, 1)}
-	select {
-	case c.reassigns <- ask:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	m, ok, err := roundTrip(ctx, c.reassigns, ask, ask.list)
+	if err != nil || !ok {
+		return nil, cmp.Or(err, controller.ErrNotController)
 	}
-	select {
-	case m, ok := <-ask.list:
-		if !ok {
-			return nil, controller.ErrNotController
-		}
-		return m, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return m, nil
 }
 
 // Run campaigns for /controller and acts as controller whenever it wins,
