@@ -138,11 +138,19 @@ func TestTopicDeletionRemovesEveryReplica(t *testing.T) {
 		leader, _ := partitionState(t, nodes, "doomed")
 		return leader > 0
 	})
-	ends, err := kadm.NewClient(fresh).ListEndOffsets(ctx, "doomed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, ok := ends.Lookup("doomed", 0); !ok || o.Err != nil || o.Offset != 0 {
-		t.Fatalf("the new topic's end offset: %+v", o)
+	// Its leader may answer before the client's metadata knows it: ask
+	// until the partition is answered, then it must be empty.
+	var end kadm.ListedOffset
+	harness.WaitFor(t, "the new topic's end offset is answered", 30*time.Second, func() bool {
+		ends, err := kadm.NewClient(fresh).ListEndOffsets(ctx, "doomed")
+		if err != nil {
+			return false
+		}
+		o, ok := ends.Lookup("doomed", 0)
+		end = o
+		return ok && o.Err == nil && o.Topic == "doomed"
+	})
+	if end.Offset != 0 {
+		t.Fatalf("the new topic's end offset: %+v", end)
 	}
 }
