@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -95,10 +96,26 @@ func Start(t testing.TB, args ...string) *Node {
 // test's own), set by a shell that then execs ferry in its place.
 func StartWithFDLimit(t testing.TB, fdLimit int, args ...string) *Node {
 	t.Helper()
-	n := &Node{t: t, DataDir: t.TempDir(), HTTPPort: FreePort(t), Args: args, FDLimit: fdLimit}
-	n.KafkaAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
-	n.URL = fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort)
-	n.start()
+	n := &Node{t: t, DataDir: t.TempDir(), Args: args, FDLimit: fdLimit}
+	// FreePort's port is free only until someone else takes it: another
+	// node of a parallel test can bind it between our probe and our start.
+	// A fresh node has nothing to keep, so it tries new ports.
+	for attempt := 1; ; attempt++ {
+		n.HTTPPort = FreePort(t)
+		n.KafkaAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+		n.URL = fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort)
+		n.launch()
+		err := n.waitReady()
+		if err == nil {
+			break
+		}
+		if attempt < 3 && strings.Contains(n.logs.String(), "address already in use") {
+			n.Kill()
+			n.logs = nil
+			continue
+		}
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		n.Kill()
 		if t.Failed() {
@@ -109,6 +126,12 @@ func StartWithFDLimit(t testing.TB, fdLimit int, args ...string) *Node {
 }
 
 func (n *Node) start() {
+	n.t.Helper()
+	n.launch()
+	n.WaitReady()
+}
+
+func (n *Node) launch() {
 	n.t.Helper()
 	args := append([]string{"serve",
 		"--data-dir", n.DataDir,
@@ -131,29 +154,34 @@ func (n *Node) start() {
 	}
 	n.done = make(chan struct{})
 	go func() { n.cmd.Wait(); close(n.done) }()
-	n.WaitReady()
 }
 
 // WaitReady polls /healthz until it answers 200.
 func (n *Node) WaitReady() {
 	n.t.Helper()
+	if err := n.waitReady(); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *Node) waitReady() error {
 	deadline := time.Now().Add(orDefault(n.ReadyTimeout))
 	for time.Now().Before(deadline) {
 		select {
 		case <-n.done:
-			n.t.Fatalf("ferry exited before it was ready:\n%s", n.Logs())
+			return fmt.Errorf("ferry exited before it was ready:\n%s", n.Logs())
 		default:
 		}
 		res, err := http.Get(n.URL + "/healthz")
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == 200 {
-				return
+				return nil
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	n.t.Fatalf("ferry not ready within %v:\n%s", orDefault(n.ReadyTimeout), n.Logs())
+	return fmt.Errorf("ferry not ready within %v:\n%s", orDefault(n.ReadyTimeout), n.Logs())
 }
 
 // Kill sends SIGKILL and waits for the process to end.
