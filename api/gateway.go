@@ -162,6 +162,7 @@ func (g *Gateway) Handler() http.Handler {
 	r.Post("/admin/reassignments", g.createReassignment)
 	r.Get("/admin/reassignments", g.listReassignments)
 	r.Delete("/admin/reassignments", g.cancelReassignments)
+	r.Delete("/admin/reassignments/throttle", g.removeReplicationThrottle)
 
 	gr := g.requireGroups
 	r.Get("/kafka/{topic}/stream", gr(g.stream))

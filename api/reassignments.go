@@ -30,6 +30,27 @@ type MovingPartition struct {
 	Replicas  []int32 `json:"replicas" example:"3,4,1,2"`
 	Adding    []int32 `json:"adding_replicas" example:"3,4"`
 	Removing  []int32 `json:"removing_replicas" example:"1,2"`
+	// Progress is what the adding replicas hold of the leader's log;
+	// absent when the sizes could not be read.
+	Progress *MoveProgress `json:"progress,omitempty"`
+}
+
+// MoveProgress counts the bytes of a move: BytesToCopy is the leader's
+// log size once per adding replica, BytesCopied what those replicas hold
+// of it (each counted up to the leader's size).
+type MoveProgress struct {
+	BytesCopied int64 `json:"bytes_copied" example:"52428800"`
+	BytesToCopy int64 `json:"bytes_to_copy" example:"104857600"`
+}
+
+// Reassignments are the moves in progress, their total progress and the
+// replication throttle set for them (0: none).
+type Reassignments struct {
+	Reassignments []MovingPartition `json:"reassignments"`
+	Total         MoveProgress      `json:"total"`
+	// ThrottleBytesPerSec is the highest leader or follower replication
+	// throttle set on a broker (0: unthrottled).
+	ThrottleBytesPerSec int64 `json:"throttle_bytes_per_sec" example:"10485760"`
 }
 
 // PartitionResult is one partition's answer: ErrorCode 0 done, else
@@ -47,8 +68,13 @@ type Reassigner interface {
 	Plan(ctx context.Context, topics []string, brokers []int32) (ReassignmentPlan, error)
 	// Start starts moves; a nil Replicas cancels that partition's move.
 	Start(ctx context.Context, moves []ReassignmentMove) ([]PartitionResult, error)
-	// Moving lists the partitions being reassigned.
-	Moving(ctx context.Context) ([]MovingPartition, error)
+	// Moving lists the partitions being reassigned, with their progress.
+	Moving(ctx context.Context) (Reassignments, error)
+	// Throttle limits the copying of moves' replicas to rate bytes/s on
+	// each broker taking part (Kafka's --throttle: the rates on the
+	// brokers, the throttled-replica lists on the topics); rate 0 removes
+	// every replication throttle (Kafka's --verify once done).
+	Throttle(ctx context.Context, moves []ReassignmentMove, rate int64) error
 }
 
 type reassignBody struct {
@@ -59,15 +85,14 @@ type reassignBody struct {
 	Brokers    []int32            `json:"brokers" example:"3,4"`
 	// Execute starts the planned move (with Topics and Brokers).
 	Execute bool `json:"execute"`
+	// ThrottleBytesPerSec, when positive, throttles the move's copying to
+	// this rate on each broker taking part, before it starts.
+	ThrottleBytesPerSec int64 `json:"throttle_bytes_per_sec" example:"10485760"`
 }
 
 type reassignAnswer struct {
 	Plan    *ReassignmentPlan `json:"plan,omitempty"`
 	Results []PartitionResult `json:"results,omitempty"`
-}
-
-type movingAnswer struct {
-	Reassignments []MovingPartition `json:"reassignments"`
 }
 
 // createReassignment serves POST /admin/reassignments.
@@ -125,6 +150,16 @@ func (g *Gateway) createReassignment(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if body.ThrottleBytesPerSec < 0 {
+		writeError(w, http.StatusBadRequest, codeMalformed, "throttle_bytes_per_sec must be positive (or 0: no throttle)")
+		return
+	}
+	if body.ThrottleBytesPerSec > 0 {
+		if err := g.cfg.Reassigner.Throttle(r.Context(), moves, body.ThrottleBytesPerSec); err != nil {
+			writeError(w, http.StatusServiceUnavailable, codeUnavailable, "throttle: "+err.Error())
+			return
+		}
+	}
 	results, err := g.cfg.Reassigner.Start(r.Context(), moves)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignment: "+err.Error())
@@ -137,10 +172,10 @@ func (g *Gateway) createReassignment(w http.ResponseWriter, r *http.Request) {
 // listReassignments serves GET /admin/reassignments.
 //
 //	@Summary		Partition reassignments in progress
-//	@Description	Each partition being moved, with its replica set during the move and the replicas being added and removed (Kafka's ListPartitionReassignments). A partition leaves the list once its new replicas are in sync and the old ones are deleted.
+//	@Description	Each partition being moved, with its replica set during the move, the replicas being added and removed (Kafka's ListPartitionReassignments) and its progress (bytes the adding replicas hold of the leader's log, from DescribeLogDirs on every broker), the total progress, and the replication throttle in force. A partition leaves the list once its new replicas are in sync and the old ones are deleted.
 //	@Tags			cluster
 //	@Produce		json
-//	@Success		200	{object}	movingAnswer
+//	@Success		200	{object}	Reassignments
 //	@Failure		503	{object}	errorBody	"50301: no controller answered"
 //	@Router			/admin/reassignments [get]
 func (g *Gateway) listReassignments(w http.ResponseWriter, r *http.Request) {
@@ -152,10 +187,29 @@ func (g *Gateway) listReassignments(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignments: "+err.Error())
 		return
 	}
-	if moving == nil {
-		moving = []MovingPartition{}
+	if moving.Reassignments == nil {
+		moving.Reassignments = []MovingPartition{}
 	}
-	writeJSON(w, http.StatusOK, typeJSON, movingAnswer{Reassignments: moving})
+	writeJSON(w, http.StatusOK, typeJSON, moving)
+}
+
+// removeReplicationThrottle serves DELETE /admin/reassignments/throttle.
+//
+//	@Summary		Remove the replication throttle
+//	@Description	Removes the leader and follower replication throttle rates from every broker and the throttled-replica lists from every topic, as `ferry reassign --verify` does once a throttled move is complete.
+//	@Tags			cluster
+//	@Success		204
+//	@Failure		503	{object}	errorBody	"50301: no controller answered"
+//	@Router			/admin/reassignments/throttle [delete]
+func (g *Gateway) removeReplicationThrottle(w http.ResponseWriter, r *http.Request) {
+	if !g.requireReassigner(w) {
+		return
+	}
+	if err := g.cfg.Reassigner.Throttle(r.Context(), nil, 0); err != nil {
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "throttle: "+err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // cancelReassignments serves DELETE /admin/reassignments.
@@ -187,7 +241,7 @@ func (g *Gateway) cancelReassignments(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignments: "+err.Error())
 			return
 		}
-		for _, m := range moving {
+		for _, m := range moving.Reassignments {
 			moves = append(moves, ReassignmentMove{Topic: m.Topic, Partition: m.Partition})
 		}
 	}

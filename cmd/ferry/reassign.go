@@ -249,15 +249,15 @@ func (k kafkaReassigner) Start(ctx context.Context, moves []api.ReassignmentMove
 	return out, nil
 }
 
-func (k kafkaReassigner) Moving(ctx context.Context) ([]api.MovingPartition, error) {
+func (k kafkaReassigner) Moving(ctx context.Context) (api.Reassignments, error) {
 	adm, err := k.admin()
 	if err != nil {
-		return nil, err
+		return api.Reassignments{}, err
 	}
 	defer adm.Close()
 	res, err := adm.ListPartitionReassignments(ctx, nil)
 	if err != nil {
-		return nil, err
+		return api.Reassignments{}, err
 	}
 	var out []api.MovingPartition
 	for _, t := range slices.Sorted(maps.Keys(res)) {
@@ -266,5 +266,9 @@ func (k kafkaReassigner) Moving(ctx context.Context) ([]api.MovingPartition, err
 			out = append(out, api.MovingPartition{Topic: t, Partition: p, Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas})
 		}
 	}
-	return out, nil
+	return api.Reassignments{Reassignments: out}, nil
+}
+
+func (k kafkaReassigner) Throttle(ctx context.Context, moves []api.ReassignmentMove, rate int64) error {
+	return fmt.Errorf("replication throttles are not built yet")
 }
