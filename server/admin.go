@@ -20,6 +20,11 @@ func (b *Broker) ValidateTopicSpec(spec TopicSpec) error {
 	if _, err := b.lookup(spec.Name); err == nil {
 		return fmt.Errorf("%w: %q", ErrTopicExists, spec.Name)
 	}
+	if spec.Assignment != nil {
+		if _, err := b.checkAssignment(spec.Assignment, 0, len(spec.Assignment[0])); err != nil {
+			return err
+		}
+	}
 	return b.checkPartitionBudget(spec.Partitions)
 }
 

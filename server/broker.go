@@ -34,6 +34,9 @@ type Broker struct {
 	// metadata is where topics are recorded (Config.Metadata).
 	metadata replication.Metadata
 
+	// throttle is the replication throttle's rates (throttle.go).
+	throttle replicationThrottle
+
 	mu struct {
 		sync.RWMutex
 		topics map[string]*topic

@@ -86,6 +86,9 @@ type Config struct {
 	// ProducerIDs reserves a cluster's producer id blocks; nil: this data
 	// dir's own file reserves them (a single node).
 	ProducerIDs ProducerIDSource
+	// BrokerConfigs holds a cluster's dynamic broker configs (the
+	// replication throttle rates); nil on a single node, which has none.
+	BrokerConfigs BrokerConfigStore
 	// ISRStore records leaders' ISR changes (a cluster's metadata); nil:
 	// none are recorded (a single node makes none).
 	ISRStore ISRStore

@@ -259,7 +259,7 @@ func (b *Broker) checkControllerEpoch(epoch int32) error {
 }
 
 func newFetcherManager(cfg Config, b *Broker) *fetcher.Manager {
-	return fetcher.NewManager(fetcher.Config{BrokerID: cfg.BrokerID, Logger: b.logger})
+	return fetcher.NewManager(fetcher.Config{BrokerID: cfg.BrokerID, Logger: b.logger, Throttle: followerThrottle{b}})
 }
 
 // ISRStore records leaders' ISR changes in the cluster metadata

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/replication/isr"
+	"github.com/ferry-mq/ferry/replication/quota"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -33,6 +34,9 @@ const (
 	CfgTimestampBeforeMax = "message.timestamp.before.max.ms"
 	CfgTimestampAfterMax  = "message.timestamp.after.max.ms"
 	CfgTimestampDiffMax   = "message.timestamp.difference.max.ms"
+
+	CfgLeaderThrottledReplicas   = "leader.replication.throttled.replicas"
+	CfgFollowerThrottledReplicas = "follower.replication.throttled.replicas"
 )
 
 // ConfigType is a config's type as Kafka's DescribeConfigs names it.
@@ -69,43 +73,43 @@ const maxLong = "9223372036854775807"
 // Deviation: segment.bytes starts at 1024 (Kafka: 14), below which ferry's
 // segments cannot hold a batch header and its index entries usefully.
 var topicConfigDefs = map[string]topicConfigDef{
-	CfgCleanupPolicy:                          {TypeList, "delete", cleanupPolicy},
-	CfgCompressionType:                        {TypeString, "producer", oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")},
-	"compression.gzip.level":                  {TypeInt, "-1", gzipLevel},
-	"compression.lz4.level":                   {TypeInt, "9", intBetween(1, 17)},
-	"compression.zstd.level":                  {TypeInt, "3", intBetween(-131072, 22)},
-	"delete.retention.ms":                     {TypeLong, "86400000", longAtLeast(0)},
-	"file.delete.delay.ms":                    {TypeLong, "60000", longAtLeast(0)},
-	CfgFlushMessages:                          {TypeLong, maxLong, longAtLeast(1)},
-	CfgFlushMs:                                {TypeLong, maxLong, longAtLeast(0)},
-	"follower.replication.throttled.replicas": {TypeList, "", throttledReplicas},
-	CfgIndexIntervalBytes:                     {TypeInt, "4096", intBetween(0, math.MaxInt32)},
-	"leader.replication.throttled.replicas":   {TypeList, "", throttledReplicas},
-	"local.retention.bytes":                   {TypeLong, "-2", longAtLeast(-2)},
-	"local.retention.ms":                      {TypeLong, "-2", longAtLeast(-2)},
-	"max.compaction.lag.ms":                   {TypeLong, maxLong, longAtLeast(1)},
-	CfgMaxMessageBytes:                        {TypeInt, "1048588", intBetween(0, math.MaxInt32)},
-	"message.downconversion.enable":           {TypeBoolean, "true", boolean},
-	"message.format.version":                  {TypeString, "3.0-IV1", messageFormatVersion},
-	CfgTimestampAfterMax:                      {TypeLong, maxLong, longAtLeast(0)},
-	CfgTimestampBeforeMax:                     {TypeLong, maxLong, longAtLeast(0)},
-	CfgTimestampDiffMax:                       {TypeLong, maxLong, longAtLeast(0)},
-	CfgTimestampType:                          {TypeString, "CreateTime", oneOf("CreateTime", "LogAppendTime")},
-	"min.cleanable.dirty.ratio":               {TypeDouble, "0.5", doubleBetween(0, 1)},
-	"min.compaction.lag.ms":                   {TypeLong, "0", longAtLeast(0)},
-	CfgMinInsyncReplicas:                      {TypeInt, "1", intBetween(1, math.MaxInt32)},
-	"preallocate":                             {TypeBoolean, "false", boolean},
-	"remote.log.copy.disable":                 {TypeBoolean, "false", boolean},
-	"remote.log.delete.on.disable":            {TypeBoolean, "false", boolean},
-	"remote.storage.enable":                   {TypeBoolean, "false", boolean},
-	CfgRetentionBytes:                         {TypeLong, "-1", longAtLeast(math.MinInt64)},
-	CfgRetentionMs:                            {TypeLong, "604800000", longAtLeast(-1)},
-	CfgSegmentBytes:                           {TypeInt, "1073741824", intBetween(1024, math.MaxInt32)},
-	"segment.index.bytes":                     {TypeInt, "10485760", intBetween(4, math.MaxInt32)},
-	"segment.jitter.ms":                       {TypeLong, "0", longAtLeast(0)},
-	CfgSegmentMs:                              {TypeLong, "604800000", longAtLeast(1)},
-	"unclean.leader.election.enable":          {TypeBoolean, "false", boolean},
-	CfgValueSchemaValidation:                  {TypeBoolean, "false", oneOf("true", "false")},
+	CfgCleanupPolicy:                 {TypeList, "delete", cleanupPolicy},
+	CfgCompressionType:               {TypeString, "producer", oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")},
+	"compression.gzip.level":         {TypeInt, "-1", gzipLevel},
+	"compression.lz4.level":          {TypeInt, "9", intBetween(1, 17)},
+	"compression.zstd.level":         {TypeInt, "3", intBetween(-131072, 22)},
+	"delete.retention.ms":            {TypeLong, "86400000", longAtLeast(0)},
+	"file.delete.delay.ms":           {TypeLong, "60000", longAtLeast(0)},
+	CfgFlushMessages:                 {TypeLong, maxLong, longAtLeast(1)},
+	CfgFlushMs:                       {TypeLong, maxLong, longAtLeast(0)},
+	CfgFollowerThrottledReplicas:     {TypeList, "", throttledReplicas},
+	CfgIndexIntervalBytes:            {TypeInt, "4096", intBetween(0, math.MaxInt32)},
+	CfgLeaderThrottledReplicas:       {TypeList, "", throttledReplicas},
+	"local.retention.bytes":          {TypeLong, "-2", longAtLeast(-2)},
+	"local.retention.ms":             {TypeLong, "-2", longAtLeast(-2)},
+	"max.compaction.lag.ms":          {TypeLong, maxLong, longAtLeast(1)},
+	CfgMaxMessageBytes:               {TypeInt, "1048588", intBetween(0, math.MaxInt32)},
+	"message.downconversion.enable":  {TypeBoolean, "true", boolean},
+	"message.format.version":         {TypeString, "3.0-IV1", messageFormatVersion},
+	CfgTimestampAfterMax:             {TypeLong, maxLong, longAtLeast(0)},
+	CfgTimestampBeforeMax:            {TypeLong, maxLong, longAtLeast(0)},
+	CfgTimestampDiffMax:              {TypeLong, maxLong, longAtLeast(0)},
+	CfgTimestampType:                 {TypeString, "CreateTime", oneOf("CreateTime", "LogAppendTime")},
+	"min.cleanable.dirty.ratio":      {TypeDouble, "0.5", doubleBetween(0, 1)},
+	"min.compaction.lag.ms":          {TypeLong, "0", longAtLeast(0)},
+	CfgMinInsyncReplicas:             {TypeInt, "1", intBetween(1, math.MaxInt32)},
+	"preallocate":                    {TypeBoolean, "false", boolean},
+	"remote.log.copy.disable":        {TypeBoolean, "false", boolean},
+	"remote.log.delete.on.disable":   {TypeBoolean, "false", boolean},
+	"remote.storage.enable":          {TypeBoolean, "false", boolean},
+	CfgRetentionBytes:                {TypeLong, "-1", longAtLeast(math.MinInt64)},
+	CfgRetentionMs:                   {TypeLong, "604800000", longAtLeast(-1)},
+	CfgSegmentBytes:                  {TypeInt, "1073741824", intBetween(1024, math.MaxInt32)},
+	"segment.index.bytes":            {TypeInt, "10485760", intBetween(4, math.MaxInt32)},
+	"segment.jitter.ms":              {TypeLong, "0", longAtLeast(0)},
+	CfgSegmentMs:                     {TypeLong, "604800000", longAtLeast(1)},
+	"unclean.leader.election.enable": {TypeBoolean, "false", boolean},
+	CfgValueSchemaValidation:         {TypeBoolean, "false", oneOf("true", "false")},
 }
 
 // TopicConfigKeys lists the topic configs ferry accepts, sorted.
@@ -228,19 +232,8 @@ func cleanupPolicy(v string) error {
 // throttledReplicas is Kafka's ThrottledReplicaListValidator: "*" or
 // partition:broker pairs.
 func throttledReplicas(v string) error {
-	items := splitList(v)
-	if len(items) == 1 && items[0] == "*" {
-		return nil
-	}
-	for _, it := range items {
-		p, b, ok := strings.Cut(it, ":")
-		_, errP := strconv.ParseInt(p, 10, 32)
-		_, errB := strconv.ParseInt(b, 10, 32)
-		if !ok || errP != nil || errB != nil {
-			return fmt.Errorf("%q is not partition:broker; the value is * or a list of partition:broker", it)
-		}
-	}
-	return nil
+	_, err := quota.ParseReplicas(v)
+	return err
 }
 
 // validateTopicConfigs rejects unknown keys and bad values, as Kafka's
@@ -285,6 +278,10 @@ type topicSettings struct {
 	// minISR is min.insync.replicas: an acks=all produce needs that many
 	// in-sync replicas.
 	minISR int
+	// leaderThrottled and followerThrottled are the throttled-replica
+	// lists: the replicas whose copying the broker throttles as a leader
+	// serving them, and as a follower fetching them.
+	leaderThrottled, followerThrottled quota.Replicas
 }
 
 // replication is the partition leader's settings from the topic's.
@@ -361,6 +358,10 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 	s.syncAppends = s.log.FlushMessages == 1
 	s.validateValues = cfgs[CfgValueSchemaValidation] == "true"
 	s.log.MaxBatchBytes = s.maxMessageBytes
+	// validateTopicConfigs has checked them; a value stored by an older
+	// writer that does not parse throttles nothing.
+	s.leaderThrottled, _ = quota.ParseReplicas(cfgs[CfgLeaderThrottledReplicas])
+	s.followerThrottled, _ = quota.ParseReplicas(cfgs[CfgFollowerThrottledReplicas])
 	return s
 }
 

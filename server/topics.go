@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -63,6 +64,10 @@ type TopicSpec struct {
 	Partitions        int32
 	ReplicationFactor int16
 	Configs           map[string]string
+	// Assignment, when set, places the replicas: one list per partition
+	// (Partitions and ReplicationFactor follow from it), else the broker
+	// assigns them.
+	Assignment [][]int32
 }
 
 // CreateTopic validates spec and creates the topic with empty logs.
@@ -78,7 +83,13 @@ func (b *Broker) CreateTopic(spec TopicSpec) error {
 	if err := b.checkPartitionBudget(spec.Partitions); err != nil {
 		return err
 	}
-	replicas, err := b.assignReplicas(int(spec.Partitions), int(spec.ReplicationFactor))
+	var replicas [][]int32
+	var err error
+	if spec.Assignment != nil {
+		replicas, err = b.checkAssignment(spec.Assignment, 0, len(spec.Assignment[0]))
+	} else {
+		replicas, err = b.assignReplicas(int(spec.Partitions), int(spec.ReplicationFactor))
+	}
 	if err != nil {
 		return err
 	}
@@ -109,6 +120,12 @@ func (b *Broker) CreateTopic(spec TopicSpec) error {
 func (b *Broker) validateSpec(spec *TopicSpec) error {
 	if err := ValidateTopicName(spec.Name); err != nil {
 		return err
+	}
+	if spec.Assignment != nil {
+		if len(spec.Assignment) == 0 || len(spec.Assignment[0]) == 0 {
+			return fmt.Errorf("%w: an assignment needs at least one partition with a replica", ErrInvalidReplicaAssignment)
+		}
+		spec.Partitions, spec.ReplicationFactor = int32(len(spec.Assignment)), int16(min(len(spec.Assignment[0]), math.MaxInt16))
 	}
 	if spec.Partitions <= 0 {
 		if spec.Partitions != 0 && spec.Partitions != -1 {
@@ -356,6 +373,9 @@ func (b *Broker) ChangeTopicConfigs(name string, ops []ConfigOp, replace, valida
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	t, err := b.lookup(name)
+	if errors.Is(err, ErrUnknownTopic) {
+		return b.changeConfigsHeldElsewhere(name, ops, replace, validateOnly, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -384,6 +404,38 @@ func (b *Broker) ChangeTopicConfigs(name string, ops []ConfigOp, replace, valida
 		if err := p.SetReplicationConfig(next.settings.replication(b.cfg.ReplicaLagTimeMax)); err != nil {
 			return err // validateTopicConfigs bounds min.insync.replicas: not reached
 		}
+	}
+	return nil
+}
+
+// changeConfigsHeldElsewhere changes the configs of a topic of the
+// cluster this broker holds no replica of: in the cluster's metadata
+// only, which tells the brokers that hold it (as any Kafka broker alters
+// any topic's configs). Callers hold adminMu; unknown is the lookup's
+// error, returned when the cluster has no such topic either.
+func (b *Broker) changeConfigsHeldElsewhere(name string, ops []ConfigOp, replace, validateOnly bool, unknown error) error {
+	tm, ok, err := b.metadata.Topic(name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: read topic %s: %v", ErrStorage, name, err)
+	case !ok:
+		return unknown
+	}
+	cfgs := map[string]string{}
+	if !replace {
+		maps.Copy(cfgs, tm.Configs)
+	}
+	for _, op := range ops {
+		if err := applyConfigOp(cfgs, op); err != nil {
+			return err
+		}
+	}
+	if err := validateTopicConfigs(cfgs); err != nil || validateOnly {
+		return err
+	}
+	tm.Configs = cfgs
+	if err := b.metadata.PutTopic(tm); err != nil {
+		return fmt.Errorf("%w: write topic metadata: %v", ErrStorage, err)
 	}
 	return nil
 }
@@ -646,6 +698,13 @@ func (b *Broker) newReplicas(tm topicMeta, total int32, assignment [][]int32) ([
 		return nil, fmt.Errorf("%w: increasing the number of partitions by %d but %d assignments provided",
 			ErrInvalidReplicaAssignment, n, len(assignment))
 	}
+	return b.checkAssignment(assignment, len(existing), len(existing[0]))
+}
+
+// checkAssignment checks replica lists given by a client for partitions
+// numbered from first: each of rf distinct live brokers, as Kafka's
+// AdminZkClient.validateReplicaAssignment does.
+func (b *Broker) checkAssignment(assignment [][]int32, first, rf int) ([][]int32, error) {
 	brokers, err := b.metadata.Brokers()
 	if err != nil {
 		return nil, fmt.Errorf("%w: list brokers: %v", ErrStorage, err)
@@ -655,10 +714,13 @@ func (b *Broker) newReplicas(tm topicMeta, total int32, assignment [][]int32) ([
 		live[i] = br.ID
 	}
 	slices.Sort(live)
-	rf := len(existing[0])
+	if rf > len(live) {
+		return nil, fmt.Errorf("%w: %d replicas per partition, but only %d live brokers %v",
+			ErrInvalidReplicaAssignment, rf, len(live), live)
+	}
 	out := make([][]int32, len(assignment))
 	for i, rs := range assignment {
-		p := len(existing) + i
+		p := first + i
 		if len(rs) != rf {
 			return nil, fmt.Errorf("%w: partition %d has %d replicas; partition 0 has %d, and a topic's partitions have the same replication factor",
 				ErrInvalidReplicaAssignment, p, len(rs), rf)

@@ -68,6 +68,7 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 	n.meta = zookeeper.NewMetadata(zk, clusterID)
 	s.broker.Metadata, s.broker.ISRStore, s.broker.AwaitRoles = n.meta, n.meta, true
 	s.broker.ProducerIDs = zk
+	s.broker.BrokerConfigs = zk
 	n.logger.Info("joined cluster", "cluster_id", clusterID, "zookeeper", s.zookeeper)
 	return n, nil
 }
@@ -87,14 +88,22 @@ func (n *clusterNode) watchSession() {
 // to this broker's replicas (Kafka's DynamicConfigManager), until the
 // ZooKeeper client closes.
 func (n *clusterNode) followConfigChanges(b *server.Broker) {
+	if err := b.ReloadBrokerConfigs(); err != nil {
+		n.logger.Warn("reading the dynamic broker configs", "err", err)
+	}
 	go func() {
 		for names := range n.configChanges.C {
-			topics, err := n.configCursor.Topics(names)
+			changed, err := n.configCursor.Read(names)
 			if err != nil {
 				// The unread ones are read with the next change.
 				n.logger.Warn("reading config change notifications", "err", err)
 			}
-			for _, t := range topics {
+			if changed.Brokers {
+				if err := b.ReloadBrokerConfigs(); err != nil {
+					n.logger.Warn("applying changed broker configs", "err", err)
+				}
+			}
+			for _, t := range changed.Topics {
 				if err := b.ReloadTopicConfigs(t); err != nil {
 					n.logger.Warn("applying a topic's changed configs", "topic", t, "err", err)
 				}

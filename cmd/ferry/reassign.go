@@ -30,7 +30,8 @@ func runReassign(args []string) error {
 	topicsFile := fs.String("topics-to-move-json-file", "", `{"topics":[{"topic":"t"}],"version":1}`)
 	brokerList := fs.String("broker-list", "", "brokers to place the topics on, e.g. 3,4")
 	planFile := fs.String("reassignment-json-file", "", `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3,4]}]}`)
-	wait := fs.Duration("wait", 0, "with --execute or --verify: wait up to this long for the reassignment to complete")
+	wait := fs.Duration("wait", 0, "with --execute or --verify: wait up to this long for the reassignment to complete, showing its progress")
+	throttle := fs.Int64("throttle", 0, "with --execute: bytes/s the brokers taking part may spend copying the moved replicas (removed by --verify once done)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -46,6 +47,9 @@ func runReassign(args []string) error {
 	}
 	if modes != 1 {
 		return usageError(fs, "give exactly one of --generate, --execute, --verify, --cancel")
+	}
+	if *throttle < 0 || *throttle > 0 && !*execute {
+		return usageError(fs, "--throttle is a positive number of bytes/s, with --execute")
 	}
 	if *generate {
 		return reassignGenerate(*bootstrap, *topicsFile, *brokerList)
@@ -65,7 +69,7 @@ func runReassign(args []string) error {
 	return withAdmin(*bootstrap, func(ctx context.Context, adm *kadm.Client) error {
 		switch {
 		case *execute:
-			return reassignExecute(ctx, adm, plan, *wait)
+			return reassignExecute(ctx, adm, plan, *throttle, *wait)
 		case *verify:
 			return reassignVerify(ctx, adm, plan, *wait)
 		default:
@@ -117,7 +121,7 @@ func reassignGenerate(bootstrap, topicsFile, brokerList string) error {
 	})
 }
 
-func reassignExecute(ctx context.Context, adm *kadm.Client, plan kcli.Reassignment, wait time.Duration) error {
+func reassignExecute(ctx context.Context, adm *kadm.Client, plan kcli.Reassignment, throttle int64, wait time.Duration) error {
 	var topics []string
 	for _, p := range plan.Partitions {
 		topics = append(topics, p.Topic)
@@ -131,6 +135,17 @@ func reassignExecute(ctx context.Context, adm *kadm.Client, plan kcli.Reassignme
 		return err
 	}
 	fmt.Printf("Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file option during rollback\n", cur.JSON())
+	if throttle > 0 {
+		tp, err := kcli.PlanThrottle(md, plan)
+		if err != nil {
+			return err
+		}
+		if err := kcli.SetThrottle(ctx, adm, tp, throttle); err != nil {
+			return err
+		}
+		fmt.Printf("Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.\n")
+		fmt.Printf("The inter-broker throttle limit was set to %d B/s on brokers %v\n", throttle, tp.Brokers)
+	}
 	if err := kcli.Execute(ctx, adm, plan); err != nil {
 		return err
 	}
@@ -142,19 +157,36 @@ func reassignExecute(ctx context.Context, adm *kadm.Client, plan kcli.Reassignme
 }
 
 // reassignVerify reports the plan's partitions, polling up to wait for
-// them to complete; it fails when one failed or is still moving.
+// them to complete and showing the copy's progress meanwhile; it fails
+// when one failed or is still moving. Once all are done it removes the
+// replication throttle, as Kafka's --verify does.
 func reassignVerify(ctx context.Context, adm *kadm.Client, plan kcli.Reassignment, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
+	var shown time.Time
 	for {
 		var out strings.Builder
 		done, err := kcli.Verify(ctx, adm, plan, &out)
 		if err != nil {
 			return err
 		}
-		if done || time.Now().After(deadline) {
+		last := done || time.Now().After(deadline)
+		if !done && (last || time.Since(shown) >= 2*time.Second) {
+			shown = time.Now()
+			if err := printProgress(ctx, adm, plan); err != nil {
+				fmt.Printf("(progress unknown: %v)\n", err)
+			}
+		}
+		if last {
 			fmt.Print(out.String())
 			if !done {
 				return fmt.Errorf("the reassignment is not complete")
+			}
+			removed, err := kcli.ClearThrottles(ctx, adm, planTopics(plan))
+			if err != nil {
+				return fmt.Errorf("the reassignment is complete but its throttle was not removed: %w", err)
+			}
+			if removed {
+				fmt.Println("Throttle was removed.")
 			}
 			return nil
 		}
@@ -164,6 +196,44 @@ func reassignVerify(ctx context.Context, adm *kadm.Client, plan kcli.Reassignmen
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// printProgress draws a bar per partition of plan still copying, and
+// their total.
+func printProgress(ctx context.Context, adm *kadm.Client, plan kcli.Reassignment) error {
+	moving, err := kcli.ListReassignments(ctx, adm, planTopics(plan)...)
+	if err != nil {
+		return err
+	}
+	mine := kadm.ListPartitionReassignmentsResponses{}
+	for _, p := range plan.Partitions {
+		if r, ok := moving[p.Topic][p.Partition]; ok {
+			if mine[p.Topic] == nil {
+				mine[p.Topic] = map[int32]kadm.ListPartitionReassignmentsResponse{}
+			}
+			mine[p.Topic][p.Partition] = r
+		}
+	}
+	progress, err := kcli.Progress(ctx, adm, mine)
+	if err != nil || len(progress) == 0 {
+		return err
+	}
+	var copied, total int64
+	for _, mp := range progress {
+		kcli.ProgressBar(os.Stdout, fmt.Sprintf("%s-%d", mp.Topic, mp.Partition), mp.BytesCopied, mp.BytesToCopy)
+		copied, total = copied+mp.BytesCopied, total+mp.BytesToCopy
+	}
+	kcli.ProgressBar(os.Stdout, "total", copied, total)
+	return nil
+}
+
+func planTopics(plan kcli.Reassignment) []string {
+	var topics []string
+	for _, p := range plan.Partitions {
+		topics = append(topics, p.Topic)
+	}
+	slices.Sort(topics)
+	return slices.Compact(topics)
 }
 
 func partitionNames(plan kcli.Reassignment) string {
@@ -255,20 +325,57 @@ func (k kafkaReassigner) Moving(ctx context.Context) (api.Reassignments, error) 
 		return api.Reassignments{}, err
 	}
 	defer adm.Close()
-	res, err := adm.ListPartitionReassignments(ctx, nil)
+	res, err := kcli.ListReassignments(ctx, adm)
 	if err != nil {
 		return api.Reassignments{}, err
 	}
-	var out []api.MovingPartition
+	answer := api.Reassignments{}
+	// Progress and the throttle are best effort: a broker that does not
+	// answer DescribeLogDirs leaves the moves without progress.
+	progress, _ := kcli.Progress(ctx, adm, res)
+	of := map[string]kcli.MoveProgress{}
+	for _, mp := range progress {
+		of[fmt.Sprintf("%s-%d", mp.Topic, mp.Partition)] = mp
+	}
 	for _, t := range slices.Sorted(maps.Keys(res)) {
 		for _, p := range slices.Sorted(maps.Keys(res[t])) {
 			r := res[t][p]
-			out = append(out, api.MovingPartition{Topic: t, Partition: p, Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas})
+			mp := api.MovingPartition{Topic: t, Partition: p, Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas}
+			if got, ok := of[fmt.Sprintf("%s-%d", t, p)]; ok {
+				mp.Progress = &api.MoveProgress{BytesCopied: got.BytesCopied, BytesToCopy: got.BytesToCopy}
+				answer.Total.BytesCopied += got.BytesCopied
+				answer.Total.BytesToCopy += got.BytesToCopy
+			}
+			answer.Reassignments = append(answer.Reassignments, mp)
 		}
 	}
-	return api.Reassignments{Reassignments: out}, nil
+	answer.ThrottleBytesPerSec, _ = kcli.ThrottleRate(ctx, adm)
+	return answer, nil
 }
 
 func (k kafkaReassigner) Throttle(ctx context.Context, moves []api.ReassignmentMove, rate int64) error {
-	return fmt.Errorf("replication throttles are not built yet")
+	adm, err := k.admin()
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	if rate <= 0 {
+		_, err := kcli.ClearThrottles(ctx, adm, nil)
+		return err
+	}
+	plan := kcli.Reassignment{Version: 1}
+	var topics []string
+	for _, m := range moves {
+		plan.Partitions = append(plan.Partitions, kcli.PartitionMove{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas})
+		topics = append(topics, m.Topic)
+	}
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return err
+	}
+	tp, err := kcli.PlanThrottle(md, plan)
+	if err != nil {
+		return err
+	}
+	return kcli.SetThrottle(ctx, adm, tp, rate)
 }

@@ -77,7 +77,24 @@ type Config struct {
 	Backoff           time.Duration
 	// RequestTimeout bounds one round trip (MaxWait plus 30 s by default).
 	RequestTimeout time.Duration
-	Logger         *slog.Logger
+	// Throttle, when set, is the follower replication throttle: a
+	// throttled partition that has not caught up is left out of fetches
+	// while the rate is used up.
+	Throttle Throttle
+	Logger   *slog.Logger
+}
+
+// Throttle is the follower side of the replication throttle (the
+// broker's follower.replication.throttled.rate and the topics'
+// follower.replication.throttled.replicas).
+type Throttle interface {
+	// Throttled reports whether this broker's replica of the partition
+	// is throttled.
+	Throttled(topic string, partition int32) bool
+	// Delay is how long until the rate allows another throttled fetch.
+	Delay(now time.Time) time.Duration
+	// Record counts bytes fetched for throttled replicas.
+	Record(n int, now time.Time)
 }
 
 func (c *Config) defaults() {
@@ -129,6 +146,13 @@ type partitionState struct {
 	addedAt    time.Time // when Add handed it to this Fetcher (its leader)
 	lastErr    error
 	fetches    int64
+	// caughtUp: the last answer left the replica at the leader's high
+	// watermark, so it counts as in sync and is not throttled (Kafka's
+	// isReplicaInSync, a lag of 0).
+	caughtUp bool
+	// throttled: the partition was fetched under the throttle, so its
+	// bytes count against the rate.
+	throttled bool
 }
 
 // Fetcher copies its partitions from one leader until Closed.
@@ -225,9 +249,9 @@ func (f *Fetcher) run(ctx context.Context) {
 	}()
 	for ctx.Err() == nil {
 		truncating := f.truncateWithoutLeader(time.Now())
-		req, wanted := f.buildRequest(time.Now())
+		req, wanted, throttleDelay := f.buildRequest(time.Now())
 		if len(wanted) == 0 && len(truncating) == 0 {
-			f.idle(ctx)
+			f.idle(ctx, throttleDelay)
 			continue
 		}
 		if c == nil {
@@ -267,9 +291,13 @@ func (f *Fetcher) run(ctx context.Context) {
 	}
 }
 
-// idle waits for a partition to be added, or for the first retry due.
-func (f *Fetcher) idle(ctx context.Context) {
+// idle waits for a partition to be added, for the first retry due, or
+// (throttleDelay > 0) for the throttle to allow a fetch again.
+func (f *Fetcher) idle(ctx context.Context, throttleDelay time.Duration) {
 	wait, now := f.cfg.Backoff, time.Now()
+	if throttleDelay > 0 {
+		wait = min(wait, throttleDelay)
+	}
 	f.mu.Lock()
 	for _, ps := range f.mu.partitions {
 		if ps.retryAt.After(now) {
@@ -291,21 +319,34 @@ func (f *Fetcher) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// buildRequest asks for every partition not waiting out an error, each
-// from its log end; wanted maps the request's partitions to their state.
-func (f *Fetcher) buildRequest(now time.Time) (*kmsg.FetchRequest, map[key]*partitionState) {
-	req := kmsg.NewPtrFetchRequest()
+// buildRequest asks for every partition not waiting out an error nor held
+// back by the throttle, each from its log end; wanted maps the request's
+// partitions to their state. throttleDelay, when positive, is how long
+// the throttle holds back the partitions it left out.
+func (f *Fetcher) buildRequest(now time.Time) (req *kmsg.FetchRequest, wanted map[key]*partitionState, throttleDelay time.Duration) {
+	req = kmsg.NewPtrFetchRequest()
 	req.SetVersion(fetchVersion)
 	req.ReplicaID = f.cfg.BrokerID
 	req.MaxWaitMillis = int32(f.cfg.MaxWait / time.Millisecond)
 	req.MinBytes, req.MaxBytes = f.cfg.MinBytes, f.cfg.MaxBytes
-	wanted := map[key]*partitionState{}
+	wanted = map[key]*partitionState{}
 	topics := map[string]int{}
+	rateDelay := time.Duration(-1) // not asked yet: most fetchers throttle nothing
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for k, ps := range f.mu.partitions {
 		if ps.truncating || now.Before(ps.retryAt) {
 			continue
+		}
+		ps.throttled = f.cfg.Throttle != nil && !ps.caughtUp && f.cfg.Throttle.Throttled(k.topic, k.partition)
+		if ps.throttled {
+			if rateDelay < 0 {
+				rateDelay = f.cfg.Throttle.Delay(now)
+			}
+			if rateDelay > 0 {
+				throttleDelay = rateDelay
+				continue
+			}
 		}
 		i := wire.TopicSlot(topics, &req.Topics, k.topic, func(topic string) kmsg.FetchRequestTopic {
 			rt := kmsg.NewFetchRequestTopic()
@@ -320,7 +361,7 @@ func (f *Fetcher) buildRequest(now time.Time) (*kmsg.FetchRequest, map[key]*part
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		wanted[k] = ps
 	}
-	return req, wanted
+	return req, wanted, throttleDelay
 }
 
 // apply appends each partition's answer and follows its high watermark.
@@ -361,11 +402,15 @@ func (f *Fetcher) applyPartition(ps *partitionState, rp *kmsg.FetchResponseTopic
 			f.fail(ps, now, fmt.Errorf("append at %d: %w", r.LogEndOffset(), err))
 			return
 		}
+		if ps.throttled {
+			f.cfg.Throttle.Record(len(rp.RecordBatches), now)
+		}
 	}
 	r.FollowHighWatermark(rp.HighWatermark)
 	f.mu.Lock()
 	ps.lastErr = nil
 	ps.fetches++
+	ps.caughtUp = r.LogEndOffset() >= rp.HighWatermark
 	f.mu.Unlock()
 }
 

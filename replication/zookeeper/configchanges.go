@@ -41,10 +41,23 @@ func (c *Client) ConfigChangesAfter(names []string) *ConfigChanges {
 	return cc
 }
 
+// Changed is what a batch of notifications names: topics whose configs
+// changed, and whether some broker's (or every broker's) did.
+type Changed struct {
+	Topics  []string
+	Brokers bool
+}
+
 // Topics reads the notifications among names newer than the last one
 // handled, in sequence order, and returns the topics they name (each
 // once). On an error the notifications not read are read next time.
 func (cc *ConfigChanges) Topics(names []string) ([]string, error) {
+	ch, err := cc.Read(names)
+	return ch.Topics, err
+}
+
+// Read is Topics with the broker config changes too.
+func (cc *ConfigChanges) Read(names []string) (Changed, error) {
 	type notice struct {
 		name string
 		seq  int64
@@ -57,7 +70,7 @@ func (cc *ConfigChanges) Topics(names []string) ([]string, error) {
 	}
 	// ZooKeeper does not promise children in any order.
 	slices.SortFunc(fresh, func(a, b notice) int { return cmp.Compare(a.seq, b.seq) })
-	var topics []string
+	var ch Changed
 	seen := map[string]bool{}
 	for _, n := range fresh {
 		data, _, err := cc.c.get(configChangesPath + "/" + n.name)
@@ -66,7 +79,7 @@ func (cc *ConfigChanges) Topics(names []string) ([]string, error) {
 			continue
 		}
 		if err != nil {
-			return topics, err
+			return ch, err
 		}
 		cc.last = n.seq
 		entity, err := decodeConfigChange(data)
@@ -75,10 +88,13 @@ func (cc *ConfigChanges) Topics(names []string) ([]string, error) {
 		}
 		if t, ok := strings.CutPrefix(entity, "topics/"); ok && !seen[t] {
 			seen[t] = true
-			topics = append(topics, t)
+			ch.Topics = append(ch.Topics, t)
+		}
+		if strings.HasPrefix(entity, "brokers/") {
+			ch.Brokers = true
 		}
 	}
-	return topics, nil
+	return ch, nil
 }
 
 func configChangeSeq(name string) (int64, bool) {

@@ -59,6 +59,12 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 	if done || maxWait <= 0 {
 		return resp
 	}
+	if len(waits) == 0 {
+		// Only throttled partitions: wait for the rate, not for data
+		// (nothing they append would be served), as Kafka's DelayedFetch
+		// leaves them out of its byte count.
+		maxWait = min(maxWait, resp.throttleDelay)
+	}
 	// Wait in the purgatory for MinBytes across the partitions: no reads
 	// meanwhile; then read once more.
 	switch s.broker.WaitForData(ctx, int64(req.MinBytes), waits, maxWait) {
@@ -76,6 +82,9 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 type fetchAnswer struct {
 	*kmsg.FetchResponse
 	chunks [][]storage.Chunk
+	// throttleDelay: partitions were held back by the leader replication
+	// throttle for this long.
+	throttleDelay time.Duration
 }
 
 // fetchOnce reads every requested partition once. done reports that the
@@ -93,7 +102,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 		rt.Topic = t.Topic
 		for i := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
-			n, wait, ok, chunks := s.fetchPartition(ctx, t.Topic, &t.Partitions[i], &rp, replica, budget-total, total == 0, chunksOnly)
+			n, wait, ok, chunks := s.fetchPartition(ctx, resp, t.Topic, &t.Partitions[i], &rp, replica, budget-total, total == 0, chunksOnly)
 			if chunksOnly {
 				resp.chunks = append(resp.chunks, chunks)
 			}
@@ -106,13 +115,13 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, waits, failed || total >= int(req.MinBytes) || len(waits) == 0
+	return resp, waits, failed || total >= int(req.MinBytes) || len(waits) == 0 && resp.throttleDelay == 0
 }
 
 // fetchPartition fills rp and returns the bytes it added and what a wait
 // on the partition counts from (ok false on an error: no wait); with
 // chunksOnly the bytes are not read and chunks (always set) say where they lie.
-func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.FetchRequestTopicPartition,
+func (s *Server) fetchPartition(ctx context.Context, resp *fetchAnswer, topic string, fp *kmsg.FetchRequestTopicPartition,
 	rp *kmsg.FetchResponseTopicPartition, replica int32, budget int, first, chunksOnly bool) (n int, wait delayed.Wait, ok bool, chunks []storage.Chunk) {
 	rp.Partition = fp.Partition
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
@@ -133,6 +142,15 @@ func (s *Server) fetchPartition(ctx context.Context, topic string, fp *kmsg.Fetc
 			return 0, wait, false, nil
 		}
 		wait = server.FollowerWaitPoint(p, fp.FetchOffset)
+		throttled, delay := s.broker.LeaderThrottle(topic, p, replica)
+		if delay > 0 {
+			fillOffsets(rp, p)
+			resp.throttleDelay = max(resp.throttleDelay, delay)
+			return 0, wait, false, nil
+		}
+		if throttled {
+			defer func() { s.broker.RecordLeaderThrottled(n) }()
+		}
 	} else {
 		if p.Leader() != s.broker.BrokerID() {
 			// Consumers read from the leader (Kafka before KIP-392).

@@ -5,9 +5,9 @@ package kafka
 // Topics are created synchronously, so TimeoutMillis is not used.
 // ValidateOnly checks everything CreateTopic would and creates nothing.
 // NumPartitions and ReplicationFactor of -1 take the broker defaults
-// (num.partitions, 1); the only replication factor possible is 1. A
-// manual ReplicaAssignment must name partitions 0..n-1, each with this
-// broker as its only replica (else INVALID_REPLICA_ASSIGNMENT), and comes
+// (num.partitions, default.replication.factor). A manual
+// ReplicaAssignment must name partitions 0..n-1, each with the same number
+// of distinct live brokers (else INVALID_REPLICA_ASSIGNMENT), and comes
 // with NumPartitions and ReplicationFactor -1 (else INVALID_REQUEST), as in
 // Kafka. A name twice in one request fails both (INVALID_REQUEST). v5+
 // answers with the topic's partitions, replication factor and configs
@@ -60,11 +60,16 @@ func (s *Server) createTopic(t *kmsg.CreateTopicsRequestTopic, validateOnly bool
 		return
 	}
 	if validateOnly {
-		rt.NumPartitions = spec.Partitions
-		if spec.Partitions <= 0 {
+		rt.NumPartitions, rt.ReplicationFactor = spec.Partitions, spec.ReplicationFactor
+		if spec.Assignment != nil {
+			rt.NumPartitions, rt.ReplicationFactor = int32(len(spec.Assignment)), int16(len(spec.Assignment[0]))
+		}
+		if rt.NumPartitions <= 0 {
 			rt.NumPartitions = s.broker.Config().NumPartitions
 		}
-		rt.ReplicationFactor = 1
+		if rt.ReplicationFactor <= 0 {
+			rt.ReplicationFactor = s.broker.Config().DefaultReplicationFactor
+		}
 		return
 	}
 	info, err := s.broker.DescribeTopic(spec.Name)
@@ -101,18 +106,16 @@ func (s *Server) topicSpec(t *kmsg.CreateTopicsRequestTopic) (server.TopicSpec, 
 	if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
 		return spec, codeInvalidRequest, fmt.Errorf("a replica assignment comes with numPartitions and replicationFactor -1")
 	}
-	seen := make([]bool, len(t.ReplicaAssignment))
+	spec.Assignment = make([][]int32, len(t.ReplicaAssignment))
 	for _, a := range t.ReplicaAssignment {
-		if a.Partition < 0 || int(a.Partition) >= len(seen) || seen[a.Partition] {
-			return spec, codeInvalidReplicaAssign, fmt.Errorf("partitions must be numbered 0..%d once each", len(seen)-1)
+		if a.Partition < 0 || int(a.Partition) >= len(spec.Assignment) || spec.Assignment[a.Partition] != nil {
+			return spec, codeInvalidReplicaAssign, fmt.Errorf("partitions must be numbered 0..%d once each", len(spec.Assignment)-1)
 		}
-		seen[a.Partition] = true
-		if len(a.Replicas) != 1 || a.Replicas[0] != s.broker.BrokerID() {
-			return spec, codeInvalidReplicaAssign, fmt.Errorf("partition %d: replicas %v; the only broker is %d",
-				a.Partition, a.Replicas, s.broker.BrokerID())
+		if len(a.Replicas) == 0 {
+			return spec, codeInvalidReplicaAssign, fmt.Errorf("partition %d has no replicas", a.Partition)
 		}
+		spec.Assignment[a.Partition] = a.Replicas
 	}
-	spec.Partitions, spec.ReplicationFactor = int32(len(seen)), 1
 	return spec, 0, nil
 }
 

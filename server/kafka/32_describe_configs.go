@@ -18,6 +18,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -99,7 +100,11 @@ func (s *Server) configEntries(typ kmsg.ConfigResourceType, name string) ([]conf
 		if err := s.checkBrokerResource(name); err != nil {
 			return nil, codeInvalidRequest, err
 		}
-		return s.brokerConfigs(), 0, nil
+		entries, err := s.brokerConfigs()
+		if err != nil {
+			return nil, errorCode(err), err
+		}
+		return entries, 0, nil
 	}
 	return nil, codeInvalidRequest, fmt.Errorf("resource type %d is not supported; ferry describes topics (2) and the broker (4)", typ)
 }
@@ -127,8 +132,10 @@ func configType(t server.ConfigType) kmsg.ConfigType {
 	return kmsg.ConfigTypeLong
 }
 
-// brokerConfigs are the broker settings, as Kafka names them.
-func (s *Server) brokerConfigs() []configEntry {
+// brokerConfigs are the broker settings, as Kafka names them: the static
+// ones read-only, then the dynamic ones (the replication throttle rates)
+// from this broker's or every broker's override, or their default.
+func (s *Server) brokerConfigs() ([]configEntry, error) {
 	c := s.broker.Config()
 	ms := func(d time.Duration) string {
 		if d < 0 {
@@ -144,12 +151,32 @@ func (s *Server) brokerConfigs() []configEntry {
 		return configEntry{Name: name, Value: value, Source: kmsg.ConfigSourceStaticBrokerConfig, ReadOnly: true, Type: typ}
 	}
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	dynamic, err := s.broker.DynamicBrokerConfigs()
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]server.DynamicBrokerConfig{}
+	for _, d := range dynamic {
+		set[d.Name] = d
+	}
+	rate := func(name string) configEntry {
+		e := configEntry{Name: name, Value: i64(math.MaxInt64), Source: kmsg.ConfigSourceDefaultConfig, Type: kmsg.ConfigTypeLong}
+		if d, ok := set[name]; ok {
+			e.Value, e.Source = d.Value, kmsg.ConfigSourceDynamicBrokerConfig
+			if d.Default {
+				e.Source = kmsg.ConfigSourceDynamicDefaultBrokerConfig
+			}
+		}
+		return e
+	}
 	return []configEntry{
 		entry("advertised.listeners", "PLAINTEXT://"+s.cfg.AdvertisedAddr, kmsg.ConfigTypeString),
 		entry("auto.create.topics.enable", strconv.FormatBool(c.AutoCreateTopics), kmsg.ConfigTypeBoolean),
 		entry("broker.id", i64(int64(c.BrokerID)), kmsg.ConfigTypeInt),
 		entry("connections.max.idle.ms", ms(s.cfg.IdleTimeout), kmsg.ConfigTypeLong),
 		entry("default.replication.factor", i64(int64(c.DefaultReplicationFactor)), kmsg.ConfigTypeInt),
+		rate(server.CfgFollowerThrottledRate),
+		rate(server.CfgLeaderThrottledRate),
 		entry("listeners", "PLAINTEXT://"+s.cfg.Addr, kmsg.ConfigTypeString),
 		entry("log.dirs", c.DataDir, kmsg.ConfigTypeString),
 		entry("log.flush.interval.messages", i64(c.Log.FlushMessages), kmsg.ConfigTypeLong),
@@ -167,5 +194,5 @@ func (s *Server) brokerConfigs() []configEntry {
 		entry("num.partitions", i64(int64(c.NumPartitions)), kmsg.ConfigTypeInt),
 		entry("producer.id.expiration.ms", ms(c.ProducerIDExpiration), kmsg.ConfigTypeInt),
 		entry("socket.request.max.bytes", i64(int64(s.cfg.MaxRequestBytes)), kmsg.ConfigTypeInt),
-	}
+	}, nil
 }

@@ -5,8 +5,9 @@ package kafka
 // Replaces a topic's whole override set (configs not listed return to the
 // broker default), as Kafka's legacy AlterConfigs does. A null value is
 // INVALID_REQUEST; unknown keys and bad values are INVALID_CONFIG.
-// ValidateOnly checks without changing anything. Broker resources are
-// refused with INVALID_REQUEST: ferry's broker settings are static
+// ValidateOnly checks without changing anything. A broker resource
+// replaces the dynamic broker configs (the replication throttle rates) as
+// IncrementalAlterConfigs sets them; the other broker settings are static
 // (flags, env, server.properties).
 
 import (
@@ -34,9 +35,13 @@ func (s *Server) handleAlterConfigs(_ context.Context, kreq kmsg.Request) kmsg.R
 				set[c.Name] = *c.Value
 			}
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			code = codeInvalidRequest
-		} else {
+		case r.ResourceType == kmsg.ConfigResourceTypeBroker:
+			err = s.broker.ChangeBrokerConfigs(r.ResourceName, replaceBrokerConfigs(set), req.ValidateOnly)
+			code = errorCode(err)
+		default:
 			err = s.alterTopicConfigs(r.ResourceName, set, nil, true, req.ValidateOnly)
 			code = errorCode(err)
 		}
@@ -47,13 +52,25 @@ func (s *Server) handleAlterConfigs(_ context.Context, kreq kmsg.Request) kmsg.R
 }
 
 func alterableResource(typ kmsg.ConfigResourceType) error {
-	if typ == kmsg.ConfigResourceTypeTopic {
+	if typ == kmsg.ConfigResourceTypeTopic || typ == kmsg.ConfigResourceTypeBroker {
 		return nil
 	}
-	if typ == kmsg.ConfigResourceTypeBroker {
-		return fmt.Errorf("broker configs are static in ferry: set them with flags, FERRY_* env or server.properties")
+	return fmt.Errorf("resource type %d cannot be altered; ferry alters topic (2) and broker (4) configs", typ)
+}
+
+// replaceBrokerConfigs turns a whole new set into ops: the dynamic
+// configs not named return to their defaults.
+func replaceBrokerConfigs(set map[string]string) []server.ConfigOp {
+	var ops []server.ConfigOp
+	for k, v := range set {
+		ops = append(ops, server.ConfigOp{Name: k, Op: server.ConfigSet, Value: v})
 	}
-	return fmt.Errorf("resource type %d cannot be altered; ferry alters topic configs", typ)
+	for _, k := range []string{server.CfgLeaderThrottledRate, server.CfgFollowerThrottledRate} {
+		if _, ok := set[k]; !ok {
+			ops = append(ops, server.ConfigOp{Name: k, Op: server.ConfigDelete})
+		}
+	}
+	return ops
 }
 
 // alterTopicConfigs applies (or with validateOnly, checks) a change.

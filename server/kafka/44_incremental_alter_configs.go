@@ -8,8 +8,10 @@ package kafka
 // (cleanup.policy, the throttled-replica lists), from the override or the
 // default; on other configs they are INVALID_CONFIG, as in Kafka. A config
 // named twice in one resource is INVALID_REQUEST. ValidateOnly checks
-// without changing. Broker resources are refused with INVALID_REQUEST
-// (static settings).
+// without changing. Broker resources change the dynamic broker configs
+// (the replication throttle rates, SET and DELETE) of the broker named,
+// which must be this one, or of every broker (name ""); a cluster keeps
+// them in ZooKeeper. Other broker settings are static: INVALID_CONFIG.
 
 import (
 	"context"
@@ -28,9 +30,13 @@ func (s *Server) handleIncrementalAlterConfigs(_ context.Context, kreq kmsg.Requ
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
 		ops, err := incrementalOps(r)
 		var code int16
-		if err != nil {
+		switch {
+		case err != nil:
 			code = codeInvalidRequest
-		} else {
+		case r.ResourceType == kmsg.ConfigResourceTypeBroker:
+			err = s.broker.ChangeBrokerConfigs(r.ResourceName, ops, req.ValidateOnly)
+			code = errorCode(err)
+		default:
 			err = s.broker.ChangeTopicConfigs(r.ResourceName, ops, false, req.ValidateOnly)
 			code = errorCode(err)
 		}

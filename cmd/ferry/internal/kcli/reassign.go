@@ -227,16 +227,17 @@ func alter(ctx context.Context, adm *kadm.Client, req kadm.AlterPartitionAssignm
 // the target and it is not moving), still in progress, or failed (not
 // moving, and not at the target).
 func Verify(ctx context.Context, adm *kadm.Client, r Reassignment, w io.Writer) (done bool, err error) {
-	moving, err := adm.ListPartitionReassignments(ctx, nil)
-	if err != nil {
-		return false, err
-	}
 	var topics []string
 	for _, p := range r.Partitions {
 		topics = append(topics, p.Topic)
 	}
 	slices.Sort(topics)
-	md, err := adm.Metadata(ctx, slices.Compact(topics)...)
+	topics = slices.Compact(topics)
+	moving, err := ListReassignments(ctx, adm, topics...)
+	if err != nil {
+		return false, err
+	}
+	md, err := adm.Metadata(ctx, topics...)
 	if err != nil {
 		return false, err
 	}
@@ -262,4 +263,21 @@ func Verify(ctx context.Context, adm *kadm.Client, r Reassignment, w io.Writer) 
 		}
 	}
 	return done, nil
+}
+
+// ListReassignments lists the partitions of topics (none: every topic)
+// being reassigned. kadm asks only for the partitions it is given, and
+// for nothing when given none, so they are named from the metadata.
+func ListReassignments(ctx context.Context, adm *kadm.Client, topics ...string) (kadm.ListPartitionReassignmentsResponses, error) {
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return nil, err
+	}
+	set := kadm.TopicsSet{}
+	for _, td := range md.Topics {
+		for p := range td.Partitions {
+			set.Add(td.Topic, p)
+		}
+	}
+	return adm.ListPartitionReassignments(ctx, set)
 }

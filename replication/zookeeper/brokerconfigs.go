@@ -1,0 +1,78 @@
+package zookeeper
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Dynamic broker configs live where Kafka keeps them:
+// /config/brokers/<id> for one broker, /config/brokers/<default> for
+// every broker without its own value, each {"version":1,"config":{…}},
+// announced like topic configs with a /config/changes notification
+// naming brokers/<entity>.
+
+const (
+	brokerConfigsPath = "/config/brokers"
+	// DefaultBrokerEntity is every broker's configs (Kafka's <default>).
+	DefaultBrokerEntity = "<default>"
+)
+
+// validBrokerEntity keeps a name to a broker id or the default, so it
+// cannot escape its znode.
+func validBrokerEntity(entity string) error {
+	if entity == DefaultBrokerEntity {
+		return nil
+	}
+	if id, err := strconv.ParseInt(entity, 10, 32); err != nil || id < 0 || strconv.FormatInt(id, 10) != entity {
+		return fmt.Errorf("zookeeper: broker config entity %q is neither a broker id nor %s", truncate(entity), DefaultBrokerEntity)
+	}
+	return nil
+}
+
+// BrokerConfigs reads /config/brokers/<entity>; none is an empty map.
+func (c *Client) BrokerConfigs(entity string) (map[string]string, error) {
+	if err := validBrokerEntity(entity); err != nil {
+		return nil, err
+	}
+	p := brokerConfigsPath + "/" + entity
+	data, _, err := c.get(p)
+	if errors.Is(err, ErrNotFound) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeConfig(p, data)
+}
+
+// SetBrokerConfigs replaces an entity's dynamic configs and, in the same
+// multi, notifies every broker.
+func (c *Client) SetBrokerConfigs(entity string, configs map[string]string) error {
+	if err := validBrokerEntity(entity); err != nil {
+		return err
+	}
+	p := brokerConfigsPath + "/" + entity
+	data, notice := encodeConfig(configs), encodeConfigChange("brokers/"+entity)
+	err := c.do(func(bool) error {
+		if err := c.ensurePath(brokerConfigsPath); err != nil {
+			return err
+		}
+		if err := c.ensurePath(configChangesPath); err != nil {
+			return err
+		}
+		op, err := c.createOrSetOp(p, data)
+		if err != nil {
+			return err
+		}
+		_, err = multiError(c.conn.Multi(op, &zk.CreateRequest{
+			Path: c.abs(configChangesPath + "/" + configChangePrefix), Data: notice, Acl: openACL, Flags: zk.FlagSequence}))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("zookeeper: set %s: %w", p, err)
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package cluster_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/test/harness"
+)
+
+// createOn creates a one-partition topic whose replicas are exactly
+// replicas, and waits until they are all in sync.
+func createOn(t *testing.T, nodes []*harness.Node, topic string, replicas ...int32) {
+	t.Helper()
+	cl, br := brokerClient(t, nodes[0])
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, replicas
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), br)
+	if err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create %s on %v: %v %+v", topic, replicas, err, resp)
+	}
+	harness.WaitFor(t, topic+" has all its replicas in sync", 30*time.Second, func() bool {
+		r, isr := replicasOf(t, nodes, topic)
+		if !slices.Equal(r, replicas) || !sameSet(isr, replicas) {
+			t.Logf("%s: replicas %v ISR %v", topic, r, isr)
+			time.Sleep(time.Second)
+			return false
+		}
+		return true
+	})
+}
+
+// fill writes about size bytes of incompressible 16 KiB records to
+// topic's partition 0.
+func fill(t *testing.T, nodes []*harness.Node, topic string, size int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const recordSize = 16 << 10
+	for i := 0; i < size/recordSize; i++ {
+		v := make([]byte, recordSize)
+		rand.Read(v)
+		cl.Produce(ctx, &kgo.Record{Value: v, Partition: 0}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("fill %s: %v", topic, err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logSize is a broker's partition 0 of topic in bytes (DescribeLogDirs),
+// -1 when it holds none.
+func logSize(ctx context.Context, adm *kadm.Client, broker int32, topic string) int64 {
+	dirs, err := adm.DescribeBrokerLogDirs(ctx, broker, kadm.TopicsSet{topic: {0: {}}})
+	if err != nil {
+		return -1
+	}
+	size := int64(-1)
+	dirs.EachPartition(func(p kadm.DescribedLogDirPartition) {
+		if p.Topic == topic && p.Partition == 0 {
+			size = max(size, 0) + p.Size
+		}
+	})
+	return size
+}
+
+func writePlan(t *testing.T, topic string, replicas ...int32) string {
+	t.Helper()
+	ids := make([]string, len(replicas))
+	for i, id := range replicas {
+		ids[i] = fmt.Sprint(id)
+	}
+	f := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(f, []byte(fmt.Sprintf(`{"version":1,"partitions":[{"topic":%q,"partition":0,"replicas":[%s]}]}`,
+		topic, strings.Join(ids, ","))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func ferryCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(harness.Binary(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ferry %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// A move started with `ferry reassign --execute --throttle B` copies at
+// B bytes/s: the new replica's size, sampled while it copies, grows at
+// the throttle (within 20%); GET /admin/reassignments shows the progress
+// and the throttle meanwhile; `--verify` once done removes the throttle
+// from the brokers and the topic.
+func TestThrottledReassignmentCopiesAtTheSetRate(t *testing.T) {
+	nodes := startCluster(t, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const size, rate = 24 << 20, 2 << 20
+	createOn(t, nodes, "throttled", 1)
+	fill(t, nodes, "throttled", size)
+	full := logSize(ctx, adm, 1, "throttled")
+	if full < size {
+		t.Fatalf("broker 1 holds %d bytes of throttled, want >= %d", full, size)
+	}
+	plan := writePlan(t, "throttled", 2)
+	out := ferryCLI(t, "reassign", "--bootstrap", nodes[0].KafkaAddr, "--execute", "--reassignment-json-file", plan,
+		"--throttle", fmt.Sprint(rate))
+	if !strings.Contains(out, fmt.Sprintf("throttle limit was set to %d B/s", rate)) {
+		t.Fatalf("--execute --throttle printed:\n%s", out)
+	}
+	type sample struct {
+		at   time.Time
+		size int64
+	}
+	var samples []sample
+	var progressSeen bool
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		s := logSize(ctx, adm, 2, "throttled")
+		now := time.Now()
+		if s >= 0 {
+			samples = append(samples, sample{now, s})
+		}
+		if s >= full {
+			break
+		}
+		if !progressSeen && s > full/10 {
+			var moving struct {
+				Reassignments []struct {
+					Progress *struct {
+						Copied int64 `json:"bytes_copied"`
+						ToCopy int64 `json:"bytes_to_copy"`
+					} `json:"progress"`
+				} `json:"reassignments"`
+				Throttle int64 `json:"throttle_bytes_per_sec"`
+			}
+			getJSON(t, nodes[1].URL+"/admin/reassignments", &moving)
+			if len(moving.Reassignments) != 1 || moving.Reassignments[0].Progress == nil {
+				t.Logf("GET /admin/reassignments at %d of %d bytes copied: %+v", s, full, moving)
+			}
+			if len(moving.Reassignments) == 1 && moving.Reassignments[0].Progress != nil {
+				p := moving.Reassignments[0].Progress
+				if p.ToCopy != full || p.Copied <= 0 || p.Copied >= full || moving.Throttle != rate {
+					t.Fatalf("progress %+v throttle %d during the move; want 0 < copied < %d and %d", *p, moving.Throttle, full, rate)
+				}
+				progressSeen = true
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !progressSeen {
+		t.Fatal("GET /admin/reassignments never showed the move's progress")
+	}
+	// The rate between a quarter and three quarters of the copy: the
+	// start (a second's worth saved up, the truncation) and the end are
+	// left out.
+	first := slices.IndexFunc(samples, func(s sample) bool { return s.size >= full/4 })
+	last := slices.IndexFunc(samples, func(s sample) bool { return s.size >= full*3/4 })
+	if first < 0 || last <= first {
+		t.Fatalf("the copy was not sampled between a quarter and three quarters: %v", samples)
+	}
+	a, b := samples[first], samples[last]
+	measured := float64(b.size-a.size) / b.at.Sub(a.at).Seconds()
+	t.Logf("copied %d bytes at %.0f B/s (throttle %d B/s) between %d and %d bytes", full, measured, rate, a.size, b.size)
+	if measured < 0.8*rate || measured > 1.2*rate {
+		t.Fatalf("copy rate %.0f B/s, want within 20%% of %d", measured, rate)
+	}
+	var verify string
+	harness.WaitFor(t, "--verify reports the move completed", 60*time.Second, func() bool {
+		out, _ := exec.Command(harness.Binary(t), "reassign", "--bootstrap", nodes[2].KafkaAddr, "--verify",
+			"--reassignment-json-file", plan).CombinedOutput()
+		verify = string(out)
+		return strings.Contains(verify, "is completed.")
+	})
+	if !strings.Contains(verify, "Throttle was removed.") {
+		t.Fatalf("--verify did not remove the throttle:\n%s", verify)
+	}
+	for id := int32(1); id <= 3; id++ {
+		rc, err := adm.DescribeBrokerConfigs(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range rc[0].Configs {
+			if strings.HasSuffix(c.Key, ".replication.throttled.rate") && c.Source != kmsg.ConfigSourceDefaultConfig {
+				t.Fatalf("broker %d keeps %s=%s after --verify", id, c.Key, deref(c.Value))
+			}
+		}
+	}
+	tc, err := adm.DescribeTopicConfigs(ctx, "throttled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range tc[0].Configs {
+		if strings.HasSuffix(c.Key, ".replication.throttled.replicas") && deref(c.Value) != "" {
+			t.Fatalf("topic keeps %s=%s after --verify", c.Key, deref(c.Value))
+		}
+	}
+}
