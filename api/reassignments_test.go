@@ -24,7 +24,9 @@ func (r refusingReassigner) Start(context.Context, []ReassignmentMove) ([]Partit
 	r.t.Error("Start called for a refused request")
 	return nil, nil
 }
-func (r refusingReassigner) Moving(context.Context) (Reassignments, error) { return Reassignments{}, nil }
+func (r refusingReassigner) Moving(context.Context) (Reassignments, error) {
+	return Reassignments{}, nil
+}
 
 func (r refusingReassigner) Throttle(context.Context, []ReassignmentMove, int64) error {
 	r.t.Error("Throttle called")

@@ -230,4 +230,3 @@ func (f followerThrottle) Throttled(topicName string, partition int32) bool {
 func (f followerThrottle) Delay(now time.Time) time.Duration { return f.b.throttle.follower.Delay(now) }
 
 func (f followerThrottle) Record(n int, now time.Time) { f.b.throttle.follower.Record(n, now) }
-
