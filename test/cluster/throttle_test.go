@@ -39,12 +39,7 @@ func createOn(t *testing.T, nodes []*harness.Node, topic string, replicas ...int
 	}
 	harness.WaitFor(t, topic+" has all its replicas in sync", 30*time.Second, func() bool {
 		r, isr := replicasOf(t, nodes, topic)
-		if !slices.Equal(r, replicas) || !sameSet(isr, replicas) {
-			t.Logf("%s: replicas %v ISR %v", topic, r, isr)
-			time.Sleep(time.Second)
-			return false
-		}
-		return true
+		return slices.Equal(r, replicas) && sameSet(isr, replicas)
 	})
 }
 
@@ -230,4 +225,102 @@ func TestThrottledReassignmentCopiesAtTheSetRate(t *testing.T) {
 			t.Fatalf("topic keeps %s=%s after --verify", c.Key, deref(c.Value))
 		}
 	}
+}
+
+// startThrottledMove fills topic (on replicas from) with size bytes, then
+// starts moving it to `to` under a throttle of rate bytes/s with an
+// acks=all producer writing throughout, and waits until broker watch
+// holds a tenth of the data: the move is under way.
+func startThrottledMove(t *testing.T, nodes []*harness.Node, adm *kadm.Client, topic string, size, rate int, watch int32, from, to []int32) (*ackingProducer, string) {
+	t.Helper()
+	createOn(t, nodes, topic, from...)
+	fill(t, nodes, topic, size)
+	producer := startAckingProducer(t, nodes, topic)
+	harness.WaitFor(t, "records acknowledged before the move", 30*time.Second, func() bool { return producer.ackedCount() >= 100 })
+	plan := writePlan(t, topic, to...)
+	ferryCLI(t, "reassign", "--bootstrap", nodes[0].KafkaAddr, "--execute", "--reassignment-json-file", plan, "--throttle", fmt.Sprint(rate))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	harness.WaitFor(t, fmt.Sprintf("broker %d copies a tenth of %s", watch, topic), 60*time.Second, func() bool {
+		return logSize(ctx, adm, watch, topic) > int64(size/10)
+	})
+	if moving, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{topic: {0: {}}}); err != nil || len(moving[topic]) != 1 {
+		t.Fatalf("%s is not listed as moving a tenth of the way: %v %v", topic, moving, err)
+	}
+	return producer, plan
+}
+
+// A throttled move cancelled half-way (`ferry reassign --cancel`) returns
+// the partition to its original replicas, in sync; the replica it was
+// adding is deleted, and no acknowledged record is lost.
+func TestCancelledMoveReturnsToTheOriginalReplicas(t *testing.T) {
+	nodes := startCluster(t, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	producer, plan := startThrottledMove(t, nodes, adm, "cancelled", 12<<20, 1<<20, 3, []int32{1, 2}, []int32{3, 1})
+	out := ferryCLI(t, "reassign", "--bootstrap", nodes[1].KafkaAddr, "--cancel", "--reassignment-json-file", plan)
+	if !strings.Contains(out, "Successfully cancelled partition reassignments for cancelled-0") {
+		t.Fatalf("--cancel printed:\n%s", out)
+	}
+	harness.WaitFor(t, "the partition is back on [1 2], both in sync", 30*time.Second, func() bool {
+		r, isr := replicasOf(t, nodes, "cancelled")
+		return slices.Equal(r, []int32{1, 2}) && sameSet(isr, []int32{1, 2})
+	})
+	harness.WaitFor(t, "broker 3 deletes the replica it was given", 30*time.Second, func() bool {
+		return len(partitionDirs(t, nodes[2], "cancelled")) == 0
+	})
+	moved := producer.ackedCount()
+	harness.WaitFor(t, "acks after the cancel", 30*time.Second, func() bool { return producer.ackedCount() >= moved+20 })
+	producer.finish(t, nodes, "cancelled")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if moving, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"cancelled": {0: {}}}); err != nil || len(moving) != 0 {
+		t.Fatalf("still listed as moving after the cancel: %v %v", moving, err)
+	}
+}
+
+// The broker a throttled move copies to is killed (kill -9) half-way: the
+// partition keeps its ISR and its producer, the move stays listed, and
+// once the broker is back the move completes; nothing acknowledged is
+// lost, and the replica dropped is deleted.
+func TestMoveCompletesAfterItsTargetBrokerIsKilled(t *testing.T) {
+	nodes := startCluster(t, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	producer, plan := startThrottledMove(t, nodes, adm, "target-killed", 12<<20, 1<<20, 3, []int32{1, 2}, []int32{2, 3})
+	nodes[2].Kill()
+	before := producer.ackedCount()
+	harness.WaitFor(t, "acks while the target broker is dead", 30*time.Second, func() bool { return producer.ackedCount() >= before+50 })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if moving, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"target-killed": {0: {}}}); err != nil || len(moving["target-killed"]) != 1 {
+		t.Fatalf("the move is not listed while its target is dead: %v %v", moving, err)
+	}
+	if r, isr := replicasOf(t, nodes, "target-killed"); !sameSet(isr, []int32{1, 2}) {
+		t.Fatalf("replicas %v ISR %v while the target is dead; want the ISR [1 2]", r, isr)
+	}
+	nodes[2].Restart()
+	var verify string
+	harness.WaitFor(t, "--verify reports the move completed", 90*time.Second, func() bool {
+		out, _ := exec.Command(harness.Binary(t), "reassign", "--bootstrap", nodes[0].KafkaAddr, "--verify",
+			"--reassignment-json-file", plan).CombinedOutput()
+		verify = string(out)
+		return strings.Contains(verify, "is completed.")
+	})
+	harness.WaitFor(t, "the partition is on [2 3], both in sync", 30*time.Second, func() bool {
+		r, isr := replicasOf(t, nodes, "target-killed")
+		return slices.Equal(r, []int32{2, 3}) && sameSet(isr, []int32{2, 3})
+	})
+	producer.finish(t, nodes, "target-killed")
+	harness.WaitFor(t, "broker 1 deletes its dropped replica", 30*time.Second, func() bool {
+		return len(partitionDirs(t, nodes[0], "target-killed")) == 0
+	})
 }
