@@ -9,7 +9,10 @@
 # Then the failover benchmarks of test/cluster (their own ZooKeeper and
 # brokers): FAILOVERS (3) leader kills (kill -9) and as many controlled
 # shutdowns, each timed from the producer's last ack before to its first
-# after; prints their median and max.
+# after; prints their median and max. Then REASSIGNS (1) rounds of the
+# reassignment benchmark: a partition moved between brokers unthrottled
+# and under an 8 MiB/s throttle, its copy rate, and produce records/s and
+# p99 on that partition before and during each move.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RECORDS=${RECORDS:-500000}
@@ -17,6 +20,7 @@ DURATION=${DURATION:-20s}
 PARTITIONS=${PARTITIONS:-3}
 ROUNDS=${ROUNDS:-3}
 FAILOVERS=${FAILOVERS:-3}
+REASSIGNS=${REASSIGNS:-1}
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -76,6 +80,7 @@ failover="$work/failover"
 failover_status=0
 go test -run '^$' -bench Failover -benchtime "${FAILOVERS}x" ./test/cluster/ >"$failover" 2>&1 || failover_status=$?
 if [ "$failover_status" -ne 0 ]; then cat "$failover"; fi
+go test -run '^$' -bench Reassignment -benchtime "${REASSIGNS}x" ./test/cluster/ >>"$failover" 2>&1 || { failover_status=$?; cat "$failover"; }
 
 python3 - "$results" "$RECORDS" "$PARTITIONS" "$ROUNDS" "$failover" "$FAILOVERS" <<'PY'
 import sys, statistics, collections, re
@@ -101,7 +106,7 @@ if "rf1 acks=all" in med and "rf3 acks=all" in med:
 # BenchmarkFailoverAfterKill-2  3  7978838952 ns/op  8657 failover-ms-max  7782 failover-ms-median  6000 session-timeout-ms
 fo = {}
 for line in open(failover_path):
-    m = re.match(r"Benchmark(FailoverAfter\w+?)(-\d+)?\s+\d+\s+(.*)", line)
+    m = re.match(r"Benchmark(FailoverAfter\w+?|Reassignment)(-\d+)?\s+\d+\s+(.*)", line)
     if m:
         f = m.group(3).split()
         fo[m.group(1)] = {unit: float(v) for v, unit in zip(f[::2], f[1::2])}
@@ -115,5 +120,15 @@ for name, how in [("FailoverAfterKill", "kill -9"), ("FailoverAfterControlledShu
     session = r["session-timeout-ms"]
     target = f"session timeout + 2 s = {session + 2000:.0f} ms" if name == "FailoverAfterKill" else "< 1000 ms"
     print(f"{how:22s} {r['failover-ms-median']:>10.0f} {r['failover-ms-max']:>8.0f}  {target}")
+
+r = fo.get("Reassignment")
+if r:
+    print(f"\nReassignment of one partition from broker 1 to broker 2 under an acks=all producer (100-byte records, 32 in flight)")
+    print(f"{'':22s} {'copy MB/s':>10s} {'produce rec/s':>14s} {'vs before':>10s} {'p99 ms':>8s}")
+    print(f"{'before the move':22s} {'':>10s} {r['produce-rec/s-before']:>14.0f} {'':>10s} {r['p99-ms-before']:>8.2f}")
+    for how in ["unthrottled", "throttled"]:
+        label = how if how == "unthrottled" else f"throttled {r['throttle-MB/s']:.0f} MB/s"
+        print(f"{label:22s} {r['copy-MB/s-'+how]:>10.1f} {r['produce-rec/s-during-'+how]:>14.0f} "
+              f"{r['produce-rec/s-during-'+how]/r['produce-rec/s-before']:>10.2f} {r['p99-ms-during-'+how]:>8.2f}")
 PY
 exit "$failover_status"

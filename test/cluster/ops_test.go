@@ -23,7 +23,7 @@ import (
 
 // metadataFrom is the cluster's metadata as the live brokers answer it,
 // through a client of its own (no cache from before a kill).
-func metadataFrom(t *testing.T, nodes []*harness.Node, topics ...string) (kadm.Metadata, error) {
+func metadataFrom(t testing.TB, nodes []*harness.Node, topics ...string) (kadm.Metadata, error) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(liveSeeds(nodes)...))
 	if err != nil {
@@ -260,7 +260,7 @@ func runKcat(t *testing.T, kcat, stdin string, args ...string) string {
 }
 
 // brokerClient is a client whose requests go to node itself.
-func brokerClient(t *testing.T, node *harness.Node) (*kgo.Client, *kgo.Broker) {
+func brokerClient(t testing.TB, node *harness.Node) (*kgo.Client, *kgo.Broker) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr))
 	if err != nil {

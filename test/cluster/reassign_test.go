@@ -103,7 +103,7 @@ func (p *ackingProducer) finish(t *testing.T, nodes []*harness.Node, topic strin
 }
 
 // replicasOf is partition 0's assigned replicas and ISR in Metadata.
-func replicasOf(t *testing.T, nodes []*harness.Node, topic string) (replicas, isr []int32) {
+func replicasOf(t testing.TB, nodes []*harness.Node, topic string) (replicas, isr []int32) {
 	t.Helper()
 	md, err := metadataFrom(t, nodes, topic)
 	if err != nil || md.Topics[topic].Err != nil || len(md.Topics[topic].Partitions) == 0 {

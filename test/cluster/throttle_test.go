@@ -21,7 +21,7 @@ import (
 
 // createOn creates a one-partition topic whose replicas are exactly
 // replicas, and waits until they are all in sync.
-func createOn(t *testing.T, nodes []*harness.Node, topic string, replicas ...int32) {
+func createOn(t testing.TB, nodes []*harness.Node, topic string, replicas ...int32) {
 	t.Helper()
 	cl, br := brokerClient(t, nodes[0])
 	defer cl.Close()
@@ -45,7 +45,7 @@ func createOn(t *testing.T, nodes []*harness.Node, topic string, replicas ...int
 
 // fill writes about size bytes of incompressible 16 KiB records to
 // topic's partition 0.
-func fill(t *testing.T, nodes []*harness.Node, topic string, size int) {
+func fill(t testing.TB, nodes []*harness.Node, topic string, size int) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()),
@@ -87,7 +87,7 @@ func logSize(ctx context.Context, adm *kadm.Client, broker int32, topic string) 
 	return size
 }
 
-func writePlan(t *testing.T, topic string, replicas ...int32) string {
+func writePlan(t testing.TB, topic string, replicas ...int32) string {
 	t.Helper()
 	ids := make([]string, len(replicas))
 	for i, id := range replicas {
@@ -101,7 +101,7 @@ func writePlan(t *testing.T, topic string, replicas ...int32) string {
 	return f
 }
 
-func ferryCLI(t *testing.T, args ...string) string {
+func ferryCLI(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(harness.Binary(t), args...).CombinedOutput()
 	if err != nil {
