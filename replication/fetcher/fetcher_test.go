@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -427,4 +428,62 @@ func TestManagerMovesAPartitionToItsNewLeader(t *testing.T) {
 	if _, ok := m.Leader("m", 0); ok {
 		t.Fatal("still followed after Unfollow")
 	}
+}
+
+// switchThrottle throttles every partition while held, counting the
+// bytes recorded against it.
+type switchThrottle struct {
+	held     atomic.Bool
+	recorded atomic.Int64
+}
+
+func (s *switchThrottle) Throttled(string, int32) bool { return true }
+func (s *switchThrottle) Delay(time.Time) time.Duration {
+	if s.held.Load() {
+		return 20 * time.Millisecond
+	}
+	return 0
+}
+func (s *switchThrottle) Record(n int, _ time.Time) { s.recorded.Add(int64(n)) }
+
+// A throttled replica that has not caught up is not fetched while the
+// follower rate is used up, is fetched (its bytes recorded) once it is
+// not, and once caught up it is copied even while the rate is used up
+// (Kafka exempts in-sync replicas).
+func TestFetcherHoldsBackAThrottledReplicaUntilItCatchesUp(t *testing.T) {
+	l := startLeader(t, "127.0.0.1:0")
+	if err := l.broker.CreateTopic(server.TopicSpec{Name: "r", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.broker.SetPartitionRole("r", 0, twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, l.broker, "r", "a", "b", "c")
+	follower := openFollower(t, "r")
+	if err := follower.SetRole(twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	throttle := &switchThrottle{}
+	throttle.held.Store(true)
+	f := fetcher.Start(fetcher.Config{BrokerID: 2, Leader: 1, Addr: l.addr, MaxWait: 50 * time.Millisecond,
+		Backoff: 20 * time.Millisecond, Throttle: throttle})
+	defer f.Close()
+	f.Add(follower)
+	time.Sleep(300 * time.Millisecond) // many fetch rounds, were it fetched
+	if got := follower.LogEndOffset(); got != 0 || throttle.recorded.Load() != 0 {
+		t.Fatalf("held back by the throttle, the follower copied to offset %d (%d bytes recorded)", got, throttle.recorded.Load())
+	}
+	throttle.held.Store(false)
+	lp, _ := l.broker.Partition("r", 0)
+	harness.WaitFor(t, "the follower copies once the throttle allows", 10*time.Second, func() bool {
+		return follower.LogEndOffset() == lp.LogEndOffset() && follower.HighWatermark() == lp.HighWatermark()
+	})
+	if got, want := throttle.recorded.Load(), int64(len(readAll(t, lp))); got != want {
+		t.Fatalf("%d bytes recorded against the throttle; the leader's log is %d", got, want)
+	}
+	throttle.held.Store(true)
+	produce(t, l.broker, "r", "d")
+	harness.WaitFor(t, "a caught-up follower copies despite the throttle", 10*time.Second, func() bool {
+		return follower.LogEndOffset() == lp.LogEndOffset()
+	})
 }

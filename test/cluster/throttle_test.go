@@ -138,6 +138,22 @@ func TestThrottledReassignmentCopiesAtTheSetRate(t *testing.T) {
 	if !strings.Contains(out, fmt.Sprintf("throttle limit was set to %d B/s", rate)) {
 		t.Fatalf("--execute --throttle printed:\n%s", out)
 	}
+	for _, id := range []int32{1, 2} {
+		rc, err := adm.DescribeBrokerConfigs(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := 0
+		for _, c := range rc[0].Configs {
+			if strings.HasSuffix(c.Key, ".replication.throttled.rate") && deref(c.Value) == fmt.Sprint(rate) &&
+				c.Source == kmsg.ConfigSourceDynamicBrokerConfig {
+				set++
+			}
+		}
+		if set != 2 {
+			t.Fatalf("broker %d describes %d of its 2 throttle rates as set to %d: %+v", id, set, rate, rc[0].Configs)
+		}
+	}
 	type sample struct {
 		at   time.Time
 		size int64
