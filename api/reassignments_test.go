@@ -66,6 +66,8 @@ func TestReassignmentRoutesRefuseBadRequests(t *testing.T) {
 		{g, "POST", "/admin/reassignments", `{"partitions":[{"topic":"t","partition":-1,"replicas":[1]}]}`, 400, codeMalformed},
 		{g, "POST", "/admin/reassignments", `{"partitions":[{"topic":"t","partition":0,"replicas":[]}]}`, 400, codeMalformed},
 		{g, "POST", "/admin/reassignments", `{"partitions":`, 400, codeMalformed},
+		{g, "POST", "/admin/reassignments", `{"partitions":[{"topic":"t","partition":0,"replicas":[1]}],"throttle_bytes_per_sec":-1}`, 400, codeMalformed},
+		{bare, "DELETE", "/admin/reassignments/throttle", "", 503, codeUnavailable},
 		{g, "POST", "/admin/preferred-leader-election", `{"partitions":[{"topic":"","partition":0}]}`, 400, codeMalformed},
 		{bare, "GET", "/admin/reassignments", "", 503, codeUnavailable},
 		{bare, "POST", "/admin/preferred-leader-election", "", 503, codeUnavailable},
