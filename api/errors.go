@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/server"
 )
 
@@ -22,6 +23,7 @@ const (
 	codeMethodNotAllowed   = 40501
 	codeBodyTimeout        = 40801 // the body did not arrive within the read timeout
 	codeTopicExists        = 40901
+	codeReassigning        = 40902 // a partition reassignment of the topic is in progress
 	codeTooLarge           = 41301
 	codeUnsupportedType    = 41501
 	codeOffsetOutOfRange   = 41601
@@ -50,6 +52,7 @@ var httpErrors = []struct {
 	{server.ErrUnknownTopic, http.StatusNotFound, codeTopicNotFound},
 	{server.ErrUnknownPartition, http.StatusNotFound, codePartitionNotFound},
 	{server.ErrTopicExists, http.StatusConflict, codeTopicExists},
+	{replication.ErrTopicReassigning, http.StatusConflict, codeReassigning},
 	{server.ErrRecordTooLarge, http.StatusRequestEntityTooLarge, codeTooLarge},
 	{server.ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, codeOffsetOutOfRange},
 	{server.ErrInvalidTopic, http.StatusUnprocessableEntity, codeInvalidTopic},

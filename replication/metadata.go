@@ -56,6 +56,10 @@ var ErrTopicChanged = errors.New("topic changed concurrently")
 // asked for and is not finished.
 var ErrTopicQueuedForDeletion = errors.New("topic is queued for deletion")
 
+// ErrTopicReassigning: AddPartitions to a topic some of whose partitions
+// are being reassigned (Kafka's REASSIGNMENT_IN_PROGRESS).
+var ErrTopicReassigning = errors.New("a partition reassignment is in progress for the topic")
+
 // Metadata is where the cluster's topic table lives: a file in the data
 // dir on a single node (LocalMetadata), ZooKeeper's /brokers/topics and
 // /config/topics on a cluster. The core reads and changes topics only

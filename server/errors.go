@@ -88,6 +88,7 @@ const (
 	KafkaElectionNotNeeded           int16 = 84
 	KafkaInvalidReplicaAssignment    int16 = 39
 	KafkaNoReassignmentInProgress    int16 = 85
+	KafkaReassignmentInProgress      int16 = 60
 )
 
 // kafkaCodes is the one table from core errors to Kafka error codes.
@@ -142,6 +143,7 @@ var kafkaCodes = []struct {
 	{controller.ErrUnknownPartition, KafkaUnknownTopicPartition},
 	{controller.ErrInvalidReplicaAssignment, KafkaInvalidReplicaAssignment},
 	{controller.ErrNoReassignmentInProgress, KafkaNoReassignmentInProgress},
+	{replication.ErrTopicReassigning, KafkaReassignmentInProgress},
 }
 
 // KafkaCode returns the Kafka protocol error code for err (0 for nil).

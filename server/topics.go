@@ -318,6 +318,9 @@ func (b *Broker) recordAddedPartitions(next *topic, version int32, added [][]int
 	if errors.Is(err, replication.ErrTopicQueuedForDeletion) {
 		return fmt.Errorf("%w: %v", ErrInvalidTopic, err)
 	}
+	if errors.Is(err, replication.ErrTopicReassigning) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%w: write topic metadata: %v", ErrStorage, err)
 	}

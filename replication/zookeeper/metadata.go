@@ -130,6 +130,9 @@ func (m *Metadata) AddPartitions(name string, version int32, added [][]int32) er
 		return fmt.Errorf("%w: %s is at version %d with %d partitions, not at version %d",
 			replication.ErrTopicChanged, name, v, len(a.Partitions), version)
 	}
+	if len(a.Adding) > 0 || len(a.Removing) > 0 { // as Kafka's AdminZkClient refuses it
+		return fmt.Errorf("%w %s; add partitions once it completes or is cancelled", replication.ErrTopicReassigning, name)
+	}
 	byIndex := make(map[int32][]int32, len(added))
 	for i, rs := range added {
 		byIndex[int32(len(a.Partitions)+i)] = rs

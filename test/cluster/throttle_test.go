@@ -278,6 +278,12 @@ func TestCancelledMoveReturnsToTheOriginalReplicas(t *testing.T) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	producer, plan := startThrottledMove(t, nodes, adm, "cancelled", 12<<20, 1<<20, 3, []int32{1, 2}, []int32{3, 1})
+	// Partitions are not added to a topic being moved (Kafka's rule).
+	bcl, br := brokerClient(t, nodes[1])
+	if r := createPartitionsAt(t, br, "cancelled", 2); r.ErrorCode != 60 {
+		t.Fatalf("CreatePartitions during the move: code %d %v, want 60 REASSIGNMENT_IN_PROGRESS", r.ErrorCode, deref(r.ErrorMessage))
+	}
+	bcl.Close()
 	out := ferryCLI(t, "reassign", "--bootstrap", nodes[1].KafkaAddr, "--cancel", "--reassignment-json-file", plan)
 	if !strings.Contains(out, "Successfully cancelled partition reassignments for cancelled-0") {
 		t.Fatalf("--cancel printed:\n%s", out)
