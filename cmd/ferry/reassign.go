@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -11,7 +10,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/api"
 	"github.com/ferry-mq/ferry/cmd/ferry/internal/kcli"
@@ -250,22 +251,36 @@ func (k kafkaReassigner) Start(ctx context.Context, moves []api.ReassignmentMove
 }
 
 func (k kafkaReassigner) Moving(ctx context.Context) (api.Reassignments, error) {
-	adm, err := k.admin()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.kafkaAddr))
 	if err != nil {
 		return api.Reassignments{}, err
 	}
-	defer adm.Close()
-	res, err := adm.ListPartitionReassignments(ctx, nil)
+	defer cl.Close()
+	// kadm's ListPartitionReassignments answers an empty map for no
+	// topics without asking; a null topic list asks for every move.
+	req := kmsg.NewPtrListPartitionReassignmentsRequest()
+	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
+		return api.Reassignments{}, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		if resp.ErrorMessage != nil {
+			return api.Reassignments{}, fmt.Errorf("%w: %s", err, *resp.ErrorMessage)
+		}
 		return api.Reassignments{}, err
 	}
 	var out []api.MovingPartition
-	for _, t := range slices.Sorted(maps.Keys(res)) {
-		for _, p := range slices.Sorted(maps.Keys(res[t])) {
-			r := res[t][p]
-			out = append(out, api.MovingPartition{Topic: t, Partition: p, Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas})
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			out = append(out, api.MovingPartition{Topic: t.Topic, Partition: p.Partition, Replicas: p.Replicas, Adding: p.AddingReplicas, Removing: p.RemovingReplicas})
 		}
 	}
+	slices.SortFunc(out, func(a, b api.MovingPartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
 	return api.Reassignments{Reassignments: out}, nil
 }
 
