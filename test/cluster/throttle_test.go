@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -190,6 +191,15 @@ func TestThrottledReassignmentCopiesAtTheSetRate(t *testing.T) {
 					t.Fatalf("progress %+v throttle %d during the move; want 0 < copied < %d and %d", *p, moving.Throttle, full, rate)
 				}
 				progressSeen = true
+				// --verify mid-way: in progress, with a bar per partition
+				// and the total.
+				out, err := exec.Command(harness.Binary(t), "reassign", "--bootstrap", nodes[2].KafkaAddr, "--verify",
+					"--reassignment-json-file", plan).CombinedOutput()
+				if err == nil || !strings.Contains(string(out), "Reassignment of partition throttled-0 is still in progress.") ||
+					!regexp.MustCompile(`throttled-0 +\[#*\.+\] +\d+% [\d.]+ [KM]iB of 24\.0 MiB`).Match(out) ||
+					!regexp.MustCompile(`total +\[#*\.+\]`).Match(out) {
+					t.Fatalf("--verify mid-way (%v):\n%s", err, out)
+				}
 			}
 		}
 		time.Sleep(250 * time.Millisecond)

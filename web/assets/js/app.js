@@ -5,14 +5,19 @@
 import { onBusy } from './api.js';
 import { errorBox, fill, h, loading } from './ui.js';
 import * as overview from './overview.js';
+import * as cluster from './cluster.js';
+import * as moves from './moves.js';
 import * as topics from './topics.js';
 import * as messages from './messages.js';
 import * as groups from './groups.js';
 import * as schemas from './schemas.js';
 
-// Each route: a pattern over the path segments and the view it renders.
+// Each route: a pattern over the path segments and the view it renders;
+// fixed: the second segment is part of the route, not a name for the title.
 const routes = [
   { nav: 'overview', match: (s) => s.length === 0, view: overview.render, title: 'Overview' },
+  { nav: 'cluster', match: (s) => s[0] === 'cluster' && s.length === 1, view: cluster.render, title: 'Cluster' },
+  { nav: 'cluster', match: (s) => s[0] === 'cluster' && s[1] === 'move' && s.length === 2, view: moves.renderMove, title: 'Move partitions', fixed: true },
   { nav: 'topics', match: (s) => s[0] === 'topics' && s.length === 1, view: topics.renderList, title: 'Topics' },
   { nav: 'topics', match: (s) => s[0] === 'topics' && s.length === 2, view: topics.renderDetail, title: 'Topic' },
   { nav: 'messages', match: (s) => s[0] === 'messages' && s.length <= 2, view: messages.render, title: 'Messages' },
@@ -49,7 +54,7 @@ async function navigate() {
     fill(root, h('h1', {}, 'Not found'), h('p', {}, 'There is no page at this address. ', h('a', { href: '#/' }, 'Go to the overview.')));
     return;
   }
-  document.title = `${segments[1] ? `${segments[1]} · ` : ''}${route.title} · ferry`;
+  document.title = `${segments[1] && !route.fixed ? `${segments[1]} · ` : ''}${route.title} · ferry`;
   root.append(loading());
   const ctx = { segments, params, isCurrent: () => gen === generation };
   try {

@@ -134,38 +134,61 @@ export function table(headings, rows, opts = {}) {
  * Resolves true when the action succeeded, false when cancelled.
  */
 export function confirmTyped({ title, body, expected, confirmLabel, action }) {
+  const input = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false', id: uid('confirm') });
+  return runConfirm({
+    title, body, confirmLabel, action, danger: true,
+    extra: field(h('span', {}, 'Type ', h('code', {}, expected), ' to confirm'), input),
+    ready: () => input.value === expected,
+    watch: (update) => input.addEventListener('input', update),
+    focus: input,
+  });
+}
+
+/**
+ * confirmAction opens the dialog asking "are you sure" before action runs
+ * (danger: styled as destructive; dismissLabel names the way out, Cancel
+ * by default); action's errors are shown in the dialog. Resolves true
+ * when the action succeeded, false when cancelled.
+ */
+export function confirmAction({ title, body, confirmLabel, dismissLabel, danger = false, action }) {
+  return runConfirm({ title, body, confirmLabel, dismissLabel, action, danger });
+}
+
+function runConfirm({
+  title, body, confirmLabel, dismissLabel = 'Cancel', action, danger, extra = null, ready = () => true, watch = () => {}, focus = null,
+}) {
   const dialog = document.getElementById('dialog');
   return new Promise((resolve) => {
-    const input = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false', id: uid('confirm') });
     const errSlot = h('div');
-    const ok = h('button', { type: 'submit', class: 'danger', disabled: true }, confirmLabel);
-    const cancel = h('button', { type: 'button', class: 'secondary', onClick: () => dialog.close('cancel') }, 'Cancel');
-    input.addEventListener('input', () => { ok.disabled = input.value !== expected; });
+    const ok = h('button', { type: 'submit', class: danger ? 'danger' : '', disabled: !ready() }, confirmLabel);
+    const cancel = h('button', { type: 'button', class: 'secondary', onClick: () => dialog.close('cancel') }, dismissLabel);
+    watch(() => { ok.disabled = !ready(); });
     const form = h('form', {
       method: 'dialog',
       onSubmit: async (ev) => {
         ev.preventDefault();
-        if (input.value !== expected) return;
+        if (!ready()) return;
         errSlot.replaceChildren();
         try {
           await busy(ok, 'Working…', action);
           dialog.close('done');
         } catch (e) {
           showError(errSlot, e);
-          ok.disabled = input.value !== expected;
+          ok.disabled = !ready();
         }
       },
     },
     h('h2', { id: 'dialog-title' }, title),
     h('p', {}, body),
-    field(h('span', {}, 'Type ', h('code', {}, expected), ' to confirm'), input),
+    extra,
     errSlot,
     h('div', { class: 'actions' }, cancel, ok));
     fill(dialog, form);
     dialog.onclose = () => resolve(dialog.returnValue === 'done');
     dialog.returnValue = '';
     dialog.showModal();
-    input.focus();
+    // A destructive action is not one Enter away: focus starts on Cancel.
+    (focus || (danger ? cancel : ok)).focus();
   });
 }
 
