@@ -330,9 +330,12 @@ func (k kafkaReassigner) Moving(ctx context.Context) (api.Reassignments, error) 
 		return api.Reassignments{}, err
 	}
 	answer := api.Reassignments{}
-	// Progress and the throttle are best effort: a broker that does not
-	// answer DescribeLogDirs leaves the moves without progress.
-	progress, _ := kcli.Progress(ctx, adm, res)
+	// Progress and the throttle are best effort, and bounded: a broker
+	// that does not answer (frozen, partitioned away) leaves the moves
+	// without progress rather than holding the list.
+	extra, cancel := context.WithTimeout(ctx, progressTimeout)
+	defer cancel()
+	progress, _ := kcli.Progress(extra, adm, res)
 	of := map[string]kcli.MoveProgress{}
 	for _, mp := range progress {
 		of[fmt.Sprintf("%s-%d", mp.Topic, mp.Partition)] = mp
@@ -349,9 +352,13 @@ func (k kafkaReassigner) Moving(ctx context.Context) (api.Reassignments, error) 
 			answer.Reassignments = append(answer.Reassignments, mp)
 		}
 	}
-	answer.ThrottleBytesPerSec, _ = kcli.ThrottleRate(ctx, adm)
+	answer.ThrottleBytesPerSec, _ = kcli.ThrottleRate(extra, adm)
 	return answer, nil
 }
+
+// progressTimeout bounds the DescribeLogDirs and DescribeConfigs a
+// listing of moves asks every broker.
+const progressTimeout = 3 * time.Second
 
 func (k kafkaReassigner) Throttle(ctx context.Context, moves []api.ReassignmentMove, rate int64) error {
 	adm, err := k.admin()

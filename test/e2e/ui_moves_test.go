@@ -195,16 +195,16 @@ func TestUIMovePartitions(t *testing.T) {
 	}
 }
 
-// Cancelling from the page returns a running move to its original
-// replicas. The move cannot finish: the broker it adds is frozen, so its
-// replica never copies; it is thawed once the cancel is answered, well
-// within its session timeout.
+// A move started from the page with a throttle copies at it, and the
+// page shows its progress in bytes and the rate; cancelling from the page
+// returns it to its original replicas, keeps every record, and the page
+// removes the throttle once no move is left.
 func TestUIMovePartitionsCancel(t *testing.T) {
 	b := newBrowser(t)
 	nodes := startUICluster(t)
-	const topic, records = "ui-cancel", 200
+	const topic, records = "ui-cancel", 1000
 	createSyncedTopic(t, nodes[0], topic, 1, 1)
-	produceAtLeader(t, nodes, topic, 0, records, 8<<10) // about 1.6 MB
+	produceAtLeader(t, nodes, topic, 0, records, 8<<10) // about 8 MB: 16 s at the page's throttle
 	var controller int32
 	harness.WaitFor(t, "a controller", uiTimeout, func() bool {
 		var c struct {
@@ -232,9 +232,10 @@ func TestUIMovePartitionsCancel(t *testing.T) {
 	}
 	pageNode := nodes[page-1]
 
-	b.run("propose moving the topic to the target broker",
+	b.run("propose moving the topic to the target broker, throttled to 0.5 MiB/s",
 		chromedp.Navigate(pageNode.URL+"/ui/#/cluster/move"),
 		chromedp.WaitVisible(chromedp.CSS("#move-propose")),
+		chromedp.SendKeys(chromedp.CSS("#move-throttle"), "0.5"),
 		chromedp.Click(chromedp.CSS(`input[name="move-topic"][value="`+topic+`"]`)),
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`input[name="move-broker"][value="%d"]`, target))),
 		chromedp.Click(chromedp.CSS("#move-propose")),
@@ -243,19 +244,27 @@ func TestUIMovePartitionsCancel(t *testing.T) {
 		t.Fatalf("plan %+v, want %v → [%d]", got, original, target)
 	}
 
-	nodes[target-1].Freeze()
-	frozen := true
-	thaw := func() {
-		if frozen {
-			nodes[target-1].Thaw()
-			frozen = false
-		}
-	}
-	defer thaw()
 	b.run("execute and wait for the move to be listed",
 		chromedp.Click(chromedp.CSS("#move-execute")),
 		chromedp.WaitVisible(chromedp.CSS(`#move-progress table.moving tr[data-topic="`+topic+`"]`)))
-	b.waitText("#move-progress table.moving", "copying…")
+	// The throttle holds the copy to 0.5 MiB/s: the page shows the bytes
+	// copied of the leader's, per partition and in total, and the rate.
+	b.waitText("#move-progress table.moving", "iB of")
+	b.waitText("#move-total", "throttled to 512")
+	var moving struct {
+		Reassignments []struct {
+			Progress *struct {
+				Copied int64 `json:"bytes_copied"`
+				ToCopy int64 `json:"bytes_to_copy"`
+			} `json:"progress"`
+		} `json:"reassignments"`
+		Throttle int64 `json:"throttle_bytes_per_sec"`
+	}
+	if err := getQuiet(pageNode.URL+"/admin/reassignments", &moving); err != nil || len(moving.Reassignments) != 1 ||
+		moving.Reassignments[0].Progress == nil || moving.Reassignments[0].Progress.Copied >= moving.Reassignments[0].Progress.ToCopy ||
+		moving.Throttle != 512<<10 {
+		t.Fatalf("GET /admin/reassignments while the page shows the move: %+v %v", moving, err)
+	}
 	b.run("scroll to the moves", chromedp.ScrollIntoView(chromedp.CSS("#move-progress")))
 	b.screenshot("cancel-moving")
 	b.run("cancel the moves",
@@ -267,7 +276,6 @@ func TestUIMovePartitionsCancel(t *testing.T) {
 	b.run("confirm the cancel",
 		chromedp.Click(chromedp.CSS("dialog[open] button.danger")),
 		chromedp.WaitVisible(chromedp.CSS("#cancel-result table.outcomes")))
-	thaw()
 	if code := eval[string](b, "read the cancel's result", `document.querySelector('#cancel-result tr[data-topic="`+topic+`"]')?.dataset.code ?? 'none'`); code != "0" {
 		t.Fatalf("the cancel answered error_code %s for %s-0, want 0:\n%s", code, topic,
 			eval[string](b, "read the cancel result", `document.querySelector('#cancel-result').textContent`))
@@ -288,6 +296,13 @@ func TestUIMovePartitionsCancel(t *testing.T) {
 	if n := countAtLeader(t, nodes, topic, 0); n != records {
 		t.Fatalf("%d records after the cancel, want %d", n, records)
 	}
+	// The page removed the throttle it had set once no move was left.
+	harness.WaitFor(t, "the throttle is removed", uiTimeout, func() bool {
+		var left struct {
+			Throttle int64 `json:"throttle_bytes_per_sec"`
+		}
+		return getQuiet(pageNode.URL+"/admin/reassignments", &left) == nil && left.Throttle == 0
+	})
 }
 
 // TestUIClusterModules runs the cluster and move pages' pure functions in the browser.
