@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // Dynamic broker configs live where Kafka keeps them:
@@ -54,25 +52,5 @@ func (c *Client) SetBrokerConfigs(entity string, configs map[string]string) erro
 	if err := validBrokerEntity(entity); err != nil {
 		return err
 	}
-	p := brokerConfigsPath + "/" + entity
-	data, notice := encodeConfig(configs), encodeConfigChange("brokers/"+entity)
-	err := c.do(func(bool) error {
-		if err := c.ensurePath(brokerConfigsPath); err != nil {
-			return err
-		}
-		if err := c.ensurePath(configChangesPath); err != nil {
-			return err
-		}
-		op, err := c.createOrSetOp(p, data)
-		if err != nil {
-			return err
-		}
-		_, err = multiError(c.conn.Multi(op, &zk.CreateRequest{
-			Path: c.abs(configChangesPath + "/" + configChangePrefix), Data: notice, Acl: openACL, Flags: zk.FlagSequence}))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("zookeeper: set %s: %w", p, err)
-	}
-	return nil
+	return c.setConfigAnnounced(brokerConfigsPath, entity, "brokers/"+entity, configs)
 }

@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -76,6 +77,47 @@ func TestDecodeConfigChange(t *testing.T) {
 		got, err := decodeConfigChange([]byte(tc.data))
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("%q: %q %v, want %q ok=%v", tc.data, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// Broker configs are kept per broker id and for every broker, read back
+// as written (none: empty), announced as broker changes, and refused for
+// a name that is neither an id nor <default>.
+func TestBrokerConfigsAreKeptAndAnnounced(t *testing.T) {
+	c := open(t, zks.Require(t).Addr()+testChroot(t), 10*time.Second)
+	if got, err := c.BrokerConfigs("3"); err != nil || len(got) != 0 {
+		t.Fatalf("configs of a broker never set: %v %v", got, err)
+	}
+	w := c.WatchConfigChanges()
+	defer w.Stop()
+	names := <-w.C
+	cursor := c.ConfigChangesAfter(names)
+	rate := map[string]string{"leader.replication.throttled.rate": "1048576"}
+	for _, entity := range []string{"3", DefaultBrokerEntity} {
+		if err := c.SetBrokerConfigs(entity, rate); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.BrokerConfigs(entity); err != nil || !maps.Equal(got, rate) {
+			t.Fatalf("configs of %s: %v %v, want %v", entity, got, err, rate)
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	for brokers := false; !brokers; {
+		select {
+		case names = <-w.C:
+		case <-deadline:
+			t.Fatal("no broker config change announced")
+		}
+		changed, err := cursor.Read(names)
+		if err != nil || len(changed.Topics) != 0 {
+			t.Fatalf("broker changes read as %+v %v", changed, err)
+		}
+		brokers = changed.Brokers
+	}
+	for _, bad := range []string{"", "-1", "01", "../topics/x", "x"} {
+		if err := c.SetBrokerConfigs(bad, rate); err == nil {
+			t.Errorf("SetBrokerConfigs(%q) accepted", bad)
 		}
 	}
 }

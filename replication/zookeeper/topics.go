@@ -236,16 +236,23 @@ func (c *Client) SetTopicConfig(name string, configs map[string]string) error {
 	if err := validTopic(name); err != nil {
 		return err
 	}
-	data := encodeConfig(configs)
-	notice := encodeConfigChange("topics/" + name)
+	return c.setConfigAnnounced(topicConfigsPath, name, "topics/"+name, configs)
+}
+
+// setConfigAnnounced replaces <parent>/<name> with configs and, in the
+// same multi, adds the /config/changes notification naming entity, so
+// every broker re-reads it.
+func (c *Client) setConfigAnnounced(parent, name, entity string, configs map[string]string) error {
+	p := parent + "/" + name
+	data, notice := encodeConfig(configs), encodeConfigChange(entity)
 	err := c.do(func(bool) error {
-		if err := c.ensurePath(topicConfigsPath); err != nil {
+		if err := c.ensurePath(parent); err != nil {
 			return err
 		}
 		if err := c.ensurePath(configChangesPath); err != nil {
 			return err
 		}
-		op, err := c.createOrSetOp(topicConfigPath(name), data)
+		op, err := c.createOrSetOp(p, data)
 		if err != nil {
 			return err
 		}
@@ -254,7 +261,7 @@ func (c *Client) SetTopicConfig(name string, configs map[string]string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("zookeeper: set %s: %w", topicConfigPath(name), err)
+		return fmt.Errorf("zookeeper: set %s: %w", p, err)
 	}
 	return nil
 }

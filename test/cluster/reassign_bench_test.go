@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ferry-mq/ferry/test/harness"
@@ -30,12 +29,7 @@ func BenchmarkReassignment(b *testing.B) {
 	const throttle = 8 << 20
 	sizes := map[int]int{0: 256 << 20, throttle: 64 << 20}
 	nodes := startBrokers(b, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := clusterAdmin(b, nodes)
 	var free, throttled, before, duringFree, duringThrottled []float64
 	var p99Before, p99Free, p99Throttled []time.Duration
 	for i := 0; i < b.N; i++ {

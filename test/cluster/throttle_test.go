@@ -20,6 +20,17 @@ import (
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
+// clusterAdmin is an admin client of the cluster, closed with the test.
+func clusterAdmin(tb testing.TB, nodes []*harness.Node) *kadm.Client {
+	tb.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
 // createOn creates a one-partition topic whose replicas are exactly
 // replicas, and waits until they are all in sync.
 func createOn(t testing.TB, nodes []*harness.Node, topic string, replicas ...int32) {
@@ -118,12 +129,7 @@ func ferryCLI(t testing.TB, args ...string) string {
 // from the brokers and the topic.
 func TestThrottledReassignmentCopiesAtTheSetRate(t *testing.T) {
 	nodes := startCluster(t, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := clusterAdmin(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const size, rate = 24 << 20, 2 << 20
@@ -281,12 +287,7 @@ func startThrottledMove(t *testing.T, nodes []*harness.Node, adm *kadm.Client, t
 // adding is deleted, and no acknowledged record is lost.
 func TestCancelledMoveReturnsToTheOriginalReplicas(t *testing.T) {
 	nodes := startCluster(t, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := clusterAdmin(t, nodes)
 	producer, plan := startThrottledMove(t, nodes, adm, "cancelled", 12<<20, 1<<20, 3, []int32{1, 2}, []int32{3, 1})
 	// Partitions are not added to a topic being moved (Kafka's rule).
 	bcl, br := brokerClient(t, nodes[1])
@@ -321,12 +322,7 @@ func TestCancelledMoveReturnsToTheOriginalReplicas(t *testing.T) {
 // lost, and the replica dropped is deleted.
 func TestMoveCompletesAfterItsTargetBrokerIsKilled(t *testing.T) {
 	nodes := startCluster(t, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := clusterAdmin(t, nodes)
 	producer, plan := startThrottledMove(t, nodes, adm, "target-killed", 12<<20, 1<<20, 3, []int32{1, 2}, []int32{2, 3})
 	nodes[2].Kill()
 	before := producer.ackedCount()
