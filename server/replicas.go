@@ -53,9 +53,16 @@ func (b *Broker) ApplyLeaderAndIsr(controllerEpoch int32, roles []PartitionRole,
 		addrs[l.ID] = l.addr()
 	}
 	errs := make([]error, len(roles))
+	failed := 0
 	for i, r := range roles {
 		errs[i] = b.applyRole(r, addrs)
+		if errs[i] != nil {
+			failed++
+			b.logger.Warn("controller's partition role not applied", "topic", r.Topic, "partition", r.Partition,
+				"leader", r.Leader, "leader_epoch", r.LeaderEpoch, "err", errs[i])
+		}
 	}
+	b.logger.Info("LeaderAndIsr applied", "controller_epoch", controllerEpoch, "partitions", len(roles), "failed", failed)
 	return errs, nil
 }
 

@@ -73,7 +73,9 @@ func (s *senders) setBrokers(live []controller.Broker) {
 func (s *senders) enqueue(broker int32, req queued) {
 	bs, ok := s.byID[broker]
 	if !ok {
-		s.log.Debug("dropping a request to a broker that is not live", "broker", broker, "request", req.kind())
+		// Rare and worth seeing: the decision code addressed a broker the
+		// senders do not know (a stall of its partitions would follow).
+		s.log.Warn("dropping a request to a broker that is not live", "broker", broker, "request", req.kind())
 		return
 	}
 	bs.enqueue(req)

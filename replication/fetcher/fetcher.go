@@ -153,6 +153,8 @@ type partitionState struct {
 	// throttled: the partition was fetched under the throttle, so its
 	// bytes count against the rate.
 	throttled bool
+	// failingSince and loggedAt: when lastErr began, and was last logged.
+	failingSince, loggedAt time.Time
 }
 
 // Fetcher copies its partitions from one leader until Closed.
@@ -419,12 +421,29 @@ func (f *Fetcher) applyPartition(ps *partitionState, rp *kmsg.FetchResponseTopic
 func (f *Fetcher) fail(ps *partitionState, now time.Time, err error) {
 	f.mu.Lock()
 	changed := ps.lastErr == nil || ps.lastErr.Error() != err.Error()
+	// The same error again is logged once more every failingReminder, so a
+	// partition stuck on it is visible in the logs.
+	remind := !changed && now.Sub(ps.loggedAt) >= failingReminder
+	if changed || remind {
+		ps.loggedAt = now
+		if changed {
+			ps.failingSince = now
+		}
+	}
+	since := ps.failingSince
 	ps.lastErr, ps.retryAt = err, now.Add(f.retryDelay(ps, err, now))
 	f.mu.Unlock()
 	if changed {
 		f.logger.Warn("replica fetch failed", "topic", ps.replica.Topic(), "partition", ps.replica.Index(), "err", err)
+	} else if remind {
+		f.logger.Warn("replica fetch still failing", "topic", ps.replica.Topic(), "partition", ps.replica.Index(),
+			"err", err, "since", now.Sub(since).Round(time.Second))
 	}
 }
+
+// failingReminder is how often a partition failing with the same error
+// is logged again.
+const failingReminder = 30 * time.Second
 
 // quickRetry is how soon a just-Added partition refused as not led is
 // asked for again: long enough not to flood the leader (at most
