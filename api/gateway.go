@@ -60,6 +60,9 @@ type Config struct {
 	ElectPreferred ElectPreferredFunc
 	// Reassigner serves /admin/reassignments; nil: those routes answer 503.
 	Reassigner Reassigner
+	// PeerHTTP, on a cluster, finds the other brokers' gateways: a group's
+	// requests go to its coordinator's (forward.go). Nil: served here.
+	PeerHTTP PeerHTTPFunc
 	// Metrics is served at /metrics and counts requests per route; nil:
 	// no /metrics (observe.go).
 	Metrics *metrics.Metrics
@@ -165,19 +168,23 @@ func (g *Gateway) Handler() http.Handler {
 	r.Delete("/admin/reassignments/throttle", g.removeReplicationThrottle)
 
 	gr := g.requireGroups
-	r.Get("/kafka/{topic}/stream", gr(g.stream))
+	// A group's routes are served by its coordinator, wherever asked.
+	byPath := func(h http.HandlerFunc) http.HandlerFunc {
+		return gr(g.atGroupCoordinator(func(r *http.Request) string { return pathParam(r, "group") }, h))
+	}
+	r.Get("/kafka/{topic}/stream", gr(g.atGroupCoordinator(streamGroup, g.stream)))
 	r.Get("/groups", gr(g.listGroups))
-	r.Get("/groups/{group}", gr(g.describeGroup))
-	r.Post("/groups/{group}/offsets/reset", gr(g.resetGroupOffsets))
-	r.Post("/consumers/{group}", gr(g.createConsumer))
-	r.Delete("/consumers/{group}/instances/{instance}", gr(g.deleteConsumer))
-	r.Post("/consumers/{group}/instances/{instance}/subscription", gr(g.subscribe))
-	r.Get("/consumers/{group}/instances/{instance}/subscription", gr(g.subscription))
-	r.Delete("/consumers/{group}/instances/{instance}/subscription", gr(g.unsubscribe))
-	r.Get("/consumers/{group}/instances/{instance}/assignments", gr(g.assignments))
-	r.Get("/consumers/{group}/instances/{instance}/records", gr(g.consumeRecords))
-	r.Post("/consumers/{group}/instances/{instance}/offsets", gr(g.commitOffsets))
-	r.Get("/consumers/{group}/instances/{instance}/offsets", gr(g.committedOffsets))
+	r.Get("/groups/{group}", byPath(g.describeGroup))
+	r.Post("/groups/{group}/offsets/reset", byPath(g.resetGroupOffsets))
+	r.Post("/consumers/{group}", byPath(g.createConsumer))
+	r.Delete("/consumers/{group}/instances/{instance}", byPath(g.deleteConsumer))
+	r.Post("/consumers/{group}/instances/{instance}/subscription", byPath(g.subscribe))
+	r.Get("/consumers/{group}/instances/{instance}/subscription", byPath(g.subscription))
+	r.Delete("/consumers/{group}/instances/{instance}/subscription", byPath(g.unsubscribe))
+	r.Get("/consumers/{group}/instances/{instance}/assignments", byPath(g.assignments))
+	r.Get("/consumers/{group}/instances/{instance}/records", byPath(g.consumeRecords))
+	r.Post("/consumers/{group}/instances/{instance}/offsets", byPath(g.commitOffsets))
+	r.Get("/consumers/{group}/instances/{instance}/offsets", byPath(g.committedOffsets))
 
 	g.schemaRoutes(r)
 	openapi.Register(r) // /openapi.json, /openapi.yaml, /docs

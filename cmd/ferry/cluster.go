@@ -40,6 +40,35 @@ type clusterNode struct {
 	configCursor  *zookeeper.ConfigChanges
 	// disconnected: the ZooKeeper session has no connection now.
 	disconnected atomic.Bool
+	// peers maps each registered broker to its HTTP gateway, following
+	// /brokers/ids.
+	peers atomic.Pointer[map[int32]string]
+}
+
+// followPeers keeps peers current until the ZooKeeper client closes.
+func (n *clusterNode) followPeers() {
+	w := n.zk.WatchBrokers()
+	go func() {
+		for bs := range w.C {
+			m := make(map[int32]string, len(bs))
+			for _, b := range bs {
+				if b.HTTP != "" {
+					m[b.ID] = b.HTTP
+				}
+			}
+			n.peers.Store(&m)
+		}
+	}()
+}
+
+// peerHTTP is a broker's HTTP gateway, as it registered it.
+func (n *clusterNode) peerHTTP(id int32) (string, bool) {
+	m := n.peers.Load()
+	if m == nil {
+		return "", false
+	}
+	addr, ok := (*m)[id]
+	return addr, ok
 }
 
 // joinCluster connects to ZooKeeper, takes (or creates) the cluster id,
@@ -267,7 +296,7 @@ func (n *clusterNode) register(s serveSettings) error {
 	if err != nil {
 		return fmt.Errorf("advertised kafka address %q: %w", s.advertisedKafkaAddr, err)
 	}
-	info := zookeeper.BrokerInfo{ID: s.broker.BrokerID, Rack: s.brokerRack, JMXPort: -1, Timestamp: time.Now().UnixMilli(),
+	info := zookeeper.BrokerInfo{ID: s.broker.BrokerID, Rack: s.brokerRack, JMXPort: -1, Timestamp: time.Now().UnixMilli(), HTTP: s.advertisedHTTPAddr,
 		Endpoints: []zookeeper.Endpoint{{Listener: "PLAINTEXT", Host: host, Port: port, SecurityProtocol: "PLAINTEXT"}}}
 	// A broker restarted right after a crash finds its old session's
 	// registration still there until ZooKeeper expires that session: it

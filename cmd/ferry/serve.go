@@ -32,6 +32,9 @@ type serveSettings struct {
 	httpMaxConns        int
 	kafkaAddr           string
 	advertisedKafkaAddr string
+	// advertisedHTTPAddr is where the other brokers of a cluster reach
+	// this node's HTTP gateway (registered in ZooKeeper).
+	advertisedHTTPAddr string
 	zookeeper           string
 	// zkSessionTimeout is zookeeper.session.timeout.ms; brokerRack broker.rack.
 	zkSessionTimeout time.Duration
@@ -112,6 +115,8 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { s.kafkaAddr = listenerAddr(v); return nil }},
 	{"advertised-kafka-addr", []string{"advertised.listeners", "advertised.kafka.addr"}, "host:port clients are told to use (default: kafka-addr, with localhost for an empty host)", "",
 		func(s *serveSettings, v string) error { s.advertisedKafkaAddr = listenerAddr(v); return nil }},
+	{"advertised-http-addr", []string{"ferry.advertised.http.addr"}, "host:port the other brokers of a cluster reach this node's HTTP gateway at (default: http-addr, with the advertised Kafka host for an empty host)", "",
+		func(s *serveSettings, v string) error { s.advertisedHTTPAddr = v; return nil }},
 	{"broker-id", []string{"broker.id"}, "this node's broker id", "0",
 		func(s *serveSettings, v string) error {
 			n, err := strconv.ParseInt(v, 10, 32)
@@ -289,6 +294,9 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 		s.advertisedKafkaAddr = defaultAdvertised(s.kafkaAddr)
 	}
 	s.broker.AdvertisedKafkaAddr = s.advertisedKafkaAddr
+	if s.advertisedHTTPAddr == "" {
+		s.advertisedHTTPAddr = advertisedHTTP(s.httpAddr, s.advertisedKafkaAddr)
+	}
 	return s, warnings, nil
 }
 
@@ -344,6 +352,21 @@ func defaultAdvertised(listen string) string {
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// advertisedHTTP is the HTTP listen address with the advertised Kafka
+// host when it listens on every interface.
+func advertisedHTTP(listen, kafka string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if kh, _, err := net.SplitHostPort(kafka); err == nil {
+			host = kh
+		}
 	}
 	return net.JoinHostPort(host, port)
 }
@@ -411,6 +434,7 @@ func runServe(args []string) error {
 			return err
 		}
 		node.followConfigChanges(broker)
+		node.followPeers()
 	}
 	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay, OffsetsTopicPartitions: s.offsetsPartitions,
 		OffsetsTopicReplicationFactor: s.offsetsReplicationFactor}
@@ -427,6 +451,9 @@ func runServe(args []string) error {
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
 		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr), Reassigner: kafkaReassigner{kafkaAddr: s.advertisedKafkaAddr}}
+	if node != nil {
+		httpCfg.PeerHTTP = node.peerHTTP
+	}
 	gateway, err := api.New(broker, httpCfg)
 	if err != nil {
 		closeCore()

@@ -339,6 +339,11 @@ type BrokerInfo struct {
 	Timestamp int64
 	// Version is the JSON version read back (Register writes 5).
 	Version int
+	// HTTP is ferry's HTTP gateway of the broker ("host:port"; "" for
+	// none), written as ferry_http_endpoint after Kafka's keys (Kafka's
+	// readers ignore keys they do not know), so a node can hand a request
+	// to the broker that serves it.
+	HTTP string
 }
 
 // plaintext is the top-level host/port Kafka keeps for old clients: the
@@ -403,6 +408,9 @@ func encodeBroker(b BrokerInfo) []byte {
 			w.field(k, func() { w.buf.WriteString("{}") })
 		}
 	}
+	if b.HTTP != "" {
+		w.strField("ferry_http_endpoint", b.HTTP)
+	}
 	w.close('}')
 	return w.bytes()
 }
@@ -430,6 +438,7 @@ type brokerJSON struct {
 	Endpoints   []string          `json:"endpoints"`
 	Rack        *string           `json:"rack"`
 	ProtocolMap map[string]string `json:"listener_security_protocol_map"`
+	HTTP        string            `json:"ferry_http_endpoint"`
 }
 
 func decodeBroker(id int32, data []byte) (BrokerInfo, error) {
@@ -460,6 +469,12 @@ func decodeBroker(id int32, data []byte) (BrokerInfo, error) {
 		return BrokerInfo{}, err
 	}
 	b.Endpoints = eps
+	if v.HTTP != "" {
+		if _, _, err := net.SplitHostPort(v.HTTP); err != nil {
+			return BrokerInfo{}, fmt.Errorf("%w: %s: ferry_http_endpoint %q", ErrCorrupt, what, truncate(v.HTTP))
+		}
+		b.HTTP = v.HTTP
+	}
 	return b, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +53,26 @@ func TestBrokerJSONIsKafkas(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("decode %s:\n got %+v %v\nwant %+v", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// ferry's HTTP endpoint rides after Kafka's keys and reads back; a
+// malformed one is refused.
+func TestBrokerHTTPEndpoint(t *testing.T) {
+	b := BrokerInfo{ID: 1, JMXPort: -1, Timestamp: 1625336133848, HTTP: "10.0.0.1:8081",
+		Endpoints: []Endpoint{{Listener: "PLAINTEXT", Host: "localhost", Port: 9092, SecurityProtocol: "PLAINTEXT"}}}
+	data := encodeBroker(b)
+	if want := strings.TrimSuffix(kafkaBroker, "}") + `,"ferry_http_endpoint":"10.0.0.1:8081"}`; string(data) != want {
+		t.Fatalf("got %s\nwant %s", data, want)
+	}
+	got, err := decodeBroker(1, data)
+	b.Version = 5
+	if err != nil || !reflect.DeepEqual(got, b) {
+		t.Fatalf("decode: %+v %v", got, err)
+	}
+	bad := strings.Replace(string(data), "10.0.0.1:8081", "no port", 1)
+	if _, err := decodeBroker(1, []byte(bad)); err == nil {
+		t.Fatal("a ferry_http_endpoint without a port was accepted")
 	}
 }
 

@@ -119,9 +119,18 @@ func (c *Coordinator) CreateConsumer(groupName string, o ConsumerOptions) (Consu
 	inst := &instance{group: groupName, id: o.Name, format: o.Format, reset: o.AutoOffsetReset,
 		autoCommit: o.AutoCommit, positions: map[topicPartition]int64{}}
 	inst.lastUsed.Store(c.now().UnixNano())
+	key := instanceKey{groupName, o.Name}
+	c.mu.Lock()
+	_, exists := c.mu.instances[key]
+	c.mu.Unlock()
+	if exists {
+		return ConsumerInfo{}, fmt.Errorf("%w: %q in group %q", ErrConsumerExists, o.Name, groupName)
+	}
+	if err := c.persistInstance(context.Background(), inst, nil, false); err != nil {
+		return ConsumerInfo{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	key := instanceKey{groupName, o.Name}
 	if _, ok := c.mu.instances[key]; ok {
 		return ConsumerInfo{}, fmt.Errorf("%w: %q in group %q", ErrConsumerExists, o.Name, groupName)
 	}
@@ -204,6 +213,16 @@ func (c *Coordinator) Subscribe(groupName, id string, topics []string) error {
 	}
 	topics = append([]string(nil), topics...)
 	sort.Strings(topics)
+	if err := c.joinInstance(inst, topics); err != nil {
+		return err
+	}
+	return c.persistInstance(context.Background(), inst, topics, false)
+}
+
+// joinInstance sets an instance's topics and joins it to its group (or rejoins it
+// with the new subscription), which rebalances.
+func (c *Coordinator) joinInstance(inst *instance, topics []string) error {
+	groupName, id := inst.group, inst.id
 	now := c.now()
 	g := c.lockGroup(groupName, true)
 	defer g.mu.Unlock()
@@ -263,13 +282,13 @@ func (c *Coordinator) Unsubscribe(ctx context.Context, groupName, id string) err
 		c.commitInstance(ctx, inst, nil)
 	}
 	g := c.lockGroup(groupName, true)
-	defer g.mu.Unlock()
 	inst.topics = nil
 	if m := inst.member; m != nil {
 		g.removeMember(c.now(), m)
 	}
 	inst.owned, inst.positions = nil, map[topicPartition]int64{}
-	return nil
+	g.mu.Unlock()
+	return c.persistInstance(ctx, inst, nil, false)
 }
 
 // rejoinInstance joins a coordinator-driven member in a new join phase at
@@ -740,10 +759,14 @@ func (c *Coordinator) removeInstance(ctx context.Context, inst *instance) {
 		}
 	}
 	g := c.lockGroup(inst.group, true)
-	defer g.mu.Unlock()
 	inst.gone.Store(true)
 	if m := inst.member; m != nil {
 		g.removeMember(c.now(), m)
+	}
+	g.mu.Unlock()
+	if err := c.persistInstance(ctx, inst, nil, true); err != nil {
+		c.logger.Warn("consumer instance removal not recorded; the next coordinator may recreate it until it expires",
+			"group", inst.group, "instance", inst.id, "err", err)
 	}
 }
 

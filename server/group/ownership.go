@@ -74,6 +74,7 @@ func (c *Coordinator) onLeadership(ch server.LeadershipChange) {
 		delete(c.own.parts, ch.Partition)
 		c.own.Unlock()
 		n := c.unloadPartition(ch.Partition)
+		c.dropInstances(ch.Partition)
 		c.logger.Info("group coordinator resigned a partition", "partition", ch.Partition, "groups", n)
 		return
 	}
@@ -90,7 +91,8 @@ func (c *Coordinator) loadOwned(p, leaderEpoch int32) {
 		}
 		start := time.Now()
 		table := map[string]map[topicPartition]offsetEntry{}
-		err := c.loadPartition(p, table)
+		instances := map[instanceKey]instanceDescriptor{}
+		err := c.loadPartition(p, table, instances)
 		if err == nil {
 			c.own.Lock()
 			cur, ok := c.own.parts[p]
@@ -102,8 +104,9 @@ func (c *Coordinator) loadOwned(p, leaderEpoch int32) {
 			cur.state = serving
 			c.own.parts[p] = cur
 			c.own.Unlock()
+			restored := c.restoreInstances(instances)
 			c.logger.Info("group coordinator serves a partition", "partition", p, "leader_epoch", leaderEpoch,
-				"groups", groups, "offsets", offsets, "took", time.Since(start))
+				"groups", groups, "offsets", offsets, "consumer_instances", restored, "took", time.Since(start))
 			return
 		}
 		c.logger.Warn("loading committed offsets failed", "partition", p, "attempt", attempt, "err", err)
@@ -296,7 +299,7 @@ func (c *Coordinator) createOffsetsTopic() error {
 // to its log end into table: the last record per key wins, a tombstone
 // deletes. It reads past the high watermark: a new leader's log holds every
 // commit the old one acknowledged, some not yet below its high watermark.
-func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition]offsetEntry) error {
+func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition]offsetEntry, instances map[instanceKey]instanceDescriptor) error {
 	part, err := c.broker.Partition(OffsetsTopic, p)
 	if err != nil {
 		return err
@@ -316,6 +319,7 @@ func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition
 		from := next
 		err = records.Decode(res.Data, from, maxDecompressed, func(r records.Record) bool {
 			applyOffsetRecord(table, r)
+			applyInstanceRecord(instances, r)
 			next = r.Offset + 1
 			return true
 		})
@@ -342,7 +346,8 @@ func (c *Coordinator) loadLedPartitions(ctx context.Context) (groups, offsets in
 			return groups, offsets, err
 		}
 		table := map[string]map[topicPartition]offsetEntry{}
-		if err := c.loadPartition(p, table); err != nil {
+		// A single node keeps no instances (persistInstance): none to read.
+		if err := c.loadPartition(p, table, map[instanceKey]instanceDescriptor{}); err != nil {
 			return groups, offsets, err
 		}
 		c.own.Lock()
@@ -352,4 +357,18 @@ func (c *Coordinator) loadLedPartitions(ctx context.Context) (groups, offsets in
 		groups, offsets = groups+g, offsets+o
 	}
 	return groups, offsets, nil
+}
+
+// Locate says which broker serves a group's requests: here (this broker
+// coordinates it, or is loading it, or nobody can be named: the local
+// answer explains), or another broker, whose requests a gateway hands on.
+func (c *Coordinator) Locate(name string) (broker int32, here bool) {
+	if name == "" || c.serves(name) == errNone {
+		return c.broker.BrokerID(), true
+	}
+	co, err := c.coordinatorOf(name)
+	if err != nil || co.ID == c.broker.BrokerID() {
+		return c.broker.BrokerID(), true
+	}
+	return co.ID, false
 }

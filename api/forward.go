@@ -1,0 +1,104 @@
+package api
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// On a cluster a consumer group's state (its REST consumer instances,
+// their positions and subscriptions) lives in its coordinator, the broker
+// leading the group's __consumer_offsets partition. Any node answers a
+// group's requests: one that does not coordinate the group hands the
+// request to the node that does (its HTTP gateway, from the broker's
+// registration) and relays the answer, streams included. A handed-on
+// request carries forwardedHeader, and is never handed on again: a node
+// that receives one it cannot serve answers 503 naming the coordinator,
+// so a stale view cannot loop a request between nodes.
+
+// forwardedHeader marks a request one node handed to another; its value
+// is the broker id that handed it on.
+const forwardedHeader = "X-Ferry-Forwarded-By"
+
+// PeerHTTPFunc finds a broker's HTTP gateway ("host:port").
+type PeerHTTPFunc func(broker int32) (addr string, ok bool)
+
+// peerTransport is shared by every hand-on: pooled connections to the
+// other brokers, bounded dials; no response deadline, since long polls
+// and SSE streams answer late or never end.
+var peerTransport = &http.Transport{
+	Proxy:                 nil,
+	DialContext:           (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	MaxIdleConnsPerHost:   64,
+	IdleConnTimeout:       90 * time.Second,
+	ExpectContinueTimeout: time.Second,
+}
+
+// atGroupCoordinator wraps a group's handler: served here when this node
+// coordinates the group (or nobody else can be named), else handed to the
+// coordinator. groupOf reads the group's name from the request.
+func (g *Gateway) atGroupCoordinator(groupOf func(*http.Request) string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if g.cfg.PeerHTTP == nil || r.Header.Get(forwardedHeader) != "" {
+			next(w, r)
+			return
+		}
+		name := groupOf(r)
+		broker, here := g.groups.Locate(name)
+		if here {
+			next(w, r)
+			return
+		}
+		addr, ok := g.cfg.PeerHTTP(broker)
+		if !ok {
+			next(w, r) // answers 503 naming the coordinator
+			return
+		}
+		g.handOn(w, r, broker, addr)
+	}
+}
+
+// handOn relays r to the broker's gateway at addr and its answer back.
+func (g *Gateway) handOn(w http.ResponseWriter, r *http.Request, broker int32, addr string) {
+	target := &url.URL{Scheme: "http", Host: addr}
+	self := strconv.Itoa(int(g.broker.BrokerID()))
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			// The answer's URLs (a new instance's base_uri) name the node
+			// the client asked, or what a proxy in front of it said.
+			if h := pr.In.Header.Get("X-Forwarded-Host"); h != "" {
+				pr.Out.Header.Set("X-Forwarded-Host", h)
+			} else {
+				pr.Out.Header.Set("X-Forwarded-Host", pr.In.Host)
+			}
+			if p := pr.In.Header.Get("X-Forwarded-Proto"); p != "" {
+				pr.Out.Header.Set("X-Forwarded-Proto", p)
+			} else if pr.In.TLS != nil {
+				pr.Out.Header.Set("X-Forwarded-Proto", "https")
+			}
+			pr.Out.Header.Set(forwardedHeader, self)
+			// This node's guard has judged the browser's request; to the
+			// coordinator the hop is server to server.
+			pr.Out.Header.Del("Origin")
+			pr.Out.Header.Del("Sec-Fetch-Site")
+		},
+		Transport:     peerTransport,
+		FlushInterval: -1, // SSE events and long polls pass at once
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client went away
+			}
+			writeError(w, http.StatusServiceUnavailable, codeNotCoordinator,
+				fmt.Sprintf("the group's coordinator, broker %d at %s, did not answer: %v", broker, addr, err))
+		},
+	}
+	proxy.ServeHTTP(w, r)
+}
+
+// streamGroup is the group of a /kafka/{topic}/stream request.
+func streamGroup(r *http.Request) string { return r.URL.Query().Get("group") }
