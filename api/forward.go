@@ -43,7 +43,7 @@ var peerTransport = &http.Transport{
 // coordinator. groupOf reads the group's name from the request.
 func (g *Gateway) atGroupCoordinator(groupOf func(*http.Request) string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if g.cfg.PeerHTTP == nil || r.Header.Get(forwardedHeader) != "" {
+		if g.cfg.PeerHTTP == nil {
 			next(w, r)
 			return
 		}
@@ -54,8 +54,10 @@ func (g *Gateway) atGroupCoordinator(groupOf func(*http.Request) string, next ht
 			return
 		}
 		addr, ok := g.cfg.PeerHTTP(broker)
-		if !ok {
-			next(w, r) // answers 503 naming the coordinator
+		if !ok || r.Header.Get(forwardedHeader) != "" {
+			// Handed on already, or the coordinator's gateway is not
+			// known: 503 naming the coordinator, for the client to retry.
+			writeGroupError(w, g.groups.Serves(name))
 			return
 		}
 		g.handOn(w, r, broker, addr)

@@ -372,3 +372,7 @@ func (c *Coordinator) Locate(name string) (broker int32, here bool) {
 	}
 	return co.ID, false
 }
+
+// Serves reports whether this broker serves a group's requests now: nil,
+// or ErrNotCoordinator naming the coordinator (ErrClosed when closing).
+func (c *Coordinator) Serves(name string) error { return c.servesErr(name) }
