@@ -35,7 +35,7 @@ type serveSettings struct {
 	// advertisedHTTPAddr is where the other brokers of a cluster reach
 	// this node's HTTP gateway (registered in ZooKeeper).
 	advertisedHTTPAddr string
-	zookeeper           string
+	zookeeper          string
 	// zkSessionTimeout is zookeeper.session.timeout.ms; brokerRack broker.rack.
 	zkSessionTimeout time.Duration
 	// autoLeaderRebalance, leaderImbalanceInterval, leaderImbalancePercent:
