@@ -1,12 +1,16 @@
 package api
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -104,3 +108,65 @@ func (g *Gateway) handOn(w http.ResponseWriter, r *http.Request, broker int32, a
 
 // streamGroup is the group of a /kafka/{topic}/stream request.
 func streamGroup(r *http.Request) string { return r.URL.Query().Get("group") }
+
+// peerAnswer is one broker's answer to askPeers.
+type peerAnswer struct {
+	broker int32
+	body   []byte
+	err    error
+}
+
+// peerAskTimeout bounds each broker's answer to a gathering request.
+const peerAskTimeout = 3 * time.Second
+
+// askPeers GETs path from every other live broker's gateway, in parallel,
+// as a handed-on request (each answers for itself alone).
+func (g *Gateway) askPeers(r *http.Request, path string) []peerAnswer {
+	view, ok := g.broker.Cluster()
+	if g.cfg.PeerHTTP == nil || !ok {
+		return nil
+	}
+	self := g.broker.BrokerID()
+	var out []peerAnswer
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, b := range view.Brokers {
+		if b.ID == self {
+			continue
+		}
+		wg.Go(func() {
+			a := peerAnswer{broker: b.ID}
+			addr, ok := g.cfg.PeerHTTP(b.ID)
+			if !ok {
+				a.err = fmt.Errorf("broker %d has no HTTP gateway registered", b.ID)
+			} else {
+				a.body, a.err = getFromPeer(r.Context(), "http://"+addr+path, strconv.Itoa(int(self)))
+			}
+			mu.Lock()
+			out = append(out, a)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(out, func(a, b peerAnswer) int { return int(a.broker - b.broker) })
+	return out
+}
+
+func getFromPeer(ctx context.Context, url, self string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, peerAskTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(forwardedHeader, self)
+	res, err := (&http.Client{Transport: peerTransport}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, res.Status)
+	}
+	return io.ReadAll(io.LimitReader(res.Body, 16<<20))
+}

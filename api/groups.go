@@ -1,13 +1,17 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/ferry-mq/ferry/server/group"
 )
 
-// GET /groups and GET /groups/{group}: the groups this node coordinates,
-// Kafka clients and HTTP consumers alike.
+// GET /groups and GET /groups/{group}: the groups of the cluster (each
+// coordinator lists its own; the node asked gathers them), Kafka clients
+// and HTTP consumers alike; a group is described by its coordinator.
 
 type groupDetail struct {
 	group.GroupDescription
@@ -19,22 +23,39 @@ type groupDetail struct {
 // groupsAnswer is GET /groups's answer.
 type groupsAnswer struct {
 	Groups []group.GroupSummary `json:"groups"`
+	// UnreachableBrokers are brokers of the cluster whose groups are
+	// missing from the list: their gateways did not answer.
+	UnreachableBrokers []int32 `json:"unreachable_brokers,omitempty"`
 }
 
 // listGroups serves GET /groups.
 //
-//	@Summary	List the consumer groups this node coordinates
-//	@Tags		groups
+//	@Summary		List the consumer groups
+//	@Description	Every group of the cluster: each broker lists those it coordinates, and the node asked gathers them from the others (unreachable_brokers names those that did not answer).
+//	@Tags			groups
 //	@Produce	json
 //	@Success	200	{object}	groupsAnswer
 //	@Failure	503	{object}	errorBody	"50302: consumer groups are not enabled on this gateway"
 //	@Router		/groups [get]
 func (g *Gateway) listGroups(w http.ResponseWriter, r *http.Request) {
-	groups := g.groups.List()
-	if groups == nil {
-		groups = []group.GroupSummary{}
+	answer := groupsAnswer{Groups: g.groups.List()}
+	if r.Header.Get(forwardedHeader) == "" {
+		for _, peer := range g.askPeers(r, "/groups") {
+			var theirs groupsAnswer
+			if peer.err != nil || json.Unmarshal(peer.body, &theirs) != nil {
+				answer.UnreachableBrokers = append(answer.UnreachableBrokers, peer.broker)
+				continue
+			}
+			answer.Groups = append(answer.Groups, theirs.Groups...)
+		}
 	}
-	writeJSON(w, http.StatusOK, typeJSON, groupsAnswer{Groups: groups})
+	slices.SortFunc(answer.Groups, func(a, b group.GroupSummary) int { return strings.Compare(a.Group, b.Group) })
+	// A group moving between coordinators may be listed by both.
+	answer.Groups = slices.CompactFunc(answer.Groups, func(a, b group.GroupSummary) bool { return a.Group == b.Group })
+	if answer.Groups == nil {
+		answer.Groups = []group.GroupSummary{}
+	}
+	writeJSON(w, http.StatusOK, typeJSON, answer)
 }
 
 // describeGroup serves GET /groups/{group}: members with client id, host

@@ -128,6 +128,28 @@ func TestRESTConsumerInstanceOutlivesItsNode(t *testing.T) {
 	mustREST(t, 200, "POST", nodes[1].URL+path+"/offsets",
 		fmt.Sprintf(`{"offsets":[{"topic":"rest-any","partition":%d,"offset":%d}]}`, last.Partition, last.Offset))
 
+	// Any node lists the cluster's groups and describes this one (its
+	// coordinator answers).
+	var listed struct {
+		Groups []struct {
+			Group   string `json:"group"`
+			Members int    `json:"members"`
+		} `json:"groups"`
+		Unreachable []int32 `json:"unreachable_brokers"`
+	}
+	if err := json.Unmarshal(mustREST(t, 200, "GET", nodes[2].URL+"/groups", ""), &listed); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, g := range listed.Groups {
+		found = found || g.Group == groupID && g.Members == 1
+	}
+	if !found || len(listed.Unreachable) != 0 {
+		t.Fatalf("GET /groups on broker 3: %+v; want %s with its member", listed, groupID)
+	}
+	if d := mustREST(t, 200, "GET", nodes[2].URL+"/groups/"+groupID, ""); !strings.Contains(string(d), "rest-any") {
+		t.Fatalf("GET /groups/%s on broker 3: %s", groupID, d)
+	}
 	// A request one node already handed on is not handed on again: the
 	// node answers it, 503 naming the coordinator.
 	req, _ := http.NewRequest("GET", nodes[1].URL+path+"/subscription", nil)
