@@ -51,6 +51,10 @@ type journalEntry struct {
 	Versions []int         `json:"versions,omitempty"`
 	Kind     SettingKind   `json:"kind,omitempty"`
 	Value    string        `json:"value,omitempty"`
+	// Expect is set on the topic store's adds only (topicstore.go): the
+	// subject's latest version the write was checked against, with ID and
+	// Version the imported ones (0: assign); applying decides the rest.
+	Expect *int `json:"expect,omitempty"`
 }
 
 // ErrCorruptJournal means a journal line other than a torn last one does
