@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 )
 
@@ -31,10 +30,7 @@ type EmbeddedStore struct {
 	size    int64
 	broken  error
 
-	mu struct {
-		sync.RWMutex
-		state embeddedState
-	}
+	indexes
 }
 
 // journalFile is what the store needs of its file; tests inject faults.
@@ -43,14 +39,6 @@ type journalFile interface {
 	Sync() error
 	Truncate(size int64) error
 	Close() error
-}
-
-type embeddedState struct {
-	schemas   map[int]StoredSchema
-	byFP      map[string]int
-	subjects  map[string][]Version // sorted by version
-	settings  map[string]string    // kind + "\x00" + subject
-	highestID int                  // ids are never reused, even after a purge
 }
 
 // journalEntry is one line of the journal.
@@ -63,6 +51,10 @@ type journalEntry struct {
 	Versions []int         `json:"versions,omitempty"`
 	Kind     SettingKind   `json:"kind,omitempty"`
 	Value    string        `json:"value,omitempty"`
+	// Expect is set on the topic store's adds only (topicstore.go): the
+	// subject's latest version the write was checked against, with ID and
+	// Version the imported ones (0: assign); applying decides the rest.
+	Expect *int `json:"expect,omitempty"`
 }
 
 // ErrCorruptJournal means a journal line other than a torn last one does
@@ -82,7 +74,7 @@ func OpenEmbedded(dir string) (*EmbeddedStore, error) {
 		return nil, fmt.Errorf("open schema journal: %w", err)
 	}
 	s := &EmbeddedStore{path: path, file: f}
-	s.mu.state = newEmbeddedState()
+	s.state = newEmbeddedState()
 	size, lines, err := s.replay(f)
 	if err != nil {
 		f.Close()
@@ -97,11 +89,6 @@ func OpenEmbedded(dir string) (*EmbeddedStore, error) {
 	s.file, s.size = f, size
 	syncDir(dir)
 	return s, nil
-}
-
-func newEmbeddedState() embeddedState {
-	return embeddedState{schemas: map[int]StoredSchema{}, byFP: map[string]int{},
-		subjects: map[string][]Version{}, settings: map[string]string{}}
 }
 
 // replay applies every whole line and cuts a torn tail; it returns the
@@ -126,7 +113,7 @@ func (s *EmbeddedStore) replay(f *os.File) (int64, int, error) {
 		if err := json.Unmarshal(line, &e); err != nil {
 			return 0, 0, fmt.Errorf("%w: %s line %d: %v", ErrCorruptJournal, s.path, lineNo, err)
 		}
-		s.mu.state.apply(e)
+		s.state.apply(e)
 		good += int64(len(line))
 	}
 }
@@ -143,7 +130,7 @@ func (s *EmbeddedStore) append(check func(st *embeddedState) (journalEntry, erro
 		return journalEntry{}, s.broken
 	}
 	s.mu.RLock()
-	e, err := check(&s.mu.state)
+	e, err := check(&s.state)
 	s.mu.RUnlock()
 	if err != nil {
 		return e, err
@@ -157,7 +144,7 @@ func (s *EmbeddedStore) append(check func(st *embeddedState) (journalEntry, erro
 		return e, err
 	}
 	s.mu.Lock()
-	s.mu.state.apply(e)
+	s.state.apply(e)
 	s.mu.Unlock()
 	return e, nil
 }
@@ -179,199 +166,9 @@ func (s *EmbeddedStore) writeDurably(line []byte) error {
 	return fmt.Errorf("write schema journal: %w", err)
 }
 
-func (st *embeddedState) apply(e journalEntry) {
-	switch e.Op {
-	case "add":
-		if e.Schema != nil {
-			st.schemas[e.Schema.ID] = *e.Schema
-			st.byFP[e.Schema.Fingerprint] = e.Schema.ID
-			st.highestID = max(st.highestID, e.Schema.ID)
-		}
-		vs := append(st.subjects[e.Subject], Version{Subject: e.Subject, Version: e.Version, ID: e.ID})
-		sort.Slice(vs, func(i, j int) bool { return vs[i].Version < vs[j].Version })
-		st.subjects[e.Subject] = vs
-	case "softdelete":
-		for i, v := range st.subjects[e.Subject] {
-			if containsInt(e.Versions, v.Version) {
-				st.subjects[e.Subject][i].Deleted = true
-			}
-		}
-	case "purge":
-		st.purge(e.Subject, e.Versions)
-	case "set":
-		st.settings[string(e.Kind)+"\x00"+e.Subject] = e.Value
-	case "unset":
-		delete(st.settings, string(e.Kind)+"\x00"+e.Subject)
-	case "highest": // written by compaction: ids up to here were handed out
-		st.highestID = max(st.highestID, e.ID)
-	}
-}
-
-func (st *embeddedState) purge(subject string, versions []int) {
-	var kept []Version
-	for _, v := range st.subjects[subject] {
-		if !containsInt(versions, v.Version) {
-			kept = append(kept, v)
-		}
-	}
-	if len(kept) == 0 {
-		delete(st.subjects, subject)
-	} else {
-		st.subjects[subject] = kept
-	}
-	used := map[int]bool{}
-	for _, vs := range st.subjects {
-		for _, v := range vs {
-			used[v.ID] = true
-		}
-	}
-	for id, sc := range st.schemas {
-		if !used[id] {
-			delete(st.schemas, id)
-			delete(st.byFP, sc.Fingerprint)
-		}
-	}
-}
-
-func containsInt(list []int, n int) bool {
-	for _, x := range list {
-		if x == n {
-			return true
-		}
-	}
-	return false
-}
-
-// Schema implements Store.
-func (s *EmbeddedStore) Schema(_ context.Context, id int) (StoredSchema, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	sc, ok := s.mu.state.schemas[id]
-	if !ok {
-		return StoredSchema{}, ErrStoreNotFound
-	}
-	return sc, nil
-}
-
-// SchemaID implements Store.
-func (s *EmbeddedStore) SchemaID(_ context.Context, fp string) (int, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	id, ok := s.mu.state.byFP[fp]
-	if !ok {
-		return 0, ErrStoreNotFound
-	}
-	return id, nil
-}
-
-// Subjects implements Store.
-func (s *EmbeddedStore) Subjects(context.Context) ([]SubjectInfo, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]SubjectInfo, 0, len(s.mu.state.subjects))
-	for name, vs := range s.mu.state.subjects {
-		out = append(out, SubjectInfo{Name: name, Live: len(live(vs))})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// Versions implements Store.
-func (s *EmbeddedStore) Versions(_ context.Context, subject string) ([]Version, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return append([]Version(nil), s.mu.state.subjects[subject]...), nil
-}
-
-// VersionsOf implements Store.
-func (s *EmbeddedStore) VersionsOf(_ context.Context, id int) ([]Version, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []Version
-	for _, vs := range s.mu.state.subjects {
-		for _, v := range vs {
-			if v.ID == id {
-				out = append(out, v)
-			}
-		}
-	}
-	sortVersions(out)
-	return out, nil
-}
-
-func sortVersions(vs []Version) {
-	sort.Slice(vs, func(i, j int) bool {
-		if vs[i].Subject != vs[j].Subject {
-			return vs[i].Subject < vs[j].Subject
-		}
-		return vs[i].Version < vs[j].Version
-	})
-}
-
-// ReferencedBy implements Store: ids of schemas with a live version that
-// reference subject/version.
-func (s *EmbeddedStore) ReferencedBy(_ context.Context, subject string, version int) ([]int, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	liveIDs := map[int]bool{}
-	for _, vs := range s.mu.state.subjects {
-		for _, v := range vs {
-			liveIDs[v.ID] = liveIDs[v.ID] || !v.Deleted
-		}
-	}
-	var out []int
-	for id, sc := range s.mu.state.schemas {
-		for _, ref := range sc.References {
-			if ref.Subject == subject && ref.Version == version && liveIDs[id] {
-				out = append(out, id)
-				break
-			}
-		}
-	}
-	sort.Ints(out)
-	return out, nil
-}
-
 // AddVersion implements Store.
 func (s *EmbeddedStore) AddVersion(_ context.Context, w NewVersion) (Version, error) {
-	e, err := s.append(func(st *embeddedState) (journalEntry, error) {
-		vs := st.subjects[w.Subject]
-		latest := 0
-		if len(vs) > 0 {
-			latest = vs[len(vs)-1].Version
-		}
-		if latest != w.ExpectLatest {
-			return journalEntry{}, ErrStoreConflict
-		}
-		e := journalEntry{Op: "add", Subject: w.Subject, Version: w.Version}
-		if e.Version == 0 {
-			e.Version = latest + 1
-		}
-		for _, v := range vs {
-			if v.Version == e.Version {
-				return e, ErrVersionInUse
-			}
-		}
-		id, known := st.byFP[w.Schema.Fingerprint]
-		switch {
-		case known && w.ID != 0 && w.ID != id:
-			return e, ErrIDInUse
-		case known:
-			e.ID = id
-			return e, nil
-		case w.ID != 0:
-			if _, taken := st.schemas[w.ID]; taken {
-				return e, ErrIDInUse
-			}
-			e.ID = w.ID
-		default:
-			e.ID = st.highestID + 1
-		}
-		sc := w.Schema
-		sc.ID = e.ID
-		e.Schema = &sc
-		return e, nil
-	})
+	e, err := s.append(func(st *embeddedState) (journalEntry, error) { return st.planAdd(w) })
 	if err != nil {
 		return Version{}, err
 	}
@@ -392,14 +189,6 @@ func (s *EmbeddedStore) Purge(_ context.Context, subject string, versions []int)
 		return journalEntry{Op: "purge", Subject: subject, Versions: versions}, nil
 	})
 	return err
-}
-
-// Setting implements Store.
-func (s *EmbeddedStore) Setting(_ context.Context, kind SettingKind, subject string) (string, bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	v, ok := s.mu.state.settings[string(kind)+"\x00"+subject]
-	return v, ok, nil
 }
 
 // SetSetting implements Store.

@@ -67,7 +67,7 @@ func splitSettingKey(k string) (SettingKind, string) {
 // compactIfWorthIt rewrites the journal when lines is well above what the
 // state needs; it returns the open file and size to use from then on.
 func (s *EmbeddedStore) compactIfWorthIt(f *os.File, size int64, lines int) (*os.File, int64, error) {
-	snap := s.mu.state.snapshot()
+	snap := s.state.snapshot()
 	if lines <= 2*len(snap)+compactSlack {
 		return f, size, nil
 	}

@@ -125,7 +125,18 @@ func (r *Registry) invalidate(subject string) {
 	r.mu.Unlock()
 }
 
-// versions returns a subject's rows, from the cache unless fresh is set.
+// catchUp brings a store that lags other nodes' writes up to date.
+func (r *Registry) catchUp(ctx context.Context) error {
+	if c, ok := r.store.(catchUpper); ok {
+		if err := c.CatchUp(ctx); err != nil {
+			return storeError("catch up with the writes of other nodes", err)
+		}
+	}
+	return nil
+}
+
+// versions returns a subject's rows, from the cache unless fresh is set;
+// a fresh read catches up first.
 func (r *Registry) versions(ctx context.Context, subject string, fresh bool) ([]Version, error) {
 	r.mu.Lock()
 	vs, ok := r.mu.versions[subject]
@@ -133,6 +144,11 @@ func (r *Registry) versions(ctx context.Context, subject string, fresh bool) ([]
 	r.mu.Unlock()
 	if ok && !fresh {
 		return vs, nil
+	}
+	if fresh {
+		if err := r.catchUp(ctx); err != nil {
+			return nil, err
+		}
 	}
 	vs, err := r.store.Versions(ctx, subject)
 	if err != nil {
@@ -163,6 +179,12 @@ func (r *Registry) schemaDepth(ctx context.Context, id, depth int) (*cachedSchem
 		return c, nil
 	}
 	st, err := r.store.Schema(ctx, id)
+	if errors.Is(err, ErrStoreNotFound) {
+		// Another node may have just registered it.
+		if err = r.catchUp(ctx); err == nil {
+			st, err = r.store.Schema(ctx, id)
+		}
+	}
 	if errors.Is(err, ErrStoreNotFound) {
 		return nil, errorf(40403, "Schema %d not found", id)
 	}
@@ -351,6 +373,9 @@ func (r *Registry) schemaID(ctx context.Context, fp string) (int, error) {
 // subjects, or a new one.
 func (r *Registry) Register(ctx context.Context, subject string, req SchemaRequest) (int, error) {
 	if err := validSubject(subject); err != nil {
+		return 0, err
+	}
+	if err := r.catchUp(ctx); err != nil {
 		return 0, err
 	}
 	mode, err := r.effectiveMode(ctx, subject)
@@ -592,6 +617,9 @@ func (r *Registry) GetVersion(ctx context.Context, subject string, version int, 
 
 // Subjects lists subjects with a live version (all with deleted).
 func (r *Registry) Subjects(ctx context.Context, deleted bool) ([]string, error) {
+	if err := r.catchUp(ctx); err != nil {
+		return nil, err
+	}
 	infos, err := r.store.Subjects(ctx)
 	if err != nil {
 		return nil, storeError("list subjects", err)
@@ -686,6 +714,9 @@ func (r *Registry) ParsedByID(ctx context.Context, id int) (*ParsedSchema, error
 
 // VersionsByID lists the (subject, version) pairs using schema id.
 func (r *Registry) VersionsByID(ctx context.Context, id int, deleted bool) ([]Version, error) {
+	if err := r.catchUp(ctx); err != nil {
+		return nil, err
+	}
 	if _, err := r.schema(ctx, id); err != nil {
 		return nil, err
 	}
@@ -723,6 +754,9 @@ func (r *Registry) SubjectsByID(ctx context.Context, id int, deleted bool) ([]st
 
 // ReferencedBy lists the ids of schemas referencing subject/version.
 func (r *Registry) ReferencedBy(ctx context.Context, subject string, version int) ([]int, error) {
+	if err := r.catchUp(ctx); err != nil {
+		return nil, err
+	}
 	v, err := r.findVersion(ctx, subject, version, false)
 	if err != nil {
 		return nil, err
@@ -743,6 +777,9 @@ func (r *Registry) ReferencedBy(ctx context.Context, subject string, version int
 // the breaking changes, none when compatible (also when the subject has no
 // live version and version is Latest).
 func (r *Registry) CheckCompatibility(ctx context.Context, subject string, version int, req SchemaRequest) ([]string, error) {
+	if err := r.catchUp(ctx); err != nil {
+		return nil, err
+	}
 	p, err := r.prepare(ctx, req)
 	if err != nil {
 		return nil, err
@@ -761,6 +798,9 @@ func (r *Registry) CheckCompatibility(ctx context.Context, subject string, versi
 // level covers (all live ones under a transitive level), as registration
 // does. It returns the breaking changes, none when compatible.
 func (r *Registry) CheckCompatibilityAll(ctx context.Context, subject string, req SchemaRequest) ([]string, error) {
+	if err := r.catchUp(ctx); err != nil {
+		return nil, err
+	}
 	p, err := r.prepare(ctx, req)
 	if err != nil {
 		return nil, err
@@ -883,7 +923,12 @@ func (r *Registry) checkUnreferenced(ctx context.Context, subject string, vs []V
 	return nil
 }
 
+// writable catches up (the deletes that call it read before they write)
+// and checks the subject's mode.
 func (r *Registry) writable(ctx context.Context, subject string) error {
+	if err := r.catchUp(ctx); err != nil {
+		return err
+	}
 	mode, err := r.effectiveMode(ctx, subject)
 	if err != nil {
 		return err

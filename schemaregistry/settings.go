@@ -60,6 +60,9 @@ func (r *Registry) effective(ctx context.Context, kind SettingKind, subject, def
 // Compatibility returns the level of subject ("" for the global level).
 // A subject without its own level is 40408 unless defaultToGlobal is set.
 func (r *Registry) Compatibility(ctx context.Context, subject string, defaultToGlobal bool) (string, error) {
+	if err := r.catchUp(ctx); err != nil {
+		return "", err
+	}
 	if subject == "" || defaultToGlobal {
 		return r.effectiveLevel(ctx, subject)
 	}
@@ -90,6 +93,9 @@ func (r *Registry) DeleteCompatibility(ctx context.Context, subject string) (str
 }
 
 func (r *Registry) deleteSetting(ctx context.Context, kind SettingKind, subject, def string, code int, msg string) (string, error) {
+	if err := r.catchUp(ctx); err != nil {
+		return "", err
+	}
 	prev, ok, err := r.setting(ctx, kind, subject)
 	if err != nil {
 		return "", err
@@ -116,6 +122,9 @@ func (r *Registry) deleteSetting(ctx context.Context, kind SettingKind, subject,
 // Mode returns the mode of subject ("" for global); a subject without its
 // own mode is 40409 unless defaultToGlobal is set.
 func (r *Registry) Mode(ctx context.Context, subject string, defaultToGlobal bool) (string, error) {
+	if err := r.catchUp(ctx); err != nil {
+		return "", err
+	}
 	if subject == "" || defaultToGlobal {
 		return r.effectiveMode(ctx, subject)
 	}
@@ -132,6 +141,9 @@ func (r *Registry) SetMode(ctx context.Context, subject, mode string, force bool
 	m, ok := parseMode(mode)
 	if !ok {
 		return "", errorf(42204, "Invalid mode %q. Valid values are READWRITE, READONLY and IMPORT", mode)
+	}
+	if err := r.catchUp(ctx); err != nil {
+		return "", err
 	}
 	if m == Import && !force {
 		nonEmpty, err := r.hasSchemas(ctx, subject)

@@ -55,6 +55,14 @@ type Store interface {
 	Close() error
 }
 
+// catchUpper is a store whose local reads can lag writes made through
+// other nodes (TopicStore): CatchUp returns once every write committed
+// when it was called is visible here. Registry calls it before each write
+// and before a read its caches could not answer.
+type catchUpper interface {
+	CatchUp(ctx context.Context) error
+}
+
 // SettingKind selects the compatibility level or the mode.
 type SettingKind string
 

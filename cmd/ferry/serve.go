@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,8 @@ type serveSettings struct {
 	offsetsPartitions int32
 	// offsetsReplicationFactor is offsets.topic.replication.factor.
 	offsetsReplicationFactor int16
+	// schemasReplicationFactor is kafkastore.topic.replication.factor.
+	schemasReplicationFactor int16
 	// kafkaLimits are the Kafka listener's resource limits; Addr,
 	// AdvertisedAddr, Logger and Metrics are filled in runServe.
 	kafkaLimits kafka.Config
@@ -109,6 +112,15 @@ var serveOptions = []option{
 				err = errors.New("must be at least 1")
 			}
 			s.offsetsReplicationFactor = int16(n)
+			return err
+		}},
+	{"schemas-topic-replication-factor", []string{"kafkastore.topic.replication.factor"}, "replicas of _schemas, where a cluster without --schema-store keeps the schema registry, when it is created (on the registry's first use; with fewer live brokers registrations fail until there are enough)", "3",
+		func(s *serveSettings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 16)
+			if err == nil && n < 1 {
+				err = errors.New("must be at least 1")
+			}
+			s.schemasReplicationFactor = int16(n)
 			return err
 		}},
 	{"kafka-addr", []string{"listeners", "kafka.addr"}, "Kafka protocol listen address (listeners=PLAINTEXT://host:port also works)", ":9092",
@@ -409,7 +421,7 @@ func runServe(args []string) error {
 		}
 		defer node.close()
 	}
-	schemas, err := openSchemaRegistry(s, logger)
+	schemas, err := openSchemaRegistry(s, node != nil, logger)
 	if err != nil {
 		return err
 	}
@@ -530,12 +542,19 @@ func runServe(args []string) error {
 	return err
 }
 
-// openSchemaRegistry opens --schema-store: empty for the embedded store
-// under <data-dir>/schemas, postgres://… for PostgreSQL.
-func openSchemaRegistry(s serveSettings, logger *slog.Logger) (*schemaregistry.Registry, error) {
+// openSchemaRegistry opens --schema-store: postgres://… for PostgreSQL;
+// empty for the embedded journal under <data-dir>/schemas on a single node
+// and, on a cluster, the _schemas topic every node shares.
+func openSchemaRegistry(s serveSettings, clustered bool, logger *slog.Logger) (*schemaregistry.Registry, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := schemaregistry.OpenStore(ctx, s.schemaStore, s.broker.DataDir, logger)
+	var store schemaregistry.Store
+	var err error
+	if clustered && s.schemaStore == "" {
+		store, err = openSchemasTopic(s, logger)
+	} else {
+		store, err = schemaregistry.OpenStore(ctx, s.schemaStore, s.broker.DataDir, logger)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("schema store: %w", err)
 	}
@@ -545,4 +564,21 @@ func openSchemaRegistry(s serveSettings, logger *slog.Logger) (*schemaregistry.R
 		return nil, err
 	}
 	return reg, nil
+}
+
+// openSchemasTopic opens the cluster's _schemas store. It bootstraps from
+// this node's own Kafka listener, the one address sure to be this cluster's
+// and reachable from here (the advertised one may name a load balancer);
+// the client finds the topic's leader from there.
+func openSchemasTopic(s serveSettings, logger *slog.Logger) (schemaregistry.Store, error) {
+	journal := filepath.Join(s.broker.DataDir, "schemas", "journal.jsonl")
+	if fi, err := os.Stat(journal); err == nil && fi.Size() > 0 {
+		logger.Warn("this node's single-node schema journal is not used on a cluster: the registry is the _schemas topic; "+
+			"re-register its schemas through any node (IMPORT mode keeps their ids)", "journal", journal)
+	}
+	return schemaregistry.OpenTopicStore(schemaregistry.TopicStoreConfig{
+		Brokers:           []string{defaultAdvertised(s.kafkaAddr)},
+		ReplicationFactor: s.schemasReplicationFactor,
+		Logger:            logger,
+	})
 }

@@ -1,0 +1,535 @@
+package schemaregistry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TopicStore keeps the registry in a single-partition Kafka topic, a
+// cluster's _schemas, as Confluent's registry does: every node consumes the
+// partition from its start and applies each record to the same in-memory
+// indexes the embedded journal builds; a write is a record appended with
+// acks=all to the partition's leader.
+//
+// A record holds a write's intent, not its outcome: an add carries the
+// subject's latest version the registry checked it against, and the
+// imported id or version if any. Every node applies the records in offset
+// order with the check the embedded journal runs before its appends
+// (planAdd), so each record is decided the same way everywhere: the
+// partition's leader serialises the writes by ordering them, and a new id is
+// the highest one in the log so far plus one — unique, never reused, whichever
+// node wrote it and whichever broker leads. A record whose precondition no
+// longer holds stays in the log, changes nothing, and its writer answers
+// ErrStoreConflict (Registry then rereads and retries, as with the other
+// stores). Deciding at apply time also means a new leader has nothing to
+// load before it takes writes.
+//
+// Only committed records (below the high watermark) are read, so every
+// in-sync replica, and any leader elected from them, holds each record
+// a node has applied. A writer answers once its own store has applied its
+// record, with the outcome found there.
+//
+// Reads are local and never wait. CatchUp asks the leader for its high
+// watermark and waits until this store has applied that far: Registry calls
+// it before each write and when a read misses (an unknown id, subject or
+// version), so a schema registered through any node is found on every other
+// at once.
+//
+// Records: key {"writer":"<random hex>","seq":n} (this store's own records
+// are matched to their waiting writers by it), value one journal entry
+// (embedded.go) with "expect" set on adds. The topic is created on first
+// use with cleanup.policy=delete and unlimited retention: records are
+// intents whose meaning depends on the ones before them, so key compaction
+// would change the state they rebuild.
+type TopicStore struct {
+	cfg    TopicStoreConfig
+	logger *slog.Logger
+	client *kgo.Client
+	admin  *kadm.Client
+	writer string
+	seq    atomic.Uint64
+	// created: the topic is known to exist.
+	created atomic.Bool
+
+	stop context.CancelFunc
+	done chan struct{}
+
+	indexes
+
+	// progress guards the apply position and the writers waiting on it;
+	// never held while indexes.mu is.
+	progress struct {
+		sync.Mutex
+		applied int64         // every offset below it is applied
+		moved   chan struct{} // closed when applied moves
+		pending map[uint64]chan applyResult
+		closed  bool
+	}
+	watchers struct {
+		sync.Mutex
+		fns []func(subject string)
+	}
+}
+
+// TopicStoreConfig configures OpenTopicStore.
+type TopicStoreConfig struct {
+	// Brokers are the Kafka addresses to bootstrap from (a ferry node gives
+	// its own listener).
+	Brokers []string
+	// Topic holds the registry. Default "_schemas" (Confluent's
+	// kafkastore.topic).
+	Topic string
+	// ReplicationFactor is the topic's when this store creates it
+	// (Confluent's kafkastore.topic.replication.factor). Default 3.
+	ReplicationFactor int16
+	// Timeout bounds a write (the append and its apply here) and a catch-up.
+	// Default 30 s.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// DefaultSchemasTopic is the topic a cluster keeps its registry in.
+const DefaultSchemasTopic = "_schemas"
+
+// maxSchemaRecordBytes bounds one record before compression: a schema of
+// MaxSchemaBytes with its JSON escaping. The topic's max.message.bytes
+// (1 MiB, compressed) is the broker's limit.
+const maxSchemaRecordBytes = 4 << 20
+
+type applyResult struct {
+	version Version
+	err     error
+}
+
+// recordKey identifies a record's writer.
+type recordKey struct {
+	Writer string `json:"writer"`
+	Seq    uint64 `json:"seq"`
+}
+
+func init() {
+	unavailableChecks = append(unavailableChecks, func(err error) bool {
+		return kerr.IsRetriable(err) || errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, errTopicUnavailable)
+	})
+}
+
+var errTopicUnavailable = errors.New("schemas topic unavailable")
+
+// OpenTopicStore starts consuming the topic from its start; it does not
+// wait for the topic or the brokers (reads are answered from what has been
+// applied; CatchUp waits).
+func OpenTopicStore(cfg TopicStoreConfig) (*TopicStore, error) {
+	if len(cfg.Brokers) == 0 {
+		return nil, errors.New("topic store: no brokers")
+	}
+	if cfg.Topic == "" {
+		cfg.Topic = DefaultSchemasTopic
+	}
+	if cfg.ReplicationFactor == 0 {
+		cfg.ReplicationFactor = 3
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &TopicStore{cfg: cfg, logger: cfg.Logger.With("component", "schemaregistry-topic", "topic", cfg.Topic)}
+	var id [8]byte
+	rand.Read(id[:])
+	s.writer = hex.EncodeToString(id[:])
+	s.state = newEmbeddedState()
+	s.progress.moved = make(chan struct{})
+	s.progress.pending = map[uint64]chan applyResult{}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID("ferry-schema-registry"),
+		kgo.WithLogger(kgoLogger{s.logger}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression(), kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(maxSchemaRecordBytes),
+		kgo.RecordDeliveryTimeout(cfg.Timeout),
+		kgo.UnknownTopicRetries(-1),
+		// A topic another node has just created is found quickly.
+		kgo.MetadataMinAge(200*time.Millisecond),
+		kgo.FetchMaxWait(time.Second),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("topic store: %w", err)
+	}
+	s.client, s.admin = cl, kadm.NewClient(cl)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop, s.done = cancel, make(chan struct{})
+	go s.follow(ctx)
+	return s, nil
+}
+
+// follow applies the topic's committed records as they come, until Close.
+func (s *TopicStore) follow(ctx context.Context) {
+	defer close(s.done)
+	for {
+		fetches := s.client.PollFetches(ctx)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			return
+		}
+		fetches.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				s.logger.Debug("fetching the schemas topic", "err", err)
+			}
+		})
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) > 0 {
+				s.applyRecords(p.Records)
+			}
+		})
+	}
+}
+
+// applyRecords applies one fetch's records: the indexes change, then the
+// watchers hear of it, and only then do the apply position and the
+// writers waiting for these records move, so a caller of CatchUp or a
+// writer never finds a cache the watchers have not cleared yet.
+func (s *TopicStore) applyRecords(records []*kgo.Record) {
+	type outcome struct {
+		seq uint64
+		res applyResult
+	}
+	var mine []outcome
+	var subjects []string
+	s.mu.Lock()
+	for _, r := range records {
+		var e journalEntry
+		var res applyResult
+		if err := json.Unmarshal(r.Value, &e); err != nil {
+			res.err = fmt.Errorf("%w: record at offset %d: %v", ErrCorruptJournal, r.Offset, err)
+		} else {
+			res.version, res.err = s.state.applyIntent(e)
+		}
+		if res.err == nil {
+			subjects = append(subjects, changedSubject(e))
+		} else if !isRefusal(res.err) {
+			s.logger.Warn("record in the schemas topic ignored", "offset", r.Offset, "err", res.err)
+		}
+		var k recordKey
+		if json.Unmarshal(r.Key, &k) == nil && k.Writer == s.writer {
+			mine = append(mine, outcome{k.Seq, res})
+		}
+	}
+	s.mu.Unlock()
+	s.notify(subjects)
+	last := records[len(records)-1].Offset
+	s.progress.Lock()
+	if last >= s.progress.applied {
+		s.progress.applied = last + 1
+		close(s.progress.moved)
+		s.progress.moved = make(chan struct{})
+	}
+	for _, o := range mine {
+		if ch, ok := s.progress.pending[o.seq]; ok {
+			ch <- o.res
+			delete(s.progress.pending, o.seq)
+		}
+	}
+	s.progress.Unlock()
+}
+
+func isRefusal(err error) bool {
+	return errors.Is(err, ErrStoreConflict) || errors.Is(err, ErrIDInUse) || errors.Is(err, ErrVersionInUse)
+}
+
+// changedSubject is what a watcher is told: "" when ids may be gone.
+func changedSubject(e journalEntry) string {
+	if e.Op == "purge" {
+		return ""
+	}
+	return e.Subject
+}
+
+func (s *TopicStore) notify(subjects []string) {
+	if len(subjects) == 0 {
+		return
+	}
+	s.watchers.Lock()
+	fns := s.watchers.fns
+	s.watchers.Unlock()
+	for _, subject := range subjects {
+		for _, fn := range fns {
+			fn(subject)
+		}
+	}
+}
+
+var errMalformedEntry = errors.New("malformed schema registry entry")
+
+// applyIntent applies one record of the topic: an add is decided here by
+// planAdd against the state of every record before it.
+func (st *embeddedState) applyIntent(e journalEntry) (Version, error) {
+	switch e.Op {
+	case "add":
+		if e.Expect == nil || e.Schema == nil || e.Subject == "" {
+			return Version{}, fmt.Errorf("%w: an add needs expect, schema and subject", errMalformedEntry)
+		}
+		planned, err := st.planAdd(NewVersion{Subject: e.Subject, Schema: *e.Schema, ExpectLatest: *e.Expect,
+			ID: e.ID, Version: e.Version})
+		if err != nil {
+			return Version{}, err
+		}
+		st.apply(planned)
+		return Version{Subject: planned.Subject, Version: planned.Version, ID: planned.ID}, nil
+	case "softdelete", "purge", "set", "unset":
+		st.apply(e)
+		return Version{}, nil
+	}
+	return Version{}, fmt.Errorf("%w: op %q", errMalformedEntry, e.Op)
+}
+
+// CatchUp waits until this store has applied every record the topic's
+// leader had committed when asked.
+func (s *TopicStore) CatchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	end, err := s.committedEnd(ctx)
+	if err != nil {
+		return err
+	}
+	return s.waitApplied(ctx, end)
+}
+
+// committedEnd is the leader's high watermark; 0 while the topic does not
+// exist and cannot be created (too few live brokers): nothing was written.
+func (s *TopicStore) committedEnd(ctx context.Context) (int64, error) {
+	for attempt := 0; ; attempt++ {
+		end, err := s.listEnd(ctx)
+		if errors.Is(err, kerr.UnknownTopicOrPartition) && !s.created.Load() {
+			cerr := s.ensureTopic(ctx)
+			switch {
+			case errors.Is(cerr, kerr.InvalidReplicationFactor):
+				return 0, nil
+			case cerr == nil:
+				continue
+			}
+			err = cerr
+		}
+		if err == nil || !kerr.IsRetriable(err) && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return end, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w: the high watermark of %s: %v (%v)", errTopicUnavailable, s.cfg.Topic, err, ctx.Err())
+		case <-time.After(min(time.Duration(attempt+1)*20*time.Millisecond, 500*time.Millisecond)):
+		}
+	}
+}
+
+func (s *TopicStore) listEnd(ctx context.Context) (int64, error) {
+	offsets, err := s.admin.ListEndOffsets(ctx, s.cfg.Topic)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("%w: the high watermark of %s: %v", errTopicUnavailable, s.cfg.Topic, err)
+		}
+		return 0, kerr.LeaderNotAvailable // retried: no broker answered
+	}
+	if o, ok := offsets.Lookup(s.cfg.Topic, 0); ok {
+		return o.Offset, o.Err
+	}
+	return 0, kerr.UnknownTopicOrPartition
+}
+
+func (s *TopicStore) waitApplied(ctx context.Context, offset int64) error {
+	for {
+		s.progress.Lock()
+		applied, moved, closed := s.progress.applied, s.progress.moved, s.progress.closed
+		s.progress.Unlock()
+		switch {
+		case closed:
+			return errStoreClosed
+		case applied >= offset:
+			return nil
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: applied %s up to %d of %d: %v", errTopicUnavailable, s.cfg.Topic, applied, offset, ctx.Err())
+		}
+	}
+}
+
+// ensureTopic creates the topic unless it is known to exist.
+func (s *TopicStore) ensureTopic(ctx context.Context) error {
+	if s.created.Load() {
+		return nil
+	}
+	configs := map[string]*string{}
+	for k, v := range map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1",
+		"unclean.leader.election.enable": "false"} {
+		configs[k] = &v
+	}
+	res, err := s.admin.CreateTopic(ctx, 1, s.cfg.ReplicationFactor, configs, s.cfg.Topic)
+	switch {
+	case err == nil:
+		s.logger.Info("created the schemas topic", "replication_factor", s.cfg.ReplicationFactor)
+	case errors.Is(err, kerr.TopicAlreadyExists):
+	default:
+		msg := res.ErrMessage
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("create %s with replication factor %d: %w: %s", s.cfg.Topic, s.cfg.ReplicationFactor, err, msg)
+	}
+	s.created.Store(true)
+	s.client.ForceMetadataRefresh()
+	return nil
+}
+
+// write appends e and waits for this store to apply it, returning the
+// outcome (for an add, the version stored or why not).
+func (s *TopicStore) write(ctx context.Context, e journalEntry) (Version, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	if err := s.ensureTopic(ctx); err != nil {
+		return Version{}, fmt.Errorf("%w: %v", errTopicUnavailable, err)
+	}
+	value, err := json.Marshal(e)
+	if err != nil {
+		return Version{}, err
+	}
+	seq := s.seq.Add(1)
+	key, _ := json.Marshal(recordKey{Writer: s.writer, Seq: seq})
+	done := make(chan applyResult, 1)
+	s.progress.Lock()
+	if s.progress.closed {
+		s.progress.Unlock()
+		return Version{}, errStoreClosed
+	}
+	s.progress.pending[seq] = done
+	s.progress.Unlock()
+	defer func() {
+		s.progress.Lock()
+		delete(s.progress.pending, seq)
+		s.progress.Unlock()
+	}()
+	r := &kgo.Record{Topic: s.cfg.Topic, Partition: 0, Key: key, Value: value}
+	if err := s.client.ProduceSync(ctx, r).FirstErr(); err != nil {
+		// The record may still have been written; if so it is applied
+		// like any other, and a retry finds what it did.
+		return Version{}, fmt.Errorf("append to %s: %w", s.cfg.Topic, err)
+	}
+	select {
+	case res := <-done:
+		return res.version, res.err
+	case <-ctx.Done():
+		return Version{}, fmt.Errorf("%w: appended at offset %d of %s, not applied here in time: %v",
+			errTopicUnavailable, r.Offset, s.cfg.Topic, ctx.Err())
+	}
+}
+
+// AddVersion implements Store.
+func (s *TopicStore) AddVersion(ctx context.Context, w NewVersion) (Version, error) {
+	sc := w.Schema
+	sc.ID = 0
+	expect := w.ExpectLatest
+	return s.write(ctx, journalEntry{Op: "add", Subject: w.Subject, Schema: &sc, Expect: &expect, ID: w.ID, Version: w.Version})
+}
+
+// SoftDelete implements Store.
+func (s *TopicStore) SoftDelete(ctx context.Context, subject string, versions []int) error {
+	_, err := s.write(ctx, journalEntry{Op: "softdelete", Subject: subject, Versions: versions})
+	return err
+}
+
+// Purge implements Store.
+func (s *TopicStore) Purge(ctx context.Context, subject string, versions []int) error {
+	_, err := s.write(ctx, journalEntry{Op: "purge", Subject: subject, Versions: versions})
+	return err
+}
+
+// SetSetting implements Store.
+func (s *TopicStore) SetSetting(ctx context.Context, kind SettingKind, subject, value string) error {
+	_, err := s.write(ctx, journalEntry{Op: "set", Kind: kind, Subject: subject, Value: value})
+	return err
+}
+
+// DeleteSetting implements Store.
+func (s *TopicStore) DeleteSetting(ctx context.Context, kind SettingKind, subject string) error {
+	_, err := s.write(ctx, journalEntry{Op: "unset", Kind: kind, Subject: subject})
+	return err
+}
+
+// Watch implements Store: fn hears of every record applied, whichever
+// node wrote it.
+func (s *TopicStore) Watch(fn func(subject string)) {
+	s.watchers.Lock()
+	s.watchers.fns = append(s.watchers.fns, fn)
+	s.watchers.Unlock()
+}
+
+// Ping implements the readiness check: the store answers reads from what it
+// has applied whether or not the topic's leader is reachable.
+func (s *TopicStore) Ping(context.Context) error {
+	s.progress.Lock()
+	defer s.progress.Unlock()
+	if s.progress.closed {
+		return errStoreClosed
+	}
+	return nil
+}
+
+// Applied is the offset below which every record of the topic is applied.
+func (s *TopicStore) Applied() int64 {
+	s.progress.Lock()
+	defer s.progress.Unlock()
+	return s.progress.applied
+}
+
+// Topic is the topic this store keeps the registry in.
+func (s *TopicStore) Topic() string { return s.cfg.Topic }
+
+// Close implements Store.
+func (s *TopicStore) Close() error {
+	s.progress.Lock()
+	if s.progress.closed {
+		s.progress.Unlock()
+		return nil
+	}
+	s.progress.closed = true
+	close(s.progress.moved)
+	s.progress.moved = make(chan struct{})
+	s.progress.Unlock()
+	s.stop()
+	s.client.Close()
+	<-s.done
+	return nil
+}
+
+// kgoLogger passes the client's warnings and errors to slog.
+type kgoLogger struct{ l *slog.Logger }
+
+func (k kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+
+func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lv := slog.LevelWarn
+	if level == kgo.LogLevelError {
+		lv = slog.LevelError
+	}
+	k.l.Log(context.Background(), lv, "kafka client: "+msg, keyvals...)
+}
+
+var (
+	_ Store  = (*TopicStore)(nil)
+	_ pinger = (*TopicStore)(nil)
+)
