@@ -63,7 +63,7 @@ type readParams struct {
 // readRecords serves GET /kafka/{topic}/partitions/{partition}/records.
 //
 //	@Summary		Read records from a partition
-//	@Description	Records from offset on, up to max_records and max_bytes, waiting up to timeout_ms for the first when there are none. Keys and values that are JSON are returned as JSON, other UTF-8 text as a string (key_encoding/value_encoding "string"), other bytes as base64 ("base64"). With format=avro, keys and values in Confluent's wire format are decoded through the schema registry into Avro JSON (encoding "avro", with key_schema_id/value_schema_id).
+//	@Description	Records from offset on, up to max_records and max_bytes, waiting up to timeout_ms for the first when there are none. Keys and values that are JSON are returned as JSON, other UTF-8 text as a string (key_encoding/value_encoding "string"), other bytes as base64 ("base64"). On a cluster any node answers: from its in-sync replica (never above its high watermark), else from the leader. With format=avro, keys and values in Confluent's wire format are decoded through the schema registry into Avro JSON (encoding "avro", with key_schema_id/value_schema_id).
 //	@Tags			gateway
 //	@Produce		json
 //	@Param			topic		path		string	true	"topic name"
@@ -79,7 +79,7 @@ type readParams struct {
 //	@Failure		416			{object}	errorBody	"41601: the offset is outside the log"
 //	@Failure		422			{object}	errorBody	"42205: a stored batch does not decode"
 //	@Failure		500			{object}	errorBody	"50001/50002: internal or storage error"
-//	@Failure		503			{object}	errorBody	"50301: format=avro without a schema registry, or the node is shutting down"
+//	@Failure		503			{object}	errorBody	"50301: format=avro without a schema registry, or the node is shutting down; 50306: on a cluster, the partition has no live leader and no in-sync replica here (Retry-After)"
 //	@Router			/kafka/{topic}/partitions/{partition}/records [get]
 func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 	topicName := pathParam(r, "topic")
@@ -88,19 +88,22 @@ func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadParam, "partition must be an integer")
 		return
 	}
-	p, err := g.broker.Partition(topicName, int32(partition))
-	if err != nil {
-		writeCoreError(w, err)
-		return
-	}
-	params, err := g.parseReadParams(r, p)
+	params, err := g.parseReadParams(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, codeBadParam, err.Error())
 		return
 	}
+	if params.offset < 0 { // earliest or latest
+		if params.offset, _, err = g.broker.ConsumerListOffset(r.Context(), topicName, int32(partition), params.offset); err != nil {
+			writeCoreError(w, err)
+			return
+		}
+	}
 	rr := getReadRenderer()
 	defer putReadRenderer(rr)
-	res, err := g.broker.Fetch(r.Context(), server.FetchRequest{
+	// On a cluster, from this node's replica when it is in sync, else
+	// from the partition's leader.
+	res, err := g.broker.ConsumerFetch(r.Context(), server.FetchRequest{
 		Topic: topicName, Partition: int32(partition), Offset: params.offset,
 		MaxBytes: params.maxBytes, MaxWait: params.wait,
 	}, rr.fetched[:0])
@@ -138,13 +141,15 @@ func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 	w.Write(rr.out)
 }
 
-func (g *Gateway) parseReadParams(r *http.Request, p server.Partition) (readParams, error) {
+// parseReadParams reads the query; the offset is server.OffsetEarliest or
+// OffsetLatest when the query names one.
+func (g *Gateway) parseReadParams(r *http.Request) (readParams, error) {
 	q := r.URL.Query()
-	params := readParams{offset: p.LogStartOffset(), maxRecords: defaultMaxRecords, maxBytes: defaultReadBytes}
+	params := readParams{offset: server.OffsetEarliest, maxRecords: defaultMaxRecords, maxBytes: defaultReadBytes}
 	switch v := q.Get("offset"); v {
 	case "", "earliest", "beginning":
 	case "latest", "end":
-		params.offset = p.HighWatermark()
+		params.offset = server.OffsetLatest
 	default:
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {

@@ -40,7 +40,12 @@ const (
 	codeNotEnoughReplicas  = 50302 // fewer in-sync replicas than min.insync.replicas
 	codeAcksTimedOut       = 50303 // appended, not acknowledged by the replicas in time
 	codeNotLeader          = 50304 // this node does not lead the partition
+	codeNoLeader           = 50306 // the partition has no live leader (an election is in progress)
 )
+
+// retryAfterSeconds is the Retry-After of every 503: leaders are
+// elected, replicas return and nodes restart within seconds.
+const retryAfterSeconds = "1"
 
 // httpErrors is the one table from core errors to HTTP answers.
 var httpErrors = []struct {
@@ -68,6 +73,7 @@ var httpErrors = []struct {
 	{server.ErrNotEnoughReplicas, http.StatusServiceUnavailable, codeNotEnoughReplicas},
 	{server.ErrRequestTimedOut, http.StatusServiceUnavailable, codeAcksTimedOut},
 	{server.ErrNotLeader, http.StatusServiceUnavailable, codeNotLeader},
+	{server.ErrLeaderNotAvailable, http.StatusServiceUnavailable, codeNoLeader},
 	{server.ErrStorage, http.StatusInternalServerError, codeStorage},
 }
 
@@ -85,8 +91,22 @@ func writeError(w http.ResponseWriter, status, code int, msg string) {
 		rec.setErrorCode(code) // for the request log and ferry_request_errors_total
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(errorBody{ErrorCode: code, Message: msg})
+}
+
+// coreErrorStatus is err's status and error code in httpErrors (500 and
+// codeInternal for an error it does not list).
+func coreErrorStatus(err error) (status, code int) {
+	for _, m := range httpErrors {
+		if errors.Is(err, m.err) {
+			return m.status, m.code
+		}
+	}
+	return http.StatusInternalServerError, codeInternal
 }
 
 // writeCoreError maps a core error through httpErrors.
@@ -96,13 +116,8 @@ func writeCoreError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge, err.Error())
 		return
 	}
-	for _, m := range httpErrors {
-		if errors.Is(err, m.err) {
-			writeError(w, m.status, m.code, err.Error())
-			return
-		}
-	}
-	writeError(w, http.StatusInternalServerError, codeInternal, err.Error())
+	status, code := coreErrorStatus(err)
+	writeError(w, status, code, err.Error())
 }
 
 // writeJSON encodes v before sending the status, so a value that fails to

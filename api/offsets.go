@@ -45,7 +45,7 @@ func (g *Gateway) listOffset(w http.ResponseWriter, r *http.Request) {
 			"timestamp must be milliseconds since the epoch (>= 0), earliest or latest")
 		return
 	}
-	offset, at, err := g.broker.ListOffset(pathParam(r, "topic"), int32(partition), ts)
+	offset, at, err := g.broker.ConsumerListOffset(r.Context(), pathParam(r, "topic"), int32(partition), ts)
 	if err != nil {
 		writeCoreError(w, err)
 		return

@@ -257,12 +257,17 @@ func (g *Gateway) produceAs(w http.ResponseWriter, r *http.Request, restProxy bo
 		return
 	}
 	res, err := g.broker.Produce(r.Context(), &st.req)
-	if err != nil {
+	var partial *server.PartialWriteError
+	if err != nil && !errors.As(err, &partial) {
 		writeCoreError(w, err)
 		return
 	}
 	if restProxy {
-		writeRestProxyOffsets(w, res.Offsets)
+		writeRestProxyOffsets(w, res.Offsets, partial)
+		return
+	}
+	if partial != nil {
+		writePartialWrite(w, res.Offsets, partial)
 		return
 	}
 	out := append(st.arena[:0], `{"offsets":[`...)
@@ -525,10 +530,76 @@ type restProduceAnswer struct {
 	Offsets       []restProxyOffset `json:"offsets"`
 }
 
-func writeRestProxyOffsets(w http.ResponseWriter, offsets []server.RecordOffset) {
-	out := restProduceAnswer{Offsets: make([]restProxyOffset, len(offsets))}
-	for i, o := range offsets {
-		out.Offsets[i] = restProxyOffset{Partition: o.Partition, Offset: o.Offset}
-	}
+func writeRestProxyOffsets(w http.ResponseWriter, offsets []server.RecordOffset, partial *server.PartialWriteError) {
+	out := restProduceAnswer{Offsets: restProxyOffsets(offsets, partial)}
 	writeJSON(w, http.StatusOK, typeRestV2, out)
+}
+
+// REST Proxy v2's per-record error codes: the record failed for a reason
+// a retry may not cure, or one it may.
+const (
+	restProxyNonRetriable = 1
+	restProxyRetriable    = 2
+)
+
+// restProxyOffsets is REST Proxy v2's offsets array; a record of a
+// partition the request failed to write carries offset -1 and its
+// error_code and error (as REST Proxy answers a partly failed produce:
+// 200, the failures per record).
+func restProxyOffsets(offsets []server.RecordOffset, partial *server.PartialWriteError) []restProxyOffset {
+	out := make([]restProxyOffset, len(offsets))
+	for i, o := range offsets {
+		out[i] = restProxyOffset{Partition: o.Partition, Offset: o.Offset}
+		if partial == nil || o.Offset >= 0 {
+			continue
+		}
+		if err := partial.FailedPartition(o.Partition); err != nil {
+			code := restProxyNonRetriable
+			if status, _ := coreErrorStatus(err); status == http.StatusServiceUnavailable {
+				code = restProxyRetriable
+			}
+			msg := err.Error()
+			out[i].ErrorCode, out[i].Error = &code, &msg
+		}
+	}
+	return out
+}
+
+// partialWriteBody is POST /kafka/{topic}'s answer when some partitions
+// were written and others not: the first failure's status, error_code
+// and message (naming every failed partition), and the offsets of the
+// request's records in request order, those not written with offset -1
+// and their partition's error. A client retries only those.
+type partialWriteBody struct {
+	ErrorCode int    `json:"error_code" example:"50306"`
+	Message   string `json:"message"`
+	// Offsets is present only when some records were written.
+	Offsets []partialWriteOffset `json:"offsets,omitempty"`
+} //	@name	ProduceError
+
+type partialWriteOffset struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+	// ErrorCode and Error are set on the records not written.
+	ErrorCode int    `json:"error_code,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+func writePartialWrite(w http.ResponseWriter, offsets []server.RecordOffset, partial *server.PartialWriteError) {
+	status, code := coreErrorStatus(partial)
+	body := partialWriteBody{ErrorCode: code, Message: partial.Error(), Offsets: make([]partialWriteOffset, len(offsets))}
+	for i, o := range offsets {
+		body.Offsets[i] = partialWriteOffset{Partition: o.Partition, Offset: o.Offset}
+		if err := partial.FailedPartition(o.Partition); err != nil && o.Offset < 0 {
+			_, body.Offsets[i].ErrorCode = coreErrorStatus(err)
+			body.Offsets[i].Error = err.Error()
+		}
+	}
+	if rec, ok := w.(errorCodeSetter); ok {
+		rec.setErrorCode(code)
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
+	writeJSON(w, status, typeJSON, body)
 }

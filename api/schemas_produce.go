@@ -101,11 +101,12 @@ func (g *Gateway) produceAvro(w http.ResponseWriter, r *http.Request) {
 		req.Records[i] = pr
 	}
 	res, err := g.broker.Produce(r.Context(), &req)
-	if err != nil {
+	var partial *server.PartialWriteError
+	if err != nil && !errors.As(err, &partial) {
 		writeCoreError(w, err)
 		return
 	}
-	writeAvroOffsets(w, res.Offsets, keys, values)
+	writeAvroOffsets(w, res.Offsets, partial, keys, values)
 }
 
 // avroSchemas resolves the key and value schemas: by id, or registered
@@ -213,20 +214,17 @@ func encodeAvro(raw json.RawMessage, side *avroSide) ([]byte, error) {
 	return out, nil
 }
 
-func writeAvroOffsets(w http.ResponseWriter, offsets []server.RecordOffset, keys, values *avroSide) {
+func writeAvroOffsets(w http.ResponseWriter, offsets []server.RecordOffset, partial *server.PartialWriteError, keys, values *avroSide) {
 	out := struct {
 		KeySchemaID   *int              `json:"key_schema_id"`
 		ValueSchemaID *int              `json:"value_schema_id"`
 		Offsets       []restProxyOffset `json:"offsets"`
-	}{Offsets: make([]restProxyOffset, len(offsets))}
+	}{Offsets: restProxyOffsets(offsets, partial)}
 	if keys != nil {
 		out.KeySchemaID = &keys.id
 	}
 	if values != nil {
 		out.ValueSchemaID = &values.id
-	}
-	for i, o := range offsets {
-		out.Offsets[i] = restProxyOffset{Partition: o.Partition, Offset: o.Offset}
 	}
 	writeJSON(w, http.StatusOK, typeRestV2, out)
 }

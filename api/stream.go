@@ -116,7 +116,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadParam, err.Error())
 		return
 	}
-	if _, err := g.broker.PartitionCount(topicName); err != nil {
+	if _, err := g.broker.PartitionCountInCluster(topicName); err != nil {
 		writeCoreError(w, err)
 		return
 	}

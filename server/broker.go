@@ -66,6 +66,9 @@ type Broker struct {
 	controllerEpoch atomic.Int32
 	// cluster is the controller's last UpdateMetadata (clusterview.go).
 	cluster clusterViewHolder
+	// remote caches the topics this broker holds no replica of
+	// (remotetopics.go).
+	remote remoteTopics
 	// leadership tells coordinators which partitions this broker leads.
 	leadership leadershipWatchers
 	// highWatermarks is the replication-offset-checkpoint (hwcheckpoint.go).

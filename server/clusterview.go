@@ -49,6 +49,19 @@ func (v *ClusterView) Partition(topic string, partition int32) (pv PartitionView
 	return pv, ok
 }
 
+// Live says whether broker id is among the live brokers of the view.
+func (v *ClusterView) Live(id int32) bool {
+	if v == nil {
+		return false
+	}
+	for _, br := range v.Brokers {
+		if br.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // leaderDuringDelete is the leader Kafka's controller sends for a
 // partition of a topic being deleted: drop it from the view.
 const leaderDuringDelete = -2

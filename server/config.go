@@ -89,6 +89,10 @@ type Config struct {
 	// BrokerConfigs holds a cluster's dynamic broker configs (the
 	// replication throttle rates); nil on a single node, which has none.
 	BrokerConfigs BrokerConfigStore
+	// Forwarder writes and reads the partitions other brokers lead, for
+	// the HTTP gateway on a cluster (forward.go); nil: those partitions
+	// answer ErrNotLeader, as on a Kafka listener.
+	Forwarder Forwarder
 	// ISRStore records leaders' ISR changes (a cluster's metadata); nil:
 	// none are recorded (a single node makes none).
 	ISRStore ISRStore

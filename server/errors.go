@@ -158,3 +158,15 @@ func KafkaCode(err error) int16 {
 	}
 	return KafkaUnknownServerError
 }
+
+// ErrorForKafkaCode is the core error a Kafka error code stands for (the
+// first kafkaCodes entry with it), nil for 0 or a code the core has no
+// error for: for answers from other brokers (the Forwarder).
+func ErrorForKafkaCode(code int16) error {
+	for _, m := range kafkaCodes {
+		if m.code == code && code != KafkaNone {
+			return m.err
+		}
+	}
+	return nil
+}

@@ -54,21 +54,22 @@ type ProduceResult struct {
 	LogAppendTime int64
 }
 
-// partitionBatch is the records of one request bound for one partition.
-type partitionBatch struct {
-	partition *replication.Partition
-	indexes   []int // positions in the request
-	bytes     []byte
-}
-
 var builderPool = sync.Pool{New: func() any { return new(records.Builder) }}
 
 // maxPooledBuilderBytes is the largest batch whose builder goes back to the pool.
 const maxPooledBuilderBytes = 4 << 20
 
+// autoCreateLeaderWait bounds how long a produce that created its topic
+// waits for the controller to elect the new partitions' leaders.
+const autoCreateLeaderWait = 10 * time.Second
+
 // Produce validates, partitions and appends a request's records, then
 // waits once until every in-sync replica has them (acks=all). Either all
-// batches are appended or, if validation fails, none is.
+// batches are appended or, if validation fails, none is. On a cluster the
+// records of partitions another broker leads are forwarded to it
+// (Config.Forwarder, produceplan.go); when some partitions are written and
+// others fail, the error is a *PartialWriteError and the result holds the
+// written records' offsets.
 func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResult, error) {
 	if len(req.Records) == 0 {
 		return ProduceResult{}, fmt.Errorf("%w: the request has no records", ErrInvalidRecord)
@@ -78,7 +79,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 			return ProduceResult{}, err
 		}
 	}
-	t, err := b.topicForProduce(req.Topic)
+	t, created, err := b.topicForProduce(req.Topic)
 	if err != nil {
 		return ProduceResult{}, err
 	}
@@ -87,65 +88,192 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 			return ProduceResult{}, err
 		}
 	}
-	batches, err := b.buildBatches(t, req.Records)
+	view, _ := b.Cluster()
+	batches, err := b.buildBatches(t, t.partitionCount(view), req.Records)
 	if err != nil {
 		return ProduceResult{}, err
 	}
-	for i := range batches {
-		if err := checkReplicas(batches[i].partition, AcksAll); err != nil {
-			return ProduceResult{}, err
-		}
+	forwarded, err := b.routeBatches(ctx, t, batches, req.Records, req.Internal, created)
+	if err != nil {
+		return ProduceResult{}, err
 	}
-	res := ProduceResult{Offsets: make([]RecordOffset, len(req.Records)), LogAppendTime: -1}
-	// The builder computed every CRC just now.
-	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime, ChecksumVerified: true}
-	counters := b.cfg.Metrics.Topic(t.meta.Name)
-	appended := make([]Appended, len(batches))
-	for i := range batches {
-		pb := &batches[i]
-		ar, err := pb.partition.Append(pb.bytes, opts)
-		if err != nil {
-			return ProduceResult{}, appendError(t.meta.Name, pb.partition.Index(), err)
-		}
-		appended[i] = Appended{AppendResult: ar, partition: pb.partition, acks: AcksAll}
-		counters.In(len(pb.bytes), int(ar.Records))
-		for j, idx := range pb.indexes {
-			res.Offsets[idx] = RecordOffset{Partition: pb.partition.Index(), Offset: ar.BaseOffset + int64(j)}
-		}
-		if ar.LogAppendTime >= 0 {
-			res.LogAppendTime = ar.LogAppendTime
-		}
+	if err := b.encodeBatches(t, batches, req.Records); err != nil {
+		return ProduceResult{}, err
 	}
-	for _, err := range b.WaitAcks(ctx, appended, cmp.Or(req.Timeout, DefaultProduceTimeout)) {
-		if err != nil {
-			return ProduceResult{}, err
-		}
+	timeout := cmp.Or(req.Timeout, DefaultProduceTimeout)
+	var fwd []ForwardOutcome
+	var local []localOutcome
+	logAppendTime := int64(-1)
+	switch {
+	case len(forwarded) == 0:
+		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout)
+	case len(forwarded) == len(req.Records):
+		fwd = make([]ForwardOutcome, len(forwarded))
+		b.cfg.Forwarder.Produce(ctx, t.meta.Name, forwarded, timeout, fwd)
+	default: // both at once: the request waits for the slower
+		fwd = make([]ForwardOutcome, len(forwarded))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			b.cfg.Forwarder.Produce(ctx, t.meta.Name, forwarded, timeout, fwd)
+		}()
+		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout)
+		<-done
 	}
-	return res, nil
+	res, err := settleProduce(t.meta.Name, len(req.Records), batches, local, fwd)
+	if logAppendTime >= 0 && err == nil {
+		res.LogAppendTime = logAppendTime
+	}
+	return res, err
 }
 
-// topicForProduce finds the topic, creating it when auto-create is on.
-func (b *Broker) topicForProduce(name string) (*topic, error) {
-	t, err := b.lookup(name)
-	if err != nil {
-		if view, ok := b.Cluster(); ok && view.PartitionCount(name) > 0 {
-			return nil, fmt.Errorf("%w: this broker holds no replica of %s", ErrNotLeader, name)
+// appendLocal appends the batches of the partitions this broker leads,
+// then waits once for their acknowledgements. An append that fails stops
+// the appends not yet made (as before forwarding existed, when a request
+// was all local).
+func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionBatch, sync bool, timeout time.Duration) ([]localOutcome, int64) {
+	out := make([]localOutcome, len(batches))
+	// The builder computed every CRC just now.
+	opts := storage.AppendOptions{Sync: sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime, ChecksumVerified: true}
+	counters := b.cfg.Metrics.Topic(t.meta.Name)
+	appended := make([]Appended, 0, len(batches))
+	which := make([]int, 0, len(batches))
+	logAppendTime := int64(-1)
+	var failed error
+	for i := range batches {
+		pb := &batches[i]
+		if pb.local == nil {
+			continue
+		}
+		if failed != nil {
+			out[i].err = failed
+			continue
+		}
+		ar, err := pb.local.Append(pb.bytes, opts)
+		if err != nil {
+			failed = appendError(t.meta.Name, pb.index, err)
+			out[i].err = failed
+			continue
+		}
+		out[i].base = ar.BaseOffset
+		appended = append(appended, Appended{AppendResult: ar, partition: pb.local, acks: AcksAll})
+		which = append(which, i)
+		counters.In(len(pb.bytes), int(ar.Records))
+		if ar.LogAppendTime >= 0 {
+			logAppendTime = ar.LogAppendTime
 		}
 	}
-	if err == nil || !errors.Is(err, ErrUnknownTopic) || !b.cfg.AutoCreateTopics {
-		return t, err
+	if len(appended) > 0 {
+		for k, err := range b.WaitAcks(ctx, appended, timeout) {
+			if err != nil {
+				out[which[k]].err = err
+			}
+		}
+	}
+	return out, logAppendTime
+}
+
+// topicForProduce finds the topic, creating it when auto-create is on
+// (created). On a cluster a topic this broker holds no replica of is
+// described from the cluster metadata (remotetopics.go).
+func (b *Broker) topicForProduce(name string) (t *topic, created bool, err error) {
+	t, err = b.lookup(name)
+	if err == nil || !errors.Is(err, ErrUnknownTopic) {
+		return t, false, err
+	}
+	if elsewhere, ok, err := b.topicHeldElsewhere(name); err != nil || ok {
+		return elsewhere, false, err
+	}
+	if !b.cfg.AutoCreateTopics {
+		return nil, false, err
 	}
 	err = b.CreateTopic(TopicSpec{Name: name})
 	if err != nil && !errors.Is(err, ErrTopicExists) {
-		return nil, err
+		return nil, false, err
 	}
-	return b.lookup(name)
+	t, err = b.lookup(name)
+	return t, err == nil, err
+}
+
+// routeBatches decides each batch's route (routeBatch) and collects the
+// records to forward, in batch order. Every partition must have a route
+// before anything is written. A request that has just created its topic
+// waits (up to autoCreateLeaderWait) for the leaders to be elected.
+// Internal requests (the group coordinator's) never forward: their writer
+// must lead the partition.
+func (b *Broker) routeBatches(ctx context.Context, t *topic, batches []partitionBatch, recs []ProduceRecord, internal, created bool) ([]ProduceRecord, error) {
+	deadline := time.Now().Add(autoCreateLeaderWait)
+	for {
+		err := b.routeOnce(t, batches, internal)
+		if err == nil {
+			break
+		}
+		if !created || !errors.Is(err, ErrLeaderNotAvailable) || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	var forwarded []ProduceRecord
+	for i := range batches {
+		pb := &batches[i]
+		if pb.local != nil {
+			continue
+		}
+		if forwarded == nil {
+			forwarded = make([]ProduceRecord, 0, len(recs))
+		}
+		pb.forwarded = len(forwarded)
+		for _, idx := range pb.indexes {
+			forwarded = append(forwarded, ProduceRecord{Partition: pb.index, Record: recs[idx].Record})
+		}
+	}
+	return forwarded, nil
+}
+
+func (b *Broker) routeOnce(t *topic, batches []partitionBatch, internal bool) error {
+	view, _ := b.Cluster()
+	for i := range batches {
+		pb := &batches[i]
+		var role *replication.Role
+		var replica *replication.Partition
+		if int(pb.index) < len(t.partitions) && t.partitions[pb.index] != nil {
+			replica = t.partitions[pb.index]
+			r := replica.Role()
+			role = &r
+		}
+		if b.cfg.Forwarder == nil || internal {
+			if replica == nil {
+				return fmt.Errorf("%w: this broker holds no replica of %s-%d", ErrNotLeader, t.meta.Name, pb.index)
+			}
+			pb.local = replica // its append answers NOT_LEADER when it is not the leader
+			continue
+		}
+		forward, err := routeBatch(b.cfg.BrokerID, t.meta.Name, pb.index, role, view, t.settings.minISR)
+		if err != nil {
+			return err
+		}
+		pb.local = nil
+		if !forward {
+			pb.local = replica
+		}
+	}
+	for i := range batches {
+		if batches[i].local != nil {
+			if err := checkReplicas(batches[i].local, AcksAll); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // buildBatches groups records by partition (in order of first appearance)
-// and encodes one batch per partition, checking every size limit first.
-func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch, error) {
-	n := int32(len(t.partitions))
+// among the topic's n partitions, checking each record.
+func (b *Broker) buildBatches(t *topic, n int32, recs []ProduceRecord) ([]partitionBatch, error) {
 	unkeyed := int32(b.unkeyedCursor.Add(1) % uint32(n))
 	var batches []partitionBatch
 	var slot map[int32]int // only once a request spans many partitions
@@ -168,18 +296,21 @@ func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch,
 		}
 		s := batchIndex(batches, slot, p)
 		if s < 0 {
-			part, err := t.partition(p)
-			if err != nil {
-				return nil, err // another broker's partition
-			}
 			s = len(batches)
-			batches = append(batches, partitionBatch{partition: part})
+			batches = append(batches, partitionBatch{index: p})
 			if slot != nil || len(batches) > 8 {
 				slot = indexBatches(slot, batches)
 			}
 		}
 		batches[s].indexes = append(batches[s].indexes, i)
 	}
+	return batches, nil
+}
+
+// encodeBatches encodes the batch of each local partition and checks
+// every partition's records against max.message.bytes, forwarded ones
+// included, so a request the leader would refuse writes nothing anywhere.
+func (b *Broker) encodeBatches(t *topic, batches []partitionBatch, recs []ProduceRecord) error {
 	builder := builderPool.Get().(*records.Builder)
 	largest := 0
 	defer func() {
@@ -190,22 +321,43 @@ func (b *Broker) buildBatches(t *topic, recs []ProduceRecord) ([]partitionBatch,
 		}
 	}()
 	for i := range batches {
+		pb := &batches[i]
+		if pb.local == nil && encodedAtMost(recs, pb.indexes) <= t.settings.maxMessageBytes {
+			continue // fits whatever the encoding: no need to build it
+		}
 		builder.Reset()
-		for _, idx := range batches[i].indexes {
+		for _, idx := range pb.indexes {
 			builder.Add(recs[idx].Record)
 		}
 		data, err := builder.AppendBatch(nil, records.BatchOptions{Codec: t.settings.codec, Level: t.settings.level})
 		largest = max(largest, len(data))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
+			return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 		}
 		if len(data) > t.settings.maxMessageBytes {
-			return nil, fmt.Errorf("%w: %d records for partition %d encode to %d bytes; max.message.bytes is %d",
-				ErrRecordTooLarge, len(batches[i].indexes), batches[i].partition.Index(), len(data), t.settings.maxMessageBytes)
+			return fmt.Errorf("%w: %d records for partition %d encode to %d bytes; max.message.bytes is %d",
+				ErrRecordTooLarge, len(pb.indexes), pb.index, len(data), t.settings.maxMessageBytes)
 		}
-		batches[i].bytes = data
+		if pb.local != nil {
+			pb.bytes = data
+		}
 	}
-	return batches, nil
+	return nil
+}
+
+// encodedAtMost bounds the uncompressed batch the records at indexes
+// encode to: the batch header, and per record the widest varints of its
+// length, timestamp and offset deltas, key, value and header lengths.
+func encodedAtMost(recs []ProduceRecord, indexes []int) int {
+	n := storage.BatchHeaderSize
+	for _, idx := range indexes {
+		r := &recs[idx].Record
+		n += 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
+		for _, h := range r.Headers {
+			n += 5 + len(h.Key) + 5 + len(h.Value)
+		}
+	}
+	return n
 }
 
 // batchIndex finds partition p's batch: a scan while a request touches a
@@ -218,7 +370,7 @@ func batchIndex(batches []partitionBatch, slot map[int32]int, p int32) int {
 		return -1
 	}
 	for s := range batches {
-		if batches[s].partition.Index() == p {
+		if batches[s].index == p {
 			return s
 		}
 	}
@@ -230,7 +382,7 @@ func indexBatches(slot map[int32]int, batches []partitionBatch) map[int32]int {
 		slot = make(map[int32]int, 2*len(batches))
 	}
 	for s := range batches {
-		slot[batches[s].partition.Index()] = s
+		slot[batches[s].index] = s
 	}
 	return slot
 }
@@ -280,7 +432,7 @@ func (b *Broker) appendBatch(ctx context.Context, req BatchProduce) (storage.App
 	if err := RefuseInternalTopic(req.Topic, "produce to"); err != nil {
 		return fail(err)
 	}
-	t, err := b.topicForProduce(req.Topic)
+	t, _, err := b.topicForProduce(req.Topic)
 	if err != nil {
 		return fail(err)
 	}

@@ -13,11 +13,20 @@ type ProduceLimits struct {
 }
 
 // ProduceLimits returns topic's limits; a topic that does not exist yet
-// gets what auto-creation would give it.
+// gets what auto-creation would give it; one held elsewhere in the
+// cluster, its configs there.
 func (b *Broker) ProduceLimits(topicName string) ProduceLimits {
 	partitions, maxBatch := b.cfg.NumPartitions, b.cfg.MessageMaxBytes
-	if t, err := b.lookup(topicName); err == nil {
-		partitions, maxBatch = int32(len(t.partitions)), t.settings.maxMessageBytes
+	t, err := b.lookup(topicName)
+	if err != nil {
+		var ok bool
+		if t, ok, _ = b.topicHeldElsewhere(topicName); !ok {
+			t = nil
+		}
+	}
+	if t != nil {
+		view, _ := b.Cluster()
+		partitions, maxBatch = t.partitionCount(view), t.settings.maxMessageBytes
 	}
 	return ProduceLimits{Partitions: partitions, MaxRecordsBytes: max(maxBatch-storage.BatchHeaderSize, 0)}
 }

@@ -448,6 +448,7 @@ func (b *Broker) changeConfigsHeldElsewhere(name string, ops []ConfigOp, replace
 // (on a cluster every broker follows /config/changes, as Kafka's do). A
 // topic this broker does not hold, or no longer exists, is left alone.
 func (b *Broker) ReloadTopicConfigs(name string) error {
+	b.forgetRemoteTopic(name)
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	t, err := b.lookup(name)
@@ -664,6 +665,25 @@ func (b *Broker) PartitionCount(name string) (int32, error) {
 		return 0, err
 	}
 	return int32(len(t.partitions)), nil
+}
+
+// PartitionCountInCluster is how many partitions a topic has on any node
+// of a cluster: also a topic this broker holds no replica of, and
+// partitions added where it holds none (the controller's view). Listeners
+// serving every partition from every node (HTTP reads, streams) use it;
+// PartitionCount is this broker's table.
+func (b *Broker) PartitionCountInCluster(name string) (int32, error) {
+	view, _ := b.Cluster()
+	t, err := b.lookup(name)
+	if err == nil {
+		return t.partitionCount(view), nil
+	}
+	if errors.Is(err, ErrUnknownTopic) {
+		if n := view.PartitionsFrom(name, 0); n > 0 {
+			return n, nil
+		}
+	}
+	return 0, err
 }
 
 // assignReplicas places a new topic's replicas on the live brokers with

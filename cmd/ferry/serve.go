@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -20,9 +21,11 @@ import (
 	"github.com/ferry-mq/ferry/api"
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/forward"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/kafka"
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/storage"
 )
 
 // serveSettings is everything `ferry serve` is configured with.
@@ -433,7 +436,22 @@ func runServe(args []string) error {
 	}
 	s.broker.Metrics = m
 	s.broker.ValueValidator = schemas
-	broker, err := server.Open(s.broker, logger)
+	var broker *server.Broker
+	if node != nil {
+		// Any node serves every partition over HTTP: the others' through
+		// their leaders' Kafka listeners.
+		fwd, err := forward.New(forward.Config{Seeds: []string{s.advertisedKafkaAddr},
+			ClientID: fmt.Sprintf("ferry-gateway-%d", s.broker.BrokerID), Logger: logger,
+			MaxBatchBytes: func(topic string) int32 {
+				return int32(min(broker.ProduceLimits(topic).MaxRecordsBytes+storage.BatchHeaderSize, math.MaxInt32))
+			}})
+		if err != nil {
+			return err
+		}
+		defer fwd.Close() // after the listeners' shutdown below
+		s.broker.Forwarder = fwd
+	}
+	broker, err = server.Open(s.broker, logger)
 	if err != nil {
 		return err
 	}

@@ -183,7 +183,8 @@ func (c *Coordinator) Close() error {
 func (c *Coordinator) now() time.Time { return c.cfg.Now() }
 
 func (c *Coordinator) partitionCount(topic string) int32 {
-	n, err := c.broker.PartitionCount(topic)
+	// Members may read any of them, here or from their leaders.
+	n, err := c.broker.PartitionCountInCluster(topic)
 	if err != nil {
 		return 0
 	}

@@ -440,8 +440,9 @@ func (c *Coordinator) Poll(ctx context.Context, groupName, id string, o PollOpti
 			return nil, err
 		}
 		var waits []delayed.Wait
+		readsElsewhere := false
 		if len(parts) > 0 {
-			recs, positions, w, err := c.readAssigned(ctx, inst, parts, o)
+			recs, positions, w, remote, err := c.readAssigned(ctx, inst, parts, o)
 			if err != nil {
 				return nil, err
 			}
@@ -449,9 +450,13 @@ func (c *Coordinator) Poll(ctx context.Context, groupName, id string, o PollOpti
 			if len(recs) > 0 {
 				return recs, nil
 			}
-			waits = w
+			waits, readsElsewhere = w, remote
 		}
 		wait := time.Until(deadline)
+		if readsElsewhere {
+			// No wait point here wakes it for another broker's partition.
+			wait = min(wait, remotePollInterval)
+		}
 		if wait <= 0 || ctx.Err() != nil || c.closed() {
 			return []ConsumedRecord{}, nil
 		}
@@ -478,6 +483,11 @@ func (c *Coordinator) waitForRecords(ctx context.Context, waits []delayed.Wait, 
 }
 
 var errRejoin = errors.New("consumer instance must rejoin")
+
+// remotePollInterval is how often a poll with nothing to return reads
+// again the partitions led by other brokers, whose appends do not wake
+// this broker's purgatory.
+const remotePollInterval = 200 * time.Millisecond
 
 func (c *Coordinator) instanceTopics(inst *instance) []string {
 	g := c.lockGroup(inst.group, true)
@@ -527,7 +537,7 @@ func (c *Coordinator) pollSnapshot(inst *instance) ([]assigned, int32, <-chan st
 // record budget is spent. It returns the records, the new positions and,
 // for a wait when there were none, what each partition had (taken before
 // its read).
-func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []assigned, o PollOptions) ([]ConsumedRecord, map[topicPartition]int64, []delayed.Wait, error) {
+func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []assigned, o PollOptions) (_ []ConsumedRecord, _ map[topicPartition]int64, _ []delayed.Wait, remote bool, _ error) {
 	positions := map[topicPartition]int64{}
 	waits := make([]delayed.Wait, 0, len(parts))
 	var out []ConsumedRecord
@@ -535,7 +545,7 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 	for _, a := range parts {
 		pos, err := c.resolvePosition(inst, a)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, false, err
 		}
 		positions[a.tp] = pos
 		if budget <= 0 || len(out) >= o.MaxRecords {
@@ -546,11 +556,18 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 			mine = len(waits)
 			waits = append(waits, server.WaitPoint(p, pos))
 		}
-		res, err := c.broker.Fetch(ctx, server.FetchRequest{Topic: a.tp.topic, Partition: a.tp.partition,
+		// From this broker's in-sync replica or, on a cluster, the leader.
+		res, err := c.broker.ConsumerFetch(ctx, server.FetchRequest{Topic: a.tp.topic, Partition: a.tp.partition,
 			Offset: pos, MaxBytes: budget}, nil)
+		if mine < 0 {
+			remote = true
+		}
+		if errors.Is(err, server.ErrLeaderNotAvailable) {
+			continue // its leader is moving: the next poll reads it from where it is then
+		}
 		if errors.Is(err, server.ErrOffsetOutOfRange) {
 			if pos, err = c.resetPosition(inst, a.tp); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, false, err
 			}
 			positions[a.tp] = pos
 			if mine >= 0 {
@@ -559,7 +576,7 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 			continue
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, false, err
 		}
 		if mine >= 0 && waits[mine].Offset < res.HighWatermark {
 			// Records below the high watermark are returned now; should
@@ -577,10 +594,10 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 			return true
 		})
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: decode %s-%d: %v", server.ErrCorruptMessage, a.tp.topic, a.tp.partition, err)
+			return nil, nil, nil, false, fmt.Errorf("%w: decode %s-%d: %v", server.ErrCorruptMessage, a.tp.topic, a.tp.partition, err)
 		}
 	}
-	return out, positions, waits, nil
+	return out, positions, waits, remote, nil
 }
 
 func (c *Coordinator) resolvePosition(inst *instance, a assigned) (int64, error) {
@@ -593,10 +610,10 @@ func (c *Coordinator) resolvePosition(inst *instance, a assigned) (int64, error)
 func (c *Coordinator) resetPosition(inst *instance, tp topicPartition) (int64, error) {
 	switch inst.reset {
 	case "earliest":
-		off, _, err := c.broker.ListOffset(tp.topic, tp.partition, server.OffsetEarliest)
+		off, _, err := c.broker.ConsumerListOffset(context.Background(), tp.topic, tp.partition, server.OffsetEarliest)
 		return off, err
 	case "latest":
-		off, _, err := c.broker.ListOffset(tp.topic, tp.partition, server.OffsetLatest)
+		off, _, err := c.broker.ConsumerListOffset(context.Background(), tp.topic, tp.partition, server.OffsetLatest)
 		return off, err
 	}
 	return 0, fmt.Errorf("%w: %s-%d", ErrNoOffsetReset, tp.topic, tp.partition)
@@ -662,7 +679,7 @@ func (c *Coordinator) commitInstance(ctx context.Context, inst *instance, offset
 	now := c.now().UnixMilli()
 	set := map[topicPartition]offsetEntry{}
 	for _, o := range offsets {
-		n, err := c.broker.PartitionCount(o.Topic)
+		n, err := c.broker.PartitionCountInCluster(o.Topic)
 		if err != nil {
 			return err
 		}

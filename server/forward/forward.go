@@ -1,0 +1,319 @@
+// Package forward is a cluster broker's way to the partitions other
+// brokers lead, for the HTTP gateway: server.Forwarder on one franz-go
+// client per process, which keeps a pooled connection to each broker's
+// Kafka listener and learns leaders from this broker's own Metadata.
+//
+// Produce goes through franz-go's idempotent producer with acks=all:
+// records are batched per partition with those of concurrent requests,
+// retried through leader changes, and a retry the leader already wrote is
+// answered with its first offsets instead of being written again
+// (sequence numbers per producer id, as every Kafka producer). Fetch and
+// ListOffsets are single requests to the leader the caller names (Fetch)
+// or franz-go finds (ListOffsets); the caller retries leadership errors.
+//
+// The decisions (what to forward, what to answer) are the server
+// package's; this one only carries records and maps Kafka error codes to
+// the core's errors.
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+// Config describes the client.
+type Config struct {
+	// Seeds are Kafka listeners to learn the cluster from: this broker's
+	// own advertised address, whose Metadata describes every broker.
+	Seeds []string
+	// ClientID names the client in other brokers' logs and metrics.
+	ClientID string
+	// MaxBatchBytes is a topic's max.message.bytes, the most a forwarded
+	// batch may hold; nil: franz-go's default (1,000,012 bytes).
+	MaxBatchBytes func(topic string) int32
+	Logger        *slog.Logger
+}
+
+// defaultBatchMaxBytes is franz-go's default batch bound.
+const defaultBatchMaxBytes = 1_000_012
+
+// Forwarder implements server.Forwarder. Close it after the listeners
+// that use it.
+type Forwarder struct {
+	cl     *kgo.Client
+	logger *slog.Logger
+
+	// known holds the broker ids the client has addresses for; a fetch
+	// to another refreshes the client's metadata first.
+	known struct {
+		sync.RWMutex
+		ids map[int32]bool
+	}
+}
+
+var _ server.Forwarder = (*Forwarder)(nil)
+
+// New builds the client; it connects when first used.
+func New(cfg Config) (*Forwarder, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	// Fetch v13+ names topics by id: stay at v12, which names them.
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(int16(kmsg.Fetch), 12)
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Seeds...),
+		kgo.ClientID(cfg.ClientID),
+		kgo.MaxVersions(versions),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		// The leader compresses as the topic's compression.type says; on
+		// loopback or a LAN compressing here costs more than it saves.
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerLinger(0),
+		// A leader change is noticed from the produce answers; the
+		// default 5 s between metadata refreshes would stall forwards
+		// that long after each one.
+		kgo.MetadataMinAge(250 * time.Millisecond),
+	}
+	if cfg.MaxBatchBytes != nil {
+		opts = append(opts, kgo.ProducerBatchMaxBytesFn(func(topic string) int32 {
+			if topic == "" {
+				return defaultBatchMaxBytes // franz-go validating its config
+			}
+			return min(max(cfg.MaxBatchBytes(topic), 512), 1<<30)
+		}))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("forwarding client: %w", err)
+	}
+	f := &Forwarder{cl: cl, logger: cfg.Logger.With("component", "forward")}
+	f.known.ids = map[int32]bool{}
+	return f, nil
+}
+
+// Close ends the client; forwards still waiting fail.
+func (f *Forwarder) Close() { f.cl.Close() }
+
+// forwardState is one Produce call's outcomes, filled by franz-go's
+// promises; after the call returned (timed out) late ones are dropped.
+type forwardState struct {
+	mu       sync.Mutex
+	out      []server.ForwardOutcome
+	settled  []bool
+	returned bool
+	pending  atomic.Int64
+	done     chan struct{}
+}
+
+func (s *forwardState) settle(i int, o server.ForwardOutcome) {
+	s.mu.Lock()
+	if !s.returned {
+		s.out[i], s.settled[i] = o, true
+	}
+	s.mu.Unlock()
+	if s.pending.Add(-1) == 0 {
+		close(s.done)
+	}
+}
+
+// Produce implements server.Forwarder.
+func (f *Forwarder) Produce(ctx context.Context, topic string, recs []server.ProduceRecord, timeout time.Duration, out []server.ForwardOutcome) {
+	st := &forwardState{out: out, settled: make([]bool, len(out)), done: make(chan struct{})}
+	st.pending.Store(int64(len(recs)))
+	// Records not yet sent when the time is up fail (never written); a
+	// record in flight is not abandoned by franz-go (it cannot know
+	// whether the leader wrote it) and is reported as timed out here.
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	krs := make([]kgo.Record, len(recs))
+	for i := range recs {
+		kr := &krs[i]
+		toKgo(kr, topic, &recs[i])
+		f.cl.Produce(pctx, kr, func(r *kgo.Record, err error) {
+			if err != nil {
+				st.settle(i, server.ForwardOutcome{Offset: -1, Err: produceError(topic, r.Partition, err)})
+				return
+			}
+			st.settle(i, server.ForwardOutcome{Offset: r.Offset})
+		})
+	}
+	select {
+	case <-st.done:
+		return
+	case <-pctx.Done():
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.returned = true
+	for i := range out {
+		if !st.settled[i] {
+			out[i] = server.ForwardOutcome{Offset: -1, Err: fmt.Errorf("%w: %s-%d: the leader did not acknowledge the record within %v (it may have been written)",
+				server.ErrRequestTimedOut, topic, recs[i].Partition, timeout)}
+		}
+	}
+}
+
+func toKgo(kr *kgo.Record, topic string, pr *server.ProduceRecord) {
+	r := &pr.Record
+	kr.Topic, kr.Partition = topic, pr.Partition
+	kr.Key, kr.Value = r.Key, r.Value
+	kr.Timestamp = time.UnixMilli(r.Timestamp)
+	if len(r.Headers) > 0 {
+		kr.Headers = make([]kgo.RecordHeader, len(r.Headers))
+		for i, h := range r.Headers {
+			kr.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+		}
+	}
+}
+
+// produceError maps a forward's failure to the core's errors, naming the
+// partition.
+func produceError(topic string, partition int32, err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w: %s-%d: not sent to its leader in time", server.ErrRequestTimedOut, topic, partition)
+	case errors.Is(err, kgo.ErrClientClosed):
+		return fmt.Errorf("%w: %s-%d: the forwarding client is closed", server.ErrShuttingDown, topic, partition)
+	}
+	return fmt.Errorf("%w: %s-%d: its leader answered: %v", coreError(err), topic, partition, err)
+}
+
+// coreError is the core's error for a Kafka answer or a connection
+// failure: leadership and reachability problems are ErrLeaderNotAvailable
+// (the caller retries or answers 503 with Retry-After).
+func coreError(err error) error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		switch ke.Code {
+		case kerr.LeaderNotAvailable.Code, kerr.NotLeaderForPartition.Code, kerr.BrokerNotAvailable.Code,
+			kerr.UnknownTopicOrPartition.Code, kerr.FencedLeaderEpoch.Code, kerr.UnknownLeaderEpoch.Code:
+			return server.ErrLeaderNotAvailable
+		}
+		if core := server.ErrorForKafkaCode(ke.Code); core != nil {
+			return core
+		}
+		if ke.Retriable {
+			return server.ErrLeaderNotAvailable
+		}
+		return server.ErrInvalidRequest
+	}
+	// Connection refused or lost, a broker the client does not know: the
+	// leader is out of reach.
+	return server.ErrLeaderNotAvailable
+}
+
+// Fetch implements server.Forwarder.
+func (f *Forwarder) Fetch(ctx context.Context, leader int32, req server.FetchRequest, dst []byte) (server.FetchResult, error) {
+	if err := f.learn(ctx, leader); err != nil {
+		return server.FetchResult{}, err
+	}
+	maxBytes := int32(min(max(req.MaxBytes, 1), 1<<30))
+	kreq := kmsg.NewPtrFetchRequest()
+	kreq.ReplicaID = -1
+	kreq.MaxWaitMillis = int32(req.MaxWait.Milliseconds())
+	kreq.MinBytes = 1
+	kreq.MaxBytes = maxBytes
+	kreq.SessionEpoch = -1 // no fetch session: a full request and answer
+	kt := kmsg.NewFetchRequestTopic()
+	kt.Topic = req.Topic
+	kp := kmsg.NewFetchRequestTopicPartition()
+	kp.Partition, kp.FetchOffset, kp.PartitionMaxBytes = req.Partition, req.Offset, maxBytes
+	kp.CurrentLeaderEpoch, kp.LogStartOffset = -1, -1
+	kt.Partitions = append(kt.Partitions, kp)
+	kreq.Topics = append(kreq.Topics, kt)
+	resp, err := kreq.RequestWith(ctx, f.cl.Broker(int(leader)))
+	if err != nil {
+		return server.FetchResult{}, fmt.Errorf("%w: fetch %s-%d from broker %d: %v", coreError(err), req.Topic, req.Partition, leader, err)
+	}
+	if resp.ErrorCode != 0 {
+		return server.FetchResult{}, answerError(req.Topic, req.Partition, leader, resp.ErrorCode)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return server.FetchResult{}, fmt.Errorf("%w: broker %d answered a fetch of %s-%d with %d topics", server.ErrLeaderNotAvailable, leader, req.Topic, req.Partition, len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	res := server.FetchResult{HighWatermark: p.HighWatermark, LogStartOffset: p.LogStartOffset, LastStableOffset: p.LastStableOffset}
+	if p.ErrorCode != 0 {
+		if p.ErrorCode == kerr.OffsetOutOfRange.Code {
+			return res, fmt.Errorf("%w: %s-%d offset %d is outside [%d, %d] on its leader, broker %d",
+				server.ErrOffsetOutOfRange, req.Topic, req.Partition, req.Offset, p.LogStartOffset, p.HighWatermark, leader)
+		}
+		return res, answerError(req.Topic, req.Partition, leader, p.ErrorCode)
+	}
+	res.Data = append(dst[:0], p.RecordBatches...)
+	return res, nil
+}
+
+func answerError(topic string, partition, leader int32, code int16) error {
+	err := kerr.ErrorForCode(code)
+	return fmt.Errorf("%w: %s-%d: broker %d answered %v", coreError(err), topic, partition, leader, err)
+}
+
+// learn makes sure the client has broker id's address: a Metadata
+// request through the client, which takes the brokers it lists, when id
+// is not among those the last one listed.
+func (f *Forwarder) learn(ctx context.Context, id int32) error {
+	f.known.RLock()
+	ok := f.known.ids[id]
+	f.known.RUnlock()
+	if ok {
+		return nil
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{} // brokers only
+	resp, err := req.RequestWith(ctx, f.cl)
+	if err != nil {
+		return fmt.Errorf("%w: learn the cluster's brokers: %v", server.ErrLeaderNotAvailable, err)
+	}
+	ids := make(map[int32]bool, len(resp.Brokers))
+	for _, b := range resp.Brokers {
+		ids[b.NodeID] = true
+	}
+	f.known.Lock()
+	f.known.ids = ids
+	f.known.Unlock()
+	if !ids[id] {
+		return fmt.Errorf("%w: broker %d is not in the cluster's metadata", server.ErrLeaderNotAvailable, id)
+	}
+	return nil
+}
+
+// ListOffset implements server.Forwarder; franz-go sends it to the
+// partition's leader.
+func (f *Forwarder) ListOffset(ctx context.Context, topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, ts, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, f.cl)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: list offsets of %s-%d: %v", coreError(err), topic, partition, err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, 0, fmt.Errorf("%w: list offsets of %s-%d: %d topics answered", server.ErrLeaderNotAvailable, topic, partition, len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		err := kerr.ErrorForCode(p.ErrorCode)
+		return 0, 0, fmt.Errorf("%w: list offsets of %s-%d: %v", coreError(err), topic, partition, err)
+	}
+	return p.Offset, p.Timestamp, nil
+}
