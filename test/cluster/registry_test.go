@@ -33,7 +33,7 @@ var registryClient = &http.Client{Timeout: 60 * time.Second}
 
 // registryCall sends a registry request to node and decodes a JSON answer
 // into out (when not nil); it returns the status.
-func registryCall(t *testing.T, node *harness.Node, method, path string, body, out any) (int, error) {
+func registryCall(t testing.TB, node *harness.Node, method, path string, body, out any) (int, error) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -62,7 +62,7 @@ func registryCall(t *testing.T, node *harness.Node, method, path string, body, o
 	return res.StatusCode, nil
 }
 
-func register(t *testing.T, node *harness.Node, subject, schema string) (int, error) {
+func register(t testing.TB, node *harness.Node, subject, schema string) (int, error) {
 	var out struct {
 		ID int `json:"id"`
 	}
