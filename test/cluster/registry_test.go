@@ -182,7 +182,6 @@ func TestRegistryOnClusterPostgres(t *testing.T) {
 	readYourWrite(t, nodes)
 }
 
-
 // concurrentRegistrations registers 30 distinct schemas, 10 through each
 // node, all at once (a third of them into one shared subject, so the
 // writes race for its versions), and one schema through two nodes at
