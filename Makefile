@@ -4,7 +4,7 @@ BIN       := bin/ferry
 PKGS      := ./...
 TEST_FLAGS ?= -race -timeout 20m
 
-.PHONY: build run test test-long test-deps vet fmt-check bench bench-go bench-http bench-kafka bench-cluster fuzz clean openapi
+.PHONY: build run test test-long test-deps vet fmt-check bench bench-go bench-http bench-kafka bench-cluster bench-registry fuzz clean openapi
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ferry
@@ -34,7 +34,7 @@ fmt-check:
 
 # Benchmarks: Go micro-benchmarks, HTTP against a no-op baseline, then the
 # Kafka protocol against an in-process franz-go kfake cluster.
-bench: bench-go bench-http bench-kafka bench-cluster
+bench: bench-go bench-http bench-kafka bench-cluster bench-registry
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./storage/... ./server/... ./api/...
@@ -50,6 +50,11 @@ bench-kafka: build
 # after kill -9 and controlled shutdown (FAILOVERS, default 3; scripts/bench-cluster.sh).
 bench-cluster: build
 	./scripts/bench-cluster.sh
+
+# Schema lookups by id on a broker not leading _schemas, with wrk, against a
+# no-op baseline (scripts/bench-registry.sh; DURATION, ROUNDS).
+bench-registry: build
+	./scripts/bench-registry.sh
 
 # Short fuzzing of every decoder (FUZZTIME per target, default 20s).
 fuzz:

@@ -6,10 +6,15 @@
 // (ParseAvro: validation, references, the normalized identity form),
 // applies the rules (compatibility from compat.go, mode, deletes) and
 // writes through a Store. Store keeps only rows and enforces uniqueness
-// atomically; it has two implementations:
+// atomically; it has three implementations:
 //
 //   - EmbeddedStore: an append-only, fsynced JSON-lines journal in the
 //     data dir with in-memory indexes, for the single-node default;
+//   - TopicStore: the default on a cluster, the same entries as records of
+//     the replicated single-partition _schemas topic that every node
+//     consumes into the same in-memory indexes (indexes.go); a record is a
+//     write's intent, decided identically on every node as it is applied,
+//     so the partition's order alone makes ids unique (topicstore.go);
 //   - PostgresStore: pgx over PostgreSQL, migrations embedded, ids and
 //     versions assigned under a transaction-scoped advisory lock so nodes
 //     sharing a database never hand out the same id or version; writes
@@ -19,9 +24,11 @@
 // delete), fingerprints → ids, and each subject's version rows. It stays
 // correct when another node writes: a miss (unknown subject, version or
 // schema) rereads the store before answering, a Store reports other
-// writers' changes through Watch (PostgreSQL: LISTEN/NOTIFY) so stale hits
-// are dropped, and a registration whose view was stale fails its
-// precondition in the store and is retried.
+// writers' changes through Watch (PostgreSQL: LISTEN/NOTIFY; the topic:
+// every record applied) so stale hits are dropped, and a registration whose
+// view was stale fails its precondition in the store and is retried. A
+// store whose reads lag other nodes (TopicStore) is caught up to the
+// topic's high watermark before every write and before those rereads.
 //
 // Untrusted Avro: every decode of binary values (ParsedSchema.DecodeBinary,
 // RenderBinary; broker enforcement through ValidateValue) first walks the

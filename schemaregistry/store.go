@@ -8,8 +8,8 @@ import (
 // Store keeps subjects, versions, schemas and settings. It enforces
 // uniqueness (ids, (subject, version)) atomically; every other rule —
 // compatibility, modes, which deletes are allowed — belongs to Registry.
-// Implementations: EmbeddedStore (a journal in the data dir) and
-// PostgresStore. Both pass storetest.Run.
+// Implementations: EmbeddedStore (a journal in the data dir), TopicStore
+// (a cluster's _schemas topic) and PostgresStore. All pass storetest.Run.
 //
 // Errors: ErrStoreNotFound for a missing id, ErrStoreConflict when a
 // precondition of a write no longer holds (the caller rereads and retries),

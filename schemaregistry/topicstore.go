@@ -56,15 +56,19 @@ import (
 type TopicStore struct {
 	cfg    TopicStoreConfig
 	logger *slog.Logger
-	client *kgo.Client
-	admin  *kadm.Client
+	opts   []kgo.Opt
 	writer string
 	seq    atomic.Uint64
 	// created: the topic is known to exist.
 	created atomic.Bool
 
-	stop context.CancelFunc
-	done chan struct{}
+	// Set once by start, on first use.
+	startOnce sync.Once
+	startErr  error
+	client    *kgo.Client
+	admin     *kadm.Client
+	stop      context.CancelFunc
+	done      chan struct{}
 
 	indexes
 
@@ -127,9 +131,9 @@ func init() {
 
 var errTopicUnavailable = errors.New("schemas topic unavailable")
 
-// OpenTopicStore starts consuming the topic from its start; it does not
-// wait for the topic or the brokers (reads are answered from what has been
-// applied; CatchUp waits).
+// OpenTopicStore opens the store; it connects on first use (CatchUp or a
+// write) and from then on follows the topic from its start. Reads answer
+// from what has been applied; CatchUp waits.
 func OpenTopicStore(cfg TopicStoreConfig) (*TopicStore, error) {
 	if len(cfg.Brokers) == 0 {
 		return nil, errors.New("topic store: no brokers")
@@ -153,7 +157,7 @@ func OpenTopicStore(cfg TopicStoreConfig) (*TopicStore, error) {
 	s.state = newEmbeddedState()
 	s.progress.moved = make(chan struct{})
 	s.progress.pending = map[uint64]chan applyResult{}
-	cl, err := kgo.NewClient(
+	s.opts = []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID("ferry-schema-registry"),
 		kgo.WithLogger(kgoLogger{s.logger}),
@@ -166,17 +170,35 @@ func OpenTopicStore(cfg TopicStoreConfig) (*TopicStore, error) {
 		kgo.RecordDeliveryTimeout(cfg.Timeout),
 		kgo.UnknownTopicRetries(-1),
 		// A topic another node has just created is found quickly.
-		kgo.MetadataMinAge(200*time.Millisecond),
+		kgo.MetadataMinAge(200 * time.Millisecond),
 		kgo.FetchMaxWait(time.Second),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("topic store: %w", err)
 	}
-	s.client, s.admin = cl, kadm.NewClient(cl)
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stop, s.done = cancel, make(chan struct{})
-	go s.follow(ctx)
 	return s, nil
+}
+
+// start connects and starts following the topic, on the store's first
+// use: a node opens its store before its own Kafka listener, the one it
+// bootstraps from, is up.
+func (s *TopicStore) start() error {
+	s.startOnce.Do(func() {
+		s.progress.Lock()
+		closed := s.progress.closed
+		s.progress.Unlock()
+		if closed {
+			s.startErr = errStoreClosed
+			return
+		}
+		cl, err := kgo.NewClient(s.opts...)
+		if err != nil {
+			s.startErr = fmt.Errorf("topic store: %w", err)
+			return
+		}
+		s.client, s.admin = cl, kadm.NewClient(cl)
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stop, s.done = cancel, make(chan struct{})
+		go s.follow(ctx)
+	})
+	return s.startErr
 }
 
 // follow applies the topic's committed records as they come, until Close.
@@ -301,6 +323,9 @@ func (st *embeddedState) applyIntent(e journalEntry) (Version, error) {
 // CatchUp waits until this store has applied every record the topic's
 // leader had committed when asked.
 func (s *TopicStore) CatchUp(ctx context.Context) error {
+	if err := s.start(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	end, err := s.committedEnd(ctx)
@@ -399,6 +424,9 @@ func (s *TopicStore) ensureTopic(ctx context.Context) error {
 // write appends e and waits for this store to apply it, returning the
 // outcome (for an add, the version stored or why not).
 func (s *TopicStore) write(ctx context.Context, e journalEntry) (Version, error) {
+	if err := s.start(); err != nil {
+		return Version{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	if err := s.ensureTopic(ctx); err != nil {
@@ -510,9 +538,12 @@ func (s *TopicStore) Close() error {
 	close(s.progress.moved)
 	s.progress.moved = make(chan struct{})
 	s.progress.Unlock()
-	s.stop()
-	s.client.Close()
-	<-s.done
+	s.startOnce.Do(func() { s.startErr = errStoreClosed })
+	if s.client != nil {
+		s.stop()
+		s.client.Close()
+		<-s.done
+	}
 	return nil
 }
 

@@ -116,7 +116,7 @@ func produceNumbered(t *testing.T, cl *kgo.Client, from, count int) int {
 
 // leaderOf is the broker id leading topic's partition 0 in the cluster's
 // metadata, or -1.
-func leaderOf(t *testing.T, adm *kadm.Client, topic string) int32 {
+func leaderOf(t testing.TB, adm *kadm.Client, topic string) int32 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -127,7 +127,7 @@ func TestAutoLeaderRebalanceRestoresPreferredLeaders(t *testing.T) {
 
 // adminOn is a client over the live brokers, for admin requests that go
 // to the controller.
-func adminOn(t *testing.T, nodes []*harness.Node) *kgo.Client {
+func adminOn(t testing.TB, nodes []*harness.Node) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(liveSeeds(nodes)...))
 	if err != nil {

@@ -33,7 +33,7 @@ var registryClient = &http.Client{Timeout: 60 * time.Second}
 
 // registryCall sends a registry request to node and decodes a JSON answer
 // into out (when not nil); it returns the status.
-func registryCall(t *testing.T, node *harness.Node, method, path string, body, out any) (int, error) {
+func registryCall(t testing.TB, node *harness.Node, method, path string, body, out any) (int, error) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -62,7 +62,7 @@ func registryCall(t *testing.T, node *harness.Node, method, path string, body, o
 	return res.StatusCode, nil
 }
 
-func register(t *testing.T, node *harness.Node, subject, schema string) (int, error) {
+func register(t testing.TB, node *harness.Node, subject, schema string) (int, error) {
 	var out struct {
 		ID int `json:"id"`
 	}
@@ -139,6 +139,7 @@ func TestRegistryOnClusterEmbedded(t *testing.T) {
 	nodes := startCluster(t, 3)
 	concurrentRegistrations(t, nodes)
 	readYourWrite(t, nodes)
+	cachesFollowOtherNodes(t, nodes)
 	adm := kadm.NewClient(adminOn(t, nodes))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -180,6 +181,7 @@ func TestRegistryOnClusterPostgres(t *testing.T) {
 	nodes := startCluster(t, 3, "--schema-store", pg.DSN())
 	concurrentRegistrations(t, nodes)
 	readYourWrite(t, nodes)
+	cachesFollowOtherNodes(t, nodes)
 }
 
 // concurrentRegistrations registers 30 distinct schemas, 10 through each
@@ -291,6 +293,47 @@ func readYourWrite(t *testing.T, nodes []*harness.Node) {
 				t.Fatalf("%s's latest through %s right after registering it: id %d, %v", subject, reader.URL, latest.ID, err)
 			}
 		}
+	}
+}
+
+// cachesFollowOtherNodes: a node whose cache holds a subject's versions
+// hears of another node's delete of them (Store.Watch) and stops serving
+// them, without a request that misses.
+func cachesFollowOtherNodes(t *testing.T, nodes []*harness.Node) {
+	t.Helper()
+	for _, n := range nodes[1:] { // warm their caches
+		if _, err := registryCall(t, n, "GET", "/subjects/fresh0-value/versions/latest", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := registryCall(t, nodes[0], "DELETE", "/subjects/fresh0-value", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[1:] {
+		harness.WaitFor(t, n.URL+" drops the subject deleted through another node", 10*time.Second, func() bool {
+			status, _ := registryCall(t, n, "GET", "/subjects/fresh0-value/versions/latest", nil, nil)
+			return status == http.StatusNotFound
+		})
+	}
+}
+
+// TestSchemasTopicNeedsEnoughBrokers: with fewer live brokers than the
+// replication factor of _schemas (default 3), registering answers 500
+// (50003) naming it and nothing is created; reads answer from the empty
+// registry.
+func TestSchemasTopicNeedsEnoughBrokers(t *testing.T) {
+	nodes := startCluster(t, 2)
+	_, err := register(t, nodes[0], "early-value", recordSchema("Early"))
+	if err == nil || !strings.Contains(err.Error(), ": 500 ") || !strings.Contains(err.Error(), `"error_code":50003`) ||
+		!strings.Contains(err.Error(), "replication factor 3") {
+		t.Fatalf("registration on two brokers: %v; want 500 50003 naming the replication factor", err)
+	}
+	if status, err := registryCall(t, nodes[1], "GET", "/schemas/ids/1", nil, nil); status != http.StatusNotFound {
+		t.Fatalf("GET /schemas/ids/1: %d %v, want 404", status, err)
+	}
+	var subjects []string
+	if _, err := registryCall(t, nodes[1], "GET", "/subjects", nil, &subjects); err != nil || len(subjects) != 0 {
+		t.Fatalf("subjects: %v %v", subjects, err)
 	}
 }
 
