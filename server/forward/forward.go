@@ -49,6 +49,16 @@ type Config struct {
 // defaultBatchMaxBytes is franz-go's default batch bound.
 const defaultBatchMaxBytes = 1_000_012
 
+// forwardLinger is how long a partition's records wait for more before
+// franz-go sends them. A broker serves one request at a time per
+// connection, as Kafka does, and an acks=all produce holds it until the
+// followers have the records, so the records of concurrent HTTP requests
+// are best sent together: measured with 48 clients on two cores
+// (BenchmarkGatewayForwarding), 1 ms kept 0.76–0.83 of the leader's own
+// throughput, no linger 0.66, and two or four clients (more requests in
+// flight, each smaller) 0.66.
+const forwardLinger = time.Millisecond
+
 // Forwarder implements server.Forwarder. Close it after the listeners
 // that use it.
 type Forwarder struct {
@@ -82,7 +92,7 @@ func New(cfg Config) (*Forwarder, error) {
 		// The leader compresses as the topic's compression.type says; on
 		// loopback or a LAN compressing here costs more than it saves.
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerLinger(0),
+		kgo.ProducerLinger(forwardLinger),
 		// A leader change is noticed from the produce answers; the
 		// default 5 s between metadata refreshes would stall forwards
 		// that long after each one.
