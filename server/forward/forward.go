@@ -150,9 +150,10 @@ func (f *Forwarder) Produce(ctx context.Context, topic string, recs []server.Pro
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	krs := make([]kgo.Record, len(recs))
+	owned := make([]byte, 0, recordBytes(recs))
 	for i := range recs {
 		kr := &krs[i]
-		toKgo(kr, topic, &recs[i])
+		owned = toKgo(kr, topic, &recs[i], owned)
 		f.cl.Produce(pctx, kr, func(r *kgo.Record, err error) {
 			if err != nil {
 				st.settle(i, server.ForwardOutcome{Offset: -1, Err: produceError(topic, r.Partition, err)})
@@ -177,17 +178,47 @@ func (f *Forwarder) Produce(ctx context.Context, topic string, recs []server.Pro
 	}
 }
 
-func toKgo(kr *kgo.Record, topic string, pr *server.ProduceRecord) {
+// toKgo fills kr from pr with copies of its bytes appended to owned: a
+// record still in flight when Produce gives up on it is retried by
+// franz-go later, and the caller's buffers (the HTTP gateway's pooled
+// request scratch) hold another request's bytes by then.
+func toKgo(kr *kgo.Record, topic string, pr *server.ProduceRecord, owned []byte) []byte {
 	r := &pr.Record
 	kr.Topic, kr.Partition = topic, pr.Partition
-	kr.Key, kr.Value = r.Key, r.Value
+	kr.Key, owned = own(owned, r.Key)
+	kr.Value, owned = own(owned, r.Value)
 	kr.Timestamp = time.UnixMilli(r.Timestamp)
 	if len(r.Headers) > 0 {
 		kr.Headers = make([]kgo.RecordHeader, len(r.Headers))
 		for i, h := range r.Headers {
-			kr.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+			kr.Headers[i].Key = h.Key
+			kr.Headers[i].Value, owned = own(owned, h.Value)
 		}
 	}
+	return owned
+}
+
+// own appends b to owned (sized by recordBytes, so it never moves) and
+// returns the copy; nil stays nil (a Kafka null).
+func own(owned, b []byte) ([]byte, []byte) {
+	if b == nil {
+		return nil, owned
+	}
+	start := len(owned)
+	owned = append(owned, b...)
+	return owned[start:len(owned):len(owned)], owned
+}
+
+func recordBytes(recs []server.ProduceRecord) int {
+	n := 0
+	for i := range recs {
+		r := &recs[i].Record
+		n += len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			n += len(h.Value)
+		}
+	}
+	return n
 }
 
 // produceError maps a forward's failure to the core's errors, naming the
