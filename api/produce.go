@@ -181,7 +181,7 @@ func (st *produceState) add(rec server.ProduceRecord) error {
 // produce serves POST /kafka/{topic}.
 //
 //	@Summary		Produce records to a topic
-//	@Description	The body is one of: any JSON value (one record with that value); {"records": [{"key", "value", "partition", "headers", "timestamp"}, …]} with JSON keys and values (application/json, also curl's default form type), REST Proxy's JSON- or binary-embedded formats, or Avro (application/vnd.kafka.avro.v2+json, see POST /topics/{topic}; it answers REST Proxy's shape with the schema ids); or newline-delimited JSON values (application/x-ndjson). All records are written or none. A topic that does not exist is created when the broker auto-creates topics.
+//	@Description	The body is one of: any JSON value (one record with that value); {"records": [{"key", "value", "partition", "headers", "timestamp"}, …]} with JSON keys and values (application/json, also curl's default form type), REST Proxy's JSON- or binary-embedded formats, or Avro (application/vnd.kafka.avro.v2+json, see POST /topics/{topic}; it answers REST Proxy's shape with the schema ids); or newline-delimited JSON values (application/x-ndjson). All records are written or none; on a cluster any node takes records for every partition, forwarding them to the partitions' leaders, and a request some of whose partitions were written when another failed answers which (see 503). A topic that does not exist is created when the broker auto-creates topics.
 //	@Tags			gateway
 //	@Accept			json,application/x-ndjson,application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json,x-www-form-urlencoded
 //	@Produce		json
@@ -195,7 +195,8 @@ func (st *produceState) add(rec server.ProduceRecord) error {
 //	@Failure		415		{object}	errorBody	"41501: the content type is not accepted"
 //	@Failure		422		{object}	errorBody	"42201 invalid topic name, 42205 invalid record (Avro: does not match its schema), 42206 invalid timestamp; registry 42201 invalid schema"
 //	@Failure		500		{object}	errorBody	"50001/50002: internal or storage error"
-//	@Failure		503		{object}	errorBody	"50301: the node is shutting down, or Avro without a schema registry; 50302: fewer in-sync replicas than min.insync.replicas (nothing written); 50303: written but not acknowledged by the in-sync replicas in time"
+//	@Failure		503		{object}	partialWriteBody	"50301: the node is shutting down, or Avro without a schema registry; 50302: fewer in-sync replicas than min.insync.replicas (nothing written); 50303: written but not acknowledged by the in-sync replicas in time; 50306: on a cluster, a partition of the request has no live leader (nothing written). Every 503 carries Retry-After. A request that wrote some partitions but not others answers the first failure's status and code with offsets: each record's, -1 with error_code and error for those not written"
+//	@Header			503		{string}	Retry-After	"seconds to wait before retrying"
 //	@Router			/kafka/{topic} [post]
 func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 	g.produceAs(w, r, false)
@@ -218,7 +219,8 @@ func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 //	@Failure		415		{object}	errorBody	"41501: the content type is not one of REST Proxy's"
 //	@Failure		422		{object}	errorBody	"42201 invalid topic name, 42205 invalid record (Avro: does not match its schema), 42206 invalid timestamp; registry 42201 invalid schema"
 //	@Failure		500		{object}	errorBody	"50001/50002: internal or storage error"
-//	@Failure		503		{object}	errorBody	"50301: the node is shutting down, or Avro without a schema registry; 50302: fewer in-sync replicas than min.insync.replicas (nothing written); 50303: written but not acknowledged by the in-sync replicas in time"
+//	@Failure		503		{object}	errorBody	"50301: the node is shutting down, or Avro without a schema registry; 50302: fewer in-sync replicas than min.insync.replicas (nothing written); 50303: written but not acknowledged by the in-sync replicas in time; 50306: on a cluster, a partition of the request has no live leader (nothing written); with Retry-After. A request that wrote some partitions but not others answers 200, the records not written with offset -1, error_code (REST Proxy's: 1 not retriable, 2 retriable) and error"
+//	@Header			503		{string}	Retry-After	"seconds to wait before retrying"
 //	@Router			/topics/{topic} [post]
 func (g *Gateway) produceRestProxy(w http.ResponseWriter, r *http.Request) {
 	g.produceAs(w, r, true)

@@ -319,9 +319,10 @@ func TestServe(t *testing.T) {
 
 // nonErrorBodies are the error answers that are not the Error body, and why.
 var nonErrorBodies = map[string]string{
-	"GET /readyz 503":       "answers its checks, as on 200",
-	"GET /docs/{asset} 404": "a static file server's text",
-	"GET /ui/{path} 405":    "the admin page's static file server's text",
+	"GET /readyz 503":         "answers its checks, as on 200",
+	"GET /docs/{asset} 404":   "a static file server's text",
+	"GET /ui/{path} 405":      "the admin page's static file server's text",
+	"POST /kafka/{topic} 503": "ProduceError: Error's fields, with the offsets of a request some of whose partitions were written",
 }
 
 // TestOperationsAreDescribed checks every operation has a summary and a

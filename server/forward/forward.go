@@ -49,6 +49,16 @@ type Config struct {
 // defaultBatchMaxBytes is franz-go's default batch bound.
 const defaultBatchMaxBytes = 1_000_012
 
+// forwardLinger is how long a partition's records wait for more before
+// franz-go sends them. A broker serves one request at a time per
+// connection, as Kafka does, and an acks=all produce holds it until the
+// followers have the records, so the records of concurrent HTTP requests
+// are best sent together: measured with 48 clients on two cores
+// (BenchmarkGatewayForwarding), 1 ms kept 0.76–0.83 of the leader's own
+// throughput, no linger 0.66, and two or four clients (more requests in
+// flight, each smaller) 0.66.
+const forwardLinger = time.Millisecond
+
 // Forwarder implements server.Forwarder. Close it after the listeners
 // that use it.
 type Forwarder struct {
@@ -82,7 +92,7 @@ func New(cfg Config) (*Forwarder, error) {
 		// The leader compresses as the topic's compression.type says; on
 		// loopback or a LAN compressing here costs more than it saves.
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerLinger(0),
+		kgo.ProducerLinger(forwardLinger),
 		// A leader change is noticed from the produce answers; the
 		// default 5 s between metadata refreshes would stall forwards
 		// that long after each one.
@@ -140,9 +150,10 @@ func (f *Forwarder) Produce(ctx context.Context, topic string, recs []server.Pro
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	krs := make([]kgo.Record, len(recs))
+	owned := make([]byte, 0, recordBytes(recs))
 	for i := range recs {
 		kr := &krs[i]
-		toKgo(kr, topic, &recs[i])
+		owned = toKgo(kr, topic, &recs[i], owned)
 		f.cl.Produce(pctx, kr, func(r *kgo.Record, err error) {
 			if err != nil {
 				st.settle(i, server.ForwardOutcome{Offset: -1, Err: produceError(topic, r.Partition, err)})
@@ -167,17 +178,47 @@ func (f *Forwarder) Produce(ctx context.Context, topic string, recs []server.Pro
 	}
 }
 
-func toKgo(kr *kgo.Record, topic string, pr *server.ProduceRecord) {
+// toKgo fills kr from pr with copies of its bytes appended to owned: a
+// record still in flight when Produce gives up on it is retried by
+// franz-go later, and the caller's buffers (the HTTP gateway's pooled
+// request scratch) hold another request's bytes by then.
+func toKgo(kr *kgo.Record, topic string, pr *server.ProduceRecord, owned []byte) []byte {
 	r := &pr.Record
 	kr.Topic, kr.Partition = topic, pr.Partition
-	kr.Key, kr.Value = r.Key, r.Value
+	kr.Key, owned = own(owned, r.Key)
+	kr.Value, owned = own(owned, r.Value)
 	kr.Timestamp = time.UnixMilli(r.Timestamp)
 	if len(r.Headers) > 0 {
 		kr.Headers = make([]kgo.RecordHeader, len(r.Headers))
 		for i, h := range r.Headers {
-			kr.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: h.Value}
+			kr.Headers[i].Key = h.Key
+			kr.Headers[i].Value, owned = own(owned, h.Value)
 		}
 	}
+	return owned
+}
+
+// own appends b to owned (sized by recordBytes, so it never moves) and
+// returns the copy; nil stays nil (a Kafka null).
+func own(owned, b []byte) ([]byte, []byte) {
+	if b == nil {
+		return nil, owned
+	}
+	start := len(owned)
+	owned = append(owned, b...)
+	return owned[start:len(owned):len(owned)], owned
+}
+
+func recordBytes(recs []server.ProduceRecord) int {
+	n := 0
+	for i := range recs {
+		r := &recs[i].Record
+		n += len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			n += len(h.Value)
+		}
+	}
+	return n
 }
 
 // produceError maps a forward's failure to the core's errors, naming the

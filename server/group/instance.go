@@ -544,6 +544,10 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 	budget := o.MaxBytes
 	for _, a := range parts {
 		pos, err := c.resolvePosition(inst, a)
+		if errors.Is(err, server.ErrLeaderNotAvailable) {
+			remote = true // no position to start from until it has a leader
+			continue
+		}
 		if err != nil {
 			return nil, nil, nil, false, err
 		}
