@@ -317,12 +317,27 @@ func TestGatewayStreamSurvivesALeaderChange(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, nodes[0].URL+"/kafka/"+topic+
-		"/stream?group="+group+"&from=earliest&heartbeat_ms=300&commit_interval_ms=1000&max_duration=180s", nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("stream: %v %v", err, res)
-	}
+	// Until the coordinator has loaded the group's partition the stream
+	// answers 503 with Retry-After, as a client is told to retry.
+	var res *http.Response
+	harness.WaitFor(t, "the stream opens", 30*time.Second, func() bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, nodes[0].URL+"/kafka/"+topic+
+			"/stream?group="+group+"&from=earliest&heartbeat_ms=300&commit_interval_ms=1000&max_duration=180s", nil)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		if r.StatusCode == http.StatusServiceUnavailable && r.Header.Get("Retry-After") != "" {
+			r.Body.Close()
+			time.Sleep(200 * time.Millisecond)
+			return false
+		}
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("stream: %v", r)
+		}
+		res = r
+		return true
+	})
 	defer res.Body.Close()
 	recs, errs := make(chan sseRecord, 1000), make(chan string, 10)
 	go readSSE(res.Body, recs, errs)
