@@ -435,10 +435,12 @@ func TestManagerMovesAPartitionToItsNewLeader(t *testing.T) {
 type switchThrottle struct {
 	held     atomic.Bool
 	recorded atomic.Int64
+	asked    atomic.Int64 // Delay calls: fetch rounds that consulted the throttle
 }
 
 func (s *switchThrottle) Throttled(string, int32) bool { return true }
 func (s *switchThrottle) Delay(time.Time) time.Duration {
+	s.asked.Add(1)
 	if s.held.Load() {
 		return 20 * time.Millisecond
 	}
@@ -469,7 +471,9 @@ func TestFetcherHoldsBackAThrottledReplicaUntilItCatchesUp(t *testing.T) {
 		Backoff: 20 * time.Millisecond, Throttle: throttle})
 	defer f.Close()
 	f.Add(follower)
-	time.Sleep(300 * time.Millisecond) // many fetch rounds, were it fetched
+	harness.WaitFor(t, "the fetcher consults the throttle in several rounds", 10*time.Second, func() bool {
+		return throttle.asked.Load() >= 5
+	})
 	if got := follower.LogEndOffset(); got != 0 || throttle.recorded.Load() != 0 {
 		t.Fatalf("held back by the throttle, the follower copied to offset %d (%d bytes recorded)", got, throttle.recorded.Load())
 	}
