@@ -71,12 +71,13 @@ func gatewayBody() string {
 }
 
 // measureHTTPProduce posts body to url from gatewayWorkers clients for
-// gatewayRound (after a second's warm-up) and returns records/s.
+// gatewayRound, once every client has had two answers (connections and
+// the forwarder's metadata warmed), and returns records/s.
 func measureHTTPProduce(tb testing.TB, url, body string) float64 {
 	tb.Helper()
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: gatewayWorkers}}
 	defer client.CloseIdleConnections()
-	var counted atomic.Int64
+	var counted, answered atomic.Int64
 	var counting atomic.Bool
 	var failed atomic.Value
 	stop := make(chan struct{})
@@ -100,16 +101,19 @@ func measureHTTPProduce(tb testing.TB, url, body string) float64 {
 					failed.CompareAndSwap(nil, fmt.Errorf("%s answered %d", url, res.StatusCode))
 					return
 				}
+				answered.Add(1)
 				if counting.Load() {
 					counted.Add(gatewayBatch)
 				}
 			}
 		})
 	}
-	time.Sleep(time.Second) // warm-up: connections, the forwarder's metadata
+	harness.WaitFor(tb, "every client warmed up", 30*time.Second, func() bool {
+		return answered.Load() >= 2*gatewayWorkers || failed.Load() != nil
+	})
 	counting.Store(true)
 	start := time.Now()
-	time.Sleep(gatewayRound)
+	time.Sleep(gatewayRound) // the measured window itself, not a wait for a condition
 	counting.Store(false)
 	elapsed := time.Since(start)
 	close(stop)
