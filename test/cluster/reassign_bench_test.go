@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,7 +94,7 @@ type produceStats struct {
 }
 
 // measureProduce writes 100-byte records to topic's partition 0 (acks=all,
-// up to 32 in flight): for a second of warm-up, then begin runs, then
+// up to 32 in flight): until 1000 acks have warmed it up, then begin runs, then
 // until done reports true (asked every 100 ms) or limit passes; it
 // returns the ack rate and the p99 latency of the records written after
 // begin.
@@ -112,11 +113,15 @@ func measureProduce(tb testing.TB, nodes []*harness.Node, topic string, begin fu
 	var lat []time.Duration
 	var failed error
 	counting := false
+	var warm atomic.Int64 // acks before counting starts
 	stop := make(chan struct{})
 	var start time.Time
 	go func() {
 		defer close(stop)
-		time.Sleep(time.Second)
+		// Warm: connections and metadata settled once 1000 acks came back.
+		for warm.Load() < 1000 && ctx.Err() == nil {
+			time.Sleep(10 * time.Millisecond)
+		}
 		mu.Lock()
 		counting, start = true, time.Now()
 		mu.Unlock()
@@ -146,6 +151,8 @@ func measureProduce(tb testing.TB, nodes []*harness.Node, topic string, begin fu
 			}
 			if counted {
 				lat = append(lat, time.Since(sent))
+			} else {
+				warm.Add(1)
 			}
 		})
 	}
