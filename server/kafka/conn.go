@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
 )
 
@@ -53,6 +54,10 @@ type conn struct {
 	sendfileFiles atomic.Int32
 	// stopping is set by Shutdown: the reader finishes its request and stops.
 	stopping atomic.Bool
+	// principal is who this connection's requests run as: Anonymous until
+	// it authenticates (TLS client certificate or SASL). Only the reader
+	// touches it.
+	principal auth.Principal
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -62,6 +67,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		remote:     nc.RemoteAddr().String(),
 		out:        make(chan outgoing, outQueue),
 		writerDone: make(chan struct{}),
+		principal:  auth.Anonymous,
 	}
 	_, tcp := nc.(*net.TCPConn)
 	c.sendfile = tcp && !s.cfg.DisableSendfile

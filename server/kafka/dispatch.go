@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
 )
 
@@ -155,6 +156,7 @@ func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Re
 		}
 	}()
 	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, sendfile: c.sendfile, files: &c.sendfileFiles})
+	ctx = auth.WithPrincipal(ctx, c.principal)
 	return lookupAPI(h.key).serve(s, ctx, req), true
 }
 
