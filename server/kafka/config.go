@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
 )
 
@@ -38,6 +39,9 @@ const (
 type Config struct {
 	// Addr is the listen address (listeners). Default ":9092".
 	Addr string
+	// SecurityProtocol is the listener's security.protocol. Default
+	// PLAINTEXT.
+	SecurityProtocol auth.SecurityProtocol
 	// InterBroker serves the controller's orders (LeaderAndIsr,
 	// StopReplica): on for a broker of a cluster, off on a single node.
 	InterBroker bool

@@ -58,6 +58,10 @@ type conn struct {
 	// it authenticates (TLS client certificate or SASL). Only the reader
 	// touches it.
 	principal auth.Principal
+	// protocol is the security protocol of the listener that accepted it:
+	// a SASL protocol serves nothing but ApiVersions and SaslHandshake
+	// before the client authenticates.
+	protocol auth.SecurityProtocol
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -68,6 +72,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		out:        make(chan outgoing, outQueue),
 		writerDone: make(chan struct{}),
 		principal:  auth.Anonymous,
+		protocol:   s.cfg.SecurityProtocol,
 	}
 	_, tcp := nc.(*net.TCPConn)
 	c.sendfile = tcp && !s.cfg.DisableSendfile
