@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"cmp"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -409,4 +410,103 @@ func TestGatewayStreamSurvivesALeaderChange(t *testing.T) {
 	var info topicView
 	getJSON(t, nodes[0].URL+"/topics/"+topic, &info)
 	t.Logf("40 records streamed once each, in order, across the kill; leaders now %d and %d", info.Partitions[0].Leader, info.Partitions[1].Leader)
+}
+
+// A request whose partitions fare differently. Every partition's route is
+// checked before anything is written (a leaderless or under-replicated
+// partition refuses the whole request), so a request is only partly
+// written when a partition fails on the way: here partition 1's only
+// replica, broker 3, is frozen while broker 1 appends partition 0's
+// records and forwards partition 1's. Both produce routes, at once,
+// answer the records written with their offsets and the others as timed
+// out (maybe written): POST /kafka/{t} with 503 50303, REST Proxy v2 with
+// 200 and its retriable code 2 per record. After the thaw partition 0
+// holds exactly the records answered with offsets, and partition 1 at
+// most the timed-out ones, none twice.
+func TestGatewayAnswersAPartialWrite(t *testing.T) {
+	nodes := startCluster(t, 3)
+	const topic = "gwpartial"
+	createAssigned(t, nodes, topic, [][]int32{{1}, {3}}, nil)
+	nodes[2].Freeze()
+	thawed := false
+	defer func() {
+		if !thawed {
+			nodes[2].Thaw()
+		}
+	}()
+
+	var kafkaAnswer, restAnswer httpAnswer
+	var kafkaErr, restErr error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		kafkaAnswer, kafkaErr = post(nodes[0].URL+"/kafka/"+topic, "application/json",
+			`{"records":[{"partition":0,"value":"a"},{"partition":1,"value":"b"},{"partition":0,"value":"c"}]}`)
+	}()
+	go func() {
+		defer wg.Done()
+		restAnswer, restErr = post(nodes[0].URL+"/topics/"+topic, "application/vnd.kafka.json.v2+json",
+			`{"records":[{"partition":1,"value":"d"},{"partition":0,"value":"e"}]}`)
+	}()
+	wg.Wait()
+	if err := cmp.Or(kafkaErr, restErr); err != nil {
+		t.Fatal(err)
+	}
+
+	var kafkaRoute struct {
+		ErrorCode int              `json:"error_code"`
+		Message   string           `json:"message"`
+		Offsets   []producedOffset `json:"offsets"`
+	}
+	a := kafkaAnswer
+	if err := json.Unmarshal(a.body, &kafkaRoute); err != nil || a.status != http.StatusServiceUnavailable ||
+		a.header.Get("Retry-After") == "" || kafkaRoute.ErrorCode != 50303 || len(kafkaRoute.Offsets) != 3 {
+		t.Fatalf("POST /kafka/%s: %d Retry-After %q %s; want 503 50303 with 3 offsets", topic, a.status, a.header.Get("Retry-After"), a.body)
+	}
+	got := kafkaRoute.Offsets
+	if got[0].Partition != 0 || got[0].Offset < 0 || got[0].ErrorCode != nil ||
+		got[2].Partition != 0 || got[2].Offset != got[0].Offset+1 || got[2].ErrorCode != nil ||
+		got[1].Partition != 1 || got[1].Offset != -1 || got[1].ErrorCode == nil || *got[1].ErrorCode != 50303 ||
+		!strings.Contains(got[1].Error, "may have been written") {
+		t.Fatalf("POST /kafka/%s: %s; want two consecutive offsets of partition 0 and a timed-out record of partition 1", topic, a.body)
+	}
+	written := map[int64]string{got[0].Offset: `"a"`, got[2].Offset: `"c"`}
+
+	a = restAnswer
+	var restRoute struct{ Offsets []producedOffset }
+	if err := json.Unmarshal(a.body, &restRoute); err != nil || a.status != http.StatusOK || len(restRoute.Offsets) != 2 {
+		t.Fatalf("POST /topics/%s: %d %s; want 200 with 2 offsets", topic, a.status, a.body)
+	}
+	got = restRoute.Offsets
+	if got[0].Offset != -1 || got[0].ErrorCode == nil || *got[0].ErrorCode != 2 || got[0].Error == "" ||
+		got[1].Partition != 0 || got[1].Offset < 0 || got[1].ErrorCode != nil {
+		t.Fatalf("POST /topics/%s: %s; want -1 with REST Proxy's retriable code 2, then an offset of partition 0", topic, a.body)
+	}
+	written[got[1].Offset] = `"e"`
+
+	for _, r := range readHTTP(t, nodes[1], topic, 0, 3) {
+		if written[r.Offset] != string(r.Value) {
+			t.Fatalf("partition 0 holds %s at %d; the answers gave %v", r.Value, r.Offset, written)
+		}
+	}
+	nodes[2].Thaw()
+	thawed = true
+	harness.WaitFor(t, "broker 3 serving again", 30*time.Second, func() bool {
+		var info topicView
+		return getJSONQuiet(nodes[2].URL+"/topics/"+topic, &info) == nil && len(info.Partitions) == 2 && info.Partitions[1].Leader == 3
+	})
+	var info topicView
+	if err := getJSONQuiet(nodes[2].URL+"/topics/"+topic, &info); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range readHTTP(t, nodes[2], topic, 1, int(info.Partitions[1].HighWatermark)) {
+		v := string(r.Value)
+		if v != `"b"` && v != `"d"` || seen[v] {
+			t.Fatalf("partition 1 holds %s at %d (after %v): only the timed-out records, once each, may be there", v, r.Offset, seen)
+		}
+		seen[v] = true
+	}
+	t.Logf("partition 1 holds %d of the 2 timed-out records after the thaw", len(seen))
 }

@@ -88,13 +88,22 @@ type httpAnswer struct {
 
 func httpPost(t testing.TB, url, contentType, body string) httpAnswer {
 	t.Helper()
+	a, err := post(url, contentType, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// post is httpPost for goroutines other than the test's.
+func post(url, contentType, body string) (httpAnswer, error) {
 	res, err := http.Post(url, contentType, strings.NewReader(body))
 	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
+		return httpAnswer{}, fmt.Errorf("POST %s: %w", url, err)
 	}
 	defer res.Body.Close()
 	data, _ := io.ReadAll(res.Body)
-	return httpAnswer{status: res.StatusCode, header: res.Header, body: data}
+	return httpAnswer{status: res.StatusCode, header: res.Header, body: data}, nil
 }
 
 type producedOffset struct {
@@ -252,18 +261,15 @@ func TestGatewayProducesAndReadsOnEveryNode(t *testing.T) {
 	assignment := [][]int32{{1, 2}, {2, 3}, {3, 1}}
 	createAssigned(t, nodes, topic, assignment, nil)
 
-	// The embedded registry is each node's own: registering the schema on
-	// every node in the same order gives it the same id everywhere.
-	schemaID := -1
-	for _, n := range nodes {
-		a := httpPost(t, n.URL+"/subjects/"+topic+"-value/versions", "application/vnd.schemaregistry.v1+json",
-			fmt.Sprintf(`{"schema":%q}`, gatewaySchema))
-		var reg struct{ ID int }
-		if a.status != http.StatusOK || json.Unmarshal(a.body, &reg) != nil || schemaID >= 0 && reg.ID != schemaID {
-			t.Fatalf("register on %s: %d %s (id so far %d)", n.URL, a.status, a.body, schemaID)
-		}
-		schemaID = reg.ID
+	// The schema is registered once, on node 1: the cluster's registry is
+	// the replicated _schemas topic, so every node knows its id.
+	a := httpPost(t, nodes[0].URL+"/subjects/"+topic+"-value/versions", "application/vnd.schemaregistry.v1+json",
+		fmt.Sprintf(`{"schema":%q}`, gatewaySchema))
+	var reg struct{ ID int }
+	if a.status != http.StatusOK || json.Unmarshal(a.body, &reg) != nil {
+		t.Fatalf("register on %s: %d %s", nodes[0].URL, a.status, a.body)
 	}
+	schemaID := reg.ID
 
 	// want[partition][offset] is the stored value produce answered for it.
 	want := map[int32]map[int64]string{}
@@ -317,14 +323,28 @@ func TestGatewayProducesAndReadsOnEveryNode(t *testing.T) {
 		}
 		record(produceOK(t, n.URL+"/topics/"+topic, "application/vnd.kafka.binary.v2+json", `{"records":[`+strings.Join(recs, ",")+`]}`), values)
 
-		// Avro with the registered schema's id: stored in Confluent's wire format.
+		// Avro, stored in Confluent's wire format: by the id registered on
+		// node 1, and on the other nodes with the schema inline, which each
+		// node looks up through the shared _schemas topic.
 		recs, values = nil, nil
 		for p := range 3 {
 			recs = append(recs, fmt.Sprintf(`{"partition":%d,"value":{"id":%d,"name":"avro-%d"}}`, p, 10*i+p, i))
 			values = append(values, "avro:"+strconv.Itoa(10*i+p))
 		}
-		record(produceOK(t, n.URL+"/topics/"+topic, "application/vnd.kafka.avro.v2+json",
-			fmt.Sprintf(`{"value_schema_id":%d,"records":[%s]}`, schemaID, strings.Join(recs, ","))), values)
+		schemaRef := fmt.Sprintf(`"value_schema_id":%d`, schemaID)
+		if i > 0 {
+			schemaRef = fmt.Sprintf(`"value_schema":%q`, gatewaySchema)
+		}
+		url := n.URL + "/topics/" + topic
+		a := httpPost(t, url, "application/vnd.kafka.avro.v2+json", fmt.Sprintf(`{%s,"records":[%s]}`, schemaRef, strings.Join(recs, ",")))
+		var avro struct {
+			ValueSchemaID int `json:"value_schema_id"`
+			Offsets       []producedOffset
+		}
+		if a.status != http.StatusOK || json.Unmarshal(a.body, &avro) != nil || avro.ValueSchemaID != schemaID {
+			t.Fatalf("POST %s (Avro, %s): %d %s; want 200 with value_schema_id %d", url, schemaRef, a.status, a.body, schemaID)
+		}
+		record(avro.Offsets, values)
 	}
 
 	counts := map[int32]int{}
