@@ -1,8 +1,8 @@
 package cluster_test
 
 import (
-	"cmp"
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
