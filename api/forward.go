@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -68,9 +69,39 @@ func (g *Gateway) atGroupCoordinator(groupOf func(*http.Request) string, next ht
 	}
 }
 
+// peerAnswerTimeout bounds how long a handed-on request waits for the
+// coordinator's answer to start, beyond the long poll it asked for: a
+// frozen or partitioned coordinator still accepts connections (its kernel
+// does), and without a bound the client would wait as long as the freeze.
+// Streams and long polls are not cut: their headers come at once, or when
+// the poll's own timeout is up.
+const peerAnswerTimeout = 5 * time.Second
+
+// answerDeadline is how long the coordinator may take to start answering
+// r: peerAnswerTimeout plus the long poll r asks for (?timeout= ms of a
+// records read, capped like the read itself).
+func (g *Gateway) answerDeadline(r *http.Request) time.Duration {
+	d := peerAnswerTimeout
+	if ms, err := strconv.Atoi(r.URL.Query().Get("timeout")); err == nil && ms > 0 {
+		d += min(time.Duration(ms)*time.Millisecond, g.cfg.MaxFetchWait)
+	}
+	return d
+}
+
 // handOn relays r to the broker's gateway at addr and its answer back.
 func (g *Gateway) handOn(w http.ResponseWriter, r *http.Request, broker int32, addr string) {
 	target := &url.URL{Scheme: "http", Host: addr}
+	// The timer cancels the relay when no answer has started in time;
+	// ModifyResponse stops it once the coordinator's headers arrive.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	wait := g.answerDeadline(r)
+	var unanswered atomic.Bool
+	timer := time.AfterFunc(wait, func() {
+		unanswered.Store(true)
+		cancel()
+	})
+	defer timer.Stop()
 	self := strconv.Itoa(int(g.broker.BrokerID()))
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -95,7 +126,18 @@ func (g *Gateway) handOn(w http.ResponseWriter, r *http.Request, broker int32, a
 		},
 		Transport:     peerTransport,
 		FlushInterval: -1, // SSE events and long polls pass at once
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+		ModifyResponse: func(*http.Response) error {
+			if !timer.Stop() && unanswered.Load() {
+				return fmt.Errorf("no answer within %v", wait)
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, out *http.Request, err error) {
+			if unanswered.Load() {
+				writeError(w, http.StatusServiceUnavailable, codeNotCoordinator,
+					fmt.Sprintf("the group's coordinator, broker %d at %s, did not answer within %v; retry shortly", broker, addr, wait))
+				return
+			}
 			if r.Context().Err() != nil {
 				return // the client went away
 			}
@@ -103,7 +145,7 @@ func (g *Gateway) handOn(w http.ResponseWriter, r *http.Request, broker int32, a
 				fmt.Sprintf("the group's coordinator, broker %d at %s, did not answer: %v", broker, addr, err))
 		},
 	}
-	proxy.ServeHTTP(w, r)
+	proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // streamGroup is the group of a /kafka/{topic}/stream request.

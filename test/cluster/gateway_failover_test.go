@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +63,15 @@ func (l *httpLoad) target() *harness.Node {
 	n := l.targets[l.next%len(l.targets)]
 	l.next++
 	return n
+}
+
+// add puts a node (back) into the list.
+func (l *httpLoad) add(n *harness.Node) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !slices.Contains(l.targets, n) {
+		l.targets = append(l.targets, n)
+	}
 }
 
 func (l *httpLoad) drop(n *harness.Node) {
@@ -194,6 +204,83 @@ func TestGatewayProduceSurvivesKillOfItsNodeAndTheLeader(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLongGatewaySurvivesLeaderKills (the long variant runs under make
+// test-long; FERRY_LONG=1): an HTTP client spreads requests over three
+// brokers while the leader of partition 0 is killed with kill -9 and
+// restarted, again and again (10 times). The client drops a node that
+// refuses connections and takes it back once it is in sync again. Every
+// acknowledged record is then read back at its offset, no value stored
+// twice.
+func TestLongGatewaySurvivesLeaderKills(t *testing.T) {
+	if os.Getenv("FERRY_LONG") == "" {
+		t.Skip("long: set FERRY_LONG=1 (make test-long)")
+	}
+	nodes := startCluster(t, 3)
+	const topic = "gwkills"
+	createAssigned(t, nodes, topic, [][]int32{{1, 2, 3}, {2, 3, 1}}, nil)
+	load := startHTTPLoad(t, nodes, topic, 4)
+	harness.WaitFor(t, "records acknowledged before the kills", 30*time.Second, func() bool { return load.ackedCount() >= 100 })
+	for k := range 10 {
+		var info topicView
+		if err := getJSONQuiet(nodes[0].URL+"/topics/"+topic, &info); err != nil || len(info.Partitions) != 2 {
+			t.Fatalf("topic view: %v %+v", err, info)
+		}
+		victim := nodes[info.Partitions[0].Leader-1]
+		var live []int32
+		for i := range nodes {
+			if nodes[i] != victim {
+				live = append(live, int32(i+1))
+			}
+		}
+		load.drop(victim)
+		victim.Kill()
+		harness.WaitFor(t, fmt.Sprintf("kill %d: leaders on %v", k+1, live), 60*time.Second, func() bool { return leadersIn(nodes, topic, 2, live...) })
+		acked := load.ackedCount()
+		harness.WaitFor(t, fmt.Sprintf("kill %d: records acknowledged after the failover", k+1), 60*time.Second, func() bool { return load.ackedCount() >= acked+100 })
+		victim.Restart()
+		harness.WaitFor(t, fmt.Sprintf("kill %d: the victim back in sync", k+1), 60*time.Second, func() bool { return leadersIn(nodes, topic, 2, 1, 2, 3) && inSync(nodes, topic, 3) })
+		load.add(victim)
+	}
+	load.finish()
+	counts := map[int32]int{}
+	for k := range load.acked {
+		counts[int32(k[0])] = max(counts[int32(k[0])], int(k[1])+1)
+	}
+	stored := map[string]bool{}
+	for p, recs := range readKafka(t, nodes, topic, counts) {
+		for _, r := range recs {
+			if want, ok := load.acked[[2]int64{int64(p), r.offset}]; ok && r.value != want {
+				t.Fatalf("partition %d offset %d holds %s, %s was acknowledged there", p, r.offset, r.value, want)
+			}
+			if stored[r.value] {
+				t.Fatalf("%s stored twice", r.value)
+			}
+			stored[r.value] = true
+		}
+	}
+	t.Logf("10 leader kills: %d records acknowledged and kept, %d 5xx answers, %d connection errors", len(load.acked), len(load.fivexx), load.transport)
+}
+
+// inSync reports whether every live node's view of topic has isr replicas
+// in each partition's ISR.
+func inSync(nodes []*harness.Node, topic string, isr int) bool {
+	for _, n := range nodes {
+		if !n.Running() {
+			continue
+		}
+		var info topicView
+		if getJSONQuiet(n.URL+"/topics/"+topic, &info) != nil {
+			return false
+		}
+		for _, p := range info.Partitions {
+			if len(p.ISR) != isr {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // A partition without a leader (its only replica's broker killed): a

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,4 +194,74 @@ func liveClient(t *testing.T, nodes []*harness.Node) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// A group's coordinator that stops answering — frozen, so its kernel
+// still accepts connections — does not hold the requests another node
+// hands it: through broker 2, a request to the instance answers 503 50305
+// with Retry-After once the relay's bound is up, and GET /groups answers
+// the other brokers' groups with broker 1 under unreachable_brokers.
+// Both are asked at once, right after the freeze, before ZooKeeper would
+// expire broker 1's session and move its groups.
+func TestRESTGroupRequestsWhileTheCoordinatorIsFrozen(t *testing.T) {
+	nodes := startCluster(t, 3)
+	adm := clusterAdmin(t, nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var groupID string
+	for i := 0; i < 200 && groupID == ""; i++ {
+		if name := fmt.Sprintf("rest-frozen-%d", i); coordinatorOf(ctx, t, adm, name) == 1 {
+			groupID = name
+		}
+	}
+	if groupID == "" {
+		t.Fatal("no group name among 200 is coordinated by broker 1")
+	}
+	harness.WaitFor(t, "the instance is created", 30*time.Second, func() bool {
+		status, data := rest(t, "POST", nodes[1].URL+"/consumers/"+groupID, `{"name":"c1","format":"json"}`)
+		if status != 200 && (status != 503 || !strings.Contains(string(data), "50305")) {
+			t.Fatalf("create: %d %s", status, data)
+		}
+		return status == 200
+	})
+
+	t.Logf("group %s, coordinated by broker 1", groupID)
+	nodes[0].Freeze()
+	defer nodes[0].Thaw()
+	type answer struct {
+		status     int
+		retryAfter string
+		body       []byte
+		took       time.Duration
+		err        error
+	}
+	get := func(url string) answer {
+		start := time.Now()
+		res, err := http.Get(url)
+		if err != nil {
+			return answer{err: err}
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return answer{res.StatusCode, res.Header.Get("Retry-After"), body, time.Since(start), nil}
+	}
+	var relayed, listed answer
+	var wg sync.WaitGroup
+	wg.Go(func() { relayed = get(nodes[1].URL + "/consumers/" + groupID + "/instances/c1/subscription") })
+	wg.Go(func() { listed = get(nodes[1].URL + "/groups") })
+	wg.Wait()
+
+	if relayed.err != nil || relayed.status != http.StatusServiceUnavailable || relayed.retryAfter == "" ||
+		!strings.Contains(string(relayed.body), "50305") || !strings.Contains(string(relayed.body), "broker 1") {
+		t.Fatalf("relayed to the frozen coordinator: %d Retry-After %q %s (%v) after %v; want 503 50305 naming broker 1",
+			relayed.status, relayed.retryAfter, relayed.body, relayed.err, relayed.took)
+	}
+	var groups struct {
+		UnreachableBrokers []int32 `json:"unreachable_brokers"`
+	}
+	if listed.err != nil || listed.status != http.StatusOK || json.Unmarshal(listed.body, &groups) != nil ||
+		!slices.Equal(groups.UnreachableBrokers, []int32{1}) {
+		t.Fatalf("GET /groups with broker 1 frozen: %d %s (%v); want 200 naming broker 1 unreachable", listed.status, listed.body, listed.err)
+	}
+	t.Logf("relay answered 503 after %v, GET /groups after %v", relayed.took.Round(time.Millisecond), listed.took.Round(time.Millisecond))
 }

@@ -215,7 +215,40 @@ func (n *Node) signal(sig syscall.Signal) {
 // Freeze stops the process (SIGSTOP) without ending it: it keeps its
 // sockets and believes what it believed, as a broker partitioned away or
 // stalled in GC does; Thaw (SIGCONT) lets it go on.
-func (n *Node) Freeze() { n.cmd.Process.Signal(syscall.SIGSTOP) }
+// It returns once every thread of the process is stopped: SIGSTOP takes
+// effect as each thread next enters the kernel, and a request sent right
+// after the signal could otherwise still be answered.
+func (n *Node) Freeze() {
+	n.cmd.Process.Signal(syscall.SIGSTOP)
+	deadline := time.Now().Add(5 * time.Second)
+	for !stopped(n.cmd.Process.Pid) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stopped reports whether every thread of pid is in the stopped state
+// (Linux's /proc; elsewhere it reports true at once).
+func stopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return true
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		// pid (comm) state …: comm may hold spaces, so the state follows the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) {
+			return false
+		}
+		if state := stat[i+2]; state != 'T' && state != 't' {
+			return false
+		}
+	}
+	return true
+}
 
 // Thaw resumes a frozen process.
 func (n *Node) Thaw() { n.cmd.Process.Signal(syscall.SIGCONT) }
