@@ -25,7 +25,7 @@ import (
 // machine's cores, so only the ratio means anything; each round logs the
 // CPU seconds every broker and the load generator used.
 //
-// Load: gatewayWorkers clients, enough to keep both paths busy (with 16
+// Load: gatewayWorkers clients (48; FERRY_BENCH_GATEWAY_CLIENTS), enough to keep both paths busy (with 16
 // a forwarded request's longer round trip, not the CPU, bounds it), each
 // POSTing gatewayBatch unkeyed records of 100 bytes (one partition per
 // request, round robin), acks=all (RF 2); one round of each per
@@ -55,10 +55,18 @@ func BenchmarkGatewayForwarding(b *testing.B) {
 	b.ReportMetric(f/d, "forwarded/leader")
 }
 
+// gatewayWorkers is the number of HTTP clients: 48, or
+// FERRY_BENCH_GATEWAY_CLIENTS.
+var gatewayWorkers = func() int {
+	if n, err := strconv.Atoi(os.Getenv("FERRY_BENCH_GATEWAY_CLIENTS")); err == nil && n > 0 {
+		return n
+	}
+	return 48
+}()
+
 const (
-	gatewayWorkers = 48
-	gatewayBatch   = 10
-	gatewayRound   = 5 * time.Second
+	gatewayBatch = 10
+	gatewayRound = 5 * time.Second
 )
 
 func gatewayBody() string {
@@ -109,7 +117,7 @@ func measureHTTPProduce(tb testing.TB, url, body string) float64 {
 		})
 	}
 	harness.WaitFor(tb, "every client warmed up", 30*time.Second, func() bool {
-		return answered.Load() >= 2*gatewayWorkers || failed.Load() != nil
+		return answered.Load() >= int64(2*gatewayWorkers) || failed.Load() != nil
 	})
 	counting.Store(true)
 	start := time.Now()
