@@ -182,7 +182,7 @@ func (g *Gateway) askPeers(r *http.Request, path string) []peerAnswer {
 			if !ok {
 				a.err = fmt.Errorf("broker %d has no HTTP gateway registered", b.ID)
 			} else {
-				a.body, a.err = getFromPeer(r.Context(), "http://"+addr+path, strconv.Itoa(int(self)))
+				a.body, a.err = getFromPeer(r, "http://"+addr+path, strconv.Itoa(int(self)))
 			}
 			mu.Lock()
 			out = append(out, a)
@@ -194,14 +194,21 @@ func (g *Gateway) askPeers(r *http.Request, path string) []peerAnswer {
 	return out
 }
 
-func getFromPeer(ctx context.Context, url, self string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, peerAskTimeout)
+// getFromPeer asks a peer on behalf of the client's request from: its
+// credentials go along, for the peer to check as its own (authn.go).
+func getFromPeer(from *http.Request, url, self string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(from.Context(), peerAskTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set(forwardedHeader, self)
+	for _, h := range []string{"Authorization", "Cookie"} {
+		if v := from.Header.Values(h); len(v) > 0 {
+			req.Header[h] = v
+		}
+	}
 	res, err := (&http.Client{Transport: peerTransport}).Do(req)
 	if err != nil {
 		return nil, err

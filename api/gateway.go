@@ -66,6 +66,9 @@ type Config struct {
 	// Metrics is served at /metrics and counts requests per route; nil:
 	// no /metrics (observe.go).
 	Metrics *metrics.Metrics
+	// Auth requires every request but the health checks to authenticate
+	// (authn.go); nil: none, every request runs as User:ANONYMOUS.
+	Auth *HTTPAuth
 }
 
 // Defaults fills zero fields.
@@ -121,6 +124,8 @@ type Gateway struct {
 	logger *slog.Logger
 	obs    *observer
 	guard  *webGuard
+	// authn is Config.Auth in use; nil when authentication is off.
+	authn *authenticator
 }
 
 // New builds a gateway; mount Handler on an http.Server (see NewHTTPServer).
@@ -129,14 +134,22 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Gateway{broker: b, groups: cfg.Groups, cfg: cfg, logger: cfg.Logger.With("component", "http"),
-		obs: newObserver(cfg.Metrics), guard: newWebGuard(cfg)}, nil
+	g := &Gateway{broker: b, groups: cfg.Groups, cfg: cfg, logger: cfg.Logger.With("component", "http"),
+		obs: newObserver(cfg.Metrics), guard: newWebGuard(cfg)}
+	if cfg.Auth != nil {
+		a, err := newAuthenticator(*cfg.Auth)
+		if err != nil {
+			return nil, err
+		}
+		g.authn = a
+	}
+	return g, nil
 }
 
 // Handler is the whole route tree.
 func (g *Gateway) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(g.observe, g.limitBody, g.guard.middleware)
+	r.Use(g.observe, g.limitBody, g.guard.middleware, g.authenticate)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -145,6 +158,7 @@ func (g *Gateway) Handler() http.Handler {
 	})
 
 	r.Get("/healthz", g.healthz)
+	g.sessionRoutes(r)       // /auth/login, /auth/logout, /auth/whoami
 	g.observabilityRoutes(r) // /readyz, /metrics
 	r.Get("/brokers", g.listBrokers)
 	r.Get("/cluster", g.describeCluster)

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/ferry-mq/ferry/server/auth"
+
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -88,7 +90,11 @@ type recorder struct {
 	status    int
 	bytes     int64
 	errorCode int // error_code of a JSON error body (writeError)
+	// principal is who the request ran as, when it authenticated.
+	principal auth.Principal
 }
+
+func (w *recorder) setPrincipal(p auth.Principal) { w.principal = p }
 
 func (w *recorder) WriteHeader(status int) {
 	if w.status == 0 {
@@ -172,6 +178,9 @@ func (g *Gateway) logRequest(r *http.Request, pattern string, rec *recorder, too
 	}
 	if rec.errorCode != 0 {
 		attrs = append(attrs, slog.Int("error_code", rec.errorCode))
+	}
+	if !rec.principal.IsZero() {
+		attrs = append(attrs, slog.String("principal", rec.principal.String()))
 	}
 	g.logger.LogAttrs(ctx, level, "http request", attrs...)
 }
