@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/ferry-mq/ferry/server/auth"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +37,7 @@ func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
 //	@Success	200	{array}	string
 //	@Router		/topics [get]
 func (g *Gateway) listTopics(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, typeJSON, g.broker.KnownTopics())
+	writeJSON(w, http.StatusOK, typeJSON, g.describable(r, auth.ResourceTopic, g.broker.KnownTopics()))
 }
 
 type createTopicBody struct {
@@ -86,6 +88,12 @@ func (b createTopicBody) spec() (server.TopicSpec, error) {
 func (g *Gateway) createTopic(w http.ResponseWriter, r *http.Request) {
 	var body createTopicBody
 	if !decodeBody(w, r, &body) {
+		return
+	}
+	// Kafka's CreateTopics: CREATE on the cluster, or on the topic itself.
+	if !g.may(r, auth.OpCreate, auth.Resource{Type: auth.ResourceCluster, Name: auth.ClusterName}) &&
+		!g.may(r, auth.OpCreate, auth.Resource{Type: auth.ResourceTopic, Name: body.Name}) {
+		g.deny(w, r, fmt.Sprintf("%s may not CREATE TOPIC:%s", auth.PrincipalFrom(r.Context()), body.Name))
 		return
 	}
 	spec, err := body.spec()

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/ferry-mq/ferry/server/auth"
+
 	"fmt"
 	"log/slog"
 	"net"
@@ -69,6 +71,9 @@ type Config struct {
 	// Auth requires every request but the health checks to authenticate
 	// (authn.go); nil: none, every request runs as User:ANONYMOUS.
 	Auth *HTTPAuth
+	// Authorizer decides every request's actions (authz.go), the same one
+	// the Kafka listener asks; nil: everything is allowed.
+	Authorizer auth.Authorizer
 }
 
 // Defaults fills zero fields.
@@ -149,7 +154,7 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 // Handler is the whole route tree.
 func (g *Gateway) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(g.observe, g.limitBody, g.guard.middleware, g.authenticate)
+	r.Use(g.observe, g.limitBody, g.guard.middleware, g.authenticate, g.authorize(r))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/ferry-mq/ferry/server/auth"
+
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -52,6 +54,11 @@ func (g *Gateway) listGroups(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(answer.Groups, func(a, b group.GroupSummary) int { return strings.Compare(a.Group, b.Group) })
 	// A group moving between coordinators may be listed by both.
 	answer.Groups = slices.CompactFunc(answer.Groups, func(a, b group.GroupSummary) bool { return a.Group == b.Group })
+	if g.cfg.Authorizer != nil {
+		answer.Groups = slices.DeleteFunc(answer.Groups, func(s group.GroupSummary) bool {
+			return !g.may(r, auth.OpDescribe, auth.Resource{Type: auth.ResourceGroup, Name: s.Group})
+		})
+	}
 	if answer.Groups == nil {
 		answer.Groups = []group.GroupSummary{}
 	}

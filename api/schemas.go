@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/ferry-mq/ferry/server/auth"
+
 	"encoding/json"
 	"errors"
 	"io"
@@ -194,7 +196,7 @@ func (g *Gateway) listSubjects(w http.ResponseWriter, r *http.Request) {
 		}
 		subjects = kept
 	}
-	writeSchemaJSON(w, r, subjects)
+	writeSchemaJSON(w, r, g.describable(r, auth.ResourceSubject, subjects))
 }
 
 // listVersions serves GET /subjects/{subject}/versions (?deleted=true).
