@@ -4,6 +4,13 @@
 
 let pending = 0;
 const busyListeners = new Set();
+const signedOutListeners = new Set();
+
+/**
+ * onSignedOut(fn) calls fn(message) when ferry answers 401: the page needs
+ * a login (or the session ended).
+ */
+export function onSignedOut(fn) { signedOutListeners.add(fn); }
 
 /** onBusy(fn) calls fn(count) whenever the number of calls in flight changes. */
 export function onBusy(fn) { busyListeners.add(fn); }
@@ -31,10 +38,13 @@ export class ApiError extends Error {
 /**
  * api performs one call. opts: body (object → JSON, string as is), type
  * (Content-Type), accept, signal (AbortSignal), quiet (no progress bar, for
- * long polls and background refreshes), raw (return the text unparsed).
+ * long polls and background refreshes), raw (return the text unparsed),
+ * noSignOut (a 401 is the caller's, not a signal to show the login).
  */
 export async function api(method, path, opts = {}) {
-  const init = { method, headers: {}, signal: opts.signal };
+  // X-Requested-With: a 401 then carries no Basic challenge, which would
+  // open the browser's own password dialog over the page's login screen.
+  const init = { method, headers: { 'X-Requested-With': 'ferry-ui' }, signal: opts.signal, credentials: 'same-origin' };
   if (opts.body !== undefined) {
     init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
     init.headers['Content-Type'] = opts.type || 'application/json';
@@ -64,6 +74,9 @@ export async function api(method, path, opts = {}) {
         code = data.error_code || 0;
       } else if (typeof data === 'string' && data.trim()) {
         msg = data.trim();
+      }
+      if (res.status === 401 && !opts.noSignOut) {
+        for (const fn of signedOutListeners) fn(msg);
       }
       throw new ApiError(res.status, code, msg, request);
     }

@@ -2,7 +2,8 @@
 // renders into #view and may return a cleanup function (timers, long
 // polls) that runs when the person navigates away.
 
-import { onBusy } from './api.js';
+import { onBusy, onSignedOut } from './api.js';
+import * as login from './login.js';
 import { errorBox, fill, h, loading } from './ui.js';
 import * as overview from './overview.js';
 import * as cluster from './cluster.js';
@@ -89,5 +90,38 @@ onBusy((n) => {
   }
 });
 
-window.addEventListener('hashchange', navigate);
-navigate();
+// Signed in as: the principal and a logout button in the sidebar, when
+// the gateway asks for credentials.
+function showSignedIn(who) {
+  const slot = document.getElementById('session');
+  if (!who || !who.authenticated) { slot.replaceChildren(); return; }
+  fill(slot, h('span', { class: 'principal' }, who.principal),
+    h('button', { type: 'button', class: 'link', onclick: () => login.logout(showLogin) }, 'Log out'));
+}
+
+let signedOut = false;
+function showLogin(reason) {
+  if (signedOut) return;
+  signedOut = true;
+  ++generation; // views still loading drop their results
+  if (cleanup) { try { cleanup(); } catch { /* as in navigate */ } cleanup = null; }
+  document.getElementById('session').replaceChildren();
+  document.title = 'Log in · ferry';
+  login.renderLogin(document.getElementById('view'), { reason, onDone: (who) => {
+    signedOut = false;
+    showSignedIn(who);
+    navigate();
+  } });
+}
+onSignedOut((msg) => showLogin(`Log in again: ${msg}`));
+
+async function start() {
+  let who;
+  try { who = await login.whoami(); } catch { who = { authenticated: false }; }
+  if (who === null) { showLogin(); return; }
+  showSignedIn(who);
+  navigate();
+}
+
+window.addEventListener('hashchange', () => { if (!signedOut) navigate(); });
+start();
