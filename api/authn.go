@@ -108,17 +108,28 @@ type authenticator struct {
 
 	mu struct {
 		sync.Mutex
-		basic   map[[sha256.Size]byte]basicOutcome
-		keys    *jwt.KeySet
-		keysErr error
-		keysMod time.Time
-		checked time.Time
+		basic map[[sha256.Size]byte]basicOutcome
+		// sessions are cookies already verified, so the HMAC and the
+		// decoding run once per session, not per request.
+		sessions map[string]verifiedSession
+		keys     *jwt.KeySet
+		keysErr  error
+		keysMod  time.Time
+		checked  time.Time
 	}
 }
 
 type basicOutcome struct {
 	ok      bool
 	expires time.Time
+}
+
+// verifiedSession is a cookie whose signature checked out: its user, the
+// verifier it was issued under (a changed password ends it) and its end.
+type verifiedSession struct {
+	user      string
+	storedKey []byte
+	expires   time.Time
 }
 
 const (
@@ -155,6 +166,7 @@ func newAuthenticator(cfg HTTPAuth) (*authenticator, error) {
 	}
 	a := &authenticator{cfg: cfg, verifying: make(chan struct{}, runtime.NumCPU())}
 	a.mu.basic = map[[sha256.Size]byte]basicOutcome{}
+	a.mu.sessions = map[string]verifiedSession{}
 	if cfg.JWT != nil {
 		if _, err := a.jwtKeys(); err != nil {
 			return nil, err
@@ -365,24 +377,56 @@ func (a *authenticator) sign(payload string) []byte {
 var errBadSession = errUnauthenticated{msg: "the session has ended or is not valid: log in again"}
 
 func (a *authenticator) session(value string) (auth.Principal, error) {
-	p, s, ok := strings.Cut(value, ".")
-	if !ok || len(value) > 4096 {
+	if len(value) > 4096 {
 		return auth.Principal{}, errBadSession
+	}
+	now := a.cfg.Now()
+	a.mu.Lock()
+	v, hit := a.mu.sessions[value]
+	a.mu.Unlock()
+	if !hit {
+		var err error
+		if v, err = a.verifySession(value); err != nil {
+			return auth.Principal{}, err
+		}
+		a.mu.Lock()
+		if len(a.mu.sessions) >= basicCacheMax {
+			a.mu.sessions = map[string]verifiedSession{}
+		}
+		a.mu.sessions[value] = v
+		a.mu.Unlock()
+	}
+	if !now.Before(v.expires) {
+		return auth.Principal{}, errBadSession
+	}
+	cred, ok := a.lookupUser(v.user)
+	if !ok || !hmac.Equal(cred.StoredKey, v.storedKey) {
+		return auth.Principal{}, errBadSession
+	}
+	return auth.User(v.user), nil
+}
+
+// verifySession checks a cookie's signature and reads it; the caller
+// checks its expiry and that its user's verifier is unchanged.
+func (a *authenticator) verifySession(value string) (verifiedSession, error) {
+	p, s, ok := strings.Cut(value, ".")
+	if !ok {
+		return verifiedSession{}, errBadSession
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || !hmac.Equal(sig, a.sign(p)) {
-		return auth.Principal{}, errBadSession
+		return verifiedSession{}, errBadSession
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(p)
 	var c sessionClaims
-	if err != nil || json.Unmarshal(payload, &c) != nil || !a.cfg.Now().Before(time.Unix(c.Expires, 0)) {
-		return auth.Principal{}, errBadSession
+	if err != nil || json.Unmarshal(payload, &c) != nil {
+		return verifiedSession{}, errBadSession
 	}
 	cred, ok := a.lookupUser(c.User)
 	if !ok || credentialFingerprint(cred) != c.Key {
-		return auth.Principal{}, errBadSession
+		return verifiedSession{}, errBadSession
 	}
-	return auth.User(c.User), nil
+	return verifiedSession{user: c.User, storedKey: cred.StoredKey, expires: time.Unix(c.Expires, 0)}, nil
 }
 
 // publicRoute: what answers without credentials. The health checks (a

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -126,48 +125,40 @@ var routeRequirements = map[string][]requirement{
 	"GET /ui/*": nil, "GET /ui": nil,
 }
 
-// authorize is the middleware after authenticate: it matches the route
-// itself (chi fills the pattern only once routing is done), checks the
-// route's requirements, and answers 403 naming the first refused.
-func (g *Gateway) authorize(routes chi.Routes) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		if g.cfg.Authorizer == nil {
-			return next
-		}
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rctx := chi.NewRouteContext()
-			if !routes.Match(rctx, r.Method, r.URL.Path) {
-				next.ServeHTTP(w, r) // 404 or 405, answered by the router
-				return
-			}
-			pattern := rctx.RoutePattern()
-			reqs, known := routeRequirements[r.Method+" "+pattern]
-			if !known && r.Method == http.MethodHead {
-				reqs, known = routeRequirements[http.MethodGet+" "+pattern]
-			}
-			if !known {
-				g.deny(w, r, fmt.Sprintf("%s %s has no permission rule", r.Method, pattern))
-				return
-			}
-			// The requirements read path parameters from the matched route.
-			pr := r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rctx))
-			for _, req := range reqs {
-				res := auth.Resource{Type: req.typ, Name: req.name(pr)}
-				if res.Name == "" {
-					continue // an optional resource not named (a stream without a group)
-				}
-				if !g.may(r, req.op, res) {
-					g.deny(w, r, fmt.Sprintf("%s may not %s %s", auth.PrincipalFrom(r.Context()), req.op, res))
-					return
-				}
-			}
-			if rctx.URLParam("id") != "" && !g.schemaIDAllowed(pr) {
-				g.deny(w, r, fmt.Sprintf("%s may not DESCRIBE any subject of schema %s", auth.PrincipalFrom(r.Context()), rctx.URLParam("id")))
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
+// authorize is each route's middleware: chi has matched the route, so its
+// pattern and parameters are known. It checks the route's requirements
+// and answers 403 naming the first refused.
+func (g *Gateway) authorize(next http.Handler) http.Handler {
+	if g.cfg.Authorizer == nil {
+		return next
 	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rctx := chi.RouteContext(r.Context())
+		pattern := rctx.RoutePattern()
+		reqs, known := routeRequirements[r.Method+" "+pattern]
+		if !known && r.Method == http.MethodHead {
+			reqs, known = routeRequirements[http.MethodGet+" "+pattern]
+		}
+		if !known {
+			g.deny(w, r, fmt.Sprintf("%s %s has no permission rule", r.Method, pattern))
+			return
+		}
+		for _, req := range reqs {
+			res := auth.Resource{Type: req.typ, Name: req.name(r)}
+			if res.Name == "" {
+				continue // an optional resource not named (a stream without a group)
+			}
+			if !g.may(r, req.op, res) {
+				g.deny(w, r, fmt.Sprintf("%s may not %s %s", auth.PrincipalFrom(r.Context()), req.op, res))
+				return
+			}
+		}
+		if rctx.URLParam("id") != "" && !g.schemaIDAllowed(r) {
+			g.deny(w, r, fmt.Sprintf("%s may not DESCRIBE any subject of schema %s", auth.PrincipalFrom(r.Context()), rctx.URLParam("id")))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // may asks the authorizer whether r's principal may do op on res.

@@ -154,7 +154,7 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 // Handler is the whole route tree.
 func (g *Gateway) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(g.observe, g.limitBody, g.guard.middleware, g.authenticate, g.authorize(r))
+	r.Use(g.observe, g.limitBody, g.guard.middleware, g.authenticate)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -162,6 +162,17 @@ func (g *Gateway) Handler() http.Handler {
 		writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path)
 	})
 
+	// The routes' own middleware runs once chi has matched the route, so
+	// the authorizer sees its pattern and parameters.
+	r.Group(func(r chi.Router) {
+		r.Use(g.authorize)
+		g.routes(r)
+	})
+	return r
+}
+
+// routes mounts every route.
+func (g *Gateway) routes(r chi.Router) {
 	r.Get("/healthz", g.healthz)
 	g.sessionRoutes(r)       // /auth/login, /auth/logout, /auth/whoami
 	g.observabilityRoutes(r) // /readyz, /metrics
@@ -210,7 +221,6 @@ func (g *Gateway) Handler() http.Handler {
 
 	r.Handle("/ui/*", web.Handler())
 	r.Get("/ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusMovedPermanently) })
-	return r
 }
 
 // limitBody caps every request body; reading past it fails with
