@@ -457,6 +457,7 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 		}
 		p, err := g.authn.authenticate(r)
 		if err != nil {
+			g.auditLine(r, "unauthenticated", http.StatusUnauthorized, err.Error())
 			g.unauthenticated(w, r, err)
 			return
 		}

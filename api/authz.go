@@ -220,7 +220,6 @@ func (g *Gateway) schemaIDAllowed(r *http.Request) bool {
 // deny answers 403. The message names the operation and resource refused,
 // never the ACLs.
 func (g *Gateway) deny(w http.ResponseWriter, r *http.Request, msg string) {
-	g.logger.Info("denied", "audit", true, "principal", auth.PrincipalFrom(r.Context()).String(),
-		"host", clientHost(r), "method", r.Method, "path", r.URL.Path, "reason", msg)
+	g.auditLine(r, "denied", http.StatusForbidden, msg)
 	writeError(w, http.StatusForbidden, codeDenied, msg)
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -72,6 +73,7 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 		if !errors.As(err, &ue) {
 			return // the client went away
 		}
+		g.auditLine(r, "unauthenticated", http.StatusUnauthorized, "login of "+fmt.Sprintf("%q", body.Username)+": "+ue.msg)
 		writeError(w, http.StatusUnauthorized, codeUnauthenticated, ue.msg)
 		return
 	}
@@ -82,6 +84,7 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 	if rec, ok := w.(principalSetter); ok {
 		rec.setPrincipal(p)
 	}
+	g.auditLine(r.WithContext(auth.WithPrincipal(r.Context(), p)), "allowed", http.StatusOK, "login")
 	writeJSON(w, http.StatusOK, typeJSON, sessionAnswer{Principal: p.String(), Authenticated: true, ExpiresAt: &expires})
 }
 
