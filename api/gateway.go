@@ -74,6 +74,9 @@ type Config struct {
 	// Authorizer decides every request's actions (authz.go), the same one
 	// the Kafka listener asks; nil: everything is allowed.
 	Authorizer auth.Authorizer
+	// RequestsPerSecond limits each principal's requests (ratelimit.go);
+	// 0: no limit.
+	RequestsPerSecond int64
 }
 
 // Defaults fills zero fields.
@@ -131,6 +134,8 @@ type Gateway struct {
 	guard  *webGuard
 	// authn is Config.Auth in use; nil when authentication is off.
 	authn *authenticator
+	// limiter is Config.RequestsPerSecond in use; nil: no limit.
+	limiter *requestLimiter
 }
 
 // New builds a gateway; mount Handler on an http.Server (see NewHTTPServer).
@@ -141,6 +146,9 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{broker: b, groups: cfg.Groups, cfg: cfg, logger: cfg.Logger.With("component", "http"),
 		obs: newObserver(cfg.Metrics), guard: newWebGuard(cfg)}
+	if cfg.RequestsPerSecond > 0 {
+		g.limiter = newRequestLimiter(cfg.RequestsPerSecond, nil)
+	}
 	if cfg.Auth != nil {
 		a, err := newAuthenticator(*cfg.Auth)
 		if err != nil {
@@ -154,7 +162,7 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 // Handler is the whole route tree.
 func (g *Gateway) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(g.observe, g.limitBody, g.guard.middleware, g.authenticate)
+	r.Use(g.observe, g.limitBody, g.guard.middleware, g.authenticate, g.rateLimit)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, codeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})

@@ -17,8 +17,9 @@ import (
 )
 
 type testEnv struct {
-	broker *server.Broker
-	url    string
+	broker  *server.Broker
+	gateway *Gateway
+	url     string
 }
 
 func newTestEnv(t *testing.T, mutate ...func(*server.Config, *Config)) *testEnv {
@@ -38,11 +39,12 @@ func newTestEnv(t *testing.T, mutate ...func(*server.Config, *Config)) *testEnv 
 	}
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { srv.Close(); b.Close() })
-	return &testEnv{broker: b, url: srv.URL}
+	return &testEnv{broker: b, gateway: g, url: srv.URL}
 }
 
 type answer struct {
 	status int
+	header http.Header
 	body   []byte
 }
 
@@ -69,7 +71,7 @@ func (e *testEnv) request(t *testing.T, method, path string, headers map[string]
 	}
 	defer res.Body.Close()
 	data, _ := io.ReadAll(res.Body)
-	return answer{status: res.StatusCode, body: data}
+	return answer{status: res.StatusCode, header: res.Header, body: data}
 }
 
 func (a answer) decode(t *testing.T, v any) {
