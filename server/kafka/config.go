@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -42,6 +43,21 @@ type Config struct {
 	// SecurityProtocol is the listener's security.protocol. Default
 	// PLAINTEXT.
 	SecurityProtocol auth.SecurityProtocol
+	// Credentials are the users' SCRAM verifiers a SASL listener checks
+	// clients against; required when SecurityProtocol is SASL_*.
+	Credentials auth.Credentials
+	// SaslMechanisms are the mechanisms offered (sasl.enabled.mechanisms):
+	// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. Default all three.
+	SaslMechanisms []string
+	// SaslSecret keys the salts invented for unknown users, so a SCRAM
+	// exchange looks the same whether the user exists or not. It should be
+	// the same on every broker and across restarts. Default: random per
+	// process.
+	SaslSecret []byte
+	// ReauthTimeout is connections.max.reauth.ms (KIP-368): a SASL
+	// session lasts this long, then the client must authenticate again on
+	// the same connection or be disconnected. 0, the default: forever.
+	ReauthTimeout time.Duration
 	// InterBroker serves the controller's orders (LeaderAndIsr,
 	// StopReplica): on for a broker of a cluster, off on a single node.
 	InterBroker bool
@@ -135,6 +151,19 @@ func (c *Config) Defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.SaslMechanisms == nil {
+		c.SaslMechanisms = DefaultSaslMechanisms()
+	}
+	if c.SaslSecret == nil {
+		c.SaslSecret = make([]byte, 32)
+		rand.Read(c.SaslSecret)
+	}
+}
+
+// DefaultSaslMechanisms is sasl.enabled.mechanisms' default here (Kafka's
+// is GSSAPI, which ferry does not serve).
+func DefaultSaslMechanisms() []string {
+	return []string{auth.MechanismScramSHA256, auth.MechanismScramSHA512, auth.MechanismPlain}
 }
 
 // Validate reports the first invalid field.
@@ -153,6 +182,17 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max.connections.per.ip %d: must not be negative (0: unbounded)", c.MaxConnectionsPerIP)
 	case c.FetchMaxBytes < 1024:
 		return fmt.Errorf("fetch.max.bytes %d: must be at least 1024", c.FetchMaxBytes)
+	case c.ReauthTimeout < 0:
+		return fmt.Errorf("connections.max.reauth.ms %v: must not be negative", c.ReauthTimeout)
+	case c.SecurityProtocol.SASL() && c.Credentials == nil:
+		return fmt.Errorf("a %s listener needs a credential store", c.SecurityProtocol)
+	case c.SecurityProtocol.SASL() && len(c.SaslMechanisms) == 0:
+		return fmt.Errorf("a %s listener needs at least one of sasl.enabled.mechanisms", c.SecurityProtocol)
+	}
+	for _, m := range c.SaslMechanisms {
+		if _, err := auth.NewSaslExchange(m, auth.NewCredentialSet(), nil); err != nil {
+			return fmt.Errorf("sasl.enabled.mechanisms: %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m)
+		}
 	}
 	for ip, n := range c.MaxConnectionsPerIPOverrides {
 		if _, err := netip.ParseAddr(ip); err != nil {
