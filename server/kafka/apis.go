@@ -75,6 +75,8 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{45, 0, 0, (*Server).handleAlterPartitionReassignments, false},
 		{46, 0, 0, (*Server).handleListPartitionReassignments, false},
 		{47, 0, 0, (*Server).handleOffsetDelete, false},
+		{50, 0, 0, (*Server).handleDescribeUserScramCredentials, false},
+		{51, 0, 0, (*Server).handleAlterUserScramCredentials, false},
 		{60, 0, 1, (*Server).handleDescribeCluster, false},
 		{61, 0, 0, (*Server).handleDescribeProducers, false},
 	}

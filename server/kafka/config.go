@@ -46,6 +46,11 @@ type Config struct {
 	// Credentials are the users' SCRAM verifiers a SASL listener checks
 	// clients against; required when SecurityProtocol is SASL_*.
 	Credentials auth.Credentials
+	// Users is the store DescribeUserScramCredentials and
+	// AlterUserScramCredentials read and change (the data dir's file, or
+	// ZooKeeper); nil: they fail with SECURITY_DISABLED. When Credentials
+	// is nil, Users is also what SASL checks against.
+	Users auth.CredentialStore
 	// SaslMechanisms are the mechanisms offered (sasl.enabled.mechanisms):
 	// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. Default all three.
 	SaslMechanisms []string
@@ -150,6 +155,9 @@ func (c *Config) Defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Credentials == nil && c.Users != nil {
+		c.Credentials = c.Users
 	}
 	if c.SaslMechanisms == nil {
 		c.SaslMechanisms = DefaultSaslMechanisms()
