@@ -38,6 +38,9 @@ type clusterNode struct {
 	// its topics, so no change made meanwhile is missed.
 	configChanges *zookeeper.Watch[[]string]
 	configCursor  *zookeeper.ConfigChanges
+	// users is the cluster's SCRAM credentials, read at join and
+	// refreshed by followConfigChanges.
+	users *zookeeper.UserStore
 	// disconnected: the ZooKeeper session has no connection now.
 	disconnected atomic.Bool
 	// peers maps each registered broker to its HTTP gateway, following
@@ -94,6 +97,9 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 		return nil, fmt.Errorf("--zookeeper %s: closed while reading /config/changes", s.zookeeper)
 	}
 	n.configCursor = zk.ConfigChangesAfter(names)
+	if n.users, err = zk.OpenUserStore(); err != nil {
+		n.logger.Warn("reading the users' credentials", "err", err) // the readable ones are served
+	}
 	n.meta = zookeeper.NewMetadata(zk, clusterID)
 	s.broker.Metadata, s.broker.ISRStore, s.broker.AwaitRoles = n.meta, n.meta, true
 	s.broker.ProducerIDs = zk
@@ -130,6 +136,11 @@ func (n *clusterNode) followConfigChanges(b *server.Broker) {
 			if changed.Brokers {
 				if err := b.ReloadBrokerConfigs(); err != nil {
 					n.logger.Warn("applying changed broker configs", "err", err)
+				}
+			}
+			if len(changed.Users) > 0 {
+				if err := n.users.Reload(changed.Users); err != nil {
+					n.logger.Warn("applying changed user credentials", "err", err)
 				}
 			}
 			for _, t := range changed.Topics {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -162,4 +163,28 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// saslSecretFileName holds a single node's key for unknown users' salts.
+const saslSecretFileName = "sasl-secret"
+
+// LoadOrCreateSecret reads dir's SASL secret, creating a random one the
+// first time, so unknown users' salts stay the same across restarts.
+func LoadOrCreateSecret(dir string) ([]byte, error) {
+	path := filepath.Join(dir, saslSecretFileName)
+	data, err := os.ReadFile(path)
+	if err == nil && len(data) >= 16 {
+		return data, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("sasl secret: %w", err)
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(path, secret, 0o600); err != nil {
+		return nil, fmt.Errorf("sasl secret: %w", err)
+	}
+	return secret, nil
 }
