@@ -89,11 +89,20 @@ func ScramCredentialFromSalt(m ScramMechanism, password string, salt []byte, ite
 	if err := checkScram(m, iterations); err != nil {
 		return ScramCredential{}, err
 	}
-	salted, err := pbkdf2.Key(m.Hash(), password, salt, iterations, m.Hash()().Size())
+	salted, err := SaltedPassword(m, password, salt, iterations)
 	if err != nil {
 		return ScramCredential{}, err
 	}
 	return ScramCredentialFromSaltedPassword(m, salted, salt, iterations)
+}
+
+// SaltedPassword is RFC 5802's SaltedPassword, Hi(password, salt, i): what
+// AlterUserScramCredentials carries instead of the password.
+func SaltedPassword(m ScramMechanism, password string, salt []byte, iterations int) ([]byte, error) {
+	if err := checkScram(m, iterations); err != nil {
+		return nil, err
+	}
+	return pbkdf2.Key(m.Hash(), password, salt, iterations, m.Hash()().Size())
 }
 
 // ScramCredentialFromSaltedPassword is the verifier of an already salted
