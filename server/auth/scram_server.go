@@ -342,8 +342,12 @@ func (s *ScramServer) clientFinal(msg string) ([]byte, error) {
 	if string(cf.ChannelBinding) != s.gs2Header {
 		return nil, badMessage("channel binding c= does not repeat the GS2 header")
 	}
-	if subtle.ConstantTimeCompare([]byte(cf.Nonce), []byte(s.nonce)) != 1 {
-		return nil, badMessage("nonce r= is not the server's")
+	// RFC 5802 wants r= to be exactly the server-first nonce. Kafka only
+	// checks that it ends with it, and librdkafka 2.0 relies on that: it
+	// sends its own nonce before the server's combined one. The nonce still
+	// has to carry this exchange's fresh server part.
+	if !strings.HasSuffix(cf.Nonce, s.nonce) {
+		return nil, badMessage("nonce r= does not end with the server's")
 	}
 	authMessage := []byte(s.clientFirstBare + "," + s.serverFirst + "," + cf.WithoutProof)
 	signature := hmacSum(s.mech, s.cred.StoredKey, authMessage)

@@ -101,6 +101,7 @@ func TestScramServerRefusesBrokenClientFinals(t *testing.T) {
 	for name, final := range map[string]string{
 		"other nonce":          "c=biws,r=rOprNGfwEbeRWgbNEkqOother," + proof,
 		"client nonce only":    "c=biws,r=rOprNGfwEbeRWgbNEkqO," + proof,
+		"nonce with a suffix":  "c=biws,r=" + nonce + "x," + proof,
 		"binding not repeated": "c=eSws,r=" + nonce + "," + proof,
 		"no proof":             "c=biws,r=" + nonce,
 		"proof not base64":     "c=biws,r=" + nonce + ",p=!!",
