@@ -152,6 +152,14 @@ var serveOptions = []option{
 			}
 			return nil
 		}},
+	{"connection-failed-authentication-delay-ms", []string{"connection.failed.authentication.delay.ms"}, "hold the answer to a failed SASL authentication this long, against password guessing (0: none)", "100",
+		func(s *serveSettings, v string) error {
+			err := parseMillis(&s.kafkaLimits.FailedAuthenticationDelay, v)
+			if s.kafkaLimits.FailedAuthenticationDelay == 0 {
+				s.kafkaLimits.FailedAuthenticationDelay = -1 // kafka.Config reads 0 as its default
+			}
+			return err
+		}},
 	{"connections-max-reauth-ms", []string{"connections.max.reauth.ms"}, "a SASL session lasts this long; the client must then re-authenticate on its connection or be disconnected (KIP-368; 0: forever)", "0",
 		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.ReauthTimeout, v) }},
 	{"advertised-kafka-addr", []string{"advertised.listeners", "advertised.kafka.addr"}, "host:port clients are told to use (default: kafka-addr, with localhost for an empty host)", "",

@@ -3,10 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ferry-mq/ferry/server/auth"
+	"github.com/ferry-mq/ferry/server/kafka"
 )
 
 // replica.high.watermark.checkpoint.interval.ms is Kafka's key and
@@ -65,5 +67,15 @@ func TestSecuritySettings(t *testing.T) {
 		if _, _, err := loadServeSettings([]string{"--kafka-addr", bad}); err == nil {
 			t.Errorf("listeners %s accepted", bad)
 		}
+	}
+}
+
+// Until brokers have a listener of their own, a cluster refuses a SASL
+// Kafka listener: their own connections would be shut out.
+func TestClusterRefusesSaslListener(t *testing.T) {
+	cfg := kafka.Config{SecurityProtocol: auth.SASLPlaintext}
+	err := openCredentials(&cfg, serveSettings{}, &clusterNode{})
+	if err == nil || !strings.Contains(err.Error(), "SASL_PLAINTEXT") {
+		t.Fatalf("a SASL listener on a cluster: %v", err)
 	}
 }

@@ -99,3 +99,19 @@ func TestScramCredentialRoundTripsKafkasFormat(t *testing.T) {
 		t.Error("a SHA-256 verifier parsed as SHA-512")
 	}
 }
+
+func TestSecretIsCreatedOnceAndKept(t *testing.T) {
+	dir := t.TempDir()
+	a, err := LoadOrCreateSecret(dir)
+	if err != nil || len(a) != 32 {
+		t.Fatalf("secret %d bytes: %v", len(a), err)
+	}
+	b, err := LoadOrCreateSecret(dir)
+	if err != nil || string(a) != string(b) {
+		t.Fatalf("the secret changed across loads: %v", err)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, saslSecretFileName))
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", fi.Mode().Perm())
+	}
+}

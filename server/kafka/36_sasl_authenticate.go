@@ -14,6 +14,7 @@ package kafka
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,13 +52,31 @@ func (s *Server) handleSaslAuthenticate(ctx context.Context, kreq kmsg.Request) 
 	return resp
 }
 
-// saslFailed answers SASL_AUTHENTICATION_FAILED and closes the connection
-// once the answer is out.
+// saslFailed answers SASL_AUTHENTICATION_FAILED, after
+// FailedAuthenticationDelay, and closes the connection once the answer is
+// out.
 func (s *Server) saslFailed(c *conn, resp *kmsg.SASLAuthenticateResponse, msg string) kmsg.Response {
+	s.delayFailedAuthentication()
 	resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 	resp.ErrorMessage = kmsg.StringPtr(msg)
 	resp.SASLAuthBytes = nil
 	c.sasl.exchange = nil
 	c.closeAfterResponse = true
 	return resp
+}
+
+// delayFailedAuthentication waits FailedAuthenticationDelay, or until
+// Shutdown. It runs on the failed connection's reader, holding up no one
+// else.
+func (s *Server) delayFailedAuthentication() {
+	d := s.cfg.FailedAuthenticationDelay
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.ctx.Done():
+	}
 }

@@ -30,6 +30,9 @@ const (
 	// arrive once its size has been read. Clients give up on a request
 	// after request.timeout.ms (30 s by default) anyway.
 	DefaultRequestReadTimeout = time.Minute
+	// DefaultFailedAuthenticationDelay is
+	// connection.failed.authentication.delay.ms.
+	DefaultFailedAuthenticationDelay = 100 * time.Millisecond
 	// fallbackMaxConnections is max.connections where the open-file limit
 	// cannot be read.
 	fallbackMaxConnections = 10000
@@ -63,6 +66,11 @@ type Config struct {
 	// session lasts this long, then the client must authenticate again on
 	// the same connection or be disconnected. 0, the default: forever.
 	ReauthTimeout time.Duration
+	// FailedAuthenticationDelay holds the answer to a failed SASL
+	// authentication this long before the connection closes
+	// (connection.failed.authentication.delay.ms), slowing password
+	// guessing. Default 100 ms, as in Kafka; negative: none.
+	FailedAuthenticationDelay time.Duration
 	// InterBroker serves the controller's orders (LeaderAndIsr,
 	// StopReplica): on for a broker of a cluster, off on a single node.
 	InterBroker bool
@@ -161,6 +169,9 @@ func (c *Config) Defaults() {
 	}
 	if c.SaslMechanisms == nil {
 		c.SaslMechanisms = DefaultSaslMechanisms()
+	}
+	if c.FailedAuthenticationDelay == 0 {
+		c.FailedAuthenticationDelay = DefaultFailedAuthenticationDelay
 	}
 	if c.SaslSecret == nil {
 		c.SaslSecret = make([]byte, 32)

@@ -102,6 +102,7 @@ func (c *conn) handleRawToken(token []byte) (outgoing, bool) {
 	answer, done, err := st.exchange.Step(token)
 	if err != nil {
 		c.logSaslFailure(err)
+		c.s.delayFailedAuthentication()
 		return outgoing{}, false
 	}
 	if done {

@@ -288,6 +288,7 @@ func FuzzSaslConnection(f *testing.F) {
 	users := saslUsers(f)
 	ts := newTestServer(f, func(c *Config) {
 		c.SecurityProtocol, c.Credentials, c.MaxRequestBytes = auth.SASLPlaintext, users, 1<<16
+		c.FailedAuthenticationDelay = -1
 	})
 	f.Fuzz(func(t *testing.T, raw bool, data []byte) {
 		nc, err := net.Dial("tcp", ts.addr)
@@ -313,4 +314,23 @@ func FuzzSaslConnection(f *testing.F) {
 			t.Fatalf("%d requests panicked", n)
 		}
 	})
+}
+
+// A failed authentication is answered only after the delay, so a guesser
+// gets a few tries a second per connection.
+func TestSaslFailureIsDelayed(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	ts := newSaslServer(t, func(c *Config) { c.FailedAuthenticationDelay = delay })
+	c := ts.dial(t)
+	start := time.Now()
+	resp := authenticate(t, c, plain.Auth{User: "alice", Pass: "guess"}.AsMechanism(), 1)
+	if took := time.Since(start); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code || took < delay {
+		t.Fatalf("code %d after %v, want SASL_AUTHENTICATION_FAILED after at least %v", resp.ErrorCode, took, delay)
+	}
+	c = ts.dial(t)
+	start = time.Now()
+	authenticate(t, c, plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism(), 1)
+	if took := time.Since(start); took >= delay {
+		t.Errorf("a successful authentication took %v", took)
+	}
 }
