@@ -334,3 +334,35 @@ func TestSaslFailureIsDelayed(t *testing.T) {
 		t.Errorf("a successful authentication took %v", took)
 	}
 }
+
+// The handlers run on the connection's reader; driven directly, they show
+// the connection runs as User:<name> once, and only once, it authenticated.
+func TestSaslSetsTheConnectionsPrincipal(t *testing.T) {
+	ts := newSaslServer(t)
+	c := &conn{s: ts.Server, protocol: auth.SASLPlaintext, principal: auth.Anonymous}
+	ctx := context.WithValue(context.Background(), requestClientKey{}, requestClient{conn: c})
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism, hs.Version = auth.MechanismScramSHA512, 1
+	if r := ts.handleSaslHandshake(ctx, hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+		t.Fatalf("handshake: %d", r.ErrorCode)
+	}
+	sess, token, _ := scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha512Mechanism().Authenticate(ctx, "x")
+	for done := false; !done; {
+		if c.principal != auth.Anonymous {
+			t.Fatalf("principal %v before the exchange ended", c.principal)
+		}
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.Version, req.SASLAuthBytes = 2, token
+		r := ts.handleSaslAuthenticate(ctx, req).(*kmsg.SASLAuthenticateResponse)
+		if r.ErrorCode != 0 {
+			t.Fatalf("authenticate: %d", r.ErrorCode)
+		}
+		var err error
+		if done, token, err = sess.Challenge(r.SASLAuthBytes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.principal != auth.User("bob") || c.closeAfterResponse {
+		t.Fatalf("principal %v, close %v; want User:bob, open", c.principal, c.closeAfterResponse)
+	}
+}
