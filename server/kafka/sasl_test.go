@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/ferry-mq/ferry/server/auth"
+	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/records"
 )
 
@@ -364,5 +365,36 @@ func TestSaslSetsTheConnectionsPrincipal(t *testing.T) {
 	}
 	if c.principal != auth.User("bob") || c.closeAfterResponse {
 		t.Fatalf("principal %v, close %v; want User:bob, open", c.principal, c.closeAfterResponse)
+	}
+}
+
+// Failed logins are counted by error, for alerts on password guessing.
+func TestSaslFailuresAreCounted(t *testing.T) {
+	m := metrics.New()
+	ts := newSaslServer(t, func(c *Config) { c.Metrics, c.FailedAuthenticationDelay = m, -1 })
+	for range 3 {
+		authenticate(t, ts.dial(t), plain.Auth{User: "alice", Pass: "guess"}.AsMechanism(), 1)
+	}
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed float64
+	for _, f := range families {
+		if f.GetName() != "ferry_request_errors_total" {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range metric.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["api"] == "SASLAuthenticate" && labels["code"] == "SASL_AUTHENTICATION_FAILED" {
+				failed += metric.GetCounter().GetValue()
+			}
+		}
+	}
+	if failed != 3 {
+		t.Errorf("%v failed SASLAuthenticate counted, want 3", failed)
 	}
 }
