@@ -343,3 +343,54 @@ func TestSaslReauthentication(t *testing.T) {
 		return strings.Contains(node.Logs(), "closing connection: SASL session expired")
 	})
 }
+
+// `ferry users` through a SASL listener: the CLI authenticates with the
+// --sasl-* flags, salts the new password itself, and the new user logs in
+// until deleted. Client commands take the same flags.
+func TestSaslUsersCLIOnline(t *testing.T) {
+	node := saslNode(t)
+	dir := t.TempDir()
+	bobFile := filepath.Join(dir, "bob.pw")
+	os.WriteFile(bobFile, []byte(bobPassword+"\n"), 0o600)
+	as := []string{"--bootstrap", node.KafkaAddr, "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", "bob", "--sasl-password-file", bobFile}
+	const carolPassword = "carol-Pw-c0ffee"
+	run := func(stdin string, args ...string) cliResult {
+		res := runCLI(t, stdin, nil, append(args, as...)...)
+		for _, pw := range []string{alicePassword, bobPassword, carolPassword} {
+			if strings.Contains(res.stdout+res.stderr, pw) {
+				t.Errorf("ferry %v printed a password", args)
+			}
+		}
+		return res
+	}
+	if res := run(carolPassword+"\n", "users", "create", "carol", "--mechanism", "SCRAM-SHA-512", "--iterations", "8192"); res.code != 0 {
+		t.Fatalf("create carol: %d %s", res.code, res.stderr)
+	}
+	res := run("", "users", "list")
+	if got := squeeze(res.stdout); res.code != 0 || got != "alice SCRAM-SHA-256 iterations=4096\nbob SCRAM-SHA-512 iterations=4096\ncarol SCRAM-SHA-512 iterations=8192\n" {
+		t.Fatalf("users list: %d %q %s", res.code, got, res.stderr)
+	}
+	carol := scram.Auth{User: "carol", Pass: carolPassword}.AsSha512Mechanism()
+	createTopicAs(t, node, carol, "sasl-cli")
+	if res := run("", "topics", "list"); res.code != 0 || !strings.Contains(res.stdout, "sasl-cli") {
+		t.Fatalf("topics list as bob: %d %q %s", res.code, res.stdout, res.stderr)
+	}
+	if res := run("", "users", "delete", "carol"); res.code != 0 {
+		t.Fatalf("delete carol: %d %s", res.code, res.stderr)
+	}
+	c := dialRaw(t, node)
+	if resp := c.authenticate(carol); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+		t.Fatalf("deleted carol: code %d", resp.ErrorCode)
+	}
+	if res := run("", "users", "delete", "carol"); res.code == 0 || !strings.Contains(res.stderr, "RESOURCE_NOT_FOUND") {
+		t.Errorf("deleting carol twice: %d %s", res.code, res.stderr)
+	}
+	// Without credentials, a client command fails with Kafka's hint.
+	if res := runCLI(t, "", nil, "topics", "list", "--bootstrap", node.KafkaAddr); res.code == 0 {
+		t.Errorf("topics list without credentials succeeded")
+	}
+	if res := runCLI(t, "", nil, "users", "create", "dave", "--password-file", bobFile, "--bootstrap", node.KafkaAddr,
+		"--sasl-mechanism", "PLAIN", "--sasl-username", "bob"); res.code == 0 || !strings.Contains(res.stderr, "--sasl-password-file") {
+		t.Errorf("a mechanism without a password file: %d %s", res.code, res.stderr)
+	}
+}
