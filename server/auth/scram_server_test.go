@@ -280,3 +280,33 @@ func franzExchange(t *testing.T, server SaslExchange, client sasl.Mechanism) err
 	t.Fatal("exchange did not end")
 	return nil
 }
+
+// One SCRAM exchange costs the server two HMACs and a hash (the client
+// pays PBKDF2); PLAIN costs the server PBKDF2 at the user's iterations.
+func BenchmarkScramServerExchange(b *testing.B) {
+	c, _ := ScramCredentialFromSalt(ScramSHA256, "pencil", rfc7677.salt, 4096)
+	set := NewCredentialSet()
+	set.SetUser("user", UserCredentials{ScramSHA256: c})
+	b.ReportAllocs()
+	for b.Loop() {
+		s := NewScramServer(ScramSHA256, set, testSecret)
+		s.serverNonce = func() (string, error) { return rfc7677.serverNonce, nil }
+		s.Step([]byte(rfc7677.clientFirst))
+		if _, done, err := s.Step([]byte(rfc7677.clientFinal)); !done || err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPlainServer(b *testing.B) {
+	c, _ := NewScramCredential(ScramSHA256, "pw", 4096)
+	set := NewCredentialSet()
+	set.SetUser("alice", UserCredentials{ScramSHA256: c})
+	b.ReportAllocs()
+	for b.Loop() {
+		p := &PlainServer{creds: set, secret: testSecret}
+		if _, done, err := p.Step([]byte("\x00alice\x00pw")); !done || err != nil {
+			b.Fatal(err)
+		}
+	}
+}
