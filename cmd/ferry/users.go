@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -52,6 +53,10 @@ func (f *userStoreFlags) offline() (auth.CredentialStore, func(), error) {
 	case f.dataDir != "" && f.zookeeper != "":
 		return nil, nil, usageErr("--data-dir and --zookeeper: give one")
 	case f.dataDir != "":
+		if _, err := os.Stat(filepath.Join(f.dataDir, "ferry-topics.json")); err == nil {
+			// Nothing can tell a running node from a stopped one here.
+			fmt.Fprintln(os.Stderr, "ferry: note: this data dir has served before; a node running on it now does not see the change and may overwrite it: stop it first, or use --bootstrap")
+		}
 		s, err := auth.OpenFileStore(f.dataDir)
 		return s, func() {}, err
 	case f.zookeeper != "":
