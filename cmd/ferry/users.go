@@ -47,13 +47,14 @@ func newUserFlags(name string) (*flag.FlagSet, *userStoreFlags) {
 }
 
 // offline opens the store named by --data-dir or --zookeeper; nil when
-// neither is given (ask the broker at --bootstrap).
-func (f *userStoreFlags) offline() (auth.CredentialStore, func(), error) {
+// neither is given (ask the broker at --bootstrap). writes: the command
+// changes it.
+func (f *userStoreFlags) offline(writes bool) (auth.CredentialStore, func(), error) {
 	switch {
 	case f.dataDir != "" && f.zookeeper != "":
 		return nil, nil, usageErr("--data-dir and --zookeeper: give one")
 	case f.dataDir != "":
-		if _, err := os.Stat(filepath.Join(f.dataDir, "ferry-topics.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(f.dataDir, "ferry-topics.json")); err == nil && writes {
 			// Nothing can tell a running node from a stopped one here.
 			fmt.Fprintln(os.Stderr, "ferry: note: this data dir has served before; a node running on it now does not see the change and may overwrite it: stop it first, or use --bootstrap")
 		}
@@ -103,7 +104,7 @@ func usersCreate(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, closeStore, err := target.offline()
+	store, closeStore, err := target.offline(true)
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func usersList(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, closeStore, err := target.offline()
+	store, closeStore, err := target.offline(false)
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func usersDelete(args []string) error {
 		}
 		only = []auth.ScramMechanism{m}
 	}
-	store, closeStore, err := target.offline()
+	store, closeStore, err := target.offline(true)
 	if err != nil {
 		return err
 	}
