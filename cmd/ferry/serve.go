@@ -692,7 +692,8 @@ func openCredentials(kcfg *kafka.Config, s serveSettings, node *clusterNode) err
 		if _, err := rand.Read(proposed); err != nil {
 			return err
 		}
-		secret, err := node.zk.GetOrCreateSaslSecret(proposed)
+		// One secret for every broker, so all answer an unknown user alike.
+		secret, err := node.zk.GetOrCreateSecret("sasl-unknown-user-salts", proposed)
 		if err != nil {
 			return err
 		}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/ferry-mq/ferry/server/auth"
 )
 
@@ -170,29 +168,4 @@ func (s *UserStore) change(user string, edit func(map[string]string) error) erro
 	}
 	s.set.SetUser(user, u)
 	return nil
-}
-
-// saslSecretPath holds the key every broker derives unknown users' SCRAM
-// salts from (ferry's own znode; Kafka has none), so all brokers answer an
-// unknown user alike.
-const saslSecretPath = "/ferry/sasl_secret"
-
-// GetOrCreateSaslSecret returns the cluster's secret, creating it from
-// proposed when there is none yet.
-func (c *Client) GetOrCreateSaslSecret(proposed []byte) ([]byte, error) {
-	err := c.do(func(bool) error {
-		if err := c.ensurePath("/ferry"); err != nil {
-			return err
-		}
-		_, err := c.conn.Create(c.abs(saslSecretPath), proposed, 0, openACL)
-		return err
-	})
-	if err == nil {
-		return proposed, nil
-	}
-	if !errors.Is(err, zk.ErrNodeExists) {
-		return nil, fmt.Errorf("zookeeper: create %s: %w", saslSecretPath, err)
-	}
-	data, _, err := c.get(saslSecretPath)
-	return data, err
 }
