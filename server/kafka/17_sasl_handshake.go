@@ -30,6 +30,7 @@ func (s *Server) handleSaslHandshake(ctx context.Context, kreq kmsg.Request) kms
 	c := requestClientFrom(ctx).conn
 	if c == nil || !c.protocol.SASL() {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
+		resp.SupportedMechanisms = nil // as Kafka answers on a listener without SASL
 		return resp
 	}
 	st := &c.sasl

@@ -261,8 +261,13 @@ func TestSaslReauthenticationKeepsTheUser(t *testing.T) {
 func TestPlaintextListenerRefusesSasl(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.dial(t)
-	if hs := handshake(c, auth.MechanismPlain, 1); hs.ErrorCode != kerr.IllegalSaslState.Code {
-		t.Errorf("handshake on PLAINTEXT: code %d", hs.ErrorCode)
+	if hs := handshake(c, auth.MechanismPlain, 1); hs.ErrorCode != kerr.IllegalSaslState.Code || len(hs.SupportedMechanisms) != 0 {
+		t.Errorf("handshake on PLAINTEXT: code %d mechanisms %v", hs.ErrorCode, hs.SupportedMechanisms)
+	}
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.SASLAuthBytes = []byte("\x00alice\x00alice-secret")
+	if r := do[*kmsg.SASLAuthenticateResponse](c, req, 2); r.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Errorf("authenticate on PLAINTEXT: code %d", r.ErrorCode)
 	}
 	metadataWorks(t, c)
 }
