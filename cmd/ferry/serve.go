@@ -569,6 +569,10 @@ func runServe(args []string) error {
 		closeCore()
 		return err
 	}
+	if kcfg.SecurityProtocol.SASL() && len(kcfg.Users.Users()) == 0 {
+		logger.Warn("the Kafka listener asks for SASL but there are no users yet: create one with `ferry users create NAME --data-dir " +
+			s.broker.DataDir + "` while the node is stopped")
+	}
 	if node != nil {
 		if err := node.runController(logger, m, s); err != nil {
 			closeCore()
