@@ -327,6 +327,8 @@ func TestSaslReauthentication(t *testing.T) {
 	// Each connection authenticated once, and again at least twice.
 	if hs, conns := hooks.handshakes.Load(), hooks.connects.Load(); hs < conns+2 {
 		t.Fatalf("%d handshakes on %d connections: no re-authentication", hs, conns)
+	} else {
+		t.Logf("%d records over %v, %d handshakes on %d connections", produced, time.Since(start).Round(time.Millisecond), hs, conns)
 	}
 	checkSequence(t, consumeFranz(t, node, "sasl-reauth", 0, produced, kgo.SASL(bobScram512)), "sasl-reauth")
 
