@@ -27,8 +27,8 @@ func usageErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 }
 
-// newClientFlags returns a flag set with --bootstrap, the flag every
-// client subcommand shares.
+// newClientFlags returns a flag set with --bootstrap and the SASL flags,
+// which every client subcommand shares.
 func newClientFlags(name string) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("ferry "+name, flag.ContinueOnError)
 	def := os.Getenv("FERRY_BOOTSTRAP")
@@ -36,7 +36,16 @@ func newClientFlags(name string) (*flag.FlagSet, *string) {
 		def = "localhost:9092"
 	}
 	bootstrap := fs.String("bootstrap", def, "Kafka bootstrap brokers, host:port[,host:port…] (env FERRY_BOOTSTRAP)")
+	addSaslFlags(fs, &kcli.DefaultAuth)
 	return fs, bootstrap
+}
+
+// addSaslFlags adds --sasl-mechanism, --sasl-username and
+// --sasl-password-file (each also FERRY_SASL_* in the environment).
+func addSaslFlags(fs *flag.FlagSet, a *kcli.Auth) {
+	fs.StringVar(&a.Mechanism, "sasl-mechanism", os.Getenv("FERRY_SASL_MECHANISM"), "authenticate with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (env FERRY_SASL_MECHANISM)")
+	fs.StringVar(&a.User, "sasl-username", os.Getenv("FERRY_SASL_USERNAME"), "SASL user name (env FERRY_SASL_USERNAME)")
+	fs.StringVar(&a.PasswordFile, "sasl-password-file", os.Getenv("FERRY_SASL_PASSWORD_FILE"), "file whose first line is the SASL password (env FERRY_SASL_PASSWORD_FILE)")
 }
 
 // parseArgs parses flags placed before, between or after positional

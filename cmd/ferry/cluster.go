@@ -38,6 +38,12 @@ type clusterNode struct {
 	// its topics, so no change made meanwhile is missed.
 	configChanges *zookeeper.Watch[[]string]
 	configCursor  *zookeeper.ConfigChanges
+	// users is the cluster's SCRAM credentials, read at join and
+	// refreshed by followConfigChanges; usersStale: some could not be
+	// read, so every change re-reads them all until that succeeds (only
+	// followConfigChanges' goroutine touches it once started).
+	users      *zookeeper.UserStore
+	usersStale bool
 	// disconnected: the ZooKeeper session has no connection now.
 	disconnected atomic.Bool
 	// peers maps each registered broker to its HTTP gateway, following
@@ -94,6 +100,10 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 		return nil, fmt.Errorf("--zookeeper %s: closed while reading /config/changes", s.zookeeper)
 	}
 	n.configCursor = zk.ConfigChangesAfter(names)
+	if n.users, err = zk.OpenUserStore(); err != nil {
+		n.logger.Warn("reading the users' credentials", "err", err) // the readable ones are served
+		n.usersStale = true
+	}
 	n.meta = zookeeper.NewMetadata(zk, clusterID)
 	s.broker.Metadata, s.broker.ISRStore, s.broker.AwaitRoles = n.meta, n.meta, true
 	s.broker.ProducerIDs = zk
@@ -132,6 +142,7 @@ func (n *clusterNode) followConfigChanges(b *server.Broker) {
 					n.logger.Warn("applying changed broker configs", "err", err)
 				}
 			}
+			n.reloadUsers(changed.Users)
 			for _, t := range changed.Topics {
 				if err := b.ReloadTopicConfigs(t); err != nil {
 					n.logger.Warn("applying a topic's changed configs", "topic", t, "err", err)
@@ -139,6 +150,25 @@ func (n *clusterNode) followConfigChanges(b *server.Broker) {
 			}
 		}
 	}()
+}
+
+// reloadUsers applies the credentials of the users a change names, or of
+// everyone while an earlier read failed.
+func (n *clusterNode) reloadUsers(changed []string) {
+	if n.usersStale {
+		if err := n.users.ReloadAll(); err != nil {
+			n.logger.Warn("reading the users' credentials", "err", err)
+			return
+		}
+		n.usersStale = false
+		return
+	}
+	if len(changed) == 0 {
+		return
+	}
+	if err := n.users.Reload(changed); err != nil {
+		n.logger.Warn("applying changed user credentials", "err", err)
+	}
 }
 
 // runController campaigns for /controller and acts as the controller

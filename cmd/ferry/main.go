@@ -16,7 +16,8 @@ Usage:
   ferry version           print the version
 
 Kafka clients of a running node (--bootstrap host:port, default localhost:9092,
-env FERRY_BOOTSTRAP; add -h to any command for its flags):
+env FERRY_BOOTSTRAP; on a SASL listener --sasl-mechanism M --sasl-username U
+--sasl-password-file F; add -h to any command for its flags):
   ferry topics create NAME [--partitions N] [--replication-factor R] [--config k=v]…
   ferry topics list
   ferry topics describe [NAME…]
@@ -36,6 +37,11 @@ env FERRY_BOOTSTRAP; add -h to any command for its flags):
   ferry brokers decommission N [--wait D]   move every replica off broker N
   ferry leader-election --election-type preferred|unclean
                           (--topic T --partition P | --all-topic-partitions)
+  ferry users create NAME [--mechanism SCRAM-SHA-256|SCRAM-SHA-512] [--iterations N]
+                          [--password-file F]   (default: the password from stdin)
+  ferry users list [NAME…] | delete NAME [--mechanism M]
+                          (offline instead of --bootstrap: --data-dir D of a stopped
+                          single node, or --zookeeper Z of a cluster)
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
 
 `
@@ -66,6 +72,8 @@ func main() {
 		err = runBrokers(os.Args[2:])
 	case "reassign":
 		err = runReassign(os.Args[2:])
+	case "users":
+		err = runUsers(os.Args[2:])
 	case "leader-election":
 		err = runLeaderElection(os.Args[2:])
 	case "version", "--version":

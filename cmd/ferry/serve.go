@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/ferry-mq/ferry/api"
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/forward"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/kafka"
@@ -63,6 +65,11 @@ type serveSettings struct {
 	// kafkaLimits are the Kafka listener's resource limits; Addr,
 	// AdvertisedAddr, Logger and Metrics are filled in runServe.
 	kafkaLimits kafka.Config
+	// security is --security (ferry.security.enable): with no explicit
+	// protocol in listeners, the Kafka listener is SASL_PLAINTEXT.
+	security bool
+	// kafkaProtocolSet: listeners named the protocol (SASL_PLAINTEXT://…).
+	kafkaProtocolSet bool
 }
 
 // option is one serve setting with its three spellings: --flag,
@@ -126,8 +133,35 @@ var serveOptions = []option{
 			s.schemasReplicationFactor = int16(n)
 			return err
 		}},
-	{"kafka-addr", []string{"listeners", "kafka.addr"}, "Kafka protocol listen address (listeners=PLAINTEXT://host:port also works)", ":9092",
-		func(s *serveSettings, v string) error { s.kafkaAddr = listenerAddr(v); return nil }},
+	{"kafka-addr", []string{"listeners", "kafka.addr"}, "Kafka protocol listen address (listeners=PLAINTEXT://host:port or SASL_PLAINTEXT://host:port also works)", ":9092",
+		func(s *serveSettings, v string) error {
+			addr, protocol, named, err := parseListener(v)
+			s.kafkaAddr = addr
+			if named {
+				s.kafkaLimits.SecurityProtocol, s.kafkaProtocolSet = protocol, true
+			}
+			return err
+		}},
+	{"security", []string{"ferry.security.enable"}, "turn security on: the Kafka listener becomes SASL_PLAINTEXT unless listeners names a protocol", "false",
+		func(s *serveSettings, v string) (err error) { s.security, err = strconv.ParseBool(v); return err }},
+	{"sasl-enabled-mechanisms", []string{"sasl.enabled.mechanisms"}, "SASL mechanisms a SASL listener offers: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN", strings.Join(kafka.DefaultSaslMechanisms(), ","),
+		func(s *serveSettings, v string) error {
+			s.kafkaLimits.SaslMechanisms = splitList(v)
+			if len(s.kafkaLimits.SaslMechanisms) == 0 {
+				return errors.New("name at least one mechanism")
+			}
+			return nil
+		}},
+	{"connection-failed-authentication-delay-ms", []string{"connection.failed.authentication.delay.ms"}, "hold the answer to a failed SASL authentication this long, against password guessing (0: none)", "100",
+		func(s *serveSettings, v string) error {
+			err := parseMillis(&s.kafkaLimits.FailedAuthenticationDelay, v)
+			if s.kafkaLimits.FailedAuthenticationDelay == 0 {
+				s.kafkaLimits.FailedAuthenticationDelay = -1 // kafka.Config reads 0 as its default
+			}
+			return err
+		}},
+	{"connections-max-reauth-ms", []string{"connections.max.reauth.ms"}, "a SASL session lasts this long; the client must then re-authenticate on its connection or be disconnected (KIP-368; 0: forever)", "0",
+		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.ReauthTimeout, v) }},
 	{"advertised-kafka-addr", []string{"advertised.listeners", "advertised.kafka.addr"}, "host:port clients are told to use (default: kafka-addr, with localhost for an empty host)", "",
 		func(s *serveSettings, v string) error { s.advertisedKafkaAddr = listenerAddr(v); return nil }},
 	{"advertised-http-addr", []string{"ferry.advertised.http.addr"}, "host:port the other brokers of a cluster reach this node's HTTP gateway at (default: http-addr, with the advertised Kafka host for an empty host)", "",
@@ -257,6 +291,24 @@ func ownHostNames(s serveSettings) []string {
 	return names
 }
 
+// parseListener reads listeners: host:port, or one PROTOCOL://host:port
+// with a protocol this listener can run (named reports one was given).
+// Several listeners and TLS come with listener maps.
+func parseListener(v string) (addr string, protocol auth.SecurityProtocol, named bool, err error) {
+	if strings.Contains(v, ",") {
+		return listenerAddr(v), auth.Plaintext, false, fmt.Errorf("%q: one Kafka listener only", v)
+	}
+	scheme, rest, ok := strings.Cut(v, "://")
+	if !ok {
+		return v, auth.Plaintext, false, nil
+	}
+	protocol, err = auth.ParseSecurityProtocol(scheme)
+	if err == nil && protocol.TLS() {
+		err = fmt.Errorf("%s: TLS listeners are not served yet", protocol)
+	}
+	return rest, protocol, true, err
+}
+
 // listenerAddr turns Kafka's listeners syntax (PLAINTEXT://host:port) into host:port.
 func listenerAddr(v string) string {
 	v = strings.Split(v, ",")[0]
@@ -271,7 +323,14 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	values := map[string]*string{}
 	for _, o := range serveOptions {
-		values[o.flag] = fs.String(o.flag, o.def, o.usage+" (env "+envName(o.flag)+", properties "+strings.Join(o.keys, ", ")+")")
+		usage := o.usage + " (env " + envName(o.flag) + ", properties " + strings.Join(o.keys, ", ") + ")"
+		if switchOptions[o.flag] {
+			v := &switchValue{s: o.def}
+			fs.Var(v, o.flag, usage)
+			values[o.flag] = &v.s
+			continue
+		}
+		values[o.flag] = fs.String(o.flag, o.def, usage)
 	}
 	configPath := fs.String("config", os.Getenv("FERRY_CONFIG"), "Kafka-style server.properties file (env FERRY_CONFIG)")
 	if err := fs.Parse(args); err != nil {
@@ -305,6 +364,9 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 			return s, nil, fmt.Errorf("--%s=%s: %w", o.flag, v, err)
 		}
 	}
+	if s.security && !s.kafkaProtocolSet {
+		s.kafkaLimits.SecurityProtocol = auth.SASLPlaintext
+	}
 	if s.advertisedKafkaAddr == "" {
 		s.advertisedKafkaAddr = defaultAdvertised(s.kafkaAddr)
 	}
@@ -314,6 +376,17 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 	}
 	return s, warnings, nil
 }
+
+// switchOptions are the options given as a bare --flag (true), or
+// --flag=false.
+var switchOptions = map[string]bool{"security": true}
+
+// switchValue is a boolean flag kept as the string its option parses.
+type switchValue struct{ s string }
+
+func (v *switchValue) String() string     { return v.s }
+func (v *switchValue) Set(s string) error { v.s = s; return nil }
+func (v *switchValue) IsBoolFlag() bool   { return true }
 
 func envName(flagName string) string {
 	return "FERRY_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
@@ -492,6 +565,14 @@ func runServe(args []string) error {
 	kcfg := s.kafkaLimits
 	kcfg.Addr, kcfg.AdvertisedAddr, kcfg.Logger, kcfg.Metrics = s.kafkaAddr, s.advertisedKafkaAddr, logger, m
 	kcfg.InterBroker = node != nil
+	if err := openCredentials(&kcfg, s, node); err != nil {
+		closeCore()
+		return err
+	}
+	if kcfg.SecurityProtocol.SASL() && len(kcfg.Users.Users()) == 0 {
+		logger.Warn("the Kafka listener asks for SASL but there are no users yet: create one with `ferry users create NAME --data-dir " +
+			s.broker.DataDir + "` while the node is stopped")
+	}
 	if node != nil {
 		if err := node.runController(logger, m, s); err != nil {
 			closeCore()
@@ -522,7 +603,7 @@ func runServe(args []string) error {
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- httpServer.Serve(api.LimitListener(ln, httpCfg.MaxConnections)) }()
 	go func() { serveErr <- kafkaServer.Serve(kln) }()
-	logger.Info("ferry serving", "http", ln.Addr().String(), "kafka", kln.Addr().String(),
+	logger.Info("ferry serving", "http", ln.Addr().String(), "kafka", kln.Addr().String(), "kafka_protocol", kcfg.SecurityProtocol.String(),
 		"advertised_kafka", s.advertisedKafkaAddr, "data_dir", s.broker.DataDir, "metrics", s.metrics)
 
 	stop := make(chan os.Signal, 1)
@@ -599,4 +680,38 @@ func openSchemasTopic(s serveSettings, logger *slog.Logger) (schemaregistry.Stor
 		ReplicationFactor: s.schemasReplicationFactor,
 		Logger:            logger,
 	})
+}
+
+// openCredentials gives the Kafka listener its user store and the secret
+// unknown users' salts derive from: the data dir's on a single node,
+// ZooKeeper's on a cluster (kept current by followConfigChanges).
+func openCredentials(kcfg *kafka.Config, s serveSettings, node *clusterNode) error {
+	if node != nil {
+		if kcfg.SecurityProtocol.SASL() {
+			// The brokers' own connections (replication, the controller,
+			// the gateway's forwarding) do not authenticate yet.
+			return fmt.Errorf("a cluster's Kafka listener cannot be %s until brokers have a listener of their own to talk over", kcfg.SecurityProtocol)
+		}
+		proposed := make([]byte, 32)
+		if _, err := rand.Read(proposed); err != nil {
+			return err
+		}
+		// One secret for every broker, so all answer an unknown user alike.
+		secret, err := node.zk.GetOrCreateSecret("sasl-unknown-user-salts", proposed)
+		if err != nil {
+			return err
+		}
+		kcfg.Users, kcfg.SaslSecret = node.users, secret
+		return nil
+	}
+	store, err := auth.OpenFileStore(s.broker.DataDir)
+	if err != nil {
+		return err
+	}
+	secret, err := auth.LoadOrCreateSecret(s.broker.DataDir)
+	if err != nil {
+		return err
+	}
+	kcfg.Users, kcfg.SaslSecret = store, secret
+	return nil
 }

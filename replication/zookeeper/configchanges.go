@@ -42,10 +42,12 @@ func (c *Client) ConfigChangesAfter(names []string) *ConfigChanges {
 }
 
 // Changed is what a batch of notifications names: topics whose configs
-// changed, and whether some broker's (or every broker's) did.
+// changed, whether some broker's (or every broker's) did, and users whose
+// configs (SCRAM credentials, quotas) did.
 type Changed struct {
 	Topics  []string
 	Brokers bool
+	Users   []string
 }
 
 // Topics reads the notifications among names newer than the last one
@@ -56,7 +58,7 @@ func (cc *ConfigChanges) Topics(names []string) ([]string, error) {
 	return ch.Topics, err
 }
 
-// Read is Topics with the broker config changes too.
+// Read is Topics with the broker and user config changes too.
 func (cc *ConfigChanges) Read(names []string) (Changed, error) {
 	type notice struct {
 		name string
@@ -86,12 +88,16 @@ func (cc *ConfigChanges) Read(names []string) (Changed, error) {
 		if err != nil {
 			continue // not ours to understand (a newer writer): skip, as Kafka logs and skips
 		}
-		if t, ok := strings.CutPrefix(entity, "topics/"); ok && !seen[t] {
-			seen[t] = true
+		if t, ok := strings.CutPrefix(entity, "topics/"); ok && !seen[entity] {
+			seen[entity] = true
 			ch.Topics = append(ch.Topics, t)
 		}
 		if strings.HasPrefix(entity, "brokers/") {
 			ch.Brokers = true
+		}
+		if u, ok := strings.CutPrefix(entity, "users/"); ok && !seen[entity] {
+			seen[entity] = true
+			ch.Users = append(ch.Users, u)
 		}
 	}
 	return ch, nil

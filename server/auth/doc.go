@@ -9,4 +9,12 @@
 // Kafka's tools mean the same here; SUBJECT is ferry's addition for the
 // schema registry. Decisions are plain code fed an Action, without I/O:
 // the stores that feed them credentials and ACLs live beside it.
+//
+// Identity: SaslExchange is the server side of SCRAM-SHA-256/512 (RFC
+// 5802, 7677) and PLAIN (RFC 4616), fed the client's tokens by the Kafka
+// listener; it checks them against ScramCredential verifiers, never
+// passwords. Credentials answer lookups from memory: CredentialSet is the
+// in-memory twin, FileStore a single node's users.json (rewritten
+// atomically, mode 0600), and replication/zookeeper's UserStore a
+// cluster's /config/users in Kafka's own format.
 package auth

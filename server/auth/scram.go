@@ -7,9 +7,11 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"hash"
+	"strconv"
 	"strings"
 )
 
@@ -87,11 +89,20 @@ func ScramCredentialFromSalt(m ScramMechanism, password string, salt []byte, ite
 	if err := checkScram(m, iterations); err != nil {
 		return ScramCredential{}, err
 	}
-	salted, err := pbkdf2.Key(m.Hash(), password, salt, iterations, m.Hash()().Size())
+	salted, err := SaltedPassword(m, password, salt, iterations)
 	if err != nil {
 		return ScramCredential{}, err
 	}
 	return ScramCredentialFromSaltedPassword(m, salted, salt, iterations)
+}
+
+// SaltedPassword is RFC 5802's SaltedPassword, Hi(password, salt, i): what
+// AlterUserScramCredentials carries instead of the password.
+func SaltedPassword(m ScramMechanism, password string, salt []byte, iterations int) ([]byte, error) {
+	if err := checkScram(m, iterations); err != nil {
+		return nil, err
+	}
+	return pbkdf2.Key(m.Hash(), password, salt, iterations, m.Hash()().Size())
 }
 
 // ScramCredentialFromSaltedPassword is the verifier of an already salted
@@ -149,4 +160,81 @@ func hmacSum(m ScramMechanism, key, msg []byte) []byte {
 // and answer from memory: Lookup never blocks on I/O.
 type Credentials interface {
 	Lookup(user string, m ScramMechanism) (ScramCredential, bool)
+}
+
+// FormatScramCredential writes a verifier as Kafka keeps it in ZooKeeper
+// (/config/users/<name>, under the mechanism's name):
+// salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>.
+func FormatScramCredential(c ScramCredential) string {
+	enc := base64.StdEncoding.EncodeToString
+	return "salt=" + enc(c.Salt) + ",stored_key=" + enc(c.StoredKey) + ",server_key=" + enc(c.ServerKey) +
+		",iterations=" + strconv.Itoa(c.Iterations)
+}
+
+// ParseScramCredential reads FormatScramCredential's form for m. Keys
+// sizes must match m's hash; iterations are taken as written (an older
+// writer may have used fewer than Kafka's minimum today).
+func ParseScramCredential(m ScramMechanism, s string) (ScramCredential, error) {
+	c := ScramCredential{Mechanism: m}
+	seen := 0
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return ScramCredential{}, fmt.Errorf("%s credential: %q is not key=value", m, kv)
+		}
+		var err error
+		switch k {
+		case "salt":
+			c.Salt, err = base64.StdEncoding.DecodeString(v)
+		case "stored_key":
+			c.StoredKey, err = base64.StdEncoding.DecodeString(v)
+		case "server_key":
+			c.ServerKey, err = base64.StdEncoding.DecodeString(v)
+		case "iterations":
+			c.Iterations, err = strconv.Atoi(v)
+		default:
+			continue // a newer writer's field
+		}
+		if err != nil {
+			return ScramCredential{}, fmt.Errorf("%s credential: %s: %w", m, k, err)
+		}
+		seen++
+	}
+	size := m.Hash()().Size()
+	switch {
+	case seen < 4:
+		return ScramCredential{}, fmt.Errorf("%s credential: want salt, stored_key, server_key and iterations", m)
+	case len(c.Salt) == 0 || c.Iterations < 1:
+		return ScramCredential{}, fmt.Errorf("%s credential: empty salt or iterations %d", m, c.Iterations)
+	case len(c.StoredKey) != size || len(c.ServerKey) != size:
+		return ScramCredential{}, fmt.Errorf("%s credential: keys of %d/%d bytes, want %d", m, len(c.StoredKey), len(c.ServerKey), size)
+	}
+	return c, nil
+}
+
+// FormatUserCredentials is one user's verifiers as a Kafka config map.
+func FormatUserCredentials(u UserCredentials) map[string]string {
+	out := make(map[string]string, len(u))
+	for m, c := range u {
+		out[m.String()] = FormatScramCredential(c)
+	}
+	return out
+}
+
+// ParseUserCredentials reads a user's Kafka config map; keys other than
+// the SCRAM mechanisms (quotas live there too) are ignored.
+func ParseUserCredentials(cfg map[string]string) (UserCredentials, error) {
+	u := UserCredentials{}
+	for _, m := range []ScramMechanism{ScramSHA256, ScramSHA512} {
+		v, ok := cfg[m.String()]
+		if !ok {
+			continue
+		}
+		c, err := ParseScramCredential(m, v)
+		if err != nil {
+			return nil, err
+		}
+		u[m] = c
+	}
+	return u, nil
 }

@@ -31,7 +31,7 @@ const (
 // Produce with the old message formats).
 //
 // Not served: transactions (24–28; no transaction.version feature),
-// SASL (17, 36), ACLs, KIP-848 and share groups, telemetry, controller
+// ACLs, KIP-848 and share groups, telemetry, controller
 // and inter-broker APIs. Each range also ends at Kafka 3.9's newest version.
 var apis []api
 
@@ -57,6 +57,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{14, 0, 5, (*Server).handleSyncGroup, false},
 		{15, 0, 5, (*Server).handleDescribeGroups, false},
 		{16, 0, 5, (*Server).handleListGroups, false},
+		{17, 0, 1, (*Server).handleSaslHandshake, false},
 		{18, 0, 4, (*Server).handleApiVersions, false},
 		{19, 0, 7, (*Server).handleCreateTopics, false},
 		{20, 0, 6, (*Server).handleDeleteTopics, false},
@@ -66,6 +67,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{32, 0, 4, (*Server).handleDescribeConfigs, false},
 		{33, 0, 2, (*Server).handleAlterConfigs, false},
 		{35, 0, 4, (*Server).handleDescribeLogDirs, false},
+		{36, 0, 2, (*Server).handleSaslAuthenticate, false},
 		{37, 0, 3, (*Server).handleCreatePartitions, false},
 		{42, 0, 2, (*Server).handleDeleteGroups, false},
 		{43, 0, 2, (*Server).handleElectLeaders, false},
@@ -73,6 +75,8 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{45, 0, 0, (*Server).handleAlterPartitionReassignments, false},
 		{46, 0, 0, (*Server).handleListPartitionReassignments, false},
 		{47, 0, 0, (*Server).handleOffsetDelete, false},
+		{50, 0, 0, (*Server).handleDescribeUserScramCredentials, false},
+		{51, 0, 0, (*Server).handleAlterUserScramCredentials, false},
 		{60, 0, 1, (*Server).handleDescribeCluster, false},
 		{61, 0, 0, (*Server).handleDescribeProducers, false},
 	}

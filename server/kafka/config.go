@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -29,6 +30,9 @@ const (
 	// arrive once its size has been read. Clients give up on a request
 	// after request.timeout.ms (30 s by default) anyway.
 	DefaultRequestReadTimeout = time.Minute
+	// DefaultFailedAuthenticationDelay is
+	// connection.failed.authentication.delay.ms.
+	DefaultFailedAuthenticationDelay = 100 * time.Millisecond
 	// fallbackMaxConnections is max.connections where the open-file limit
 	// cannot be read.
 	fallbackMaxConnections = 10000
@@ -42,6 +46,31 @@ type Config struct {
 	// SecurityProtocol is the listener's security.protocol. Default
 	// PLAINTEXT.
 	SecurityProtocol auth.SecurityProtocol
+	// Credentials are the users' SCRAM verifiers a SASL listener checks
+	// clients against; required when SecurityProtocol is SASL_*.
+	Credentials auth.Credentials
+	// Users is the store DescribeUserScramCredentials and
+	// AlterUserScramCredentials read and change (the data dir's file, or
+	// ZooKeeper); nil: they fail with SECURITY_DISABLED. When Credentials
+	// is nil, Users is also what SASL checks against.
+	Users auth.CredentialStore
+	// SaslMechanisms are the mechanisms offered (sasl.enabled.mechanisms):
+	// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. Default all three.
+	SaslMechanisms []string
+	// SaslSecret keys the salts invented for unknown users, so a SCRAM
+	// exchange looks the same whether the user exists or not. It should be
+	// the same on every broker and across restarts. Default: random per
+	// process.
+	SaslSecret []byte
+	// ReauthTimeout is connections.max.reauth.ms (KIP-368): a SASL
+	// session lasts this long, then the client must authenticate again on
+	// the same connection or be disconnected. 0, the default: forever.
+	ReauthTimeout time.Duration
+	// FailedAuthenticationDelay holds the answer to a failed SASL
+	// authentication this long before the connection closes
+	// (connection.failed.authentication.delay.ms), slowing password
+	// guessing. Default 100 ms, as in Kafka; negative: none.
+	FailedAuthenticationDelay time.Duration
 	// InterBroker serves the controller's orders (LeaderAndIsr,
 	// StopReplica): on for a broker of a cluster, off on a single node.
 	InterBroker bool
@@ -135,6 +164,25 @@ func (c *Config) Defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Credentials == nil && c.Users != nil {
+		c.Credentials = c.Users
+	}
+	if c.SaslMechanisms == nil {
+		c.SaslMechanisms = DefaultSaslMechanisms()
+	}
+	if c.FailedAuthenticationDelay == 0 {
+		c.FailedAuthenticationDelay = DefaultFailedAuthenticationDelay
+	}
+	if c.SaslSecret == nil {
+		c.SaslSecret = make([]byte, 32)
+		rand.Read(c.SaslSecret)
+	}
+}
+
+// DefaultSaslMechanisms is sasl.enabled.mechanisms' default here (Kafka's
+// is GSSAPI, which ferry does not serve).
+func DefaultSaslMechanisms() []string {
+	return []string{auth.MechanismScramSHA256, auth.MechanismScramSHA512, auth.MechanismPlain}
 }
 
 // Validate reports the first invalid field.
@@ -153,6 +201,17 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max.connections.per.ip %d: must not be negative (0: unbounded)", c.MaxConnectionsPerIP)
 	case c.FetchMaxBytes < 1024:
 		return fmt.Errorf("fetch.max.bytes %d: must be at least 1024", c.FetchMaxBytes)
+	case c.ReauthTimeout < 0:
+		return fmt.Errorf("connections.max.reauth.ms %v: must not be negative", c.ReauthTimeout)
+	case c.SecurityProtocol.SASL() && c.Credentials == nil:
+		return fmt.Errorf("a %s listener needs a credential store", c.SecurityProtocol)
+	case c.SecurityProtocol.SASL() && len(c.SaslMechanisms) == 0:
+		return fmt.Errorf("a %s listener needs at least one of sasl.enabled.mechanisms", c.SecurityProtocol)
+	}
+	for _, m := range c.SaslMechanisms {
+		if _, err := auth.NewSaslExchange(m, auth.NewCredentialSet(), nil); err != nil {
+			return fmt.Errorf("sasl.enabled.mechanisms: %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m)
+		}
 	}
 	for ip, n := range c.MaxConnectionsPerIPOverrides {
 		if _, err := netip.ParseAddr(ip); err != nil {

@@ -62,6 +62,12 @@ type conn struct {
 	// a SASL protocol serves nothing but ApiVersions and SaslHandshake
 	// before the client authenticates.
 	protocol auth.SecurityProtocol
+	// sasl is the SASL exchange's progress on a SASL listener (sasl.go);
+	// closeAfterResponse is set by a handler whose answer must be the
+	// connection's last (a failed authentication). Only the reader
+	// touches either.
+	sasl               saslState
+	closeAfterResponse bool
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -159,7 +165,10 @@ func (c *conn) readFrame(br *bufio.Reader) (frame []byte, release func(), err er
 	if err := c.armReadDeadline(c.s.cfg.IdleTimeout); err != nil {
 		return nil, nil, err
 	}
-	n, err := frameSize(br, c.s.cfg.MaxRequestBytes)
+	if c.sasl.raw {
+		return c.readRawToken(br)
+	}
+	n, err := frameSize(br, c.frameLimit())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -78,9 +79,16 @@ func skipTags(b []byte) ([]byte, error) {
 // it (nil when metrics are off or the request was not served); failed
 // partitions are counted here.
 func (s *Server) handle(c *conn, frame []byte) (_ outgoing, keep bool, served *metrics.Request) {
+	if c.sasl.raw { // a bare token after SaslHandshake v0
+		out, keep := c.handleRawToken(frame)
+		return out, keep, nil
+	}
 	h, rest, err := parseHeader(frame)
 	if err != nil {
 		s.logger.Warn("closing connection: bad request header", "remote", c.remote, "err", err)
+		return outgoing{}, false, nil
+	}
+	if c.protocol.SASL() && !c.saslAllows(h.key, time.Now()) {
 		return outgoing{}, false, nil
 	}
 	if h.key == apiVersionsKey && !inRange(h.key, h.version) {
@@ -110,14 +118,15 @@ func (s *Server) handle(c *conn, frame []byte) (_ outgoing, keep bool, served *m
 		s.logger.Info("closing connection after a failed acks=0 produce", "remote", c.remote, "client_id", h.clientID)
 		return outgoing{}, false, served
 	}
+	keep = !c.closeAfterResponse
 	if resp == nil {
-		return outgoing{}, true, served
+		return outgoing{}, keep, served
 	}
 	resp.SetVersion(h.version)
 	if sf != nil {
-		return encodeSendfileFetch(h.correlation, sf), true, served
+		return encodeSendfileFetch(h.correlation, sf), keep, served
 	}
-	return outgoing{buf: encodeResponse(h.correlation, resp)}, true, served
+	return outgoing{buf: encodeResponse(h.correlation, resp)}, keep, served
 }
 
 // decodeRequest checks the key and version against the table and parses
@@ -155,7 +164,7 @@ func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Re
 			resp, ok = nil, false
 		}
 	}()
-	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, sendfile: c.sendfile, files: &c.sendfileFiles})
+	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, sendfile: c.sendfile, files: &c.sendfileFiles, conn: c})
 	ctx = auth.WithPrincipal(ctx, c.principal)
 	return lookupAPI(h.key).serve(s, ctx, req), true
 }
@@ -169,6 +178,9 @@ type requestClient struct {
 	id, remote string
 	sendfile   bool
 	files      *atomic.Int32
+	// conn is the connection itself, for the SASL handlers, which run on
+	// its reader and change its state.
+	conn *conn
 }
 
 type requestClientKey struct{}

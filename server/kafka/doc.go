@@ -32,6 +32,13 @@
 // in a handler is recovered, logged as a bug and closes only that
 // connection.
 //
+// Identity (sasl.go): on a SASL_PLAINTEXT or SASL_SSL listener a
+// connection serves only ApiVersions, SaslHandshake and SaslAuthenticate
+// until one of server/auth's exchanges (SCRAM, PLAIN) ends well; then its
+// requests carry User:<name> in their context, until the session's
+// connections.max.reauth.ms runs out without a re-authentication. Frames
+// before authentication are capped at 512 KiB, tokens at 4 KiB.
+//
 // Resource limits (frame.go, Config): memory for frames is what has
 // arrived, and frames above 64 KiB also hold their size of the node-wide
 // QueuedMaxRequestBytes budget until served (a connection that does not

@@ -141,5 +141,13 @@ func eachErrorCode(resp kmsg.Response, fn func(int16)) {
 		check(r.ErrorCode)
 	case *kmsg.ApiVersionsResponse:
 		check(r.ErrorCode)
+	case *kmsg.SASLHandshakeResponse:
+		check(r.ErrorCode)
+	case *kmsg.SASLAuthenticateResponse: // failed logins, for alerts on password guessing
+		check(r.ErrorCode)
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for i := range r.Results {
+			check(r.Results[i].ErrorCode)
+		}
 	}
 }

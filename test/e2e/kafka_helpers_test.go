@@ -38,12 +38,12 @@ func franz(t *testing.T, node *harness.Node, opts ...kgo.Opt) *kgo.Client {
 }
 
 // consumeFranz reads n records of one partition from offset 0 with a
-// direct (group-less) franz-go consumer.
-func consumeFranz(t *testing.T, node *harness.Node, topic string, partition int32, n int) []*kgo.Record {
+// direct (group-less) franz-go consumer; opts add to its options.
+func consumeFranz(t *testing.T, node *harness.Node, topic string, partition int32, n int, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
-	cl := franz(t, node, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+	cl := franz(t, node, append([]kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		topic: {partition: kgo.NewOffset().AtStart()},
-	}), kgo.FetchMaxWait(500*time.Millisecond))
+	}), kgo.FetchMaxWait(500 * time.Millisecond)}, opts...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []*kgo.Record

@@ -96,7 +96,22 @@ func Start(t testing.TB, args ...string) *Node {
 // test's own), set by a shell that then execs ferry in its place.
 func StartWithFDLimit(t testing.TB, fdLimit int, args ...string) *Node {
 	t.Helper()
+	return startNode(t, fdLimit, nil, args)
+}
+
+// StartPrepared is Start with prepare run on the fresh data dir before
+// the node first starts (users created offline, files put in place).
+func StartPrepared(t testing.TB, prepare func(dataDir string), args ...string) *Node {
+	t.Helper()
+	return startNode(t, 0, prepare, args)
+}
+
+func startNode(t testing.TB, fdLimit int, prepare func(string), args []string) *Node {
+	t.Helper()
 	n := &Node{t: t, DataDir: t.TempDir(), Args: args, FDLimit: fdLimit}
+	if prepare != nil {
+		prepare(n.DataDir)
+	}
 	// FreePort's port is free only until someone else takes it: another
 	// node of a parallel test can bind it between our probe and our start.
 	// A fresh node has nothing to keep, so it tries new ports.

@@ -41,6 +41,11 @@ func Dial(ctx context.Context, bootstrap string, opts ...kgo.Opt) (*kgo.Client, 
 		return nil, err
 	}
 	base := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("ferry-cli")}
+	authOpts, err := DefaultAuth.Opt()
+	if err != nil {
+		return nil, err
+	}
+	base = append(base, authOpts...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
