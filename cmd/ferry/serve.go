@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +63,8 @@ type serveSettings struct {
 	offsetsReplicationFactor int16
 	// schemasReplicationFactor is kafkastore.topic.replication.factor.
 	schemasReplicationFactor int16
+	// httpAuth is the HTTP gateway's authentication (httpauth.go).
+	httpAuth httpAuthSettings
 	// kafkaLimits are the Kafka listener's resource limits; Addr,
 	// AdvertisedAddr, Logger and Metrics are filled in runServe.
 	kafkaLimits kafka.Config
@@ -322,7 +325,7 @@ func listenerAddr(v string) string {
 func loadServeSettings(args []string) (serveSettings, []string, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	values := map[string]*string{}
-	for _, o := range serveOptions {
+	for _, o := range allServeOptions() {
 		usage := o.usage + " (env " + envName(o.flag) + ", properties " + strings.Join(o.keys, ", ") + ")"
 		if switchOptions[o.flag] {
 			v := &switchValue{s: o.def}
@@ -340,7 +343,7 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 
 	s := serveSettings{broker: server.Config{AutoCreateTopics: true}}
-	for _, o := range serveOptions {
+	for _, o := range allServeOptions() {
 		if err := o.set(&s, o.def); err != nil {
 			return s, nil, err
 		}
@@ -353,7 +356,7 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 		}
 		warnings = w
 	}
-	for _, o := range serveOptions {
+	for _, o := range allServeOptions() {
 		v, fromEnv := os.LookupEnv(envName(o.flag))
 		if explicit[o.flag] {
 			v = *values[o.flag]
@@ -375,6 +378,12 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 		s.advertisedHTTPAddr = advertisedHTTP(s.httpAddr, s.advertisedKafkaAddr)
 	}
 	return s, warnings, nil
+}
+
+// allServeOptions is every serve option: the list above and those kept
+// beside the feature they configure.
+func allServeOptions() []option {
+	return slices.Concat(serveOptions, httpAuthOptions)
 }
 
 // switchOptions are the options given as a bare --flag (true), or
@@ -423,7 +432,7 @@ func applyPropertiesFile(s *serveSettings, path string) ([]string, error) {
 }
 
 func optionForKey(key string) (option, bool) {
-	for _, o := range serveOptions {
+	for _, o := range allServeOptions() {
 		for _, k := range o.keys {
 			if k == key {
 				return o, true
@@ -551,17 +560,6 @@ func runServe(args []string) error {
 	}
 	m.AddLagSource(groups.LagStats)
 	closeCore := func() { groups.Close(); broker.Close() }
-	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
-		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
-		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr), Reassigner: kafkaReassigner{kafkaAddr: s.advertisedKafkaAddr}}
-	if node != nil {
-		httpCfg.PeerHTTP = node.peerHTTP
-	}
-	gateway, err := api.New(broker, httpCfg)
-	if err != nil {
-		closeCore()
-		return err
-	}
 	kcfg := s.kafkaLimits
 	kcfg.Addr, kcfg.AdvertisedAddr, kcfg.Logger, kcfg.Metrics = s.kafkaAddr, s.advertisedKafkaAddr, logger, m
 	kcfg.InterBroker = node != nil
@@ -572,6 +570,21 @@ func runServe(args []string) error {
 	if kcfg.SecurityProtocol.SASL() && len(kcfg.Users.Users()) == 0 {
 		logger.Warn("the Kafka listener asks for SASL but there are no users yet: create one with `ferry users create NAME --data-dir " +
 			s.broker.DataDir + "` while the node is stopped")
+	}
+	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
+		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
+		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr), Reassigner: kafkaReassigner{kafkaAddr: s.advertisedKafkaAddr}}
+	if node != nil {
+		httpCfg.PeerHTTP = node.peerHTTP
+	}
+	if httpCfg.Auth, err = httpAuthConfig(s, node, kcfg.Users); err != nil {
+		closeCore()
+		return err
+	}
+	gateway, err := api.New(broker, httpCfg)
+	if err != nil {
+		closeCore()
+		return err
 	}
 	if node != nil {
 		if err := node.runController(logger, m, s); err != nil {

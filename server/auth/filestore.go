@@ -171,20 +171,25 @@ const saslSecretFileName = "sasl-secret"
 // LoadOrCreateSecret reads dir's SASL secret, creating a random one the
 // first time, so unknown users' salts stay the same across restarts.
 func LoadOrCreateSecret(dir string) ([]byte, error) {
-	path := filepath.Join(dir, saslSecretFileName)
+	return LoadOrCreateSecretFile(filepath.Join(dir, saslSecretFileName))
+}
+
+// LoadOrCreateSecretFile reads a 32-byte random secret from path (mode
+// 0600), making it the first time.
+func LoadOrCreateSecretFile(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err == nil && len(data) >= 16 {
 		return data, nil
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("sasl secret: %w", err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
 	if err := writeFileAtomic(path, secret, 0o600); err != nil {
-		return nil, fmt.Errorf("sasl secret: %w", err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	return secret, nil
 }

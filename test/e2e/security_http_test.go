@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func httpAs(t *testing.T, method, url, user, password, contentType, body string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, password)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, string(data)
+}
+
+// With --security the HTTP port answers nothing but the health checks
+// without credentials; a SCRAM user's password works over HTTP Basic as
+// over SASL, and a record one surface wrote is read by the other.
+func TestSecuredNodeAsksForCredentialsOverHTTP(t *testing.T) {
+	node := saslNode(t)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if st, _, body := httpAs(t, "GET", node.URL+path, "", "", "", ""); st != 200 {
+			t.Fatalf("GET %s without credentials: %d %s", path, st, body)
+		}
+	}
+	for _, path := range []string{"/topics", "/metrics", "/subjects", "/openapi.json", "/groups"} {
+		st, h, body := httpAs(t, "GET", node.URL+path, "", "", "", "")
+		if st != 401 || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Basic ") || !strings.Contains(body, "40101") {
+			t.Fatalf("GET %s without credentials: %d %q %s", path, st, h.Get("WWW-Authenticate"), body)
+		}
+	}
+	if st, _, body := httpAs(t, "GET", node.URL+"/topics", "alice", "not-"+alicePassword, "", ""); st != 401 {
+		t.Fatalf("wrong password: %d %s", st, body)
+	}
+	if st, _, body := httpAs(t, "POST", node.URL+"/kafka/secured", "bob", bobPassword, "application/json", `{"from":"http"}`); st != 200 {
+		t.Fatalf("bob produces over HTTP: %d %s", st, body)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr), kgo.SASL(aliceScram),
+		kgo.ConsumeTopics("secured"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fs := cl.PollRecords(ctx, 1)
+	if err := fs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != `{"from":"http"}` {
+		t.Fatalf("alice read %v over SASL", recs)
+	}
+}
+
+// The admin page's login in headless Chromium: the page shows its login
+// screen, refuses a wrong password in words, logs in to the overview with
+// the principal shown, keeps no password and cannot read its session
+// cookie (HttpOnly), and after logout is back at the login screen with
+// the session gone.
+func TestUILogin(t *testing.T) {
+	b := newBrowser(t)
+	node := saslNode(t)
+	b.run("open the page",
+		chromedp.Navigate(node.URL+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS("#login-user")))
+	b.screenshot("login")
+	b.run("a wrong password",
+		chromedp.SendKeys(chromedp.CSS("#login-user"), "alice"),
+		chromedp.SendKeys(chromedp.CSS("#login-password"), "wrong"),
+		chromedp.Click(chromedp.CSS("form.login button[type=submit]")))
+	b.waitText(".login-error", "wrong user name or password")
+	if v := eval[string](b, "password cleared", `document.querySelector('#login-password').value`); v != "" {
+		t.Fatalf("the password field still holds %q", v)
+	}
+	b.screenshot("login-refused")
+	b.run("the right password",
+		chromedp.SendKeys(chromedp.CSS("#login-password"), alicePassword),
+		chromedp.Click(chromedp.CSS("form.login button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS("#overview-stats")))
+	b.waitText("#session", "User:alice")
+	b.screenshot("logged-in")
+	stored := eval[string](b, "what the page keeps",
+		`document.cookie + '|' + JSON.stringify(localStorage) + '|' + JSON.stringify(sessionStorage)`)
+	if strings.Contains(stored, "ferry_session") || strings.Contains(stored, alicePassword) {
+		t.Fatalf("the page can read its session or keeps the password: %q", stored)
+	}
+	if st := evalAsync[float64](b, `fetch('/topics').then(r => r.status)`, "%s"); st != 200 {
+		t.Fatalf("GET /topics from the page: %v", st)
+	}
+	b.run("log out",
+		chromedp.Click(chromedp.Search(`//button[text()="Log out"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#login-user")))
+	b.waitText("form.login", "You are logged out")
+	// The page's header: a Basic challenge would open the browser's own
+	// password dialog.
+	if st := evalAsync[float64](b, `fetch('/topics', {headers: {'X-Requested-With': 'ferry-ui'}}).then(r => r.status)`, "%s"); st != 401 {
+		t.Fatalf("GET /topics after logout: %v", st)
+	}
+}
