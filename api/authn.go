@@ -74,22 +74,13 @@ type JWTConfig struct {
 	Leeway time.Duration
 }
 
-// APIToken is a static bearer token as stored: the secret only as its
-// SHA-256 (a token is 32 random bytes, so a fast hash is enough).
-type APIToken struct {
-	ID        string
-	User      string
-	Hash      [sha256.Size]byte
-	ExpiresAt time.Time // zero: never
-}
-
 // APITokens looks API tokens up by id, from memory.
 type APITokens interface {
-	LookupAPIToken(id string) (APIToken, bool)
+	LookupAPIToken(id string) (auth.APIToken, bool)
 }
 
-// APITokenPrefix starts every API token, so secret scanners can find them.
-const APITokenPrefix = "ferry_"
+// APITokenPrefix starts every API token (auth.APITokenPrefix).
+const APITokenPrefix = auth.APITokenPrefix
 
 // sessionCookie is the admin page's session.
 const sessionCookie = "ferry_session"
@@ -331,7 +322,7 @@ func (a *authenticator) jwtKeys() (*jwt.KeySet, error) {
 }
 
 func (a *authenticator) apiToken(token string) (auth.Principal, error) {
-	id, secret, ok := strings.Cut(strings.TrimPrefix(token, APITokenPrefix), "_")
+	id, secret, ok := auth.ParseAPIToken(token)
 	if !ok || a.cfg.Tokens == nil {
 		return auth.Principal{}, errUnauthenticated{msg: "unknown API token", bearer: true}
 	}

@@ -55,9 +55,9 @@ func (m *memCredentials) remove(user string) {
 	delete(m.users, user)
 }
 
-type memTokens map[string]APIToken
+type memTokens map[string]auth.APIToken
 
-func (m memTokens) LookupAPIToken(id string) (APIToken, bool) { t, ok := m[id]; return t, ok }
+func (m memTokens) LookupAPIToken(id string) (auth.APIToken, bool) { t, ok := m[id]; return t, ok }
 
 var testSessionKey = []byte("0123456789abcdef0123456789abcdef")
 
@@ -197,8 +197,8 @@ func TestAPITokens(t *testing.T) {
 	secret := "Zm9vYmFyYmF6cXV4"
 	now := time.Unix(1_900_000_000, 0)
 	tokens := memTokens{
-		"ci":  {ID: "ci", User: "deployer", Hash: sha256.Sum256([]byte(secret))},
-		"old": {ID: "old", User: "deployer", Hash: sha256.Sum256([]byte(secret)), ExpiresAt: now.Add(-time.Second)},
+		"ci":  auth.APIToken{ID: "ci", User: "deployer", Hash: sha256.Sum256([]byte(secret))},
+		"old": auth.APIToken{ID: "old", User: "deployer", Hash: sha256.Sum256([]byte(secret)), ExpiresAt: now.Add(-time.Second)},
 	}
 	e := securedEnv(t, HTTPAuth{Tokens: tokens, SessionKey: testSessionKey, Now: func() time.Time { return now }})
 	a := e.request(t, "GET", "/auth/whoami", map[string]string{"Authorization": "Bearer " + APITokenPrefix + "ci_" + secret}, "")

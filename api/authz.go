@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -76,6 +77,8 @@ var routeRequirements = map[string][]requirement{
 	"GET /admin/reassignments":                           {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 	"DELETE /admin/reassignments":                        {need(auth.OpAlter, auth.ResourceCluster, theCluster)},
 	"DELETE /admin/reassignments/throttle":               {need(auth.OpAlterConfigs, auth.ResourceCluster, theCluster)},
+	// Tokens: one's own, or others' with ALTER/DESCRIBE on the cluster (tokens.go).
+	"POST /admin/tokens": nil, "GET /admin/tokens": nil, "DELETE /admin/tokens/{id}": nil,
 
 	"GET /groups":                                                 nil, // filtered by DESCRIBE
 	"GET /groups/{group}":                                         {need(auth.OpDescribe, auth.ResourceGroup, byGroup)},
@@ -153,7 +156,7 @@ func (g *Gateway) authorize(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if rctx.URLParam("id") != "" && !g.schemaIDAllowed(r) {
+		if strings.HasPrefix(pattern, "/schemas/ids/") && !g.schemaIDAllowed(r) {
 			g.deny(w, r, fmt.Sprintf("%s may not DESCRIBE any subject of schema %s", auth.PrincipalFrom(r.Context()), rctx.URLParam("id")))
 			return
 		}

@@ -74,6 +74,9 @@ type Config struct {
 	// Authorizer decides every request's actions (authz.go), the same one
 	// the Kafka listener asks; nil: everything is allowed.
 	Authorizer auth.Authorizer
+	// Tokens keeps API tokens for /admin/tokens (tokens.go); nil: those
+	// routes answer 503. Auth.Tokens looks them up.
+	Tokens auth.TokenStore
 	// RequestsPerSecond limits each principal's requests (ratelimit.go);
 	// 0: no limit.
 	RequestsPerSecond int64
@@ -183,6 +186,7 @@ func (g *Gateway) Handler() http.Handler {
 func (g *Gateway) routes(r chi.Router) {
 	r.Get("/healthz", g.healthz)
 	g.sessionRoutes(r)       // /auth/login, /auth/logout, /auth/whoami
+	g.tokenRoutes(r)         // /admin/tokens
 	g.observabilityRoutes(r) // /readyz, /metrics
 	r.Get("/brokers", g.listBrokers)
 	r.Get("/cluster", g.describeCluster)

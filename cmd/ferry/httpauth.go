@@ -73,22 +73,35 @@ func httpSessionKey(dataDir string, node *clusterNode) ([]byte, error) {
 // httpAuthConfig builds the gateway's authentication, nil when it is
 // off: on with --security unless --http-auth says otherwise. Passwords
 // are checked against the same users as SASL.
-func httpAuthConfig(s serveSettings, node *clusterNode, users auth.Credentials) (*api.HTTPAuth, error) {
+//
+// API tokens live in the data dir or in ZooKeeper (/ferry/tokens); the
+// store is returned for /admin/tokens and closed with close.
+func httpAuthConfig(s serveSettings, node *clusterNode, users auth.Credentials) (_ *api.HTTPAuth, tokens auth.TokenStore, close func(), err error) {
 	on := s.security
 	if s.httpAuth.enabledSet {
 		on = s.httpAuth.enabled
 	}
 	if !on {
-		return nil, nil
+		return nil, nil, func() {}, nil
 	}
 	key, err := httpSessionKey(s.broker.DataDir, node)
 	if err != nil {
-		return nil, fmt.Errorf("http session key: %w", err)
+		return nil, nil, nil, fmt.Errorf("http session key: %w", err)
 	}
-	a := &api.HTTPAuth{Credentials: users, SessionKey: key, SessionTTL: s.httpAuth.sessionTTL}
+	close = func() {}
+	if node != nil {
+		zs, err := node.zk.OpenTokenStore()
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("API tokens: %w", err)
+		}
+		tokens, close = zs, zs.Close
+	} else if tokens, err = auth.OpenTokenFileStore(s.broker.DataDir); err != nil {
+		return nil, nil, nil, fmt.Errorf("API tokens: %w", err)
+	}
+	a := &api.HTTPAuth{Credentials: users, Tokens: tokens, SessionKey: key, SessionTTL: s.httpAuth.sessionTTL}
 	if s.httpAuth.jwksFile != "" {
 		a.JWT = &api.JWTConfig{KeysFile: s.httpAuth.jwksFile, Issuer: s.httpAuth.issuer, Audience: s.httpAuth.audience,
 			PrincipalClaim: s.httpAuth.claim}
 	}
-	return a, nil
+	return a, tokens, close, nil
 }

@@ -42,6 +42,9 @@ env FERRY_BOOTSTRAP; on a SASL listener --sasl-mechanism M --sasl-username U
   ferry users list [NAME…] | delete NAME [--mechanism M]
                           (offline instead of --bootstrap: --data-dir D of a stopped
                           single node, or --zookeeper Z of a cluster)
+  ferry tokens create NAME [--for USER] [--expires-in 720h] | list | revoke ID
+                          HTTP API tokens, through --url U as --user (password from
+                          --password-file or stdin), or offline: --data-dir D | --zookeeper Z
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
 
 `
@@ -74,6 +77,8 @@ func main() {
 		err = runReassign(os.Args[2:])
 	case "users":
 		err = runUsers(os.Args[2:])
+	case "tokens":
+		err = runTokens(os.Args[2:])
 	case "leader-election":
 		err = runLeaderElection(os.Args[2:])
 	case "version", "--version":

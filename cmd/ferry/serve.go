@@ -577,10 +577,12 @@ func runServe(args []string) error {
 	if node != nil {
 		httpCfg.PeerHTTP = node.peerHTTP
 	}
-	if httpCfg.Auth, err = httpAuthConfig(s, node, kcfg.Users); err != nil {
+	var closeTokens func()
+	if httpCfg.Auth, httpCfg.Tokens, closeTokens, err = httpAuthConfig(s, node, kcfg.Users); err != nil {
 		closeCore()
 		return err
 	}
+	defer closeTokens()
 	gateway, err := api.New(broker, httpCfg)
 	if err != nil {
 		closeCore()
