@@ -1,0 +1,239 @@
+package acl
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ferry-mq/ferry/server/auth"
+)
+
+// Config is the authorizer's settings, Kafka's names.
+type Config struct {
+	// SuperUsers are always allowed (super.users).
+	SuperUsers []auth.Principal
+	// AllowIfNoACL allows an action on a resource no binding applies to
+	// (allow.everyone.if.no.acl.found). Default false: denied.
+	AllowIfNoACL bool
+}
+
+// Authorizer decides actions against the bindings it was last given. It
+// implements auth.Authorizer: Authorize is safe for concurrent use, takes
+// no lock and does not allocate. Stores feed it with SetPattern and
+// Replace.
+type Authorizer struct {
+	superUsers   map[auth.Principal]struct{}
+	allowIfNoACL bool
+	// idx is the current snapshot; never modified once stored.
+	idx atomic.Pointer[index]
+	// writeMu serializes the writers' copy-on-write of idx.
+	writeMu sync.Mutex
+}
+
+// New returns an authorizer with no bindings.
+func New(cfg Config) *Authorizer {
+	a := &Authorizer{superUsers: make(map[auth.Principal]struct{}, len(cfg.SuperUsers)), allowIfNoACL: cfg.AllowIfNoACL}
+	for _, p := range cfg.SuperUsers {
+		a.superUsers[p] = struct{}{}
+	}
+	a.idx.Store(newIndex())
+	return a
+}
+
+var _ auth.Authorizer = (*Authorizer)(nil)
+
+// resourceKey indexes the bindings of one pattern type: looking a key up
+// with a substring of a resource name does not allocate.
+type resourceKey struct {
+	typ  auth.ResourceType
+	name string
+}
+
+// index is an immutable snapshot of every binding, by pattern.
+type index struct {
+	literal  map[resourceKey][]Entry
+	prefixed map[resourceKey][]Entry
+	// prefixLens lists, per resource type, the distinct lengths of its
+	// prefixed patterns' names, ascending: a lookup tries only those.
+	prefixLens map[auth.ResourceType][]int
+	count      int
+}
+
+func newIndex() *index {
+	return &index{literal: map[resourceKey][]Entry{}, prefixed: map[resourceKey][]Entry{},
+		prefixLens: map[auth.ResourceType][]int{}}
+}
+
+// Authorize applies Kafka's rules (see the package doc).
+func (a *Authorizer) Authorize(_ context.Context, act auth.Action) bool {
+	if _, super := a.superUsers[act.Principal]; super {
+		return true
+	}
+	idx := a.idx.Load()
+	t, name := act.Resource.Type, act.Resource.Name
+	var v verdict
+	v.add(idx.literal[resourceKey{t, name}], act)
+	if name != auth.Wildcard {
+		v.add(idx.literal[resourceKey{t, auth.Wildcard}], act)
+	}
+	for _, n := range idx.prefixLens[t] {
+		if n > len(name) {
+			break
+		}
+		v.add(idx.prefixed[resourceKey{t, name[:n]}], act)
+	}
+	switch {
+	case v.denied:
+		return false
+	case v.allowed:
+		return true
+	}
+	return !v.found && a.allowIfNoACL
+}
+
+// verdict accumulates what the bindings applying to a resource say.
+type verdict struct {
+	found, denied, allowed bool
+}
+
+func (v *verdict) add(entries []Entry, act auth.Action) {
+	if len(entries) == 0 {
+		return
+	}
+	v.found = true
+	for i := range entries {
+		e := &entries[i]
+		if !principalMatches(e.Principal, act.Principal) || (e.Host != auth.Wildcard && e.Host != act.Host) {
+			continue
+		}
+		if e.Permission == auth.Deny {
+			v.denied = v.denied || e.Operation == act.Operation || e.Operation == auth.OpAll
+		} else if allowImplies(e.Operation, act.Operation) {
+			v.allowed = true
+		}
+	}
+}
+
+var wildcardPrincipal = auth.Principal{Type: auth.UserType, Name: auth.Wildcard}
+
+func principalMatches(acl, p auth.Principal) bool { return acl == p || acl == wildcardPrincipal }
+
+// allowImplies reports whether an ALLOW of granted allows op.
+func allowImplies(granted, op auth.Operation) bool {
+	if granted == op || granted == auth.OpAll {
+		return true
+	}
+	switch op {
+	case auth.OpDescribe:
+		return granted == auth.OpRead || granted == auth.OpWrite || granted == auth.OpDelete || granted == auth.OpAlter
+	case auth.OpDescribeConfigs:
+		return granted == auth.OpAlterConfigs
+	}
+	return false
+}
+
+// IsSuperUser reports whether p is one of super.users.
+func (a *Authorizer) IsSuperUser(p auth.Principal) bool {
+	_, ok := a.superUsers[p]
+	return ok
+}
+
+// Entries is what the snapshot holds for one pattern (nil: none).
+func (a *Authorizer) Entries(p Pattern) []Entry {
+	idx := a.idx.Load()
+	return slices.Clone(idx.byPattern(p.PatternType)[resourceKey{p.Type, p.Name}])
+}
+
+// Bindings returns every binding f selects, in no particular order.
+func (a *Authorizer) Bindings(f Filter) []Binding {
+	idx := a.idx.Load()
+	var out []Binding
+	for pt, m := range map[auth.PatternType]map[resourceKey][]Entry{auth.PatternLiteral: idx.literal, auth.PatternPrefixed: idx.prefixed} {
+		for k, entries := range m {
+			p := Pattern{Type: k.typ, Name: k.name, PatternType: pt}
+			if !f.matchesPattern(p) {
+				continue
+			}
+			for _, e := range entries {
+				if f.matchesEntry(e) {
+					out = append(out, Binding{Pattern: p, Entry: e})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Len is the number of bindings held.
+func (a *Authorizer) Len() int { return a.idx.Load().count }
+
+// SetPattern replaces the entries of one pattern (none: it has no
+// bindings left).
+func (a *Authorizer) SetPattern(p Pattern, entries []Entry) {
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
+	old := a.idx.Load()
+	next := &index{literal: old.literal, prefixed: old.prefixed, prefixLens: old.prefixLens, count: old.count}
+	key := resourceKey{p.Type, p.Name}
+	if p.PatternType == auth.PatternPrefixed {
+		next.prefixed = cloneSet(old.prefixed, key, entries)
+	} else {
+		next.literal = cloneSet(old.literal, key, entries)
+	}
+	next.count += len(entries) - len(old.byPattern(p.PatternType)[key])
+	if p.PatternType == auth.PatternPrefixed {
+		next.prefixLens = prefixLengths(next.prefixed)
+	}
+	a.idx.Store(next)
+}
+
+// Replace swaps every binding for bs (a store's reload).
+func (a *Authorizer) Replace(bs []Binding) {
+	next := newIndex()
+	for _, b := range bs {
+		m := next.byPattern(b.Pattern.PatternType)
+		key := resourceKey{b.Pattern.Type, b.Pattern.Name}
+		if !slices.Contains(m[key], b.Entry) {
+			m[key] = append(m[key], b.Entry)
+			next.count++
+		}
+	}
+	next.prefixLens = prefixLengths(next.prefixed)
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
+	a.idx.Store(next)
+}
+
+func (idx *index) byPattern(pt auth.PatternType) map[resourceKey][]Entry {
+	if pt == auth.PatternPrefixed {
+		return idx.prefixed
+	}
+	return idx.literal
+}
+
+func cloneSet(m map[resourceKey][]Entry, key resourceKey, entries []Entry) map[resourceKey][]Entry {
+	out := make(map[resourceKey][]Entry, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	if len(entries) == 0 {
+		delete(out, key)
+	} else {
+		out[key] = slices.Clone(entries)
+	}
+	return out
+}
+
+func prefixLengths(prefixed map[resourceKey][]Entry) map[auth.ResourceType][]int {
+	out := map[auth.ResourceType][]int{}
+	for k := range prefixed {
+		if !slices.Contains(out[k.typ], len(k.name)) {
+			out[k.typ] = append(out[k.typ], len(k.name))
+		}
+	}
+	for _, lens := range out {
+		slices.Sort(lens)
+	}
+	return out
+}

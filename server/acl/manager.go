@@ -1,0 +1,206 @@
+package acl
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Store holds the bindings durably. Update changes one pattern's entries
+// atomically (against other writers, also other brokers'): fn is given
+// the entries stored now, maybe more than once, and returns the ones to
+// store; Update returns what it stored.
+type Store interface {
+	Update(p Pattern, fn func(stored []Entry) []Entry) ([]Entry, error)
+}
+
+// Manager is the one core behind every ACL admin surface (the Kafka
+// listener's DescribeAcls, CreateAcls and DeleteAcls, and HTTP's
+// /admin/acls): it validates, reads the authorizer's snapshot and writes
+// through the store, feeding each stored change back into the authorizer.
+type Manager struct {
+	authorizer *Authorizer
+	store      Store
+	// mu serializes this broker's writes, so a Delete's matches are not
+	// raced by its own Create.
+	mu sync.Mutex
+}
+
+// NewManager serves a's bindings, stored in s.
+func NewManager(a *Authorizer, s Store) *Manager { return &Manager{authorizer: a, store: s} }
+
+// Authorizer is the authorizer the manager feeds.
+func (m *Manager) Authorizer() *Authorizer { return m.authorizer }
+
+// Describe returns the bindings f selects, sorted.
+func (m *Manager) Describe(f Filter) ([]Binding, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	bs := m.authorizer.Bindings(f)
+	SortBindings(bs)
+	return bs, nil
+}
+
+// Create stores bs; the result has one error (nil: created, or present
+// already) per binding.
+func (m *Manager) Create(bs []Binding) []error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	errs := make([]error, len(bs))
+	byPattern := map[Pattern][]int{}
+	var order []Pattern
+	for i, b := range bs {
+		if errs[i] = b.Validate(); errs[i] != nil {
+			continue
+		}
+		if _, seen := byPattern[b.Pattern]; !seen {
+			order = append(order, b.Pattern)
+		}
+		byPattern[b.Pattern] = append(byPattern[b.Pattern], i)
+	}
+	for _, p := range order {
+		stored, err := m.store.Update(p, func(stored []Entry) []Entry {
+			out := slices.Clone(stored)
+			for _, i := range byPattern[p] {
+				if !slices.Contains(out, bs[i].Entry) {
+					out = append(out, bs[i].Entry)
+				}
+			}
+			return out
+		})
+		if err != nil {
+			for _, i := range byPattern[p] {
+				errs[i] = fmt.Errorf("store ACLs of %s: %w", p, err)
+			}
+			continue
+		}
+		m.authorizer.SetPattern(p, stored)
+	}
+	return errs
+}
+
+// Deleted is one filter's outcome: the bindings it removed, or why not.
+type Deleted struct {
+	Bindings []Binding
+	Err      error
+}
+
+// Delete removes every binding each filter selects.
+func (m *Manager) Delete(fs []Filter) []Deleted {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Deleted, len(fs))
+	for i, f := range fs {
+		if err := f.Validate(); err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i] = m.deleteMatching(f)
+	}
+	return out
+}
+
+func (m *Manager) deleteMatching(f Filter) Deleted {
+	var patterns []Pattern
+	for _, b := range m.authorizer.Bindings(f) {
+		if !slices.Contains(patterns, b.Pattern) {
+			patterns = append(patterns, b.Pattern)
+		}
+	}
+	slices.SortFunc(patterns, comparePatterns)
+	var d Deleted
+	var errs []error
+	for _, p := range patterns {
+		var removed []Entry
+		stored, err := m.store.Update(p, func(stored []Entry) []Entry {
+			removed = removed[:0]
+			var keep []Entry
+			for _, e := range stored {
+				if f.matchesEntry(e) {
+					removed = append(removed, e)
+				} else {
+					keep = append(keep, e)
+				}
+			}
+			return keep
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete ACLs of %s: %w", p, err))
+			continue
+		}
+		m.authorizer.SetPattern(p, stored)
+		for _, e := range removed {
+			d.Bindings = append(d.Bindings, Binding{Pattern: p, Entry: e})
+		}
+	}
+	d.Err = errors.Join(errs...)
+	return d
+}
+
+// SortBindings orders bindings by pattern, then entry, for stable output.
+func SortBindings(bs []Binding) {
+	slices.SortFunc(bs, func(a, b Binding) int {
+		if c := comparePatterns(a.Pattern, b.Pattern); c != 0 {
+			return c
+		}
+		return compareEntries(a.Entry, b.Entry)
+	})
+}
+
+func comparePatterns(a, b Pattern) int {
+	switch {
+	case a.Type != b.Type:
+		return int(a.Type) - int(b.Type)
+	case a.PatternType != b.PatternType:
+		return int(a.PatternType) - int(b.PatternType)
+	case a.Name < b.Name:
+		return -1
+	case a.Name > b.Name:
+		return 1
+	}
+	return 0
+}
+
+func compareEntries(a, b Entry) int {
+	for _, c := range []int{cmpStr(a.Principal.String(), b.Principal.String()), cmpStr(a.Host, b.Host),
+		int(a.Operation) - int(b.Operation), int(a.Permission) - int(b.Permission)} {
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// MemoryStore keeps bindings in memory only: for tests and for a node
+// that must not persist them.
+type MemoryStore struct {
+	mu      sync.Mutex
+	entries map[Pattern][]Entry
+}
+
+func (s *MemoryStore) Update(p Pattern, fn func([]Entry) []Entry) ([]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.entries == nil {
+		s.entries = map[Pattern][]Entry{}
+	}
+	next := fn(slices.Clone(s.entries[p]))
+	if len(next) == 0 {
+		delete(s.entries, p)
+	} else {
+		s.entries[p] = next
+	}
+	return slices.Clone(next), nil
+}
