@@ -238,7 +238,11 @@ func TestFilterMatches(t *testing.T) {
 		{"literal", f(func(x *Filter) { x.PatternType = auth.PatternLiteral }), []Binding{bLit, bWild, bGroup}},
 		{"prefixed", f(func(x *Filter) { x.PatternType = auth.PatternPrefixed }), []Binding{bPre}},
 		{"prefixed name exact", f(func(x *Filter) { x.PatternType = auth.PatternPrefixed; x.Name = strp("orders") }), nil},
-		{"match", f(func(x *Filter) { x.Type = auth.ResourceTopic; x.PatternType = auth.PatternMatch; x.Name = strp("orders") }),
+		{"match", f(func(x *Filter) {
+			x.Type = auth.ResourceTopic
+			x.PatternType = auth.PatternMatch
+			x.Name = strp("orders")
+		}),
 			[]Binding{bLit, bWild, bPre}},
 		{"match other", f(func(x *Filter) { x.PatternType = auth.PatternMatch; x.Name = strp("x") }), []Binding{bWild}},
 		{"match without name", f(func(x *Filter) { x.PatternType = auth.PatternMatch }), all},
