@@ -84,9 +84,9 @@ func TestZKStoreAcrossBrokers(t *testing.T) {
 	}
 	defer conn.Close()
 	for path, want := range map[string]string{
-		chroot + "/kafka-acl/Topic/orders-eu":                  `{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow","operation":"Read","host":"*"}]}`,
+		chroot + "/kafka-acl/Topic/orders-eu":                 `{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow","operation":"Read","host":"*"}]}`,
 		chroot + "/kafka-acl-extended/prefixed/Topic/orders-": `{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow","operation":"Write","host":"*"}]}`,
-		chroot + "/kafka-acl/Subject/orders-value":             `{"version":1,"acls":[{"principal":"User:bob","permissionType":"Deny","operation":"AlterConfigs","host":"10.0.0.1"}]}`,
+		chroot + "/kafka-acl/Subject/orders-value":            `{"version":1,"acls":[{"principal":"User:bob","permissionType":"Deny","operation":"AlterConfigs","host":"10.0.0.1"}]}`,
 	} {
 		got, _, err := conn.Get(path)
 		if err != nil || string(got) != want {
