@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +23,8 @@ import (
 	"github.com/ferry-mq/ferry/api"
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/acl"
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/forward"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/kafka"
@@ -60,6 +64,12 @@ type serveSettings struct {
 	offsetsReplicationFactor int16
 	// schemasReplicationFactor is kafkastore.topic.replication.factor.
 	schemasReplicationFactor int16
+	// authorizerClass is authorizer.class.name (empty: ACLs off);
+	// superUsers and allowIfNoACL its super.users and
+	// allow.everyone.if.no.acl.found.
+	authorizerClass string
+	superUsers      []auth.Principal
+	allowIfNoACL    bool
 	// kafkaLimits are the Kafka listener's resource limits; Addr,
 	// AdvertisedAddr, Logger and Metrics are filled in runServe.
 	kafkaLimits kafka.Config
@@ -203,6 +213,12 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.FetchMaxBytes, v) }},
 	{"connections-max-idle-ms", []string{"connections.max.idle.ms"}, "close Kafka connections idle this long", "600000",
 		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.IdleTimeout, v) }},
+	{"authorizer-class-name", []string{"authorizer.class.name"}, "turns ACLs on: ferry, or any of Kafka's authorizer class names (kafka.security.authorizer.AclAuthorizer, …), all served by ferry's own; empty: off (with --security: ferry)", "",
+		func(s *serveSettings, v string) error { s.authorizerClass = v; return checkAuthorizerClass(v) }},
+	{"super-users", []string{"super.users"}, "principals always allowed, User:a;User:b (a secured cluster lists its brokers' principal, User:ANONYMOUS over PLAINTEXT)", "",
+		func(s *serveSettings, v string) (err error) { s.superUsers, err = parseSuperUsers(v); return err }},
+	{"allow-everyone-if-no-acl-found", []string{"allow.everyone.if.no.acl.found"}, "with ACLs on, allow an action on a resource no ACL names", "false",
+		func(s *serveSettings, v string) (err error) { s.allowIfNoACL, err = strconv.ParseBool(v); return err }},
 	{"kafka-request-read-timeout-ms", []string{"kafka.request.read.timeout.ms"}, "close a Kafka connection whose request frame, once started, takes longer to arrive (ferry's own; Kafka has none)", "60000",
 		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.RequestReadTimeout, v) }},
 }
@@ -492,6 +508,15 @@ func runServe(args []string) error {
 	kcfg := s.kafkaLimits
 	kcfg.Addr, kcfg.AdvertisedAddr, kcfg.Logger, kcfg.Metrics = s.kafkaAddr, s.advertisedKafkaAddr, logger, m
 	kcfg.InterBroker = node != nil
+	// TODO(merge): pass --security (ferry.security.enable) once it exists:
+	// with it and no authorizer.class.name, the authorizer is ferry's.
+	acls, closeACLs, err := openACLs(s, false, node, logger)
+	if err != nil {
+		closeCore()
+		return err
+	}
+	defer closeACLs()
+	kcfg.ACLs = acls
 	if node != nil {
 		if err := node.runController(logger, m, s); err != nil {
 			closeCore()
@@ -558,6 +583,64 @@ func runServe(args []string) error {
 		return nil
 	}
 	return err
+}
+
+// kafkaAuthorizerClasses are the authorizer.class.name values Kafka's
+// own authorizers go by; any of them, or "ferry", turns ferry's ACLs on
+// (one implementation, Kafka's rules), so a Kafka server.properties works
+// unchanged.
+var kafkaAuthorizerClasses = []string{
+	"ferry",
+	"kafka.security.authorizer.AclAuthorizer",
+	"kafka.security.auth.SimpleAclAuthorizer",
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+}
+
+func checkAuthorizerClass(v string) error {
+	if v == "" || slices.Contains(kafkaAuthorizerClasses, v) {
+		return nil
+	}
+	return fmt.Errorf("unknown authorizer %q: want one of %s, or empty for none", v, strings.Join(kafkaAuthorizerClasses, ", "))
+}
+
+// parseSuperUsers reads super.users: principals separated by semicolons.
+func parseSuperUsers(v string) ([]auth.Principal, error) {
+	var out []auth.Principal
+	for _, item := range strings.Split(v, ";") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		p, err := auth.ParsePrincipal(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// openACLs starts the authorizer when authorizer.class.name is set (or
+// security is on without one): its bindings in ZooKeeper on a cluster,
+// in <data-dir>/acls.json on a single node. nil: ACLs are off.
+func openACLs(s serveSettings, security bool, node *clusterNode, logger *slog.Logger) (*acl.Manager, func(), error) {
+	if s.authorizerClass == "" && !security {
+		return nil, func() {}, nil
+	}
+	a := acl.New(acl.Config{SuperUsers: s.superUsers, AllowIfNoACL: s.allowIfNoACL})
+	logger.Info("ACLs on", "authorizer", cmp.Or(s.authorizerClass, "ferry"), "super_users", len(s.superUsers),
+		"allow_everyone_if_no_acl_found", s.allowIfNoACL)
+	if node != nil {
+		store, err := acl.OpenZKStore(node.zk, a, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		return acl.NewManager(a, store), store.Close, nil
+	}
+	store, err := acl.OpenFileStore(s.broker.DataDir, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	return acl.NewManager(a, store), func() {}, nil
 }
 
 // openSchemaRegistry opens --schema-store: postgres://… for PostgreSQL;
