@@ -237,3 +237,38 @@ func prefixLengths(prefixed map[resourceKey][]Entry) map[auth.ResourceType][]int
 	}
 	return out
 }
+
+// AllowsSomeResource reports whether p from host may do op on at least one
+// resource of type typ, as Kafka's authorizeByResourceType (used by
+// InitProducerId: an idempotent producer needs WRITE on some topic). Each
+// pattern that allows it is tried with its own name as the resource: the
+// literal name, or the bare prefix, which every deny covering the pattern
+// also covers. It walks every binding of the type; only rare requests
+// call it.
+func (a *Authorizer) AllowsSomeResource(ctx context.Context, p auth.Principal, host string, op auth.Operation, typ auth.ResourceType) bool {
+	if a.IsSuperUser(p) || a.allowIfNoACL {
+		return true
+	}
+	idx := a.idx.Load()
+	for _, m := range []map[resourceKey][]Entry{idx.literal, idx.prefixed} {
+		for k, entries := range m {
+			if k.typ != typ || !allowsFor(entries, p, host, op) {
+				continue
+			}
+			if a.Authorize(ctx, auth.Action{Principal: p, Host: host, Operation: op, Resource: auth.Resource{Type: typ, Name: k.name}}) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func allowsFor(entries []Entry, p auth.Principal, host string, op auth.Operation) bool {
+	for _, e := range entries {
+		if e.Permission == auth.Allow && principalMatches(e.Principal, p) && (e.Host == auth.Wildcard || e.Host == host) &&
+			allowImplies(e.Operation, op) {
+			return true
+		}
+	}
+	return false
+}

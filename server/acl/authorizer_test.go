@@ -384,3 +384,22 @@ func TestAuthorizeDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Authorize allocates %v times", n)
 	}
 }
+
+func TestAllowsSomeResource(t *testing.T) {
+	ctx := context.Background()
+	a := New(Config{})
+	a.Replace([]Binding{
+		{pre(auth.ResourceTopic, "orders-"), allow(alice, "*", auth.OpWrite)},
+		{pre(auth.ResourceTopic, "orders"), deny(bob, "*", auth.OpWrite)},
+		{pre(auth.ResourceTopic, "orders-eu"), allow(bob, "*", auth.OpWrite)},
+	})
+	if !a.AllowsSomeResource(ctx, alice, "h", auth.OpWrite, auth.ResourceTopic) {
+		t.Error("alice writes orders-*")
+	}
+	if a.AllowsSomeResource(ctx, bob, "h", auth.OpWrite, auth.ResourceTopic) {
+		t.Error("bob's only allow is covered by a deny")
+	}
+	if a.AllowsSomeResource(ctx, alice, "h", auth.OpWrite, auth.ResourceGroup) {
+		t.Error("alice has no group")
+	}
+}

@@ -6,16 +6,24 @@ package kafka
 // is answered with brokers whatever was asked (Kafka answers controllers
 // only on KRaft controller listeners). Authorized operations are not
 // computed (no ACLs).
+//
+// ACLs: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleDescribeCluster(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleDescribeCluster(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if !s.authorizedCluster(ctx, auth.OpDescribe) {
+		resp.ErrorCode, resp.ControllerID = codeClusterAuthFailed, -1
+		return resp
+	}
 	resp.EndpointType = 1 // brokers
 	resp.ClusterID = s.broker.ClusterID()
 	resp.ControllerID = s.broker.BrokerID()
