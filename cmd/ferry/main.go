@@ -36,6 +36,11 @@ env FERRY_BOOTSTRAP; add -h to any command for its flags):
   ferry brokers decommission N [--wait D]   move every replica off broker N
   ferry leader-election --election-type preferred|unclean
                           (--topic T --partition P | --all-topic-partitions)
+  ferry acls add --allow-principal|--deny-principal User:NAME [--operation OP]…
+                          (--topic T|--group G|--cluster|--transactional-id X|--subject S)…
+                          [--resource-pattern-type literal|prefixed] [--allow-host IP]
+  ferry acls list [same filters; --resource-pattern-type any|match too]
+  ferry acls remove (resource flags) [--allow-principal P] [--operation OP] …
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
 
 `
@@ -68,6 +73,8 @@ func main() {
 		err = runReassign(os.Args[2:])
 	case "leader-election":
 		err = runLeaderElection(os.Args[2:])
+	case "acls":
+		err = runACLs(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("ferry", version)
 	case "help", "-h", "--help":
