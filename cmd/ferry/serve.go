@@ -494,9 +494,18 @@ func runServe(args []string) error {
 	}
 	m.AddLagSource(groups.LagStats)
 	closeCore := func() { groups.Close(); broker.Close() }
+	// TODO(merge): pass --security (ferry.security.enable) once it exists:
+	// with it and no authorizer.class.name, the authorizer is ferry's.
+	acls, closeACLs, err := openACLs(s, false, node, logger)
+	if err != nil {
+		closeCore()
+		return err
+	}
+	defer closeACLs()
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
-		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr), Reassigner: kafkaReassigner{kafkaAddr: s.advertisedKafkaAddr}}
+		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr), Reassigner: kafkaReassigner{kafkaAddr: s.advertisedKafkaAddr},
+		ACLs: acls}
 	if node != nil {
 		httpCfg.PeerHTTP = node.peerHTTP
 	}
@@ -508,14 +517,6 @@ func runServe(args []string) error {
 	kcfg := s.kafkaLimits
 	kcfg.Addr, kcfg.AdvertisedAddr, kcfg.Logger, kcfg.Metrics = s.kafkaAddr, s.advertisedKafkaAddr, logger, m
 	kcfg.InterBroker = node != nil
-	// TODO(merge): pass --security (ferry.security.enable) once it exists:
-	// with it and no authorizer.class.name, the authorizer is ferry's.
-	acls, closeACLs, err := openACLs(s, false, node, logger)
-	if err != nil {
-		closeCore()
-		return err
-	}
-	defer closeACLs()
 	kcfg.ACLs = acls
 	if node != nil {
 		if err := node.runController(logger, m, s); err != nil {
