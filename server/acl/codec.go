@@ -3,7 +3,6 @@ package acl
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/ferry-mq/ferry/server/auth"
 )
@@ -144,12 +143,4 @@ func decodeFile(data []byte) ([]Binding, error) {
 		out = append(out, b)
 	}
 	return out, nil
-}
-
-// patternKafkaName is "Topic:orders" (LITERAL) or "Topic:PREFIXED:ord".
-func patternKafkaName(p Pattern) string {
-	if p.PatternType == auth.PatternPrefixed {
-		return strings.Join([]string{ResourceTypeKafkaName(p.Type), "PREFIXED", p.Name}, ":")
-	}
-	return ResourceTypeKafkaName(p.Type) + ":" + p.Name
 }

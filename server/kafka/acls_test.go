@@ -178,6 +178,17 @@ func TestProduceFetchEnforced(t *testing.T) {
 	if vs := fetchValues(t, f.Topics[0].Partitions[0], 0); len(vs) != 1 {
 		t.Fatalf("fetch a: %v", vs)
 	}
+	// One request for both: the denied topic's answer keeps its place
+	// (with sendfile, each partition's chunks are matched by position).
+	both := fetchReq("b", 0, 0, 0, 1)
+	both.Topics = append(both.Topics, fetchReq("a", 0, 0, 0, 1).Topics...)
+	f = do[*kmsg.FetchResponse](c, both, 12)
+	if f.Topics[0].Topic != "b" || f.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("fetch b+a: b answered %+v", f.Topics[0])
+	}
+	if vs := fetchValues(t, f.Topics[1].Partitions[0], 0); f.Topics[1].Topic != "a" || len(vs) != 1 {
+		t.Fatalf("fetch b+a: a answered %v", vs)
+	}
 	// A follower's fetch needs CLUSTER_ACTION.
 	fr := fetchReq("a", 0, 0, 0, 1)
 	fr.ReplicaID = 2
