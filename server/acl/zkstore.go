@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/ferry-mq/ferry/replication/zookeeper"
 	"github.com/ferry-mq/ferry/server/auth"
@@ -171,6 +172,10 @@ func (s *ZKStore) read(p Pattern) ([]Entry, int32, error) {
 // Update implements Store with a conditional write, retried while other
 // brokers write the same pattern.
 func (s *ZKStore) Update(p Pattern, fn func([]Entry) []Entry) ([]Entry, error) {
+	if strings.ContainsAny(p.Name, "/\x00") || p.Name == "." || p.Name == ".." {
+		// Kafka keeps the same layout and cannot store these either.
+		return nil, fmt.Errorf("%w: resource name %q cannot be a ZooKeeper znode name", ErrInvalid, p.Name)
+	}
 	for range maxWriteAttempts {
 		stored, version, err := s.read(p)
 		if err != nil {

@@ -2,6 +2,7 @@ package acl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -151,4 +152,15 @@ func TestZKStoreConcurrentWriters(t *testing.T) {
 	harness.WaitFor(t, "both brokers holding every binding", 10*time.Second, func() bool {
 		return b1.a.Len() == 2*n && b2.a.Len() == 2*n
 	})
+}
+
+func TestZKStoreRefusesNamesThatAreNotZnodes(t *testing.T) {
+	srv := zks.Require(t)
+	b := openZKBroker(t, srv.Addr()+fmt.Sprintf("/ferry-acl-test/%d-%d", os.Getpid(), chrootSeq.Add(1)))
+	for _, name := range []string{"a/b", "..", "x\x00"} {
+		err := b.m.Create([]Binding{{lit(auth.ResourceGroup, name), allow(alice, "*", auth.OpRead)}})[0]
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("group %q: %v, want ErrInvalid", name, err)
+		}
+	}
 }
