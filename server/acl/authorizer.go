@@ -50,19 +50,85 @@ type resourceKey struct {
 	name string
 }
 
-// index is an immutable snapshot of every binding, by pattern.
+// index is an immutable snapshot of every binding, by pattern. Besides
+// the two maps of patterns it keeps what makes a lookup cheap (derive):
+// hashing names is most of Authorize's cost, so it hashes as few as it can.
 type index struct {
 	literal  map[resourceKey][]Entry
 	prefixed map[resourceKey][]Entry
+	count    int
+
+	// wildcard is literal's "*" entries by type (an int8 hashes cheaply).
+	wildcard map[auth.ResourceType][]Entry
 	// prefixLens lists, per resource type, the distinct lengths of its
 	// prefixed patterns' names, ascending: a lookup tries only those.
 	prefixLens map[auth.ResourceType][]int
-	count      int
+	// heads holds each prefixed pattern's first (up to) four bytes, and
+	// headLens their distinct lengths per type: a name whose head is not
+	// there has no prefixed pattern, and skips every prefix lookup.
+	heads    map[headKey]struct{}
+	headLens map[auth.ResourceType][]int
+}
+
+type headKey struct {
+	typ  auth.ResourceType
+	n    uint8
+	head uint32
+}
+
+const maxHead = 4
+
+func headOf(typ auth.ResourceType, name string, n int) headKey {
+	k := headKey{typ: typ, n: uint8(n)}
+	for i := range n {
+		k.head = k.head<<8 | uint32(name[i])
+	}
+	return k
 }
 
 func newIndex() *index {
-	return &index{literal: map[resourceKey][]Entry{}, prefixed: map[resourceKey][]Entry{},
-		prefixLens: map[auth.ResourceType][]int{}}
+	idx := &index{literal: map[resourceKey][]Entry{}, prefixed: map[resourceKey][]Entry{}}
+	idx.derive()
+	return idx
+}
+
+// derive rebuilds the lookup helpers from literal and prefixed.
+func (idx *index) derive() {
+	idx.wildcard = map[auth.ResourceType][]Entry{}
+	for k, entries := range idx.literal {
+		if k.name == auth.Wildcard {
+			idx.wildcard[k.typ] = entries
+		}
+	}
+	idx.prefixLens = map[auth.ResourceType][]int{}
+	idx.heads = map[headKey]struct{}{}
+	idx.headLens = map[auth.ResourceType][]int{}
+	for k := range idx.prefixed {
+		addLen(idx.prefixLens, k.typ, len(k.name))
+		n := min(len(k.name), maxHead)
+		idx.heads[headOf(k.typ, k.name, n)] = struct{}{}
+		addLen(idx.headLens, k.typ, n)
+	}
+}
+
+func addLen(m map[auth.ResourceType][]int, typ auth.ResourceType, n int) {
+	if i, found := slices.BinarySearch(m[typ], n); !found {
+		m[typ] = slices.Insert(m[typ], i, n)
+	}
+}
+
+// mayHavePrefixes reports whether some prefixed pattern of typ could be a
+// prefix of name.
+func (idx *index) mayHavePrefixes(typ auth.ResourceType, name string) bool {
+	for _, n := range idx.headLens[typ] {
+		if n > len(name) {
+			return false
+		}
+		if _, ok := idx.heads[headOf(typ, name, n)]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Authorize applies Kafka's rules (see the package doc).
@@ -75,13 +141,15 @@ func (a *Authorizer) Authorize(_ context.Context, act auth.Action) bool {
 	var v verdict
 	v.add(idx.literal[resourceKey{t, name}], act)
 	if name != auth.Wildcard {
-		v.add(idx.literal[resourceKey{t, auth.Wildcard}], act)
+		v.add(idx.wildcard[t], act)
 	}
-	for _, n := range idx.prefixLens[t] {
-		if n > len(name) {
-			break
+	if idx.mayHavePrefixes(t, name) {
+		for _, n := range idx.prefixLens[t] {
+			if n > len(name) {
+				break
+			}
+			v.add(idx.prefixed[resourceKey{t, name[:n]}], act)
 		}
-		v.add(idx.prefixed[resourceKey{t, name[:n]}], act)
 	}
 	switch {
 	case v.denied:
@@ -174,7 +242,7 @@ func (a *Authorizer) SetPattern(p Pattern, entries []Entry) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	old := a.idx.Load()
-	next := &index{literal: old.literal, prefixed: old.prefixed, prefixLens: old.prefixLens, count: old.count}
+	next := &index{literal: old.literal, prefixed: old.prefixed, count: old.count}
 	key := resourceKey{p.Type, p.Name}
 	if p.PatternType == auth.PatternPrefixed {
 		next.prefixed = cloneSet(old.prefixed, key, entries)
@@ -182,9 +250,7 @@ func (a *Authorizer) SetPattern(p Pattern, entries []Entry) {
 		next.literal = cloneSet(old.literal, key, entries)
 	}
 	next.count += len(entries) - len(old.byPattern(p.PatternType)[key])
-	if p.PatternType == auth.PatternPrefixed {
-		next.prefixLens = prefixLengths(next.prefixed)
-	}
+	next.derive()
 	a.idx.Store(next)
 }
 
@@ -199,7 +265,7 @@ func (a *Authorizer) Replace(bs []Binding) {
 			next.count++
 		}
 	}
-	next.prefixLens = prefixLengths(next.prefixed)
+	next.derive()
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	a.idx.Store(next)
@@ -221,19 +287,6 @@ func cloneSet(m map[resourceKey][]Entry, key resourceKey, entries []Entry) map[r
 		delete(out, key)
 	} else {
 		out[key] = slices.Clone(entries)
-	}
-	return out
-}
-
-func prefixLengths(prefixed map[resourceKey][]Entry) map[auth.ResourceType][]int {
-	out := map[auth.ResourceType][]int{}
-	for k := range prefixed {
-		if !slices.Contains(out[k.typ], len(k.name)) {
-			out[k.typ] = append(out[k.typ], len(k.name))
-		}
-	}
-	for _, lens := range out {
-		slices.Sort(lens)
 	}
 	return out
 }
