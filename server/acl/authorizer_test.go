@@ -126,6 +126,20 @@ func TestAuthorizeRules(t *testing.T) {
 			{act(alice, "h", auth.OpWrite, topic("orders-secret-1")), false},
 			{act(alice, "h", auth.OpWrite, topic("xorders-eu")), false},
 		}},
+		{"short prefixes and short names", Config{}, []Binding{
+			{pre(auth.ResourceTopic, "o"), allow(alice, "*", auth.OpRead)},
+			{pre(auth.ResourceTopic, "abc"), allow(alice, "*", auth.OpWrite)},
+			{pre(auth.ResourceTopic, "abcdefgh"), deny(alice, "*", auth.OpWrite)},
+		}, []check{
+			{act(alice, "h", auth.OpRead, topic("o")), true},
+			{act(alice, "h", auth.OpRead, topic("ox")), true},
+			{act(alice, "h", auth.OpRead, topic("xo")), false},
+			{act(alice, "h", auth.OpWrite, topic("ab")), false},
+			{act(alice, "h", auth.OpWrite, topic("abc")), true},
+			{act(alice, "h", auth.OpWrite, topic("abcdefg")), true},
+			{act(alice, "h", auth.OpWrite, topic("abcdefghi")), false},
+			{act(alice, "h", auth.OpWrite, topic("")), false},
+		}},
 		{"a prefixed * is a name, not the wildcard", Config{}, []Binding{{pre(auth.ResourceTopic, "*"), allow(alice, "*", auth.OpRead)}}, []check{
 			{act(alice, "h", auth.OpRead, topic("t")), false},
 			{act(alice, "h", auth.OpRead, topic("*x")), true},
