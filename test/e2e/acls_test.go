@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -142,6 +144,38 @@ func TestACLsEnforcedOnKafkaClients(t *testing.T) {
 		}
 		if after := endOffsetOf(t, node, "acl-b"); after != before {
 			t.Fatalf("kcat's refused produce wrote: %d -> %d", before, after)
+		}
+	})
+	t.Run("sarama and kafka-go", func(t *testing.T) {
+		cfg := sarama.NewConfig()
+		cfg.Producer.Return.Successes = true
+		cfg.Producer.Retry.Max = 0
+		producer, err := sarama.NewSyncProducer([]string{node.KafkaAddr}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer producer.Close()
+		if _, _, err := producer.SendMessage(&sarama.ProducerMessage{Topic: "acl-a", Value: sarama.StringEncoder("sarama-a")}); err != nil {
+			t.Fatalf("sarama produce to acl-a: %v", err)
+		}
+		before := endOffsetOf(t, node, "acl-b")
+		_, _, err = producer.SendMessage(&sarama.ProducerMessage{Topic: "acl-b", Value: sarama.StringEncoder("sarama-b")})
+		if !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+			t.Fatalf("sarama produce to acl-b: %v, want %v", err, sarama.ErrTopicAuthorizationFailed)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		w := &kafkago.Writer{Addr: kafkago.TCP(node.KafkaAddr), Topic: "acl-b", Transport: &kafkago.Transport{}, MaxAttempts: 1}
+		defer w.Close()
+		err = w.WriteMessages(ctx, kafkago.Message{Value: []byte("kafkago-b")})
+		// kafka-go reads the metadata of every topic and refuses a topic it
+		// does not list by itself; the listing leaves out what the client
+		// may not describe, as Kafka's does, so against Kafka it says the same.
+		if !errors.Is(err, kafkago.TopicAuthorizationFailed) && !errors.Is(err, kafkago.UnknownTopicOrPartition) {
+			t.Fatalf("kafka-go produce to acl-b: %v, want %v", err, kafkago.TopicAuthorizationFailed)
+		}
+		if after := endOffsetOf(t, node, "acl-b"); after != before {
+			t.Fatalf("a refused produce wrote: %d -> %d", before, after)
 		}
 	})
 	t.Run("prefixed and deny over allow", func(t *testing.T) {
