@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/url"
 	"testing"
 
 	"github.com/ferry-mq/ferry/server"
@@ -74,4 +75,28 @@ func TestACLRoutesRoundTrip(t *testing.T) {
 		t.Fatalf("%d bindings left, want 2", m.Authorizer().Len())
 	}
 	e.do(t, "DELETE", "/admin/acls", "application/json", `{"operation":"nothing"}`).wantError(t, 422, codeInvalidACL)
+}
+
+// FuzzACLFilterQuery feeds arbitrary query strings and binding fields to
+// the parsers: no panic, and what parses is a valid filter or binding.
+func FuzzACLFilterQuery(f *testing.F) {
+	f.Add("resource_type=topic&resource_name=orders&pattern_type=match&principal=User:a&host=*&operation=read&permission=allow",
+		"TOPIC", "orders", "PREFIXED", "User:alice", "10.0.0.1", "WRITE", "DENY")
+	f.Add("pattern_type=&operation=any", "cluster", "kafka-cluster", "", "User:*", "", "alter", "")
+	f.Add("%zz", "", "", "", ":", "::1", "all", "any")
+	f.Fuzz(func(t *testing.T, query, typ, name, pattern, principal, host, op, perm string) {
+		if q, err := url.ParseQuery(query); err == nil {
+			if fl, err := filterFromQuery(q); err == nil && fl.Validate() != nil {
+				t.Fatalf("filter %+v parsed but is invalid", fl)
+			}
+		}
+		j := ACLBinding{ResourceType: typ, ResourceName: name, PatternType: pattern, Principal: principal, Host: host,
+			Operation: op, Permission: perm}
+		if b, err := j.binding(); err == nil {
+			_ = b.Validate() // may refuse; must not panic
+			if got := aclList([]acl.Binding{b}).ACLs[0]; got.ResourceName != name {
+				t.Fatalf("round trip changed the name: %+v", got)
+			}
+		}
+	})
 }

@@ -17,6 +17,7 @@ package kafka
 
 import (
 	"context"
+	"log/slog"
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,8 +39,18 @@ func (s *Server) authorized(ctx context.Context, op auth.Operation, typ auth.Res
 	if s.authz == nil {
 		return true
 	}
-	return s.authz.Authorize(ctx, auth.Action{Principal: auth.PrincipalFrom(ctx), Host: requestHost(ctx),
-		Operation: op, Resource: auth.Resource{Type: typ, Name: name}})
+	act := auth.Action{Principal: auth.PrincipalFrom(ctx), Host: requestHost(ctx),
+		Operation: op, Resource: auth.Resource{Type: typ, Name: name}}
+	if s.authz.Authorize(ctx, act) {
+		return true
+	}
+	// Kafka's authorizer logger names every denial; here at debug level,
+	// since a client retrying a refused request would flood the log.
+	if s.logger.Enabled(ctx, slog.LevelDebug) {
+		s.logger.Debug("authorization denied", "principal", act.Principal.String(), "host", act.Host,
+			"operation", op.String(), "resource", act.Resource.String(), "client_id", requestClientFrom(ctx).id)
+	}
+	return false
 }
 
 func (s *Server) authorizedTopic(ctx context.Context, op auth.Operation, topic string) bool {
