@@ -23,8 +23,9 @@ package kafka
 // not DESCRIBE; a named one it may not DESCRIBE answers
 // TOPIC_AUTHORIZATION_FAILED whether it exists or not, and so does an
 // unknown one it may DESCRIBE but not CREATE (on the cluster or the
-// topic) when auto-creation would create it. Authorized operations are
-// not computed: the fields keep Kafka's "not requested" value.
+// topic) when auto-creation would create it. Authorized operations (v8+)
+// are computed when asked for; otherwise the fields keep Kafka's "not
+// requested" value.
 
 import (
 	"cmp"
@@ -41,6 +42,21 @@ import (
 
 func (s *Server) handleMetadata(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.MetadataRequest)
+	resp := s.metadata(ctx, req)
+	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
+		resp.AuthorizedOperations = s.authorizedOperations(ctx, auth.ResourceCluster, auth.ClusterName)
+	}
+	if req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			if mt := &resp.Topics[i]; mt.ErrorCode == 0 && mt.Topic != nil {
+				mt.AuthorizedOperations = s.authorizedOperations(ctx, auth.ResourceTopic, *mt.Topic)
+			}
+		}
+	}
+	return resp
+}
+
+func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = []kmsg.MetadataResponseBroker{s.brokerEntry()}
 	clusterID := s.broker.ClusterID()

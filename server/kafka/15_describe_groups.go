@@ -8,7 +8,8 @@ package kafka
 // v6 (KIP-848 error messages) is not advertised.
 //
 // ACLs: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED for it
-// (describing has no effect, so the answer is filtered after the fact).
+// (describing has no effect, so the answer is filtered after the fact);
+// authorized operations (v3+) are computed when asked for.
 
 import (
 	"context"
@@ -27,6 +28,8 @@ func (s *Server) handleDescribeGroups(ctx context.Context, req kmsg.Request) kms
 			denied := kmsg.NewDescribeGroupsResponseGroup()
 			denied.Group, denied.ErrorCode = g.Group, codeGroupAuthFailed
 			*g = denied
+		} else if r.IncludeAuthorizedOperations && g.ErrorCode == 0 {
+			g.AuthorizedOperations = s.authorizedOperations(ctx, auth.ResourceGroup, g.Group)
 		}
 	}
 	return resp

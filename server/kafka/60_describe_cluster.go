@@ -4,8 +4,8 @@ package kafka
 //
 // One broker, this node, which is also the controller. v1's EndpointType
 // is answered with brokers whatever was asked (Kafka answers controllers
-// only on KRaft controller listeners). Authorized operations are not
-// computed (no ACLs).
+// only on KRaft controller listeners). Authorized operations are
+// computed when asked for.
 //
 // ACLs: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
@@ -30,5 +30,8 @@ func (s *Server) handleDescribeCluster(ctx context.Context, kreq kmsg.Request) k
 	b := kmsg.NewDescribeClusterResponseBroker()
 	b.NodeID, b.Host, b.Port = s.broker.BrokerID(), s.host, s.port
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = s.authorizedOperations(ctx, auth.ResourceCluster, auth.ClusterName)
+	}
 	return resp
 }

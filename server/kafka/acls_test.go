@@ -367,3 +367,56 @@ func FuzzACLRequests(f *testing.F) {
 		}
 	})
 }
+
+// TestAuthorizedOperations: Metadata, DescribeGroups and DescribeCluster
+// report what the principal may do when asked, as a bitfield of
+// operation codes (every supported one with ACLs off).
+func TestAuthorizedOperations(t *testing.T) {
+	bits := func(ops ...auth.Operation) int32 {
+		var b int32
+		for _, op := range ops {
+			b |= 1 << op
+		}
+		return b
+	}
+	allTopicOps := bits(auth.OpRead, auth.OpWrite, auth.OpCreate, auth.OpDescribe, auth.OpDelete, auth.OpAlter,
+		auth.OpDescribeConfigs, auth.OpAlterConfigs)
+	metadata := func(c *client) *kmsg.MetadataResponse {
+		req := kmsg.NewPtrMetadataRequest()
+		name := "ops"
+		req.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
+		req.IncludeClusterAuthorizedOperations, req.IncludeTopicAuthorizedOperations = true, true
+		return do[*kmsg.MetadataResponse](c, req, 10)
+	}
+	off := newTestServer(t)
+	if err := off.broker.CreateTopic(server.TopicSpec{Name: "ops", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := metadata(off.dial(t)).Topics[0].AuthorizedOperations; got != allTopicOps {
+		t.Errorf("ACLs off: topic operations %b, want %b", got, allTopicOps)
+	}
+	on, _ := aclServer(t, acl.Config{},
+		allowAnon(auth.ResourceTopic, "ops", auth.PatternLiteral, auth.OpRead),
+		allowAnon(auth.ResourceCluster, auth.ClusterName, auth.PatternLiteral, auth.OpIdempotentWrite),
+		allowAnon(auth.ResourceGroup, "g", auth.PatternLiteral, auth.OpRead))
+	if err := on.broker.CreateTopic(server.TopicSpec{Name: "ops", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c := on.dial(t)
+	m := metadata(c)
+	if got, want := m.Topics[0].AuthorizedOperations, bits(auth.OpRead, auth.OpDescribe); got != want {
+		t.Errorf("topic operations %b, want %b", got, want)
+	}
+	if got, want := m.AuthorizedOperations, bits(auth.OpIdempotentWrite); got != want {
+		t.Errorf("cluster operations %b, want %b", got, want)
+	}
+	notAsked := do[*kmsg.MetadataResponse](c, kmsg.NewPtrMetadataRequest(), 10)
+	if len(notAsked.Topics) != 1 || notAsked.Topics[0].AuthorizedOperations != -2147483648 {
+		t.Errorf("not asked: %+v", notAsked.Topics)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"g"}, true
+	if got, want := do[*kmsg.DescribeGroupsResponse](c, dg, 5).Groups[0].AuthorizedOperations, bits(auth.OpRead, auth.OpDescribe); got != want {
+		t.Errorf("group operations %b, want %b", got, want)
+	}
+}

@@ -36,14 +36,11 @@ var (
 // authorized reports whether the request in ctx may do op on the
 // resource; always true when ACLs are off.
 func (s *Server) authorized(ctx context.Context, op auth.Operation, typ auth.ResourceType, name string) bool {
-	if s.authz == nil {
+	if s.allows(ctx, op, typ, name) {
 		return true
 	}
 	act := auth.Action{Principal: auth.PrincipalFrom(ctx), Host: requestHost(ctx),
 		Operation: op, Resource: auth.Resource{Type: typ, Name: name}}
-	if s.authz.Authorize(ctx, act) {
-		return true
-	}
 	// Kafka's authorizer logger names every denial; here at debug level,
 	// since a client retrying a refused request would flood the log.
 	if s.logger.Enabled(ctx, slog.LevelDebug) {
@@ -51,6 +48,36 @@ func (s *Server) authorized(ctx context.Context, op auth.Operation, typ auth.Res
 			"operation", op.String(), "resource", act.Resource.String(), "client_id", requestClientFrom(ctx).id)
 	}
 	return false
+}
+
+// allows is authorized without the denial's log line.
+func (s *Server) allows(ctx context.Context, op auth.Operation, typ auth.ResourceType, name string) bool {
+	return s.authz == nil || s.authz.Authorize(ctx, auth.Action{Principal: auth.PrincipalFrom(ctx), Host: requestHost(ctx),
+		Operation: op, Resource: auth.Resource{Type: typ, Name: name}})
+}
+
+// supportedOperations are the operations Kafka's authorized-operations
+// fields report per resource type (AclEntry.supportedOperations).
+var supportedOperations = map[auth.ResourceType][]auth.Operation{
+	auth.ResourceTopic: {auth.OpRead, auth.OpWrite, auth.OpCreate, auth.OpDescribe, auth.OpDelete, auth.OpAlter,
+		auth.OpDescribeConfigs, auth.OpAlterConfigs},
+	auth.ResourceGroup: {auth.OpRead, auth.OpDescribe, auth.OpDelete},
+	auth.ResourceCluster: {auth.OpCreate, auth.OpClusterAction, auth.OpDescribeConfigs, auth.OpAlterConfigs,
+		auth.OpIdempotentWrite, auth.OpAlter, auth.OpDescribe},
+}
+
+// authorizedOperations is the bitfield (bit n: operation code n) of what
+// the request's principal may do on the resource, for Metadata,
+// DescribeGroups and DescribeCluster when the client asks; with ACLs off,
+// every supported operation, as Kafka without an authorizer.
+func (s *Server) authorizedOperations(ctx context.Context, typ auth.ResourceType, name string) int32 {
+	var bits int32
+	for _, op := range supportedOperations[typ] {
+		if s.allows(ctx, op, typ, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
 }
 
 func (s *Server) authorizedTopic(ctx context.Context, op auth.Operation, topic string) bool {
