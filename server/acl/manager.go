@@ -10,9 +10,20 @@ import (
 // Store holds the bindings durably. Update changes one pattern's entries
 // atomically (against other writers, also other brokers'): fn is given
 // the entries stored now, maybe more than once, and returns the ones to
-// store; Update returns what it stored.
+// store; Update returns what it stored. The Manager then applies that to
+// the authorizer, unless the store does so itself (selfFeeding: a store
+// that other brokers write too must order its own writes among theirs).
 type Store interface {
 	Update(p Pattern, fn func(stored []Entry) []Entry) ([]Entry, error)
+}
+
+type selfFeeding interface{ feedsAuthorizer() }
+
+// apply gives the authorizer what the store stored.
+func (m *Manager) apply(p Pattern, stored []Entry) {
+	if _, self := m.store.(selfFeeding); !self {
+		m.authorizer.SetPattern(p, stored)
+	}
 }
 
 // Manager is the one core behind every ACL admin surface (the Kafka
@@ -76,7 +87,7 @@ func (m *Manager) Create(bs []Binding) []error {
 			}
 			continue
 		}
-		m.authorizer.SetPattern(p, stored)
+		m.apply(p, stored)
 	}
 	return errs
 }
@@ -130,7 +141,7 @@ func (m *Manager) deleteMatching(f Filter) Deleted {
 			errs = append(errs, fmt.Errorf("delete ACLs of %s: %w", p, err))
 			continue
 		}
-		m.authorizer.SetPattern(p, stored)
+		m.apply(p, stored)
 		for _, e := range removed {
 			d.Bindings = append(d.Bindings, Binding{Pattern: p, Entry: e})
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ferry-mq/ferry/replication/zookeeper"
 	"github.com/ferry-mq/ferry/server/auth"
@@ -24,6 +25,10 @@ type ZKStore struct {
 	logger     *slog.Logger
 	watches    [2]*zookeeper.Watch[[]string] // literal, extended
 	done       chan struct{}
+	// reloadMu makes each read of a pattern's znode and its application
+	// to the authorizer one step, so the follower and this broker's own
+	// writes, racing, never apply an older read after a newer one.
+	reloadMu sync.Mutex
 }
 
 // maxWriteAttempts bounds the read-modify-write retries of one pattern
@@ -142,15 +147,27 @@ func (s *ZKStore) apply(prefixed bool, names []string, last int64) int64 {
 		if err != nil || !ok {
 			continue // purged, or not ours to understand: skipped, as Kafka logs and skips
 		}
-		entries, _, err := s.read(p)
-		if err != nil {
+		if _, err := s.reload(p); err != nil {
 			s.logger.Warn("reloading an ACL znode", "pattern", p.String(), "err", err)
-			continue
 		}
-		s.authorizer.SetPattern(p, entries)
 	}
 	return last
 }
+
+// reload reads a pattern's znode and applies it to the authorizer.
+func (s *ZKStore) reload(p Pattern) ([]Entry, error) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	entries, _, err := s.read(p)
+	if err != nil {
+		return nil, err
+	}
+	s.authorizer.SetPattern(p, entries)
+	return entries, nil
+}
+
+// feedsAuthorizer: Update applies what it stored itself (see reloadMu).
+func (s *ZKStore) feedsAuthorizer() {}
 
 // read returns a pattern's stored entries and the znode's version (-1:
 // absent).
@@ -170,7 +187,9 @@ func (s *ZKStore) read(p Pattern) ([]Entry, int32, error) {
 }
 
 // Update implements Store with a conditional write, retried while other
-// brokers write the same pattern.
+// brokers write the same pattern; then it reloads the pattern into the
+// authorizer (what it returns may already hold another broker's later
+// write).
 func (s *ZKStore) Update(p Pattern, fn func([]Entry) []Entry) ([]Entry, error) {
 	if strings.ContainsAny(p.Name, "/\x00") || p.Name == "." || p.Name == ".." {
 		// Kafka keeps the same layout and cannot store these either.
@@ -183,7 +202,7 @@ func (s *ZKStore) Update(p Pattern, fn func([]Entry) []Entry) ([]Entry, error) {
 		}
 		next := fn(slices.Clone(stored))
 		if slices.Equal(stored, next) {
-			return next, nil
+			return s.reload(p)
 		}
 		var data []byte
 		if len(next) > 0 {
@@ -196,7 +215,7 @@ func (s *ZKStore) Update(p Pattern, fn func([]Entry) []Entry) ([]Entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		return next, nil
+		return s.reload(p)
 	}
 	return nil, fmt.Errorf("acl: %s changed under %d attempts to write it", p, maxWriteAttempts)
 }
