@@ -2,6 +2,7 @@ package acl
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -239,17 +240,40 @@ func (a *Authorizer) Len() int { return a.idx.Load().count }
 // SetPattern replaces the entries of one pattern (none: it has no
 // bindings left).
 func (a *Authorizer) SetPattern(p Pattern, entries []Entry) {
+	a.SetPatterns(map[Pattern][]Entry{p: entries})
+}
+
+// SetPatterns replaces the entries of several patterns at once: one copy
+// of the snapshot for all of them.
+func (a *Authorizer) SetPatterns(updates map[Pattern][]Entry) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
 	old := a.idx.Load()
 	next := &index{literal: old.literal, prefixed: old.prefixed, count: old.count}
-	key := resourceKey{p.Type, p.Name}
-	if p.PatternType == auth.PatternPrefixed {
-		next.prefixed = cloneSet(old.prefixed, key, entries)
-	} else {
-		next.literal = cloneSet(old.literal, key, entries)
+	var literal, prefixed bool
+	for p := range updates {
+		if p.PatternType == auth.PatternPrefixed {
+			prefixed = true
+		} else {
+			literal = true
+		}
 	}
-	next.count += len(entries) - len(old.byPattern(p.PatternType)[key])
+	if literal {
+		next.literal = maps.Clone(old.literal)
+	}
+	if prefixed {
+		next.prefixed = maps.Clone(old.prefixed)
+	}
+	for p, entries := range updates {
+		m := next.byPattern(p.PatternType)
+		key := resourceKey{p.Type, p.Name}
+		next.count += len(entries) - len(m[key])
+		if len(entries) == 0 {
+			delete(m, key)
+		} else {
+			m[key] = slices.Clone(entries)
+		}
+	}
 	next.derive()
 	a.idx.Store(next)
 }
@@ -276,19 +300,6 @@ func (idx *index) byPattern(pt auth.PatternType) map[resourceKey][]Entry {
 		return idx.prefixed
 	}
 	return idx.literal
-}
-
-func cloneSet(m map[resourceKey][]Entry, key resourceKey, entries []Entry) map[resourceKey][]Entry {
-	out := make(map[resourceKey][]Entry, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	if len(entries) == 0 {
-		delete(out, key)
-	} else {
-		out[key] = slices.Clone(entries)
-	}
-	return out
 }
 
 // AllowsSomeResource reports whether p from host may do op on at least one

@@ -417,3 +417,36 @@ func TestAllowsSomeResource(t *testing.T) {
 		t.Error("alice has no group")
 	}
 }
+
+// TestManyPatternsAtOnce: a CreateAcls of many patterns rewrites
+// the file once, and a deletion of all of them too.
+func TestManyPatternsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	a := New(Config{})
+	s, err := OpenFileStore(dir, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewManager(a, s)
+	var bs []Binding
+	for i := range 2000 {
+		bs = append(bs, Binding{lit(auth.ResourceTopic, fmt.Sprintf("t%d", i)), allow(alice, "*", auth.OpRead)},
+			Binding{pre(auth.ResourceGroup, fmt.Sprintf("g%d-", i)), deny(bob, "*", auth.OpRead)})
+	}
+	for _, err := range m.Create(bs) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.Len() != 4000 || !a.Authorize(context.Background(), act(alice, "h", auth.OpRead, topic("t1999"))) {
+		t.Fatalf("after create: %d bindings", a.Len())
+	}
+	d := m.Delete([]Filter{MatchAll})[0]
+	if d.Err != nil || len(d.Bindings) != 4000 || a.Len() != 0 {
+		t.Fatalf("delete all: %d removed, %d left, %v", len(d.Bindings), a.Len(), d.Err)
+	}
+	a2 := New(Config{})
+	if _, err := OpenFileStore(dir, a2); err != nil || a2.Len() != 0 {
+		t.Fatalf("reopened: %d bindings, %v", a2.Len(), err)
+	}
+}

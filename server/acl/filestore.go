@@ -52,16 +52,35 @@ func OpenFileStore(dataDir string, a *Authorizer) (*FileStore, error) {
 
 // Update implements Store.
 func (s *FileStore) Update(p Pattern, fn func([]Entry) []Entry) ([]Entry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old := s.mu.entries[p]
-	next := fn(slices.Clone(old))
-	s.setLocked(p, next)
-	if err := s.writeLocked(); err != nil {
-		s.setLocked(p, old)
+	res, err := s.UpdateAll([]Pattern{p}, func(_ Pattern, e []Entry) []Entry { return fn(e) })
+	if err != nil {
 		return nil, err
 	}
-	return slices.Clone(next), nil
+	return res[0], nil
+}
+
+// UpdateAll changes several patterns with one rewrite of the file; when
+// the write fails, none changes.
+func (s *FileStore) UpdateAll(ps []Pattern, fn func(Pattern, []Entry) []Entry) ([][]Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := make(map[Pattern][]Entry, len(ps))
+	out := make([][]Entry, len(ps))
+	for i, p := range ps {
+		if _, saved := old[p]; !saved {
+			old[p] = s.mu.entries[p]
+		}
+		next := fn(p, slices.Clone(s.mu.entries[p]))
+		s.setLocked(p, next)
+		out[i] = slices.Clone(next)
+	}
+	if err := s.writeLocked(); err != nil {
+		for p, entries := range old {
+			s.setLocked(p, entries)
+		}
+		return nil, err
+	}
+	return out, nil
 }
 
 func (s *FileStore) setLocked(p Pattern, entries []Entry) {

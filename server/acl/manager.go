@@ -19,11 +19,41 @@ type Store interface {
 
 type selfFeeding interface{ feedsAuthorizer() }
 
-// apply gives the authorizer what the store stored.
-func (m *Manager) apply(p Pattern, stored []Entry) {
-	if _, self := m.store.(selfFeeding); !self {
-		m.authorizer.SetPattern(p, stored)
+// batchStore is a store that changes several patterns in one write (a
+// file rewritten whole: one fsync for a whole CreateAcls).
+type batchStore interface {
+	UpdateAll(ps []Pattern, fn func(p Pattern, stored []Entry) []Entry) ([][]Entry, error)
+}
+
+// update runs fn over each pattern's stored entries through the store,
+// in one write when the store can, and applies what was stored to the
+// authorizer; the result has one error per pattern.
+func (m *Manager) update(ps []Pattern, fn func(p Pattern, stored []Entry) []Entry) []error {
+	errs := make([]error, len(ps))
+	stored := make(map[Pattern][]Entry, len(ps))
+	if b, ok := m.store.(batchStore); ok {
+		res, err := b.UpdateAll(ps, fn)
+		for i, p := range ps {
+			if err != nil {
+				errs[i] = err
+			} else {
+				stored[p] = res[i]
+			}
+		}
+	} else {
+		for i, p := range ps {
+			entries, err := m.store.Update(p, func(e []Entry) []Entry { return fn(p, e) })
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			stored[p] = entries
+		}
 	}
+	if _, self := m.store.(selfFeeding); !self && len(stored) > 0 {
+		m.authorizer.SetPatterns(stored)
+	}
+	return errs
 }
 
 // Manager is the one core behind every ACL admin surface (the Kafka
@@ -71,23 +101,21 @@ func (m *Manager) Create(bs []Binding) []error {
 		}
 		byPattern[b.Pattern] = append(byPattern[b.Pattern], i)
 	}
-	for _, p := range order {
-		stored, err := m.store.Update(p, func(stored []Entry) []Entry {
-			out := slices.Clone(stored)
-			for _, i := range byPattern[p] {
-				if !slices.Contains(out, bs[i].Entry) {
-					out = append(out, bs[i].Entry)
-				}
+	updateErrs := m.update(order, func(p Pattern, stored []Entry) []Entry {
+		out := slices.Clone(stored)
+		for _, i := range byPattern[p] {
+			if !slices.Contains(out, bs[i].Entry) {
+				out = append(out, bs[i].Entry)
 			}
-			return out
-		})
-		if err != nil {
-			for _, i := range byPattern[p] {
-				errs[i] = fmt.Errorf("store ACLs of %s: %w", p, err)
-			}
-			continue
 		}
-		m.apply(p, stored)
+		return out
+	})
+	for k, err := range updateErrs {
+		if err != nil {
+			for _, i := range byPattern[order[k]] {
+				errs[i] = fmt.Errorf("store ACLs of %s: %w", order[k], err)
+			}
+		}
 	}
 	return errs
 }
@@ -115,34 +143,35 @@ func (m *Manager) Delete(fs []Filter) []Deleted {
 
 func (m *Manager) deleteMatching(f Filter) Deleted {
 	var patterns []Pattern
+	seen := map[Pattern]bool{}
 	for _, b := range m.authorizer.Bindings(f) {
-		if !slices.Contains(patterns, b.Pattern) {
+		if !seen[b.Pattern] {
+			seen[b.Pattern] = true
 			patterns = append(patterns, b.Pattern)
 		}
 	}
 	slices.SortFunc(patterns, comparePatterns)
+	removed := make(map[Pattern][]Entry, len(patterns))
+	updateErrs := m.update(patterns, func(p Pattern, stored []Entry) []Entry {
+		removed[p] = removed[p][:0] // fn may run again after a lost race
+		var keep []Entry
+		for _, e := range stored {
+			if f.matchesEntry(e) {
+				removed[p] = append(removed[p], e)
+			} else {
+				keep = append(keep, e)
+			}
+		}
+		return keep
+	})
 	var d Deleted
 	var errs []error
-	for _, p := range patterns {
-		var removed []Entry
-		stored, err := m.store.Update(p, func(stored []Entry) []Entry {
-			removed = removed[:0]
-			var keep []Entry
-			for _, e := range stored {
-				if f.matchesEntry(e) {
-					removed = append(removed, e)
-				} else {
-					keep = append(keep, e)
-				}
-			}
-			return keep
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("delete ACLs of %s: %w", p, err))
+	for k, p := range patterns {
+		if updateErrs[k] != nil {
+			errs = append(errs, fmt.Errorf("delete ACLs of %s: %w", p, updateErrs[k]))
 			continue
 		}
-		m.apply(p, stored)
-		for _, e := range removed {
+		for _, e := range removed[p] {
 			d.Bindings = append(d.Bindings, Binding{Pattern: p, Entry: e})
 		}
 	}
@@ -202,16 +231,29 @@ type MemoryStore struct {
 }
 
 func (s *MemoryStore) Update(p Pattern, fn func([]Entry) []Entry) ([]Entry, error) {
+	res, err := s.UpdateAll([]Pattern{p}, func(_ Pattern, e []Entry) []Entry { return fn(e) })
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// UpdateAll is Update of several patterns at once.
+func (s *MemoryStore) UpdateAll(ps []Pattern, fn func(Pattern, []Entry) []Entry) ([][]Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.entries == nil {
 		s.entries = map[Pattern][]Entry{}
 	}
-	next := fn(slices.Clone(s.entries[p]))
-	if len(next) == 0 {
-		delete(s.entries, p)
-	} else {
-		s.entries[p] = next
+	out := make([][]Entry, len(ps))
+	for i, p := range ps {
+		next := fn(p, slices.Clone(s.entries[p]))
+		if len(next) == 0 {
+			delete(s.entries, p)
+		} else {
+			s.entries[p] = next
+		}
+		out[i] = slices.Clone(next)
 	}
-	return slices.Clone(next), nil
+	return out, nil
 }
