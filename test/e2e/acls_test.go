@@ -15,6 +15,7 @@ import (
 
 	"github.com/IBM/sarama"
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -100,6 +101,13 @@ func TestACLsEnforcedOnKafkaClients(t *testing.T) {
 	// A super user may do anything, with or without bindings.
 	if err := produceOne(t, node, "acl-b", "as-super"); err != nil {
 		t.Fatalf("super user produce: %v", err)
+	}
+	if recs := consumeGroup(t, node, "any-group", "acl-b", 1); string(recs[0].Value) != "as-super" {
+		t.Fatalf("super user consume: %q", recs[0].Value)
+	}
+	dirs, err := kadm.NewClient(franz(t, node)).DescribeAllLogDirs(context.Background(), nil)
+	if err != nil || len(dirs) != 1 || dirs[0].Error() != nil || dirs[0].Size() == 0 {
+		t.Fatalf("super user DescribeLogDirs (DESCRIBE on the cluster): %v %v", err, dirs)
 	}
 	cli(t, node, "", "acls", "add", "--allow-principal", "User:ANONYMOUS", "--cluster", "--operation", "Alter")
 	cli(t, node, "", "acls", "add", "--allow-principal", "User:ANONYMOUS", "--topic", "acl-a", "--operation", "Write", "--operation", "Read")
