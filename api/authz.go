@@ -77,6 +77,10 @@ var routeRequirements = map[string][]requirement{
 	"GET /admin/reassignments":                           {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 	"DELETE /admin/reassignments":                        {need(auth.OpAlter, auth.ResourceCluster, theCluster)},
 	"DELETE /admin/reassignments/throttle":               {need(auth.OpAlterConfigs, auth.ResourceCluster, theCluster)},
+	// ACLs: the handlers check DESCRIBE or ALTER on the cluster (acls.go).
+	"GET /admin/acls":    {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
+	"POST /admin/acls":   {need(auth.OpAlter, auth.ResourceCluster, theCluster)},
+	"DELETE /admin/acls": {need(auth.OpAlter, auth.ResourceCluster, theCluster)},
 	// Tokens: one's own, or others' with ALTER/DESCRIBE on the cluster (tokens.go).
 	"POST /admin/tokens": nil, "GET /admin/tokens": nil, "DELETE /admin/tokens/{id}": nil,
 

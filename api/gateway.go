@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-mq/ferry/openapi"
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/acl"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/web"
@@ -65,6 +66,9 @@ type Config struct {
 	// PeerHTTP, on a cluster, finds the other brokers' gateways: a group's
 	// requests go to its coordinator's (forward.go). Nil: served here.
 	PeerHTTP PeerHTTPFunc
+	// ACLs serve /admin/acls (the same bindings the Kafka listener
+	// enforces); nil: ACLs are off and those routes answer 501.
+	ACLs *acl.Manager
 	// Metrics is served at /metrics and counts requests per route; nil:
 	// no /metrics (observe.go).
 	Metrics *metrics.Metrics
@@ -208,6 +212,9 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Get("/admin/reassignments", g.listReassignments)
 	r.Delete("/admin/reassignments", g.cancelReassignments)
 	r.Delete("/admin/reassignments/throttle", g.removeReplicationThrottle)
+	r.Get("/admin/acls", g.listACLs)
+	r.Post("/admin/acls", g.createACLs)
+	r.Delete("/admin/acls", g.deleteACLs)
 
 	gr := g.requireGroups
 	// A group's routes are served by its coordinator, wherever asked.

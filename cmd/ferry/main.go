@@ -45,6 +45,11 @@ env FERRY_BOOTSTRAP; on a SASL listener --sasl-mechanism M --sasl-username U
   ferry tokens create NAME [--for USER] [--expires-in 720h] | list | revoke ID
                           HTTP API tokens, through --url U as --user (password from
                           --password-file or stdin), or offline: --data-dir D | --zookeeper Z
+  ferry acls add --allow-principal|--deny-principal User:NAME [--operation OP]…
+                          (--topic T|--group G|--cluster|--transactional-id X|--subject S)…
+                          [--resource-pattern-type literal|prefixed] [--allow-host IP]
+  ferry acls list [same filters; --resource-pattern-type any|match too]
+  ferry acls remove (resource flags) [--allow-principal P] [--operation OP] …
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
 
 `
@@ -81,6 +86,8 @@ func main() {
 		err = runTokens(os.Args[2:])
 	case "leader-election":
 		err = runLeaderElection(os.Args[2:])
+	case "acls":
+		err = runACLs(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("ferry", version)
 	case "help", "-h", "--help":

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/ferry-mq/ferry/api"
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/acl"
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/forward"
 	"github.com/ferry-mq/ferry/server/group"
@@ -65,6 +67,12 @@ type serveSettings struct {
 	schemasReplicationFactor int16
 	// httpAuth is the HTTP gateway's authentication (httpauth.go).
 	httpAuth httpAuthSettings
+	// authorizerClass is authorizer.class.name (empty: ACLs off);
+	// superUsers and allowIfNoACL its super.users and
+	// allow.everyone.if.no.acl.found.
+	authorizerClass string
+	superUsers      []auth.Principal
+	allowIfNoACL    bool
 	// kafkaLimits are the Kafka listener's resource limits; Addr,
 	// AdvertisedAddr, Logger and Metrics are filled in runServe.
 	kafkaLimits kafka.Config
@@ -240,6 +248,12 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.FetchMaxBytes, v) }},
 	{"connections-max-idle-ms", []string{"connections.max.idle.ms"}, "close Kafka connections idle this long", "600000",
 		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.IdleTimeout, v) }},
+	{"authorizer-class-name", []string{"authorizer.class.name"}, "turns ACLs on: ferry, or any of Kafka's authorizer class names (kafka.security.authorizer.AclAuthorizer, …), all served by ferry's own; empty: off (with --security: ferry)", "",
+		func(s *serveSettings, v string) error { s.authorizerClass = v; return checkAuthorizerClass(v) }},
+	{"super-users", []string{"super.users"}, "principals always allowed, User:a;User:b (a secured cluster lists its brokers' principal, User:ANONYMOUS over PLAINTEXT)", "",
+		func(s *serveSettings, v string) (err error) { s.superUsers, err = parseSuperUsers(v); return err }},
+	{"allow-everyone-if-no-acl-found", []string{"allow.everyone.if.no.acl.found"}, "with ACLs on, allow an action on a resource no ACL names", "false",
+		func(s *serveSettings, v string) (err error) { s.allowIfNoACL, err = strconv.ParseBool(v); return err }},
 	{"kafka-request-read-timeout-ms", []string{"kafka.request.read.timeout.ms"}, "close a Kafka connection whose request frame, once started, takes longer to arrive (ferry's own; Kafka has none)", "60000",
 		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.RequestReadTimeout, v) }},
 }
@@ -571,9 +585,23 @@ func runServe(args []string) error {
 		logger.Warn("the Kafka listener asks for SASL but there are no users yet: create one with `ferry users create NAME --data-dir " +
 			s.broker.DataDir + "` while the node is stopped")
 	}
+	// With --security and no authorizer.class.name, the authorizer is ferry's.
+	acls, closeACLs, err := openACLs(s, s.security, node, logger)
+	if err != nil {
+		closeCore()
+		return err
+	}
+	defer closeACLs()
+	kcfg.ACLs = acls
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
-		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr), Reassigner: kafkaReassigner{kafkaAddr: s.advertisedKafkaAddr}}
+		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr), Reassigner: kafkaReassigner{kafkaAddr: s.advertisedKafkaAddr},
+		ACLs: acls}
+	if acls != nil {
+		// The one authorizer for every surface: HTTP routes ask the same
+		// bindings the Kafka listener does.
+		httpCfg.Authorizer = acls.Authorizer()
+	}
 	if node != nil {
 		httpCfg.PeerHTTP = node.peerHTTP
 	}
@@ -654,6 +682,64 @@ func runServe(args []string) error {
 		return nil
 	}
 	return err
+}
+
+// kafkaAuthorizerClasses are the authorizer.class.name values Kafka's
+// own authorizers go by; any of them, or "ferry", turns ferry's ACLs on
+// (one implementation, Kafka's rules), so a Kafka server.properties works
+// unchanged.
+var kafkaAuthorizerClasses = []string{
+	"ferry",
+	"kafka.security.authorizer.AclAuthorizer",
+	"kafka.security.auth.SimpleAclAuthorizer",
+	"org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+}
+
+func checkAuthorizerClass(v string) error {
+	if v == "" || slices.Contains(kafkaAuthorizerClasses, v) {
+		return nil
+	}
+	return fmt.Errorf("unknown authorizer %q: want one of %s, or empty for none", v, strings.Join(kafkaAuthorizerClasses, ", "))
+}
+
+// parseSuperUsers reads super.users: principals separated by semicolons.
+func parseSuperUsers(v string) ([]auth.Principal, error) {
+	var out []auth.Principal
+	for _, item := range strings.Split(v, ";") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		p, err := auth.ParsePrincipal(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// openACLs starts the authorizer when authorizer.class.name is set (or
+// security is on without one): its bindings in ZooKeeper on a cluster,
+// in <data-dir>/acls.json on a single node. nil: ACLs are off.
+func openACLs(s serveSettings, security bool, node *clusterNode, logger *slog.Logger) (*acl.Manager, func(), error) {
+	if s.authorizerClass == "" && !security {
+		return nil, func() {}, nil
+	}
+	a := acl.New(acl.Config{SuperUsers: s.superUsers, AllowIfNoACL: s.allowIfNoACL})
+	logger.Info("ACLs on", "authorizer", cmp.Or(s.authorizerClass, "ferry"), "super_users", len(s.superUsers),
+		"allow_everyone_if_no_acl_found", s.allowIfNoACL)
+	if node != nil {
+		store, err := acl.OpenZKStore(node.zk, a, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		return acl.NewManager(a, store), store.Close, nil
+	}
+	store, err := acl.OpenFileStore(s.broker.DataDir, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	return acl.NewManager(a, store), func() {}, nil
 }
 
 // openSchemaRegistry opens --schema-store: postgres://… for PostgreSQL;

@@ -17,7 +17,8 @@ package kafka
 // partition closes the connection, as in Kafka. On one node acks=1 and
 // acks=-1 answer alike (a topic with flush.messages=1 answers after fsync)
 // unless min.insync.replicas is above 1.
-// Deviations: transactional batches are rejected with INVALID_RECORD. v10's new-leader
+// ACLs (authz.go): WRITE on each topic, and on the transactional id when
+// one is given. Deviations: transactional batches are rejected with INVALID_RECORD. v10's new-leader
 // hints (KIP-951) stay empty, since one node never answers NOT_LEADER; v11
 // only allows TRANSACTION_ABORTABLE (KIP-890), which ferry never returns.
 
@@ -34,12 +35,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
 func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	// Kafka checks WRITE on the transactional id of a transactional
+	// produce, then WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for
+	// its partitions, nothing written).
+	txnDenied := req.TransactionID != nil && !s.authorized(ctx, auth.OpWrite, auth.ResourceTransactionalID, *req.TransactionID)
 	var work []func()
 	// appended[k] is the append of the partition answered by answers[k].
 	var appended []server.Appended
@@ -48,11 +54,20 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		denied := codeTxnIDAuthFailed
+		if !txnDenied {
+			denied = 0
+			if !s.authorizedTopic(ctx, auth.OpWrite, t.Topic) {
+				denied = codeTopicAuthFailed
+			}
+		}
 		for i := range t.Partitions {
 			rp := &rt.Partitions[i]
 			rp.Default()
 			rp.Partition = t.Partitions[i].Partition
-			if acksOK {
+			if denied != 0 {
+				rp.ErrorCode = denied
+			} else if acksOK {
 				p, topic, k := &t.Partitions[i], t.Topic, len(appended)
 				appended, answers = append(appended, server.Appended{}), append(answers, rp)
 				work = append(work, func() {

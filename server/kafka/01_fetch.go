@@ -44,6 +44,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -97,9 +98,19 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 	waits := make([]delayed.Wait, 0, requestedPartitions(req))
 	total, failed := 0, false
 	replica := fetchingReplica(req)
+	followerDenied := replica >= 0 && !s.authorizedCluster(ctx, auth.OpClusterAction)
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
+		if followerDenied || replica < 0 && !s.authorizedTopic(ctx, auth.OpRead, t.Topic) {
+			rt.Partitions = deniedFetchPartitions(t.Partitions)
+			if chunksOnly {
+				resp.chunks = append(resp.chunks, make([][]storage.Chunk, len(t.Partitions))...)
+			}
+			failed = true
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		for i := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			n, wait, ok, chunks := s.fetchPartition(ctx, resp, t.Topic, &t.Partitions[i], &rp, replica, budget-total, total == 0, chunksOnly)
@@ -116,6 +127,21 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, waits, failed || total >= int(req.MinBytes) || len(waits) == 0 && resp.throttleDelay == 0
+}
+
+// deniedFetchPartitions answers a topic the fetcher may not read (a
+// consumer without READ on it, a follower without CLUSTER_ACTION on the
+// cluster) with TOPIC_AUTHORIZATION_FAILED, as Kafka does.
+func deniedFetchPartitions(ps []kmsg.FetchRequestTopicPartition) []kmsg.FetchResponseTopicPartition {
+	out := make([]kmsg.FetchResponseTopicPartition, len(ps))
+	for i := range ps {
+		rp := &out[i]
+		rp.Default()
+		rp.Partition, rp.ErrorCode = ps[i].Partition, codeTopicAuthFailed
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+		rp.RecordBatches = []byte{}
+	}
+	return out
 }
 
 // fetchPartition fills rp and returns the bytes it added and what a wait

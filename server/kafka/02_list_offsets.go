@@ -11,7 +11,8 @@ package kafka
 // storage. Any other value is the first record whose timestamp is at least
 // it, or -1 with timestamp -1 when there is none, as Kafka answers. The
 // leader epoch is the partition's (0 on one node); CurrentLeaderEpoch is
-// checked (KIP-320).
+// checked (KIP-320). ACLs: DESCRIBE on each topic, else
+// TOPIC_AUTHORIZATION_FAILED for its partitions.
 
 import (
 	"context"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
 // Special timestamps beyond -1 (latest) and -2 (earliest).
@@ -28,16 +30,19 @@ const (
 	offsetLatestTiered  = -5 // v9+, KIP-1005
 )
 
-func (s *Server) handleListOffsets(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleListOffsets(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		described := s.authorizedTopic(ctx, auth.OpDescribe, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
-			if req.Version == 0 {
+			if !described {
+				rp.ErrorCode, rp.Offset, rp.Timestamp = codeTopicAuthFailed, -1, -1
+			} else if req.Version == 0 {
 				s.listOldStyleOffsets(t.Topic, &p, &rp)
 			} else {
 				s.listOffset(req.Version, t.Topic, &p, &rp)

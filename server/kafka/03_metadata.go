@@ -19,8 +19,13 @@ package kafka
 // 100k topics cannot create them all; the broker's max.partitions bound
 // (POLICY_VIOLATION) holds across requests. v10+
 // carry topic ids; topics requested by id alone are looked up by id.
-// Authorized operations are not computed (ACLs do not exist): the fields
-// keep Kafka's "not requested" value.
+// ACLs, as Kafka: listing every topic leaves out those the principal may
+// not DESCRIBE; a named one it may not DESCRIBE answers
+// TOPIC_AUTHORIZATION_FAILED whether it exists or not, and so does an
+// unknown one it may DESCRIBE but not CREATE (on the cluster or the
+// topic) when auto-creation would create it. Authorized operations (v8+)
+// are computed when asked for; otherwise the fields keep Kafka's "not
+// requested" value.
 
 import (
 	"cmp"
@@ -32,10 +37,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleMetadata(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.MetadataRequest)
+	resp := s.metadata(ctx, req)
+	if req.IncludeClusterAuthorizedOperations && req.Version <= 10 {
+		resp.AuthorizedOperations = s.authorizedOperations(ctx, auth.ResourceCluster, auth.ClusterName)
+	}
+	if req.IncludeTopicAuthorizedOperations {
+		for i := range resp.Topics {
+			if mt := &resp.Topics[i]; mt.ErrorCode == 0 && mt.Topic != nil {
+				mt.AuthorizedOperations = s.authorizedOperations(ctx, auth.ResourceTopic, *mt.Topic)
+			}
+		}
+	}
+	return resp
+}
+
+func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = []kmsg.MetadataResponseBroker{s.brokerEntry()}
 	clusterID := s.broker.ClusterID()
@@ -57,6 +78,9 @@ func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) kmsg.Respo
 		}
 		slices.Sort(names)
 		for _, name := range names {
+			if !s.authorizedTopic(ctx, auth.OpDescribe, name) {
+				continue
+			}
 			resp.Topics = append(resp.Topics, s.topicMetadata(name, nil, view))
 		}
 		return resp
@@ -68,12 +92,32 @@ func (s *Server) handleMetadata(_ context.Context, kreq kmsg.Request) kmsg.Respo
 	}
 	for _, t := range req.Topics {
 		if t.Topic == nil {
-			resp.Topics = append(resp.Topics, s.topicMetadataByID(t.TopicID, view))
+			resp.Topics = append(resp.Topics, s.topicMetadataByID(ctx, t.TopicID, view))
 			continue
 		}
-		resp.Topics = append(resp.Topics, s.topicMetadata(*t.Topic, &budget, view))
+		name := *t.Topic
+		if !s.authorizedTopic(ctx, auth.OpDescribe, name) {
+			resp.Topics = append(resp.Topics, deniedTopicMetadata(&name, t.TopicID))
+			continue
+		}
+		createDenied := autoCreate && s.aclsOn() && !s.authorizedCluster(ctx, auth.OpCreate) && !s.authorizedTopic(ctx, auth.OpCreate, name)
+		if createDenied {
+			mt := s.topicMetadata(name, nil, view)
+			if mt.ErrorCode == codeUnknownTopicOrPart {
+				mt = deniedTopicMetadata(&name, t.TopicID)
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, s.topicMetadata(name, &budget, view))
 	}
 	return resp
+}
+
+func deniedTopicMetadata(name *string, id [16]byte) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID, mt.ErrorCode = name, id, codeTopicAuthFailed
+	return mt
 }
 
 func (s *Server) brokerEntry() kmsg.MetadataResponseBroker {
@@ -98,8 +142,11 @@ func clusterBrokers(view *server.ClusterView) []kmsg.MetadataResponseBroker {
 	return out
 }
 
-func (s *Server) topicMetadataByID(id [16]byte, view *server.ClusterView) kmsg.MetadataResponseTopic {
+func (s *Server) topicMetadataByID(ctx context.Context, id [16]byte, view *server.ClusterView) kmsg.MetadataResponseTopic {
 	name, ok := s.broker.TopicByID(id)
+	if ok && !s.authorizedTopic(ctx, auth.OpDescribe, name) {
+		return deniedTopicMetadata(nil, id)
+	}
 	if !ok {
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.TopicID = id

@@ -15,6 +15,9 @@ package kafka
 // StopReplica stops following the partitions. Deviation: its Delete flag
 // does not remove the replica's files yet (topic deletion across a cluster
 // comes with the next issue); they go when the topic is deleted.
+//
+// ACLs: CLUSTER_ACTION on the cluster (the controller's principal), else
+// CLUSTER_AUTHORIZATION_FAILED; the same for StopReplica.
 
 import (
 	"context"
@@ -23,11 +26,16 @@ import (
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleLeaderAndIsr(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleLeaderAndIsr(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.LeaderAndISRRequest)
 	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
+	if !s.authorizedCluster(ctx, auth.OpClusterAction) {
+		resp.ErrorCode = codeClusterAuthFailed
+		return resp
+	}
 	states := req.PartitionStates // v0–v1
 	topicIDs := map[string][16]byte{}
 	for _, ts := range req.TopicStates { // v2+
@@ -73,9 +81,13 @@ func (s *Server) handleLeaderAndIsr(_ context.Context, kreq kmsg.Request) kmsg.R
 	return resp
 }
 
-func (s *Server) handleStopReplica(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleStopReplica(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.StopReplicaRequest)
 	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
+	if !s.authorizedCluster(ctx, auth.OpClusterAction) {
+		resp.ErrorCode = codeClusterAuthFailed
+		return resp
+	}
 	for _, t := range req.Topics {
 		// v0–v2 delete every partition or none; v3 says it per partition.
 		var stop, del []int32

@@ -5,6 +5,8 @@ package kafka
 // replicas, offline replicas), kept as the broker's cluster view
 // (server/clusterview.go). Inter-broker: served only by a cluster's broker.
 // A broker's address is its first endpoint (v1+) or its host and port (v0).
+//
+// ACLs: CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -12,11 +14,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleUpdateMetadata(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleUpdateMetadata(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.UpdateMetadataRequest)
 	resp := req.ResponseKind().(*kmsg.UpdateMetadataResponse)
+	if !s.authorizedCluster(ctx, auth.OpClusterAction) {
+		resp.ErrorCode = codeClusterAuthFailed
+		return resp
+	}
 	brokers := make([]server.ClusterBroker, 0, len(req.LiveBrokers))
 	for _, lb := range req.LiveBrokers {
 		cb := server.ClusterBroker{ID: lb.ID, Host: lb.Host, Port: lb.Port}

@@ -8,6 +8,8 @@ package kafka
 // NOT_CONTROLLER (the asker finds the controller in ZooKeeper again).
 // The answer lists the partitions the broker still leads (no other ISR
 // member could take them); the asker retries while it is not empty.
+//
+// ACLs: CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -15,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/replication/controller"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
 // ControlledShutdownFunc is the controller driver's ControlledShutdown.
@@ -23,6 +26,10 @@ type ControlledShutdownFunc func(ctx context.Context, broker int32, brokerEpoch 
 func (s *Server) handleControlledShutdown(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.ControlledShutdownRequest)
 	resp := req.ResponseKind().(*kmsg.ControlledShutdownResponse)
+	if !s.authorizedCluster(ctx, auth.OpClusterAction) {
+		resp.ErrorCode = codeClusterAuthFailed
+		return resp
+	}
 	if s.cfg.ControlledShutdown == nil {
 		resp.ErrorCode = errorCode(controller.ErrNotController)
 		return resp

@@ -8,6 +8,8 @@ package kafka
 // id, which Kafka uses to name the member "<client.id>-<uuid>", and the
 // peer's host, which DescribeGroups reports), sets the response version
 // and encodes.
+//
+// ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -15,13 +17,22 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ferry-mq/ferry/server/auth"
+
 	"github.com/ferry-mq/ferry/server/group"
 )
 
 func (s *Server) handleJoinGroup(ctx context.Context, req kmsg.Request) kmsg.Response {
 	rc := requestClientFrom(ctx)
 	ctx = group.WithClient(ctx, rc.id, clientHost(rc.remote))
-	return s.groups.HandleJoinGroup(ctx, req.(*kmsg.JoinGroupRequest))
+	r := req.(*kmsg.JoinGroupRequest)
+	if !s.authorizedGroup(ctx, auth.OpRead, r.Group) {
+		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.Default()
+		resp.Version, resp.ErrorCode, resp.Generation = r.Version, codeGroupAuthFailed, -1
+		return resp
+	}
+	return s.groups.HandleJoinGroup(ctx, r)
 }
 
 // clientHost is a peer address as Kafka reports a member's host: the IP

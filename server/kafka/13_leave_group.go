@@ -5,13 +5,24 @@ package kafka
 // A thin pass-through: server/group.Coordinator serves every version and
 // owns the semantics (shared with the HTTP gateway's consumer API); the
 // listener only decodes, sets the response version and encodes.
+//
+// ACLs: READ on the group, else GROUP_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
 func (s *Server) handleLeaveGroup(ctx context.Context, req kmsg.Request) kmsg.Response {
-	return s.groups.HandleLeaveGroup(ctx, req.(*kmsg.LeaveGroupRequest))
+	r := req.(*kmsg.LeaveGroupRequest)
+	if !s.authorizedGroup(ctx, auth.OpRead, r.Group) {
+		resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.Default()
+		resp.Version, resp.ErrorCode = r.Version, codeGroupAuthFailed
+		return resp
+	}
+	return s.groups.HandleLeaveGroup(ctx, r)
 }

@@ -14,6 +14,9 @@ package kafka
 // (source DYNAMIC_TOPIC_CONFIG for overrides, STATIC_BROKER_CONFIG for the
 // broker's settings, DEFAULT_CONFIG otherwise),
 // v7 with the topic id.
+//
+// ACLs: CREATE on the cluster or on the topic, else
+// TOPIC_AUTHORIZATION_FAILED for it.
 
 import (
 	"context"
@@ -22,19 +25,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleCreateTopics(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleCreateTopics(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := make(map[string]int, len(req.Topics))
 	for _, t := range req.Topics {
 		seen[t.Topic]++
 	}
+	clusterCreate := s.authorizedCluster(ctx, auth.OpCreate)
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
-		if seen[t.Topic] > 1 {
+		if !clusterCreate && !s.authorizedTopic(ctx, auth.OpCreate, t.Topic) {
+			rt.ErrorCode = codeTopicAuthFailed
+		} else if seen[t.Topic] > 1 {
 			rt.ErrorCode = codeInvalidRequest
 			rt.ErrorMessage = errorMessage(fmt.Errorf("topic %q appears %d times in the request", t.Topic, seen[t.Topic]))
 		} else {

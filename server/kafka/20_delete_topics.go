@@ -9,15 +9,19 @@ package kafka
 // refused with INVALID_TOPIC_EXCEPTION: Kafka's broker deletes them and
 // loses every committed offset, only its tools refuse; ferry refuses in
 // the core, for both listeners.
+//
+// ACLs: DELETE on the topic, else TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleDeleteTopics(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleDeleteTopics(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	targets := req.Topics
@@ -28,12 +32,12 @@ func (s *Server) handleDeleteTopics(_ context.Context, kreq kmsg.Request) kmsg.R
 		}
 	}
 	for _, t := range targets {
-		resp.Topics = append(resp.Topics, s.deleteTopic(t))
+		resp.Topics = append(resp.Topics, s.deleteTopic(ctx, t))
 	}
 	return resp
 }
 
-func (s *Server) deleteTopic(t kmsg.DeleteTopicsRequestTopic) kmsg.DeleteTopicsResponseTopic {
+func (s *Server) deleteTopic(ctx context.Context, t kmsg.DeleteTopicsRequestTopic) kmsg.DeleteTopicsResponseTopic {
 	rt := kmsg.NewDeleteTopicsResponseTopic()
 	rt.Topic, rt.TopicID = t.Topic, t.TopicID
 	var name string
@@ -52,6 +56,13 @@ func (s *Server) deleteTopic(t kmsg.DeleteTopicsRequestTopic) kmsg.DeleteTopicsR
 		}
 		name = n
 		rt.Topic = &n
+	}
+	if !s.authorizedTopic(ctx, auth.OpDelete, name) {
+		if t.Topic == nil {
+			rt.Topic = nil // a topic named by id keeps its name from who may not delete it
+		}
+		rt.ErrorCode = codeTopicAuthFailed
+		return rt
 	}
 	id, _ := s.broker.TopicID(name)
 	if err := s.broker.DeleteTopic(name); err != nil {

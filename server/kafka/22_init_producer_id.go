@@ -10,17 +10,26 @@ package kafka
 // transaction coordinator's record (there is none). A non-empty
 // transactional id is refused with INVALID_REQUEST: ferry has no
 // transaction coordinator and advertises no transaction APIs.
+//
+// ACLs: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on
+// the cluster or WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleInitProducerID(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleInitProducerID(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if code := s.initProducerIDDenied(ctx, req.TransactionalID); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
 	if req.TransactionalID != nil && *req.TransactionalID != "" {
 		resp.ErrorCode = codeInvalidRequest
 		return resp
@@ -33,4 +42,40 @@ func (s *Server) handleInitProducerID(_ context.Context, kreq kmsg.Request) kmsg
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, epoch
 	return resp
+}
+
+// initProducerIDDenied is Kafka's check: WRITE on the transactional id,
+// or for an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE
+// on some topic (KIP-679).
+func (s *Server) initProducerIDDenied(ctx context.Context, txnID *string) int16 {
+	if !s.aclsOn() {
+		return 0
+	}
+	if txnID != nil && *txnID != "" {
+		if !s.authorized(ctx, auth.OpWrite, auth.ResourceTransactionalID, *txnID) {
+			return codeTxnIDAuthFailed
+		}
+		return 0
+	}
+	if s.authorizedCluster(ctx, auth.OpIdempotentWrite) || s.writesSomeTopic(ctx) {
+		return 0
+	}
+	return codeClusterAuthFailed
+}
+
+// writesSomeTopic reports whether the principal may WRITE some topic: an
+// existing one, or any name at all through a wildcard or a prefix (Kafka's
+// authorizeByResourceType).
+func (s *Server) writesSomeTopic(ctx context.Context) bool {
+	if a, ok := s.authz.(interface {
+		AllowsSomeResource(context.Context, auth.Principal, string, auth.Operation, auth.ResourceType) bool
+	}); ok {
+		return a.AllowsSomeResource(ctx, auth.PrincipalFrom(ctx), requestHost(ctx), auth.OpWrite, auth.ResourceTopic)
+	}
+	for _, t := range s.broker.Topics() {
+		if s.authorizedTopic(ctx, auth.OpWrite, t) {
+			return true
+		}
+	}
+	return false
 }

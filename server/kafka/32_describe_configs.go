@@ -14,6 +14,8 @@ package kafka
 // the default, most specific first, as Kafka does; a broker config's
 // synonym is the entry itself. Documentation is not provided (null). Other resource types
 // (broker loggers, client metrics, groups) are INVALID_REQUEST.
+//
+// ACLs: DESCRIBE_CONFIGS on the topic, or on the cluster for a broker.
 
 import (
 	"context"
@@ -26,14 +28,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleDescribeConfigs(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleDescribeConfigs(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, r := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		if code := s.configDenied(ctx, auth.OpDescribeConfigs, r.ResourceType, r.ResourceName); code != 0 {
+			rr.ErrorCode = code
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		entries, code, err := s.configEntries(r.ResourceType, r.ResourceName)
 		if err != nil {
 			rr.ErrorCode, rr.ErrorMessage = code, errorMessage(err)
@@ -195,4 +203,21 @@ func (s *Server) brokerConfigs() ([]configEntry, error) {
 		entry("producer.id.expiration.ms", ms(c.ProducerIDExpiration), kmsg.ConfigTypeInt),
 		entry("socket.request.max.bytes", i64(int64(s.cfg.MaxRequestBytes)), kmsg.ConfigTypeInt),
 	}, nil
+}
+
+// configDenied is the ACL check of the config APIs: op on the topic
+// (TOPIC_AUTHORIZATION_FAILED), or on the cluster for a broker's or its
+// loggers' configs (CLUSTER_AUTHORIZATION_FAILED).
+func (s *Server) configDenied(ctx context.Context, op auth.Operation, typ kmsg.ConfigResourceType, name string) int16 {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !s.authorizedTopic(ctx, op, name) {
+			return codeTopicAuthFailed
+		}
+	default:
+		if !s.authorizedCluster(ctx, op) {
+			return codeClusterAuthFailed
+		}
+	}
+	return 0
 }

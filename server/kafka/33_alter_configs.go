@@ -9,6 +9,8 @@ package kafka
 // replaces the dynamic broker configs (the replication throttle rates) as
 // IncrementalAlterConfigs sets them; the other broker settings are static
 // (flags, env, server.properties).
+//
+// ACLs: ALTER_CONFIGS on the topic, or on the cluster for a broker.
 
 import (
 	"context"
@@ -17,14 +19,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleAlterConfigs(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleAlterConfigs(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for _, r := range req.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		if code := s.configDenied(ctx, auth.OpAlterConfigs, r.ResourceType, r.ResourceName); code != 0 {
+			rr.ErrorCode = code
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		set := make(map[string]string, len(r.Configs))
 		var code int16
 		err := alterableResource(r.ResourceType)

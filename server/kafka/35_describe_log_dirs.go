@@ -6,6 +6,9 @@ package kafka
 // (v4) the dir's total and usable bytes. Tools read partition sizes per
 // broker from it (kafka-log-dirs.sh, Cruise Control, reassignment
 // progress). A null topic list asks for every replica.
+//
+// ACLs: DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED (v3+;
+// older versions get no directories).
 
 import (
 	"cmp"
@@ -15,11 +18,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleDescribeLogDirs(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleDescribeLogDirs(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !s.authorizedCluster(ctx, auth.OpDescribe) {
+		resp.ErrorCode = codeClusterAuthFailed // v0–v2 have no code: no directories, as Kafka
+		return resp
+	}
 	var wanted map[string]map[int32]bool // nil: all
 	if req.Topics != nil {
 		wanted = map[string]map[int32]bool{}

@@ -16,15 +16,19 @@ package kafka
 // comes once the assignment is recorded; leaders follow from the controller
 // (TimeoutMillis is not used). A topic named twice in one request fails
 // both (INVALID_REQUEST), as in Kafka.
+//
+// ACLs: ALTER on the topic, else TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleCreatePartitions(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleCreatePartitions(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	seen := make(map[string]int, len(req.Topics))
@@ -36,7 +40,9 @@ func (s *Server) handleCreatePartitions(_ context.Context, kreq kmsg.Request) km
 		rt.Topic = t.Topic
 		var code int16
 		var err error
-		if seen[t.Topic] > 1 {
+		if !s.authorizedTopic(ctx, auth.OpAlter, t.Topic) {
+			code = codeTopicAuthFailed
+		} else if seen[t.Topic] > 1 {
 			code, err = codeInvalidRequest, fmt.Errorf("topic %q appears %d times in the request", t.Topic, seen[t.Topic])
 		} else {
 			err = s.createPartitions(t.Topic, t.Count, assignment(t.Assignment), req.ValidateOnly)

@@ -9,6 +9,8 @@ package kafka
 //
 // A single node answers every partition it holds ELECTION_NOT_NEEDED: its
 // one replica is the preferred leader and leads.
+//
+// ACLs: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"cmp"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication/controller"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
 // ElectLeadersFunc is the controller driver's ElectLeaders.
@@ -51,6 +54,19 @@ func (s *Server) handleElectLeaders(ctx context.Context, kreq kmsg.Request) kmsg
 		}
 		for _, tp := range parts { // v0 has no top-level error
 			addElectionResult(resp, tp, err)
+		}
+		return resp
+	}
+	if !s.authorizedCluster(ctx, auth.OpAlter) {
+		if req.Version >= 1 {
+			resp.ErrorCode = codeClusterAuthFailed
+			return resp
+		}
+		fail(server.ErrInvalidRequest)
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				resp.Topics[i].Partitions[j].ErrorCode, resp.Topics[i].Partitions[j].ErrorMessage = codeClusterAuthFailed, nil
+			}
 		}
 		return resp
 	}

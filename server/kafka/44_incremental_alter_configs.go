@@ -12,6 +12,8 @@ package kafka
 // (the replication throttle rates, SET and DELETE) of the broker named,
 // which must be this one, or of every broker (name ""); a cluster keeps
 // them in ZooKeeper. Other broker settings are static: INVALID_CONFIG.
+//
+// ACLs: ALTER_CONFIGS on the topic, or on the cluster for a broker.
 
 import (
 	"context"
@@ -20,14 +22,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleIncrementalAlterConfigs(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleIncrementalAlterConfigs(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for _, r := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		if code := s.configDenied(ctx, auth.OpAlterConfigs, r.ResourceType, r.ResourceName); code != 0 {
+			rr.ErrorCode = code
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		ops, err := incrementalOps(r)
 		var code int16
 		switch {

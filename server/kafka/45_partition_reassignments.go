@@ -10,6 +10,9 @@ package kafka
 //
 // A single node has one broker: a target of that broker alone changes
 // nothing; any other is INVALID_REPLICA_ASSIGNMENT.
+//
+// ACLs: ALTER on the cluster to reassign, DESCRIBE to list, else
+// CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -20,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/replication/controller"
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
 // Reassigner is the controller driver's side of both APIs.
@@ -38,6 +42,10 @@ func requestContext(ctx context.Context, timeoutMillis int32) (context.Context, 
 func (s *Server) handleAlterPartitionReassignments(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	if !s.authorizedCluster(ctx, auth.OpAlter) {
+		resp.ErrorCode = codeClusterAuthFailed
+		return resp
+	}
 	targets := map[controller.TopicPartition][]int32{}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
@@ -92,6 +100,10 @@ func (s *Server) singleNodeReassignments(targets map[controller.TopicPartition][
 func (s *Server) handleListPartitionReassignments(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !s.authorizedCluster(ctx, auth.OpDescribe) {
+		resp.ErrorCode = codeClusterAuthFailed
+		return resp
+	}
 	if s.cfg.Reassigner == nil {
 		return resp // nothing moves on a single node
 	}

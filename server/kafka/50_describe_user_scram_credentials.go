@@ -18,9 +18,15 @@ import (
 	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleDescribeUserScramCredentials(_ context.Context, kreq kmsg.Request) kmsg.Response {
+// ACLs: DESCRIBE on the cluster, as Kafka's.
+func (s *Server) handleDescribeUserScramCredentials(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !s.authorizedCluster(ctx, auth.OpDescribe) {
+		resp.ErrorCode = codeClusterAuthFailed
+		resp.ErrorMessage = kmsg.StringPtr("DESCRIBE on the cluster is needed to describe users' credentials")
+		return resp
+	}
 	store := s.cfg.Users
 	if store == nil {
 		resp.ErrorCode = kerr.SecurityDisabled.Code

@@ -15,6 +15,8 @@ package kafka
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,9 +38,25 @@ func (a *scramAlteration) fail(err *kerr.Error, msg string) {
 	}
 }
 
-func (s *Server) handleAlterUserScramCredentials(_ context.Context, kreq kmsg.Request) kmsg.Response {
+// ACLs: ALTER on the cluster, as Kafka's; without it every user in the
+// request is answered CLUSTER_AUTHORIZATION_FAILED and nothing changes.
+func (s *Server) handleAlterUserScramCredentials(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	if !s.authorizedCluster(ctx, auth.OpAlter) {
+		names := map[string]bool{}
+		for _, d := range req.Deletions {
+			names[d.Name] = true
+		}
+		for _, u := range req.Upsertions {
+			names[u.Name] = true
+		}
+		for _, name := range slices.Sorted(maps.Keys(names)) {
+			resp.Results = append(resp.Results, kmsg.AlterUserSCRAMCredentialsResponseResult{User: name,
+				ErrorCode: codeClusterAuthFailed, ErrorMessage: kmsg.StringPtr("ALTER on the cluster is needed to change users' credentials")})
+		}
+		return resp
+	}
 	var order []string
 	users := map[string]*scramAlteration{}
 	userOf := func(name string) *scramAlteration {

@@ -7,22 +7,32 @@ package kafka
 // comes from the partition's newest snapshot file plus the log after
 // it). There are no transactions: CoordinatorEpoch and
 // CurrentTxnStartOffset are always -1.
+//
+// ACLs: READ on the topic, else TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
-func (s *Server) handleDescribeProducers(_ context.Context, kreq kmsg.Request) kmsg.Response {
+func (s *Server) handleDescribeProducers(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
+		allowed := s.authorizedTopic(ctx, auth.OpRead, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = p
+			if !allowed {
+				rp.ErrorCode = codeTopicAuthFailed
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			states, err := s.broker.Producers(t.Topic, p)
 			if err != nil {
 				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)

@@ -31,7 +31,7 @@ const (
 // Produce with the old message formats).
 //
 // Not served: transactions (24–28; no transaction.version feature),
-// ACLs, KIP-848 and share groups, telemetry, controller
+// KIP-848 and share groups, telemetry, controller
 // and inter-broker APIs. Each range also ends at Kafka 3.9's newest version.
 var apis []api
 
@@ -64,6 +64,9 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{21, 0, 2, (*Server).handleDeleteRecords, false},
 		{22, 0, 5, (*Server).handleInitProducerID, false},
 		{23, 0, 4, (*Server).handleOffsetForLeaderEpoch, false},
+		{29, 0, 3, (*Server).handleDescribeACLs, false},
+		{30, 0, 3, (*Server).handleCreateACLs, false},
+		{31, 0, 3, (*Server).handleDeleteACLs, false},
 		{32, 0, 4, (*Server).handleDescribeConfigs, false},
 		{33, 0, 2, (*Server).handleAlterConfigs, false},
 		{35, 0, 4, (*Server).handleDescribeLogDirs, false},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-mq/ferry/server/acl"
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
 )
@@ -84,6 +85,11 @@ type Config struct {
 	// Reassigner serves AlterPartitionReassignments and
 	// ListPartitionReassignments (45, 46); nil: a single node.
 	Reassigner Reassigner
+	// ACLs are the authorizer's bindings and the store behind DescribeAcls,
+	// CreateAcls and DeleteAcls (authorizer.class.name set); nil: ACLs
+	// are off, every request is allowed and those APIs answer
+	// SECURITY_DISABLED.
+	ACLs *acl.Manager
 	// AdvertisedAddr is the host:port Metadata and DescribeCluster tell
 	// clients to use (advertised.listeners). Default: the broker core's
 	// AdvertisedKafkaAddr, else Addr.

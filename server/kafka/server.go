@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/group"
 )
 
@@ -26,6 +27,8 @@ type Server struct {
 	groups *group.Coordinator
 	cfg    Config
 	logger *slog.Logger
+	// authz decides every request's actions (authz.go); nil: ACLs off.
+	authz auth.Authorizer
 	// metrics are cfg.Metrics' children for this listener (metrics.go).
 	metrics listenerMetrics
 	// advertised host and port, parsed once for Metadata and DescribeCluster.
@@ -74,6 +77,9 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 	}
 	s := &Server{broker: b, groups: groups, cfg: cfg, logger: cfg.Logger.With("component", "kafka"),
 		metrics: newListenerMetrics(cfg.Metrics)}
+	if cfg.ACLs != nil {
+		s.authz = cfg.ACLs.Authorizer()
+	}
 	if err := s.setAdvertised(cfg.AdvertisedAddr); err != nil {
 		return nil, err
 	}
