@@ -33,7 +33,9 @@ const (
 	bobPassword   = "bob-Pw-51e0d2"
 )
 
-// saslNode starts a node with --security after creating alice
+// saslNode starts a node with --security (alice and bob super users:
+// these tests are about who a client is, acls_test.go about what it may
+// do) after creating alice
 // (SCRAM-SHA-256) and bob (SCRAM-SHA-512) with `ferry users create
 // --data-dir`, before its first start. Every log and CLI output of the
 // test is checked for the passwords at cleanup.
@@ -58,7 +60,7 @@ func saslNode(t *testing.T, args ...string) *harness.Node {
 			}
 			outputs = append(outputs, res.stdout, res.stderr)
 		}
-	}, append([]string{"--security"}, args...)...)
+	}, append([]string{"--security", "--super-users", "User:alice;User:bob"}, args...)...)
 	node.WaitKafka()
 	t.Cleanup(func() {
 		for _, text := range append(outputs, node.Logs()) {
@@ -350,7 +352,7 @@ func TestSaslReauthentication(t *testing.T) {
 // --sasl-* flags, salts the new password itself, and the new user logs in
 // until deleted. Client commands take the same flags.
 func TestSaslUsersCLIOnline(t *testing.T) {
-	node := saslNode(t)
+	node := saslNode(t, "--super-users", "User:alice;User:bob;User:carol") // carol, made here, creates a topic
 	dir := t.TempDir()
 	bobFile := filepath.Join(dir, "bob.pw")
 	os.WriteFile(bobFile, []byte(bobPassword+"\n"), 0o600)

@@ -2,13 +2,18 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -115,5 +120,81 @@ func TestUILogin(t *testing.T) {
 	// password dialog.
 	if st := evalAsync[float64](b, `fetch('/topics', {headers: {'X-Requested-With': 'ferry-ui'}}).then(r => r.status)`, "%s"); st != 401 {
 		t.Fatalf("GET /topics after logout: %v", st)
+	}
+}
+
+// One permission model on every surface. With --security, alice (a super
+// user) lets bob write and describe topic a and subject a-value, through
+// `ferry acls add` over SASL; bob may then write a but not b over the Kafka
+// listener (SASL), over HTTP produce and in the registry, and the admin
+// page he logs in to lists only topic a. Nothing refused is stored.
+func TestOnePermissionModelOnEverySurface(t *testing.T) {
+	node := saslNode(t, "--super-users", "User:alice")
+	pwFile := filepath.Join(t.TempDir(), "alice.pw")
+	if err := os.WriteFile(pwFile, []byte(alicePassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	asAlice := []string{"--sasl-mechanism", "SCRAM-SHA-256", "--sasl-username", "alice", "--sasl-password-file", pwFile}
+	for _, acl := range [][]string{
+		{"--topic", "a", "--operation", "Write", "--operation", "Describe"},
+		{"--subject", "a-value", "--operation", "Write", "--operation", "Read"},
+	} {
+		cli(t, node, "", append(append([]string{"acls", "add", "--allow-principal", "User:bob"}, acl...), asAlice...)...)
+	}
+	for _, topic := range []string{"a", "b"} {
+		if st, _, body := httpAs(t, "POST", node.URL+"/topics", "alice", alicePassword, "application/json", `{"name":"`+topic+`","partitions":1}`); st != 201 {
+			t.Fatalf("alice creates %s: %d %s", topic, st, body)
+		}
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr), kgo.SASL(bobScram512), kgo.RecordRetries(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "a", Value: []byte("kafka")}).FirstErr(); err != nil {
+		t.Fatalf("bob produces to a over Kafka: %v", err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "b", Value: []byte("kafka")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("bob produces to b over Kafka: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if st, _, body := httpAs(t, "POST", node.URL+"/kafka/a", "bob", bobPassword, "application/json", `"http"`); st != 200 {
+		t.Fatalf("bob produces to a over HTTP: %d %s", st, body)
+	}
+	if st, _, body := httpAs(t, "POST", node.URL+"/kafka/b", "bob", bobPassword, "application/json", `"http"`); st != 403 ||
+		!strings.Contains(body, "WRITE TOPIC:b") {
+		t.Fatalf("bob produces to b over HTTP: %d %s, want 403 naming WRITE TOPIC:b", st, body)
+	}
+	const schema = `{"schema":"{\"type\":\"string\"}"}`
+	if st, _, body := httpAs(t, "POST", node.URL+"/subjects/a-value/versions", "bob", bobPassword, "application/vnd.schemaregistry.v1+json", schema); st != 200 {
+		t.Fatalf("bob registers a-value: %d %s", st, body)
+	}
+	if st, _, body := httpAs(t, "POST", node.URL+"/subjects/b-value/versions", "bob", bobPassword, "application/vnd.schemaregistry.v1+json", schema); st != 403 {
+		t.Fatalf("bob registers b-value: %d %s, want 403", st, body)
+	}
+	// What was stored, read by the super user.
+	for topic, want := range map[string]int{"a": 2, "b": 0} {
+		st, _, body := httpAs(t, "GET", node.URL+"/kafka/"+topic+"/partitions/0/offsets", "alice", alicePassword, "", "")
+		if st != 200 || !strings.Contains(body, `"offset":`+strconv.Itoa(want)) {
+			t.Fatalf("end of %s: %d %s, want offset %d", topic, st, body, want)
+		}
+	}
+	if st, _, body := httpAs(t, "GET", node.URL+"/subjects", "alice", alicePassword, "", ""); st != 200 || body != "[\"a-value\"]\n" && body != `["a-value"]` {
+		t.Fatalf("subjects: %d %q, want only a-value", st, body)
+	}
+
+	b := newBrowser(t)
+	b.run("bob logs in",
+		chromedp.Navigate(node.URL+"/ui/#/topics"),
+		chromedp.WaitVisible(chromedp.CSS("#login-user")),
+		chromedp.SendKeys(chromedp.CSS("#login-user"), "bob"),
+		chromedp.SendKeys(chromedp.CSS("#login-password"), bobPassword),
+		chromedp.Click(chromedp.CSS("form.login button[type=submit]")),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-topic="a"]`)))
+	b.screenshot("bob-topics")
+	if n := eval[float64](b, "topics bob sees", `document.querySelectorAll('tr[data-topic="b"]').length`); n != 0 {
+		t.Fatal("the page lists topic b, which bob may not describe")
 	}
 }
