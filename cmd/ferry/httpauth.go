@@ -24,9 +24,19 @@ type httpAuthSettings struct {
 	audience   string
 	claim      string
 	sessionTTL time.Duration
+	// ratePerPrincipal is ferry.http.rate.limit.per.principal (0: none).
+	ratePerPrincipal int64
 }
 
 var httpAuthOptions = []option{
+	{"http-rate-limit-per-principal", []string{"ferry.http.rate.limit.per.principal"}, "most HTTP requests a second from one principal (one client host without credentials), with a second's burst; more are answered 429 with Retry-After (0: no limit)", "0",
+		func(s *serveSettings, v string) (err error) {
+			s.httpAuth.ratePerPrincipal, err = strconv.ParseInt(v, 10, 64)
+			if err == nil && s.httpAuth.ratePerPrincipal < 0 {
+				err = errors.New("must not be negative")
+			}
+			return err
+		}},
 	{"http-auth", []string{"ferry.http.auth.enable"}, "require credentials (Basic with a SCRAM user, an API token, a JWT, or the admin page's login) on every HTTP route but /healthz and /readyz (default: on with --security)", "",
 		func(s *serveSettings, v string) (err error) {
 			if v == "" {

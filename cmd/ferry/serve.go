@@ -596,7 +596,7 @@ func runServe(args []string) error {
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
 		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr), Reassigner: kafkaReassigner{kafkaAddr: s.advertisedKafkaAddr},
-		ACLs: acls}
+		ACLs: acls, RequestsPerSecond: s.httpAuth.ratePerPrincipal}
 	if acls != nil {
 		// The one authorizer for every surface: HTTP routes ask the same
 		// bindings the Kafka listener does.
