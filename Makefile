@@ -4,7 +4,7 @@ BIN       := bin/ferry
 PKGS      := ./...
 TEST_FLAGS ?= -race -timeout 20m
 
-.PHONY: build run test test-long test-deps vet fmt-check bench bench-go bench-http bench-kafka bench-cluster bench-registry fuzz clean openapi
+.PHONY: build run test test-long test-deps vet fmt-check bench bench-go bench-http bench-kafka bench-cluster bench-registry bench-tls fuzz clean openapi
 
 build:
 	$(GO) build -o $(BIN) ./cmd/ferry
@@ -34,7 +34,7 @@ fmt-check:
 
 # Benchmarks: Go micro-benchmarks, HTTP against a no-op baseline, then the
 # Kafka protocol against an in-process franz-go kfake cluster.
-bench: bench-go bench-http bench-kafka bench-cluster bench-registry
+bench: bench-go bench-http bench-kafka bench-cluster bench-registry bench-tls
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./storage/... ./server/... ./api/...
@@ -55,6 +55,12 @@ bench-cluster: build
 # no-op baseline (scripts/bench-registry.sh; DURATION, ROUNDS).
 bench-registry: build
 	./scripts/bench-registry.sh
+
+# Kafka produce and consume over an SSL listener against a PLAINTEXT one of
+# the same node, in the same run (scripts/bench-tls.sh; RECORDS, DURATION,
+# ROUNDS); fails when TLS costs more than 35%.
+bench-tls: build
+	./scripts/bench-tls.sh
 
 # Short fuzzing of every decoder (FUZZTIME per target, default 20s).
 fuzz:

@@ -35,12 +35,16 @@ type PeerHTTPFunc func(broker int32) (addr string, ok bool)
 // peerTransport is shared by every hand-on: pooled connections to the
 // other brokers, bounded dials; no response deadline, since long polls
 // and SSE streams answer late or never end.
-var peerTransport = &http.Transport{
-	Proxy:                 nil,
-	DialContext:           (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	MaxIdleConnsPerHost:   64,
-	IdleConnTimeout:       90 * time.Second,
-	ExpectContinueTimeout: time.Second,
+var peerTransport = newPeerTransport()
+
+func newPeerTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
 }
 
 // atGroupCoordinator wraps a group's handler: served here when this node
@@ -90,7 +94,7 @@ func (g *Gateway) answerDeadline(r *http.Request) time.Duration {
 
 // handOn relays r to the broker's gateway at addr and its answer back.
 func (g *Gateway) handOn(w http.ResponseWriter, r *http.Request, broker int32, addr string) {
-	target := &url.URL{Scheme: "http", Host: addr}
+	target := &url.URL{Scheme: g.peerScheme, Host: addr}
 	// The timer cancels the relay when no answer has started in time;
 	// ModifyResponse stops it once the coordinator's headers arrive.
 	ctx, cancel := context.WithCancel(r.Context())
@@ -124,7 +128,7 @@ func (g *Gateway) handOn(w http.ResponseWriter, r *http.Request, broker int32, a
 			pr.Out.Header.Del("Origin")
 			pr.Out.Header.Del("Sec-Fetch-Site")
 		},
-		Transport:     peerTransport,
+		Transport:     g.peers,
 		FlushInterval: -1, // SSE events and long polls pass at once
 		ModifyResponse: func(*http.Response) error {
 			if !timer.Stop() && unanswered.Load() {
@@ -182,7 +186,7 @@ func (g *Gateway) askPeers(r *http.Request, path string) []peerAnswer {
 			if !ok {
 				a.err = fmt.Errorf("broker %d has no HTTP gateway registered", b.ID)
 			} else {
-				a.body, a.err = getFromPeer(r, "http://"+addr+path, strconv.Itoa(int(self)))
+				a.body, a.err = g.getFromPeer(r, g.peerScheme+"://"+addr+path, strconv.Itoa(int(self)))
 			}
 			mu.Lock()
 			out = append(out, a)
@@ -196,7 +200,7 @@ func (g *Gateway) askPeers(r *http.Request, path string) []peerAnswer {
 
 // getFromPeer asks a peer on behalf of the client's request from: its
 // credentials go along, for the peer to check as its own (authn.go).
-func getFromPeer(from *http.Request, url, self string) ([]byte, error) {
+func (g *Gateway) getFromPeer(from *http.Request, url, self string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(from.Context(), peerAskTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -209,7 +213,7 @@ func getFromPeer(from *http.Request, url, self string) ([]byte, error) {
 			req.Header[h] = v
 		}
 	}
-	res, err := (&http.Client{Transport: peerTransport}).Do(req)
+	res, err := (&http.Client{Transport: g.peers}).Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,7 @@
 package api
 
 import (
-	"github.com/ferry-mq/ferry/server/auth"
-
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,6 +14,7 @@ import (
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/acl"
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/web"
@@ -69,6 +69,10 @@ type Config struct {
 	// ACLs serve /admin/acls (the same bindings the Kafka listener
 	// enforces); nil: ACLs are off and those routes answer 501.
 	ACLs *acl.Manager
+	// PeerDialTLS, when set, reaches the other brokers' gateways over
+	// https through it (ferry.http.tls.enable; it verifies their
+	// certificates); nil: plain http.
+	PeerDialTLS func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Metrics is served at /metrics and counts requests per route; nil:
 	// no /metrics (observe.go).
 	Metrics *metrics.Metrics
@@ -143,6 +147,10 @@ type Gateway struct {
 	authn *authenticator
 	// limiter is Config.RequestsPerSecond in use; nil: no limit.
 	limiter *requestLimiter
+	// peers carries hand-ons to the other gateways; peerScheme is http
+	// or https.
+	peers      *http.Transport
+	peerScheme string
 }
 
 // New builds a gateway; mount Handler on an http.Server (see NewHTTPServer).
@@ -152,7 +160,11 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{broker: b, groups: cfg.Groups, cfg: cfg, logger: cfg.Logger.With("component", "http"),
-		obs: newObserver(cfg.Metrics), guard: newWebGuard(cfg)}
+		obs: newObserver(cfg.Metrics), guard: newWebGuard(cfg), peers: peerTransport, peerScheme: "http"}
+	if cfg.PeerDialTLS != nil {
+		g.peers, g.peerScheme = newPeerTransport(), "https"
+		g.peers.DialTLSContext = cfg.PeerDialTLS
+	}
 	if cfg.RequestsPerSecond > 0 {
 		g.limiter = newRequestLimiter(cfg.RequestsPerSecond, nil)
 	}

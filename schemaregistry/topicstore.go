@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -101,7 +102,10 @@ type TopicStoreConfig struct {
 	// Timeout bounds a write (the append and its apply here) and a catch-up.
 	// Default 30 s.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Dial connects to the brokers (nil: plain TCP; a TLS dial when the
+	// listener is SSL).
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	Logger *slog.Logger
 }
 
 // DefaultSchemasTopic is the topic a cluster keeps its registry in.
@@ -172,6 +176,9 @@ func OpenTopicStore(cfg TopicStoreConfig) (*TopicStore, error) {
 		// A topic another node has just created is found quickly.
 		kgo.MetadataMinAge(200 * time.Millisecond),
 		kgo.FetchMaxWait(time.Second),
+	}
+	if cfg.Dial != nil {
+		s.opts = append(s.opts, kgo.Dialer(cfg.Dial))
 	}
 	return s, nil
 }

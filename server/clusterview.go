@@ -12,12 +12,26 @@ import (
 // partitions this broker does not hold. A single node has none; its
 // answers come from its own partitions.
 
-// ClusterBroker is a live broker and where its Kafka listener is.
+// ClusterBroker is a live broker and where its Kafka listeners are.
 type ClusterBroker struct {
-	ID   int32
+	ID int32
+	// Host and Port are its first endpoint (the only one before listener
+	// names).
 	Host string
 	Port int32
 	Rack string
+	// Endpoints are all its listeners, as it registered them.
+	Endpoints []Endpoint
+}
+
+// Endpoint is one listener of a broker.
+type Endpoint struct {
+	Listener string
+	Host     string
+	Port     int32
+	// Protocol is Kafka's security protocol id (0 PLAINTEXT, 1 SSL,
+	// 2 SASL_PLAINTEXT, 3 SASL_SSL).
+	Protocol int16
 }
 
 // TopicPartition names a partition.

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/ferry-mq/ferry/replication"
@@ -70,6 +72,9 @@ type Config struct {
 	MaxOpenLogFiles int
 	// AdvertisedKafkaAddr is the host:port clients are told to connect to.
 	AdvertisedKafkaAddr string
+	// InterBrokerDial connects the replica fetchers to the leaders'
+	// inter-broker listener (nil: plain TCP; TLS when it is SSL).
+	InterBrokerDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Metrics receives per-topic traffic, leader elections and log flush
 	// latencies, and reads partition state at scrape time; nil: no metrics.
 	Metrics *metrics.Metrics

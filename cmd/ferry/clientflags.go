@@ -37,6 +37,7 @@ func newClientFlags(name string) (*flag.FlagSet, *string) {
 	}
 	bootstrap := fs.String("bootstrap", def, "Kafka bootstrap brokers, host:port[,host:port…] (env FERRY_BOOTSTRAP)")
 	addSaslFlags(fs, &kcli.DefaultAuth)
+	addTLSFlags(fs)
 	return fs, bootstrap
 }
 
@@ -46,6 +47,15 @@ func addSaslFlags(fs *flag.FlagSet, a *kcli.Auth) {
 	fs.StringVar(&a.Mechanism, "sasl-mechanism", os.Getenv("FERRY_SASL_MECHANISM"), "authenticate with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (env FERRY_SASL_MECHANISM)")
 	fs.StringVar(&a.User, "sasl-username", os.Getenv("FERRY_SASL_USERNAME"), "SASL user name (env FERRY_SASL_USERNAME)")
 	fs.StringVar(&a.PasswordFile, "sasl-password-file", os.Getenv("FERRY_SASL_PASSWORD_FILE"), "file whose first line is the SASL password (env FERRY_SASL_PASSWORD_FILE)")
+}
+
+// addTLSFlags adds the flags for an SSL listener; they set kcli.TLS,
+// which every client of the command dials with.
+func addTLSFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&kcli.TLS.Enable, "tls", os.Getenv("FERRY_TLS") == "true", "connect over TLS, to an SSL listener (env FERRY_TLS)")
+	fs.StringVar(&kcli.TLS.CAFile, "tls-ca-file", os.Getenv("FERRY_TLS_CA_FILE"), "PEM CA certificates the brokers' certificates must chain to (default: the system's) (env FERRY_TLS_CA_FILE)")
+	fs.StringVar(&kcli.TLS.CertFile, "tls-cert-file", os.Getenv("FERRY_TLS_CERT_FILE"), "PEM client certificate, for listeners with ssl.client.auth (env FERRY_TLS_CERT_FILE)")
+	fs.StringVar(&kcli.TLS.KeyFile, "tls-key-file", os.Getenv("FERRY_TLS_KEY_FILE"), "PEM private key of --tls-cert-file (env FERRY_TLS_KEY_FILE)")
 }
 
 // parseArgs parses flags placed before, between or after positional

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,10 @@ type clusterNode struct {
 	usersStale bool
 	// disconnected: the ZooKeeper session has no connection now.
 	disconnected atomic.Bool
+	// interBroker is inter.broker.listener.name; interDial connects to it
+	// (nil: plain TCP).
+	interBroker string
+	interDial   wire.DialFunc
 	// peers maps each registered broker to its HTTP gateway, following
 	// /brokers/ids.
 	peers atomic.Pointer[map[int32]string]
@@ -86,7 +91,7 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 		return nil, fmt.Errorf("--zookeeper %s: %w", s.zookeeper, err)
 	}
 	n := &clusterNode{zk: zk, logger: logger.With("component", "cluster"), brokerID: s.broker.BrokerID,
-		sessions: make(chan zookeeper.SessionEvent, 64)}
+		sessions: make(chan zookeeper.SessionEvent, 64), interBroker: s.interBroker, interDial: s.broker.InterBrokerDial}
 	go n.watchSession()
 	clusterID, err := zk.GetOrCreateClusterID(replication.NewTopicID())
 	if err != nil {
@@ -173,9 +178,9 @@ func (n *clusterNode) reloadUsers(changed []string) {
 
 // runController campaigns for /controller and acts as the controller
 // whenever this broker wins, until stopController.
-func (n *clusterNode) runController(logger *slog.Logger, m *metrics.Metrics, s serveSettings) error {
+func (n *clusterNode) runController(logger *slog.Logger, m *metrics.Metrics, s serveSettings, dial wire.DialFunc) error {
 	cfg := cluster.Config{BrokerID: n.brokerID, ZK: n.zk, SessionEvents: n.sessions, Logger: logger,
-		MaxLeaderImbalance: s.leaderImbalancePercent}
+		MaxLeaderImbalance: s.leaderImbalancePercent, Listener: s.interBroker, Dial: dial}
 	if s.autoLeaderRebalance {
 		cfg.LeaderImbalanceCheckInterval = s.leaderImbalanceInterval
 	}
@@ -273,13 +278,17 @@ func (n *clusterNode) askControlledShutdown(timeout time.Duration) (int, error) 
 		return len(remaining), err
 	}
 	info, err := n.zk.Broker(id)
-	if err != nil || len(info.Endpoints) == 0 {
+	if err != nil {
 		return 0, fmt.Errorf("controller %d's endpoint: %v", id, err)
+	}
+	i := slices.IndexFunc(info.Endpoints, func(e zookeeper.Endpoint) bool { return e.Listener == n.interBroker })
+	if i < 0 {
+		return 0, fmt.Errorf("controller %d has no endpoint on the inter-broker listener %s", id, n.interBroker)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	ep := info.Endpoints[0]
-	c, err := wire.Dial(ctx, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), "ferry-controlled-shutdown", timeout, 1<<20)
+	ep := info.Endpoints[i]
+	c, err := wire.DialWith(ctx, n.interDial, net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), "ferry-controlled-shutdown", timeout, 1<<20)
 	if err != nil {
 		return 0, err
 	}
@@ -316,18 +325,15 @@ func (n *clusterNode) stopController() {
 	}
 }
 
-// register creates /brokers/ids/<id> with the advertised Kafka listener.
+// register creates /brokers/ids/<id> with every advertised Kafka listener
+// (Kafka's endpoints and listener_security_protocol_map).
 func (n *clusterNode) register(s serveSettings) error {
-	host, portText, err := net.SplitHostPort(s.advertisedKafkaAddr)
+	eps, err := s.endpoints()
 	if err != nil {
-		return fmt.Errorf("advertised kafka address %q: %w", s.advertisedKafkaAddr, err)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return fmt.Errorf("advertised kafka address %q: %w", s.advertisedKafkaAddr, err)
+		return err
 	}
 	info := zookeeper.BrokerInfo{ID: s.broker.BrokerID, Rack: s.brokerRack, JMXPort: -1, Timestamp: time.Now().UnixMilli(), HTTP: s.advertisedHTTPAddr,
-		Endpoints: []zookeeper.Endpoint{{Listener: "PLAINTEXT", Host: host, Port: port, SecurityProtocol: "PLAINTEXT"}}}
+		Endpoints: eps}
 	// A broker restarted right after a crash finds its old session's
 	// registration still there until ZooKeeper expires that session: it
 	// waits for the expiry rather than fail (Kafka's broker exits).
@@ -343,7 +349,7 @@ func (n *clusterNode) register(s serveSettings) error {
 		n.logger.Warn("broker id still registered by a previous session; waiting for it to expire", "err", err)
 		time.Sleep(500 * time.Millisecond)
 	}
-	n.logger.Info("registered", "endpoint", s.advertisedKafkaAddr, "rack", s.brokerRack)
+	n.logger.Info("registered", "endpoints", fmt.Sprint(eps), "rack", s.brokerRack)
 	return nil
 }
 

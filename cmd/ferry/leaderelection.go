@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ferry-mq/ferry/api"
+	"github.com/ferry-mq/ferry/replication/wire"
 )
 
 // runLeaderElection is `ferry leader-election`, Kafka's
@@ -113,9 +114,9 @@ func usageError(fs *flag.FlagSet, msg string) error {
 // electPreferredVia is the HTTP gateway's preferred election: a Kafka
 // ElectLeaders through this node's own listener, which the client routes
 // to the controller wherever it is.
-func electPreferredVia(kafkaAddr string) api.ElectPreferredFunc {
+func electPreferredVia(kafkaAddr string, dial wire.DialFunc) api.ElectPreferredFunc {
 	return func(ctx context.Context, parts []api.ElectionPartition) ([]api.ElectionResult, error) {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr))
+		cl, err := kgo.NewClient(selfClientOpts(kafkaAddr, dial)...)
 		if err != nil {
 			return nil, err
 		}
@@ -159,4 +160,14 @@ func kafkaError(err error, brokerMessage string) (int16, string) {
 		return ke.Code, msg
 	}
 	return -1, msg
+}
+
+// selfClientOpts seed a client with this node's inter-broker listener,
+// dialled through dial when it is TLS.
+func selfClientOpts(kafkaAddr string, dial wire.DialFunc) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(kafkaAddr)}
+	if dial != nil {
+		opts = append(opts, kgo.Dialer(dial))
+	}
+	return opts
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-mq/ferry/api"
 	"github.com/ferry-mq/ferry/cmd/ferry/internal/kcli"
+	"github.com/ferry-mq/ferry/replication/wire"
 )
 
 // runReassign is `ferry reassign`, Kafka's kafka-reassign-partitions.sh
@@ -247,10 +248,13 @@ func partitionNames(plan kcli.Reassignment) string {
 // kafkaReassigner is the HTTP gateway's reassignments: Kafka requests
 // through this node's own listener, which the client routes to the
 // controller wherever it is.
-type kafkaReassigner struct{ kafkaAddr string }
+type kafkaReassigner struct {
+	kafkaAddr string
+	dial      wire.DialFunc
+}
 
 func (k kafkaReassigner) admin() (*kadm.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.kafkaAddr))
+	cl, err := kgo.NewClient(selfClientOpts(k.kafkaAddr, k.dial)...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/api"
+	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/acl"
@@ -30,17 +32,32 @@ import (
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/kafka"
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/server/tlsconf"
 	"github.com/ferry-mq/ferry/storage"
 )
 
 // serveSettings is everything `ferry serve` is configured with.
 type serveSettings struct {
-	broker              server.Config
-	httpAddr            string
-	httpAllowedHosts    []string
-	httpMaxConns        int
+	broker           server.Config
+	httpAddr         string
+	httpAllowedHosts []string
+	httpMaxConns     int
+	// kafkaAddr and advertisedKafkaAddr are --kafka-addr and
+	// --advertised-kafka-addr as given, the shorthand for one PLAINTEXT
+	// listener; after loading, advertisedKafkaAddr is the first
+	// listener's advertised address (what /brokers and a single node's
+	// FindCoordinator name).
 	kafkaAddr           string
 	advertisedKafkaAddr string
+	// listenerCfg are Kafka's listener settings as given; listeners and
+	// interBroker are what they resolve to (listeners.go).
+	listenerCfg listenerSettings
+	listeners   []listenerSpec
+	interBroker string
+	// httpTLS is ferry.http.tls.enable; httpTLSFiles the HTTP port's own
+	// keystore and truststore (default: the ssl.* ones).
+	httpTLS                      bool
+	httpKeystore, httpTruststore string
 	// advertisedHTTPAddr is where the other brokers of a cluster reach
 	// this node's HTTP gateway (registered in ZooKeeper).
 	advertisedHTTPAddr string
@@ -79,8 +96,6 @@ type serveSettings struct {
 	// security is --security (ferry.security.enable): with no explicit
 	// protocol in listeners, the Kafka listener is SASL_PLAINTEXT.
 	security bool
-	// kafkaProtocolSet: listeners named the protocol (SASL_PLAINTEXT://…).
-	kafkaProtocolSet bool
 }
 
 // option is one serve setting with its three spellings: --flag,
@@ -144,15 +159,8 @@ var serveOptions = []option{
 			s.schemasReplicationFactor = int16(n)
 			return err
 		}},
-	{"kafka-addr", []string{"listeners", "kafka.addr"}, "Kafka protocol listen address (listeners=PLAINTEXT://host:port or SASL_PLAINTEXT://host:port also works)", ":9092",
-		func(s *serveSettings, v string) error {
-			addr, protocol, named, err := parseListener(v)
-			s.kafkaAddr = addr
-			if named {
-				s.kafkaLimits.SecurityProtocol, s.kafkaProtocolSet = protocol, true
-			}
-			return err
-		}},
+	{"kafka-addr", []string{"kafka.addr"}, "Kafka protocol listen address: shorthand for listeners=PLAINTEXT://host:port, used when --listeners is not given", ":9092",
+		func(s *serveSettings, v string) error { s.kafkaAddr = listenerAddr(v); return nil }},
 	{"security", []string{"ferry.security.enable"}, "turn security on: the Kafka listener becomes SASL_PLAINTEXT unless listeners names a protocol", "false",
 		func(s *serveSettings, v string) (err error) { s.security, err = strconv.ParseBool(v); return err }},
 	{"sasl-enabled-mechanisms", []string{"sasl.enabled.mechanisms"}, "SASL mechanisms a SASL listener offers: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN", strings.Join(kafka.DefaultSaslMechanisms(), ","),
@@ -173,8 +181,36 @@ var serveOptions = []option{
 		}},
 	{"connections-max-reauth-ms", []string{"connections.max.reauth.ms"}, "a SASL session lasts this long; the client must then re-authenticate on its connection or be disconnected (KIP-368; 0: forever)", "0",
 		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.ReauthTimeout, v) }},
-	{"advertised-kafka-addr", []string{"advertised.listeners", "advertised.kafka.addr"}, "host:port clients are told to use (default: kafka-addr, with localhost for an empty host)", "",
+	{"advertised-kafka-addr", []string{"advertised.kafka.addr"}, "host:port clients are told to use with --kafka-addr (default: kafka-addr, with localhost for an empty host)", "",
 		func(s *serveSettings, v string) error { s.advertisedKafkaAddr = listenerAddr(v); return nil }},
+	{"listeners", []string{"listeners"}, "Kafka listeners, NAME://host:port[,NAME://host:port…]; a name is a security protocol unless listener.security.protocol.map maps it (empty: --kafka-addr as PLAINTEXT)", "",
+		func(s *serveSettings, v string) error { s.listenerCfg.listeners = v; return nil }},
+	{"advertised-listeners", []string{"advertised.listeners"}, "NAME://host:port per listener that clients are told to use (default: each listener's own address, with localhost for an empty host)", "",
+		func(s *serveSettings, v string) error { s.listenerCfg.advertised = v; return nil }},
+	{"listener-security-protocol-map", []string{"listener.security.protocol.map"}, "NAME:PROTOCOL,… for listeners not named after their protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)", "",
+		func(s *serveSettings, v string) error { s.listenerCfg.protocolMap = v; return nil }},
+	{"inter-broker-listener-name", []string{"inter.broker.listener.name"}, "the listener brokers use between themselves (replication, controller requests, forwarding) (default: PLAINTEXT, else the first)", "",
+		func(s *serveSettings, v string) error { s.listenerCfg.interBroker = v; return nil }},
+	{"ssl-keystore-type", []string{"ssl.keystore.type"}, "keystore format: PEM only", "PEM",
+		func(s *serveSettings, v string) error { s.setSSL("keystore.type", v); return nil }},
+	{"ssl-keystore-location", []string{"ssl.keystore.location"}, "PEM file with the private key (unencrypted) and the certificate chain, for SSL listeners; re-read when it changes", "",
+		func(s *serveSettings, v string) error { s.setSSL("keystore.location", v); return nil }},
+	{"ssl-key-password", []string{"ssl.key.password"}, "refused: encrypted private keys are not supported", "",
+		func(s *serveSettings, v string) error { s.setSSL("key.password", v); return nil }},
+	{"ssl-truststore-type", []string{"ssl.truststore.type"}, "truststore format: PEM only", "PEM",
+		func(s *serveSettings, v string) error { s.setSSL("truststore.type", v); return nil }},
+	{"ssl-truststore-location", []string{"ssl.truststore.location"}, "PEM file of CA certificates that client certificates (and other brokers' certificates) must chain to; re-read when it changes", "",
+		func(s *serveSettings, v string) error { s.setSSL("truststore.location", v); return nil }},
+	{"ssl-client-auth", []string{"ssl.client.auth"}, "client certificates on SSL listeners: none, requested or required; a certificate's subject CN is the principal (User:CN)", "none",
+		func(s *serveSettings, v string) error { s.setSSL("client.auth", v); return nil }},
+	{"ssl-endpoint-identification-algorithm", []string{"ssl.endpoint.identification.algorithm"}, "https: brokers check that another broker's certificate names the host they dial (inter-broker TLS); empty: the chain to the truststore only", "https",
+		func(s *serveSettings, v string) error { s.setSSL("endpoint.identification.algorithm", v); return nil }},
+	{"http-tls-enable", []string{"ferry.http.tls.enable"}, "serve the HTTP port over TLS, with the ssl.* keystore (or ferry.http.ssl.*); cluster nodes then reach each other's HTTP over https", "false",
+		func(s *serveSettings, v string) (err error) { s.httpTLS, err = strconv.ParseBool(v); return err }},
+	{"http-ssl-keystore-location", []string{"ferry.http.ssl.keystore.location"}, "the HTTP port's own PEM keystore (default: ssl.keystore.location)", "",
+		func(s *serveSettings, v string) error { s.httpKeystore = v; return nil }},
+	{"http-ssl-truststore-location", []string{"ferry.http.ssl.truststore.location"}, "CA certificates the other nodes' HTTP certificates must chain to (default: ssl.truststore.location)", "",
+		func(s *serveSettings, v string) error { s.httpTruststore = v; return nil }},
 	{"advertised-http-addr", []string{"ferry.advertised.http.addr"}, "host:port the other brokers of a cluster reach this node's HTTP gateway at (default: http-addr, with the advertised Kafka host for an empty host)", "",
 		func(s *serveSettings, v string) error { s.advertisedHTTPAddr = v; return nil }},
 	{"broker-id", []string{"broker.id"}, "this node's broker id", "0",
@@ -258,6 +294,14 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.RequestReadTimeout, v) }},
 }
 
+// setSSL records an ssl.* setting (key without the prefix).
+func (s *serveSettings) setSSL(key, v string) {
+	if s.listenerCfg.ssl == nil {
+		s.listenerCfg.ssl = map[string]string{}
+	}
+	s.listenerCfg.ssl[key] = v
+}
+
 // parseInt parses v into an integer field of whatever width, refusing
 // values that do not fit.
 func parseInt[T int | int32 | int64](dst *T, v string) error {
@@ -300,30 +344,16 @@ func ownHostNames(s serveSettings) []string {
 	if h, err := os.Hostname(); err == nil {
 		names = append(names, h)
 	}
-	for _, addr := range []string{s.httpAddr, s.advertisedKafkaAddr, s.kafkaAddr} {
-		if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+	addrs := []string{s.httpAddr, s.advertisedKafkaAddr, s.kafkaAddr}
+	for _, l := range s.listeners {
+		addrs = append(addrs, l.addr, l.advertised)
+	}
+	for _, addr := range addrs {
+		if host, _, err := net.SplitHostPort(addr); err == nil && host != "" && !slices.Contains(names, host) {
 			names = append(names, host)
 		}
 	}
 	return names
-}
-
-// parseListener reads listeners: host:port, or one PROTOCOL://host:port
-// with a protocol this listener can run (named reports one was given).
-// Several listeners and TLS come with listener maps.
-func parseListener(v string) (addr string, protocol auth.SecurityProtocol, named bool, err error) {
-	if strings.Contains(v, ",") {
-		return listenerAddr(v), auth.Plaintext, false, fmt.Errorf("%q: one Kafka listener only", v)
-	}
-	scheme, rest, ok := strings.Cut(v, "://")
-	if !ok {
-		return v, auth.Plaintext, false, nil
-	}
-	protocol, err = auth.ParseSecurityProtocol(scheme)
-	if err == nil && protocol.TLS() {
-		err = fmt.Errorf("%s: TLS listeners are not served yet", protocol)
-	}
-	return rest, protocol, true, err
 }
 
 // listenerAddr turns Kafka's listeners syntax (PLAINTEXT://host:port) into host:port.
@@ -381,12 +411,22 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 			return s, nil, fmt.Errorf("--%s=%s: %w", o.flag, v, err)
 		}
 	}
-	if s.security && !s.kafkaProtocolSet {
-		s.kafkaLimits.SecurityProtocol = auth.SASLPlaintext
+	if s.security && s.listenerCfg.listeners == "" {
+		// One switch: the --kafka-addr listener asks for SASL.
+		s.listenerCfg.shorthand = auth.SASLPlaintext
 	}
 	if s.advertisedKafkaAddr == "" {
 		s.advertisedKafkaAddr = defaultAdvertised(s.kafkaAddr)
 	}
+	ls, inter, err := resolveListeners(s.listenerCfg, s.kafkaAddr, s.advertisedKafkaAddr)
+	if err != nil {
+		return s, nil, err
+	}
+	if err := checkInterBroker(ls, inter, s.zookeeper != ""); err != nil {
+		return s, nil, err
+	}
+	s.listeners, s.interBroker = ls, inter
+	s.advertisedKafkaAddr = ls[0].advertised
 	s.broker.AdvertisedKafkaAddr = s.advertisedKafkaAddr
 	if s.advertisedHTTPAddr == "" {
 		s.advertisedHTTPAddr = advertisedHTTP(s.httpAddr, s.advertisedKafkaAddr)
@@ -434,6 +474,16 @@ func applyPropertiesFile(s *serveSettings, path string) ([]string, error) {
 	var warnings []string
 	sort.Strings(unknown)
 	for _, key := range unknown {
+		if name, sslKey, err := listenerOverride(key); err == nil {
+			if s.listenerCfg.perListener == nil {
+				s.listenerCfg.perListener = map[string]map[string]string{}
+			}
+			if s.listenerCfg.perListener[name] == nil {
+				s.listenerCfg.perListener[name] = map[string]string{}
+			}
+			s.listenerCfg.perListener[name][sslKey] = props[key]
+			continue
+		}
 		if o, ok := optionForKey(key); ok {
 			if err := o.set(s, props[key]); err != nil {
 				return nil, fmt.Errorf("config %s: %s: %w", path, key, err)
@@ -513,6 +563,15 @@ func runServe(args []string) error {
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
+	listeners, interDial, err := kafkaListeners(s, logger)
+	if err != nil {
+		return err
+	}
+	httpTLS, err := openHTTPTLS(s, logger)
+	if err != nil {
+		return err
+	}
+	s.broker.InterBrokerDial = interDial
 	var node *clusterNode // nil: a single node
 	if s.zookeeper != "" {
 		if node, err = joinCluster(&s, logger); err != nil {
@@ -520,7 +579,7 @@ func runServe(args []string) error {
 		}
 		defer node.close()
 	}
-	schemas, err := openSchemaRegistry(s, node != nil, logger)
+	schemas, err := openSchemaRegistry(s, node != nil, interDial, logger)
 	if err != nil {
 		return err
 	}
@@ -536,7 +595,7 @@ func runServe(args []string) error {
 	if node != nil {
 		// Any node serves every partition over HTTP: the others' through
 		// their leaders' Kafka listeners.
-		fwd, err := forward.New(forward.Config{Seeds: []string{s.advertisedKafkaAddr},
+		fwd, err := forward.New(forward.Config{Seeds: []string{s.selfKafkaAddr()}, Dial: interDial,
 			ClientID: fmt.Sprintf("ferry-gateway-%d", s.broker.BrokerID), Logger: logger,
 			MaxBatchBytes: func(topic string) int32 {
 				return int32(min(broker.ProduceLimits(topic).MaxRecordsBytes+storage.BatchHeaderSize, math.MaxInt32))
@@ -575,13 +634,13 @@ func runServe(args []string) error {
 	m.AddLagSource(groups.LagStats)
 	closeCore := func() { groups.Close(); broker.Close() }
 	kcfg := s.kafkaLimits
-	kcfg.Addr, kcfg.AdvertisedAddr, kcfg.Logger, kcfg.Metrics = s.kafkaAddr, s.advertisedKafkaAddr, logger, m
+	kcfg.Listeners, kcfg.Logger, kcfg.Metrics = listeners, logger, m
 	kcfg.InterBroker = node != nil
 	if err := openCredentials(&kcfg, s, node); err != nil {
 		closeCore()
 		return err
 	}
-	if kcfg.SecurityProtocol.SASL() && len(kcfg.Users.Users()) == 0 {
+	if kcfg.SASL() && len(kcfg.Users.Users()) == 0 {
 		logger.Warn("the Kafka listener asks for SASL but there are no users yet: create one with `ferry users create NAME --data-dir " +
 			s.broker.DataDir + "` while the node is stopped")
 	}
@@ -595,7 +654,7 @@ func runServe(args []string) error {
 	kcfg.ACLs = acls
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
-		ElectPreferred: electPreferredVia(s.advertisedKafkaAddr), Reassigner: kafkaReassigner{kafkaAddr: s.advertisedKafkaAddr},
+		ElectPreferred: electPreferredVia(s.selfKafkaAddr(), interDial), Reassigner: kafkaReassigner{kafkaAddr: s.selfKafkaAddr(), dial: interDial},
 		ACLs: acls, RequestsPerSecond: s.httpAuth.ratePerPrincipal}
 	if acls != nil {
 		// The one authorizer for every surface: HTTP routes ask the same
@@ -604,6 +663,9 @@ func runServe(args []string) error {
 	}
 	if node != nil {
 		httpCfg.PeerHTTP = node.peerHTTP
+		if httpTLS != nil {
+			httpCfg.PeerDialTLS = httpTLS.Dial
+		}
 	}
 	var closeTokens func()
 	if httpCfg.Auth, httpCfg.Tokens, closeTokens, err = httpAuthConfig(s, node, kcfg.Users); err != nil {
@@ -617,7 +679,7 @@ func runServe(args []string) error {
 		return err
 	}
 	if node != nil {
-		if err := node.runController(logger, m, s); err != nil {
+		if err := node.runController(logger, m, s, interDial); err != nil {
 			closeCore()
 			return err
 		}
@@ -631,23 +693,34 @@ func runServe(args []string) error {
 		closeCore()
 		return err
 	}
-	kln, err := net.Listen("tcp", s.kafkaAddr)
+	klns, err := listenKafka(s.listeners)
 	if err != nil {
 		closeCore()
-		return fmt.Errorf("kafka listener: %w", err)
+		return err
 	}
 	ln, err := net.Listen("tcp", s.httpAddr)
 	if err != nil {
-		kln.Close()
+		for _, kln := range klns {
+			kln.Close()
+		}
 		closeCore()
 		return fmt.Errorf("http listener: %w", err)
 	}
 	httpServer := api.NewHTTPServer(s.httpAddr, gateway.Handler(), httpCfg)
-	serveErr := make(chan error, 2)
-	go func() { serveErr <- httpServer.Serve(api.LimitListener(ln, httpCfg.MaxConnections)) }()
-	go func() { serveErr <- kafkaServer.Serve(kln) }()
-	logger.Info("ferry serving", "http", ln.Addr().String(), "kafka", kln.Addr().String(), "kafka_protocol", kcfg.SecurityProtocol.String(),
-		"advertised_kafka", s.advertisedKafkaAddr, "data_dir", s.broker.DataDir, "metrics", s.metrics)
+	httpLn := api.LimitListener(ln, httpCfg.MaxConnections)
+	if httpTLS != nil {
+		httpLn = tls.NewListener(httpLn, httpTLS.ServerConfig())
+	}
+	serveErr := make(chan error, 1+len(klns))
+	go func() { serveErr <- httpServer.Serve(httpLn) }()
+	served := make([]string, 0, len(klns))
+	for i, kln := range klns {
+		name := s.listeners[i].name
+		go func() { serveErr <- kafkaServer.ServeListener(name, kln) }()
+		served = append(served, name+"://"+kln.Addr().String()+" ("+s.listeners[i].protocol.String()+")")
+	}
+	logger.Info("ferry serving", "http", ln.Addr().String(), "http_tls", httpTLS != nil, "kafka", strings.Join(served, ","),
+		"advertised_kafka", s.advertisedKafkaAddr, "inter_broker_listener", s.interBroker, "data_dir", s.broker.DataDir, "metrics", s.metrics)
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
@@ -718,6 +791,52 @@ func parseSuperUsers(v string) ([]auth.Principal, error) {
 	return out, nil
 }
 
+// openHTTPTLS opens the HTTP port's TLS files when ferry.http.tls.enable
+// is on (nil when off): ferry.http.ssl.* over ssl.*. The same Source
+// serves the port and verifies the other nodes' gateways.
+func openHTTPTLS(s serveSettings, logger *slog.Logger) (*tlsconf.Source, error) {
+	if !s.httpTLS {
+		return nil, nil
+	}
+	lookup := func(key string) (string, bool) {
+		switch {
+		case key == "keystore.location" && s.httpKeystore != "":
+			return s.httpKeystore, true
+		case key == "truststore.location" && s.httpTruststore != "":
+			return s.httpTruststore, true
+		case key == "client.auth":
+			return "", true // HTTP authenticates with credentials, not certificates
+		}
+		v, ok := s.listenerCfg.ssl[key]
+		return v, ok
+	}
+	files, err := tlsFilesFrom(lookup, "ferry.http.tls.enable")
+	if err != nil {
+		return nil, err
+	}
+	src, err := tlsconf.Open(files, logger.With("listener", "http"))
+	if err != nil {
+		return nil, fmt.Errorf("ferry.http.tls.enable: %w", err)
+	}
+	return src, nil
+}
+
+// listenKafka listens on every Kafka listener's address, in order.
+func listenKafka(specs []listenerSpec) ([]net.Listener, error) {
+	out := make([]net.Listener, 0, len(specs))
+	for _, l := range specs {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			for _, open := range out {
+				open.Close()
+			}
+			return nil, fmt.Errorf("kafka listener %s: %w", l.name, err)
+		}
+		out = append(out, ln)
+	}
+	return out, nil
+}
+
 // openACLs starts the authorizer when authorizer.class.name is set (or
 // security is on without one): its bindings in ZooKeeper on a cluster,
 // in <data-dir>/acls.json on a single node. nil: ACLs are off.
@@ -745,13 +864,13 @@ func openACLs(s serveSettings, security bool, node *clusterNode, logger *slog.Lo
 // openSchemaRegistry opens --schema-store: postgres://… for PostgreSQL;
 // empty for the embedded journal under <data-dir>/schemas on a single node
 // and, on a cluster, the _schemas topic every node shares.
-func openSchemaRegistry(s serveSettings, clustered bool, logger *slog.Logger) (*schemaregistry.Registry, error) {
+func openSchemaRegistry(s serveSettings, clustered bool, dial wire.DialFunc, logger *slog.Logger) (*schemaregistry.Registry, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var store schemaregistry.Store
 	var err error
 	if clustered && s.schemaStore == "" {
-		store, err = openSchemasTopic(s, logger)
+		store, err = openSchemasTopic(s, dial, logger)
 	} else {
 		store, err = schemaregistry.OpenStore(ctx, s.schemaStore, s.broker.DataDir, logger)
 	}
@@ -767,17 +886,17 @@ func openSchemaRegistry(s serveSettings, clustered bool, logger *slog.Logger) (*
 }
 
 // openSchemasTopic opens the cluster's _schemas store. It bootstraps from
-// this node's own Kafka listener, the one address sure to be this cluster's
-// and reachable from here (the advertised one may name a load balancer);
-// the client finds the topic's leader from there.
-func openSchemasTopic(s serveSettings, logger *slog.Logger) (schemaregistry.Store, error) {
+// this node's own inter-broker listener (selfKafkaAddr); the client finds
+// the topic's leader from there.
+func openSchemasTopic(s serveSettings, dial wire.DialFunc, logger *slog.Logger) (schemaregistry.Store, error) {
 	journal := filepath.Join(s.broker.DataDir, "schemas", "journal.jsonl")
 	if fi, err := os.Stat(journal); err == nil && fi.Size() > 0 {
 		logger.Warn("this node's single-node schema journal is not used on a cluster: the registry is the _schemas topic; "+
 			"re-register its schemas through any node (IMPORT mode keeps their ids)", "journal", journal)
 	}
 	return schemaregistry.OpenTopicStore(schemaregistry.TopicStoreConfig{
-		Brokers:           []string{defaultAdvertised(s.kafkaAddr)},
+		Brokers:           []string{s.selfKafkaAddr()},
+		Dial:              dial,
 		ReplicationFactor: s.schemasReplicationFactor,
 		Logger:            logger,
 	})
@@ -788,11 +907,9 @@ func openSchemasTopic(s serveSettings, logger *slog.Logger) (schemaregistry.Stor
 // ZooKeeper's on a cluster (kept current by followConfigChanges).
 func openCredentials(kcfg *kafka.Config, s serveSettings, node *clusterNode) error {
 	if node != nil {
-		if kcfg.SecurityProtocol.SASL() {
-			// The brokers' own connections (replication, the controller,
-			// the gateway's forwarding) do not authenticate yet.
-			return fmt.Errorf("a cluster's Kafka listener cannot be %s until brokers have a listener of their own to talk over", kcfg.SecurityProtocol)
-		}
+		// SASL listeners for clients are fine on a cluster: the brokers talk
+		// over the inter-broker listener, which checkInterBroker keeps off
+		// SASL until brokers authenticate to each other.
 		proposed := make([]byte, 32)
 		if _, err := rand.Read(proposed); err != nil {
 			return err

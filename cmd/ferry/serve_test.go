@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server/auth"
-	"github.com/ferry-mq/ferry/server/kafka"
 )
 
 // replica.high.watermark.checkpoint.interval.ms is Kafka's key and
@@ -36,8 +35,8 @@ func TestHighWatermarkCheckpointIntervalSetting(t *testing.T) {
 	}
 }
 
-// --security makes the Kafka listener SASL_PLAINTEXT unless listeners
-// names a protocol; listeners keeps its scheme as the protocol.
+// --security makes the --kafka-addr listener SASL_PLAINTEXT; listeners
+// names protocols itself.
 func TestSecuritySettings(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -47,35 +46,40 @@ func TestSecuritySettings(t *testing.T) {
 		{nil, auth.Plaintext, ":9092"},
 		{[]string{"--security"}, auth.SASLPlaintext, ":9092"},
 		{[]string{"--security", "--kafka-addr", "127.0.0.1:1"}, auth.SASLPlaintext, "127.0.0.1:1"},
-		{[]string{"--security", "--kafka-addr", "PLAINTEXT://127.0.0.1:1"}, auth.Plaintext, "127.0.0.1:1"},
-		{[]string{"--kafka-addr", "SASL_PLAINTEXT://127.0.0.1:2"}, auth.SASLPlaintext, "127.0.0.1:2"},
+		{[]string{"--security", "--listeners", "PLAINTEXT://127.0.0.1:1"}, auth.Plaintext, "127.0.0.1:1"},
+		{[]string{"--listeners", "SASL_PLAINTEXT://127.0.0.1:2"}, auth.SASLPlaintext, "127.0.0.1:2"},
 	} {
 		s, _, err := loadServeSettings(tc.args)
-		if err != nil || s.kafkaLimits.SecurityProtocol != tc.want || s.kafkaAddr != tc.addr {
-			t.Errorf("%v: %v %s %v, want %v %s", tc.args, s.kafkaLimits.SecurityProtocol, s.kafkaAddr, err, tc.want, tc.addr)
+		if err != nil || len(s.listeners) != 1 || s.listeners[0].protocol != tc.want || s.listeners[0].addr != tc.addr {
+			t.Errorf("%v: %+v %v, want one %v listener on %s", tc.args, s.listeners, err, tc.want, tc.addr)
 		}
 	}
 	t.Setenv("FERRY_SECURITY", "true")
 	t.Setenv("FERRY_CONNECTIONS_MAX_REAUTH_MS", "1500")
 	t.Setenv("FERRY_SASL_ENABLED_MECHANISMS", "PLAIN")
 	s, _, err := loadServeSettings(nil)
-	if err != nil || s.kafkaLimits.SecurityProtocol != auth.SASLPlaintext || s.kafkaLimits.ReauthTimeout != 1500*time.Millisecond ||
-		len(s.kafkaLimits.SaslMechanisms) != 1 {
-		t.Errorf("from the environment: %+v %v", s.kafkaLimits, err)
+	if err != nil || len(s.listeners) != 1 || s.listeners[0].protocol != auth.SASLPlaintext ||
+		s.kafkaLimits.ReauthTimeout != 1500*time.Millisecond || len(s.kafkaLimits.SaslMechanisms) != 1 {
+		t.Errorf("from the environment: %+v %+v %v", s.listeners, s.kafkaLimits, err)
 	}
-	for _, bad := range []string{"SSL://:1", "BOGUS://:1", "PLAINTEXT://:1,SASL_PLAINTEXT://:2"} {
-		if _, _, err := loadServeSettings([]string{"--kafka-addr", bad}); err == nil {
-			t.Errorf("listeners %s accepted", bad)
-		}
+	if _, _, err := loadServeSettings([]string{"--listeners", "BOGUS://:1"}); err == nil {
+		t.Error("a listener of no known protocol accepted")
 	}
 }
 
-// Until brokers have a listener of their own, a cluster refuses a SASL
-// Kafka listener: their own connections would be shut out.
-func TestClusterRefusesSaslListener(t *testing.T) {
-	cfg := kafka.Config{SecurityProtocol: auth.SASLPlaintext}
-	err := openCredentials(&cfg, serveSettings{}, &clusterNode{})
-	if err == nil || !strings.Contains(err.Error(), "SASL_PLAINTEXT") {
-		t.Fatalf("a SASL listener on a cluster: %v", err)
+// A cluster may ask its clients for SASL, but not its brokers: they do not
+// authenticate to each other yet, so the inter-broker listener must not
+// be SASL.
+func TestClusterKeepsSaslOffTheInterBrokerListener(t *testing.T) {
+	_, _, err := loadServeSettings([]string{"--zookeeper", "127.0.0.1:1", "--security"})
+	if err == nil || !strings.Contains(err.Error(), "inter.broker.listener.name") {
+		t.Fatalf("--security on a cluster with one listener: %v", err)
+	}
+	s, _, err := loadServeSettings([]string{"--zookeeper", "127.0.0.1:1", "--security",
+		"--listeners", "EXTERNAL://127.0.0.1:1,INTERNAL://127.0.0.1:2",
+		"--listener-security-protocol-map", "EXTERNAL:SASL_PLAINTEXT,INTERNAL:PLAINTEXT",
+		"--inter-broker-listener-name", "INTERNAL"})
+	if err != nil || len(s.listeners) != 2 || s.interBroker != "INTERNAL" {
+		t.Fatalf("SASL for clients, PLAINTEXT between brokers: %+v %v", s.listeners, err)
 	}
 }

@@ -35,8 +35,9 @@
 //
 // One queue and one goroutine per live broker (Kafka's RequestSendThread)
 // send LeaderAndIsr v4, UpdateMetadata v6 and StopReplica v3, encoded by
-// kmsg, over one plain TCP connection (replication/wire) to the broker's
-// endpoint in /brokers/ids (Config.Listener, else its first endpoint), in
+// kmsg, over one connection (replication/wire; TLS through Config.Dial
+// when the inter-broker listener is SSL) to the broker's endpoint in
+// /brokers/ids (Config.Listener, else its first endpoint), in
 // order and one at a time. A request that fails (dial, write, read,
 // timeout) is sent again on a new connection after a backoff doubling
 // from RetryBackoff to MaxRetryBackoff, until it is delivered or the broker

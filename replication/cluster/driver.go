@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/replication/controller"
+	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/replication/zookeeper"
 )
 
@@ -28,6 +29,8 @@ type Config struct {
 	// Listener is the endpoint (listener name) the controller connects to
 	// on each broker; "": each broker's first endpoint.
 	Listener string
+	// Dial connects to that listener (nil: plain TCP; TLS when it is SSL).
+	Dial wire.DialFunc
 	// RequestTimeout bounds a dial and one request's round trip
 	// (controller.socket.timeout.ms). Default 30 s.
 	RequestTimeout time.Duration

@@ -332,7 +332,7 @@ func (bs *brokerSender) dial(addr string) (*wire.Conn, error) {
 		case <-ctx.Done():
 		}
 	}()
-	return wire.Dial(ctx, addr, "ferry-controller-"+strconv.Itoa(int(bs.cfg.BrokerID)), bs.cfg.RequestTimeout, maxResponseFrame)
+	return wire.DialWith(ctx, bs.cfg.Dial, addr, "ferry-controller-"+strconv.Itoa(int(bs.cfg.BrokerID)), bs.cfg.RequestTimeout, maxResponseFrame)
 }
 
 // backoff waits RetryBackoff doubled per attempt, up to MaxRetryBackoff;

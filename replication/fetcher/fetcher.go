@@ -66,6 +66,9 @@ type Config struct {
 	// Leader and Addr are the source broker and its inter-broker listener.
 	Leader int32
 	Addr   string
+	// Dial connects to the leader's inter-broker listener (nil: plain
+	// TCP; TLS when that listener is SSL).
+	Dial wire.DialFunc
 	// MaxWait is replica.fetch.wait.max.ms (500 ms), MinBytes
 	// replica.fetch.min.bytes (1), MaxBytes replica.fetch.response.max.bytes
 	// (10 MiB), PartitionMaxBytes replica.fetch.max.bytes (1 MiB), Backoff
@@ -259,7 +262,7 @@ func (f *Fetcher) run(ctx context.Context) {
 		if c == nil {
 			var err error
 			maxFrame := int(f.cfg.MaxBytes) + int(f.cfg.PartitionMaxBytes) + 1<<20
-			if c, err = wire.Dial(ctx, f.cfg.Addr, "ferry-replica-fetcher-"+strconv.Itoa(int(f.cfg.BrokerID)),
+			if c, err = wire.DialWith(ctx, f.cfg.Dial, f.cfg.Addr, "ferry-replica-fetcher-"+strconv.Itoa(int(f.cfg.BrokerID)),
 				10*time.Second, maxFrame); err != nil {
 				f.logger.Warn("cannot reach the leader", "addr", f.cfg.Addr, "err", err)
 				f.sleep(ctx, f.cfg.Backoff)

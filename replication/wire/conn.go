@@ -32,11 +32,25 @@ type Conn struct {
 	buf      []byte
 }
 
-// Dial connects to addr within timeout; responses larger than maxFrame
-// bytes are refused.
+// DialFunc opens a connection to a broker's listener: a plain TCP dial,
+// or one that also completes a TLS handshake (tlsconf.Source.Dial) when
+// the inter-broker listener is SSL.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Dial connects to addr over plain TCP within timeout; responses larger
+// than maxFrame bytes are refused.
 func Dial(ctx context.Context, addr, clientID string, timeout time.Duration, maxFrame int) (*Conn, error) {
-	d := net.Dialer{Timeout: timeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	return DialWith(ctx, nil, addr, clientID, timeout, maxFrame)
+}
+
+// DialWith is Dial through dial (nil: plain TCP).
+func DialWith(ctx context.Context, dial DialFunc, addr, clientID string, timeout time.Duration, maxFrame int) (*Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +44,10 @@ type Config struct {
 	// MaxBatchBytes is a topic's max.message.bytes, the most a forwarded
 	// batch may hold; nil: franz-go's default (1,000,012 bytes).
 	MaxBatchBytes func(topic string) int32
-	Logger        *slog.Logger
+	// Dial connects to the brokers' inter-broker listener (nil: plain
+	// TCP; a TLS dial when it is SSL).
+	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	Logger *slog.Logger
 }
 
 // defaultBatchMaxBytes is franz-go's default batch bound.
@@ -105,6 +109,9 @@ func New(cfg Config) (*Forwarder, error) {
 			}
 			return min(max(cfg.MaxBatchBytes(topic), 512), 1<<30)
 		}))
+	}
+	if cfg.Dial != nil {
+		opts = append(opts, kgo.Dialer(cfg.Dial))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

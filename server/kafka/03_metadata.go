@@ -26,6 +26,11 @@ package kafka
 // topic) when auto-creation would create it. Authorized operations (v8+)
 // are computed when asked for; otherwise the fields keep Kafka's "not
 // requested" value.
+//
+// Brokers and leaders are answered on the listener the request came on
+// (Kafka's behaviour): a broker without that listener is left out, and a
+// partition it leads answers LEADER_NOT_AVAILABLE with leader -1 (Kafka
+// v6+ says LISTENER_NOT_FOUND; both are retriable).
 
 import (
 	"cmp"
@@ -58,14 +63,16 @@ func (s *Server) handleMetadata(ctx context.Context, kreq kmsg.Request) kmsg.Res
 
 func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = []kmsg.MetadataResponseBroker{s.brokerEntry()}
+	listener := requestClientFrom(ctx).listener
+	resp.Brokers = []kmsg.MetadataResponseBroker{s.brokerEntry(listener)}
 	clusterID := s.broker.ClusterID()
 	resp.ClusterID = &clusterID
 	resp.ControllerID = s.broker.BrokerID()
 	view, _ := s.broker.Cluster()
 	if view != nil {
-		resp.Brokers, resp.ControllerID = clusterBrokers(view), view.ControllerID
+		resp.Brokers, resp.ControllerID = clusterBrokers(view, listener), view.ControllerID
 	}
+	defer hideUnreachableLeaders(resp)
 	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	if all {
 		// Every topic of the cluster, held here or not (Kafka answers from
@@ -120,18 +127,29 @@ func deniedTopicMetadata(name *string, id [16]byte) kmsg.MetadataResponseTopic {
 	return mt
 }
 
-func (s *Server) brokerEntry() kmsg.MetadataResponseBroker {
+// brokerEntry is this node on the named listener (the first listener
+// when the name is unknown, as for a request that came on none).
+func (s *Server) brokerEntry(name string) kmsg.MetadataResponseBroker {
+	l := s.listenerNamed(name)
+	if l == nil {
+		l = s.listeners[0]
+	}
 	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = s.broker.BrokerID(), s.host, s.port
+	b.NodeID, b.Host, b.Port = s.broker.BrokerID(), l.host, l.port
 	return b
 }
 
-// clusterBrokers lists the view's live brokers, by id.
-func clusterBrokers(view *server.ClusterView) []kmsg.MetadataResponseBroker {
+// clusterBrokers lists the view's live brokers that have the named
+// listener, by id.
+func clusterBrokers(view *server.ClusterView, name string) []kmsg.MetadataResponseBroker {
 	out := make([]kmsg.MetadataResponseBroker, 0, len(view.Brokers))
 	for _, cb := range view.Brokers {
+		host, port, ok := brokerEndpoint(cb, name)
+		if !ok {
+			continue
+		}
 		b := kmsg.NewMetadataResponseBroker()
-		b.NodeID, b.Host, b.Port = cb.ID, cb.Host, cb.Port
+		b.NodeID, b.Host, b.Port = cb.ID, host, port
 		if cb.Rack != "" {
 			rack := cb.Rack
 			b.Rack = &rack
@@ -140,6 +158,21 @@ func clusterBrokers(view *server.ClusterView) []kmsg.MetadataResponseBroker {
 	}
 	slices.SortFunc(out, func(a, b kmsg.MetadataResponseBroker) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	return out
+}
+
+// hideUnreachableLeaders answers LEADER_NOT_AVAILABLE for partitions
+// whose leader is not among resp's brokers (it has no endpoint on this
+// listener), so clients never look for a broker they were not given.
+func hideUnreachableLeaders(resp *kmsg.MetadataResponse) {
+	for ti := range resp.Topics {
+		ps := resp.Topics[ti].Partitions
+		for pi := range ps {
+			if ps[pi].Leader < 0 || slices.ContainsFunc(resp.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == ps[pi].Leader }) {
+				continue
+			}
+			ps[pi].Leader, ps[pi].ErrorCode = -1, kerr.LeaderNotAvailable.Code
+		}
+	}
 }
 
 func (s *Server) topicMetadataByID(ctx context.Context, id [16]byte, view *server.ClusterView) kmsg.MetadataResponseTopic {

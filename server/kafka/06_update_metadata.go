@@ -4,7 +4,8 @@ package kafka
 // the whole cluster (live brokers; every partition's leader, epoch, ISR,
 // replicas, offline replicas), kept as the broker's cluster view
 // (server/clusterview.go). Inter-broker: served only by a cluster's broker.
-// A broker's address is its first endpoint (v1+) or its host and port (v0).
+// A broker's address is its first endpoint (v1+) or its host and port
+// (v0); every endpoint is kept, for answering each listener with its own.
 //
 // ACLs: CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
@@ -29,6 +30,13 @@ func (s *Server) handleUpdateMetadata(ctx context.Context, kreq kmsg.Request) km
 		cb := server.ClusterBroker{ID: lb.ID, Host: lb.Host, Port: lb.Port}
 		if len(lb.Endpoints) > 0 {
 			cb.Host, cb.Port = lb.Endpoints[0].Host, lb.Endpoints[0].Port
+		}
+		for _, e := range lb.Endpoints {
+			name := e.ListenerName
+			if name == "" { // v1–v2: the listener is named after its protocol
+				name = auth.SecurityProtocol(e.SecurityProtocol).String()
+			}
+			cb.Endpoints = append(cb.Endpoints, server.Endpoint{Listener: name, Host: e.Host, Port: e.Port, Protocol: e.SecurityProtocol})
 		}
 		if lb.Rack != nil {
 			cb.Rack = *lb.Rack

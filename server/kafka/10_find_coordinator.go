@@ -3,9 +3,11 @@ package kafka
 // FindCoordinator (key 10), versions 0–5 (v5 only allows the
 // TRANSACTION_ABORTABLE error, KIP-890, which ferry never returns).
 //
-// A thin pass-through: server/group.Coordinator serves every version and
-// owns the semantics (shared with the HTTP gateway's consumer API); the
-// listener only decodes, sets the response version and encodes.
+// server/group.Coordinator serves every version and owns the semantics
+// (shared with the HTTP gateway's consumer API); the listener then
+// answers the coordinator's endpoint on the listener the request came
+// on, as Kafka does: a coordinator without that listener answers
+// COORDINATOR_NOT_AVAILABLE (retriable).
 // This node coordinates every group; transaction coordinators (key type 1) are the coordinator's to refuse.
 //
 // ACLs: DESCRIBE on the group (or, for a transaction coordinator, the
@@ -15,13 +17,41 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server/auth"
 )
 
 func (s *Server) handleFindCoordinator(ctx context.Context, req kmsg.Request) kmsg.Response {
-	r := req.(*kmsg.FindCoordinatorRequest)
+	resp := s.findAuthorizedCoordinators(ctx, req.(*kmsg.FindCoordinatorRequest))
+	listener := requestClientFrom(ctx).listener
+	view, _ := s.broker.Cluster()
+	onListener := func(id *int32, host *string, port *int32, code *int16, msg **string) {
+		if *code != 0 {
+			return
+		}
+		h, p, ok := s.endpointOn(view, *id, listener)
+		if !ok {
+			text := "the coordinator has no endpoint on listener " + listener
+			*id, *host, *port, *code, *msg = -1, "", -1, kerr.CoordinatorNotAvailable.Code, &text
+			return
+		}
+		*host, *port = h, p
+	}
+	for i := range resp.Coordinators {
+		c := &resp.Coordinators[i]
+		onListener(&c.NodeID, &c.Host, &c.Port, &c.ErrorCode, &c.ErrorMessage)
+	}
+	if len(resp.Coordinators) == 0 {
+		onListener(&resp.NodeID, &resp.Host, &resp.Port, &resp.ErrorCode, &resp.ErrorMessage)
+	}
+	return resp
+}
+
+// findAuthorizedCoordinators asks the coordinator for the keys the
+// principal may DESCRIBE and answers the others refused.
+func (s *Server) findAuthorizedCoordinators(ctx context.Context, r *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	typ, denied := auth.ResourceGroup, codeGroupAuthFailed
 	if r.CoordinatorType == 1 {
 		typ, denied = auth.ResourceTransactionalID, codeTxnIDAuthFailed

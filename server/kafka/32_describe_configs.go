@@ -178,14 +178,14 @@ func (s *Server) brokerConfigs() ([]configEntry, error) {
 		return e
 	}
 	return []configEntry{
-		entry("advertised.listeners", s.cfg.SecurityProtocol.String()+"://"+s.cfg.AdvertisedAddr, kmsg.ConfigTypeString),
+		entry("advertised.listeners", s.listenerList(true), kmsg.ConfigTypeString),
 		entry("auto.create.topics.enable", strconv.FormatBool(c.AutoCreateTopics), kmsg.ConfigTypeBoolean),
 		entry("broker.id", i64(int64(c.BrokerID)), kmsg.ConfigTypeInt),
 		entry("connections.max.idle.ms", ms(s.cfg.IdleTimeout), kmsg.ConfigTypeLong),
 		entry("default.replication.factor", i64(int64(c.DefaultReplicationFactor)), kmsg.ConfigTypeInt),
 		rate(server.CfgFollowerThrottledRate),
 		rate(server.CfgLeaderThrottledRate),
-		entry("listeners", s.cfg.SecurityProtocol.String()+"://"+s.cfg.Addr, kmsg.ConfigTypeString),
+		entry("listeners", s.listenerList(false), kmsg.ConfigTypeString),
 		entry("log.dirs", c.DataDir, kmsg.ConfigTypeString),
 		entry("log.flush.interval.messages", i64(c.Log.FlushMessages), kmsg.ConfigTypeLong),
 		entry("log.flush.interval.ms", ms(c.Log.FlushInterval), kmsg.ConfigTypeLong),

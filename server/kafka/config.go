@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"crypto/rand"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -42,10 +44,14 @@ const (
 // Config is the Kafka listener's configuration. The zero value plus
 // Defaults listens on :9092 with Kafka's limits.
 type Config struct {
-	// Addr is the listen address (listeners). Default ":9092".
+	// Listeners are the broker's Kafka listeners; empty: one, described
+	// by Addr, AdvertisedAddr, SecurityProtocol and TLS and named after
+	// its protocol.
+	Listeners []Listener
+	// Addr is the single listener's address (listeners). Default ":9092".
 	Addr string
-	// SecurityProtocol is the listener's security.protocol. Default
-	// PLAINTEXT.
+	// SecurityProtocol is the single listener's security.protocol.
+	// Default PLAINTEXT.
 	SecurityProtocol auth.SecurityProtocol
 	// Credentials are the users' SCRAM verifiers a SASL listener checks
 	// clients against; required when SecurityProtocol is SASL_*.
@@ -72,6 +78,8 @@ type Config struct {
 	// (connection.failed.authentication.delay.ms), slowing password
 	// guessing. Default 100 ms, as in Kafka; negative: none.
 	FailedAuthenticationDelay time.Duration
+	// TLS serves the single listener when its protocol is SSL or SASL_SSL.
+	TLS *tls.Config
 	// InterBroker serves the controller's orders (LeaderAndIsr,
 	// StopReplica): on for a broker of a cluster, off on a single node.
 	InterBroker bool
@@ -146,7 +154,7 @@ type Config struct {
 
 // Defaults fills zero fields.
 func (c *Config) Defaults() {
-	if c.Addr == "" {
+	if c.Addr == "" && len(c.Listeners) == 0 {
 		c.Addr = ":9092"
 	}
 	if c.MaxRequestBytes == 0 {
@@ -209,10 +217,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("fetch.max.bytes %d: must be at least 1024", c.FetchMaxBytes)
 	case c.ReauthTimeout < 0:
 		return fmt.Errorf("connections.max.reauth.ms %v: must not be negative", c.ReauthTimeout)
-	case c.SecurityProtocol.SASL() && c.Credentials == nil:
-		return fmt.Errorf("a %s listener needs a credential store", c.SecurityProtocol)
-	case c.SecurityProtocol.SASL() && len(c.SaslMechanisms) == 0:
-		return fmt.Errorf("a %s listener needs at least one of sasl.enabled.mechanisms", c.SecurityProtocol)
+	case c.SASL() && c.Credentials == nil:
+		return errors.New("a SASL listener needs a credential store")
+	case c.SASL() && len(c.SaslMechanisms) == 0:
+		return errors.New("a SASL listener needs at least one of sasl.enabled.mechanisms")
 	}
 	for _, m := range c.SaslMechanisms {
 		if _, err := auth.NewSaslExchange(m, auth.NewCredentialSet(), nil); err != nil {
@@ -228,6 +236,19 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// SASL reports whether any listener asks clients for SASL.
+func (c *Config) SASL() bool {
+	if len(c.Listeners) == 0 {
+		return c.SecurityProtocol.SASL()
+	}
+	for _, l := range c.Listeners {
+		if l.Protocol.SASL() {
+			return true
+		}
+	}
+	return false
 }
 
 // ParseConnectionOverrides reads max.connections.per.ip.overrides:

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/server/tlsconf"
 )
 
 const (
@@ -68,9 +70,15 @@ type conn struct {
 	// touches either.
 	sasl               saslState
 	closeAfterResponse bool
+	// listener is the name of the listener that accepted it, whose
+	// endpoints Metadata and FindCoordinator answer.
+	listener string
+	// tls is nc as a TLS connection (nil on plaintext listeners); the
+	// reader completes its handshake before the first request.
+	tls *tls.Conn
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
+func newConn(s *Server, nc net.Conn, l *listener) *conn {
 	c := &conn{
 		s:          s,
 		nc:         nc,
@@ -78,10 +86,20 @@ func newConn(s *Server, nc net.Conn) *conn {
 		out:        make(chan outgoing, outQueue),
 		writerDone: make(chan struct{}),
 		principal:  auth.Anonymous,
-		protocol:   s.cfg.SecurityProtocol,
+		protocol:   l.Protocol,
+		listener:   l.Name,
 	}
+	// Fetch batches go out from the segment files: with sendfile on a
+	// raw TCP connection; through TLS, which must encrypt them in this
+	// process, read in pieces into a pooled buffer (outgoing.send; a
+	// tls.Conn never sendfiles), which costs less than reading whole
+	// batches into the response first.
 	_, tcp := nc.(*net.TCPConn)
 	c.sendfile = tcp && !s.cfg.DisableSendfile
+	if l.Protocol.TLS() {
+		c.tls = tls.Server(nc, l.TLS)
+		c.nc = c.tls
+	}
 	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = ta.AddrPort().Addr().Unmap()
 	}
@@ -97,6 +115,9 @@ func (c *conn) stopReading() {
 func (c *conn) readLoop() {
 	defer c.s.wg.Done()
 	defer c.closeOut()
+	if c.tls != nil && !c.handshake() {
+		return
+	}
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
 	// Two clock reads per request when metrics are on, none when off:
 	// started (request read) and finished (response handed to the writer),
@@ -130,6 +151,29 @@ func (c *conn) readLoop() {
 			return
 		}
 	}
+}
+
+// tlsHandshakeTimeout bounds a TLS handshake, so a peer that connects
+// and says nothing holds no connection slot for long.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// handshake completes the TLS handshake and, on an SSL listener, takes
+// the principal from the client's certificate (User:<CN>); false when the
+// connection is to be closed.
+func (c *conn) handshake() bool {
+	c.nc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	if err := c.tls.HandshakeContext(c.s.ctx); err != nil {
+		c.s.logger.Info("closing connection: TLS handshake failed", "remote", c.remote, "listener", c.listener, "err", err)
+		return false
+	}
+	c.nc.SetDeadline(time.Time{})
+	cs := c.tls.ConnectionState()
+	if c.protocol == auth.SSL {
+		c.principal = tlsconf.PeerPrincipal(cs)
+	}
+	c.s.logger.Debug("TLS connection", "remote", c.remote, "listener", c.listener, "principal", c.principal.String(),
+		"tls_version", tls.VersionName(cs.Version), "client_certificate", len(cs.PeerCertificates) > 0)
+	return true
 }
 
 // closeOut ends the writer's queue and, once the writer is done, closes

@@ -164,20 +164,20 @@ func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Re
 			resp, ok = nil, false
 		}
 	}()
-	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, sendfile: c.sendfile, files: &c.sendfileFiles, conn: c})
+	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, listener: c.listener, sendfile: c.sendfile, files: &c.sendfileFiles, conn: c})
 	ctx = auth.WithPrincipal(ctx, c.principal)
 	return lookupAPI(h.key).serve(s, ctx, req), true
 }
 
 // requestClient is who sent a request: the header's client id and the
-// connection's peer address. Handlers that record it (JoinGroup) read it
-// from the context. sendfile says the connection may send Fetch batches
+// connection's peer address and listener. Handlers that record it
+// (JoinGroup) or answer per listener (Metadata) read it from the context. sendfile says the connection may send Fetch batches
 // from the segment files (plaintext TCP); files counts the segment files
 // its responses hold open.
 type requestClient struct {
-	id, remote string
-	sendfile   bool
-	files      *atomic.Int32
+	id, remote, listener string
+	sendfile             bool
+	files                *atomic.Int32
 	// conn is the connection itself, for the SASL handlers, which run on
 	// its reader and change its state.
 	conn *conn

@@ -26,7 +26,7 @@
 // response on a plaintext TCP connection is a hand-framed header plus open
 // segment-file ranges the writer sends with sendfile (sendfile.go): its
 // batches are never read into memory, so its allocations do not grow with
-// its size; Config.DisableSendfile (and, later, TLS) copies instead. A malformed or
+// its size; Config.DisableSendfile and TLS listeners copy instead. A malformed or
 // oversized frame, an unknown API key or a version outside the table closes
 // that connection with a log line (ApiVersions is always answered); a panic
 // in a handler is recovered, logged as a bug and closes only that
@@ -38,6 +38,13 @@
 // requests carry User:<name> in their context, until the session's
 // connections.max.reauth.ms runs out without a re-authentication. Frames
 // before authentication are capped at 512 KiB, tokens at 4 KiB.
+//
+// Listeners (listeners.go): one Server serves every configured listener;
+// each connection knows its listener's name and security protocol. A TLS
+// listener's reader completes the handshake before the first request, and
+// on SSL the client certificate's CN becomes the connection's principal.
+// Metadata, FindCoordinator and DescribeCluster answer the endpoints of
+// the listener the request came on.
 //
 // Resource limits (frame.go, Config): memory for frames is what has
 // arrived, and frames above 64 KiB also hold their size of the node-wide

@@ -23,6 +23,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -369,7 +370,7 @@ func (o *outgoing) send(nc net.Conn) error {
 			return err
 		}
 		s.lr = io.LimitedReader{R: s.f, N: int64(s.size)}
-		n, err := io.Copy(nc, &s.lr)
+		n, err := copySection(nc, &s.lr)
 		if err != nil {
 			return err
 		}
@@ -379,6 +380,22 @@ func (o *outgoing) send(nc net.Conn) error {
 	}
 	_, err := nc.Write(o.buf[prev:])
 	return err
+}
+
+// sectionBuffers are the buffers file sections are copied through where
+// the kernel cannot send them (TLS), so a fetch does not allocate one per
+// section.
+var sectionBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// copySection sends a file section: sendfile on TCP (io.Copy finds the
+// connection's ReadFrom), else through a pooled buffer.
+func copySection(nc net.Conn, r io.Reader) (int64, error) {
+	if _, tcp := nc.(*net.TCPConn); tcp {
+		return io.Copy(nc, r)
+	}
+	buf := sectionBuffers.Get().(*[]byte)
+	defer sectionBuffers.Put(buf)
+	return io.CopyBuffer(nc, r, *buf)
 }
 
 // Test hooks, run when set: before each section is sent, and before a

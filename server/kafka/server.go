@@ -31,9 +31,9 @@ type Server struct {
 	authz auth.Authorizer
 	// metrics are cfg.Metrics' children for this listener (metrics.go).
 	metrics listenerMetrics
-	// advertised host and port, parsed once for Metadata and DescribeCluster.
-	host string
-	port int32
+	// listeners are the configured listeners, the first the default one
+	// (Serve, Addr).
+	listeners []*listener
 
 	// ctx is cancelled by Shutdown: long-polling fetches return at once.
 	ctx    context.Context
@@ -52,7 +52,8 @@ type Server struct {
 
 	mu struct {
 		sync.Mutex
-		listeners map[net.Listener]struct{}
+		// listeners maps each net.Listener being served to its listener.
+		listeners map[net.Listener]*listener
 		conns     map[*conn]struct{}
 		// perIP counts open connections by client address.
 		perIP  map[netip.Addr]int
@@ -75,16 +76,17 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	ls, err := listenersOf(cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{broker: b, groups: groups, cfg: cfg, logger: cfg.Logger.With("component", "kafka"),
-		metrics: newListenerMetrics(cfg.Metrics)}
+		metrics: newListenerMetrics(cfg.Metrics), listeners: ls}
 	if cfg.ACLs != nil {
 		s.authz = cfg.ACLs.Authorizer()
 	}
-	if err := s.setAdvertised(cfg.AdvertisedAddr); err != nil {
-		return nil, err
-	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.listeners = make(map[net.Listener]*listener)
 	s.mu.conns = make(map[*conn]struct{})
 	s.mu.perIP = make(map[netip.Addr]int)
 	if cfg.QueuedMaxRequestBytes > 0 {
@@ -97,48 +99,70 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 	return s, nil
 }
 
-func (s *Server) setAdvertised(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("kafka: advertised address %q: %w", addr, err)
+// Addr is the address the first listener is served on, or its
+// configured address before that.
+func (s *Server) Addr() net.Addr {
+	return s.ListenerAddr(s.listeners[0].Name)
+}
+
+// ListenerAddr is the address the named listener is served on, or its
+// configured address before that (nil for an unknown name).
+func (s *Server) ListenerAddr(name string) net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ln, l := range s.mu.listeners {
+		if l.Name == name {
+			return ln.Addr()
+		}
 	}
-	var p int
-	if _, err := fmt.Sscanf(port, "%d", &p); err != nil || p < 0 || p > 65535 {
-		return fmt.Errorf("kafka: advertised address %q: bad port", addr)
+	if l := s.listenerNamed(name); l != nil {
+		a, _ := net.ResolveTCPAddr("tcp", l.Addr)
+		return a
 	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "localhost"
-	}
-	s.host, s.port = host, int32(p)
 	return nil
 }
 
-// Addr is the address of the first listener Serve was given, or the
-// configured address before that.
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for ln := range s.mu.listeners {
-		return ln.Addr()
-	}
-	a, _ := net.ResolveTCPAddr("tcp", s.cfg.Addr)
-	return a
-}
-
-// ListenAndServe listens on Config.Addr and serves.
+// ListenAndServe listens on every listener's address and serves them
+// until Shutdown (ErrServerClosed) or one fails.
 func (s *Server) ListenAndServe() error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("kafka listener: %w", err)
+	lns := make([]net.Listener, 0, len(s.listeners))
+	for _, l := range s.listeners {
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			return fmt.Errorf("kafka listener %s: %w", l.Name, err)
+		}
+		lns = append(lns, ln)
 	}
-	return s.Serve(ln)
+	errs := make(chan error, len(lns))
+	for i, ln := range lns {
+		go func() { errs <- s.ServeListener(s.listeners[i].Name, ln) }()
+	}
+	err := <-errs
+	for range len(lns) - 1 {
+		<-errs
+	}
+	return err
 }
 
-// Serve accepts connections on ln until Shutdown, and then returns
-// ErrServerClosed. It closes ln. Temporary accept errors are retried with
-// a backoff from 5 ms to 1 s, as net/http does.
+// Serve serves the first listener on ln (see ServeListener).
 func (s *Server) Serve(ln net.Listener) error {
-	if !s.trackListener(ln) {
+	return s.ServeListener(s.listeners[0].Name, ln)
+}
+
+// ServeListener accepts connections for the named listener on ln until
+// Shutdown, and then returns ErrServerClosed. It closes ln. Temporary
+// accept errors are retried with a backoff from 5 ms to 1 s, as net/http
+// does.
+func (s *Server) ServeListener(name string, ln net.Listener) error {
+	l := s.listenerNamed(name)
+	if l == nil {
+		ln.Close()
+		return fmt.Errorf("kafka: no listener named %q", name)
+	}
+	if !s.trackListener(ln, l) {
 		ln.Close()
 		return ErrServerClosed
 	}
@@ -164,7 +188,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		s.startConn(c)
+		s.startConn(c, l)
 	}
 }
 
@@ -181,13 +205,13 @@ func isTemporary(err error) bool {
 	return errors.As(err, &te) && te.Timeout()
 }
 
-func (s *Server) trackListener(ln net.Listener) bool {
+func (s *Server) trackListener(ln net.Listener, l *listener) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
 		return false
 	}
-	s.mu.listeners[ln] = struct{}{}
+	s.mu.listeners[ln] = l
 	s.wg.Add(1) // under mu, so Shutdown's Wait never races a late Add
 	return true
 }
@@ -205,8 +229,8 @@ func (s *Server) closing() bool {
 	return s.mu.closed
 }
 
-func (s *Server) startConn(nc net.Conn) {
-	c := newConn(s, nc)
+func (s *Server) startConn(nc net.Conn, l *listener) {
+	c := newConn(s, nc, l)
 	s.mu.Lock()
 	if s.mu.closed {
 		s.mu.Unlock()

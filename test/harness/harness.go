@@ -7,6 +7,8 @@ package harness
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -71,9 +73,14 @@ type Node struct {
 	DataDir  string
 	HTTPPort int
 	Args     []string // extra serve flags
-	URL      string   // http://127.0.0.1:port
+	URL      string   // http://127.0.0.1:port (https:// for StartHTTPS)
+	// HTTPClient reaches URL: http.DefaultClient, or for StartHTTPS one
+	// trusting the test's CA.
+	HTTPClient *http.Client
 	// KafkaAddr is the --kafka-addr, 127.0.0.1:port, for Kafka clients'
-	// bootstrap; it is chosen once and kept across restarts.
+	// bootstrap; it is chosen once and kept across restarts. Args may
+	// name it as {kafka-addr}, e.g. in --listeners
+	// PLAINTEXT://{kafka-addr},SSL://127.0.0.1:9093.
 	KafkaAddr string
 	// FDLimit, when positive, is the open-file limit (soft and hard, so
 	// the Go runtime cannot raise it) the process runs under.
@@ -96,21 +103,34 @@ func Start(t testing.TB, args ...string) *Node {
 // test's own), set by a shell that then execs ferry in its place.
 func StartWithFDLimit(t testing.TB, fdLimit int, args ...string) *Node {
 	t.Helper()
-	return startNode(t, fdLimit, nil, args)
+	return start(t, fdLimit, nil, nil, args...)
 }
 
 // StartPrepared is Start with prepare run on the fresh data dir before
 // the node first starts (users created offline, files put in place).
 func StartPrepared(t testing.TB, prepare func(dataDir string), args ...string) *Node {
 	t.Helper()
-	return startNode(t, 0, prepare, args)
+	return start(t, 0, nil, prepare, args...)
 }
 
-func startNode(t testing.TB, fdLimit int, prepare func(string), args []string) *Node {
+// StartHTTPS is Start for a node serving HTTP over TLS (args turn it
+// on): URL is https and HTTPClient trusts roots.
+func StartHTTPS(t testing.TB, roots *x509.CertPool, args ...string) *Node {
 	t.Helper()
-	n := &Node{t: t, DataDir: t.TempDir(), Args: args, FDLimit: fdLimit}
+	return start(t, 0, roots, nil, args...)
+}
+
+func start(t testing.TB, fdLimit int, roots *x509.CertPool, prepare func(string), args ...string) *Node {
+	t.Helper()
+	n := &Node{t: t, DataDir: t.TempDir(), Args: args, FDLimit: fdLimit, HTTPClient: http.DefaultClient}
 	if prepare != nil {
 		prepare(n.DataDir)
+	}
+	scheme := "http"
+	if roots != nil {
+		scheme = "https"
+		n.HTTPClient = &http.Client{Timeout: 10 * time.Second,
+			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
 	}
 	// FreePort's port is free only until someone else takes it: another
 	// node of a parallel test can bind it between our probe and our start.
@@ -118,7 +138,7 @@ func startNode(t testing.TB, fdLimit int, prepare func(string), args []string) *
 	for attempt := 1; ; attempt++ {
 		n.HTTPPort = FreePort(t)
 		n.KafkaAddr = fmt.Sprintf("127.0.0.1:%d", FreePort(t))
-		n.URL = fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort)
+		n.URL = fmt.Sprintf("%s://127.0.0.1:%d", scheme, n.HTTPPort)
 		n.launch()
 		err := n.waitReady()
 		if err == nil {
@@ -148,11 +168,14 @@ func (n *Node) start() {
 
 func (n *Node) launch() {
 	n.t.Helper()
-	args := append([]string{"serve",
+	args := []string{"serve",
 		"--data-dir", n.DataDir,
 		"--http-addr", fmt.Sprintf("127.0.0.1:%d", n.HTTPPort),
 		"--kafka-addr", n.KafkaAddr,
-	}, n.Args...)
+	}
+	for _, a := range n.Args {
+		args = append(args, strings.ReplaceAll(a, "{kafka-addr}", n.KafkaAddr))
+	}
 	n.cmd = exec.Command(Binary(n.t), args...)
 	if n.FDLimit > 0 {
 		script := fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, n.FDLimit)
@@ -187,7 +210,7 @@ func (n *Node) waitReady() error {
 			return fmt.Errorf("ferry exited before it was ready:\n%s", n.Logs())
 		default:
 		}
-		res, err := http.Get(n.URL + "/healthz")
+		res, err := n.HTTPClient.Get(n.URL + "/healthz")
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == 200 {

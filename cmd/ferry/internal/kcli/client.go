@@ -40,7 +40,11 @@ func Dial(ctx context.Context, bootstrap string, opts ...kgo.Opt) (*kgo.Client, 
 	if err := checkReachable(ctx, seeds); err != nil {
 		return nil, err
 	}
-	base := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("ferry-cli")}
+	tlsOpts, err := TLS.opts()
+	if err != nil {
+		return nil, err
+	}
+	base := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("ferry-cli")}, tlsOpts...)
 	authOpts, err := DefaultAuth.Opt()
 	if err != nil {
 		return nil, err
