@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-mq/ferry/replication/zookeeper"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/server/quota"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -45,6 +46,10 @@ type clusterNode struct {
 	// followConfigChanges' goroutine touches it once started).
 	users      *zookeeper.UserStore
 	usersStale bool
+	// quotas is the cluster's client quotas, read at join and refreshed
+	// by followConfigChanges like users (quotasStale likewise).
+	quotas      *quota.Manager
+	quotasStale bool
 	// disconnected: the ZooKeeper session has no connection now.
 	disconnected atomic.Bool
 	// interBroker is inter.broker.listener.name; interDial connects to it
@@ -109,6 +114,11 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 		n.logger.Warn("reading the users' credentials", "err", err) // the readable ones are served
 		n.usersStale = true
 	}
+	n.quotas = quota.NewManager()
+	if err := n.quotas.Load(zk); err != nil {
+		n.logger.Warn("reading the client quotas", "err", err) // the readable ones hold
+		n.quotasStale = true
+	}
 	n.meta = zookeeper.NewMetadata(zk, clusterID)
 	s.broker.Metadata, s.broker.ISRStore, s.broker.AwaitRoles = n.meta, n.meta, true
 	s.broker.ProducerIDs = zk
@@ -148,6 +158,7 @@ func (n *clusterNode) followConfigChanges(b *server.Broker) {
 				}
 			}
 			n.reloadUsers(changed.Users)
+			n.reloadQuotas(changed.Quotas)
 			for _, t := range changed.Topics {
 				if err := b.ReloadTopicConfigs(t); err != nil {
 					n.logger.Warn("applying a topic's changed configs", "topic", t, "err", err)
@@ -173,6 +184,22 @@ func (n *clusterNode) reloadUsers(changed []string) {
 	}
 	if err := n.users.Reload(changed); err != nil {
 		n.logger.Warn("applying changed user credentials", "err", err)
+	}
+}
+
+// reloadQuotas applies the quotas of the entities a change names, or
+// every entity's while an earlier read failed.
+func (n *clusterNode) reloadQuotas(changed []string) {
+	if n.quotasStale {
+		if err := n.quotas.Load(n.zk); err != nil {
+			n.logger.Warn("reading the client quotas", "err", err)
+			return
+		}
+		n.quotasStale = false
+		return
+	}
+	if err := n.quotas.Reload(n.zk, changed); err != nil {
+		n.logger.Warn("applying changed client quotas", "err", err)
 	}
 }
 

@@ -50,6 +50,9 @@ env FERRY_BOOTSTRAP; on a SASL listener --sasl-mechanism M --sasl-username U
                           [--resource-pattern-type literal|prefixed] [--allow-host IP]
   ferry acls list [same filters; --resource-pattern-type any|match too]
   ferry acls remove (resource flags) [--allow-principal P] [--operation OP] …
+  ferry quotas set --entity-type users|clients (--entity-name N | --entity-default)…
+                          --add-config producer_byte_rate=B[,consumer_byte_rate=B,request_percentage=P]
+  ferry quotas remove …entity… --delete-config K[,K…] | list [--entity-type T [--entity-name N | --entity-default]]…
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
 
 `
@@ -80,6 +83,8 @@ func main() {
 		err = runBrokers(os.Args[2:])
 	case "reassign":
 		err = runReassign(os.Args[2:])
+	case "quotas":
+		err = runQuotas(os.Args[2:])
 	case "users":
 		err = runUsers(os.Args[2:])
 	case "tokens":

@@ -640,6 +640,10 @@ func runServe(args []string) error {
 		closeCore()
 		return err
 	}
+	if err := openQuotas(&kcfg, s, node); err != nil {
+		closeCore()
+		return err
+	}
 	if kcfg.SASL() && len(kcfg.Users.Users()) == 0 {
 		logger.Warn("the Kafka listener asks for SASL but there are no users yet: create one with `ferry users create NAME --data-dir " +
 			s.broker.DataDir + "` while the node is stopped")

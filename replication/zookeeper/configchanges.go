@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ferry-mq/ferry/server/quota"
 )
 
 // Topic config changes reach every broker as Kafka's do: a writer replaces
@@ -42,12 +44,14 @@ func (c *Client) ConfigChangesAfter(names []string) *ConfigChanges {
 }
 
 // Changed is what a batch of notifications names: topics whose configs
-// changed, whether some broker's (or every broker's) did, and users whose
-// configs (SCRAM credentials, quotas) did.
+// changed, whether some broker's (or every broker's) did, users whose
+// configs (SCRAM credentials, quotas) did, and the client quota entities
+// (users/<u>, clients/<c>, users/<u>/clients/<c>) that changed.
 type Changed struct {
 	Topics  []string
 	Brokers bool
 	Users   []string
+	Quotas  []string
 }
 
 // Topics reads the notifications among names newer than the last one
@@ -95,9 +99,17 @@ func (cc *ConfigChanges) Read(names []string) (Changed, error) {
 		if strings.HasPrefix(entity, "brokers/") {
 			ch.Brokers = true
 		}
-		if u, ok := strings.CutPrefix(entity, "users/"); ok && !seen[entity] {
+		if strings.HasPrefix(entity, "users/") || strings.HasPrefix(entity, "clients/") {
+			if seen[entity] {
+				continue
+			}
 			seen[entity] = true
-			ch.Users = append(ch.Users, u)
+			ch.Quotas = append(ch.Quotas, entity)
+			// users/<u>/clients/<c> holds quotas only; users/<u> also
+			// holds the user's credentials.
+			if u, ok := strings.CutPrefix(entity, "users/"); ok && !strings.Contains(u, "/") && u != quota.DefaultName {
+				ch.Users = append(ch.Users, u)
+			}
 		}
 	}
 	return ch, nil

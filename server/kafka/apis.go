@@ -40,8 +40,8 @@ var apiByKey map[int16]*api
 
 func init() { // a var initializer would be a cycle: ApiVersions reads apis
 	apis = []api{
-		{0, 0, 11, (*Server).handleProduce, false},
-		{1, 0, 17, (*Server).serveFetch, false},
+		{0, 0, 11, (*Server).serveProduceWithQuota, false},
+		{1, 0, 17, (*Server).serveFetchWithQuota, false},
 		{2, 0, 9, (*Server).handleListOffsets, false},
 		{3, 0, 12, (*Server).handleMetadata, false},
 		{4, 0, 5, (*Server).handleLeaderAndIsr, true},
@@ -78,6 +78,8 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{45, 0, 0, (*Server).handleAlterPartitionReassignments, false},
 		{46, 0, 0, (*Server).handleListPartitionReassignments, false},
 		{47, 0, 0, (*Server).handleOffsetDelete, false},
+		{48, 0, 1, (*Server).handleDescribeClientQuotas, false},
+		{49, 0, 1, (*Server).handleAlterClientQuotas, false},
 		{50, 0, 0, (*Server).handleDescribeUserScramCredentials, false},
 		{51, 0, 0, (*Server).handleAlterUserScramCredentials, false},
 		{60, 0, 1, (*Server).handleDescribeCluster, false},

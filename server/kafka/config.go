@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-mq/ferry/server/acl"
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/server/quota"
 )
 
 // Kafka's defaults for the listener settings.
@@ -61,6 +62,12 @@ type Config struct {
 	// ZooKeeper); nil: they fail with SECURITY_DISABLED. When Credentials
 	// is nil, Users is also what SASL checks against.
 	Users auth.CredentialStore
+	// Quotas is the broker's copy of the client quotas that Produce and
+	// Fetch are held to and DescribeClientQuotas lists (quotas.go);
+	// QuotaStore is where AlterClientQuotas writes them (the data dir's
+	// file, or ZooKeeper), nil: it fails. Default: a manager with none.
+	Quotas     *quota.Manager
+	QuotaStore quota.Store
 	// SaslMechanisms are the mechanisms offered (sasl.enabled.mechanisms):
 	// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. Default all three.
 	SaslMechanisms []string
@@ -154,6 +161,9 @@ type Config struct {
 
 // Defaults fills zero fields.
 func (c *Config) Defaults() {
+	if c.Quotas == nil {
+		c.Quotas = quota.NewManager()
+	}
 	if c.Addr == "" && len(c.Listeners) == 0 {
 		c.Addr = ":9092"
 	}

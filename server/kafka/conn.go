@@ -76,6 +76,10 @@ type conn struct {
 	// tls is nc as a TLS connection (nil on plaintext listeners); the
 	// reader completes its handshake before the first request.
 	tls *tls.Conn
+	// mutedUntil: a client quota throttled the last response; the next
+	// request is not read before this (quotas.go). Only the reader
+	// touches it.
+	mutedUntil time.Time
 }
 
 func newConn(s *Server, nc net.Conn, l *listener) *conn {
@@ -125,6 +129,9 @@ func (c *conn) readLoop() {
 	lm := c.s.metrics.conns // nil when metrics are off
 	waiting := now(lm)
 	for {
+		if !c.waitMuted() {
+			return
+		}
 		frame, release, err := c.readFrame(br)
 		started := now(lm)
 		lm.Idle(started - waiting)

@@ -113,6 +113,7 @@ type Metrics struct {
 		m map[string]*Listener
 	}
 	sources sources // collect.go
+	quotas  quotaMetrics
 }
 
 // New creates the metrics and registers them, with the Go runtime and
@@ -149,6 +150,7 @@ func New() *Metrics {
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 	})
 	m.schemaRequests = counterVec("ferry_schema_registry_requests_total", "Schema registry HTTP requests by route and status.", "api", "status")
+	m.quotas.register(m.reg)
 	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.duration, m.errors,
 		m.conns, m.rejected, m.reserved, m.waiting, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect, m.logRecoveries,
 		m.controllerActive, m.flush, m.schemaRequests,

@@ -1,0 +1,100 @@
+package zookeeper
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ferry-mq/ferry/server/auth"
+	"github.com/ferry-mq/ferry/server/quota"
+)
+
+// Quotas are written in Kafka's layout beside a user's SCRAM credentials
+// (neither write loses the other's keys), announced by entity path, and
+// read into another broker's manager by Reload.
+func TestQuotasBesideCredentialsAndAnnounced(t *testing.T) {
+	connect := zks.Require(t).Addr() + testChroot(t)
+	c := open(t, connect, 10*time.Second)
+	other := open(t, connect, 10*time.Second)
+	w := other.WatchConfigChanges()
+	defer w.Stop()
+	cursor := other.ConfigChangesAfter(<-w.C)
+
+	users, err := c.OpenUserStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, _ := auth.NewScramCredential(auth.ScramSHA256, "pw", 4096)
+	if err := users.Upsert("alice", cred); err != nil {
+		t.Fatal(err)
+	}
+	m := quota.NewManager()
+	alice := quota.Entity{User: quota.Named("alice")}
+	for _, e := range []quota.Entity{alice, {User: quota.Named("alice"), Client: quota.Named("app")}, {Client: quota.DefaultComponent}} {
+		if err := m.Alter(c, e, []quota.Op{{Key: quota.ProducerByteRate, Value: 1024}}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _, err := c.get("/config/users/alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"version":1,"config":{"SCRAM-SHA-256":"` + auth.FormatScramCredential(cred) + `","producer_byte_rate":"1024"}}`
+	if string(data) != want {
+		t.Fatalf("znode\n%s\nwant\n%s", data, want)
+	}
+	for _, p := range []string{"/config/users/alice/clients/app", "/config/clients/<default>"} {
+		if data, _, err := c.get(p); err != nil || string(data) != `{"version":1,"config":{"producer_byte_rate":"1024"}}` {
+			t.Fatalf("%s: %s %v", p, data, err)
+		}
+	}
+	// A credential change keeps the quota.
+	if err := users.Delete("alice", auth.ScramSHA256); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := c.QuotaConfig("users/alice"); q["producer_byte_rate"] != "1024" {
+		t.Fatalf("quota lost by a credential write: %v", q)
+	}
+
+	var quotas, userNames []string
+	deadline := time.After(10 * time.Second)
+	for len(quotas) < 3 {
+		select {
+		case names := <-w.C:
+			changed, err := cursor.Read(names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			quotas, userNames = append(quotas, changed.Quotas...), append(userNames, changed.Users...)
+		case <-deadline:
+			t.Fatalf("announced so far: %v", quotas)
+		}
+	}
+	slices.Sort(quotas)
+	quotas = slices.Compact(quotas)
+	if !slices.Equal(quotas, []string{"clients/<default>", "users/alice", "users/alice/clients/app"}) {
+		t.Fatalf("announced %v", quotas)
+	}
+	if slices.ContainsFunc(userNames, func(u string) bool { return u != "alice" }) {
+		t.Fatalf("users announced: %v (a client entity is not a user)", userNames)
+	}
+	remote := quota.NewManager()
+	if err := remote.Reload(other, quotas); err != nil {
+		t.Fatal(err)
+	}
+	if q := remote.Get(alice); q[quota.ProducerByteRate] != 1024 {
+		t.Fatalf("other broker after Reload: %v", q)
+	}
+	all, err := other.QuotaConfigs()
+	if err != nil || len(all) != 3 {
+		t.Fatalf("QuotaConfigs: %v %v", all, err)
+	}
+	if err := m.Alter(c, alice, []quota.Op{{Key: quota.ProducerByteRate, Remove: true}}, false); err != nil {
+		t.Fatal(err)
+	}
+	all, _ = c.QuotaConfigs()
+	if _, ok := all["users/alice"]; ok || !maps.Equal(all["clients/<default>"], map[string]string{"producer_byte_rate": "1024"}) {
+		t.Fatalf("after removing alice's quota: %v", all)
+	}
+}

@@ -1,0 +1,130 @@
+package kafka
+
+// Client quotas on Produce and Fetch (KIP-13, KIP-219): a request's bytes
+// count against its entity's rate (server/quota), and a request that puts
+// the entity over earns a throttle time. The response goes out at once
+// with throttle_time_ms, and the connection's next request is not read
+// until the time has passed ("muting" the channel, as Kafka 2.0+ does),
+// so a client that ignores the field is held too. A Fetch by an entity
+// still owing time is answered empty, as Kafka does; a Fetch's max_bytes
+// is bounded by one second of its quota. Follower fetches are never
+// client-throttled. The user is the connection's principal name
+// (ANONYMOUS without authentication), the client id the request header's.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/auth"
+	"github.com/ferry-mq/ferry/server/quota"
+)
+
+// serveProduceWithQuota is Produce held to producer_byte_rate.
+func (s *Server) serveProduceWithQuota(ctx context.Context, kreq kmsg.Request) kmsg.Response {
+	resp := s.handleProduce(ctx, kreq)
+	req := kreq.(*kmsg.ProduceRequest)
+	n := 0
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			n += len(p.Records)
+		}
+	}
+	ms := s.throttleClient(ctx, quota.ProducerByteRate, "produce", n)
+	if pr, ok := resp.(*kmsg.ProduceResponse); ok && ms > 0 && resp != closeConnection {
+		pr.ThrottleMillis = ms
+	}
+	return resp
+}
+
+// serveFetchWithQuota is Fetch held to consumer_byte_rate.
+func (s *Server) serveFetchWithQuota(ctx context.Context, kreq kmsg.Request) kmsg.Response {
+	req := kreq.(*kmsg.FetchRequest)
+	if fetchingReplica(req) >= 0 {
+		return s.serveFetch(ctx, kreq) // replication has its own throttle
+	}
+	user, client := quotaNames(ctx)
+	if owed := s.cfg.Quotas.Pending(quota.ConsumerByteRate, user, client, time.Now()); owed.Delay > 0 {
+		ms := s.muteFor(ctx, "fetch", user, client, owed)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ThrottleMillis = ms
+		return resp
+	}
+	if limit, ok := s.cfg.Quotas.WindowBytes(quota.ConsumerByteRate, user, client); ok && (req.MaxBytes <= 0 || int64(req.MaxBytes) > limit) {
+		req.MaxBytes = int32(min(max(limit, 1), int64(s.cfg.FetchMaxBytes)))
+	}
+	resp := s.serveFetch(ctx, kreq)
+	var fr *kmsg.FetchResponse
+	n := 0
+	switch r := resp.(type) {
+	case *sendfileFetch:
+		fr = r.FetchResponse
+		for _, secs := range r.parts {
+			for _, sec := range secs {
+				n += sec.size
+			}
+		}
+	case *kmsg.FetchResponse:
+		fr = r
+	default:
+		return resp
+	}
+	for _, t := range fr.Topics {
+		for _, p := range t.Partitions {
+			n += len(p.RecordBatches)
+		}
+	}
+	if ms := s.throttleClient(ctx, quota.ConsumerByteRate, "fetch", n); ms > 0 {
+		fr.ThrottleMillis = ms
+	}
+	return resp
+}
+
+func quotaNames(ctx context.Context) (user, client string) {
+	return auth.PrincipalFrom(ctx).Name, requestClientFrom(ctx).id
+}
+
+// throttleClient records n bytes of key for the request's entity and
+// mutes its connection for the throttle time earned, in milliseconds.
+func (s *Server) throttleClient(ctx context.Context, key, kind string, n int) int32 {
+	user, client := quotaNames(ctx)
+	th := s.cfg.Quotas.Record(key, user, client, n, time.Now())
+	if th.Delay <= 0 {
+		return 0
+	}
+	return s.muteFor(ctx, kind, user, client, th)
+}
+
+// muteFor holds the connection's next read for th's delay and counts it.
+func (s *Server) muteFor(ctx context.Context, kind, user, client string, th quota.Throttle) int32 {
+	if c := requestClientFrom(ctx).conn; c != nil {
+		c.mutedUntil = time.Now().Add(th.Delay)
+	}
+	mUser, mClient := "", ""
+	if th.Entity.User.Set {
+		mUser = user
+	}
+	if th.Entity.Client.Set {
+		mClient = client
+	}
+	s.cfg.Metrics.ClientThrottled(kind, mUser, mClient, th.Delay)
+	return int32(th.Delay.Milliseconds())
+}
+
+// waitMuted holds the reader until a throttle time has passed; false:
+// the server is shutting down.
+func (c *conn) waitMuted() bool {
+	d := time.Until(c.mutedUntil)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.s.ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,166 @@
+package quota
+
+import (
+	"maps"
+	"sync"
+	"time"
+
+	rq "github.com/ferry-mq/ferry/replication/quota"
+)
+
+// MaxThrottle caps one response's throttle time, so a client's next
+// request is never held past its request timeout; a request larger than
+// this much of its quota is throttled again by the debt left.
+const MaxThrottle = 30 * time.Second
+
+// maxBuckets bounds the rates kept: client ids are the client's to pick,
+// and a default quota gives each its own rate. Past it, idle rates go.
+const maxBuckets = 10000
+
+// Manager is a broker's copy of every entity's quotas and the rates of
+// the entities requests count against. It is safe for concurrent use.
+type Manager struct {
+	alterMu sync.Mutex // serialises Alter's read-modify-write of the store
+	mu      struct {
+		sync.Mutex
+		table   Table
+		buckets map[bucketKey]*bucket
+	}
+}
+
+type bucketKey struct {
+	key    string
+	entity Entity
+}
+
+type bucket struct {
+	rate rq.Rate
+	used time.Time
+}
+
+// NewManager starts with no quotas.
+func NewManager() *Manager {
+	m := &Manager{}
+	m.mu.table, m.mu.buckets = Table{}, map[bucketKey]*bucket{}
+	return m
+}
+
+// Replace sets every entity's quotas, as read from the store.
+func (m *Manager) Replace(t Table) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mu.table = Table{}
+	for e, q := range t {
+		if len(q) > 0 {
+			m.mu.table[e] = maps.Clone(q)
+		}
+	}
+	clear(m.mu.buckets)
+}
+
+// Set replaces one entity's quotas (none: it has no quotas).
+func (m *Manager) Set(e Entity, q Quotas) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if maps.Equal(m.mu.table[e], q) {
+		return // a notification of a user's credentials alone, say
+	}
+	if len(q) == 0 {
+		delete(m.mu.table, e)
+	} else {
+		m.mu.table[e] = maps.Clone(q)
+	}
+	// A changed quota may move requests to another entity's rate; start
+	// every rate afresh rather than keep ones nothing resolves to.
+	clear(m.mu.buckets)
+}
+
+// Get is one entity's quotas.
+func (m *Manager) Get(e Entity) Quotas {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.mu.table[e])
+}
+
+// Select lists the entities f selects.
+func (m *Manager) Select(f Filter) []Entry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.table.Select(f)
+}
+
+// Throttle is what a request's bytes earned.
+type Throttle struct {
+	Delay  time.Duration // 0: within the quota
+	Entity Entity        // the entity the bytes counted against
+	Quota  bool          // a quota applies at all
+}
+
+// Record counts n bytes of quota type key by user with client id client
+// and returns the throttle time they earned.
+func (m *Manager) Record(key, user, client string, n int, now time.Time) Throttle {
+	return m.rate(key, user, client, n, now, true)
+}
+
+// Pending is the throttle time an entity owes before n more bytes, without
+// counting any (a fetch checks it before reading).
+func (m *Manager) Pending(key, user, client string, now time.Time) Throttle {
+	return m.rate(key, user, client, 0, now, false)
+}
+
+func (m *Manager) rate(key, user, client string, n int, now time.Time, record bool) Throttle {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	limit, entity, ok := m.mu.table.Resolve(key, user, client)
+	if !ok {
+		return Throttle{}
+	}
+	k := bucketKey{key, entity}
+	b := m.mu.buckets[k]
+	if b == nil {
+		if !record {
+			return Throttle{Entity: entity, Quota: true}
+		}
+		m.pruneLocked(now)
+		b = &bucket{}
+		// A new rate starts with nothing saved up: its first request
+		// is throttled by its own size.
+		b.rate.SetLimit(max(int64(limit), 1), now)
+		m.mu.buckets[k] = b
+	}
+	b.used = now
+	if record {
+		b.rate.Record(n, now)
+	}
+	return Throttle{Delay: min(b.rate.Delay(now), MaxThrottle), Entity: entity, Quota: true}
+}
+
+// pruneLocked drops rates idle for a while once there are too many. m.mu
+// is held.
+func (m *Manager) pruneLocked(now time.Time) {
+	if len(m.mu.buckets) < maxBuckets {
+		return
+	}
+	for k, b := range m.mu.buckets {
+		if now.Sub(b.used) > 2*time.Second {
+			delete(m.mu.buckets, k)
+		}
+	}
+	for k := range m.mu.buckets {
+		if len(m.mu.buckets) < maxBuckets*3/4 {
+			break
+		}
+		// All busy: some lose their debt, a quarter at once so the next
+		// inserts do not sweep again.
+		delete(m.mu.buckets, k)
+	}
+}
+
+// WindowBytes is the most bytes of key the entity may take in one
+// second, for bounding a fetch; ok false: no quota.
+func (m *Manager) WindowBytes(key, user, client string) (int64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	limit, _, ok := m.mu.table.Resolve(key, user, client)
+	return int64(limit), ok
+}

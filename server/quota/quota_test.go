@@ -1,0 +1,244 @@
+package quota
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func strp(s string) *string { return &s }
+
+// Each of Kafka's eight levels wins over the ones after it, and the rate
+// it counts against is shared or per-name as Kafka's sensors are.
+func TestResolvePrecedence(t *testing.T) {
+	u, c, du, dc, none := Named("alice"), Named("app"), DefaultComponent, DefaultComponent, Name{}
+	levels := []struct {
+		set    Entity
+		bucket Entity
+	}{
+		{Entity{u, c}, Entity{u, c}},
+		{Entity{u, dc}, Entity{u, c}},
+		{Entity{u, none}, Entity{u, none}},
+		{Entity{du, c}, Entity{u, c}},
+		{Entity{du, dc}, Entity{u, c}},
+		{Entity{du, none}, Entity{u, none}},
+		{Entity{none, c}, Entity{none, c}},
+		{Entity{none, dc}, Entity{none, c}},
+	}
+	// Add levels from the weakest up: each new one must take over.
+	tbl := Table{}
+	for i := len(levels) - 1; i >= 0; i-- {
+		tbl[levels[i].set] = Quotas{ProducerByteRate: float64(1000 + i)}
+		limit, bucket, ok := tbl.Resolve(ProducerByteRate, "alice", "app")
+		if !ok || limit != float64(1000+i) || bucket != levels[i].bucket {
+			t.Fatalf("with %s set: got %v %s %v, want %d counted against %s", levels[i].set.Path(), limit, bucket.Path(), ok, 1000+i, levels[i].bucket.Path())
+		}
+	}
+	if _, _, ok := tbl.Resolve(ConsumerByteRate, "alice", "app"); ok {
+		t.Fatal("consumer_byte_rate resolved with only producer quotas set")
+	}
+	// Another user and client fall to the defaults.
+	if limit, bucket, _ := tbl.Resolve(ProducerByteRate, "bob", "other"); limit != 1004 || bucket != (Entity{Named("bob"), Named("other")}) {
+		t.Fatalf("bob/other: %v against %s, want users/<default>/clients/<default> counted per user and client", limit, bucket.Path())
+	}
+}
+
+func TestEntityPathsRoundTrip(t *testing.T) {
+	for _, p := range []string{"users/alice", "users/<default>", "clients/app", "clients/<default>",
+		"users/alice/clients/app", "users/<default>/clients/<default>"} {
+		e, err := ParsePath(p)
+		if err != nil || e.Path() != p {
+			t.Fatalf("ParsePath(%q) = %s, %v", p, e.Path(), err)
+		}
+	}
+	for _, p := range []string{"", "users", "topics/x", "users/a/b", "users/a/clients", "clients/..", "users/a/clients/"} {
+		if _, err := ParsePath(p); !errors.Is(err, ErrInvalidEntity) {
+			t.Fatalf("ParsePath(%q): %v, want ErrInvalidEntity", p, err)
+		}
+	}
+}
+
+func TestEntityOfRefusesWhatKafkaRefuses(t *testing.T) {
+	e, err := EntityOf([]Component{{TypeUser, strp("alice")}, {TypeClientID, nil}})
+	if err != nil || e.Path() != "users/alice/clients/<default>" {
+		t.Fatalf("user+default client: %s %v", e.Path(), err)
+	}
+	for name, cs := range map[string][]Component{
+		"none":      nil,
+		"twice":     {{TypeUser, strp("a")}, {TypeUser, strp("b")}},
+		"unknown":   {{"topic", strp("a")}},
+		"ip":        {{TypeIP, strp("127.0.0.1")}},
+		"slash":     {{TypeUser, strp("a/b")}},
+		"empty":     {{TypeClientID, strp("")}},
+		"<default>": {{TypeClientID, strp("<default>")}},
+	} {
+		if _, err := EntityOf(cs); !errors.Is(err, ErrInvalidEntity) {
+			t.Errorf("%s: %v, want ErrInvalidEntity", name, err)
+		}
+	}
+}
+
+func TestApplyAllOrNone(t *testing.T) {
+	cur := Quotas{ProducerByteRate: 100}
+	next, err := Apply(cur, []Op{{Key: ConsumerByteRate, Value: 200}, {Key: ProducerByteRate, Remove: true}})
+	if err != nil || len(next) != 1 || next[ConsumerByteRate] != 200 {
+		t.Fatalf("Apply: %v %v", next, err)
+	}
+	if cur[ProducerByteRate] != 100 {
+		t.Fatal("Apply changed its input")
+	}
+	for name, ops := range map[string][]Op{
+		"unknown key":   {{Key: "connection_creation_rate", Value: 1}},
+		"fraction":      {{Key: ProducerByteRate, Value: 1.5}},
+		"zero":          {{Key: ConsumerByteRate, Value: 0}},
+		"negative":      {{Key: RequestPercentage, Value: -1}},
+		"twice":         {{Key: ProducerByteRate, Value: 1}, {Key: ProducerByteRate, Remove: true}},
+		"remove bogus":  {{Key: "bogus", Remove: true}},
+		"second is bad": {{Key: ProducerByteRate, Value: 5}, {Key: ConsumerByteRate, Value: -5}},
+	} {
+		if _, err := Apply(cur, ops); !errors.Is(err, ErrInvalidQuota) {
+			t.Errorf("%s: %v, want ErrInvalidQuota", name, err)
+		}
+	}
+}
+
+func TestFilter(t *testing.T) {
+	tbl := Table{
+		{User: Named("alice")}:                           {ProducerByteRate: 1},
+		{User: DefaultComponent}:                         {ProducerByteRate: 2},
+		{User: Named("alice"), Client: Named("app")}:     {ProducerByteRate: 3},
+		{Client: Named("app")}:                           {ConsumerByteRate: 4},
+		{Client: DefaultComponent}:                       {ConsumerByteRate: 5},
+		{User: Named("empty")}:                           {},
+		{User: DefaultComponent, Client: Named("other")}: {ProducerByteRate: 6},
+	}
+	paths := func(f Filter) []string {
+		var out []string
+		for _, e := range tbl.Select(f) {
+			out = append(out, e.Entity.Path())
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		f    Filter
+		want []string
+	}{
+		{Filter{}, []string{"clients/<default>", "clients/app", "users/<default>", "users/<default>/clients/other", "users/alice", "users/alice/clients/app"}},
+		{Filter{Strict: true}, nil},
+		{Filter{Components: []FilterComponent{{Type: TypeUser, Match: MatchExact, Name: "alice"}}},
+			[]string{"users/alice", "users/alice/clients/app"}},
+		{Filter{Components: []FilterComponent{{Type: TypeUser, Match: MatchExact, Name: "alice"}}, Strict: true},
+			[]string{"users/alice"}},
+		{Filter{Components: []FilterComponent{{Type: TypeUser, Match: MatchDefault}}},
+			[]string{"users/<default>", "users/<default>/clients/other"}},
+		{Filter{Components: []FilterComponent{{Type: TypeClientID, Match: MatchAny}}, Strict: true},
+			[]string{"clients/<default>", "clients/app"}},
+		{Filter{Components: []FilterComponent{{Type: TypeUser, Match: MatchAny}, {Type: TypeClientID, Match: MatchAny}}},
+			[]string{"users/<default>/clients/other", "users/alice/clients/app"}},
+	} {
+		if err := tc.f.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if got := paths(tc.f); !equal(got, tc.want) {
+			t.Errorf("filter %+v: %v, want %v", tc.f, got, tc.want)
+		}
+	}
+	for _, f := range []Filter{
+		{Components: []FilterComponent{{Type: "topic"}}},
+		{Components: []FilterComponent{{Type: TypeUser}, {Type: TypeUser}}},
+		{Components: []FilterComponent{{Type: TypeUser, Match: 3}}},
+		{Components: []FilterComponent{{Type: TypeIP, Match: MatchAny}}},
+	} {
+		if err := f.Validate(); !errors.Is(err, ErrInvalidEntity) {
+			t.Errorf("filter %+v: %v, want ErrInvalidEntity", f, err)
+		}
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// A producer that sends as soon as its throttle time has passed is held
+// to its quota; another client id is not held at all; a user quota is
+// shared by the user's client ids.
+func TestThrottleHoldsTheQuota(t *testing.T) {
+	m := NewManager()
+	m.Set(Entity{Client: Named("slow")}, Quotas{ProducerByteRate: 256 << 10})
+	m.Set(Entity{User: Named("alice")}, Quotas{ConsumerByteRate: 100 << 10})
+	start := time.Unix(1000, 0)
+	now, sent := start, 0
+	const batch = 64 << 10
+	for now.Before(start.Add(10 * time.Second)) {
+		th := m.Record(ProducerByteRate, "ANONYMOUS", "slow", batch, now)
+		if !th.Quota || th.Entity != (Entity{Client: Named("slow")}) {
+			t.Fatalf("throttle %+v", th)
+		}
+		sent += batch
+		now = now.Add(th.Delay + time.Millisecond)
+	}
+	rate := float64(sent) / now.Sub(start).Seconds()
+	if rate < 0.95*(256<<10) || rate > 1.05*(256<<10) {
+		t.Fatalf("held to %.0f B/s, want 262144 ±5%%", rate)
+	}
+	if th := m.Record(ProducerByteRate, "ANONYMOUS", "fast", 100<<20, now); th.Quota || th.Delay != 0 {
+		t.Fatalf("unquoted client throttled: %+v", th)
+	}
+	// alice's two client ids share one rate: 100 KiB from each is two
+	// seconds' worth.
+	m.Record(ConsumerByteRate, "alice", "a", 100<<10, now)
+	th := m.Record(ConsumerByteRate, "alice", "b", 100<<10, now)
+	if th.Delay != 2*time.Second || th.Entity != (Entity{User: Named("alice")}) {
+		t.Fatalf("alice's second client: %+v, want 2s against users/alice", th)
+	}
+	if p := m.Pending(ConsumerByteRate, "alice", "c", now.Add(time.Second)); p.Delay != time.Second {
+		t.Fatalf("pending a second later: %v, want 1s", p.Delay)
+	}
+	if th := m.Record(ConsumerByteRate, "bob", "a", 100<<10, now); th.Quota {
+		t.Fatalf("bob held to alice's quota: %+v", th)
+	}
+	if th := m.Record(ProducerByteRate, "x", "slow", 1<<40, now); th.Delay != MaxThrottle {
+		t.Fatalf("huge request: %v, want capped at %v", th.Delay, MaxThrottle)
+	}
+}
+
+func TestManagerBoundsItsRates(t *testing.T) {
+	m := NewManager()
+	m.Set(Entity{Client: DefaultComponent}, Quotas{ProducerByteRate: 1000})
+	now := time.Unix(0, 0)
+	for i := range 3 * maxBuckets {
+		m.Record(ProducerByteRate, "u", string(rune('a'+i%26))+time.Duration(i).String(), 10, now)
+	}
+	m.mu.Lock()
+	n := len(m.mu.buckets)
+	m.mu.Unlock()
+	if n > maxBuckets {
+		t.Fatalf("%d rates kept, want at most %d", n, maxBuckets)
+	}
+}
+
+// Re-applying an entity's unchanged quotas (a notification of its SCRAM
+// credentials) keeps the debts; a change starts the rates afresh.
+func TestUnchangedQuotasKeepTheirRates(t *testing.T) {
+	m := NewManager()
+	e := Entity{User: Named("alice")}
+	m.Set(e, Quotas{ProducerByteRate: 100})
+	now := time.Unix(0, 0)
+	m.Record(ProducerByteRate, "alice", "x", 500, now)
+	m.Set(e, Quotas{ProducerByteRate: 100})
+	if d := m.Pending(ProducerByteRate, "alice", "x", now).Delay; d != 5*time.Second {
+		t.Fatalf("after an unchanged Set: owes %v, want 5s", d)
+	}
+	m.Set(e, Quotas{ProducerByteRate: 200})
+	if d := m.Pending(ProducerByteRate, "alice", "x", now).Delay; d != 0 {
+		t.Fatalf("after a changed Set: owes %v, want 0", d)
+	}
+}
