@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/ferry-mq/ferry/server/internal/atomicfile"
 )
 
 // FileName is where a single node keeps its ACLs, under the data dir.
@@ -101,36 +103,5 @@ func (s *FileStore) writeLocked() error {
 		}
 	}
 	SortBindings(bs)
-	return writeFileAtomic(s.path, encodeFile(bs))
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write ACLs: %w", err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write ACLs: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("write ACLs: sync dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("write ACLs: sync dir: %w", err)
-	}
-	return nil
+	return atomicfile.Write(s.path, encodeFile(bs), 0o600)
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/ferry-mq/ferry/server/internal/atomicfile"
 )
 
 // UsersFileName is the single node's credential file in its data dir.
@@ -119,50 +121,11 @@ func (s *FileStore) write(user string, u UserCredentials) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.path, append(data, '\n'), 0o600); err != nil {
+	if err := atomicfile.Write(s.path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("credentials: %w", err)
 	}
 	s.set.SetUser(user, u)
 	return nil
-}
-
-// writeFileAtomic replaces path with data so a crash leaves either the old
-// file or the new one: temp file in the same directory, fsync, rename,
-// fsync of the directory.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // saslSecretFileName holds a single node's key for unknown users' salts.
@@ -188,7 +151,7 @@ func LoadOrCreateSecretFile(path string) ([]byte, error) {
 	if _, err := rand.Read(secret); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(path, secret, 0o600); err != nil {
+	if err := atomicfile.Write(path, secret, 0o600); err != nil {
 		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	return secret, nil

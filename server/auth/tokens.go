@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferry-mq/ferry/server/internal/atomicfile"
 )
 
 // API tokens are static bearer tokens for the HTTP gateway (scripts, CI,
@@ -227,5 +229,5 @@ func (s *TokenFileStore) writeWith(tokens []APIToken) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(s.path, append(data, '\n'), 0o600)
+	return atomicfile.Write(s.path, append(data, '\n'), 0o600)
 }

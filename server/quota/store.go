@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/ferry-mq/ferry/server/internal/atomicfile"
 )
 
 // Store keeps every entity's quotas where the brokers read them:
@@ -220,42 +222,8 @@ func (s *FileStore) SetQuotaConfig(entityPath string, cfg map[string]string) err
 	if err := enc.Encode(fileFormat{Version: 1, Entities: all}); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.path, buf.Bytes()); err != nil {
+	if err := atomicfile.Write(s.path, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("client quotas: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path so a crash leaves the old file or the new
-// one: temp file beside it, fsync, rename, fsync of the directory.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
