@@ -17,7 +17,6 @@ package kafka
 
 import (
 	"context"
-	"log/slog"
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,14 +38,10 @@ func (s *Server) authorized(ctx context.Context, op auth.Operation, typ auth.Res
 	if s.allows(ctx, op, typ, name) {
 		return true
 	}
-	act := auth.Action{Principal: auth.PrincipalFrom(ctx), Host: requestHost(ctx),
-		Operation: op, Resource: auth.Resource{Type: typ, Name: name}}
-	// Kafka's authorizer logger names every denial; here at debug level,
-	// since a client retrying a refused request would flood the log.
-	if s.logger.Enabled(ctx, slog.LevelDebug) {
-		s.logger.Debug("authorization denied", "principal", act.Principal.String(), "host", act.Host,
-			"operation", op.String(), "resource", act.Resource.String(), "client_id", requestClientFrom(ctx).id)
-	}
+	// Kafka's authorizer logger names every denial; the audit log does,
+	// once a minute for each (audit.go).
+	s.auditDenied(ctx, auth.Action{Principal: auth.PrincipalFrom(ctx), Host: requestHost(ctx),
+		Operation: op, Resource: auth.Resource{Type: typ, Name: name}})
 	return false
 }
 

@@ -166,7 +166,9 @@ func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Re
 	}()
 	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, listener: c.listener, sendfile: c.sendfile, files: &c.sendfileFiles, conn: c})
 	ctx = auth.WithPrincipal(ctx, c.principal)
-	return lookupAPI(h.key).serve(s, ctx, req), true
+	resp = lookupAPI(h.key).serve(s, ctx, req)
+	s.auditAdmin(ctx, h.key, resp)
+	return resp, true
 }
 
 // requestClient is who sent a request: the header's client id and the

@@ -42,6 +42,8 @@ type Server struct {
 	// connection's reader and writer.
 	wg sync.WaitGroup
 
+	// denials spaces the audit log's lines for repeated refusals.
+	denials deniedLog
 	// budget is queued.max.request.bytes; nil when unbounded.
 	budget *memoryBudget
 	// framesReading counts connections inside a frame (size read, body

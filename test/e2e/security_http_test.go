@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,6 +184,23 @@ func TestOnePermissionModelOnEverySurface(t *testing.T) {
 	}
 	if st, _, body := httpAs(t, "GET", node.URL+"/subjects", "alice", alicePassword, "", ""); st != 200 || body != "[\"a-value\"]\n" && body != `["a-value"]` {
 		t.Fatalf("subjects: %d %q, want only a-value", st, body)
+	}
+
+	// The audit log, one line per administrative request and per refusal,
+	// on both surfaces.
+	lines := strings.Split(node.Logs(), "\n")
+	for _, want := range [][]string{
+		{"principal=User:alice", "api=CreateACLs", "outcome=allowed"},
+		{"principal=User:bob", "component=kafka", "resource=TOPIC:b", "outcome=denied"},
+		{"principal=User:bob", "method=POST", "path=/kafka/b", "outcome=denied"},
+		{"principal=User:alice", "method=POST", "path=/topics", "outcome=allowed"},
+	} {
+		if !slices.ContainsFunc(lines, func(l string) bool {
+			return strings.Contains(l, "msg=audit") && strings.Contains(l, "host=127.0.0.1") &&
+				!slices.ContainsFunc(want, func(f string) bool { return !strings.Contains(l, f) })
+		}) {
+			t.Errorf("no audit line with %v in the node's log", want)
+		}
 	}
 
 	b := newBrowser(t)
