@@ -53,7 +53,7 @@ var routeRequirements = map[string][]requirement{
 	"GET /healthz":     nil,
 	"GET /readyz":      nil,
 	"GET /metrics":     {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
-	"POST /auth/login": nil, "POST /auth/logout": nil, "GET /auth/whoami": nil,
+	"POST /auth/login": nil, "POST /auth/logout": nil, "GET /auth/whoami": nil, "GET /auth/permissions": nil,
 	"GET /brokers": {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 	"GET /cluster": {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 

@@ -212,3 +212,23 @@ func TestAuditLog(t *testing.T) {
 		}
 	}
 }
+
+// GET /auth/permissions answers what the same authorizer would decide.
+func TestPermissionsEndpoint(t *testing.T) {
+	creds := &memCredentials{}
+	creds.set(t, "alice", "pw", auth.ScramSHA256)
+	e := newTestEnv(t, func(_ *server.Config, c *Config) {
+		c.Auth = &HTTPAuth{Credentials: creds, SessionKey: testSessionKey}
+		c.Authorizer = allowList{"User:alice DELETE TOPIC:orders": true}
+	})
+	basic := map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:pw"))}
+	var got map[string]bool
+	a := e.request(t, "GET", "/auth/permissions?check=DELETE:TOPIC:orders&check=DELETE:TOPIC:audit&check=ALTER:CLUSTER:kafka-cluster", basic, "")
+	a.decode(t, &got)
+	if a.status != 200 || !got["DELETE:TOPIC:orders"] || got["DELETE:TOPIC:audit"] || got["ALTER:CLUSTER:kafka-cluster"] || len(got) != 3 {
+		t.Fatalf("permissions: %d %s", a.status, a.body)
+	}
+	for _, bad := range []string{"", "?check=DELETE:TOPIC", "?check=FLY:TOPIC:x", "?check=READ:PLANET:x", "?check=READ:TOPIC:"} {
+		e.request(t, "GET", "/auth/permissions"+bad, basic, "").wantError(t, http.StatusBadRequest, codeBadParam)
+	}
+}

@@ -19,6 +19,7 @@ func (g *Gateway) sessionRoutes(r chi.Router) {
 	r.Post("/auth/login", g.login)
 	r.Post("/auth/logout", g.logout)
 	r.Get("/auth/whoami", g.whoami)
+	r.Get("/auth/permissions", g.permissions)
 }
 
 type loginBody struct {
@@ -112,4 +113,42 @@ func (g *Gateway) logout(w http.ResponseWriter, r *http.Request) {
 //	@Router		/auth/whoami [get]
 func (g *Gateway) whoami(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, typeJSON, sessionAnswer{Principal: auth.PrincipalFrom(r.Context()).String(), Authenticated: g.authn != nil})
+}
+
+// maxPermissionChecks bounds one GET /auth/permissions.
+const maxPermissionChecks = 200
+
+// permissions serves GET /auth/permissions?check=OP:TYPE:NAME….
+//
+//	@Summary		What the caller may do
+//	@Description	Each check is OPERATION:RESOURCE_TYPE:NAME (DELETE:TOPIC:orders, ALTER:CLUSTER:kafka-cluster, WRITE:SUBJECT:orders-value), answered true or false by the same authorizer every route asks, so the admin page can disable what would be refused. Everything is true when ACLs are off.
+//	@Tags			auth
+//	@Produce		json
+//	@Param			check	query		[]string	true	"OPERATION:RESOURCE_TYPE:NAME, up to 200"	collectionFormat(multi)
+//	@Success		200		{object}	map[string]bool
+//	@Failure		400		{object}	errorBody	"40002: a check is not OPERATION:RESOURCE_TYPE:NAME, or more than 200"
+//	@Failure		401		{object}	errorBody	"40101: not authenticated"
+//	@Router			/auth/permissions [get]
+func (g *Gateway) permissions(w http.ResponseWriter, r *http.Request) {
+	checks := r.URL.Query()["check"]
+	if len(checks) == 0 || len(checks) > maxPermissionChecks {
+		writeError(w, http.StatusBadRequest, codeBadParam, fmt.Sprintf("check: give 1 to %d of OPERATION:RESOURCE_TYPE:NAME", maxPermissionChecks))
+		return
+	}
+	out := make(map[string]bool, len(checks))
+	for _, c := range checks {
+		parts := strings.SplitN(c, ":", 3)
+		if len(parts) != 3 || parts[2] == "" {
+			writeError(w, http.StatusBadRequest, codeBadParam, fmt.Sprintf("check %q: want OPERATION:RESOURCE_TYPE:NAME", c))
+			return
+		}
+		op, err1 := auth.ParseOperation(parts[0])
+		typ, err2 := auth.ParseResourceType(parts[1])
+		if err := errors.Join(err1, err2); err != nil {
+			writeError(w, http.StatusBadRequest, codeBadParam, fmt.Sprintf("check %q: %v", c, err))
+			return
+		}
+		out[c] = g.may(r, op, auth.Resource{Type: typ, Name: parts[2]})
+	}
+	writeJSON(w, http.StatusOK, typeJSON, out)
 }

@@ -139,6 +139,7 @@ func TestOnePermissionModelOnEverySurface(t *testing.T) {
 	for _, acl := range [][]string{
 		{"--topic", "a", "--operation", "Write", "--operation", "Describe"},
 		{"--subject", "a-value", "--operation", "Write", "--operation", "Read"},
+		{"--cluster", "--operation", "Describe"}, // the cluster view, not its actions
 	} {
 		cli(t, node, "", append(append([]string{"acls", "add", "--allow-principal", "User:bob"}, acl...), asAlice...)...)
 	}
@@ -215,4 +216,17 @@ func TestOnePermissionModelOnEverySurface(t *testing.T) {
 	if n := eval[float64](b, "topics bob sees", `document.querySelectorAll('tr[data-topic="b"]').length`); n != 0 {
 		t.Fatal("the page lists topic b, which bob may not describe")
 	}
+	// Bob may not delete topic a, nor run elections or moves (ALTER on the
+	// cluster): the page disables them.
+	if !eval[bool](b, "topic a's delete button", `document.querySelector('tr[data-topic="a"] button.danger').disabled`) {
+		t.Fatal("the page offers bob to delete topic a")
+	}
+	b.run("the cluster view",
+		chromedp.Navigate(node.URL+"/ui/#/cluster"),
+		chromedp.WaitVisible(chromedp.CSS("#elect-preferred")))
+	if !eval[bool](b, "the election button", `document.querySelector('#elect-preferred').disabled`) ||
+		eval[bool](b, "the move link", `document.querySelector('#move-partitions').hasAttribute('href')`) {
+		t.Fatal("the page offers bob elections or moves")
+	}
+	b.screenshot("bob-cluster")
 }

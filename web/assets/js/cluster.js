@@ -3,6 +3,7 @@
 // partitions that are under-replicated or offline, and the preferred
 // leader election that gives partitions back to their first replica.
 
+import { can, disableUnless } from './perms.js';
 import { get, post } from './api.js';
 import { confirmAction, errorBox, fill, h, link, num, table } from './ui.js';
 import { describeAll, plural, underReplicated } from './topics.js';
@@ -102,9 +103,15 @@ export async function render(root) {
   const body = h('div');
   const electionSlot = h('div', { id: 'election-result' });
   const electButton = h('button', { type: 'button', id: 'elect-preferred', class: 'secondary' }, 'Preferred leader election');
+  const moveLink = link('#/cluster/move', 'Move partitions', { class: 'button', id: 'move-partitions' });
+  // Both ask ALTER on the cluster, as Kafka's ElectLeaders and
+  // AlterPartitionReassignments do.
+  const alter = (await can(['ALTER:CLUSTER:kafka-cluster']))['ALTER:CLUSTER:kafka-cluster'];
+  disableUnless(electButton, alter, 'run leader elections');
+  disableUnless(moveLink, alter, 'move partitions');
   root.append(
     h('div', { class: 'view-head' }, h('h1', {}, 'Cluster'),
-      h('div', { class: 'actions' }, electButton, link('#/cluster/move', 'Move partitions', { class: 'button', id: 'move-partitions' }))),
+      h('div', { class: 'actions' }, electButton, moveLink)),
     electionSlot, body);
 
   async function draw(quiet) {

@@ -1,6 +1,7 @@
 // Topics: the searchable list with the create form, and one topic's
 // partitions, configs, added partitions and deletion.
 
+import { can, disableUnless } from './perms.js';
 import { del, enc, get, mapLimit, post, put } from './api.js';
 import {
   busy, confirmTyped, errorBox, field, fill, flash, fmtBytes, fmtNum, h, link, num, setInvalid, showError, table,
@@ -73,6 +74,7 @@ export async function renderList(root) {
   const formSlot = h('div');
   const newButton = h('button', { type: 'button', id: 'new-topic', 'aria-expanded': 'false' }, 'New topic');
   let topics = [];
+  let allowed = {}; // DELETE:TOPIC:<name> → may delete
 
   const draw = () => {
     const q = filter.value.trim().toLowerCase();
@@ -92,7 +94,8 @@ export async function renderList(root) {
         h('td', { class: 'row-actions' },
           link(`#/messages/${enc(t.name)}`, 'Messages', { class: 'button secondary small' }),
           internal(t.name) ? null
-            : h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete topic ${t.name}`, onClick: () => deleteTopic(t, reload) }, 'Delete')));
+            : disableUnless(h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete topic ${t.name}`, onClick: () => deleteTopic(t, reload) }, 'Delete'),
+              allowed[`DELETE:TOPIC:${t.name}`], `delete topic ${t.name}`)));
     });
     fill(listSlot,
       h('p', { class: 'muted', 'aria-live': 'polite' }, q ? `${shown.length} of ${plural(topics.length, 'topic')} match “${filter.value.trim()}”.` : `${plural(topics.length, 'topic')}.`),
@@ -102,6 +105,7 @@ export async function renderList(root) {
   const reload = async () => {
     try {
       topics = await describeAll(await get('/topics'));
+      allowed = await can(topics.map((t) => `DELETE:TOPIC:${t.name}`));
       draw();
     } catch (e) {
       showError(listSlot, e, 'Could not list topics');
@@ -216,10 +220,10 @@ export async function renderDetail(root, { segments }) {
     h('h1', {}, h('span', { class: 'muted' }, 'Topic '), name),
     h('div', { class: 'row-actions' },
       link(`#/messages/${enc(name)}`, 'Browse messages', { class: 'button secondary' }),
-      h('button', { type: 'button', class: 'danger', id: 'delete-topic', onClick: async () => {
+      disableUnless(h('button', { type: 'button', class: 'danger', id: 'delete-topic', onClick: async () => {
         try { await deleteTopic(await get(`/topics/${enc(name)}`), async () => { location.hash = '#/topics'; }); }
         catch (e) { showError(body, e); }
-      } }, 'Delete topic'))),
+      } }, 'Delete topic'), (await can([`DELETE:TOPIC:${name}`]))[`DELETE:TOPIC:${name}`], `delete topic ${name}`))),
   body);
   const draw = (t) => fill(body, summary(t), partitionsSection(t, draw), configsSection(t, draw));
   draw(await get(`/topics/${enc(name)}`));
