@@ -218,13 +218,13 @@ func interBrokerListener(specs []listenerSpec, name string) (string, error) {
 }
 
 // checkInterBroker refuses, on a cluster, an inter-broker listener that
-// needs SASL: brokers cannot authenticate to each other with SASL yet,
-// and failing here beats replication failing later. A single node has
-// no traffic between brokers.
-func checkInterBroker(specs []listenerSpec, name string, clustered bool) error {
+// needs SASL without the credentials brokers authenticate to each other
+// with (interbroker.go): failing here beats replication failing later. A
+// single node has no traffic between brokers.
+func checkInterBroker(specs []listenerSpec, name string, clustered, saslCredentials bool) error {
 	l := specs[indexOfListener(specs, name)]
-	if clustered && l.protocol.SASL() {
-		return fmt.Errorf("inter.broker.listener.name %s is %s: brokers cannot authenticate to each other with SASL yet; use a PLAINTEXT or SSL listener between brokers", name, l.protocol)
+	if clustered && l.protocol.SASL() && !saslCredentials {
+		return fmt.Errorf("inter.broker.listener.name %s is %s: give the user brokers authenticate to each other as (--inter-broker-sasl-username, --inter-broker-sasl-password-file), or use a PLAINTEXT or SSL listener between brokers", name, l.protocol)
 	}
 	return nil
 }

@@ -128,13 +128,17 @@ listener.name.internal.ssl.client.auth=required
 	}
 }
 
-// TestInterBrokerSASLRefusedOnACluster: SASL between brokers is not
-// built; a cluster broker whose inter-broker listener needs it does not
-// start, a single node does.
-func TestInterBrokerSASLRefusedOnACluster(t *testing.T) {
+// TestInterBrokerSASLNeedsCredentialsOnACluster: a cluster broker whose
+// inter-broker listener asks for SASL must be told whom to authenticate
+// as; a single node need not.
+func TestInterBrokerSASLNeedsCredentialsOnACluster(t *testing.T) {
 	_, _, err := loadServeSettings([]string{"--listeners", "SASL_PLAINTEXT://127.0.0.1:1", "--zookeeper", "127.0.0.1:2181"})
-	if err == nil || !strings.Contains(err.Error(), "cannot authenticate to each other with SASL yet") {
+	if err == nil || !strings.Contains(err.Error(), "--inter-broker-sasl-username") {
 		t.Fatalf("err %v", err)
+	}
+	if _, _, err := loadServeSettings([]string{"--listeners", "SASL_PLAINTEXT://127.0.0.1:1", "--zookeeper", "127.0.0.1:2181",
+		"--inter-broker-sasl-username", "broker", "--inter-broker-sasl-password-file", "/dev/null"}); err != nil {
+		t.Fatalf("with credentials: %v", err)
 	}
 	s, _, err := loadServeSettings([]string{"--listeners", "SASL_PLAINTEXT://127.0.0.1:1"})
 	if err != nil || s.listeners[0].protocol != auth.SASLPlaintext {

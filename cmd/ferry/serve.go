@@ -84,6 +84,9 @@ type serveSettings struct {
 	schemasReplicationFactor int16
 	// httpAuth is the HTTP gateway's authentication (httpauth.go).
 	httpAuth httpAuthSettings
+	// interSASL is how this broker authenticates to the others over a
+	// SASL inter-broker listener (interbroker.go).
+	interSASL interBrokerSASL
 	// authorizerClass is authorizer.class.name (empty: ACLs off);
 	// superUsers and allowIfNoACL its super.users and
 	// allow.everyone.if.no.acl.found.
@@ -422,7 +425,7 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 	if err != nil {
 		return s, nil, err
 	}
-	if err := checkInterBroker(ls, inter, s.zookeeper != ""); err != nil {
+	if err := checkInterBroker(ls, inter, s.zookeeper != "", s.interSASL.configured()); err != nil {
 		return s, nil, err
 	}
 	s.listeners, s.interBroker = ls, inter
@@ -437,7 +440,7 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 // allServeOptions is every serve option: the list above and those kept
 // beside the feature they configure.
 func allServeOptions() []option {
-	return slices.Concat(serveOptions, httpAuthOptions)
+	return slices.Concat(serveOptions, httpAuthOptions, interBrokerOptions)
 }
 
 // switchOptions are the options given as a bare --flag (true), or
@@ -564,6 +567,9 @@ func runServe(args []string) error {
 		logger.Warn(w)
 	}
 	listeners, interDial, err := kafkaListeners(s, logger)
+	if err == nil {
+		interDial, err = withInterBrokerSASL(s, interDial)
+	}
 	if err != nil {
 		return err
 	}

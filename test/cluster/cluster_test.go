@@ -35,8 +35,19 @@ func startCluster(t *testing.T, n int, extra ...string) []*harness.Node {
 // startClusterOn is startCluster on the ZooKeeper at zkAddr.
 func startClusterOn(t *testing.T, zkAddr string, n int, extra ...string) []*harness.Node {
 	t.Helper()
-	// A fresh chroot per run: -count reruns a test against the same server.
-	connect := zkAddr + "/" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	return startClusterAt(t, freshChroot(t, zkAddr), n, extra...)
+}
+
+// freshChroot is a new chroot on the ZooKeeper at zkAddr: -count reruns a
+// test against the same server.
+func freshChroot(t *testing.T, zkAddr string) string {
+	return zkAddr + "/" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
+// startClusterAt starts n brokers on the ZooKeeper connect string (with
+// its chroot), in parallel.
+func startClusterAt(t *testing.T, connect string, n int, extra ...string) []*harness.Node {
+	t.Helper()
 	nodes := make([]*harness.Node, n)
 	var wg sync.WaitGroup
 	for i := range nodes {
