@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,16 +16,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/ferry-mq/ferry/server/tlsconf/tlstest"
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
-// Three brokers whose only listener is SASL_PLAINTEXT (--security), ACLs
-// on: they replicate, elect and forward to each other as User:broker, a
-// SCRAM user created in ZooKeeper before they start; clients are alice.
+// Three brokers whose only listener is SASL_SSL, ACLs on (--security):
+// they replicate, elect and forward to each other over TLS as
+// User:broker, a SCRAM user created in ZooKeeper before they start;
+// clients are alice.
 // An acks=all producer goes on through a leader's kill -9, an HTTP
 // produce through a node leading nothing is forwarded, and every
 // acknowledged record is read back with the killed broker in sync again.
-func TestBrokersAuthenticateToEachOtherWithSASL(t *testing.T) {
+func TestBrokersAuthenticateToEachOtherOverSASLSSL(t *testing.T) {
 	connect := freshChroot(t, zks.Require(t).Addr())
 	dir := t.TempDir()
 	const brokerPassword, alicePassword = "broker-Pw-9c1e", "alice-Pw-44aa"
@@ -39,10 +42,14 @@ func TestBrokersAuthenticateToEachOtherWithSASL(t *testing.T) {
 			t.Fatalf("users create %s: %v\n%s", user, err, out)
 		}
 	}
+	ca := tlstest.NewCA(t, "ferry cluster CA")
+	files := tlstest.Write(t, dir, "broker", ca, ca.Server(t, "broker"))
 	nodes := startClusterAt(t, connect, 3, "--security", "--super-users", "User:broker;User:alice",
+		"--listeners", "SASL_SSL://{kafka-addr}", "--ssl-keystore-location", files.Keystore, "--ssl-truststore-location", files.Truststore,
 		"--inter-broker-sasl-username", "broker", "--inter-broker-sasl-password-file", pwFile)
 	alice := scram.Auth{User: "alice", Pass: alicePassword}.AsSha512Mechanism()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.SASL(alice), kgo.RequiredAcks(kgo.AllISRAcks()),
+	overTLS := kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), overTLS, kgo.SASL(alice), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic("sasl-replicated"), kgo.RecordRetries(100), kgo.RetryTimeout(60*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +106,7 @@ func TestBrokersAuthenticateToEachOtherWithSASL(t *testing.T) {
 		t.Fatalf("HTTP produce through broker %s: %d", other.URL, res.StatusCode)
 	}
 
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.SASL(alice),
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), overTLS, kgo.SASL(alice),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"sasl-replicated": {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		t.Fatal(err)
