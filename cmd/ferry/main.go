@@ -42,8 +42,8 @@ env FERRY_BOOTSTRAP; on a SASL listener --sasl-mechanism M --sasl-username U
   ferry users list [NAME…] | delete NAME [--mechanism M]
                           (offline instead of --bootstrap: --data-dir D of a stopped
                           single node, or --zookeeper Z of a cluster)
-  ferry tokens create NAME [--for USER] [--expires-in 720h] | list | revoke ID
-                          HTTP API tokens, through --url U as --user (password from
+  ferry tokens create NAME [--user U] [--expires-in 720h] | list | revoke ID
+                          HTTP API tokens, through --url URL as --http-user (password from
                           --password-file or stdin), or offline: --data-dir D | --zookeeper Z
   ferry acls add --allow-principal|--deny-principal User:NAME [--operation OP]…
                           (--topic T|--group G|--cluster|--transactional-id X|--subject S)…

@@ -39,7 +39,7 @@ func newTokenFlags(name string) (*flag.FlagSet, *tokenFlags) {
 	fs := flag.NewFlagSet("ferry "+name, flag.ContinueOnError)
 	f := &tokenFlags{}
 	fs.StringVar(&f.url, "url", envOr("FERRY_URL", "http://localhost:8080"), "a node's HTTP address (FERRY_URL)")
-	fs.StringVar(&f.user, "user", os.Getenv("FERRY_HTTP_USER"), "the user to authenticate as over HTTP (FERRY_HTTP_USER)")
+	fs.StringVar(&f.user, "http-user", os.Getenv("FERRY_HTTP_USER"), "the user to log in to --url as (FERRY_HTTP_USER)")
 	fs.StringVar(&f.passwordFile, "password-file", os.Getenv("FERRY_HTTP_PASSWORD_FILE"), "file whose first line is that user's password (default: read stdin)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "change a stopped single node's data dir instead of asking a node")
 	fs.StringVar(&f.zookeeper, "zookeeper", "", "change a cluster's ZooKeeper (host:port[/chroot]) instead of asking a node")
@@ -133,7 +133,7 @@ type tokenListing struct {
 
 func tokensCreate(args []string) error {
 	fs, f := newTokenFlags("tokens create NAME")
-	user := fs.String("for", "", "the user the token acts as (default: --user; offline: required)")
+	user := fs.String("user", "", "the user the token acts as (default: --http-user; offline: required)")
 	expires := fs.Duration("expires-in", 0, "lifetime, like 720h (default: never expires)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -150,7 +150,7 @@ func tokensCreate(args []string) error {
 	if store != nil {
 		defer closeStore()
 		if *user == "" {
-			return usageErr("--for USER: offline, say which user the token acts as")
+			return usageErr("--user USER: offline, say which user the token acts as")
 		}
 		token, stored, err := auth.NewAPIToken(pos[0], *user, *expires, time.Now())
 		if err != nil {

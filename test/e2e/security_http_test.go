@@ -230,3 +230,53 @@ func TestOnePermissionModelOnEverySurface(t *testing.T) {
 	}
 	b.screenshot("bob-cluster")
 }
+
+// `ferry tokens`: alice makes a token for herself through the node's HTTP
+// API, it authenticates as her, it is listed without its secret, and once
+// revoked it is refused; offline, a stopped node's data dir lists it gone.
+func TestTokensCLI(t *testing.T) {
+	node := saslNode(t)
+	pwFile := filepath.Join(t.TempDir(), "alice.pw")
+	if err := os.WriteFile(pwFile, []byte(alicePassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	online := []string{"--url", node.URL, "--http-user", "alice", "--password-file", pwFile}
+	res := runCLI(t, "", nil, append([]string{"tokens", "create", "laptop", "--expires-in", "1h"}, online...)...)
+	token := strings.TrimSpace(res.stdout)
+	if res.code != 0 || !strings.HasPrefix(token, "ferry_") || strings.Contains(res.stderr, token) {
+		t.Fatalf("tokens create: %d %q %s", res.code, res.stdout, res.stderr)
+	}
+	bearer := func() int {
+		req, _ := http.NewRequest("GET", node.URL+"/auth/whoami", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := bearer(); st != 200 {
+		t.Fatalf("the new token: %d", st)
+	}
+	res = runCLI(t, "", nil, append([]string{"tokens", "list"}, online...)...)
+	_, secret, _ := strings.Cut(strings.TrimPrefix(token, "ferry_"), "_")
+	if res.code != 0 || !strings.Contains(res.stdout, "laptop") || !strings.Contains(res.stdout, "alice") || strings.Contains(res.stdout, secret) {
+		t.Fatalf("tokens list: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(token, "ferry_"), "_")
+	if res = runCLI(t, "", nil, append([]string{"tokens", "revoke", id}, online...)...); res.code != 0 {
+		t.Fatalf("tokens revoke: %d %s", res.code, res.stderr)
+	}
+	if st := bearer(); st != 401 {
+		t.Fatalf("a revoked token: %d", st)
+	}
+	node.Stop()
+	res = runCLI(t, "", nil, "tokens", "list", "--data-dir", node.DataDir)
+	if res.code != 0 || strings.Contains(res.stdout, "laptop") {
+		t.Fatalf("tokens list --data-dir after the revocation: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	if res = runCLI(t, "", nil, "tokens", "create", "ci", "--data-dir", node.DataDir); res.code != 2 {
+		t.Fatalf("an offline token without --user: %d %s", res.code, res.stderr)
+	}
+}
