@@ -11,6 +11,10 @@ wrk.method = "POST"
 wrk.path = "/kafka/" .. topic
 wrk.body = '{"records":[' .. table.concat(records, ",") .. ']}'
 wrk.headers["Content-Type"] = "application/json"
+-- AUTH, when set, is the Authorization header (HTTP Basic against a
+-- secured node).
+local auth = os.getenv("AUTH")
+if auth and auth ~= "" then wrk.headers["Authorization"] = auth end
 
 local non200 = 0
 response = function(status, headers, body)
