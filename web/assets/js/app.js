@@ -12,6 +12,7 @@ import * as topics from './topics.js';
 import * as messages from './messages.js';
 import * as groups from './groups.js';
 import * as schemas from './schemas.js';
+import * as acls from './acls.js';
 
 // Each route: a pattern over the path segments and the view it renders;
 // fixed: the second segment is part of the route, not a name for the title.
@@ -26,6 +27,7 @@ const routes = [
   { nav: 'groups', match: (s) => s[0] === 'groups' && s.length === 2, view: groups.renderDetail, title: 'Consumer group' },
   { nav: 'schemas', match: (s) => s[0] === 'schemas' && s.length === 1, view: schemas.renderList, title: 'Schema registry' },
   { nav: 'schemas', match: (s) => s[0] === 'schemas' && s.length === 2, view: schemas.renderSubject, title: 'Subject' },
+  { nav: 'acls', match: (s) => s[0] === 'acls' && s.length === 1, view: acls.render, title: 'Access control' },
 ];
 
 /** parseHash splits "#/messages/orders?partition=1" into segments and params. */
