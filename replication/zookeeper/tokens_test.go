@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server/auth"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // A token made through one broker's store is found by another's, and a
@@ -29,23 +30,12 @@ func TestTokenStoreFollowsOtherBrokers(t *testing.T) {
 	if err := a.Add(tok); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "broker b sees the token", func() bool { got, ok := b.LookupAPIToken(tok.ID); return ok && got.Hash == tok.Hash })
+	harness.WaitFor(t, "broker b sees the token", 10*time.Second, func() bool { got, ok := b.LookupAPIToken(tok.ID); return ok && got.Hash == tok.Hash })
 	if found, err := b.Revoke(tok.ID); err != nil || !found {
 		t.Fatalf("revoke: %v %v", found, err)
 	}
-	waitFor(t, "broker a forgets the token", func() bool { _, ok := a.LookupAPIToken(tok.ID); return !ok })
+	harness.WaitFor(t, "broker a forgets the token", 10*time.Second, func() bool { _, ok := a.LookupAPIToken(tok.ID); return !ok })
 	if found, err := a.Revoke(tok.ID); err != nil || found {
 		t.Fatalf("revoking again: %v %v", found, err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

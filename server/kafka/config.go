@@ -80,6 +80,9 @@ type Config struct {
 	// session lasts this long, then the client must authenticate again on
 	// the same connection or be disconnected. 0, the default: forever.
 	ReauthTimeout time.Duration
+	// Clock tells when SASL sessions expire. Default time.Now; tests move
+	// it instead of waiting a session out.
+	Clock func() time.Time
 	// FailedAuthenticationDelay holds the answer to a failed SASL
 	// authentication this long before the connection closes
 	// (connection.failed.authentication.delay.ms), slowing password
@@ -187,6 +190,9 @@ func (c *Config) Defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
 	}
 	if c.Credentials == nil && c.Users != nil {
 		c.Credentials = c.Users

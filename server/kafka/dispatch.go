@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -88,7 +87,7 @@ func (s *Server) handle(c *conn, frame []byte) (_ outgoing, keep bool, served *m
 		s.logger.Warn("closing connection: bad request header", "remote", c.remote, "err", err)
 		return outgoing{}, false, nil
 	}
-	if c.protocol.SASL() && !c.saslAllows(h.key, time.Now()) {
+	if c.protocol.SASL() && !c.saslAllows(h.key, s.cfg.Clock()) {
 		return outgoing{}, false, nil
 	}
 	if h.key == apiVersionsKey && !inRange(h.key, h.version) {

@@ -132,7 +132,7 @@ func (c *conn) completeSasl(authenticateVersion int16) (string, bool) {
 	st.reauthenticates = authenticateVersion >= 1
 	st.expires = time.Time{}
 	if d := c.s.cfg.ReauthTimeout; d > 0 {
-		st.expires = time.Now().Add(d)
+		st.expires = c.s.cfg.Clock().Add(d)
 	}
 	c.principal = auth.User(user)
 	if first {

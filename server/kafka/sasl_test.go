@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,7 +210,9 @@ func TestSaslHandshakeV0TakesBareTokens(t *testing.T) {
 
 func TestSaslSessionsExpireWithoutReauthentication(t *testing.T) {
 	const lifetime = 200 * time.Millisecond
-	ts := newSaslServer(t, func(c *Config) { c.ReauthTimeout = lifetime })
+	var clock testClock
+	ts := newSaslServer(t, func(c *Config) { c.ReauthTimeout, c.Clock = lifetime, clock.now })
+	waitPast := func(d time.Duration) { clock.advance(d + time.Millisecond) }
 	alice := scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha256Mechanism()
 
 	// A client that re-authenticates in time keeps its connection, and one
@@ -272,9 +275,12 @@ func TestPlaintextListenerRefusesSasl(t *testing.T) {
 	metadataWorks(t, c)
 }
 
-// waitPast waits for a session lifetime to run out: time itself is what
-// the test needs to pass, not another goroutine.
-func waitPast(d time.Duration) { time.Sleep(d + 50*time.Millisecond) }
+// testClock is a Config.Clock the test moves: a session runs out when
+// the test says so, not after a sleep.
+type testClock struct{ offset atomic.Int64 }
+
+func (c *testClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // FuzzSaslConnection writes arbitrary bytes to a SASL listener after a
 // valid start (ApiVersions, a handshake of each version): the server must

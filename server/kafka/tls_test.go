@@ -165,12 +165,10 @@ func TestTLSListenerNextToPlaintext(t *testing.T) {
 		fc.CoordinatorKey = "a-group"
 		var fresp *kmsg.FindCoordinatorResponse
 		var err error
-		for ctx.Err() == nil { // COORDINATOR_NOT_AVAILABLE while the offsets load
-			if fresp, err = fc.RequestWith(ctx, cl); err != nil || fresp.ErrorCode != kerr.CoordinatorNotAvailable.Code {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitFor(t, "the coordinator answers (COORDINATOR_NOT_AVAILABLE while the offsets load)", func() bool {
+			fresp, err = fc.RequestWith(ctx, cl)
+			return err != nil || fresp.ErrorCode != kerr.CoordinatorNotAvailable.Code
+		})
 		if err != nil || fresp.ErrorCode != 0 || fresp.Port != want {
 			msg := ""
 			if fresp != nil && fresp.ErrorMessage != nil {

@@ -339,10 +339,23 @@ func TestSaslReauthentication(t *testing.T) {
 	if resp.ErrorCode != 0 || resp.SessionLifetimeMillis != lifetime.Milliseconds() {
 		t.Fatalf("authenticate: code %d lifetime %d", resp.ErrorCode, resp.SessionLifetimeMillis)
 	}
-	c.do(kmsg.NewPtrMetadataRequest(), 12)
-	time.Sleep(lifetime + 200*time.Millisecond) // the session must run out
-	c.send(kmsg.NewPtrMetadataRequest())
-	c.expectClosed("a request after the session expired")
+	authenticated := time.Now()
+	// Requests are answered while the session lasts; the first one after
+	// it ran out closes the connection.
+	harness.WaitFor(t, "a request after the session ran out closes the connection", lifetime+10*time.Second, func() bool {
+		req, resp := kmsg.NewPtrMetadataRequest(), kmsg.NewPtrMetadataResponse()
+		req.SetVersion(12)
+		resp.SetVersion(12)
+		c.send(req)
+		err := c.recv(resp)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !strings.Contains(err.Error(), "reset") {
+			t.Fatalf("a request during the session: %v", err)
+		}
+		return err != nil
+	})
+	if lasted := time.Since(authenticated); lasted < lifetime {
+		t.Fatalf("the connection closed after %v, within its %v session", lasted, lifetime)
+	}
 	harness.WaitFor(t, "the expiry is logged", 10*time.Second, func() bool {
 		return strings.Contains(node.Logs(), "closing connection: SASL session expired")
 	})
