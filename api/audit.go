@@ -33,30 +33,23 @@ var dataRoutes = map[string]bool{
 	"POST /auth/login":                                            true, // logs its own line, naming the user
 }
 
-// audit is each route's middleware (after authorize): administrative
-// requests are logged with their outcome once answered.
-func (g *Gateway) audit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			next.ServeHTTP(w, r)
-			return
-		}
-		route := r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
-		if dataRoutes[route] {
-			next.ServeHTTP(w, r)
-			return
-		}
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		outcome := "allowed"
-		switch {
-		case sw.status == http.StatusForbidden:
-			return // deny logged it
-		case sw.status >= 400:
-			outcome = "failed"
-		}
-		g.auditLine(r, outcome, sw.status, "")
-	})
+// audited serves r through next, logging it with its outcome when it is
+// administrative (a change that is not produce or consumer traffic).
+func (g *Gateway) audited(w http.ResponseWriter, r *http.Request, pattern string, next http.Handler) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead || dataRoutes[r.Method+" "+pattern] {
+		next.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	next.ServeHTTP(sw, r)
+	outcome := "allowed"
+	switch {
+	case sw.status == http.StatusForbidden:
+		return // deny logged it
+	case sw.status >= 400:
+		outcome = "failed"
+	}
+	g.auditLine(r, outcome, sw.status, "")
 }
 
 // auditLine logs one audit record. The resource is the route's
@@ -106,16 +99,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// setErrorCode and setPrincipal pass through to the request recorder.
+// setErrorCode passes writeError's code on to the request recorder.
 func (w *statusWriter) setErrorCode(code int) {
 	if rec, ok := w.ResponseWriter.(errorCodeSetter); ok {
 		rec.setErrorCode(code)
-	}
-}
-
-func (w *statusWriter) setPrincipal(p auth.Principal) {
-	if rec, ok := w.ResponseWriter.(principalSetter); ok {
-		rec.setPrincipal(p)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -269,7 +270,7 @@ func (a *authenticator) bearer(token string) (auth.Principal, error) {
 	if want := a.cfg.JWT.Issuer; want != "" && c.Issuer != want {
 		return auth.Principal{}, errUnauthenticated{msg: fmt.Sprintf("token issued by %q, not %q", c.Issuer, want), bearer: true}
 	}
-	if want := a.cfg.JWT.Audience; want != "" && !contains(c.Audience, want) {
+	if want := a.cfg.JWT.Audience; want != "" && !slices.Contains(c.Audience, want) {
 		return auth.Principal{}, errUnauthenticated{msg: fmt.Sprintf("token not meant for audience %q", want), bearer: true}
 	}
 	name, _ := c.All[a.cfg.JWT.PrincipalClaim].(string)
@@ -277,15 +278,6 @@ func (a *authenticator) bearer(token string) (auth.Principal, error) {
 		return auth.Principal{}, errUnauthenticated{msg: fmt.Sprintf("token has no %q claim naming the user", a.cfg.JWT.PrincipalClaim), bearer: true}
 	}
 	return auth.User(name), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // jwtKeys is the JWKS file's key set, reread when the file changes
@@ -452,15 +444,12 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 			g.unauthenticated(w, r, err)
 			return
 		}
-		if rec, ok := w.(principalSetter); ok {
-			rec.setPrincipal(p)
+		if rec := recorderOf(w); rec != nil {
+			rec.principal = p
 		}
 		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 	})
 }
-
-// principalSetter is the request recorder, which logs the principal.
-type principalSetter interface{ setPrincipal(auth.Principal) }
 
 // unauthenticated answers 401 with the challenges this node accepts. The
 // admin page (X-Requested-With) gets no Basic challenge, which would make

@@ -132,40 +132,48 @@ var routeRequirements = map[string][]requirement{
 	"GET /ui/*": nil, "GET /ui": nil,
 }
 
-// authorize is each route's middleware: chi has matched the route, so its
-// pattern and parameters are known. It checks the route's requirements
-// and answers 403 naming the first refused.
-func (g *Gateway) authorize(next http.Handler) http.Handler {
-	if g.cfg.Authorizer == nil {
-		return next
-	}
+// routed is each route's middleware, once chi has matched the route: it
+// builds the route's pattern once (for the request metrics and log too),
+// checks the route's requirements, answering 403 naming the first refused,
+// and audits administrative requests (audit.go).
+func (g *Gateway) routed(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rctx := chi.RouteContext(r.Context())
-		pattern := rctx.RoutePattern()
-		reqs, known := routeRequirements[r.Method+" "+pattern]
-		if !known && r.Method == http.MethodHead {
-			reqs, known = routeRequirements[http.MethodGet+" "+pattern]
+		pattern := chi.RouteContext(r.Context()).RoutePattern()
+		if rec := recorderOf(w); rec != nil {
+			rec.route = pattern
 		}
-		if !known {
-			g.deny(w, r, fmt.Sprintf("%s %s has no permission rule", r.Method, pattern))
+		if g.cfg.Authorizer != nil && !g.authorize(w, r, pattern) {
 			return
 		}
-		for _, req := range reqs {
-			res := auth.Resource{Type: req.typ, Name: req.name(r)}
-			if res.Name == "" {
-				continue // an optional resource not named (a stream without a group)
-			}
-			if !g.may(r, req.op, res) {
-				g.deny(w, r, fmt.Sprintf("%s may not %s %s", auth.PrincipalFrom(r.Context()), req.op, res))
-				return
-			}
-		}
-		if strings.HasPrefix(pattern, "/schemas/ids/") && !g.schemaIDAllowed(r) {
-			g.deny(w, r, fmt.Sprintf("%s may not DESCRIBE any subject of schema %s", auth.PrincipalFrom(r.Context()), rctx.URLParam("id")))
-			return
-		}
-		next.ServeHTTP(w, r)
+		g.audited(w, r, pattern, next)
 	})
+}
+
+// authorize checks the requirements of r's route; false when it answered 403.
+func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, pattern string) bool {
+	reqs, known := routeRequirements[r.Method+" "+pattern]
+	if !known && r.Method == http.MethodHead {
+		reqs, known = routeRequirements[http.MethodGet+" "+pattern]
+	}
+	if !known {
+		g.deny(w, r, fmt.Sprintf("%s %s has no permission rule", r.Method, pattern))
+		return false
+	}
+	for _, req := range reqs {
+		res := auth.Resource{Type: req.typ, Name: req.name(r)}
+		if res.Name == "" {
+			continue // an optional resource not named (a stream without a group)
+		}
+		if !g.may(r, req.op, res) {
+			g.deny(w, r, fmt.Sprintf("%s may not %s %s", auth.PrincipalFrom(r.Context()), req.op, res))
+			return false
+		}
+	}
+	if strings.HasPrefix(pattern, "/schemas/ids/") && !g.schemaIDAllowed(r) {
+		g.deny(w, r, fmt.Sprintf("%s may not DESCRIBE any subject of schema %s", auth.PrincipalFrom(r.Context()), chi.URLParam(r, "id")))
+		return false
+	}
+	return true
 }
 
 // may asks the authorizer whether r's principal may do op on res.

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/ferry-mq/ferry/server/auth"
-
 	"errors"
 	"io"
 	"net"
@@ -102,14 +100,6 @@ func (w *faultWriter) Flush() {
 }
 
 func (w *faultWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// setPrincipal passes the authenticated principal on to the request
-// recorder, for the request log.
-func (w *faultWriter) setPrincipal(p auth.Principal) {
-	if rec, ok := w.ResponseWriter.(principalSetter); ok {
-		rec.setPrincipal(p)
-	}
-}
 
 // setErrorCode passes writeError's code on to the request recorder.
 func (w *faultWriter) setErrorCode(code int) {

@@ -192,7 +192,7 @@ func (g *Gateway) Handler() http.Handler {
 	// The routes' own middleware runs once chi has matched the route, so
 	// the authorizer sees its pattern and parameters.
 	r.Group(func(r chi.Router) {
-		r.Use(g.authorize, g.audit)
+		r.Use(g.routed)
 		g.routes(r)
 	})
 	return r

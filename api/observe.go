@@ -92,9 +92,25 @@ type recorder struct {
 	errorCode int // error_code of a JSON error body (writeError)
 	// principal is who the request ran as, when it authenticated.
 	principal auth.Principal
+	// route is the matched route's pattern, set by the route middleware
+	// (authz.go) so it is built once per request.
+	route string
 }
 
-func (w *recorder) setPrincipal(p auth.Principal) { w.principal = p }
+// recorderOf finds the request recorder under the writers that wrap it
+// (nil outside observe).
+func recorderOf(w http.ResponseWriter) *recorder {
+	for {
+		if rec, ok := w.(*recorder); ok {
+			return rec
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
+	}
+}
 
 func (w *recorder) WriteHeader(status int) {
 	if w.status == 0 {
@@ -139,7 +155,10 @@ func (g *Gateway) observe(next http.Handler) http.Handler {
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		pattern := chi.RouteContext(r.Context()).RoutePattern()
+		pattern := rec.route
+		if pattern == "" { // not routed (404, 405): chi's own
+			pattern = chi.RouteContext(r.Context()).RoutePattern()
+		}
 		if m := g.obs.route(r.Method, pattern); m != nil {
 			m.Observe(took)
 			m.Status(rec.status)

@@ -82,8 +82,8 @@ func (g *Gateway) login(w http.ResponseWriter, r *http.Request) {
 	value, expires := g.authn.issueSession(body.Username, cred)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: value, Path: "/", Expires: expires,
 		MaxAge: int(time.Until(expires).Seconds()), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
-	if rec, ok := w.(principalSetter); ok {
-		rec.setPrincipal(p)
+	if rec := recorderOf(w); rec != nil {
+		rec.principal = p
 	}
 	g.auditLine(r.WithContext(auth.WithPrincipal(r.Context(), p)), "allowed", http.StatusOK, "login")
 	writeJSON(w, http.StatusOK, typeJSON, sessionAnswer{Principal: p.String(), Authenticated: true, ExpiresAt: &expires})
