@@ -379,4 +379,8 @@ func TestAuthenticationOffRunsAsAnonymous(t *testing.T) {
 		t.Fatalf("whoami: %d %s", a.status, a.body)
 	}
 	e.do(t, "POST", "/auth/login", "application/json", `{"username":"a","password":"b"}`).wantError(t, http.StatusNotFound, codeNotFound)
+	// Without authentication there is no token store: every token route says so.
+	e.do(t, "POST", "/admin/tokens", "application/json", `{"name":"x"}`).wantError(t, http.StatusServiceUnavailable, codeUnavailable)
+	e.do(t, "GET", "/admin/tokens", "", "").wantError(t, http.StatusServiceUnavailable, codeUnavailable)
+	e.do(t, "DELETE", "/admin/tokens/abc", "", "").wantError(t, http.StatusServiceUnavailable, codeUnavailable)
 }

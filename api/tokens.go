@@ -60,6 +60,15 @@ func (g *Gateway) mayManageTokensOf(r *http.Request, user string) bool {
 	return g.may(r, auth.OpAlter, auth.Resource{Type: auth.ResourceCluster, Name: auth.ClusterName})
 }
 
+// tokensOff answers 503 when the node keeps no API tokens.
+func (g *Gateway) tokensOff(w http.ResponseWriter) bool {
+	if g.cfg.Tokens == nil {
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "API tokens need HTTP authentication (--security or --http-auth)")
+		return true
+	}
+	return false
+}
+
 // createToken serves POST /admin/tokens.
 //
 //	@Summary		Create an API token
@@ -74,8 +83,7 @@ func (g *Gateway) mayManageTokensOf(r *http.Request, user string) bool {
 //	@Failure		503		{object}	errorBody	"50301: API tokens are off"
 //	@Router			/admin/tokens [post]
 func (g *Gateway) createToken(w http.ResponseWriter, r *http.Request) {
-	if g.cfg.Tokens == nil {
-		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "API tokens need HTTP authentication (--security or --http-auth)")
+	if g.tokensOff(w) {
 		return
 	}
 	var body createTokenBody
@@ -111,8 +119,7 @@ func (g *Gateway) createToken(w http.ResponseWriter, r *http.Request) {
 //	@Failure		503	{object}	errorBody	"50301: API tokens are off"
 //	@Router			/admin/tokens [get]
 func (g *Gateway) listTokens(w http.ResponseWriter, r *http.Request) {
-	if g.cfg.Tokens == nil {
-		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "API tokens need HTTP authentication (--security or --http-auth)")
+	if g.tokensOff(w) {
 		return
 	}
 	all := g.may(r, auth.OpDescribe, auth.Resource{Type: auth.ResourceCluster, Name: auth.ClusterName})
@@ -137,8 +144,7 @@ func (g *Gateway) listTokens(w http.ResponseWriter, r *http.Request) {
 //	@Failure	503	{object}	errorBody	"50301: API tokens are off"
 //	@Router		/admin/tokens/{id} [delete]
 func (g *Gateway) revokeToken(w http.ResponseWriter, r *http.Request) {
-	if g.cfg.Tokens == nil {
-		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "API tokens need HTTP authentication (--security or --http-auth)")
+	if g.tokensOff(w) {
 		return
 	}
 	id := pathParam(r, "id")
