@@ -420,3 +420,50 @@ func TestAuthorizedOperations(t *testing.T) {
 		t.Errorf("group operations %b, want %b", got, want)
 	}
 }
+
+// The audit log of the Kafka listener: an administrative request is
+// logged with its outcome (allowed, failed, denied), a refusal by the
+// ACLs is logged with what was refused, and the same refusal again within
+// the minute is not logged twice.
+func TestAuditLinesForAdministrativeRequests(t *testing.T) {
+	ts, _ := aclServer(t, acl.Config{}, allowAnon(auth.ResourceCluster, auth.ClusterName, auth.PatternLiteral, auth.OpCreate))
+	c := ts.dial(t)
+	createTopic := func() int16 {
+		ct := kmsg.NewPtrCreateTopicsRequest()
+		ctt := kmsg.NewCreateTopicsRequestTopic()
+		ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "audited", 1, 1
+		ct.Topics = []kmsg.CreateTopicsRequestTopic{ctt}
+		return do[*kmsg.CreateTopicsResponse](c, ct, 5).Topics[0].ErrorCode
+	}
+	deleteTopic := func() int16 {
+		dt := kmsg.NewPtrDeleteTopicsRequest()
+		dt.TopicNames = []string{"audited"}
+		return do[*kmsg.DeleteTopicsResponse](c, dt, 4).Topics[0].ErrorCode
+	}
+	if code := createTopic(); code != 0 {
+		t.Fatalf("create: %d", code)
+	}
+	if code := createTopic(); code != kerr.TopicAlreadyExists.Code {
+		t.Fatalf("create again: %d", code)
+	}
+	for range 3 {
+		if code := deleteTopic(); code != kerr.TopicAuthorizationFailed.Code {
+			t.Fatalf("delete without DELETE: %d", code)
+		}
+	}
+	for _, want := range [][]string{
+		{"msg=audit", "principal=User:ANONYMOUS", "api=CreateTopics", "outcome=allowed"},
+		{"msg=audit", "api=CreateTopics", "outcome=failed", "errors=1"},
+		{"msg=audit", "api=DeleteTopics", "outcome=denied"},
+	} {
+		if !ts.logs.has(want...) {
+			t.Errorf("no audit line with %v", want)
+		}
+	}
+	if n := ts.logs.count("msg=audit", "operation=DELETE", "resource=TOPIC:audited", "outcome=denied"); n != 1 {
+		t.Errorf("%d audit lines for the same refusal three times, want 1 (once a minute)", n)
+	}
+	if n := ts.logs.count("msg=audit", "api=DeleteTopics"); n != 3 {
+		t.Errorf("%d audit lines for three DeleteTopics, want one each", n)
+	}
+}

@@ -34,7 +34,7 @@ func (s *Server) auditAdmin(ctx context.Context, key int16, resp kmsg.Response) 
 		return
 	}
 	outcome, failures := "allowed", 0
-	adminErrorCodes(resp, func(code int16) {
+	eachErrorCode(resp, func(code int16) {
 		failures++
 		if code == codeTopicAuthFailed || code == codeGroupAuthFailed || code == codeClusterAuthFailed || code == codeTxnIDAuthFailed {
 			outcome = "denied"
@@ -46,85 +46,6 @@ func (s *Server) auditAdmin(ctx context.Context, key int16, resp kmsg.Response) 
 	s.logger.LogAttrs(ctx, slog.LevelInfo, "audit", slog.String("principal", auth.PrincipalFrom(ctx).String()),
 		slog.String("host", requestHost(ctx)), slog.String("api", kmsg.NameForKey(key)), slog.String("client_id", rc.id),
 		slog.String("outcome", outcome), slog.Int("errors", failures))
-}
-
-// adminErrorCodes calls fn for each non-zero error code of an
-// administrative response.
-func adminErrorCodes(resp kmsg.Response, fn func(int16)) {
-	check := func(c int16) {
-		if c != 0 {
-			fn(c)
-		}
-	}
-	switch r := resp.(type) {
-	case *kmsg.CreateTopicsResponse:
-		for _, t := range r.Topics {
-			check(t.ErrorCode)
-		}
-	case *kmsg.DeleteTopicsResponse:
-		for _, t := range r.Topics {
-			check(t.ErrorCode)
-		}
-	case *kmsg.DeleteRecordsResponse:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				check(p.ErrorCode)
-			}
-		}
-	case *kmsg.AlterConfigsResponse:
-		for _, res := range r.Resources {
-			check(res.ErrorCode)
-		}
-	case *kmsg.IncrementalAlterConfigsResponse:
-		for _, res := range r.Resources {
-			check(res.ErrorCode)
-		}
-	case *kmsg.CreatePartitionsResponse:
-		for _, t := range r.Topics {
-			check(t.ErrorCode)
-		}
-	case *kmsg.DeleteGroupsResponse:
-		for _, g := range r.Groups {
-			check(g.ErrorCode)
-		}
-	case *kmsg.OffsetDeleteResponse:
-		check(r.ErrorCode)
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				check(p.ErrorCode)
-			}
-		}
-	case *kmsg.ElectLeadersResponse:
-		check(r.ErrorCode)
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				check(p.ErrorCode)
-			}
-		}
-	case *kmsg.AlterPartitionAssignmentsResponse:
-		check(r.ErrorCode)
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				check(p.ErrorCode)
-			}
-		}
-	case *kmsg.CreateACLsResponse:
-		for _, res := range r.Results {
-			check(res.ErrorCode)
-		}
-	case *kmsg.DeleteACLsResponse:
-		for _, res := range r.Results {
-			check(res.ErrorCode)
-		}
-	case *kmsg.AlterClientQuotasResponse:
-		for _, e := range r.Entries {
-			check(e.ErrorCode)
-		}
-	case *kmsg.AlterUserSCRAMCredentialsResponse:
-		for _, res := range r.Results {
-			check(res.ErrorCode)
-		}
-	}
 }
 
 // deniedLog remembers when each refusal was last logged.

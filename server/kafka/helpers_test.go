@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,12 +27,15 @@ type logSink struct {
 	// bugs counts "BUG" log lines (recovered panics).
 	bugs int
 	done bool
+	// lines keeps every line, for tests that look for one (has, count).
+	lines []string
 }
 
 func (w *logSink) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	line := strings.TrimSpace(string(p))
+	w.lines = append(w.lines, line)
 	if strings.Contains(line, "BUG") {
 		w.bugs++
 	}
@@ -40,6 +44,21 @@ func (w *logSink) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// count is how many lines hold every one of substrs; has, whether any.
+func (w *logSink) count(substrs ...string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, line := range w.lines {
+		if !slices.ContainsFunc(substrs, func(s string) bool { return !strings.Contains(line, s) }) {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *logSink) has(substrs ...string) bool { return w.count(substrs...) > 0 }
 
 func (w *logSink) bugCount() int {
 	w.mu.Lock()

@@ -77,7 +77,8 @@ func errorName(code int16) string {
 // eachErrorCode calls fn for every non-zero error code of the responses
 // whose failures operators watch: per partition for the data APIs, per
 // topic or whole request for the others. APIs not listed count requests
-// and latency only.
+// and latency only. The audit log (audit.go) reads the administrative
+// APIs' outcomes from here too.
 func eachErrorCode(resp kmsg.Response, fn func(int16)) {
 	check := func(c int16) {
 		if c != 0 {
@@ -148,6 +149,63 @@ func eachErrorCode(resp kmsg.Response, fn func(int16)) {
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		for i := range r.Results {
 			check(r.Results[i].ErrorCode)
+		}
+	case *kmsg.DeleteRecordsResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				check(p.ErrorCode)
+			}
+		}
+	case *kmsg.AlterConfigsResponse:
+		for _, res := range r.Resources {
+			check(res.ErrorCode)
+		}
+	case *kmsg.IncrementalAlterConfigsResponse:
+		for _, res := range r.Resources {
+			check(res.ErrorCode)
+		}
+	case *kmsg.CreatePartitionsResponse:
+		for _, t := range r.Topics {
+			check(t.ErrorCode)
+		}
+	case *kmsg.DeleteGroupsResponse:
+		for _, g := range r.Groups {
+			check(g.ErrorCode)
+		}
+	case *kmsg.OffsetDeleteResponse:
+		check(r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				check(p.ErrorCode)
+			}
+		}
+	case *kmsg.ElectLeadersResponse:
+		check(r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != kerr.ElectionNotNeeded.Code { // already led by its preferred replica
+					check(p.ErrorCode)
+				}
+			}
+		}
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		check(r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				check(p.ErrorCode)
+			}
+		}
+	case *kmsg.CreateACLsResponse:
+		for _, res := range r.Results {
+			check(res.ErrorCode)
+		}
+	case *kmsg.DeleteACLsResponse:
+		for _, res := range r.Results {
+			check(res.ErrorCode)
+		}
+	case *kmsg.AlterClientQuotasResponse:
+		for _, e := range r.Entries {
+			check(e.ErrorCode)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,48 +22,19 @@ import (
 	"github.com/ferry-mq/ferry/server/tlsconf/tlstest"
 )
 
-// lineLog keeps log lines for a test to look for.
-type lineLog struct {
-	t     testing.TB
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-func (l *lineLog) has(substrs ...string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range l.lines {
-		all := true
-		for _, s := range substrs {
-			all = all && strings.Contains(line, s)
-		}
-		if all {
-			return true
-		}
-	}
-	return false
-}
-
 type tlsTestServer struct {
 	*Server
 	plain, secure string // the listeners' addresses
 	ca            *tlstest.CA
 	files         tlstest.Files
-	logs          *lineLog
+	logs          *logSink
 	broker        *server.Broker
 }
 
 // newTLSTestServer serves a PLAINTEXT and an SSL listener on one broker.
 func newTLSTestServer(t testing.TB, clientAuth tlsconf.ClientAuth) *tlsTestServer {
 	t.Helper()
-	logs := &lineLog{t: t}
+	logs := &logSink{t: t, done: true} // kept for has, not echoed
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ca := tlstest.NewCA(t, "test CA")
 	files := tlstest.Write(t, t.TempDir(), "broker", ca, ca.Server(t, "broker"))
