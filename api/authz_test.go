@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,25 +130,16 @@ func TestAuthorizationOnEverySurface(t *testing.T) {
 	if json.Unmarshal(a.body, &auditReg) != nil || a.status != 200 {
 		t.Fatalf("admin registers audit-value: %d %s", a.status, a.body)
 	}
-	if a := e.request(t, "GET", "/schemas/ids/"+itoa(reg.ID), alice, ""); a.status != 200 {
+	if a := e.request(t, "GET", "/schemas/ids/"+strconv.Itoa(reg.ID), alice, ""); a.status != 200 {
 		t.Fatalf("alice reads her schema by id: %d %s", a.status, a.body)
 	}
-	denied(e.request(t, "GET", "/schemas/ids/"+itoa(auditReg.ID), alice, ""), "DESCRIBE any subject of schema")
+	denied(e.request(t, "GET", "/schemas/ids/"+strconv.Itoa(auditReg.ID), alice, ""), "DESCRIBE any subject of schema")
 	var subjects []string
 	e.request(t, "GET", "/subjects", alice, "").decode(t, &subjects)
 	if !slices.Equal(subjects, []string{"orders-value"}) {
 		t.Fatalf("alice lists subjects %v", subjects)
 	}
 	denied(e.request(t, "PUT", "/config", regType, `{"compatibility":"NONE"}`), "ALTER_CONFIGS CLUSTER")
-}
-
-func itoa(n int) string { return strings.TrimSpace(string(must(json.Marshal(n)))) }
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 func (b *syncBuffer) lines(match string) []map[string]any {
