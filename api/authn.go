@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -215,9 +216,11 @@ func (a *authenticator) lookupUser(user string) (auth.ScramCredential, bool) {
 var errBadPassword = errUnauthenticated{msg: "wrong user name or password"}
 
 func (a *authenticator) basic(ctx context.Context, user, password string) (auth.Principal, error) {
-	cred, ok := a.lookupUser(user)
-	if !ok {
-		return auth.Principal{}, errBadPassword
+	cred, known := a.lookupUser(user)
+	if !known {
+		// The same PBKDF2 against a verifier nobody's password matches, so
+		// the answer's timing does not tell which users exist.
+		cred = unknownUserCredential()
 	}
 	h := sha256.New()
 	h.Write([]byte(user))
@@ -246,11 +249,20 @@ func (a *authenticator) basic(ctx context.Context, user, password string) (auth.
 		a.mu.basic[key] = out
 		a.mu.Unlock()
 	}
-	if !out.ok {
+	if !out.ok || !known {
 		return auth.Principal{}, errBadPassword
 	}
 	return auth.User(user), nil
 }
+
+// unknownUserCredential is the verifier an unknown user's password is
+// checked against: of a random password, made once.
+var unknownUserCredential = sync.OnceValue(func() auth.ScramCredential {
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	c, _ := auth.NewScramCredential(auth.ScramSHA512, base64.RawURLEncoding.EncodeToString(secret), auth.DefaultScramIterations)
+	return c
+})
 
 func (a *authenticator) bearer(token string) (auth.Principal, error) {
 	if strings.HasPrefix(token, APITokenPrefix) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -384,4 +385,25 @@ func TestAuthenticationOffRunsAsAnonymous(t *testing.T) {
 	e.do(t, "POST", "/admin/tokens", "application/json", `{"name":"x"}`).wantError(t, http.StatusServiceUnavailable, codeUnavailable)
 	e.do(t, "GET", "/admin/tokens", "", "").wantError(t, http.StatusServiceUnavailable, codeUnavailable)
 	e.do(t, "DELETE", "/admin/tokens/abc", "", "").wantError(t, http.StatusServiceUnavailable, codeUnavailable)
+}
+
+// An unknown user's password goes through the same PBKDF2 as a known
+// one's (its outcome is cached like any), so the answer's timing does not
+// tell which users exist; and it is refused.
+func TestBasicUnknownUserRunsTheSameCheck(t *testing.T) {
+	creds := &memCredentials{}
+	creds.set(t, "alice", "pw", auth.ScramSHA256)
+	a, err := newAuthenticator(HTTPAuth{Credentials: creds, SessionKey: testSessionKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.basic(context.Background(), "mallory", "guess"); err != errBadPassword {
+		t.Fatalf("unknown user: %v", err)
+	}
+	a.mu.Lock()
+	checked := len(a.mu.basic)
+	a.mu.Unlock()
+	if checked != 1 {
+		t.Fatalf("%d verifications recorded for an unknown user, want 1 (the same work as a known one)", checked)
+	}
 }
