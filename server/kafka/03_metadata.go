@@ -233,7 +233,11 @@ func (s *Server) topicMetadata(name string, createBudget *int, view *server.Clus
 		case err == nil:
 			mp.Leader, mp.LeaderEpoch, mp.Replicas, mp.ISR = p.Leader(), p.LeaderEpoch(), p.Replicas(), p.ISR()
 		default:
-			continue // another broker's, not described yet; or the topic went away meanwhile
+			// Another broker's partition the controller has not described
+			// yet (a broker just restarted), or one going away: clients
+			// require every partition of a topic listed, so it is listed
+			// without a leader and asked again.
+			mp.Leader, mp.LeaderEpoch, mp.Replicas, mp.ISR = -1, -1, []int32{}, []int32{}
 		}
 		if mp.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code

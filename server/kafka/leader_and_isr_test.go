@@ -227,3 +227,43 @@ func TestMetadataAnswersFromTheClusterView(t *testing.T) {
 		t.Fatalf("partition 1 without a leader: %+v", p1)
 	}
 }
+
+// A broker that holds only some partitions of a topic, before the
+// controller has described the others (it just restarted, or a replica
+// moved away), still lists every partition: clients such as franz-go
+// refuse a topic whose partitions are not numbered 0..n-1 without gaps.
+func TestMetadataListsPartitionsHeldElsewhere(t *testing.T) {
+	b := clusterBroker(t, 1)
+	createTopic(t, b, "gap", 3)
+	stop := kmsg.NewPtrStopReplicaRequest()
+	stop.ControllerEpoch, stop.DeletePartitions = 1, true
+	st := kmsg.NewStopReplicaRequestTopic()
+	st.Topic, st.Partitions = "gap", []int32{1}
+	stop.Topics = append(stop.Topics, st)
+	c := b.dial(t)
+	if resp := do[*kmsg.StopReplicaResponse](c, stop, 2); resp.ErrorCode != 0 || resp.Partitions[0].ErrorCode != 0 {
+		t.Fatalf("StopReplica: %+v", resp)
+	}
+	if _, err := b.broker.Partition("gap", 1); err == nil {
+		t.Fatal("partition 1 is still held after StopReplica with delete")
+	}
+	mreq := kmsg.NewPtrMetadataRequest()
+	topic := "gap"
+	mreq.Topics = []kmsg.MetadataRequestTopic{{Topic: &topic}}
+	md := do[*kmsg.MetadataResponse](c, mreq, 12)
+	parts := md.Topics[0].Partitions
+	if md.Topics[0].ErrorCode != 0 || len(parts) != 3 {
+		t.Fatalf("topic error %d, %d partitions listed, want 3", md.Topics[0].ErrorCode, len(parts))
+	}
+	for i, p := range parts {
+		if p.Partition != int32(i) {
+			t.Fatalf("partition %d listed as %d", i, p.Partition)
+		}
+	}
+	if p := parts[1]; p.ErrorCode != kerr.LeaderNotAvailable.Code || p.Leader != -1 {
+		t.Fatalf("partition 1, held elsewhere: %+v", p)
+	}
+	if p := parts[2]; p.ErrorCode != 0 || p.Leader != 1 {
+		t.Fatalf("partition 2, held here: %+v", p)
+	}
+}
