@@ -45,7 +45,7 @@ func (t TopicMetadata) ReplicationFactor() int16 {
 }
 
 // ErrTopicExists: PutTopic of a new topic whose name another broker
-// recorded first.
+// recorded first (with its own topic id).
 var ErrTopicExists = errors.New("topic already exists")
 
 // ErrTopicChanged: AddPartitions to a topic whose assignment changed
@@ -73,7 +73,9 @@ type Metadata interface {
 	// Topic is one topic; ok is false when there is none of that name.
 	Topic(name string) (t TopicMetadata, ok bool, err error)
 	// PutTopic records a new topic or a known one's configs; a known
-	// topic's partitions change through AddPartitions only.
+	// topic's partitions change through AddPartitions only. A topic of
+	// the same name with another id is ErrTopicExists: two brokers
+	// creating one name at once must not both think theirs was kept.
 	PutTopic(TopicMetadata) error
 	// AddPartitions joins added, numbered on from the topic's last
 	// partition, to its assignment when that is still at version (as
@@ -191,6 +193,9 @@ func (m *LocalMetadata) fromLocal(lt localTopic) TopicMetadata {
 func (m *LocalMetadata) PutTopic(t TopicMetadata) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if i := slices.IndexFunc(m.mu.file.Topics, func(lt localTopic) bool { return lt.Name == t.Name }); i >= 0 && m.mu.file.Topics[i].ID != t.ID {
+		return fmt.Errorf("%w: %s, with another topic id", ErrTopicExists, t.Name)
+	}
 	next := m.mu.file
 	next.Topics = slices.DeleteFunc(slices.Clone(next.Topics), func(lt localTopic) bool { return lt.Name == t.Name })
 	next.Topics = append(next.Topics, localTopic{Name: t.Name, ID: t.ID, Partitions: t.Partitions(),

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -68,5 +69,25 @@ func TestLocalMetadataRefusesAMalformedFile(t *testing.T) {
 	}
 	if _, err := OpenLocalMetadata(dir, 1); err == nil || !strings.Contains(err.Error(), LocalMetadataFile) {
 		t.Fatalf("open of a truncated file: %v, want an error naming %s", err, LocalMetadataFile)
+	}
+}
+
+// A topic of a recorded name with another id is a different topic: it is
+// refused, and the recorded one is kept as it was.
+func TestLocalMetadataRefusesAnotherTopicOfTheSameName(t *testing.T) {
+	m, err := OpenLocalMetadata(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := TopicMetadata{Name: "orders", ID: NewTopicID(), Replicas: [][]int32{{1}}}
+	if err := m.PutTopic(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.PutTopic(TopicMetadata{Name: "orders", ID: NewTopicID(), Replicas: [][]int32{{1}, {1}}}); !errors.Is(err, ErrTopicExists) {
+		t.Fatalf("another topic of the same name: %v, want ErrTopicExists", err)
+	}
+	got, ok, err := m.Topic("orders")
+	if err != nil || !ok || got.ID != first.ID || len(got.Replicas) != 1 {
+		t.Fatalf("the recorded topic changed: %+v %v %v", got, ok, err)
 	}
 }

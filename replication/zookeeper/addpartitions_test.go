@@ -67,6 +67,15 @@ func TestAddPartitionsRewritesTheTopicZnode(t *testing.T) {
 	}
 	sameJSON(t, "after a config change", raw(t, srv.Addr(), root+"/brokers/topics/orders"), want)
 
+	// Another broker creating a topic of the same name at once (an
+	// auto-create racing the first create) is told it exists, with its
+	// own id and configs: it must not keep its topic for this one.
+	rival := replication.TopicMetadata{Name: "orders", ID: replication.NewTopicID(), Replicas: read.Replicas}
+	if err := NewMetadata(other, sampleUUID.String()).PutTopic(rival); !errors.Is(err, replication.ErrTopicExists) {
+		t.Fatalf("a rival create of the same name: %v, want ErrTopicExists", err)
+	}
+	sameJSON(t, "after a rival create", raw(t, srv.Addr(), root+"/brokers/topics/orders"), want)
+
 	// Another broker adds a partition after this one read the topic: the
 	// conditional write fails and the znode keeps the other's partition.
 	now, _, err := m.Topic("orders")

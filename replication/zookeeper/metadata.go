@@ -76,7 +76,8 @@ func (m *Metadata) Topic(name string) (replication.TopicMetadata, bool, error) {
 }
 
 // PutTopic creates a new topic's znodes, or replaces a known topic's
-// configs. A broker whose table is behind (partitions added elsewhere that
+// configs (known by its id: a topic of the same name with another id is
+// ErrTopicExists). A broker whose table is behind (partitions added elsewhere that
 // it holds none of) may name fewer partitions than the znode: they stay.
 func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 	cur, ok, err := m.Topic(t.Name)
@@ -98,6 +99,11 @@ func (m *Metadata) PutTopic(t replication.TopicMetadata) error {
 			return err
 		}
 		return nil
+	}
+	if cur.ID != t.ID {
+		// Another broker created a topic of this name first, as this one
+		// was creating its own: this one's must not be taken for it.
+		return fmt.Errorf("%w: %s, with another topic id", replication.ErrTopicExists, t.Name)
 	}
 	if len(t.Replicas) > len(cur.Replicas) {
 		return fmt.Errorf("zookeeper: %s has %d partitions; partitions are added with AddPartitions, not PutTopic",
