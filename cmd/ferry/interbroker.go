@@ -15,9 +15,15 @@ import (
 // inter-broker listener is SASL_PLAINTEXT or SASL_SSL: Kafka's
 // sasl.mechanism.inter.broker.protocol, and a user (one of the SCRAM
 // users, created like any other) with its password in a file. Kafka takes
-// the credentials from a JAAS line; ferry from these settings.
+// the credentials from a JAAS line: ferry from these settings or, when
+// they are not given, from that line (jaas.go).
 type interBrokerSASL struct {
 	mechanism, user, passwordFile string
+	// password is the one a sasl.jaas.config gave (no file then).
+	password string
+	// jaas holds the sasl.jaas.config values of the properties file by
+	// scope (jaasKey), read once the inter-broker listener is known.
+	jaas map[string]string
 }
 
 var interBrokerOptions = []option{
@@ -34,12 +40,15 @@ func (c interBrokerSASL) configured() bool { return c.user != "" }
 
 // mechanismOf builds the client side of the exchange.
 func (c interBrokerSASL) mechanismOf() (sasl.Mechanism, error) {
-	if c.passwordFile == "" {
-		return nil, fmt.Errorf("--inter-broker-sasl-username %s needs --inter-broker-sasl-password-file", c.user)
-	}
-	password, err := kcli.ReadPasswordFile(c.passwordFile)
-	if err != nil {
-		return nil, fmt.Errorf("--inter-broker-sasl-password-file: %w", err)
+	password := c.password
+	if password == "" {
+		if c.passwordFile == "" {
+			return nil, fmt.Errorf("--inter-broker-sasl-username %s needs --inter-broker-sasl-password-file", c.user)
+		}
+		var err error
+		if password, err = kcli.ReadPasswordFile(c.passwordFile); err != nil {
+			return nil, fmt.Errorf("--inter-broker-sasl-password-file: %w", err)
+		}
 	}
 	switch c.mechanism {
 	case "PLAIN":

@@ -224,7 +224,7 @@ func interBrokerListener(specs []listenerSpec, name string) (string, error) {
 func checkInterBroker(specs []listenerSpec, name string, clustered, saslCredentials bool) error {
 	l := specs[indexOfListener(specs, name)]
 	if clustered && l.protocol.SASL() && !saslCredentials {
-		return fmt.Errorf("inter.broker.listener.name %s is %s: give the user brokers authenticate to each other as (--inter-broker-sasl-username, --inter-broker-sasl-password-file), or use a PLAINTEXT or SSL listener between brokers", name, l.protocol)
+		return fmt.Errorf("inter.broker.listener.name %s is %s: give the user brokers authenticate to each other as (--inter-broker-sasl-username and --inter-broker-sasl-password-file, or a sasl.jaas.config line), or use a PLAINTEXT or SSL listener between brokers", name, l.protocol)
 	}
 	return nil
 }

@@ -425,6 +425,11 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 	if err != nil {
 		return s, nil, err
 	}
+	jaasWarnings, err := s.interSASL.fromJAAS(inter)
+	if err != nil {
+		return s, nil, err
+	}
+	warnings = append(warnings, jaasWarnings...)
 	if err := checkInterBroker(ls, inter, s.zookeeper != "", s.interSASL.configured()); err != nil {
 		return s, nil, err
 	}
@@ -485,6 +490,13 @@ func applyPropertiesFile(s *serveSettings, path string) ([]string, error) {
 				s.listenerCfg.perListener[name] = map[string]string{}
 			}
 			s.listenerCfg.perListener[name][sslKey] = props[key]
+			continue
+		}
+		if scope, ok := jaasKey(key); ok {
+			if s.interSASL.jaas == nil {
+				s.interSASL.jaas = map[string]string{}
+			}
+			s.interSASL.jaas[scope] = props[key]
 			continue
 		}
 		if o, ok := optionForKey(key); ok {

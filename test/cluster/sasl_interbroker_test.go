@@ -22,8 +22,8 @@ import (
 
 // Three brokers whose only listener is SASL_SSL, ACLs on (--security):
 // they replicate, elect and forward to each other over TLS as
-// User:broker, a SCRAM user created in ZooKeeper before they start;
-// clients are alice.
+// User:broker, a SCRAM user created in ZooKeeper before they start and
+// named in each broker's sasl.jaas.config; clients are alice.
 // An acks=all producer goes on through a leader's kill -9, an HTTP
 // produce through a node leading nothing is forwarded, and every
 // acknowledged record is read back with the killed broker in sync again.
@@ -31,8 +31,11 @@ func TestBrokersAuthenticateToEachOtherOverSASLSSL(t *testing.T) {
 	connect := freshChroot(t, zks.Require(t).Addr())
 	dir := t.TempDir()
 	const brokerPassword, alicePassword = "broker-Pw-9c1e", "alice-Pw-44aa"
-	pwFile := filepath.Join(dir, "broker.pw")
-	if err := os.WriteFile(pwFile, []byte(brokerPassword+"\n"), 0o600); err != nil {
+	// The brokers' own credentials come as a Kafka operator writes them:
+	// a JAAS line for the inter-broker listener's mechanism.
+	config := filepath.Join(dir, "server.properties")
+	jaas := `listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="` + brokerPassword + `";` + "\n"
+	if err := os.WriteFile(config, []byte(jaas), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for user, pw := range map[string]string{"broker": brokerPassword, "alice": alicePassword} {
@@ -46,7 +49,7 @@ func TestBrokersAuthenticateToEachOtherOverSASLSSL(t *testing.T) {
 	files := tlstest.Write(t, dir, "broker", ca, ca.Server(t, "broker"))
 	nodes := startClusterAt(t, connect, 3, "--security", "--super-users", "User:broker;User:alice",
 		"--listeners", "SASL_SSL://{kafka-addr}", "--ssl-keystore-location", files.Keystore, "--ssl-truststore-location", files.Truststore,
-		"--inter-broker-sasl-username", "broker", "--inter-broker-sasl-password-file", pwFile)
+		"--config", config)
 	alice := scram.Auth{User: "alice", Pass: alicePassword}.AsSha512Mechanism()
 	overTLS := kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), overTLS, kgo.SASL(alice), kgo.RequiredAcks(kgo.AllISRAcks()),
