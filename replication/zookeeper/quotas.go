@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/ferry-mq/ferry/server/quota"
@@ -52,26 +53,24 @@ func quotaKeys(cfg map[string]string) map[string]string {
 	return out
 }
 
-// SetQuotaConfig replaces an entity's quota keys, keeping its other keys,
-// and notifies every broker in the same multi (quota.Store).
+// SetQuotaConfig replaces an entity's quota keys, keeping its other keys
+// (a user's SCRAM verifiers, even one written meanwhile), and notifies
+// every broker in the same multi (quota.Store).
 func (c *Client) SetQuotaConfig(entityPath string, cfg map[string]string) error {
 	if _, err := quota.ParsePath(entityPath); err != nil {
 		return err
 	}
-	all, err := c.entityConfig(entityPath)
-	if err != nil {
-		return err
-	}
-	for k := range all {
-		if quota.IsQuotaKey(k) {
-			delete(all, k)
-		}
-	}
-	for k, v := range cfg {
-		all[k] = v
-	}
 	i := strings.LastIndexByte(entityPath, '/')
-	return c.setConfigAnnounced("/config/"+entityPath[:i], entityPath[i+1:], entityPath, all)
+	_, err := c.editConfigAnnounced("/config/"+entityPath[:i], entityPath[i+1:], entityPath, func(all map[string]string) error {
+		for k := range all {
+			if quota.IsQuotaKey(k) {
+				delete(all, k)
+			}
+		}
+		maps.Copy(all, cfg)
+		return nil
+	})
+	return err
 }
 
 // QuotaConfigs reads every entity that has quota keys (quota.Store).

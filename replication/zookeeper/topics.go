@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -348,4 +349,71 @@ func (c *Client) subtree(root string) ([]string, error) {
 		return append(out, p), nil
 	}
 	return walk(root, 0)
+}
+
+// maxConfigEditAttempts bounds editConfigAnnounced's retries when other
+// writers keep changing the znode between its read and its write.
+const maxConfigEditAttempts = 16
+
+// errConfigContended: the znode changed under every attempt.
+var errConfigContended = errors.New("changed by another writer on every attempt")
+
+// editConfigAnnounced is a read-modify-write of parent/name that loses no
+// concurrent change: edit gets the configs as read, and the write is
+// conditional on the version read (or on the znode still being absent),
+// so a change made meanwhile by another broker (a quota beside a SCRAM
+// verifier in /config/users/<u>) is re-read and edit applied to it again.
+// The notification is created in the same multi. It answers the configs
+// written.
+func (c *Client) editConfigAnnounced(parent, name, entity string, edit func(map[string]string) error) (map[string]string, error) {
+	p := parent + "/" + name
+	notice := encodeConfigChange(entity)
+	for range maxConfigEditAttempts {
+		data, version, err := c.get(p)
+		absent := errors.Is(err, ErrNotFound)
+		if err != nil && !absent {
+			return nil, err
+		}
+		cfg, err := decodeConfig(p, data)
+		if err != nil {
+			return nil, err
+		}
+		if err := edit(cfg); err != nil {
+			return nil, err
+		}
+		encoded := encodeConfig(cfg)
+		conflict := false
+		err = c.do(func(retried bool) error {
+			if retried { // the write may have been applied before the connection broke
+				now, _, err := c.conn.Get(c.abs(p))
+				if err == nil && bytes.Equal(now, encoded) {
+					return nil
+				}
+			}
+			if err := c.ensurePath(parent); err != nil {
+				return err
+			}
+			if err := c.ensurePath(configChangesPath); err != nil {
+				return err
+			}
+			var op any = &zk.SetDataRequest{Path: c.abs(p), Data: encoded, Version: version}
+			if absent {
+				op = &zk.CreateRequest{Path: c.abs(p), Data: encoded, Acl: openACL}
+			}
+			i, err := multiError(c.conn.Multi(op, &zk.CreateRequest{
+				Path: c.abs(configChangesPath + "/" + configChangePrefix), Data: notice, Acl: openACL, Flags: zk.FlagSequence}))
+			if i == 0 && (errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNodeExists)) {
+				conflict = true
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("zookeeper: set %s: %w", p, err)
+		}
+		if !conflict {
+			return cfg, nil
+		}
+	}
+	return nil, fmt.Errorf("zookeeper: set %s: %w", p, errConfigContended)
 }

@@ -149,21 +149,24 @@ func (s *UserStore) Delete(user string, m auth.ScramMechanism) error {
 	})
 }
 
-// change reads the user's znode, applies edit, writes it back announced,
-// and applies it here at once (the notification reaches the others).
+// change applies edit to the user's znode, conditionally on what it read
+// (a quota set meanwhile beside the verifiers is kept), writes it back
+// announced, and applies it here at once (the notification reaches the
+// others).
 func (s *UserStore) change(user string, edit func(map[string]string) error) error {
-	cfg, err := s.c.UserConfig(user)
+	if err := auth.CheckUserName(user); err != nil {
+		return err
+	}
+	var u auth.UserCredentials
+	_, err := s.c.editConfigAnnounced(usersConfigPath, user, "users/"+user, func(cfg map[string]string) error {
+		if err := edit(cfg); err != nil {
+			return err
+		}
+		var err error
+		u, err = auth.ParseUserCredentials(cfg)
+		return err
+	})
 	if err != nil {
-		return err
-	}
-	if err := edit(cfg); err != nil {
-		return err
-	}
-	u, err := auth.ParseUserCredentials(cfg)
-	if err != nil {
-		return err
-	}
-	if err := s.c.SetUserConfig(user, cfg); err != nil {
 		return err
 	}
 	s.set.SetUser(user, u)
