@@ -9,6 +9,9 @@ command -v wrk  >/dev/null || need+=(wrk)
 command -v chromium >/dev/null || need+=(chromium)
 # PostgreSQL for the schema registry's store tests (schemaregistry/internal/pgtest).
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
+# confluent-kafka for Debian's own python3 (test/e2e/confluent_python_test.go
+# runs /usr/bin/python3 by path: a pyenv python3 on PATH does not see it).
+/usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null || need+=(python3-confluent-kafka)
 # ZooKeeper for the cluster tests (test/zkserver runs it from these jars).
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 if [ ${#need[@]} -eq 0 ]; then

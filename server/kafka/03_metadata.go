@@ -23,7 +23,8 @@ package kafka
 // not DESCRIBE; a named one it may not DESCRIBE answers
 // TOPIC_AUTHORIZATION_FAILED whether it exists or not, and so does an
 // unknown one it may DESCRIBE but not CREATE (on the cluster or the
-// topic) when auto-creation would create it. Authorized operations (v8+)
+// topic) when auto-creation would create it; a topic that exists needs no
+// CREATE (so no refusal is logged for it). Authorized operations (v8+)
 // are computed when asked for; otherwise the fields keep Kafka's "not
 // requested" value.
 //
@@ -107,8 +108,18 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 			resp.Topics = append(resp.Topics, deniedTopicMetadata(&name, t.TopicID))
 			continue
 		}
-		createDenied := autoCreate && s.aclsOn() && !s.authorizedCluster(ctx, auth.OpCreate) && !s.authorizedTopic(ctx, auth.OpCreate, name)
-		if createDenied {
+		if autoCreate && s.aclsOn() && s.topicKnown(name, view) {
+			// Nothing to create, so nothing to authorize: librdkafka asks
+			// with AllowAutoTopicCreation on every refresh, and a CREATE
+			// check here would log a refusal for each principal without
+			// CREATE. Deleted meanwhile, it answers UNKNOWN_TOPIC_OR_PARTITION
+			// (retriable) rather than being created unchecked.
+			resp.Topics = append(resp.Topics, s.topicMetadata(name, nil, view))
+			continue
+		}
+		// Kafka asks the cluster quietly and logs the topic's refusal alone.
+		if autoCreate && s.aclsOn() && !s.allows(ctx, auth.OpCreate, auth.ResourceCluster, auth.ClusterName) &&
+			!s.authorizedTopic(ctx, auth.OpCreate, name) {
 			mt := s.topicMetadata(name, nil, view)
 			if mt.ErrorCode == codeUnknownTopicOrPart {
 				mt = deniedTopicMetadata(&name, t.TopicID)
@@ -119,6 +130,13 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 		resp.Topics = append(resp.Topics, s.topicMetadata(name, &budget, view))
 	}
 	return resp
+}
+
+// topicKnown reports whether name exists, here or, on a cluster, in the
+// controller's view only.
+func (s *Server) topicKnown(name string, view *server.ClusterView) bool {
+	_, err := s.broker.PartitionCount(name)
+	return !errors.Is(err, server.ErrUnknownTopic) || view.PartitionCount(name) > 0
 }
 
 func deniedTopicMetadata(name *string, id [16]byte) kmsg.MetadataResponseTopic {

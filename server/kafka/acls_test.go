@@ -246,6 +246,47 @@ func TestMetadataEnforced(t *testing.T) {
 	}
 }
 
+// TestMetadataAutoCreateAuthorizesOnlyWhatItWouldCreate: librdkafka asks
+// for its topics with AllowAutoTopicCreation on every refresh; a topic
+// that exists needs no CREATE, so a principal without it is served and no
+// refusal is logged. An unknown one is refused (29) and the topic's
+// refusal alone is logged, the cluster being asked quietly, as Kafka does.
+func TestMetadataAutoCreateAuthorizesOnlyWhatItWouldCreate(t *testing.T) {
+	ts, _ := aclServer(t, acl.Config{},
+		allowAnon(auth.ResourceTopic, "*", auth.PatternLiteral, auth.OpDescribe),
+		allowAnon(auth.ResourceTopic, "existing", auth.PatternLiteral, auth.OpWrite))
+	if err := ts.broker.CreateTopic(server.TopicSpec{Name: "existing", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c := ts.dial(t)
+	metadata := func(name string) kmsg.MetadataResponseTopic {
+		req := kmsg.NewPtrMetadataRequest()
+		req.AllowAutoTopicCreation = true
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = &name
+		req.Topics = []kmsg.MetadataRequestTopic{rt}
+		return do[*kmsg.MetadataResponse](c, req, 12).Topics[0]
+	}
+	if mt := metadata("existing"); mt.ErrorCode != 0 || len(mt.Partitions) != 2 {
+		t.Fatalf("existing: code %d, %d partitions", mt.ErrorCode, len(mt.Partitions))
+	}
+	if n := ts.logs.count("operation=CREATE"); n != 0 {
+		t.Fatalf("%d CREATE refusals logged for a topic that exists", n)
+	}
+	if mt := metadata("unknown"); mt.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("unknown: code %d, want 29", mt.ErrorCode)
+	}
+	if _, err := ts.broker.PartitionCount("unknown"); err == nil {
+		t.Fatal("unknown was auto-created without CREATE")
+	}
+	if !ts.logs.has("msg=audit", "operation=CREATE", "resource=TOPIC:unknown", "outcome=denied") {
+		t.Error("the refused auto-creation is not in the audit log")
+	}
+	if n := ts.logs.count("operation=CREATE", "resource=CLUSTER"); n != 0 {
+		t.Errorf("%d refusals of CREATE on the cluster logged; Kafka asks it quietly", n)
+	}
+}
+
 func TestGroupAndClusterAPIsEnforced(t *testing.T) {
 	ts, _ := aclServer(t, acl.Config{},
 		allowAnon(auth.ResourceTopic, "t", auth.PatternLiteral, auth.OpRead),

@@ -19,10 +19,17 @@ import (
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
-// SASL over TLS: a node with a SASL_SSL listener beside the PLAINTEXT one,
-// franz-go and kcat producing and consuming over it with PLAIN,
-// SCRAM-SHA-256 and SCRAM-SHA-512; a wrong password is refused there too.
-func TestSaslSSLEachMechanism(t *testing.T) {
+// saslSSLNode is a saslNode with a SASL_SSL listener beside the PLAINTEXT
+// one, its certificate signed by the test's own CA.
+type saslSSLNode struct {
+	*harness.Node
+	saslSSL string        // the SASL_SSL listener's address
+	ca      *tlstest.CA   // signed the broker's certificate
+	server  tlstest.Files // the broker's keystore and truststore
+}
+
+func startSaslSSLNode(t *testing.T) *saslSSLNode {
+	t.Helper()
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, "ferry test CA")
 	server := tlstest.Write(t, dir, "broker", ca, ca.Server(t, "broker"))
@@ -32,17 +39,30 @@ func TestSaslSSLEachMechanism(t *testing.T) {
 		t.Fatal(err)
 	}
 	saslSSL := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	saslNode(t, "--config", props, "--listeners", "PLAINTEXT://{kafka-addr},SASL_SSL://"+saslSSL)
+	node := saslNode(t, "--config", props, "--listeners", "PLAINTEXT://{kafka-addr},SASL_SSL://"+saslSSL)
+	return &saslSSLNode{Node: node, saslSSL: saslSSL, ca: ca, server: server}
+}
 
-	tlsCfg := &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}
-	over := func(m sasl.Mechanism, opts ...kgo.Opt) *kgo.Client {
-		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(saslSSL), kgo.DialTLSConfig(tlsCfg), kgo.SASL(m)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Close)
-		return cl
+// franzOver is a franz-go client of the SASL_SSL listener authenticated by
+// m, closed at cleanup.
+func (n *saslSSLNode) franzOver(t *testing.T, m sasl.Mechanism, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	tlsCfg := &tls.Config{RootCAs: n.ca.Pool(), MinVersion: tls.VersionTLS12}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.saslSSL), kgo.DialTLSConfig(tlsCfg), kgo.SASL(m)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// SASL over TLS: a node with a SASL_SSL listener beside the PLAINTEXT one,
+// franz-go and kcat producing and consuming over it with PLAIN,
+// SCRAM-SHA-256 and SCRAM-SHA-512; a wrong password is refused there too.
+func TestSaslSSLEachMechanism(t *testing.T) {
+	n := startSaslSSLNode(t)
+	saslSSL, server := n.saslSSL, n.server
+	over := func(m sasl.Mechanism, opts ...kgo.Opt) *kgo.Client { return n.franzOver(t, m, opts...) }
 	for i, m := range []sasl.Mechanism{alicePlain, aliceScram, bobScram512} {
 		topic := fmt.Sprintf("sasl-ssl-%d", i)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -24,7 +24,7 @@ import (
 // tlsNode is a node with three listeners: PLAINTEXT (the harness's
 // KafkaAddr), SSL (client certificates requested) and MTLS, an SSL
 // listener whose listener.name.mtls.ssl.client.auth=required comes from
-// server.properties.
+// server.properties. Extra serve flags (an authorizer, say) go to startTLSNode.
 type tlsNode struct {
 	*harness.Node
 	ssl, mtls string
@@ -33,7 +33,7 @@ type tlsNode struct {
 	alice     tlstest.Files // a client certificate, CN alice
 }
 
-func startTLSNode(t *testing.T) *tlsNode {
+func startTLSNode(t *testing.T, extra ...string) *tlsNode {
 	t.Helper()
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, "ferry test CA")
@@ -54,8 +54,8 @@ listener.name.mtls.ssl.client.auth=required
 		t.Fatal(err)
 	}
 	// The listeners are a flag: the harness fills in {kafka-addr}.
-	n.Node = harness.Start(t, "--config", props, "--log-level", "debug",
-		"--listeners", fmt.Sprintf("PLAINTEXT://{kafka-addr},SSL://%s,MTLS://%s", n.ssl, n.mtls))
+	n.Node = harness.Start(t, append([]string{"--config", props, "--log-level", "debug",
+		"--listeners", fmt.Sprintf("PLAINTEXT://{kafka-addr},SSL://%s,MTLS://%s", n.ssl, n.mtls)}, extra...)...)
 	n.WaitKafka()
 	return n
 }
