@@ -136,7 +136,7 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 // controller's view only.
 func (s *Server) topicKnown(name string, view *server.ClusterView) bool {
 	_, err := s.broker.PartitionCount(name)
-	return !errors.Is(err, server.ErrUnknownTopic) || view.PartitionCount(name) > 0
+	return !errors.Is(err, server.ErrUnknownTopic) || view.PartitionsFrom(name, 0) > 0
 }
 
 func deniedTopicMetadata(name *string, id [16]byte) kmsg.MetadataResponseTopic {
@@ -219,7 +219,7 @@ func (s *Server) topicMetadata(name string, createBudget *int, view *server.Clus
 		return mt
 	}
 	n, err := s.broker.PartitionCount(name)
-	elsewhere := errors.Is(err, server.ErrUnknownTopic) && view.PartitionCount(name) > 0
+	elsewhere := errors.Is(err, server.ErrUnknownTopic) && view.PartitionsFrom(name, 0) > 0
 	if elsewhere {
 		n, err = 0, nil // held on other brokers only: the view describes it
 	}
