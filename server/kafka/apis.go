@@ -18,6 +18,7 @@ type api struct {
 
 const (
 	produceKey     = 0
+	fetchKey       = 1
 	apiVersionsKey = 18
 )
 
