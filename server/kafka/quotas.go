@@ -27,6 +27,9 @@ package kafka
 // Unlike Kafka, ferry exempts ApiVersions and the SASL APIs after
 // authentication as well: they are the client's first words on every
 // connection, and Kafka's post-authentication answer to SASL is an error.
+// It also exempts a follower's OffsetForLeaderEpoch (replica_id >= 0),
+// which Kafka throttles: it shares the replica fetcher's connection, and
+// a mute there would hold the follower's Fetches too.
 
 import (
 	"context"
@@ -179,13 +182,17 @@ func (s *Server) throttleRequest(c *conn, h requestHeader, req kmsg.Request, res
 
 // requestQuotaExempt reports whether request_percentage leaves a request
 // alone: a cluster action (the controller's orders, a follower's Fetch),
-// SASL or ApiVersions (see the file's header).
+// a follower's OffsetForLeaderEpoch, SASL or ApiVersions (see the file's
+// header).
 func requestQuotaExempt(key int16, req kmsg.Request) bool {
 	switch key {
 	case apiVersionsKey, saslHandshakeKey, saslAuthenticateKey:
 		return true
 	case fetchKey:
 		return fetchingReplica(req.(*kmsg.FetchRequest)) >= 0
+	case offsetForLeaderEpochKey:
+		r := req.(*kmsg.OffsetForLeaderEpochRequest)
+		return r.Version >= 3 && r.ReplicaID >= 0
 	}
 	a := lookupAPI(key)
 	return a == nil || a.interBroker

@@ -265,6 +265,11 @@ func TestRequestQuotaExemptions(t *testing.T) {
 	follower.ReplicaID = 1
 	consumer := kmsg.NewPtrFetchRequest()
 	consumer.ReplicaID = -1
+	consumerOFLE := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	consumerOFLE.SetVersion(4)
+	followerOFLE := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	followerOFLE.SetVersion(4)
+	followerOFLE.ReplicaID = 1
 	for _, tc := range []struct {
 		key    int16
 		req    kmsg.Request
@@ -281,7 +286,8 @@ func TestRequestQuotaExemptions(t *testing.T) {
 		{1, consumer, false},
 		{0, kmsg.NewPtrProduceRequest(), false},
 		{3, kmsg.NewPtrMetadataRequest(), false},
-		{23, kmsg.NewPtrOffsetForLeaderEpochRequest(), false}, // not a cluster action in Kafka
+		{23, consumerOFLE, false},
+		{23, followerOFLE, true}, // shares the fetcher's connection
 		{49, kmsg.NewPtrAlterClientQuotasRequest(), false},
 	} {
 		if got := requestQuotaExempt(tc.key, tc.req); got != tc.exempt {
