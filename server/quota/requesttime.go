@@ -38,7 +38,7 @@ func (h *handlerTime) record(d time.Duration, now time.Time) time.Duration {
 		h.balance = min(h.balance+elapsed*h.share, window)
 		h.at = now
 	}
-	h.balance = max(h.balance-d.Seconds(), -window)
+	h.balance = max(h.balance-max(d, 0).Seconds(), -window)
 	if h.balance >= 0 {
 		return 0
 	}
