@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/quota"
 )
 
 // Each Handle method serves every version of its request (req.Version) and
@@ -123,6 +125,9 @@ func (c *Coordinator) join(ctx context.Context, name string, jr joinRequest) joi
 	if wait == nil {
 		return res
 	}
+	// Waiting for the rebalance holds no handler busy: a
+	// request_percentage quota does not count it.
+	defer quota.Park(ctx).End()
 	select {
 	case res = <-wait:
 		return res
@@ -194,6 +199,7 @@ func (c *Coordinator) sync(ctx context.Context, name string, sr syncRequest) syn
 	if wait == nil {
 		return res
 	}
+	defer quota.Park(ctx).End()
 	select {
 	case res = <-wait:
 		return res

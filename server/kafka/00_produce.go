@@ -36,6 +36,7 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/auth"
+	"github.com/ferry-mq/ferry/server/quota"
 )
 
 func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Response {
@@ -82,7 +83,10 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 	appendInParallel(work, distinctPartitions(req))
 	if req.Acks == server.AcksAll {
 		timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
-		for k, err := range s.broker.WaitAcks(ctx, appended, timeout) {
+		parked := quota.Park(ctx)
+		acked := s.broker.WaitAcks(ctx, appended, timeout)
+		parked.End()
+		for k, err := range acked {
 			if err != nil && answers[k].ErrorCode == 0 {
 				answers[k].ErrorCode, answers[k].ErrorMessage = errorCode(err), errorMessage(err)
 			}

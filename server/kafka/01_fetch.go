@@ -45,6 +45,7 @@ import (
 	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/auth"
+	"github.com/ferry-mq/ferry/server/quota"
 	"github.com/ferry-mq/ferry/storage"
 )
 
@@ -68,7 +69,10 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 	}
 	// Wait in the purgatory for MinBytes across the partitions: no reads
 	// meanwhile; then read once more.
-	switch s.broker.WaitForData(ctx, int64(req.MinBytes), waits, maxWait) {
+	parked := quota.Park(ctx)
+	outcome := s.broker.WaitForData(ctx, int64(req.MinBytes), waits, maxWait)
+	parked.End()
+	switch outcome {
 	case delayed.Cancelled, delayed.Closed:
 		return resp // the connection went away, or the broker is closing
 	}

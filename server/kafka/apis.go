@@ -18,7 +18,10 @@ type api struct {
 
 const (
 	produceKey     = 0
+	fetchKey       = 1
 	apiVersionsKey = 18
+	// offsetForLeaderEpochKey: a follower's is exempt from request quotas.
+	offsetForLeaderEpochKey = 23
 )
 
 // apis is the one table of what this listener serves; ApiVersions

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/server/quota"
 	"github.com/ferry-mq/ferry/server/tlsconf"
 )
 
@@ -80,6 +81,10 @@ type conn struct {
 	// request is not read before this (quotas.go). Only the reader
 	// touches it.
 	mutedUntil time.Time
+	// parked is the time the request being served has waited in a
+	// purgatory, which its request_percentage handler time leaves out.
+	// Reset by the reader before each timed request.
+	parked quota.Parked
 }
 
 func newConn(s *Server, nc net.Conn, l *listener) *conn {

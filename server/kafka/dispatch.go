@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/server/quota"
 )
 
 // requestHeader is Kafka's request header (v1, or v2 with tagged fields
@@ -95,6 +97,13 @@ func (s *Server) handle(c *conn, frame []byte) (_ outgoing, keep bool, served *m
 		// what this broker speaks: v0 body, UNSUPPORTED_VERSION, the ranges.
 		return outgoing{buf: encodeResponse(h.correlation, s.unsupportedAPIVersions())}, true, s.metrics.served(h.key, nil)
 	}
+	// Handler time is measured only while some entity has a
+	// request_percentage quota: a broker without one reads no clock here.
+	var started time.Time
+	if s.cfg.Quotas.LimitsRequests() {
+		started = time.Now()
+		c.parked.Reset()
+	}
 	req, err := s.decodeRequest(h, rest)
 	if err != nil {
 		served = s.metrics.failedDecode(h.key)
@@ -102,7 +111,7 @@ func (s *Server) handle(c *conn, frame []byte) (_ outgoing, keep bool, served *m
 			"api_key", h.key, "api", kmsg.NameForKey(h.key), "version", h.version, "err", err)
 		return outgoing{}, false, served
 	}
-	resp, ok := s.serve(c, h, req)
+	resp, ok := s.serve(c, h, req, !started.IsZero())
 	sf, _ := resp.(*sendfileFetch)
 	if sf != nil {
 		served = s.metrics.served(h.key, sf.FetchResponse)
@@ -116,6 +125,9 @@ func (s *Server) handle(c *conn, frame []byte) (_ outgoing, keep bool, served *m
 	if resp == closeConnection {
 		s.logger.Info("closing connection after a failed acks=0 produce", "remote", c.remote, "client_id", h.clientID)
 		return outgoing{}, false, served
+	}
+	if !started.IsZero() {
+		s.throttleRequest(c, h, req, resp, time.Since(started)-c.parked.Total())
 	}
 	keep = !c.closeAfterResponse
 	if resp == nil {
@@ -154,7 +166,7 @@ func (s *Server) decodeRequest(h requestHeader, rest []byte) (kmsg.Request, erro
 
 // serve runs the handler. A panic is a ferry bug: it is logged with its
 // stack and closes this connection only.
-func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Response, ok bool) {
+func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request, timed bool) (resp kmsg.Response, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.logger.Error("BUG: panic serving request; closing the connection", "remote", c.remote,
@@ -165,6 +177,9 @@ func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request) (resp kmsg.Re
 	}()
 	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, listener: c.listener, sendfile: c.sendfile, files: &c.sendfileFiles, conn: c})
 	ctx = auth.WithPrincipal(ctx, c.principal)
+	if timed {
+		ctx = quota.WithParked(ctx, &c.parked) // its waits are not handler time
+	}
 	resp = lookupAPI(h.key).serve(s, ctx, req)
 	s.auditAdmin(ctx, h.key, resp)
 	return resp, true

@@ -1,15 +1,35 @@
 package kafka
 
-// Client quotas on Produce and Fetch (KIP-13, KIP-219): a request's bytes
-// count against its entity's rate (server/quota), and a request that puts
-// the entity over earns a throttle time. The response goes out at once
-// with throttle_time_ms, and the connection's next request is not read
-// until the time has passed ("muting" the channel, as Kafka 2.0+ does),
-// so a client that ignores the field is held too. A Fetch by an entity
-// still owing time is answered empty, as Kafka does; a Fetch's max_bytes
-// is bounded by one second of its quota. Follower fetches are never
-// client-throttled. The user is the connection's principal name
-// (ANONYMOUS without authentication), the client id the request header's.
+// Client quotas (KIP-13, KIP-55, KIP-124, KIP-219): a Produce's or a
+// Fetch's bytes count against its entity's byte rate, and every request's
+// handler time against its entity's request_percentage (server/quota). A
+// request that puts the entity over earns a throttle time, the larger of
+// the two when both do. The response goes out at once with
+// throttle_time_ms, and the connection's next request is not read until
+// the time has passed ("muting" the channel, as Kafka 2.0+ does), so a
+// client that ignores the field is held too. A Fetch by an entity still
+// owing time is answered empty, as Kafka does; a Fetch's max_bytes is
+// bounded by one second of its quota. The user is the connection's
+// principal name (ANONYMOUS without authentication), the client id the
+// request header's.
+//
+// Handler time runs from decoding the request to its response being
+// ready, on the connection's reader, less the time parked in a purgatory
+// (a Fetch's long poll, a Produce waiting for acks=all, JoinGroup and
+// SyncGroup waiting for the rebalance; quota.Park), as Kafka counts a
+// request handler thread's time and not purgatory time. Exempt, as in
+// Kafka: the cluster actions (the controller's LeaderAndIsr, StopReplica,
+// UpdateMetadata and ControlledShutdown, and a follower's Fetch, which the
+// replication throttle covers instead), which Kafka's ApiKeys marks
+// clusterAction and answers without a request throttle; and SASL
+// (SaslHandshake, SaslAuthenticate, a v0 bare token) and ApiVersions,
+// which Kafka serves in its authenticator before any quota applies.
+// Unlike Kafka, ferry exempts ApiVersions and the SASL APIs after
+// authentication as well: they are the client's first words on every
+// connection, and Kafka's post-authentication answer to SASL is an error.
+// It also exempts a follower's OffsetForLeaderEpoch (replica_id >= 0),
+// which Kafka throttles: it shares the replica fetcher's connection, and
+// a mute there would hold the follower's Fetches too.
 
 import (
 	"context"
@@ -98,8 +118,17 @@ func (s *Server) throttleClient(ctx context.Context, key, kind string, n int) in
 
 // muteFor holds the connection's next read for th's delay and counts it.
 func (s *Server) muteFor(ctx context.Context, kind, user, client string, th quota.Throttle) int32 {
-	if c := requestClientFrom(ctx).conn; c != nil {
-		c.mutedUntil = time.Now().Add(th.Delay)
+	return s.mute(requestClientFrom(ctx).conn, kind, user, client, th)
+}
+
+// mute holds c's next read for th's delay, or longer if another quota
+// already holds it longer, and counts it; c nil: a handler called without
+// a connection (tests).
+func (s *Server) mute(c *conn, kind, user, client string, th quota.Throttle) int32 {
+	if c != nil {
+		if until := time.Now().Add(th.Delay); until.After(c.mutedUntil) {
+			c.mutedUntil = until
+		}
 	}
 	mUser, mClient := "", ""
 	if th.Entity.User.Set {
@@ -127,4 +156,44 @@ func (c *conn) waitMuted() bool {
 	case <-c.s.ctx.Done():
 		return false
 	}
+}
+
+// throttleRequest counts a served request's handler time against its
+// entity's request_percentage and, when that puts the entity over, mutes
+// the connection and raises the response's throttle time to what it
+// earned. resp is nil for a request without a response (acks=0 Produce):
+// its time counts, and the mute still holds the next request.
+func (s *Server) throttleRequest(c *conn, h requestHeader, req kmsg.Request, resp kmsg.Response, handled time.Duration) {
+	if requestQuotaExempt(h.key, req) {
+		return
+	}
+	user := c.principal.Name
+	th := s.cfg.Quotas.RecordRequest(user, h.clientID, handled, time.Now())
+	if th.Delay <= 0 {
+		return
+	}
+	ms := s.mute(c, "request", user, h.clientID, th)
+	if tr, ok := resp.(kmsg.SetThrottleResponse); ok {
+		if cur, _ := resp.(kmsg.ThrottleResponse).Throttle(); ms > cur {
+			tr.SetThrottle(ms)
+		}
+	}
+}
+
+// requestQuotaExempt reports whether request_percentage leaves a request
+// alone: a cluster action (the controller's orders, a follower's Fetch),
+// a follower's OffsetForLeaderEpoch, SASL or ApiVersions (see the file's
+// header).
+func requestQuotaExempt(key int16, req kmsg.Request) bool {
+	switch key {
+	case apiVersionsKey, saslHandshakeKey, saslAuthenticateKey:
+		return true
+	case fetchKey:
+		return fetchingReplica(req.(*kmsg.FetchRequest)) >= 0
+	case offsetForLeaderEpochKey:
+		r := req.(*kmsg.OffsetForLeaderEpochRequest)
+		return r.Version >= 3 && r.ReplicaID >= 0
+	}
+	a := lookupAPI(key)
+	return a == nil || a.interBroker
 }

@@ -164,3 +164,163 @@ func TestFetchQuotaSparesFollowers(t *testing.T) {
 		t.Fatalf("fetch while owing: throttle %d ms, %d topics, after %v", r.ThrottleMillis, len(r.Topics), time.Since(start))
 	}
 }
+
+func withClientID(c *client, id string) *client {
+	c.f = kmsg.NewRequestFormatter(kmsg.FormatterClientID(id))
+	return c
+}
+
+// tinyShare is a request_percentage no request fits in (a microsecond of
+// handler time a second): every request counted against it earns the
+// longest request throttle, one window.
+const tinyShare = 0.0001
+
+// A request over its entity's request_percentage is answered at once with
+// throttle_time_ms, and the connection's next request is not read before
+// it passes; exempt ApiVersions carries none; another client id is not
+// throttled at all.
+func TestRequestQuotaMutesTheConnection(t *testing.T) {
+	ts := quotaServer(t)
+	admin := withClientID(ts.dial(t), "admin")
+	if r := alterQuota(admin, false, clientEntity(kmsg.StringPtr("test")), set("request_percentage", tinyShare)); r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	c := ts.dial(t) // client id "test"
+	start := time.Now()
+	m := do[*kmsg.MetadataResponse](c, kmsg.NewPtrMetadataRequest(), 9)
+	answered := time.Since(start)
+	if m.ThrottleMillis != int32(quota.RequestWindow.Milliseconds()) {
+		t.Fatalf("metadata over request_percentage=%v: throttle %d ms, want %d", tinyShare, m.ThrottleMillis, quota.RequestWindow.Milliseconds())
+	}
+	if answered > quota.RequestWindow/2 {
+		t.Fatalf("the throttled request was answered after %v: it should be answered at once", answered)
+	}
+	v := do[*kmsg.ApiVersionsResponse](c, kmsg.NewPtrApiVersionsRequest(), 3)
+	if next := time.Since(start); next < time.Duration(m.ThrottleMillis)*time.Millisecond-10*time.Millisecond {
+		t.Fatalf("the next request was served %v after the first, before its throttle time of %d ms", next, m.ThrottleMillis)
+	}
+	if v.ThrottleMillis != 0 {
+		t.Fatalf("ApiVersions (exempt) throttled %d ms", v.ThrottleMillis)
+	}
+	other := withClientID(ts.dial(t), "other")
+	for range 20 {
+		if r := do[*kmsg.MetadataResponse](other, kmsg.NewPtrMetadataRequest(), 9); r.ThrottleMillis != 0 {
+			t.Fatalf("client id other throttled %d ms", r.ThrottleMillis)
+		}
+	}
+}
+
+// The throttle time is the larger of what the byte rate and the request
+// time earned.
+func TestRequestAndByteThrottlesTakeTheLarger(t *testing.T) {
+	ts := quotaServer(t)
+	admin := withClientID(ts.dial(t), "admin")
+	for id, bytes := range map[string]float64{"bytes-win": 500, "time-wins": 1 << 30} {
+		if r := alterQuota(admin, false, clientEntity(kmsg.StringPtr(id)), set("producer_byte_rate", bytes), set("request_percentage", tinyShare)); r.ErrorCode != 0 {
+			t.Fatal(r.ErrorCode)
+		}
+	}
+	data := batch(t, records.BatchOptions{}, strings.Repeat("z", 1000))
+	byteThrottle := int32(time.Duration(len(data)) * time.Second / 500 / time.Millisecond)
+	r := do[*kmsg.ProduceResponse](withClientID(ts.dial(t), "bytes-win"), produceReq("both", 0, 1, data), 9)
+	if r.Topics[0].Partitions[0].ErrorCode != 0 || r.ThrottleMillis < byteThrottle-5 || r.ThrottleMillis > byteThrottle+5 {
+		t.Fatalf("byte rate's throttle larger: %d ms, want about %d", r.ThrottleMillis, byteThrottle)
+	}
+	r = do[*kmsg.ProduceResponse](withClientID(ts.dial(t), "time-wins"), produceReq("both", 0, 1, data), 9)
+	if r.Topics[0].Partitions[0].ErrorCode != 0 || r.ThrottleMillis != int32(quota.RequestWindow.Milliseconds()) {
+		t.Fatalf("request time's throttle larger: %d ms, want %d", r.ThrottleMillis, quota.RequestWindow.Milliseconds())
+	}
+}
+
+// A Fetch's long poll is not handler time; a follower's Fetch is exempt.
+func TestRequestQuotaLeavesOutParkedTime(t *testing.T) {
+	ts := quotaServer(t)
+	admin := withClientID(ts.dial(t), "admin")
+	produceOne(admin, 9, "lp", batch(t, records.BatchOptions{}, "one"))
+	if r := alterQuota(admin, false, clientEntity(kmsg.StringPtr("poller")), set("request_percentage", 10)); r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	if r := alterQuota(admin, false, clientEntity(kmsg.StringPtr("test")), set("request_percentage", tinyShare)); r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	// 400 ms parked would be 4 s of a 10% share, throttled a whole window.
+	start := time.Now()
+	r := do[*kmsg.FetchResponse](withClientID(ts.dial(t), "poller"), fetchReq("lp", 0, 1, 400, 1), 11)
+	if waited := time.Since(start); waited < 350*time.Millisecond {
+		t.Fatalf("the fetch did not wait in the purgatory (%v)", waited)
+	}
+	if r.ThrottleMillis >= int32(quota.RequestWindow.Milliseconds())/2 {
+		t.Fatalf("a 400 ms long poll at 10%%: throttled %d ms, as if the wait were handler time", r.ThrottleMillis)
+	}
+	follower := ts.dial(t) // client id "test", held to tinyShare
+	req := fetchReq("lp", 0, 0, 0, 1)
+	req.ReplicaID = 2
+	if r := do[*kmsg.FetchResponse](follower, req, 11); r.ThrottleMillis != 0 {
+		t.Fatalf("a follower fetch was throttled %d ms", r.ThrottleMillis)
+	}
+}
+
+func TestRequestQuotaExemptions(t *testing.T) {
+	follower := kmsg.NewPtrFetchRequest()
+	follower.ReplicaID = 1
+	consumer := kmsg.NewPtrFetchRequest()
+	consumer.ReplicaID = -1
+	consumerOFLE := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	consumerOFLE.SetVersion(4)
+	followerOFLE := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	followerOFLE.SetVersion(4)
+	followerOFLE.ReplicaID = 1
+	for _, tc := range []struct {
+		key    int16
+		req    kmsg.Request
+		exempt bool
+	}{
+		{4, kmsg.NewPtrLeaderAndISRRequest(), true},
+		{5, kmsg.NewPtrStopReplicaRequest(), true},
+		{6, kmsg.NewPtrUpdateMetadataRequest(), true},
+		{7, kmsg.NewPtrControlledShutdownRequest(), true},
+		{17, kmsg.NewPtrSASLHandshakeRequest(), true},
+		{18, kmsg.NewPtrApiVersionsRequest(), true},
+		{36, kmsg.NewPtrSASLAuthenticateRequest(), true},
+		{1, follower, true},
+		{1, consumer, false},
+		{0, kmsg.NewPtrProduceRequest(), false},
+		{3, kmsg.NewPtrMetadataRequest(), false},
+		{23, consumerOFLE, false},
+		{23, followerOFLE, true}, // shares the fetcher's connection
+		{49, kmsg.NewPtrAlterClientQuotasRequest(), false},
+	} {
+		if got := requestQuotaExempt(tc.key, tc.req); got != tc.exempt {
+			t.Errorf("%s: exempt %v, want %v", kmsg.NameForKey(tc.key), got, tc.exempt)
+		}
+	}
+}
+
+// BenchmarkRequestQuotaMetadata is a Metadata round trip over loopback
+// with no request quota (the listener reads no clock), one on another
+// client id (timed and resolved), and one on this client id too large to
+// throttle (timed, resolved and counted); compare ns/op and allocs/op.
+func BenchmarkRequestQuotaMetadata(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		table quota.Table
+	}{
+		{"no-quota", quota.Table{}},
+		{"other-entity", quota.Table{{Client: quota.Named("other")}: {quota.RequestPercentage: 1}}},
+		{"this-entity", quota.Table{{Client: quota.Named("test")}: {quota.RequestPercentage: 1e6}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			m := quota.NewManager()
+			m.Replace(bc.table)
+			c := newTestServer(b, func(c *Config) { c.Quotas = m }).dial(b)
+			req := kmsg.NewPtrMetadataRequest()
+			do[*kmsg.MetadataResponse](c, req, 9)
+			b.ReportAllocs()
+			for b.Loop() {
+				if r := do[*kmsg.MetadataResponse](c, req, 9); r.ThrottleMillis != 0 {
+					b.Fatalf("throttled %d ms", r.ThrottleMillis)
+				}
+			}
+		})
+	}
+}

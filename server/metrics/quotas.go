@@ -25,7 +25,7 @@ type quotaMetrics struct {
 func (q *quotaMetrics) register(reg *prometheus.Registry) {
 	labels := []string{"quota", "user", "client_id"}
 	q.throttle = counterVec("ferry_client_quota_throttle_seconds_total",
-		"Throttle time given to responses of the client quota entity (user, client_id; empty when the quota's entity has none), by quota: produce (producer_byte_rate) or fetch (consumer_byte_rate).", labels...)
+		"Throttle time given to responses of the client quota entity (user, client_id; empty when the quota's entity has none), by quota: produce (producer_byte_rate), fetch (consumer_byte_rate) or request (request_percentage).", labels...)
 	q.throttled = counterVec("ferry_client_quota_throttled_responses_total",
 		"Responses that carried a throttle time for the client quota entity, by quota.", labels...)
 	q.series = map[[3]string]bool{}
@@ -33,7 +33,7 @@ func (q *quotaMetrics) register(reg *prometheus.Registry) {
 }
 
 // ClientThrottled counts a response's throttle time for a client quota
-// entity; quota is "produce" or "fetch".
+// entity; quota is "produce", "fetch" or "request".
 func (m *Metrics) ClientThrottled(quota, user, clientID string, d time.Duration) {
 	if m == nil {
 		return

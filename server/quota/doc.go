@@ -22,15 +22,24 @@
 // shared by all of U's client ids, one on /config/clients/<default> is
 // every client id's own.
 //
-// The quota types are producer_byte_rate and consumer_byte_rate
-// (enforced) and request_percentage (stored and described, not enforced:
-// ferry does not measure handler time per client). Each entity's rate is
-// a token bucket (replication/quota.Rate's kind) that refills at the
-// quota and saves at most one second of it; a request records its bytes
-// and, when the balance is below zero, earns the delay that brings it
-// back to zero — the time after which the entity's rate is within its
-// quota again, which is what Kafka's ClientQuotaManager computes over its
-// sampled window.
+// The quota types are producer_byte_rate, consumer_byte_rate and
+// request_percentage, all enforced. Each entity's byte rate is a token
+// bucket (replication/quota.Rate's kind) that refills at the quota and
+// saves at most one second of it; a request records its bytes and, when
+// the balance is below zero, earns the delay that brings it back to zero
+// — the time after which the entity's rate is within its quota again,
+// which is what Kafka's ClientQuotaManager computes over its sampled
+// window.
+//
+// request_percentage (KIP-124) is a share of one request handler's time:
+// 100 is one whole thread, 1 is 10 ms of handler time a second. The
+// listener measures each request's handler time (decode to response
+// ready, less the time it spent parked in a purgatory, which Park and
+// Parked account for) and RecordRequest draws it from the entity's bucket,
+// which refills at the share, saves at most RequestWindow of it and owes
+// at most as much, so one response's request throttle is at most
+// RequestWindow (1 s), as Kafka caps it at one quota window. A broker with
+// no request_percentage quota reads no clock for it (LimitsRequests).
 //
 // Manager is the broker's in-memory copy and the buckets; the caller
 // feeds it what a Store holds (FileStore on a single node, ZooKeeper on a

@@ -3,6 +3,7 @@ package quota
 import (
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	rq "github.com/ferry-mq/ferry/replication/quota"
@@ -21,10 +22,14 @@ const maxBuckets = 10000
 // the entities requests count against. It is safe for concurrent use.
 type Manager struct {
 	alterMu sync.Mutex // serialises Alter's read-modify-write of the store
-	mu      struct {
+	// requestQuotas: some entity has a request_percentage quota. Read
+	// without mu, so a broker without one pays nothing per request.
+	requestQuotas atomic.Bool
+	mu            struct {
 		sync.Mutex
-		table   Table
-		buckets map[bucketKey]*bucket
+		table    Table
+		buckets  map[bucketKey]*bucket
+		handlers map[Entity]*handlerTime // request_percentage buckets
 	}
 }
 
@@ -41,7 +46,7 @@ type bucket struct {
 // NewManager starts with no quotas.
 func NewManager() *Manager {
 	m := &Manager{}
-	m.mu.table, m.mu.buckets = Table{}, map[bucketKey]*bucket{}
+	m.mu.table, m.mu.buckets, m.mu.handlers = Table{}, map[bucketKey]*bucket{}, map[Entity]*handlerTime{}
 	return m
 }
 
@@ -55,7 +60,7 @@ func (m *Manager) Replace(t Table) {
 			m.mu.table[e] = maps.Clone(q)
 		}
 	}
-	clear(m.mu.buckets)
+	m.restartRatesLocked()
 }
 
 // Set replaces one entity's quotas (none: it has no quotas).
@@ -72,7 +77,15 @@ func (m *Manager) Set(e Entity, q Quotas) {
 	}
 	// A changed quota may move requests to another entity's rate; start
 	// every rate afresh rather than keep ones nothing resolves to.
+	m.restartRatesLocked()
+}
+
+// restartRatesLocked drops every rate after the table changed. m.mu is
+// held.
+func (m *Manager) restartRatesLocked() {
 	clear(m.mu.buckets)
+	clear(m.mu.handlers)
+	m.noteRequestQuotasLocked()
 }
 
 // Get is one entity's quotas.
@@ -138,7 +151,7 @@ func (m *Manager) rate(key, user, client string, n int, now time.Time, record bo
 // pruneLocked drops rates idle for a while once there are too many. m.mu
 // is held.
 func (m *Manager) pruneLocked(now time.Time) {
-	if len(m.mu.buckets) < maxBuckets {
+	if m.ratesLocked() < maxBuckets {
 		return
 	}
 	for k, b := range m.mu.buckets {
@@ -146,15 +159,29 @@ func (m *Manager) pruneLocked(now time.Time) {
 			delete(m.mu.buckets, k)
 		}
 	}
-	for k := range m.mu.buckets {
-		if len(m.mu.buckets) < maxBuckets*3/4 {
-			break
+	for e, h := range m.mu.handlers {
+		if now.Sub(h.used) > 2*time.Second {
+			delete(m.mu.handlers, e)
 		}
-		// All busy: some lose their debt, a quarter at once so the next
-		// inserts do not sweep again.
+	}
+	// All busy: some lose their debt, a quarter at once so the next
+	// inserts do not sweep again.
+	for k := range m.mu.buckets {
+		if m.ratesLocked() < maxBuckets*3/4 {
+			return
+		}
 		delete(m.mu.buckets, k)
 	}
+	for e := range m.mu.handlers {
+		if m.ratesLocked() < maxBuckets*3/4 {
+			return
+		}
+		delete(m.mu.handlers, e)
+	}
 }
+
+// ratesLocked is how many rates are kept. m.mu is held.
+func (m *Manager) ratesLocked() int { return len(m.mu.buckets) + len(m.mu.handlers) }
 
 // WindowBytes is the most bytes of key the entity may take in one
 // second, for bounding a fetch; ok false: no quota.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/test/harness"
 )
@@ -216,5 +217,87 @@ func TestQuotasCLIEntities(t *testing.T) {
 		if res := runCLI(t, "", nil, append(args, "--bootstrap", node.KafkaAddr)...); res.code != 2 {
 			t.Errorf("ferry %v: exit %d, want 2 (usage)\n%s", args, res.code, res.stderr)
 		}
+	}
+}
+
+// metadataHammer sends Metadata requests for topic one after another to
+// the seed broker until ctx ends, counting the answers and those that
+// carried a throttle time.
+type metadataHammer struct {
+	served, throttled int
+	err               error
+}
+
+func hammerMetadata(ctx context.Context, cl *kgo.Client, topic string) *metadataHammer {
+	h := &metadataHammer{}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	broker := cl.SeedBrokers()[0] // straight to the broker: no client-side metadata cache
+	for ctx.Err() == nil {
+		resp, err := broker.Request(ctx, req)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.err = err
+			}
+			break
+		}
+		h.served++
+		if resp.(*kmsg.MetadataResponse).ThrottleMillis > 0 {
+			h.throttled++
+		}
+	}
+	return h
+}
+
+// A request_percentage quota of 1% (a hundredth of one handler thread) on
+// one client id slows franz-go hammering cheap Metadata requests well below
+// an unquoted client id hammering beside it, with throttle_time_ms in the
+// responses; the other client id gets none. Lifted, it throttles no more.
+func TestRequestQuotaSlowsAClient(t *testing.T) {
+	node := kafkaNode(t)
+	// Partitions make each Metadata cost the broker more than the round
+	// trip costs the client, so the quota, not the client, sets the pace.
+	createTopic(t, node, "q-requests", 256)
+	cli(t, node, "", "quotas", "set", "--entity-type", "clients", "--entity-name", "busy", "--add-config", "request_percentage=1")
+	if got := squeeze(cli(t, node, "", "quotas", "list")); got != "client-id 'busy' request_percentage=1\n" {
+		t.Fatalf("list: %q", got)
+	}
+	var busyHook, freeHook throttleHook
+	busy := franz(t, node, kgo.ClientID("busy"), kgo.WithHooks(&busyHook))
+	free := franz(t, node, kgo.ClientID("free"), kgo.WithHooks(&freeHook))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	results := make(chan *metadataHammer, 2)
+	go func() { results <- hammerMetadata(ctx, busy, "q-requests") }()
+	freeRes := hammerMetadata(ctx, free, "q-requests")
+	busyRes := <-results
+	t.Logf("busy (request_percentage=1): %d requests served, %d throttled (%d throttle hooks); free: %d served, %d throttled",
+		busyRes.served, busyRes.throttled, busyHook.throttled.Load(), freeRes.served, freeRes.throttled)
+	if busyRes.err != nil || freeRes.err != nil {
+		t.Fatalf("requests failed: busy %v, free %v", busyRes.err, freeRes.err)
+	}
+	if busyRes.throttled == 0 || busyHook.throttled.Load() == 0 {
+		t.Error("no response to the quota'd client id carried a throttle time")
+	}
+	if freeRes.throttled != 0 || freeHook.throttled.Load() != 0 {
+		t.Errorf("the unquoted client id got %d throttled responses", freeRes.throttled)
+	}
+	if freeRes.served < 100 || busyRes.served*4 > freeRes.served {
+		t.Errorf("busy served %d requests, free %d in the same interval: want busy below a quarter of free", busyRes.served, freeRes.served)
+	}
+	m := scrapeMetrics(t, node)
+	if m.value("ferry_client_quota_throttled_responses_total", "quota=request", "client_id=busy", "user=") == 0 {
+		t.Error("client id busy's request throttling is not counted")
+	}
+
+	cli(t, node, "", "quotas", "remove", "--entity-type", "clients", "--entity-name", "busy", "--delete-config", "request_percentage")
+	lifted := franz(t, node, kgo.ClientID("busy"))
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel2()
+	if res := hammerMetadata(ctx2, lifted, "q-requests"); res.err != nil || res.served == 0 || res.throttled != 0 {
+		t.Errorf("after the quota was removed: %d served, %d throttled, err %v", res.served, res.throttled, res.err)
 	}
 }
