@@ -173,8 +173,10 @@ func (s *Server) throttleRequest(c *conn, h requestHeader, req kmsg.Request, res
 		return
 	}
 	ms := s.mute(c, "request", user, h.clientID, th)
-	if tr, ok := resp.(kmsg.SetThrottleResponse); ok {
-		if cur, _ := resp.(kmsg.ThrottleResponse).Throttle(); ms > cur {
+	tr, settable := resp.(kmsg.SetThrottleResponse)
+	cur, readable := resp.(kmsg.ThrottleResponse)
+	if settable && readable {
+		if was, _ := cur.Throttle(); ms > was {
 			tr.SetThrottle(ms)
 		}
 	}
