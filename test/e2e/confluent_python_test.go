@@ -326,7 +326,7 @@ func TestConfluentPythonGroupCommit(t *testing.T) {
 	adm := kadm.NewClient(franz(t, node))
 	config := map[string]string{"bootstrap.servers": node.KafkaAddr}
 
-	first := pyOK(t, "produce", runConfluent(t, config, "produce", "--topic", "py-commit", "--count", "30", "--prefix", "first"))
+	first := pyOK(t, "produce", runConfluent(t, config, "produce", "--topic", "py-commit", "--count", "30", "--prefix", "first", "--spread", "3"))
 	consumed := pyOK(t, "consume", runConfluent(t, config, "consume", "--topic", "py-commit", "--count", "30", "--group", "py-commit-group"))
 	if fmt.Sprint(byPosition(first.records)) != fmt.Sprint(byPosition(consumed.records)) {
 		t.Fatalf("consumed %v\nproduced %v", byPosition(consumed.records), byPosition(first.records))
@@ -339,7 +339,7 @@ func TestConfluentPythonGroupCommit(t *testing.T) {
 	wantOffsets(t, "what the client says it committed", committed, ends)
 	wantOffsets(t, "committed offsets via kadm", groupCommits(t, adm, "py-commit-group", "py-commit"), ends)
 
-	second := pyOK(t, "produce more", runConfluent(t, config, "produce", "--topic", "py-commit", "--count", "6", "--prefix", "second"))
+	second := pyOK(t, "produce more", runConfluent(t, config, "produce", "--topic", "py-commit", "--count", "6", "--prefix", "second", "--spread", "3"))
 	resumed := pyOK(t, "consume again", runConfluent(t, config, "consume", "--topic", "py-commit", "--count", "6", "--group", "py-commit-group"))
 	if fmt.Sprint(byPosition(second.records)) != fmt.Sprint(byPosition(resumed.records)) {
 		t.Fatalf("the group resumed with %v\nwant what was produced since %v", byPosition(resumed.records), byPosition(second.records))

@@ -2,7 +2,7 @@
 """confluent-kafka (librdkafka) as a test client of ferry, driven by the Go
 tests in test/e2e (confluent_python_test.go).
 
-    confluent_client.py produce --topic T --count N [--prefix P] [-X key=value ...]
+    confluent_client.py produce --topic T --count N [--prefix P] [--spread N] [-X key=value ...]
     confluent_client.py consume --topic T --count N --group G [-X key=value ...]
 
 produce sends N records (values P-0 .. P-N-1, acks=all) and prints one JSON
@@ -61,6 +61,9 @@ def parse_args(argv):
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--prefix", default="py")
     p.add_argument("--group")
+    # --spread N: record i goes to partition i % N (librdkafka's sticky
+    # partitioner would put a short burst of unkeyed records in one).
+    p.add_argument("--spread", type=int, default=0)
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("-X", dest="config", action="append", default=[], metavar="KEY=VALUE")
     args = p.parse_args(argv)
@@ -109,7 +112,8 @@ def produce(args):
         delivered.append(msg)
 
     for i in range(args.count):
-        producer.produce(args.topic, value=f"{args.prefix}-{i}".encode(), on_delivery=on_delivery)
+        where = {"partition": i % args.spread} if args.spread > 0 else {}
+        producer.produce(args.topic, value=f"{args.prefix}-{i}".encode(), on_delivery=on_delivery, **where)
     deadline = time.monotonic() + args.timeout
     try:
         while len(delivered) < args.count:
