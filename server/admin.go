@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 
 	"github.com/ferry-mq/ferry/storage"
@@ -78,9 +79,18 @@ func (b *Broker) DownConversionEnabled(topicName string) (bool, error) {
 	return !t.settings.noDownConversion, nil
 }
 
-// TopicID returns a topic's 16-byte id.
+// TopicID returns a topic's 16-byte id; on a cluster also of a topic this
+// broker holds no replica of (the cluster metadata's, as cached for
+// remote topics), so that every broker describes a topic with its id:
+// clients that produce and fetch by id (Produce v13, Fetch v13) refuse a
+// topic whose brokers disagree.
 func (b *Broker) TopicID(name string) ([16]byte, error) {
 	t, err := b.lookup(name)
+	if errors.Is(err, ErrUnknownTopic) {
+		if remote, ok, rerr := b.topicHeldElsewhere(name); rerr == nil && ok {
+			t, err = remote, nil
+		}
+	}
 	if err != nil {
 		return [16]byte{}, err
 	}

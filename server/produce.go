@@ -93,7 +93,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 	if err != nil {
 		return ProduceResult{}, err
 	}
-	forwarded, err := b.routeBatches(ctx, t, batches, req.Records, req.Internal, created)
+	forwarded, t, err := b.routeBatches(ctx, t, batches, req.Records, req.Internal, created)
 	if err != nil {
 		return ProduceResult{}, err
 	}
@@ -197,24 +197,31 @@ func (b *Broker) topicForProduce(name string) (t *topic, created bool, err error
 
 // routeBatches decides each batch's route (routeBatch) and collects the
 // records to forward, in batch order. Every partition must have a route
-// before anything is written. A request that has just created its topic
-// waits (up to autoCreateLeaderWait) for the leaders to be elected.
+// before anything is written. A request that has just created its topic,
+// or finds one the controller has not described here yet, waits (up to
+// autoCreateLeaderWait) for the leaders to be elected.
 // Internal requests (the group coordinator's) never forward: their writer
-// must lead the partition.
-func (b *Broker) routeBatches(ctx context.Context, t *topic, batches []partitionBatch, recs []ProduceRecord, internal, created bool) ([]ProduceRecord, error) {
+// must lead the partition. While it waits, the topic is looked up again:
+// a replica the controller opens here meanwhile is in a newer snapshot of
+// the table, and the snapshot routed by is returned.
+func (b *Broker) routeBatches(ctx context.Context, t *topic, batches []partitionBatch, recs []ProduceRecord, internal, created bool) ([]ProduceRecord, *topic, error) {
 	deadline := time.Now().Add(autoCreateLeaderWait)
 	for {
 		err := b.routeOnce(t, batches, internal)
 		if err == nil {
 			break
 		}
-		if !created || !errors.Is(err, ErrLeaderNotAvailable) || time.Now().After(deadline) {
-			return nil, err
+		waits := created && errors.Is(err, ErrLeaderNotAvailable) || errors.Is(err, errNotDescribedYet)
+		if !waits || time.Now().After(deadline) {
+			return nil, t, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, err
+			return nil, t, err
 		case <-time.After(20 * time.Millisecond):
+		}
+		if fresh, err := b.lookup(t.meta.Name); err == nil && fresh.meta.ID == t.meta.ID {
+			t = fresh
 		}
 	}
 	var forwarded []ProduceRecord
@@ -231,7 +238,7 @@ func (b *Broker) routeBatches(ctx context.Context, t *topic, batches []partition
 			forwarded = append(forwarded, ProduceRecord{Partition: pb.index, Record: recs[idx].Record})
 		}
 	}
-	return forwarded, nil
+	return forwarded, t, nil
 }
 
 func (b *Broker) routeOnce(t *topic, batches []partitionBatch, internal bool) error {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ferry-mq/ferry/replication"
@@ -30,6 +31,12 @@ type partitionBatch struct {
 	forwarded int
 }
 
+// errNotDescribedYet: the controller has not described a partition to
+// this broker yet. The topic is new (another node created it a moment
+// ago): its first leader is being elected, which a produce waits for as
+// it does for a topic it created itself.
+var errNotDescribedYet = errors.New("the controller has not described it to this broker yet")
+
 // routeBatch decides where partition p of topic goes: local when this
 // broker's replica (role; nil: none here) leads it, forward when another
 // live broker does. A partition without a live leader, or with fewer
@@ -40,6 +47,8 @@ func routeBatch(self int32, topic string, p int32, role *replication.Role, view 
 	}
 	pv, ok := view.Partition(topic, p)
 	switch {
+	case !ok && view != nil:
+		return false, fmt.Errorf("%w: %s-%d: %w; retry shortly", ErrLeaderNotAvailable, topic, p, errNotDescribedYet)
 	case !ok || pv.Leader < 0:
 		return false, fmt.Errorf("%w: %s-%d has no leader (an election is in progress or its in-sync replicas are down); retry shortly",
 			ErrLeaderNotAvailable, topic, p)
