@@ -55,7 +55,7 @@ func (s *Server) alterClientQuota(cs []quota.Component, kops []kmsg.AlterClientQ
 		ops = append(ops, quota.Op{Key: o.Key, Value: o.Value, Remove: o.Remove})
 	}
 	if s.cfg.QuotaStore == nil {
-		if _, err := quota.Apply(nil, ops); err != nil {
+		if _, err := quota.Apply(e, nil, ops); err != nil {
 			return err
 		}
 		return errNoQuotaStore
