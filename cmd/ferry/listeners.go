@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,9 @@ type listenerSettings struct {
 	// listener name, then key.
 	ssl         map[string]string
 	perListener map[string]map[string]string
+	// connectionRates are listener.name.<name>.max.connection.creation.rate
+	// by lower-case listener name.
+	connectionRates map[string]int
 	// shorthand is the protocol of the one listener --kafka-addr makes
 	// when listeners is empty (PLAINTEXT; the security switch may make it
 	// SASL_PLAINTEXT).
@@ -295,6 +299,29 @@ func listenerOverride(key string) (name, sslKey string, err error) {
 	return "", "", errNotListenerKey
 }
 
+// listenerConnectionRateKey reads listener.name.<name>.max.connection.creation.rate.
+func listenerConnectionRateKey(key string) (name string, ok bool) {
+	rest, ok := strings.CutPrefix(key, "listener.name.")
+	if !ok {
+		return "", false
+	}
+	name, ok = strings.CutSuffix(rest, ".max.connection.creation.rate")
+	return strings.ToLower(name), ok && name != "" && !strings.Contains(name, ".")
+}
+
+// setConnectionRate records a listener's own max.connection.creation.rate.
+func (ls *listenerSettings) setConnectionRate(name, v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q: want a whole number of connections a second (0: none)", v)
+	}
+	if ls.connectionRates == nil {
+		ls.connectionRates = map[string]int{}
+	}
+	ls.connectionRates[name] = n
+	return nil
+}
+
 // kafkaListeners opens each TLS listener's files and returns the
 // listeners for the Kafka server, and the dial of the inter-broker
 // listener: nil for plain TCP, a TLS dial (the listener's keystore as the
@@ -303,8 +330,14 @@ func listenerOverride(key string) (name, sslKey string, err error) {
 func kafkaListeners(s serveSettings, logger *slog.Logger) ([]kafka.Listener, wire.DialFunc, error) {
 	out := make([]kafka.Listener, 0, len(s.listeners))
 	var interDial wire.DialFunc
+	for name := range s.listenerCfg.connectionRates {
+		if !slices.ContainsFunc(s.listeners, func(l listenerSpec) bool { return strings.EqualFold(l.name, name) }) {
+			return nil, nil, fmt.Errorf("listener.name.%s.max.connection.creation.rate: there is no listener %s", name, strings.ToUpper(name))
+		}
+	}
 	for _, l := range s.listeners {
-		kl := kafka.Listener{Name: l.name, Addr: l.addr, Advertised: l.advertised, Protocol: l.protocol}
+		kl := kafka.Listener{Name: l.name, Addr: l.addr, Advertised: l.advertised, Protocol: l.protocol,
+			MaxConnectionCreationRate: s.listenerCfg.connectionRates[strings.ToLower(l.name)]}
 		if l.protocol.TLS() {
 			src, err := tlsconf.Open(l.tls, logger.With("listener", l.name))
 			if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,5 +164,46 @@ func TestEndpointIdentificationSetting(t *testing.T) {
 		if err != nil || ls[0].tls.SkipHostnameVerification != tc.skip {
 			t.Errorf("%v: skip %v, err %v; want skip %v", tc.ssl, ls[0].tls.SkipHostnameVerification, err, tc.skip)
 		}
+	}
+}
+
+// max.connection.creation.rate is a flag and a key; a listener's own is
+// listener.name.<name>.max.connection.creation.rate in the file, refused
+// for a listener that does not exist or a value that is not a count.
+func TestConnectionCreationRateSettings(t *testing.T) {
+	dir := t.TempDir()
+	write := func(props string) string {
+		path := filepath.Join(dir, "server.properties")
+		if err := os.WriteFile(path, []byte(props), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	path := write("listeners=PLAINTEXT://127.0.0.1:19092,INTERNAL://127.0.0.1:19093\n" +
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT\ninter.broker.listener.name=INTERNAL\n" +
+		"max.connection.creation.rate=50\nlistener.name.INTERNAL.max.connection.creation.rate=10\n")
+	s, warnings, err := loadServeSettings([]string{"--config", path})
+	if err != nil || len(warnings) > 0 {
+		t.Fatalf("%v %v", err, warnings)
+	}
+	if s.kafkaLimits.MaxConnectionCreationRate != 50 {
+		t.Fatalf("max.connection.creation.rate %d", s.kafkaLimits.MaxConnectionCreationRate)
+	}
+	ls, _, err := kafkaListeners(s, slog.Default())
+	if err != nil || len(ls) != 2 || ls[0].MaxConnectionCreationRate != 0 || ls[1].MaxConnectionCreationRate != 10 {
+		t.Fatalf("listeners %+v %v", ls, err)
+	}
+	if s, _, err := loadServeSettings([]string{"--max-connection-creation-rate", "7"}); err != nil || s.kafkaLimits.MaxConnectionCreationRate != 7 {
+		t.Fatalf("flag: %v %d", err, s.kafkaLimits.MaxConnectionCreationRate)
+	}
+	if _, _, err := loadServeSettings([]string{"--config", write("listener.name.plaintext.max.connection.creation.rate=-1\n")}); err == nil {
+		t.Fatal("a negative listener rate accepted")
+	}
+	s, _, err = loadServeSettings([]string{"--config", write("listener.name.nope.max.connection.creation.rate=5\n")})
+	if err == nil {
+		_, _, err = kafkaListeners(s, slog.Default())
+	}
+	if err == nil || !strings.Contains(err.Error(), "no listener NOPE") {
+		t.Fatalf("a rate for a listener that does not exist: %v", err)
 	}
 }

@@ -17,8 +17,8 @@ import (
 
 // runQuotas is `ferry quotas set|list|remove`: client quotas through a
 // running broker (--bootstrap), with kafka-configs.sh's entity flags:
-// --entity-type users|clients, each followed by --entity-name N or
-// --entity-default.
+// --entity-type users|clients|ips, each followed by --entity-name N or
+// --entity-default (an ip stands alone; the broker refuses it combined).
 func runQuotas(args []string) error {
 	return subcommand("quotas", args, map[string]func([]string) error{
 		"set":    quotasSet,
@@ -36,10 +36,10 @@ type quotaEntityFlags struct {
 }
 
 func (q *quotaEntityFlags) add(fs *flag.FlagSet) {
-	fs.Func("entity-type", "users or clients (repeat for a user and a client id)", func(s string) error {
-		t, ok := map[string]string{"users": "user", "user": "user", "clients": "client-id", "client-id": "client-id"}[s]
+	fs.Func("entity-type", "users, clients (repeat for a user and a client id) or ips", func(s string) error {
+		t, ok := map[string]string{"users": "user", "user": "user", "clients": "client-id", "client-id": "client-id", "ips": "ip", "ip": "ip"}[s]
 		if !ok {
-			return fmt.Errorf("%q: want users or clients (ip quotas are not supported)", s)
+			return fmt.Errorf("%q: want users, clients or ips", s)
 		}
 		q.components = append(q.components, kadm.ClientQuotaEntityComponent{Type: t})
 		q.named = append(q.named, false)
@@ -60,7 +60,7 @@ func (q *quotaEntityFlags) add(fs *flag.FlagSet) {
 // entity is the entity to change: every type named or defaulted.
 func (q *quotaEntityFlags) entity() (kadm.ClientQuotaEntity, error) {
 	if len(q.components) == 0 {
-		return nil, usageErr("give --entity-type users|clients with --entity-name N or --entity-default")
+		return nil, usageErr("give --entity-type users|clients|ips with --entity-name N or --entity-default")
 	}
 	if slices.Contains(q.named, false) {
 		return nil, usageErr("each --entity-type needs --entity-name N or --entity-default")
@@ -73,7 +73,7 @@ func quotasSet(args []string) error {
 	var ent quotaEntityFlags
 	ent.add(fs)
 	var add stringList
-	fs.Var(&add, "add-config", "quotas to set, k=v[,k=v…]: producer_byte_rate, consumer_byte_rate, request_percentage (repeatable)")
+	fs.Var(&add, "add-config", "quotas to set, k=v[,k=v…]: producer_byte_rate, consumer_byte_rate, request_percentage; for ips connection_creation_rate (repeatable)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

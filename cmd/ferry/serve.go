@@ -283,6 +283,8 @@ var serveOptions = []option{
 			s.kafkaLimits.MaxConnectionsPerIPOverrides, err = kafka.ParseConnectionOverrides(v)
 			return err
 		}},
+	{"max-connection-creation-rate", []string{"max.connection.creation.rate"}, "new Kafka connections a second, broker-wide (the inter-broker listener among several is exempt); over it, accepts wait; a listener's own: listener.name.<name>.max.connection.creation.rate in --config (0: unbounded)", "0",
+		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.MaxConnectionCreationRate, v) }},
 	{"fetch-max-bytes", []string{"fetch.max.bytes"}, "largest Kafka Fetch response", strconv.Itoa(kafka.DefaultFetchMaxBytes),
 		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.FetchMaxBytes, v) }},
 	{"connections-max-idle-ms", []string{"connections.max.idle.ms"}, "close Kafka connections idle this long", "600000",
@@ -482,6 +484,12 @@ func applyPropertiesFile(s *serveSettings, path string) ([]string, error) {
 	var warnings []string
 	sort.Strings(unknown)
 	for _, key := range unknown {
+		if name, ok := listenerConnectionRateKey(key); ok {
+			if err := s.listenerCfg.setConnectionRate(name, props[key]); err != nil {
+				return nil, fmt.Errorf("config %s: %s: %w", path, key, err)
+			}
+			continue
+		}
 		if name, sslKey, err := listenerOverride(key); err == nil {
 			if s.listenerCfg.perListener == nil {
 				s.listenerCfg.perListener = map[string]map[string]string{}
@@ -653,7 +661,7 @@ func runServe(args []string) error {
 	closeCore := func() { groups.Close(); broker.Close() }
 	kcfg := s.kafkaLimits
 	kcfg.Listeners, kcfg.Logger, kcfg.Metrics = listeners, logger, m
-	kcfg.InterBroker = node != nil
+	kcfg.InterBroker, kcfg.InterBrokerListener = node != nil, s.interBroker
 	if err := openCredentials(&kcfg, s, node); err != nil {
 		closeCore()
 		return err

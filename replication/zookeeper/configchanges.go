@@ -46,7 +46,7 @@ func (c *Client) ConfigChangesAfter(names []string) *ConfigChanges {
 // Changed is what a batch of notifications names: topics whose configs
 // changed, whether some broker's (or every broker's) did, users whose
 // configs (SCRAM credentials, quotas) did, and the client quota entities
-// (users/<u>, clients/<c>, users/<u>/clients/<c>) that changed.
+// (users/<u>, clients/<c>, users/<u>/clients/<c>, ips/<ip>) that changed.
 type Changed struct {
 	Topics  []string
 	Brokers bool
@@ -99,7 +99,7 @@ func (cc *ConfigChanges) Read(names []string) (Changed, error) {
 		if strings.HasPrefix(entity, "brokers/") {
 			ch.Brokers = true
 		}
-		if strings.HasPrefix(entity, "users/") || strings.HasPrefix(entity, "clients/") {
+		if strings.HasPrefix(entity, "users/") || strings.HasPrefix(entity, "clients/") || strings.HasPrefix(entity, "ips/") {
 			if seen[entity] {
 				continue
 			}

@@ -10,14 +10,18 @@ import (
 )
 
 // Client quotas live where Kafka keeps them: /config/users/<u>,
-// /config/users/<u>/clients/<c>, /config/clients/<c>, <default> for the
-// default entity, each {"version":1,"config":{…}}, announced with a
-// /config/changes notification naming the entity path (users/<u>,
-// clients/<c>, users/<u>/clients/<c>). /config/users/<u> also holds the
+// /config/users/<u>/clients/<c>, /config/clients/<c>, /config/ips/<ip>
+// (KIP-612's connection_creation_rate), <default> for the default entity,
+// each {"version":1,"config":{…}}, announced with a /config/changes
+// notification naming the entity path (users/<u>, clients/<c>,
+// users/<u>/clients/<c>, ips/<ip>), so every broker reloads it. /config/users/<u> also holds the
 // user's SCRAM credentials: a quota write keeps them, as a credential
 // write keeps the quotas. Names are written as given (see users.go).
 
-const clientsConfigPath = "/config/clients"
+const (
+	clientsConfigPath = "/config/clients"
+	ipsConfigPath     = "/config/ips"
+)
 
 // QuotaConfig reads one entity's quota keys (quota.Store).
 func (c *Client) QuotaConfig(entityPath string) (map[string]string, error) {
@@ -110,6 +114,15 @@ func (c *Client) QuotaConfigs() (map[string]map[string]string, error) {
 	}
 	for _, cl := range clients {
 		if err := add("clients/" + cl); err != nil {
+			return nil, err
+		}
+	}
+	ips, err := c.childrenOrNone(ipsConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	for _, ip := range ips {
+		if err := add("ips/" + ip); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"maps"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -96,5 +97,80 @@ func TestQuotasBesideCredentialsAndAnnounced(t *testing.T) {
 	all, _ = c.QuotaConfigs()
 	if _, ok := all["users/alice"]; ok || !maps.Equal(all["clients/<default>"], map[string]string{"producer_byte_rate": "1024"}) {
 		t.Fatalf("after removing alice's quota: %v", all)
+	}
+}
+
+// ip quotas (KIP-612) are /config/ips/<ip> in Kafka's layout, announced as
+// ips/<ip>, and read by another broker; a Kafka-written znode naming the
+// address otherwise than canonically still holds it.
+func TestIPQuotasInKafkasLayout(t *testing.T) {
+	connect := zks.Require(t).Addr() + testChroot(t)
+	c := open(t, connect, 10*time.Second)
+	other := open(t, connect, 10*time.Second)
+	w := other.WatchConfigChanges()
+	defer w.Stop()
+	cursor := other.ConfigChangesAfter(<-w.C)
+
+	m := quota.NewManager()
+	for _, e := range []quota.Entity{{IP: quota.Named("127.0.0.1")}, {IP: quota.DefaultComponent}} {
+		if err := m.Alter(c, e, []quota.Op{{Key: quota.ConnectionCreationRate, Value: 5}}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"/config/ips/127.0.0.1", "/config/ips/<default>"} {
+		if data, _, err := c.get(p); err != nil || string(data) != `{"version":1,"config":{"connection_creation_rate":"5"}}` {
+			t.Fatalf("%s: %s %v", p, data, err)
+		}
+	}
+	var announced []string
+	deadline := time.After(10 * time.Second)
+	for len(announced) < 2 {
+		select {
+		case names := <-w.C:
+			changed, err := cursor.Read(names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(changed.Users) > 0 {
+				t.Fatalf("an ip announced as a user: %v", changed.Users)
+			}
+			announced = append(announced, changed.Quotas...)
+		case <-deadline:
+			t.Fatalf("announced so far: %v", announced)
+		}
+	}
+	slices.Sort(announced)
+	if !slices.Equal(slices.Compact(announced), []string{"ips/127.0.0.1", "ips/<default>"}) {
+		t.Fatalf("announced %v", announced)
+	}
+	remote := quota.NewManager()
+	if err := remote.Reload(other, announced); err != nil {
+		t.Fatal(err)
+	}
+	if !remote.LimitsConnections() || remote.Get(quota.Entity{IP: quota.Named("127.0.0.1")})[quota.ConnectionCreationRate] != 5 {
+		t.Fatalf("other broker after Reload: %v", remote.Get(quota.Entity{IP: quota.Named("127.0.0.1")}))
+	}
+	// As kafka-configs.sh --entity-name 0:0:0:0:0:0:0:1 writes it.
+	if _, err := c.editConfigAnnounced(ipsConfigPath, "0:0:0:0:0:0:0:1", "ips/0:0:0:0:0:0:0:1", func(cfg map[string]string) error {
+		cfg[quota.ConnectionCreationRate] = "3"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	loaded := quota.NewManager()
+	if err := loaded.Load(other); err != nil {
+		t.Fatal(err)
+	}
+	if q := loaded.Get(quota.Entity{IP: quota.Named("::1")}); q[quota.ConnectionCreationRate] != 3 {
+		t.Fatalf("::1 as Kafka spells it: %v", q)
+	}
+	if refused, _ := loaded.AdmitConnection(netip.MustParseAddr("::1"), time.Unix(0, 0)); refused {
+		t.Fatal("the first connection from ::1 refused")
+	}
+	if err := m.Alter(c, quota.Entity{IP: quota.Named("127.0.0.1")}, []quota.Op{{Key: quota.ConnectionCreationRate, Remove: true}}, false); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := c.QuotaConfigs(); len(all) != 2 || all["ips/<default>"] == nil || all["ips/0:0:0:0:0:0:0:1"] == nil {
+		t.Fatalf("after removing 127.0.0.1's quota: %v", all)
 	}
 }

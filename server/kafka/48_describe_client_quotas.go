@@ -2,12 +2,14 @@ package kafka
 
 // DescribeClientQuotas (key 48), versions 0–1 (KIP-546).
 //
-// Lists the user, client-id and user+client-id entities the filter
+// Lists the user, client-id, user+client-id and ip entities the filter
 // selects with their quotas, from this broker's copy (kept current from
 // the store). A filter Kafka refuses (an unknown or repeated entity type,
-// an unknown match type, an exact match without a name) fails the whole
-// request with INVALID_REQUEST. Deviation: ip entities are not supported,
-// and a filter naming them is INVALID_REQUEST too.
+// an unknown match type, an exact match without a name, ip with user or
+// client-id, an exact ip that is not an IP address) fails the whole
+// request with INVALID_REQUEST. An exact ip matches however the address
+// is spelled (::ffff:127.0.0.1 is 127.0.0.1); ip entities are listed by
+// the address's canonical spelling.
 
 import (
 	"context"

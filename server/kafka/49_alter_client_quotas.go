@@ -3,12 +3,17 @@ package kafka
 // AlterClientQuotas (key 49), versions 0–1 (KIP-546).
 //
 // Changes each entity's quotas, all of an entity's ops or none, in the
-// store (ZooKeeper's /config/users and /config/clients, announced to
-// every broker; the data dir on a single node). An entity or op Kafka
-// refuses (an unknown or repeated entity type, an unknown quota key, a
-// byte rate that is not a positive whole number, a key changed twice) is
-// INVALID_REQUEST for that entity; validate_only checks without writing.
-// Deviation: ip entities (connection_creation_rate) are not supported.
+// store (ZooKeeper's /config/users, /config/clients and /config/ips,
+// announced to every broker; the data dir on a single node). An entity or
+// op Kafka refuses (an unknown or repeated entity type, an ip with a user
+// or client id, an ip name that is not an IP address, a key the entity's
+// kind does not hold, a byte rate that is not a positive whole number, a
+// connection_creation_rate that is not a whole number from 0, a key
+// changed twice) is INVALID_REQUEST for that entity; validate_only checks
+// without writing. An ip entity (KIP-612) holds connection_creation_rate
+// only, enforced at accept (connrate.go). Deviation: an ip name must be an
+// address (Kafka's ZooKeeper mode also took a resolvable host name), and
+// is stored in its canonical spelling (2001:DB8:0::1 as 2001:db8::1).
 
 import (
 	"context"
@@ -55,7 +60,7 @@ func (s *Server) alterClientQuota(cs []quota.Component, kops []kmsg.AlterClientQ
 		ops = append(ops, quota.Op{Key: o.Key, Value: o.Value, Remove: o.Remove})
 	}
 	if s.cfg.QuotaStore == nil {
-		if _, err := quota.Apply(nil, ops); err != nil {
+		if _, err := quota.Apply(e, nil, ops); err != nil {
 			return err
 		}
 		return errNoQuotaStore

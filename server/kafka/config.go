@@ -146,6 +146,19 @@ type Config struct {
 	// (max.connections.per.ip.overrides, "ip:count,ip:count"); 0 refuses
 	// every connection from that IP. Host names are not resolved.
 	MaxConnectionsPerIPOverrides map[string]int
+	// MaxConnectionCreationRate is the broker-wide rate of new
+	// connections a second (max.connection.creation.rate, KIP-612),
+	// shared by every listener but the inter-broker one: a connection
+	// over it is accepted late, the acceptor waiting (at most a second)
+	// before taking it in, as Kafka's does. 0, the default: unbounded
+	// (Kafka's default is 2147483647). A Listener may have its own rate
+	// besides.
+	MaxConnectionCreationRate int
+	// InterBrokerListener names the listener the brokers use between
+	// themselves (inter.broker.listener.name): when there are several
+	// listeners, it is exempt from MaxConnectionCreationRate, as in
+	// Kafka, so a flood of clients cannot hold replication back.
+	InterBrokerListener string
 	// FetchMaxBytes caps one Fetch response (fetch.max.bytes), below the
 	// request's own MaxBytes; the first batch is sent even when larger,
 	// so consumers make progress. Default 57671680 (55 MiB).
@@ -229,6 +242,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max.connections %d: must be at least 1", c.MaxConnections)
 	case c.MaxConnectionsPerIP < 0:
 		return fmt.Errorf("max.connections.per.ip %d: must not be negative (0: unbounded)", c.MaxConnectionsPerIP)
+	case c.MaxConnectionCreationRate < 0:
+		return fmt.Errorf("max.connection.creation.rate %d: must not be negative (0: unbounded)", c.MaxConnectionCreationRate)
 	case c.FetchMaxBytes < 1024:
 		return fmt.Errorf("fetch.max.bytes %d: must be at least 1024", c.FetchMaxBytes)
 	case c.ReauthTimeout < 0:

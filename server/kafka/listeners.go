@@ -7,9 +7,11 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/auth"
+	"github.com/ferry-mq/ferry/server/quota"
 )
 
 // Listener is one of the broker's Kafka listeners (listeners,
@@ -30,6 +32,12 @@ type Listener struct {
 	// TLS serves the TLS protocols (SSL, SASL_SSL); required for them.
 	// Sendfile is off on its connections (the bytes must be encrypted).
 	TLS *tls.Config
+	// MaxConnectionCreationRate is this listener's own rate of new
+	// connections a second
+	// (listener.name.<name>.max.connection.creation.rate), held as the
+	// broker-wide one is (Config.MaxConnectionCreationRate), on the
+	// inter-broker listener too; 0: none.
+	MaxConnectionCreationRate int
 }
 
 // listener is a Listener with its advertised endpoint parsed.
@@ -37,6 +45,9 @@ type listener struct {
 	Listener
 	host string
 	port int32
+	// acceptRates are the connection creation rates its accepts count
+	// against: its own and the broker-wide one, either absent.
+	acceptRates []*quota.ConnectionRate
 }
 
 // listenersOf is cfg's listeners: Listeners, or the single listener Addr,
@@ -57,6 +68,9 @@ func listenersOf(cfg Config) ([]*listener, error) {
 			return nil, fmt.Errorf("kafka: listener %s is given twice", l.Name)
 		}
 		seen[l.Name] = true
+		if l.MaxConnectionCreationRate < 0 {
+			return nil, fmt.Errorf("kafka: listener %s: max.connection.creation.rate %d: must not be negative (0: none)", l.Name, l.MaxConnectionCreationRate)
+		}
 		if l.Protocol.TLS() && l.TLS == nil {
 			return nil, fmt.Errorf("kafka: listener %s is %s but has no TLS configuration (ssl.keystore.location)", l.Name, l.Protocol)
 		}
@@ -69,7 +83,27 @@ func listenersOf(cfg Config) ([]*listener, error) {
 		}
 		out = append(out, &listener{Listener: l, host: host, port: port})
 	}
+	addAcceptRates(out, cfg)
 	return out, nil
+}
+
+// addAcceptRates gives each listener the connection creation rates it
+// counts against: its own, and the broker-wide one unless it is the
+// inter-broker listener among several (Kafka's "protected" listener).
+func addAcceptRates(ls []*listener, cfg Config) {
+	now := time.Now()
+	var broker *quota.ConnectionRate
+	if cfg.MaxConnectionCreationRate > 0 {
+		broker = quota.NewConnectionRate(float64(cfg.MaxConnectionCreationRate), now)
+	}
+	for _, l := range ls {
+		if l.MaxConnectionCreationRate > 0 {
+			l.acceptRates = append(l.acceptRates, quota.NewConnectionRate(float64(l.MaxConnectionCreationRate), now))
+		}
+		if broker != nil && (len(ls) == 1 || l.Name != cfg.InterBrokerListener) {
+			l.acceptRates = append(l.acceptRates, broker)
+		}
+	}
 }
 
 func advertisedEndpoint(addr string) (string, int32, error) {

@@ -12,12 +12,12 @@ import (
 	"github.com/ferry-mq/ferry/server/records"
 )
 
-func quotaServer(t *testing.T) *testServer {
+func quotaServer(t *testing.T, mutate ...func(*Config)) *testServer {
 	st, err := quota.OpenFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newTestServer(t, func(c *Config) { c.QuotaStore = st })
+	return newTestServer(t, append([]func(*Config){func(c *Config) { c.QuotaStore = st }}, mutate...)...)
 }
 
 func alterQuota(c *client, validateOnly bool, entity []kmsg.AlterClientQuotasRequestEntryEntity, ops ...kmsg.AlterClientQuotasRequestEntryOp) kmsg.AlterClientQuotasResponseEntry {
@@ -34,6 +34,10 @@ func clientEntity(name *string) []kmsg.AlterClientQuotasRequestEntryEntity {
 	return []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: name}}
 }
 
+func ipEntity(name *string) []kmsg.AlterClientQuotasRequestEntryEntity {
+	return []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "ip", Name: name}}
+}
+
 func set(key string, v float64) kmsg.AlterClientQuotasRequestEntryOp {
 	return kmsg.AlterClientQuotasRequestEntryOp{Key: key, Value: v}
 }
@@ -47,7 +51,12 @@ func TestClientQuotaAPIsValidate(t *testing.T) {
 		entity []kmsg.AlterClientQuotasRequestEntryEntity
 		op     kmsg.AlterClientQuotasRequestEntryOp
 	}{
-		"ip entity":     {[]kmsg.AlterClientQuotasRequestEntryEntity{{Type: "ip", Name: kmsg.StringPtr("127.0.0.1")}}, set("connection_creation_rate", 1)},
+		"ip with user":  {append(ipEntity(kmsg.StringPtr("127.0.0.1")), kmsg.AlterClientQuotasRequestEntryEntity{Type: "user", Name: kmsg.StringPtr("a")}), set("connection_creation_rate", 1)},
+		"ip not an ip":  {ipEntity(kmsg.StringPtr("localhost")), set("connection_creation_rate", 1)},
+		"ip byte rate":  {ipEntity(nil), set("producer_byte_rate", 1024)},
+		"ip fraction":   {ipEntity(nil), set("connection_creation_rate", 2.5)},
+		"ip negative":   {ipEntity(nil), set("connection_creation_rate", -1)},
+		"client conns":  {clientEntity(nil), set("connection_creation_rate", 1)},
 		"unknown type":  {[]kmsg.AlterClientQuotasRequestEntryEntity{{Type: "topic", Name: kmsg.StringPtr("t")}}, set("producer_byte_rate", 1)},
 		"repeated type": {append(clientEntity(nil), clientEntity(kmsg.StringPtr("a"))...), set("producer_byte_rate", 1)},
 		"unknown key":   {clientEntity(nil), set("producer_bytes_rate", 1)},
@@ -86,11 +95,12 @@ func TestClientQuotaAPIsValidate(t *testing.T) {
 		t.Fatalf("strict user-only filter matched a user+client entity: %+v", resp.Entries)
 	}
 	for name, cs := range map[string][]kmsg.DescribeClientQuotasRequestComponent{
-		"unknown type":     {{EntityType: "topic", MatchType: 2}},
-		"exact, no name":   {{EntityType: "user", MatchType: 0}},
-		"unknown match":    {{EntityType: "user", MatchType: 7}},
-		"type twice":       {{EntityType: "user", MatchType: 2}, {EntityType: "user", MatchType: 1}},
-		"ip not supported": {{EntityType: "ip", MatchType: 2}},
+		"unknown type":   {{EntityType: "topic", MatchType: 2}},
+		"exact, no name": {{EntityType: "user", MatchType: 0}},
+		"unknown match":  {{EntityType: "user", MatchType: 7}},
+		"type twice":     {{EntityType: "user", MatchType: 2}, {EntityType: "user", MatchType: 1}},
+		"ip with user":   {{EntityType: "ip", MatchType: 2}, {EntityType: "user", MatchType: 2}},
+		"ip not an ip":   {{EntityType: "ip", MatchType: 0, Match: kmsg.StringPtr("example.com")}},
 	} {
 		if resp := describe(false, cs...); resp.ErrorCode != kerr.InvalidRequest.Code || resp.ErrorMessage == nil {
 			t.Errorf("%s: code %d, want INVALID_REQUEST", name, resp.ErrorCode)

@@ -58,8 +58,12 @@ type Server struct {
 		listeners map[net.Listener]*listener
 		conns     map[*conn]struct{}
 		// perIP counts open connections by client address.
-		perIP  map[netip.Addr]int
-		closed bool
+		perIP map[netip.Addr]int
+		// delayedCloses are connections refused by their address's
+		// connection_creation_rate, held open until their timer closes
+		// them (connrate.go).
+		delayedCloses map[net.Conn]*time.Timer
+		closed        bool
 	}
 }
 
@@ -91,6 +95,7 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 	s.mu.listeners = make(map[net.Listener]*listener)
 	s.mu.conns = make(map[*conn]struct{})
 	s.mu.perIP = make(map[netip.Addr]int)
+	s.mu.delayedCloses = make(map[net.Conn]*time.Timer)
 	if cfg.QueuedMaxRequestBytes > 0 {
 		s.budget = newMemoryBudget(cfg.QueuedMaxRequestBytes, s.metrics.conns.RequestMemory)
 	}
@@ -190,6 +195,10 @@ func (s *Server) ServeListener(name string, ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		if !s.waitAcceptRates(l) {
+			c.Close()
+			return ErrServerClosed
+		}
 		s.startConn(c, l)
 	}
 }
@@ -232,6 +241,9 @@ func (s *Server) closing() bool {
 }
 
 func (s *Server) startConn(nc net.Conn, l *listener) {
+	if s.overIPRate(nc, l) {
+		return
+	}
 	c := newConn(s, nc, l)
 	s.mu.Lock()
 	if s.mu.closed {
@@ -299,6 +311,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for c := range s.mu.conns {
 		c.stopReading()
 	}
+	s.closeDelayedLocked()
 	s.mu.Unlock()
 	s.cancel()
 	done := make(chan struct{})

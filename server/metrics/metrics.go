@@ -52,7 +52,11 @@
 //	ferry_consumer_group_lag          consumer lag per group and partition
 //	ferry_open_connections            per listener
 //	ferry_connections_rejected_total  connections closed at accept, by listener and limit
-//	                                  (max.connections, max.connections.per.ip)
+//	                                  (max.connections, max.connections.per.ip, and an ip
+//	                                  entity's connection_creation_rate: closed after its delay)
+//	ferry_connection_accept_throttle_seconds_total
+//	                                  time accepts waited for max.connection.creation.rate
+//	                                  (Kafka's connection-accept-throttle-time)
 //	ferry_request_memory_reserved_bytes, ferry_request_memory_waiting_connections
 //	                                  queued.max.request.bytes in use, and connections waiting for it
 //	                                  (Kafka's MemoryPoolAvailable / MemoryPoolUsed idea)
@@ -89,6 +93,7 @@ type Metrics struct {
 
 	conns    *prometheus.GaugeVec   // listener
 	rejected *prometheus.CounterVec // listener, reason
+	throttle *prometheus.CounterVec // listener
 	reserved *prometheus.GaugeVec   // listener
 	waiting  *prometheus.GaugeVec   // listener
 
@@ -133,7 +138,8 @@ func New() *Metrics {
 	}, []string{"listener", "api"})
 	m.errors = counterVec("ferry_request_errors_total", "Failed requests (Kafka: per failed partition, by Kafka error name; HTTP: by error_code of the JSON error body, or the status).", "listener", "api", "code")
 	m.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ferry_open_connections", Help: "Open client connections per listener."}, []string{"listener"})
-	m.rejected = counterVec("ferry_connections_rejected_total", "Connections closed as soon as accepted because a connection limit was reached, by listener and the limit's Kafka name.", "listener", "reason")
+	m.rejected = counterVec("ferry_connections_rejected_total", "Connections closed as soon as accepted because a connection limit was reached, by listener and the limit's Kafka name (connection_creation_rate: an ip quota's, closed after the throttle time, as Kafka does).", "listener", "reason")
+	m.throttle = counterVec("ferry_connection_accept_throttle_seconds_total", "Time the acceptor waited before taking a new connection in, to hold max.connection.creation.rate, by listener.", "listener")
 	m.reserved = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ferry_request_memory_reserved_bytes",
 		Help: "Bytes of the request memory budget (queued.max.request.bytes) reserved by request frames being read or served."}, []string{"listener"})
 	m.waiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ferry_request_memory_waiting_connections",
@@ -152,7 +158,7 @@ func New() *Metrics {
 	m.schemaRequests = counterVec("ferry_schema_registry_requests_total", "Schema registry HTTP requests by route and status.", "api", "status")
 	m.quotas.register(m.reg)
 	m.reg.MustRegister(m.bytesIn, m.bytesOut, m.messagesIn, m.requests, m.duration, m.errors,
-		m.conns, m.rejected, m.reserved, m.waiting, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect, m.logRecoveries,
+		m.conns, m.rejected, m.throttle, m.reserved, m.waiting, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect, m.logRecoveries,
 		m.controllerActive, m.flush, m.schemaRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&partitionCollector{m: m}, &lagCollector{m: m}, &schemaCollector{m: m}, &listenerCollector{m: m})
@@ -315,6 +321,7 @@ type Listener struct {
 	idleNs, busyNs atomic.Int64
 	open           prometheus.Gauge
 	rejected       *prometheus.CounterVec // curried with the listener's name
+	throttle       prometheus.Counter
 	reserved       prometheus.Gauge
 	waiting        prometheus.Gauge
 }
@@ -329,7 +336,7 @@ func (m *Metrics) Listener(name string) *Listener {
 	l := m.listeners.m[name]
 	if l == nil {
 		l = &Listener{open: m.conns.WithLabelValues(name),
-			rejected: m.rejected.MustCurryWith(prometheus.Labels{"listener": name}),
+			rejected: m.rejected.MustCurryWith(prometheus.Labels{"listener": name}), throttle: m.throttle.WithLabelValues(name),
 			reserved: m.reserved.WithLabelValues(name), waiting: m.waiting.WithLabelValues(name)}
 		m.listeners.m[name] = l
 	}
@@ -354,6 +361,13 @@ func (l *Listener) Closed() {
 func (l *Listener) Rejected(reason string) {
 	if l != nil {
 		l.rejected.WithLabelValues(reason).Inc()
+	}
+}
+
+// AcceptThrottled adds time the acceptor waited for a connection rate.
+func (l *Listener) AcceptThrottled(d time.Duration) {
+	if l != nil {
+		l.throttle.Add(d.Seconds())
 	}
 }
 

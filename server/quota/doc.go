@@ -1,7 +1,8 @@
-// Package quota holds Kafka's client quotas (KIP-13, KIP-55, KIP-546)
-// without I/O: the entities a quota is set for, the precedence that picks
-// the quota a request is held to, and the throttle time a request earns
-// when its entity is over.
+// Package quota holds Kafka's client quotas (KIP-13, KIP-55, KIP-546,
+// KIP-612) without I/O: the entities a quota is set for, the precedence
+// that picks the quota a request is held to, the throttle time a request
+// earns when its entity is over, and whether a new connection is over its
+// address's connection creation rate (connections.go).
 //
 // Entities are a user, a client id, or a user and a client id, each name
 // either given or the default (<default>, every name without its own
@@ -16,6 +17,10 @@
 //	/config/users/<default>
 //	/config/clients/C
 //	/config/clients/<default>
+//
+// An ip entity (a client address, or <default>, /config/ips/<ip>) stands
+// alone, holds only connection_creation_rate, and is held against the
+// connection's address: its own entry, else the default's.
 //
 // The bytes count against the entity that matched, with each default
 // replaced by the request's own name: a quota on /config/users/U is

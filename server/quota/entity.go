@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"strings"
 	"unicode/utf8"
 )
@@ -40,17 +41,29 @@ func (n Name) path() string {
 	return n.Value
 }
 
-// Entity is what a quota is set for: a user, a client id, or both.
+// Entity is what a quota is set for: a user, a client id, or both; or
+// a client IP address (KIP-612), never combined with the others.
 type Entity struct {
-	User, Client Name
+	User, Client, IP Name
 }
 
 // ErrInvalidEntity is an entity Kafka would refuse (INVALID_REQUEST).
 var ErrInvalidEntity = errors.New("invalid quota entity")
 
-// Validate checks the entity has a component and its names can be
-// znodes.
+// Validate checks the entity has a component, its names can be znodes
+// and an IP entity stands alone with an IP address for its name.
 func (e Entity) Validate() error {
+	if e.IP.Set {
+		if e.User.Set || e.Client.Set {
+			return fmt.Errorf("%w: an ip entity cannot be combined with a user or a client id", ErrInvalidEntity)
+		}
+		if !e.IP.Default {
+			if _, err := canonicalIP(e.IP.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if !e.User.Set && !e.Client.Set {
 		return fmt.Errorf("%w: neither a user nor a client id", ErrInvalidEntity)
 	}
@@ -88,11 +101,30 @@ func checkName(v string) error {
 	return nil
 }
 
+// canonicalIP is v as ferry names an IP entity: the address's own
+// spelling (lower-case, shortest IPv6 form, an IPv4-mapped IPv6 address as
+// IPv4, as a connection's address is compared), so one address is one
+// entity however a request spells it. Host names are refused (Kafka's
+// ZooKeeper mode resolved them; its KRaft mode wants an address); so are
+// IPv6 zones, which a client address never carries.
+func canonicalIP(v string) (string, error) {
+	if len(v) > 64 {
+		return "", fmt.Errorf("%w: ip %q is not an IP address", ErrInvalidEntity, truncate(v))
+	}
+	a, err := netip.ParseAddr(v)
+	if err != nil || a.Zone() != "" {
+		return "", fmt.Errorf("%w: ip %q is not an IP address", ErrInvalidEntity, truncate(v))
+	}
+	return a.Unmap().String(), nil
+}
+
 // Path is the entity's path below /config, as Kafka writes it in
 // ZooKeeper and in change notifications: users/<u>, clients/<c>,
-// users/<u>/clients/<c>.
+// users/<u>/clients/<c>, ips/<ip>.
 func (e Entity) Path() string {
 	switch {
+	case e.IP.Set:
+		return "ips/" + e.IP.path()
 	case e.User.Set && e.Client.Set:
 		return "users/" + e.User.path() + "/clients/" + e.Client.path()
 	case e.User.Set:
@@ -111,10 +143,14 @@ func (e Entity) String() string {
 	if e.Client.Set {
 		parts = append(parts, "client-id '"+e.Client.path()+"'")
 	}
+	if e.IP.Set {
+		parts = append(parts, "ip '"+e.IP.path()+"'")
+	}
 	return strings.Join(parts, ", ")
 }
 
-// ParsePath reads an entity path (the inverse of Path).
+// ParsePath reads an entity path (the inverse of Path). An ip's name is
+// made canonical, so ips/0:0::1 reads as ips/::1.
 func ParsePath(p string) (Entity, error) {
 	name := func(v string) Name {
 		if v == DefaultName {
@@ -131,27 +167,65 @@ func ParsePath(p string) (Entity, error) {
 		e.Client = name(parts[1])
 	case len(parts) == 4 && parts[0] == "users" && parts[2] == "clients":
 		e.User, e.Client = name(parts[1]), name(parts[3])
+	case len(parts) == 2 && parts[0] == "ips":
+		e.IP = name(parts[1])
+		if !e.IP.Default {
+			ip, err := canonicalIP(e.IP.Value)
+			if err != nil {
+				return Entity{}, err
+			}
+			e.IP.Value = ip
+		}
 	default:
 		return Entity{}, fmt.Errorf("%w: path %q", ErrInvalidEntity, p)
 	}
 	return e, e.Validate()
 }
 
-// Quota types (Kafka's dynamic user and client configs).
+// Quota types (Kafka's dynamic user, client and ip configs).
 const (
 	ProducerByteRate  = "producer_byte_rate"
 	ConsumerByteRate  = "consumer_byte_rate"
 	RequestPercentage = "request_percentage"
+	// ConnectionCreationRate is an ip entity's only key (KIP-612): new
+	// connections a second from the address.
+	ConnectionCreationRate = "connection_creation_rate"
 )
 
 // IsQuotaKey reports whether key is a client quota (the other keys of
 // /config/users/<u> are SCRAM credentials, which quotas leave alone).
 func IsQuotaKey(key string) bool {
 	switch key {
-	case ProducerByteRate, ConsumerByteRate, RequestPercentage:
+	case ProducerByteRate, ConsumerByteRate, RequestPercentage, ConnectionCreationRate:
 		return true
 	}
 	return false
+}
+
+// KeyFor reports whether key is a quota an entity of e's kind holds:
+// connection_creation_rate for an ip, the others for users and client
+// ids, as Kafka's user, client and ip config definitions split them.
+func (e Entity) KeyFor(key string) bool {
+	if e.IP.Set {
+		return key == ConnectionCreationRate
+	}
+	return IsQuotaKey(key) && key != ConnectionCreationRate
+}
+
+// kind names e's kind for error messages.
+func (e Entity) kind() string {
+	if e.IP.Set {
+		return "an ip entity"
+	}
+	return "a user or client-id entity"
+}
+
+// keysFor lists the keys an entity of e's kind holds, for error messages.
+func (e Entity) keysFor() string {
+	if e.IP.Set {
+		return ConnectionCreationRate
+	}
+	return ProducerByteRate + ", " + ConsumerByteRate + " and " + RequestPercentage
 }
 
 // ErrInvalidQuota is a quota key or value Kafka would refuse
@@ -159,9 +233,15 @@ func IsQuotaKey(key string) bool {
 var ErrInvalidQuota = errors.New("invalid quota")
 
 // CheckValue validates a quota's value: the byte rates are whole bytes
-// per second (Kafka's LONG), request_percentage a positive number.
+// per second (Kafka's LONG), request_percentage a positive number,
+// connection_creation_rate whole connections per second from 0 (Kafka's
+// INT, at least 0: 0 refuses every connection) to 2147483647.
 func CheckValue(key string, v float64) error {
 	switch key {
+	case ConnectionCreationRate:
+		if !(v >= 0) || v != math.Trunc(v) || v > math.MaxInt32 {
+			return fmt.Errorf("%w: %s=%v: a whole number of connections per second, 0 to %d", ErrInvalidQuota, key, v, math.MaxInt32)
+		}
 	case ProducerByteRate, ConsumerByteRate:
 		if v <= 0 || v != math.Trunc(v) || v >= math.MaxInt64 {
 			return fmt.Errorf("%w: %s=%v: a whole number of bytes per second, at least 1", ErrInvalidQuota, key, v)
@@ -171,8 +251,8 @@ func CheckValue(key string, v float64) error {
 			return fmt.Errorf("%w: %s=%v: a positive percentage", ErrInvalidQuota, key, v)
 		}
 	default:
-		return fmt.Errorf("%w: unknown quota key %q (the keys are %s, %s and %s)", ErrInvalidQuota, key,
-			ProducerByteRate, ConsumerByteRate, RequestPercentage)
+		return fmt.Errorf("%w: unknown quota key %q (the keys are %s, %s, %s and %s)", ErrInvalidQuota, key,
+			ProducerByteRate, ConsumerByteRate, RequestPercentage, ConnectionCreationRate)
 	}
 	return nil
 }

@@ -25,11 +25,15 @@ type Manager struct {
 	// requestQuotas: some entity has a request_percentage quota. Read
 	// without mu, so a broker without one pays nothing per request.
 	requestQuotas atomic.Bool
-	mu            struct {
+	// ipQuotas: some ip entity has a connection_creation_rate; likewise
+	// read without mu, so a broker without one pays nothing per accept.
+	ipQuotas atomic.Bool
+	mu       struct {
 		sync.Mutex
 		table    Table
 		buckets  map[bucketKey]*bucket
 		handlers map[Entity]*handlerTime // request_percentage buckets
+		ips      ipRates                 // connection_creation_rate (connections.go)
 	}
 }
 
@@ -47,6 +51,7 @@ type bucket struct {
 func NewManager() *Manager {
 	m := &Manager{}
 	m.mu.table, m.mu.buckets, m.mu.handlers = Table{}, map[bucketKey]*bucket{}, map[Entity]*handlerTime{}
+	m.mu.ips.reset(m.mu.table)
 	return m
 }
 
@@ -61,6 +66,7 @@ func (m *Manager) Replace(t Table) {
 		}
 	}
 	m.restartRatesLocked()
+	m.restartIPRatesLocked()
 }
 
 // Set replaces one entity's quotas (none: it has no quotas).
@@ -74,6 +80,10 @@ func (m *Manager) Set(e Entity, q Quotas) {
 		delete(m.mu.table, e)
 	} else {
 		m.mu.table[e] = maps.Clone(q)
+	}
+	if e.IP.Set {
+		m.restartIPRatesLocked() // user and client rates are not the ip's to reset
+		return
 	}
 	// A changed quota may move requests to another entity's rate; start
 	// every rate afresh rather than keep ones nothing resolves to.

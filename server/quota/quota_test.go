@@ -2,6 +2,7 @@ package quota
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -12,21 +13,23 @@ func strp(s string) *string { return &s }
 // it counts against is shared or per-name as Kafka's sensors are.
 func TestResolvePrecedence(t *testing.T) {
 	u, c, du, dc, none := Named("alice"), Named("app"), DefaultComponent, DefaultComponent, Name{}
+	uc := func(u, c Name) Entity { return Entity{User: u, Client: c} }
 	levels := []struct {
 		set    Entity
 		bucket Entity
 	}{
-		{Entity{u, c}, Entity{u, c}},
-		{Entity{u, dc}, Entity{u, c}},
-		{Entity{u, none}, Entity{u, none}},
-		{Entity{du, c}, Entity{u, c}},
-		{Entity{du, dc}, Entity{u, c}},
-		{Entity{du, none}, Entity{u, none}},
-		{Entity{none, c}, Entity{none, c}},
-		{Entity{none, dc}, Entity{none, c}},
+		{uc(u, c), uc(u, c)},
+		{uc(u, dc), uc(u, c)},
+		{uc(u, none), uc(u, none)},
+		{uc(du, c), uc(u, c)},
+		{uc(du, dc), uc(u, c)},
+		{uc(du, none), uc(u, none)},
+		{uc(none, c), uc(none, c)},
+		{uc(none, dc), uc(none, c)},
 	}
 	// Add levels from the weakest up: each new one must take over.
-	tbl := Table{}
+	// An ip entity's quota is never a user's or a client id's.
+	tbl := Table{{IP: DefaultComponent}: {ProducerByteRate: 1, ConnectionCreationRate: 1}}
 	for i := len(levels) - 1; i >= 0; i-- {
 		tbl[levels[i].set] = Quotas{ProducerByteRate: float64(1000 + i)}
 		limit, bucket, ok := tbl.Resolve(ProducerByteRate, "alice", "app")
@@ -38,20 +41,27 @@ func TestResolvePrecedence(t *testing.T) {
 		t.Fatal("consumer_byte_rate resolved with only producer quotas set")
 	}
 	// Another user and client fall to the defaults.
-	if limit, bucket, _ := tbl.Resolve(ProducerByteRate, "bob", "other"); limit != 1004 || bucket != (Entity{Named("bob"), Named("other")}) {
+	if limit, bucket, _ := tbl.Resolve(ProducerByteRate, "bob", "other"); limit != 1004 || bucket != uc(Named("bob"), Named("other")) {
 		t.Fatalf("bob/other: %v against %s, want users/<default>/clients/<default> counted per user and client", limit, bucket.Path())
 	}
 }
 
 func TestEntityPathsRoundTrip(t *testing.T) {
 	for _, p := range []string{"users/alice", "users/<default>", "clients/app", "clients/<default>",
-		"users/alice/clients/app", "users/<default>/clients/<default>"} {
+		"users/alice/clients/app", "users/<default>/clients/<default>", "ips/127.0.0.1", "ips/::1", "ips/<default>"} {
 		e, err := ParsePath(p)
 		if err != nil || e.Path() != p {
 			t.Fatalf("ParsePath(%q) = %s, %v", p, e.Path(), err)
 		}
 	}
-	for _, p := range []string{"", "users", "topics/x", "users/a/b", "users/a/clients", "clients/..", "users/a/clients/"} {
+	// An address is one entity however it is spelled.
+	for p, want := range map[string]string{"ips/0:0::1": "ips/::1", "ips/::ffff:10.0.0.1": "ips/10.0.0.1", "ips/FE80::A": "ips/fe80::a"} {
+		if e, err := ParsePath(p); err != nil || e.Path() != want {
+			t.Fatalf("ParsePath(%q) = %s, %v, want %s", p, e.Path(), err, want)
+		}
+	}
+	for _, p := range []string{"", "users", "topics/x", "users/a/b", "users/a/clients", "clients/..", "users/a/clients/",
+		"ips/", "ips/localhost", "ips/1.2.3", "ips/fe80::1%eth0", "ips/1.2.3.4/clients/x", "users/a/ips/1.2.3.4"} {
 		if _, err := ParsePath(p); !errors.Is(err, ErrInvalidEntity) {
 			t.Fatalf("ParsePath(%q): %v, want ErrInvalidEntity", p, err)
 		}
@@ -67,7 +77,12 @@ func TestEntityOfRefusesWhatKafkaRefuses(t *testing.T) {
 		"none":      nil,
 		"twice":     {{TypeUser, strp("a")}, {TypeUser, strp("b")}},
 		"unknown":   {{"topic", strp("a")}},
-		"ip":        {{TypeIP, strp("127.0.0.1")}},
+		"ip+user":   {{TypeIP, strp("127.0.0.1")}, {TypeUser, strp("a")}},
+		"client+ip": {{TypeClientID, nil}, {TypeIP, nil}},
+		"ip twice":  {{TypeIP, strp("127.0.0.1")}, {TypeIP, nil}},
+		"host name": {{TypeIP, strp("localhost")}},
+		"not an ip": {{TypeIP, strp("1.2.3.4.5")}},
+		"ip empty":  {{TypeIP, strp("")}},
 		"slash":     {{TypeUser, strp("a/b")}},
 		"empty":     {{TypeClientID, strp("")}},
 		"<default>": {{TypeClientID, strp("<default>")}},
@@ -78,9 +93,24 @@ func TestEntityOfRefusesWhatKafkaRefuses(t *testing.T) {
 	}
 }
 
+// ip entities are a named address, made canonical, or the default.
+func TestEntityOfIP(t *testing.T) {
+	for name, want := range map[*string]string{strp("127.0.0.1"): "ips/127.0.0.1", strp("2001:DB8:0::1"): "ips/2001:db8::1",
+		strp("::ffff:127.0.0.2"): "ips/127.0.0.2", nil: "ips/<default>"} {
+		e, err := EntityOf([]Component{{TypeIP, name}})
+		if err != nil || e.Path() != want {
+			t.Fatalf("ip %v: %s %v, want %s", name, e.Path(), err, want)
+		}
+		if cs := e.Components(); len(cs) != 1 || cs[0].Type != TypeIP || (name == nil) != (cs[0].Name == nil) {
+			t.Fatalf("components of %s: %+v", want, cs)
+		}
+	}
+}
+
 func TestApplyAllOrNone(t *testing.T) {
 	cur := Quotas{ProducerByteRate: 100}
-	next, err := Apply(cur, []Op{{Key: ConsumerByteRate, Value: 200}, {Key: ProducerByteRate, Remove: true}})
+	app := Entity{Client: Named("app")}
+	next, err := Apply(app, cur, []Op{{Key: ConsumerByteRate, Value: 200}, {Key: ProducerByteRate, Remove: true}})
 	if err != nil || len(next) != 1 || next[ConsumerByteRate] != 200 {
 		t.Fatalf("Apply: %v %v", next, err)
 	}
@@ -96,9 +126,37 @@ func TestApplyAllOrNone(t *testing.T) {
 		"remove bogus":  {{Key: "bogus", Remove: true}},
 		"second is bad": {{Key: ProducerByteRate, Value: 5}, {Key: ConsumerByteRate, Value: -5}},
 	} {
-		if _, err := Apply(cur, ops); !errors.Is(err, ErrInvalidQuota) {
+		if _, err := Apply(app, cur, ops); !errors.Is(err, ErrInvalidQuota) {
 			t.Errorf("%s: %v, want ErrInvalidQuota", name, err)
 		}
+	}
+}
+
+// An ip holds connection_creation_rate only: a whole number from 0, as
+// Kafka's INT at least 0.
+func TestApplyIPQuota(t *testing.T) {
+	ip := Entity{IP: Named("127.0.0.1")}
+	for _, v := range []float64{0, 1, 2, 1e6, math.MaxInt32} {
+		if next, err := Apply(ip, nil, []Op{{Key: ConnectionCreationRate, Value: v}}); err != nil || next[ConnectionCreationRate] != v {
+			t.Errorf("connection_creation_rate=%v: %v %v", v, next, err)
+		}
+	}
+	for name, ops := range map[string][]Op{
+		"byte rate":  {{Key: ProducerByteRate, Value: 1}},
+		"percentage": {{Key: RequestPercentage, Value: 1}},
+		"fraction":   {{Key: ConnectionCreationRate, Value: 2.5}},
+		"negative":   {{Key: ConnectionCreationRate, Value: -1}},
+		"too large":  {{Key: ConnectionCreationRate, Value: math.MaxInt32 + 1}},
+		"NaN":        {{Key: ConnectionCreationRate, Value: math.NaN()}},
+		"infinite":   {{Key: ConnectionCreationRate, Value: math.Inf(1)}},
+		"twice":      {{Key: ConnectionCreationRate, Value: 1}, {Key: ConnectionCreationRate, Remove: true}},
+	} {
+		if _, err := Apply(ip, nil, ops); !errors.Is(err, ErrInvalidQuota) {
+			t.Errorf("%s: %v, want ErrInvalidQuota", name, err)
+		}
+	}
+	if next, err := Apply(ip, Quotas{ConnectionCreationRate: 3}, []Op{{Key: ConnectionCreationRate, Remove: true}}); err != nil || len(next) != 0 {
+		t.Fatalf("remove: %v %v", next, err)
 	}
 }
 
@@ -111,6 +169,8 @@ func TestFilter(t *testing.T) {
 		{Client: DefaultComponent}:                       {ConsumerByteRate: 5},
 		{User: Named("empty")}:                           {},
 		{User: DefaultComponent, Client: Named("other")}: {ProducerByteRate: 6},
+		{IP: Named("127.0.0.1")}:                         {ConnectionCreationRate: 7},
+		{IP: DefaultComponent}:                           {ConnectionCreationRate: 8},
 	}
 	paths := func(f Filter) []string {
 		var out []string
@@ -123,7 +183,10 @@ func TestFilter(t *testing.T) {
 		f    Filter
 		want []string
 	}{
-		{Filter{}, []string{"clients/<default>", "clients/app", "users/<default>", "users/<default>/clients/other", "users/alice", "users/alice/clients/app"}},
+		{Filter{}, []string{"clients/<default>", "clients/app", "ips/127.0.0.1", "ips/<default>", "users/<default>", "users/<default>/clients/other", "users/alice", "users/alice/clients/app"}},
+		{Filter{Components: []FilterComponent{{Type: TypeIP, Match: MatchAny}}}, []string{"ips/127.0.0.1", "ips/<default>"}},
+		{Filter{Components: []FilterComponent{{Type: TypeIP, Match: MatchDefault}}, Strict: true}, []string{"ips/<default>"}},
+		{Filter{Components: []FilterComponent{{Type: TypeIP, Match: MatchExact, Name: "::ffff:127.0.0.1"}}}, []string{"ips/127.0.0.1"}},
 		{Filter{Strict: true}, nil},
 		{Filter{Components: []FilterComponent{{Type: TypeUser, Match: MatchExact, Name: "alice"}}},
 			[]string{"users/alice", "users/alice/clients/app"}},
@@ -147,7 +210,9 @@ func TestFilter(t *testing.T) {
 		{Components: []FilterComponent{{Type: "topic"}}},
 		{Components: []FilterComponent{{Type: TypeUser}, {Type: TypeUser}}},
 		{Components: []FilterComponent{{Type: TypeUser, Match: 3}}},
-		{Components: []FilterComponent{{Type: TypeIP, Match: MatchAny}}},
+		{Components: []FilterComponent{{Type: TypeIP, Match: MatchAny}, {Type: TypeUser, Match: MatchAny}}},
+		{Components: []FilterComponent{{Type: TypeClientID, Match: MatchDefault}, {Type: TypeIP, Match: MatchDefault}}},
+		{Components: []FilterComponent{{Type: TypeIP, Match: MatchExact, Name: "localhost"}}},
 	} {
 		if err := f.Validate(); !errors.Is(err, ErrInvalidEntity) {
 			t.Errorf("filter %+v: %v, want ErrInvalidEntity", f, err)

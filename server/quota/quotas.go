@@ -18,8 +18,9 @@ type Component struct {
 }
 
 // EntityOf builds an entity from a request's components, refusing what
-// Kafka refuses: unknown or repeated types, none at all. ip entities
-// (connection_creation_rate) are not supported and refused too.
+// Kafka refuses: unknown or repeated types, none at all, an ip with a user
+// or a client id, an ip name that is not an IP address. An ip's name is
+// made canonical (canonicalIP).
 func EntityOf(cs []Component) (Entity, error) {
 	var e Entity
 	for _, c := range cs {
@@ -34,7 +35,14 @@ func EntityOf(cs []Component) (Entity, error) {
 		case TypeClientID:
 			slot = &e.Client
 		case TypeIP:
-			return Entity{}, fmt.Errorf("%w: ip quotas are not supported by ferry", ErrInvalidEntity)
+			slot = &e.IP
+			if !n.Default {
+				ip, err := canonicalIP(n.Value)
+				if err != nil {
+					return Entity{}, err
+				}
+				n.Value = ip
+			}
 		default:
 			return Entity{}, fmt.Errorf("%w: unknown entity type %q", ErrInvalidEntity, truncate(c.Type))
 		}
@@ -62,6 +70,7 @@ func (e Entity) Components() []Component {
 	}
 	add(TypeUser, e.User)
 	add(TypeClientID, e.Client)
+	add(TypeIP, e.IP)
 	return out
 }
 
@@ -79,18 +88,19 @@ type Op struct {
 	Remove bool
 }
 
-// Apply returns current changed by ops, all or none: every key must be a
-// quota type, every set value valid, no key changed twice.
-func Apply(current Quotas, ops []Op) (Quotas, error) {
+// Apply returns e's current quotas changed by ops, all or none: every key
+// must be a quota type of e's kind, every set value valid, no key changed
+// twice.
+func Apply(e Entity, current Quotas, ops []Op) (Quotas, error) {
 	next := maps.Clone(current)
 	if next == nil {
 		next = Quotas{}
 	}
 	seen := map[string]bool{}
 	for _, op := range ops {
-		if !IsQuotaKey(op.Key) {
-			return nil, fmt.Errorf("%w: unknown quota key %q (the keys are %s, %s and %s)", ErrInvalidQuota,
-				truncate(op.Key), ProducerByteRate, ConsumerByteRate, RequestPercentage)
+		if !e.KeyFor(op.Key) {
+			return nil, fmt.Errorf("%w: quota key %q is not one of %s's (%s)", ErrInvalidQuota,
+				truncate(op.Key), e.kind(), e.keysFor())
 		}
 		if seen[op.Key] {
 			return nil, fmt.Errorf("%w: %s changed twice in one request", ErrInvalidQuota, op.Key)
@@ -133,14 +143,21 @@ type Filter struct {
 }
 
 // Validate refuses what Kafka refuses: unknown or repeated types, unknown
-// match types.
+// match types, ip with user or client-id, an exact ip that is not an IP
+// address. It makes an exact ip canonical, as entities' are.
 func (f Filter) Validate() error {
 	seen := map[string]bool{}
-	for _, c := range f.Components {
+	for i, c := range f.Components {
 		switch c.Type {
 		case TypeUser, TypeClientID:
 		case TypeIP:
-			return fmt.Errorf("%w: ip quotas are not supported by ferry", ErrInvalidEntity)
+			if c.Match == MatchExact {
+				ip, err := canonicalIP(c.Name)
+				if err != nil {
+					return err
+				}
+				f.Components[i].Name = ip
+			}
 		default:
 			return fmt.Errorf("%w: unknown entity type %q", ErrInvalidEntity, truncate(c.Type))
 		}
@@ -152,6 +169,9 @@ func (f Filter) Validate() error {
 			return fmt.Errorf("%w: unknown match type %d", ErrInvalidEntity, c.Match)
 		}
 	}
+	if seen[TypeIP] && (seen[TypeUser] || seen[TypeClientID]) {
+		return fmt.Errorf("%w: an ip filter cannot be combined with a user or client-id filter", ErrInvalidEntity)
+	}
 	return nil
 }
 
@@ -160,8 +180,11 @@ func (f Filter) Matches(e Entity) bool {
 	want := 0
 	for _, c := range f.Components {
 		n := e.User
-		if c.Type == TypeClientID {
+		switch c.Type {
+		case TypeClientID:
 			n = e.Client
+		case TypeIP:
+			n = e.IP
 		}
 		if !n.Set {
 			return false
@@ -179,11 +202,10 @@ func (f Filter) Matches(e Entity) bool {
 		}
 	}
 	have := 0
-	if e.User.Set {
-		have++
-	}
-	if e.Client.Set {
-		have++
+	for _, n := range []Name{e.User, e.Client, e.IP} {
+		if n.Set {
+			have++
+		}
 	}
 	return !f.Strict || have == want
 }
@@ -215,15 +237,16 @@ type Entry struct {
 func (t Table) Resolve(key, user, client string) (limit float64, bucket Entity, ok bool) {
 	u, c, du, dc := Named(user), Named(client), DefaultComponent, DefaultComponent
 	none := Name{}
+	uc := func(u, c Name) Entity { return Entity{User: u, Client: c} }
 	order := [...]struct{ match, count Entity }{
-		{Entity{u, c}, Entity{u, c}},
-		{Entity{u, dc}, Entity{u, c}},
-		{Entity{u, none}, Entity{u, none}},
-		{Entity{du, c}, Entity{u, c}},
-		{Entity{du, dc}, Entity{u, c}},
-		{Entity{du, none}, Entity{u, none}},
-		{Entity{none, c}, Entity{none, c}},
-		{Entity{none, dc}, Entity{none, c}},
+		{uc(u, c), uc(u, c)},
+		{uc(u, dc), uc(u, c)},
+		{uc(u, none), uc(u, none)},
+		{uc(du, c), uc(u, c)},
+		{uc(du, dc), uc(u, c)},
+		{uc(du, none), uc(u, none)},
+		{uc(none, c), uc(none, c)},
+		{uc(none, dc), uc(none, c)},
 	}
 	for _, o := range order {
 		if v, found := t[o.match][key]; found {

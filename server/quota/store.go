@@ -16,8 +16,9 @@ import (
 )
 
 // Store keeps every entity's quotas where the brokers read them:
-// ZooKeeper's /config/users and /config/clients on a cluster (each write
-// announced to every broker), a file in the data dir on a single node.
+// ZooKeeper's /config/users, /config/clients and /config/ips on a cluster
+// (each write announced to every broker), a file in the data dir on a
+// single node.
 // Values are strings, as Kafka's configs are.
 type Store interface {
 	// QuotaConfigs are every entity's quota keys.
@@ -29,8 +30,9 @@ type Store interface {
 	SetQuotaConfig(entityPath string, cfg map[string]string) error
 }
 
-// FormatValue is how a quota is written: the byte rates as whole numbers
-// (Kafka's LONG), request_percentage as a number.
+// FormatValue is how a quota is written: the byte rates and
+// connection_creation_rate as whole numbers (Kafka's LONG and INT),
+// request_percentage as a number.
 func FormatValue(key string, v float64) string {
 	if key != RequestPercentage && v == math.Trunc(v) {
 		return strconv.FormatInt(int64(v), 10)
@@ -38,14 +40,15 @@ func FormatValue(key string, v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
-// ParseQuotas reads an entity's quota keys, ignoring others; a value that
-// is not a valid quota is skipped (and reported), so one bad write does
-// not lift every quota.
-func ParseQuotas(cfg map[string]string) (Quotas, error) {
+// ParseQuotas reads entity e's quota keys, ignoring others (a user's
+// credentials, a key of another kind of entity); a value that is not a
+// valid quota is skipped (and reported), so one bad write does not lift
+// every quota.
+func ParseQuotas(e Entity, cfg map[string]string) (Quotas, error) {
 	q := Quotas{}
 	var bad error
 	for k, s := range cfg {
-		if !IsQuotaKey(k) {
+		if !e.KeyFor(k) {
 			continue
 		}
 		v, err := strconv.ParseFloat(s, 64)
@@ -83,7 +86,7 @@ func (m *Manager) Load(st Store) error {
 			bad = errors.Join(bad, err)
 			continue
 		}
-		q, err := ParseQuotas(cfg)
+		q, err := ParseQuotas(e, cfg)
 		bad = errors.Join(bad, err)
 		t[e] = q
 	}
@@ -105,7 +108,7 @@ func (m *Manager) Reload(st Store, paths []string) error {
 			bad = errors.Join(bad, err)
 			continue
 		}
-		q, err := ParseQuotas(cfg)
+		q, err := ParseQuotas(e, cfg)
 		bad = errors.Join(bad, err)
 		m.Set(e, q)
 	}
@@ -122,8 +125,8 @@ func (m *Manager) Alter(st Store, e Entity, ops []Op, validateOnly bool) error {
 	if err != nil {
 		return err
 	}
-	cur, _ := ParseQuotas(cfg) // invalid stored values are replaced or dropped
-	next, err := Apply(cur, ops)
+	cur, _ := ParseQuotas(e, cfg) // invalid stored values are replaced or dropped
+	next, err := Apply(e, cur, ops)
 	if err != nil || validateOnly {
 		return err
 	}
@@ -137,7 +140,8 @@ func (m *Manager) Alter(st Store, e Entity, ops []Op, validateOnly bool) error {
 }
 
 // FileStore is a single node's quotas: <data-dir>/client-quotas.json,
-// {"version":1,"entities":{"users/alice":{"producer_byte_rate":"1048576"}}},
+// {"version":1,"entities":{"users/alice":{"producer_byte_rate":"1048576"},
+// "ips/127.0.0.1":{"connection_creation_rate":"5"}}},
 // rewritten whole and atomically on each change.
 type FileStore struct {
 	path string

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
+	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -299,5 +301,84 @@ func TestRequestQuotaSlowsAClient(t *testing.T) {
 	defer cancel2()
 	if res := hammerMetadata(ctx2, lifted, "q-requests"); res.err != nil || res.served == 0 || res.throttled != 0 {
 		t.Errorf("after the quota was removed: %d served, %d throttled, err %v", res.served, res.throttled, res.err)
+	}
+}
+
+// connectionBurst opens 20 connections from ip as fast as it can, then
+// sends each an ApiVersions request, and returns how many were answered
+// (the others the broker closed unanswered).
+func connectionBurst(t *testing.T, node *harness.Node, ip string) int {
+	t.Helper()
+	conns := make([]net.Conn, 20)
+	for i := range conns {
+		conns[i] = dialKafkaFrom(t, node, ip)
+	}
+	answered := make([]bool, len(conns))
+	var wg sync.WaitGroup
+	for i, nc := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answered[i] = apiVersionsAnswered(t, nc)
+			nc.Close()
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for _, ok := range answered {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// KIP-612 against a real `ferry serve`: connection_creation_rate=2 on
+// 127.0.0.1, set with the CLI as kafka-configs.sh sets it, leaves most
+// of a burst of 20 connections unanswered and closed, counted in
+// /metrics; 127.0.0.2 has no quota of its own and is not held. The quota
+// survives a restart; removed (by a CLI connecting from the limited
+// address, which retries its way in), every connection is served.
+func TestIPConnectionQuota(t *testing.T) {
+	node := kafkaNode(t)
+	cli(t, node, "", "quotas", "set", "--entity-type", "ips", "--entity-name", "127.0.0.1", "--add-config", "connection_creation_rate=2")
+	cli(t, node, "", "quotas", "set", "--entity-type", "ips", "--entity-default", "--add-config", "connection_creation_rate=1000")
+	if got := squeeze(cli(t, node, "", "quotas", "list", "--entity-type", "ips")); got != "ip '127.0.0.1' connection_creation_rate=2\nip '<default>' connection_creation_rate=1000\n" {
+		t.Fatalf("list ips: %q", got)
+	}
+	for _, args := range [][]string{
+		{"--entity-type", "ips", "--entity-name", "127.0.0.1", "--entity-type", "users", "--entity-name", "a", "--add-config", "connection_creation_rate=1"},
+		{"--entity-type", "ips", "--entity-name", "not-an-ip", "--add-config", "connection_creation_rate=1"},
+		{"--entity-type", "ips", "--entity-default", "--add-config", "producer_byte_rate=1024"},
+		{"--entity-type", "ips", "--entity-default", "--add-config", "connection_creation_rate=0.5"},
+	} {
+		res := runCLI(t, "", nil, append(append([]string{"quotas", "set"}, args...), "--bootstrap", node.KafkaAddr)...)
+		if res.code != 1 || !strings.Contains(res.stderr, "INVALID_REQUEST") {
+			t.Errorf("quotas set %v: exit %d, want 1 with INVALID_REQUEST\n%s", args, res.code, res.stderr)
+		}
+	}
+	before := scrapeMetrics(t, node).value("ferry_connections_rejected_total", "reason=connection_creation_rate")
+	limited := connectionBurst(t, node, "127.0.0.1")
+	refused := scrapeMetrics(t, node).value("ferry_connections_rejected_total", "reason=connection_creation_rate") - before
+	other := connectionBurst(t, node, "127.0.0.2")
+	t.Logf("connection_creation_rate=2: %d of 20 from 127.0.0.1 answered (%v refusals counted), %d of 20 from 127.0.0.2", limited, refused, other)
+	if limited > 5 {
+		t.Fatalf("127.0.0.1 at 2/s: %d of 20 connections answered, want most refused", limited)
+	}
+	if refused < float64(20-limited) {
+		t.Fatalf("%v refusals counted, want at least %d", refused, 20-limited)
+	}
+	if other != 20 {
+		t.Fatalf("127.0.0.2 (the default's 1000/s): %d of 20 answered", other)
+	}
+
+	node.Restart()
+	node.WaitKafka()
+	if n := connectionBurst(t, node, "127.0.0.1"); n > 5 {
+		t.Fatalf("after a restart: %d of 20 answered, the quota is gone", n)
+	}
+	cli(t, node, "", "quotas", "remove", "--entity-type", "ips", "--entity-name", "127.0.0.1", "--delete-config", "connection_creation_rate")
+	if n := connectionBurst(t, node, "127.0.0.1"); n != 20 {
+		t.Fatalf("quota removed: %d of 20 answered", n)
 	}
 }
