@@ -167,8 +167,10 @@ type group struct {
 	metaDue   *groupMetadata
 	metaSeq   uint64
 	persisted bool
-	// metaFlushing: the tick loop is writing metaDue.
+	// metaFlushing: the tick loop is writing metaDue; after a failed
+	// write, it tries again from metaRetryAt.
 	metaFlushing bool
+	metaRetryAt  time.Time
 }
 
 func newGroup(name string, e *env) *group {

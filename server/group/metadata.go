@@ -160,7 +160,10 @@ func (c *Coordinator) flushMetadata(ctx context.Context, g *group) error {
 	}
 	err := c.writeRecords(ctx, g, []records.Record{{Key: groupMetadataKey(g.name), Value: groupMetadataValue(md)}})
 	g.mu.Lock()
-	if err == nil && g.metaSeq == seq {
+	switch {
+	case err != nil:
+		g.metaRetryAt = c.now().Add(metadataRetryBackoff)
+	case g.metaSeq == seq:
 		g.metaDue = nil
 	}
 	g.mu.Unlock()
@@ -175,6 +178,11 @@ func (c *Coordinator) flushMetadata(ctx context.Context, g *group) error {
 // Callers hold g.mu.
 func (g *group) metaChangedSince(seq uint64) bool { return g.metaSeq != seq }
 
+// metadataRetryBackoff spaces the tick loop's attempts at a record whose
+// write failed (a partition without enough in-sync replicas fails every
+// write until it has them).
+const metadataRetryBackoff = time.Second
+
 // flushDueMetadata starts a write for every group whose metadata is due
 // and not already being written by the tick loop: transitions made by
 // timeouts (expired sessions, deadlines) and by the coordinator's own
@@ -187,7 +195,7 @@ func (c *Coordinator) flushDueMetadata(gs []*group) {
 	}
 	for _, g := range gs {
 		g.mu.Lock()
-		start := g.metaDue != nil && !g.metaFlushing && g.state != stateDead
+		start := g.metaDue != nil && !g.metaFlushing && g.state != stateDead && !c.now().Before(g.metaRetryAt)
 		g.metaFlushing = g.metaFlushing || start
 		g.mu.Unlock()
 		if !start {
