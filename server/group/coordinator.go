@@ -211,7 +211,8 @@ func (c *Coordinator) tickLoop() {
 // calls it every TickInterval; with ManualTick, tests call it.
 func (c *Coordinator) Tick() {
 	now := c.now()
-	for _, g := range c.groupList() {
+	gs := c.groupList()
+	for _, g := range gs {
 		g.mu.Lock()
 		g.tick(now)
 		if g.removable(now) {
@@ -226,6 +227,7 @@ func (c *Coordinator) Tick() {
 		g.mu.Unlock()
 	}
 	c.expireInstances(now)
+	c.flushDueMetadata(gs)
 }
 
 // removable: an empty group with nothing committed is forgotten, but only
