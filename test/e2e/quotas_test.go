@@ -119,6 +119,7 @@ func TestClientQuotaHoldsProducer(t *testing.T) {
 		t.Errorf("client id fast counted as throttled")
 	}
 
+	node.Stop()
 	node.Restart()
 	node.WaitKafka()
 	if got := squeeze(cli(t, node, "", "quotas", "list", "--entity-type", "clients", "--entity-name", "slow")); got != "client-id 'slow' producer_byte_rate=262144\n" {
@@ -372,6 +373,7 @@ func TestIPConnectionQuota(t *testing.T) {
 		t.Fatalf("127.0.0.2 (the default's 1000/s): %d of 20 answered", other)
 	}
 
+	node.Stop()
 	node.Restart()
 	node.WaitKafka()
 	if n := connectionBurst(t, node, "127.0.0.1"); n > 5 {

@@ -190,8 +190,11 @@ func (n *Node) launch() {
 	if err := n.cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}
-	n.done = make(chan struct{})
-	go func() { n.cmd.Wait(); close(n.done) }()
+	// The waiter keeps its own process and channel: a later launch
+	// replaces the node's.
+	cmd, done := n.cmd, make(chan struct{})
+	n.done = done
+	go func() { cmd.Wait(); close(done) }()
 }
 
 // WaitReady polls /healthz until it answers 200.
@@ -312,8 +315,13 @@ func orDefault(d time.Duration) time.Duration {
 }
 
 // Restart starts the process again on the same data dir and port.
+// A running node is refused: the new process could not bind the ports,
+// and the old one would answer for it.
 func (n *Node) Restart() {
 	n.t.Helper()
+	if n.Running() {
+		n.t.Fatal("harness: Restart of a running node; Stop or Kill it first")
+	}
 	n.start()
 }
 
