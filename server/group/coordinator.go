@@ -211,8 +211,7 @@ func (c *Coordinator) tickLoop() {
 // calls it every TickInterval; with ManualTick, tests call it.
 func (c *Coordinator) Tick() {
 	now := c.now()
-	gs := c.groupList()
-	for _, g := range gs {
+	for _, g := range c.groupList() {
 		g.mu.Lock()
 		g.tick(now)
 		if g.removable(now) {
@@ -227,7 +226,6 @@ func (c *Coordinator) Tick() {
 		g.mu.Unlock()
 	}
 	c.expireInstances(now)
-	c.flushDueMetadata(gs)
 }
 
 // removable: an empty group with nothing committed is forgotten, but only

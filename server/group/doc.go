@@ -17,9 +17,7 @@
 // set Config.ManualTick to drive all of it without real time.
 //
 // Long-lived goroutines: one, the tick loop (Config.TickInterval), stopped
-// by Close. Poll starts short-lived waiters that end with the poll; Tick
-// starts short-lived metadata writers (one per group at most), which Close
-// cancels and waits for.
+// by Close. Poll starts short-lived waiters that end with the poll.
 //
 // # Committed offsets
 //
@@ -47,28 +45,9 @@
 // expires. The initial rebalance delay ends early once as many members
 // joined as the group's last generation had (Kafka always waits it out).
 //
+// Group metadata (members, assignments, generations) is not persisted:
+// after a restart members rejoin, as they would after a coordinator move.
 // Offsets never expire (Kafka's offsets.retention.minutes is not applied).
-//
-// # Group metadata
-//
-// A group of Kafka clients is written to the same partition as its
-// commits, in Kafka's GroupMetadata format (key v2; value v3, v0–v3 read):
-// protocol type, generation, protocol, leader and each member with its
-// ids, client, timeouts, subscription and assignment (metadata.go). The
-// state machine decides when (recordMetadata: a generation's assignment
-// stored, the group becoming Empty) and leaves the record in metaDue; the
-// handler that caused it writes it after unlocking, through the commit
-// write path (so the leader's SyncGroup and a LeaveGroup are answered
-// after fsync), and Tick writes those of timeouts on short-lived
-// goroutines. DeleteGroups writes a tombstone with the offsets'. A load
-// (startup, or ownership of a partition gained) restores each group's
-// last record: Stable with its generation, leader and members, each with a
-// fresh session deadline, or Empty; so after a restart or coordinator move
-// a member's next Heartbeat or OffsetCommit of its generation succeeds
-// without a rebalance. REST/SSE consumer instances are not members in these
-// records: they have their own (instancestore.go), and a generation with
-// any of them is written without members, so it loads Empty and everyone
-// rejoins.
 //
 // # Consumer instances
 //

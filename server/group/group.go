@@ -157,20 +157,6 @@ type group struct {
 	committing int
 	// changed is closed on every state or assignment change (for pollers).
 	changed chan struct{}
-
-	// metaDue is the group metadata record the state machine decided to
-	// write (metadata.go writes it, outside mu); nil when nothing is due.
-	// metaSeq counts those decisions, so a writer that finishes knows
-	// whether a newer one superseded what it wrote. persisted says a
-	// record of this group may be in the log (decided or loaded), so a
-	// change that would leave it stale is written too.
-	metaDue   *groupMetadata
-	metaSeq   uint64
-	persisted bool
-	// metaFlushing: the tick loop is writing metaDue; after a failed
-	// write, it tries again from metaRetryAt.
-	metaFlushing bool
-	metaRetryAt  time.Time
 }
 
 func newGroup(name string, e *env) *group {
@@ -580,7 +566,6 @@ func (g *group) completeJoin(now time.Time) {
 	if len(g.members) == 0 {
 		g.state, g.protocol, g.protocolType, g.leader = stateEmpty, "", "", ""
 		g.emptySince = now
-		g.recordMetadata(now)
 		g.notify()
 		return
 	}
@@ -713,7 +698,6 @@ func (g *group) applyAssignment(now time.Time, assignments map[string][]byte) {
 		m.assignment = assignments[id]
 	}
 	g.state = stateStable
-	g.recordMetadata(now)
 	g.notify()
 	var revoked bool
 	for _, m := range g.members {
@@ -862,99 +846,8 @@ func (g *group) tick(now time.Time) {
 			g.prepareRebalance(now)
 		} else {
 			g.state, g.emptySince = stateEmpty, now
-			g.recordMetadata(now)
 			g.notify()
 		}
 	}
 	g.tryCompleteJoin(now)
-}
-
-// groupMetadata is what a group keeps in __consumer_offsets (Kafka's
-// GroupMetadataValue): enough for a coordinator that takes the group over
-// to accept its members' heartbeats and commits without a rebalance.
-// Members is empty for an Empty group.
-type groupMetadata struct {
-	protocolType string
-	generation   int32
-	protocol     string
-	leader       string
-	stateTime    int64 // ms, when the group entered the state recorded
-	members      []persistedMember
-}
-
-type persistedMember struct {
-	id, instanceID       string
-	clientID, clientHost string
-	rebalanceTimeout     time.Duration
-	sessionTimeout       time.Duration
-	subscription         []byte // the metadata for the group's protocol
-	assignment           []byte
-}
-
-// recordMetadata decides the group's metadata record after a generation's
-// assignment is stored (Stable) or the group became Empty, as Kafka
-// writes it. Groups only the coordinator's own consumers ever joined are
-// not written: REST and SSE instances keep their own records
-// (instancestore.go) and rejoin on a new coordinator. A generation that
-// has any of them is recorded without members, so a new coordinator does
-// not restore a generation it cannot drive: the group loads Empty and
-// everyone rejoins. Callers hold mu.
-func (g *group) recordMetadata(now time.Time) {
-	md := &groupMetadata{protocolType: g.protocolType, generation: g.generation, stateTime: now.UnixMilli()}
-	clients, instances := 0, 0
-	for _, m := range g.members {
-		if m.inst != nil {
-			instances++
-		} else {
-			clients++
-		}
-	}
-	if clients == 0 && !g.persisted {
-		return
-	}
-	if g.state == stateStable && instances == 0 {
-		md.protocol, md.leader = g.protocol, g.leader
-		for _, m := range g.sortedMembers() {
-			md.members = append(md.members, persistedMember{id: m.id, instanceID: m.instanceID,
-				clientID: m.clientID, clientHost: m.clientHost, rebalanceTimeout: m.rebalanceTimeout,
-				sessionTimeout: m.sessionTimeout, subscription: m.metadataFor(g.protocol), assignment: m.assignment})
-		}
-	}
-	if len(md.members) == 0 {
-		md.protocolType = ""
-	}
-	g.metaDue = md
-	g.metaSeq++
-	g.persisted = true
-}
-
-// restore makes a group just loaded from __consumer_offsets what its last
-// record says: Stable with its generation, leader, protocol and members,
-// or Empty at its generation. Each member's session starts now, as
-// Kafka's loaded members get a fresh session deadline, so one that never
-// comes back expires like any silent member. A group that already has
-// members here is left alone. Callers hold mu.
-func (g *group) restore(now time.Time, md *groupMetadata) {
-	if len(g.members) > 0 || len(g.pending) > 0 || g.generation > md.generation {
-		return
-	}
-	g.generation, g.persisted = md.generation, true
-	if len(md.members) == 0 {
-		g.state, g.emptySince = stateEmpty, now
-		g.protocolType, g.protocol, g.leader = "", "", ""
-		return
-	}
-	g.state, g.protocolType, g.protocol, g.leader = stateStable, md.protocolType, md.protocol, md.leader
-	for _, pm := range md.members {
-		g.joinSeq++
-		g.members[pm.id] = &member{id: pm.id, instanceID: pm.instanceID, clientID: pm.clientID,
-			clientHost: pm.clientHost, sessionTimeout: pm.sessionTimeout, rebalanceTimeout: pm.rebalanceTimeout,
-			protocols: []protocol{{name: md.protocol, metadata: pm.subscription}}, assignment: pm.assignment,
-			lastSeen: now, joinSeq: g.joinSeq, ptype: md.protocolType, synced: true}
-		if pm.instanceID != "" {
-			g.statics[pm.instanceID] = pm.id
-		}
-	}
-	g.lastSize = len(md.members)
-	g.notify()
 }

@@ -120,15 +120,8 @@ func (c *Coordinator) join(ctx context.Context, name string, jr joinRequest) joi
 		return joinResult{err: errInvalidSessionTimeout, memberID: jr.memberID}
 	}
 	g := c.lockGroup(name, true)
-	seq := g.metaSeq
 	res, wait := g.join(c.now(), jr)
-	due := g.metaChangedSince(seq)
 	g.mu.Unlock()
-	if due {
-		// A join can complete a generation the coordinator's own consumer
-		// assigns in place.
-		c.flushMetadata(ctx, g)
-	}
 	if wait == nil {
 		return res
 	}
@@ -201,19 +194,8 @@ func (c *Coordinator) sync(ctx context.Context, name string, sr syncRequest) syn
 	if g == nil {
 		return syncResult{err: errUnknownMemberID}
 	}
-	seq := g.metaSeq
 	res, wait := g.sync(c.now(), sr)
-	due := g.metaChangedSince(seq)
 	g.mu.Unlock()
-	if due {
-		// The leader's assignment made the group Stable: its answer waits
-		// until the generation is durable, so a coordinator that takes the
-		// group over knows it (the followers have theirs already). A
-		// failed write is not the leader's to retry: it is logged and
-		// tried again by the tick loop, and a coordinator that loads the
-		// older record makes the members rejoin.
-		c.flushMetadata(ctx, g)
-	}
 	if wait == nil {
 		return res
 	}
@@ -265,46 +247,31 @@ func (c *Coordinator) HandleLeaveGroup(ctx context.Context, req *kmsg.LeaveGroup
 		return resp
 	}
 	g := c.lockGroup(req.Group, false)
-	if g == nil {
+	if req.Version < 3 {
 		resp.ErrorCode = errUnknownMemberID
-		if req.Version >= 3 {
-			resp.ErrorCode = errNone
-			for _, m := range req.Members {
-				rm := kmsg.NewLeaveGroupResponseMember()
-				rm.MemberID, rm.InstanceID, rm.ErrorCode = m.MemberID, m.InstanceID, errUnknownMemberID
-				resp.Members = append(resp.Members, rm)
-			}
+		if g != nil {
+			resp.ErrorCode = g.leave(c.now(), req.MemberID, "")
+			g.mu.Unlock()
 		}
 		return resp
-	}
-	seq := g.metaSeq
-	c.leaveMembers(g, req, resp)
-	due := g.metaChangedSince(seq)
-	g.mu.Unlock()
-	if due {
-		// The last member left: the group's Empty record is durable before
-		// the answer.
-		c.flushMetadata(ctx, g)
-	}
-	return resp
-}
-
-// leaveMembers applies a LeaveGroup to g. Callers hold g.mu.
-func (c *Coordinator) leaveMembers(g *group, req *kmsg.LeaveGroupRequest, resp *kmsg.LeaveGroupResponse) {
-	if req.Version < 3 {
-		resp.ErrorCode = g.leave(c.now(), req.MemberID, "")
-		return
 	}
 	for _, m := range req.Members {
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID, rm.InstanceID = m.MemberID, m.InstanceID
-		var instanceID string
-		if m.InstanceID != nil {
-			instanceID = *m.InstanceID
+		rm.ErrorCode = errUnknownMemberID
+		if g != nil {
+			var instanceID string
+			if m.InstanceID != nil {
+				instanceID = *m.InstanceID
+			}
+			rm.ErrorCode = g.leave(c.now(), m.MemberID, instanceID)
 		}
-		rm.ErrorCode = g.leave(c.now(), m.MemberID, instanceID)
 		resp.Members = append(resp.Members, rm)
 	}
+	if g != nil {
+		g.mu.Unlock()
+	}
+	return resp
 }
 
 // HandleDescribeGroups serves DescribeGroups v0–v5. An unknown group is

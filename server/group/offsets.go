@@ -14,8 +14,8 @@ import (
 // OffsetsTopic is the internal topic holding committed offsets, in Kafka's
 // own record formats: key version 1 (group, topic, partition), value
 // version 3 (offset, leader epoch, metadata, commit timestamp), a null
-// value (tombstone) for a deleted offset. Group metadata (key version 2)
-// shares it: metadata.go.
+// value (tombstone) for a deleted offset. Group metadata (key version 2) is
+// not written: members rejoin after a restart.
 const OffsetsTopic = "__consumer_offsets"
 
 type topicPartition struct {
@@ -99,34 +99,19 @@ func offsetValue(e offsetEntry) []byte {
 // writeOffsets appends commits (nil entry: tombstone) to __consumer_offsets
 // as one batch, acknowledged after fsync. Callers hold g.commitMu, not g.mu.
 func (c *Coordinator) writeOffsets(ctx context.Context, g *group, set map[topicPartition]offsetEntry, del []topicPartition) error {
-	return c.writeRecords(ctx, g, offsetRecords(g.name, set, del))
-}
-
-func offsetRecords(group string, set map[topicPartition]offsetEntry, del []topicPartition) []records.Record {
-	var recs []records.Record
-	for _, tp := range sortedTPs(set) {
-		recs = append(recs, records.Record{Key: offsetKey(group, tp), Value: offsetValue(set[tp])})
-	}
-	for _, tp := range del {
-		recs = append(recs, records.Record{Key: offsetKey(group, tp)})
-	}
-	return recs
-}
-
-// writeRecords appends a group's records (offset commits, its metadata)
-// to its __consumer_offsets partition as one batch, timestamped now,
-// acknowledged after fsync (Sync) and by every in-sync replica. Callers
-// hold g.commitMu, which orders a group's writes, and not g.mu.
-func (c *Coordinator) writeRecords(ctx context.Context, g *group, recs []records.Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
 	req := &server.ProduceRequest{Topic: OffsetsTopic, Sync: true, Internal: true}
 	p := c.offsetsPartition(g.name)
 	now := c.now().UnixMilli()
-	for _, r := range recs {
-		r.Timestamp = now
-		req.Records = append(req.Records, server.ProduceRecord{Partition: p, Record: r})
+	for _, tp := range sortedTPs(set) {
+		req.Records = append(req.Records, server.ProduceRecord{Partition: p,
+			Record: records.Record{Key: offsetKey(g.name, tp), Value: offsetValue(set[tp]), Timestamp: now}})
+	}
+	for _, tp := range del {
+		req.Records = append(req.Records, server.ProduceRecord{Partition: p,
+			Record: records.Record{Key: offsetKey(g.name, tp), Timestamp: now}})
+	}
+	if len(req.Records) == 0 {
+		return nil
 	}
 	_, err := c.broker.Produce(ctx, req)
 	return err
@@ -430,11 +415,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, name string) int16 {
 	}
 	del := sortedTPs(g.offsets)
 	g.mu.Unlock()
-	// The group's metadata goes with its offsets (Kafka writes the same
-	// tombstone), so a coordinator that loads the partition later does not
-	// bring the group back.
-	recs := append(offsetRecords(name, nil, del), records.Record{Key: groupMetadataKey(name)})
-	if err := c.writeRecords(ctx, g, recs); err != nil {
+	if err := c.writeOffsets(ctx, g, nil, del); err != nil {
 		return commitCode(err)
 	}
 	g.mu.Lock()

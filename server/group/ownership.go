@@ -90,8 +90,9 @@ func (c *Coordinator) loadOwned(p, leaderEpoch int32) {
 			return
 		}
 		start := time.Now()
-		l := newLoaded()
-		err := c.loadPartition(p, l)
+		table := map[string]map[topicPartition]offsetEntry{}
+		instances := map[instanceKey]instanceDescriptor{}
+		err := c.loadPartition(p, table, instances)
 		if err == nil {
 			c.own.Lock()
 			cur, ok := c.own.parts[p]
@@ -99,14 +100,13 @@ func (c *Coordinator) loadOwned(p, leaderEpoch int32) {
 				c.own.Unlock()
 				return
 			}
-			n := c.install(l)
+			groups, offsets := c.install(p, table)
 			cur.state = serving
 			c.own.parts[p] = cur
 			c.own.Unlock()
-			restored := c.restoreInstances(l.instances)
+			restored := c.restoreInstances(instances)
 			c.logger.Info("group coordinator serves a partition", "partition", p, "leader_epoch", leaderEpoch,
-				"groups", n.groups, "offsets", n.offsets, "groups_with_members", n.withMembers,
-				"consumer_instances", restored, "took", time.Since(start))
+				"groups", groups, "offsets", offsets, "consumer_instances", restored, "took", time.Since(start))
 			return
 		}
 		c.logger.Warn("loading committed offsets failed", "partition", p, "attempt", attempt, "err", err)
@@ -125,52 +125,20 @@ func (c *Coordinator) stillLoading(p, leaderEpoch int32) bool {
 	return ok && cur.leaderEpoch == leaderEpoch && cur.state == loading
 }
 
-// loaded is what one pass over a __consumer_offsets partition found.
-type loaded struct {
-	offsets   map[string]map[topicPartition]offsetEntry
-	groups    map[string]*groupMetadata // nil: deleted (a tombstone last)
-	instances map[instanceKey]instanceDescriptor
-}
-
-func newLoaded() *loaded {
-	return &loaded{offsets: map[string]map[topicPartition]offsetEntry{}, groups: map[string]*groupMetadata{},
-		instances: map[instanceKey]instanceDescriptor{}}
-}
-
-type loadCounts struct{ groups, offsets, withMembers int }
-
-// install makes the loaded offsets the groups' committed offsets and
-// restores each group's last metadata: its members' heartbeats and
-// commits of their generation are then accepted here without a
-// rebalance. An Empty group that holds no offsets is not brought back:
-// there is nothing to keep. Callers hold own.
-func (c *Coordinator) install(l *loaded) (n loadCounts) {
-	now := c.now()
-	for name, offs := range l.offsets {
+// install makes the loaded offsets the groups' committed offsets. Callers
+// hold own.
+func (c *Coordinator) install(p int32, table map[string]map[topicPartition]offsetEntry) (groups, offsets int) {
+	for name, offs := range table {
 		if len(offs) == 0 {
 			continue
 		}
 		g := c.lockGroup(name, true)
 		g.offsets = offs
 		g.mu.Unlock()
-		n.groups++
-		n.offsets += len(offs)
+		groups++
+		offsets += len(offs)
 	}
-	for name, md := range l.groups {
-		if md == nil || (len(md.members) == 0 && len(l.offsets[name]) == 0) {
-			continue
-		}
-		g := c.lockGroup(name, true)
-		g.restore(now, md)
-		g.mu.Unlock()
-		if len(l.offsets[name]) == 0 {
-			n.groups++
-		}
-		if len(md.members) > 0 {
-			n.withMembers++
-		}
-	}
-	return n
+	return groups, offsets
 }
 
 // unloadPartition drops the groups whose offsets partition is p: their
@@ -328,10 +296,10 @@ func (c *Coordinator) createOffsetsTopic() error {
 }
 
 // loadPartition reads partition p of __consumer_offsets from its log start
-// to its log end into l: the last record per key wins, a tombstone
+// to its log end into table: the last record per key wins, a tombstone
 // deletes. It reads past the high watermark: a new leader's log holds every
 // commit the old one acknowledged, some not yet below its high watermark.
-func (c *Coordinator) loadPartition(p int32, l *loaded) error {
+func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition]offsetEntry, instances map[instanceKey]instanceDescriptor) error {
 	part, err := c.broker.Partition(OffsetsTopic, p)
 	if err != nil {
 		return err
@@ -350,9 +318,8 @@ func (c *Coordinator) loadPartition(p int32, l *loaded) error {
 		buf = res.Data
 		from := next
 		err = records.Decode(res.Data, from, maxDecompressed, func(r records.Record) bool {
-			applyOffsetRecord(l.offsets, r)
-			applyGroupRecord(l.groups, r)
-			applyInstanceRecord(l.instances, r)
+			applyOffsetRecord(table, r)
+			applyInstanceRecord(instances, r)
 			next = r.Offset + 1
 			return true
 		})
@@ -378,17 +345,16 @@ func (c *Coordinator) loadLedPartitions(ctx context.Context) (groups, offsets in
 		if err := ctx.Err(); err != nil {
 			return groups, offsets, err
 		}
-		// A single node keeps no instances (persistInstance): none are
-		// restored.
-		l := newLoaded()
-		if err := c.loadPartition(p, l); err != nil {
+		table := map[string]map[topicPartition]offsetEntry{}
+		// A single node keeps no instances (persistInstance): none to read.
+		if err := c.loadPartition(p, table, map[instanceKey]instanceDescriptor{}); err != nil {
 			return groups, offsets, err
 		}
 		c.own.Lock()
-		n := c.install(l)
+		g, o := c.install(p, table)
 		c.own.parts[p] = ownedPartition{leaderEpoch: part.LeaderEpoch(), state: serving}
 		c.own.Unlock()
-		groups, offsets = groups+n.groups, offsets+n.offsets
+		groups, offsets = groups+g, offsets+o
 	}
 	return groups, offsets, nil
 }
