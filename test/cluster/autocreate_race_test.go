@@ -11,19 +11,25 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
-// Three nodes asked at the same moment to produce to a topic none of them
-// has: each creates it on its own, one creation wins in ZooKeeper, and
-// the others must take the winner's topic (its id, its assignment), not
-// keep their own. Every produce is answered with offsets, every broker
+// Three nodes asked to produce to a topic none of them has: each creates
+// it on its own, one creation wins in ZooKeeper, and the others must take
+// the winner's topic (its id, its assignment), not keep their own. Even
+// rounds ask all three at once; odd rounds ask node 1 first and the other
+// two as soon as its topic znode exists, before the controller has told
+// them of it (the window where a late create found the znode and kept its
+// own topic). Every produce is answered with offsets, every broker
 // describes the topic with one id, and every record is stored once.
 func TestConcurrentAutoCreateOnEveryNodeMakesOneTopic(t *testing.T) {
 	nodes := startCluster(t, 3)
+	zk := zkOf(t, nodes[0])
 	const rounds = 8
 	for round := range rounds {
 		topic := fmt.Sprintf("raced-%d", round)
-		start := make(chan struct{})
+		first, rest := make(chan struct{}), make(chan struct{})
 		answers := make([][]producedOffset, len(nodes))
 		errs := make([]error, len(nodes))
 		var wg sync.WaitGroup
@@ -31,11 +37,11 @@ func TestConcurrentAutoCreateOnEveryNodeMakesOneTopic(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				<-start
-				// Staggered by a few milliseconds per node in later rounds:
-				// a node asked after the winner's create reached ZooKeeper,
-				// but before the controller told it, creates too.
-				time.Sleep(time.Duration(i*round) * 2 * time.Millisecond)
+				if i == 0 {
+					<-first
+				} else {
+					<-rest
+				}
 				a, err := post(n.URL+"/kafka/"+topic, "application/json", fmt.Sprintf(`{"from":"node %d"}`, i+1))
 				if err == nil && a.status != http.StatusOK {
 					err = fmt.Errorf("%d %s", a.status, a.body)
@@ -47,7 +53,14 @@ func TestConcurrentAutoCreateOnEveryNodeMakesOneTopic(t *testing.T) {
 				answers[i], errs[i] = out.Offsets, err
 			}()
 		}
-		close(start)
+		close(first)
+		if round%2 == 1 {
+			harness.WaitFor(t, topic+"'s znode is written", 10*time.Second, func() bool {
+				_, err := zk.Topic(topic)
+				return err == nil
+			})
+		}
+		close(rest)
 		wg.Wait()
 		positions := map[string]int{}
 		for i := range nodes {
@@ -64,7 +77,8 @@ func TestConcurrentAutoCreateOnEveryNodeMakesOneTopic(t *testing.T) {
 
 		ids := map[[16]byte][]int{}
 		for i, n := range nodes {
-			ids[topicIDAt(t, n.KafkaAddr, topic)] = append(ids[topicIDAt(t, n.KafkaAddr, topic)], i+1)
+			id := topicIDAt(t, n.KafkaAddr, topic)
+			ids[id] = append(ids[id], i+1)
 		}
 		if len(ids) != 1 {
 			t.Fatalf("%s: the brokers describe different topics: %v (topic id → brokers)", topic, ids)
