@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"net"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,17 +51,17 @@ func TestIPQuotaAPIs(t *testing.T) {
 		}
 		return out
 	}
-	if got := names(describeQuotas(c, false, kmsg.DescribeClientQuotasRequestComponent{EntityType: "ip", MatchType: 2})); !equalStrings(got, []string{"ip=127.0.0.1", "ip=<default>"}) {
+	if got := names(describeQuotas(c, false, kmsg.DescribeClientQuotasRequestComponent{EntityType: "ip", MatchType: 2})); !slices.Equal(got, []string{"ip=127.0.0.1", "ip=<default>"}) {
 		t.Fatalf("ip entities: %v", got)
 	}
-	if got := names(describeQuotas(c, false)); !equalStrings(got, []string{"client-id=app", "ip=127.0.0.1", "ip=<default>"}) {
+	if got := names(describeQuotas(c, false)); !slices.Equal(got, []string{"client-id=app", "ip=127.0.0.1", "ip=<default>"}) {
 		t.Fatalf("every entity: %v", got)
 	}
 	exact := describeQuotas(c, true, kmsg.DescribeClientQuotasRequestComponent{EntityType: "ip", MatchType: 0, Match: kmsg.StringPtr("127.0.0.1")})
 	if len(exact.Entries) != 1 || exact.Entries[0].Values[0].Key != "connection_creation_rate" || exact.Entries[0].Values[0].Value != 5 {
 		t.Fatalf("exact ip: %+v", exact)
 	}
-	if got := names(describeQuotas(c, true, kmsg.DescribeClientQuotasRequestComponent{EntityType: "ip", MatchType: 1})); !equalStrings(got, []string{"ip=<default>"}) {
+	if got := names(describeQuotas(c, true, kmsg.DescribeClientQuotasRequestComponent{EntityType: "ip", MatchType: 1})); !slices.Equal(got, []string{"ip=<default>"}) {
 		t.Fatalf("default ip: %v", got)
 	}
 	if !ts.Server.cfg.Quotas.LimitsConnections() {
@@ -74,18 +75,6 @@ func TestIPQuotaAPIs(t *testing.T) {
 	if ts.Server.cfg.Quotas.LimitsConnections() {
 		t.Fatal("ip quotas still held after removal")
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // rejectedFor reads ferry_connections_rejected_total for reason.

@@ -3,6 +3,7 @@ package quota
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -202,7 +203,7 @@ func TestFilter(t *testing.T) {
 		if err := tc.f.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if got := paths(tc.f); !equal(got, tc.want) {
+		if got := paths(tc.f); !slices.Equal(got, tc.want) {
 			t.Errorf("filter %+v: %v, want %v", tc.f, got, tc.want)
 		}
 	}
@@ -218,18 +219,6 @@ func TestFilter(t *testing.T) {
 			t.Errorf("filter %+v: %v, want ErrInvalidEntity", f, err)
 		}
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A producer that sends as soon as its throttle time has passed is held
