@@ -1,7 +1,6 @@
 package quota
 
 import (
-	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -35,42 +34,15 @@ const ConnectionWindow = time.Second
 // ip quota every client address has its own. Past it, refilled rates go.
 const maxIPBuckets = 10000
 
-// connBucket is one rate's balance of connections.
-type connBucket struct {
-	rate   float64   // connections a second; 0 refuses every one
-	tokens float64   // connections that may be made now; below 0: owed
-	at     time.Time // when tokens was last brought up to date
-}
-
-func newConnBucket(rate float64, now time.Time) connBucket {
-	return connBucket{rate: rate, tokens: burstOf(rate), at: now}
+// newConnBucket is a connection rate's bucket, full: rate connections a
+// second (0 refuses every one), saving and owing burstOf(rate).
+func newConnBucket(rate float64, now time.Time) tokenBucket {
+	return tokenBucket{rate: rate, capacity: burstOf(rate), balance: burstOf(rate), at: now}
 }
 
 // burstOf is what a bucket saves up: one second of its rate, and at least
 // the one connection a rate below one a second must let through.
 func burstOf(rate float64) float64 { return max(rate, 1) }
-
-func (b *connBucket) refill(now time.Time) {
-	if elapsed := now.Sub(b.at).Seconds(); elapsed > 0 {
-		b.tokens = min(b.tokens+elapsed*b.rate, burstOf(b.rate))
-		b.at = now
-	}
-}
-
-// wait is how long until the balance has grown by need.
-func (b *connBucket) wait(need float64) time.Duration {
-	if b.rate <= 0 {
-		return ConnectionWindow
-	}
-	return min(time.Duration(math.Ceil(need/b.rate*float64(time.Second))), ConnectionWindow)
-}
-
-// full reports whether the bucket has refilled to a new bucket's balance,
-// so dropping it loses nothing.
-func (b *connBucket) full(now time.Time) bool {
-	b.refill(now)
-	return b.tokens >= burstOf(b.rate)
-}
 
 // ipRates are the connection_creation_rate quotas by address and the
 // addresses' buckets, owned by a Manager under its mu.
@@ -78,7 +50,7 @@ type ipRates struct {
 	limits     map[netip.Addr]float64
 	deflt      float64 // the <default> ip's rate, when hasDefault
 	hasDefault bool
-	buckets    map[netip.Addr]*connBucket
+	buckets    map[netip.Addr]*tokenBucket
 }
 
 // reset reads the ip quotas from t and starts every address's rate afresh.
@@ -97,7 +69,7 @@ func (r *ipRates) reset(t Table) {
 			r.limits[a.Unmap()] = v
 		}
 	}
-	r.buckets = map[netip.Addr]*connBucket{}
+	r.buckets = map[netip.Addr]*tokenBucket{}
 }
 
 func (r *ipRates) any() bool { return len(r.limits) > 0 || r.hasDefault }
@@ -117,7 +89,7 @@ func (r *ipRates) prune(now time.Time) {
 		return
 	}
 	for ip, b := range r.buckets {
-		if b.full(now) {
+		if b.refill(now); b.balance >= b.capacity { // dropping it loses nothing
 			delete(r.buckets, ip)
 		}
 	}
@@ -164,12 +136,15 @@ func (m *Manager) AdmitConnection(ip netip.Addr, now time.Time) (refused bool, c
 		b = &nb
 		m.mu.ips.buckets[ip] = b
 	}
+	if b.rate <= 0 { // the address may not connect at all
+		return true, ConnectionWindow
+	}
 	b.refill(now)
-	if b.rate > 0 && b.tokens >= 1 {
-		b.tokens--
+	if b.balance >= 1 {
+		b.take(1)
 		return false, 0
 	}
-	return true, b.wait(1 - b.tokens)
+	return true, b.until(1, ConnectionWindow)
 }
 
 // ConnectionRate is a listener's max.connection.creation.rate: every
@@ -178,7 +153,7 @@ func (m *Manager) AdmitConnection(ip netip.Addr, now time.Time) (refused bool, c
 type ConnectionRate struct {
 	mu struct {
 		sync.Mutex
-		b connBucket
+		b tokenBucket
 	}
 }
 
@@ -198,11 +173,8 @@ func (r *ConnectionRate) Record(now time.Time) time.Duration {
 	defer r.mu.Unlock()
 	b := &r.mu.b
 	b.refill(now)
-	b.tokens = max(b.tokens-1, -burstOf(b.rate))
-	if b.tokens >= 0 {
-		return 0
-	}
-	return b.wait(-b.tokens)
+	b.take(1)
+	return b.until(0, ConnectionWindow)
 }
 
 // Unrecord gives back a connection Record counted that was then refused
@@ -212,5 +184,5 @@ func (r *ConnectionRate) Unrecord(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.b.refill(now)
-	r.mu.b.tokens = min(r.mu.b.tokens+1, burstOf(r.mu.b.rate))
+	r.mu.b.give(1)
 }

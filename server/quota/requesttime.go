@@ -15,34 +15,29 @@ import (
 // requests that its sampled window would soon forget.
 const RequestWindow = time.Second
 
-// handlerTime is one entity's request-time bucket: it refills at share
-// seconds of handler time per second (request_percentage / 100, 1 being
-// one whole handler thread) and each request draws its handler time.
+// handlerTime is one entity's request-time bucket: it refills at
+// request_percentage / 100 seconds of handler time per second (1 being one
+// whole handler thread), saves and owes at most RequestWindow of that, and
+// each request draws its handler time.
 type handlerTime struct {
-	share   float64 // seconds of handler time per second
-	balance float64 // seconds that may still be used; below 0: over
-	at      time.Time
-	used    time.Time
+	tokens tokenBucket // in seconds of handler time
+	used   time.Time
 }
 
-// shareOf is request_percentage as seconds of handler time per second.
-func shareOf(percentage float64) float64 {
-	return max(percentage/100, math.SmallestNonzeroFloat64)
+// newHandlerTime starts with nothing saved up: a new entity's first
+// request is throttled by its own handler time, as a new byte rate is by
+// its size.
+func newHandlerTime(percentage float64, now time.Time) *handlerTime {
+	share := max(percentage/100, math.SmallestNonzeroFloat64)
+	return &handlerTime{tokens: tokenBucket{rate: share, capacity: RequestWindow.Seconds() * share, at: now}}
 }
 
 // record draws d and returns the delay that brings the balance back to
 // zero (0: within the share).
 func (h *handlerTime) record(d time.Duration, now time.Time) time.Duration {
-	window := RequestWindow.Seconds() * h.share
-	if elapsed := now.Sub(h.at).Seconds(); elapsed > 0 {
-		h.balance = min(h.balance+elapsed*h.share, window)
-		h.at = now
-	}
-	h.balance = max(h.balance-max(d, 0).Seconds(), -window)
-	if h.balance >= 0 {
-		return 0
-	}
-	return min(time.Duration(-h.balance/h.share*float64(time.Second)), RequestWindow)
+	h.tokens.refill(now)
+	h.tokens.take(max(d, 0).Seconds())
+	return h.tokens.until(0, RequestWindow)
 }
 
 // LimitsRequests reports whether any entity has a request_percentage
@@ -65,9 +60,7 @@ func (m *Manager) RecordRequest(user, client string, d time.Duration, now time.T
 	h := m.mu.handlers[entity]
 	if h == nil {
 		m.pruneLocked(now)
-		// Nothing saved up: a new entity's first request is throttled by
-		// its own handler time, as a new byte rate is by its size.
-		h = &handlerTime{share: shareOf(percentage), at: now}
+		h = newHandlerTime(percentage, now)
 		m.mu.handlers[entity] = h
 	}
 	h.used = now
