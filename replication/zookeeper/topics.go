@@ -244,27 +244,12 @@ func (c *Client) SetTopicConfig(name string, configs map[string]string) error {
 // same multi, adds the /config/changes notification naming entity, so
 // every broker re-reads it.
 func (c *Client) setConfigAnnounced(parent, name, entity string, configs map[string]string) error {
-	p := parent + "/" + name
-	data, notice := encodeConfig(configs), encodeConfigChange(entity)
-	err := c.do(func(bool) error {
-		if err := c.ensurePath(parent); err != nil {
-			return err
-		}
-		if err := c.ensurePath(configChangesPath); err != nil {
-			return err
-		}
-		op, err := c.createOrSetOp(p, data)
-		if err != nil {
-			return err
-		}
-		_, err = multiError(c.conn.Multi(op, &zk.CreateRequest{
-			Path: c.abs(configChangesPath + "/" + configChangePrefix), Data: notice, Acl: openACL, Flags: zk.FlagSequence}))
-		return err
+	_, err := c.editConfigAnnounced(parent, name, entity, func(cfg map[string]string) error {
+		clear(cfg)
+		maps.Copy(cfg, configs)
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("zookeeper: set %s: %w", p, err)
-	}
-	return nil
+	return err
 }
 
 // TopicSnapshot is a topic znode as WatchTopic sees it.

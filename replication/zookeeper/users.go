@@ -32,15 +32,6 @@ func (c *Client) UserConfig(name string) (map[string]string, error) {
 	return decodeConfig(p, data)
 }
 
-// SetUserConfig replaces a user's configs and, in the same multi,
-// notifies every broker. An emptied user keeps its znode, as in Kafka.
-func (c *Client) SetUserConfig(name string, configs map[string]string) error {
-	if err := auth.CheckUserName(name); err != nil {
-		return err
-	}
-	return c.setConfigAnnounced(usersConfigPath, name, "users/"+name, configs)
-}
-
 // Users lists the names under /config/users.
 func (c *Client) Users() ([]string, error) {
 	names, err := c.children(usersConfigPath)

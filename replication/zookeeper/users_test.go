@@ -18,7 +18,7 @@ func TestUserStoreWritesKafkasFormatAndAnnounces(t *testing.T) {
 	connect := zks.Require(t).Addr() + testChroot(t)
 	c := open(t, connect, 10*time.Second)
 	other := open(t, connect, 10*time.Second)
-	if err := c.SetUserConfig("alice", map[string]string{"producer_byte_rate": "1024"}); err != nil {
+	if err := c.SetQuotaConfig("users/alice", map[string]string{"producer_byte_rate": "1024"}); err != nil {
 		t.Fatal(err)
 	}
 	w := other.WatchConfigChanges()
