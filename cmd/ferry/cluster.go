@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/replication/zookeeper"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/quota"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -44,7 +45,7 @@ type clusterNode struct {
 	// refreshed by followConfigChanges; usersStale: some could not be
 	// read, so every change re-reads them all until that succeeds (only
 	// followConfigChanges' goroutine touches it once started).
-	users      *zookeeper.UserStore
+	users      *auth.ZKUserStore
 	usersStale bool
 	// quotas is the cluster's client quotas, read at join and refreshed
 	// by followConfigChanges like users (quotasStale likewise).
@@ -110,12 +111,12 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 		return nil, fmt.Errorf("--zookeeper %s: closed while reading /config/changes", s.zookeeper)
 	}
 	n.configCursor = zk.ConfigChangesAfter(names)
-	if n.users, err = zk.OpenUserStore(); err != nil {
+	if n.users, err = auth.OpenZKUserStore(zk, n.logger); err != nil {
 		n.logger.Warn("reading the users' credentials", "err", err) // the readable ones are served
 		n.usersStale = true
 	}
 	n.quotas = quota.NewManager()
-	if err := n.quotas.Load(zk); err != nil {
+	if err := n.quotas.Load(quota.NewZKStore(zk)); err != nil {
 		n.logger.Warn("reading the client quotas", "err", err) // the readable ones hold
 		n.quotasStale = true
 	}
@@ -191,14 +192,14 @@ func (n *clusterNode) reloadUsers(changed []string) {
 // every entity's while an earlier read failed.
 func (n *clusterNode) reloadQuotas(changed []string) {
 	if n.quotasStale {
-		if err := n.quotas.Load(n.zk); err != nil {
+		if err := n.quotas.Load(quota.NewZKStore(n.zk)); err != nil {
 			n.logger.Warn("reading the client quotas", "err", err)
 			return
 		}
 		n.quotasStale = false
 		return
 	}
-	if err := n.quotas.Reload(n.zk, changed); err != nil {
+	if err := n.quotas.Reload(quota.NewZKStore(n.zk), changed); err != nil {
 		n.logger.Warn("applying changed client quotas", "err", err)
 	}
 }

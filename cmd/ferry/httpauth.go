@@ -100,7 +100,7 @@ func httpAuthConfig(s serveSettings, node *clusterNode, users auth.Credentials) 
 	}
 	close = func() {}
 	if node != nil {
-		zs, err := node.zk.OpenTokenStore()
+		zs, err := auth.OpenZKTokenStore(node.zk, node.logger)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("API tokens: %w", err)
 		}

@@ -10,7 +10,7 @@ import (
 // dir's file on a single node.
 func openQuotas(kcfg *kafka.Config, s serveSettings, node *clusterNode) error {
 	if node != nil {
-		kcfg.Quotas, kcfg.QuotaStore = node.quotas, node.zk
+		kcfg.Quotas, kcfg.QuotaStore = node.quotas, quota.NewZKStore(node.zk)
 		return nil
 	}
 	st, err := quota.OpenFileStore(s.broker.DataDir)

@@ -66,7 +66,7 @@ func (f *tokenFlags) offline() (auth.TokenStore, func(), error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("--zookeeper %s: %w", f.zookeeper, err)
 		}
-		s, err := zk.OpenTokenStore()
+		s, err := auth.OpenZKTokenStore(zk, slog.New(slog.DiscardHandler))
 		if err != nil {
 			zk.Close()
 			return nil, nil, err

@@ -65,7 +65,7 @@ func (f *userStoreFlags) offline(writes bool) (auth.CredentialStore, func(), err
 		if err != nil {
 			return nil, nil, fmt.Errorf("--zookeeper %s: %w", f.zookeeper, err)
 		}
-		s, err := zk.OpenUserStore()
+		s, err := auth.OpenZKUserStore(zk, slog.New(slog.DiscardHandler))
 		if err != nil {
 			zk.Close()
 			return nil, nil, err

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/ferry-mq/ferry/server/quota"
 )
 
 // Topic config changes reach every broker as Kafka's do: a writer replaces
@@ -107,7 +105,7 @@ func (cc *ConfigChanges) Read(names []string) (Changed, error) {
 			ch.Quotas = append(ch.Quotas, entity)
 			// users/<u>/clients/<c> holds quotas only; users/<u> also
 			// holds the user's credentials.
-			if u, ok := strings.CutPrefix(entity, "users/"); ok && !strings.Contains(u, "/") && u != quota.DefaultName {
+			if u, ok := strings.CutPrefix(entity, "users/"); ok && !strings.Contains(u, "/") && u != DefaultEntity {
 				ch.Users = append(ch.Users, u)
 			}
 		}

@@ -12,6 +12,8 @@
 //	/brokers/topics/<t>/partitions/<p>/state
 //	                                     {"controller_epoch":E,"leader":L,"version":1,"leader_epoch":LE,"isr":[…]}
 //	/config/topics/<t>                   {"version":1,"config":{…}}
+//	/config/{users,clients,ips}/<name>   the same, for SCRAM verifiers and quotas
+//	/ferry/tokens/<id>                   ferry's HTTP API tokens
 //	/isr_change_notification/isr_change_<seq>
 //	                                     {"version":1,"partitions":[{"topic":…,"partition":…}]}
 //	/admin/delete_topics/<t>
@@ -25,6 +27,11 @@
 // state znode's version (ErrStalePartitionState). A leader's own ISR
 // write (UpdateISR) is conditional on the version only, followed by an
 // isr_change notification for the controller.
+//
+// The entity configs (users, clients, ips) and tokens are znodes and
+// bytes here; what their keys mean is their owners': server/auth's
+// ZKUserStore and ZKTokenStore, server/quota's ZKStore, server/acl's
+// ZKStore. Replication never imports the core.
 //
 // A Client is one session. Operations retry while the connection is down,
 // up to twice the session timeout. Session changes arrive on Events;

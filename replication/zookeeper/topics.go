@@ -340,8 +340,9 @@ func (c *Client) subtree(root string) ([]string, error) {
 // writers keep changing the znode between its read and its write.
 const maxConfigEditAttempts = 16
 
-// errConfigContended: the znode changed under every attempt.
-var errConfigContended = errors.New("changed by another writer on every attempt")
+// ErrConfigContended: a config znode changed under every attempt of an
+// edit, which gave up rather than lose a write.
+var ErrConfigContended = errors.New("changed by another writer on every attempt")
 
 // editConfigAnnounced is a read-modify-write of parent/name that loses no
 // concurrent change: edit gets the configs as read, and the write is
@@ -400,5 +401,5 @@ func (c *Client) editConfigAnnounced(parent, name, entity string, edit func(map[
 			return cfg, nil
 		}
 	}
-	return nil, fmt.Errorf("zookeeper: set %s: %w", p, errConfigContended)
+	return nil, fmt.Errorf("zookeeper: set %s: %w", p, ErrConfigContended)
 }

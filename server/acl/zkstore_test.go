@@ -6,23 +6,20 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/ferry-mq/ferry/replication/zookeeper"
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/test/harness"
 	"github.com/ferry-mq/ferry/test/zkserver"
+	"github.com/ferry-mq/ferry/test/zktest"
 )
 
 var zks zkserver.Shared
 
 func TestMain(m *testing.M) { os.Exit(zks.Main(m)) }
-
-var chrootSeq atomic.Int64
 
 // broker is one ZooKeeper session with its authorizer, as each broker of a
 // cluster has.
@@ -34,21 +31,13 @@ type zkBroker struct {
 
 func openZKBroker(t *testing.T, connect string) zkBroker {
 	t.Helper()
-	c, err := zookeeper.Open(connect, 10*time.Second, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for range c.Events() {
-		}
-	}()
+	c := zktest.Open(t, connect)
 	a := New(Config{})
 	s, err := OpenZKStore(c, a, slog.New(slog.DiscardHandler))
 	if err != nil {
-		c.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close(); c.Close() })
+	t.Cleanup(s.Close)
 	return zkBroker{a: a, m: NewManager(a, s), store: s}
 }
 
@@ -57,7 +46,7 @@ func openZKBroker(t *testing.T, connect string) zkBroker {
 // deletion reaches the other broker too.
 func TestZKStoreAcrossBrokers(t *testing.T) {
 	srv := zks.Require(t)
-	chroot := fmt.Sprintf("/ferry-acl-test/%d-%d", os.Getpid(), chrootSeq.Add(1))
+	chroot := zktest.Chroot(t)
 	connect := srv.Addr() + chroot
 	b1, b2 := openZKBroker(t, connect), openZKBroker(t, connect)
 	ctx := context.Background()
@@ -133,7 +122,7 @@ func TestZKStoreAcrossBrokers(t *testing.T) {
 // once both land (conditional writes, retried).
 func TestZKStoreConcurrentWriters(t *testing.T) {
 	srv := zks.Require(t)
-	connect := srv.Addr() + fmt.Sprintf("/ferry-acl-test/%d-%d", os.Getpid(), chrootSeq.Add(1))
+	connect := srv.Addr() + zktest.Chroot(t)
 	b1, b2 := openZKBroker(t, connect), openZKBroker(t, connect)
 	const n = 20
 	done := make(chan error, 2*n)
@@ -156,7 +145,7 @@ func TestZKStoreConcurrentWriters(t *testing.T) {
 
 func TestZKStoreRefusesNamesThatAreNotZnodes(t *testing.T) {
 	srv := zks.Require(t)
-	b := openZKBroker(t, srv.Addr()+fmt.Sprintf("/ferry-acl-test/%d-%d", os.Getpid(), chrootSeq.Add(1)))
+	b := openZKBroker(t, srv.Addr()+zktest.Chroot(t))
 	for _, name := range []string{"a/b", "..", "x\x00"} {
 		err := b.m.Create([]Binding{{lit(auth.ResourceGroup, name), allow(alice, "*", auth.OpRead)}})[0]
 		if !errors.Is(err, ErrInvalid) {

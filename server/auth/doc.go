@@ -15,6 +15,8 @@
 // listener; it checks them against ScramCredential verifiers, never
 // passwords. Credentials answer lookups from memory: CredentialSet is the
 // in-memory twin, FileStore a single node's users.json (rewritten
-// atomically, mode 0600), and replication/zookeeper's UserStore a
-// cluster's /config/users in Kafka's own format.
+// atomically, mode 0600), and ZKUserStore a
+// cluster's /config/users in Kafka's own format (zkstore.go, over
+// replication/zookeeper's entity-config znodes). API tokens likewise: a
+// node's file or ZKTokenStore's /ferry/tokens.
 package auth

@@ -149,7 +149,7 @@ func (s *TokenSet) remove(id string) bool {
 }
 
 // TokenStore keeps API tokens: a single node's file, or ZooKeeper's
-// (replication/zookeeper).
+// (ZKTokenStore).
 type TokenStore interface {
 	LookupAPIToken(id string) (APIToken, bool)
 	List() []APIToken

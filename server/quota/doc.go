@@ -47,6 +47,6 @@
 // no request_percentage quota reads no clock for it (LimitsRequests).
 //
 // Manager is the broker's in-memory copy and the buckets; the caller
-// feeds it what a Store holds (FileStore on a single node, ZooKeeper on a
+// feeds it what a Store holds (FileStore on a single node, ZKStore on a
 // cluster) and asks it for throttle times.
 package quota

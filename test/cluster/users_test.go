@@ -77,7 +77,7 @@ func TestUsersReachEveryBroker(t *testing.T) {
 	})
 	t.Logf("alice reached broker 3 in %v", took)
 
-	cfg, err := zkOf(t, nodes[0]).UserConfig("alice")
+	cfg, err := auth.ZKUserConfig(zkOf(t, nodes[0]), "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

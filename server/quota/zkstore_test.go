@@ -1,28 +1,37 @@
-package zookeeper
+package quota_test
 
 import (
+	"log/slog"
 	"maps"
 	"net/netip"
+	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/quota"
+	"github.com/ferry-mq/ferry/test/zkserver"
+	"github.com/ferry-mq/ferry/test/zktest"
 )
+
+var zks zkserver.Shared
+
+func TestMain(m *testing.M) { os.Exit(zks.Main(m)) }
 
 // Quotas are written in Kafka's layout beside a user's SCRAM credentials
 // (neither write loses the other's keys), announced by entity path, and
 // read into another broker's manager by Reload.
 func TestQuotasBesideCredentialsAndAnnounced(t *testing.T) {
-	connect := zks.Require(t).Addr() + testChroot(t)
-	c := open(t, connect, 10*time.Second)
-	other := open(t, connect, 10*time.Second)
-	w := other.WatchConfigChanges()
+	srv := zks.Require(t)
+	chroot := zktest.Chroot(t)
+	zc, zother := zktest.Open(t, srv.Addr()+chroot), zktest.Open(t, srv.Addr()+chroot)
+	c, other := quota.NewZKStore(zc), quota.NewZKStore(zother)
+	w := zother.WatchConfigChanges()
 	defer w.Stop()
-	cursor := other.ConfigChangesAfter(<-w.C)
+	cursor := zother.ConfigChangesAfter(<-w.C)
 
-	users, err := c.OpenUserStore()
+	users, err := auth.OpenZKUserStore(zc, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,17 +46,14 @@ func TestQuotasBesideCredentialsAndAnnounced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, _, err := c.get("/config/users/alice")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := zktest.Raw(t, srv.Addr(), chroot+"/config/users/alice")
 	want := `{"version":1,"config":{"SCRAM-SHA-256":"` + auth.FormatScramCredential(cred) + `","producer_byte_rate":"1024"}}`
 	if string(data) != want {
 		t.Fatalf("znode\n%s\nwant\n%s", data, want)
 	}
 	for _, p := range []string{"/config/users/alice/clients/app", "/config/clients/<default>"} {
-		if data, _, err := c.get(p); err != nil || string(data) != `{"version":1,"config":{"producer_byte_rate":"1024"}}` {
-			t.Fatalf("%s: %s %v", p, data, err)
+		if data := zktest.Raw(t, srv.Addr(), chroot+p); string(data) != `{"version":1,"config":{"producer_byte_rate":"1024"}}` {
+			t.Fatalf("%s: %s", p, data)
 		}
 	}
 	// A credential change keeps the quota.
@@ -104,12 +110,13 @@ func TestQuotasBesideCredentialsAndAnnounced(t *testing.T) {
 // ips/<ip>, and read by another broker; a Kafka-written znode naming the
 // address otherwise than canonically still holds it.
 func TestIPQuotasInKafkasLayout(t *testing.T) {
-	connect := zks.Require(t).Addr() + testChroot(t)
-	c := open(t, connect, 10*time.Second)
-	other := open(t, connect, 10*time.Second)
-	w := other.WatchConfigChanges()
+	srv := zks.Require(t)
+	chroot := zktest.Chroot(t)
+	zc, zother := zktest.Open(t, srv.Addr()+chroot), zktest.Open(t, srv.Addr()+chroot)
+	c, other := quota.NewZKStore(zc), quota.NewZKStore(zother)
+	w := zother.WatchConfigChanges()
 	defer w.Stop()
-	cursor := other.ConfigChangesAfter(<-w.C)
+	cursor := zother.ConfigChangesAfter(<-w.C)
 
 	m := quota.NewManager()
 	for _, e := range []quota.Entity{{IP: quota.Named("127.0.0.1")}, {IP: quota.DefaultComponent}} {
@@ -118,8 +125,8 @@ func TestIPQuotasInKafkasLayout(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"/config/ips/127.0.0.1", "/config/ips/<default>"} {
-		if data, _, err := c.get(p); err != nil || string(data) != `{"version":1,"config":{"connection_creation_rate":"5"}}` {
-			t.Fatalf("%s: %s %v", p, data, err)
+		if data := zktest.Raw(t, srv.Addr(), chroot+p); string(data) != `{"version":1,"config":{"connection_creation_rate":"5"}}` {
+			t.Fatalf("%s: %s", p, data)
 		}
 	}
 	var announced []string
@@ -151,7 +158,7 @@ func TestIPQuotasInKafkasLayout(t *testing.T) {
 		t.Fatalf("other broker after Reload: %v", remote.Get(quota.Entity{IP: quota.Named("127.0.0.1")}))
 	}
 	// As kafka-configs.sh --entity-name 0:0:0:0:0:0:0:1 writes it.
-	if _, err := c.editConfigAnnounced(ipsConfigPath, "0:0:0:0:0:0:0:1", "ips/0:0:0:0:0:0:0:1", func(cfg map[string]string) error {
+	if _, err := zc.EditEntityConfig("ips/0:0:0:0:0:0:0:1", func(cfg map[string]string) error {
 		cfg[quota.ConnectionCreationRate] = "3"
 		return nil
 	}); err != nil {
