@@ -283,18 +283,11 @@ func (ps *producerState) copyEntries() []snapshotProducer {
 }
 
 func (ps *producerState) writeSnapshot(offset int64, data []byte) error {
+	// Not fsynced, as Kafka leaves its snapshots to the page cache: a
+	// snapshot is CRC-checked when read and rebuilt from the log when it
+	// is missing or torn. The *.tmp of a crash is removed by storage.
 	path := filepath.Join(ps.dir, snapshotName(offset))
-	tmp := path + ".tmp" // storage removes *.tmp left by a crash
-	f, err := ps.fs.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write producer snapshot %d: %w", offset, err)
-	}
-	_, err = f.Write(data)
-	if err = errors.Join(err, f.Close()); err == nil {
-		err = ps.fs.Rename(tmp, path)
-	}
-	if err != nil {
-		ps.fs.Remove(tmp)
+	if err := storage.WriteFileAtomic(ps.fs, path, data, 0o644, storage.Atomic); err != nil {
 		return fmt.Errorf("write producer snapshot %d: %w", offset, err)
 	}
 	return nil

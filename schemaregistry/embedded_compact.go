@@ -1,12 +1,13 @@
 package schemaregistry
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
+
+	"github.com/ferry-mq/ferry/storage"
 )
 
 // Compaction: the journal only grows, so on open, when it holds more than
@@ -73,31 +74,16 @@ func (s *EmbeddedStore) compactIfWorthIt(f *os.File, size int64, lines int) (*os
 	}
 	// Until the rename, a failure leaves the old journal in use: the
 	// next open tries again.
-	tmp := s.path + ".tmp"
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return f, size, nil
-	}
-	w := bufio.NewWriter(out)
-	var n int64
+	var buf bytes.Buffer
 	for _, e := range snap {
 		line, _ := json.Marshal(e)
-		line = append(line, '\n')
-		w.Write(line)
-		n += int64(len(line))
+		buf.Write(line)
+		buf.WriteByte('\n')
 	}
-	if err := w.Flush(); err == nil {
-		err = out.Sync()
-	}
-	out.Close()
-	if err == nil {
-		err = os.Rename(tmp, s.path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := storage.WriteFileAtomic(storage.OSFS{}, s.path, buf.Bytes(), 0o644, storage.Durable); err != nil {
 		return f, size, nil
 	}
-	syncDir(filepath.Dir(s.path))
+	n := int64(buf.Len())
 	f.Close()
 	nf, err := os.OpenFile(s.path, os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {

@@ -1,10 +1,8 @@
 package storage
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -20,26 +18,11 @@ const (
 	checkpointVersion = "0"
 )
 
-// writeCheckpoint replaces path with "0\n<value>\n" through a temporary file
-// and a rename, so a reader sees the old or the new value, never a mix.
-// durable fsyncs the data before the rename.
-func writeCheckpoint(fsys FS, path string, value int64, durable bool) error {
-	tmp := path + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write checkpoint %s: %w", filepath.Base(path), err)
-	}
-	_, err = f.Write([]byte(checkpointVersion + "\n" + strconv.FormatInt(value, 10) + "\n"))
-	if err == nil && durable {
-		err = f.Sync()
-	}
-	if err = errors.Join(err, f.Close()); err == nil {
-		err = fsys.Rename(tmp, path)
-	}
-	if err != nil {
-		return fmt.Errorf("write checkpoint %s: %w", filepath.Base(path), err)
-	}
-	return nil
+// writeCheckpoint replaces path with "0\n<value>\n" (WriteFileAtomic), so a
+// reader sees the old or the new value, never a mix.
+func writeCheckpoint(fsys FS, path string, value int64) error {
+	data := []byte(checkpointVersion + "\n" + strconv.FormatInt(value, 10) + "\n")
+	return WriteFileAtomic(fsys, path, data, 0o644, Durable)
 }
 
 // recoveryCheckpoint rewrites the recovery point in place, in an open file

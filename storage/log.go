@@ -307,15 +307,7 @@ func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }
 
 // syncDir makes created, renamed and removed names in dir durable.
 func (l *Log) syncDir() error {
-	d, err := l.fs.OpenFile(l.dir, os.O_RDONLY, 0)
-	if err != nil {
-		return fmt.Errorf("sync dir: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := syncDir(l.fs, l.dir); err != nil {
 		return fmt.Errorf("sync dir: %w", err)
 	}
 	return nil

@@ -114,7 +114,7 @@ func (l *Log) deleteOldest(n int, newStart int64) error {
 	l.mu.Lock()
 	newStart = max(newStart, l.mu.startOffset)
 	l.mu.Unlock()
-	if err := writeCheckpoint(l.fs, l.path(logStartFile), newStart, true); err != nil {
+	if err := writeCheckpoint(l.fs, l.path(logStartFile), newStart); err != nil {
 		return fmt.Errorf("persist log start offset: %w", err)
 	}
 	l.mu.Lock()

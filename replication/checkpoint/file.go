@@ -16,41 +16,11 @@ import (
 // is some 200,000 partitions: far beyond a broker, well below harm.
 const MaxFileSize = 64 << 20
 
-// WriteFile replaces path with data so that a crash leaves the old file or
-// the new one, never a mix or nothing: it writes path+".tmp", fsyncs it,
-// renames it over path and fsyncs the directory, as Kafka's CheckpointFile
-// does.
+// WriteFile replaces path with data, durably (storage.WriteFileAtomic), so
+// that a crash leaves the old file or the new one, never a mix or nothing,
+// as Kafka's CheckpointFile does.
 func WriteFile(fsys storage.FS, path string, data []byte) error {
-	if err := writeTemp(fsys, path+".tmp", data); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	if err := fsys.Rename(path+".tmp", path); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	if err := syncDir(fsys, filepath.Dir(path)); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return nil
-}
-
-func writeTemp(fsys storage.FS, tmp string, data []byte) error {
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	return errors.Join(err, f.Close())
-}
-
-func syncDir(fsys storage.FS, dir string) error {
-	d, err := fsys.OpenFile(dir, os.O_RDONLY, 0)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
+	return storage.WriteFileAtomic(fsys, path, data, 0o644, storage.Durable)
 }
 
 // ReadFile returns the contents of path; a missing file gives nil and no
