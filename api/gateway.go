@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/metrics"
+	"github.com/ferry-mq/ferry/server/quota"
 	"github.com/ferry-mq/ferry/web"
 )
 
@@ -146,7 +147,7 @@ type Gateway struct {
 	// authn is Config.Auth in use; nil when authentication is off.
 	authn *authenticator
 	// limiter is Config.RequestsPerSecond in use; nil: no limit.
-	limiter *requestLimiter
+	limiter *quota.PrincipalRates
 	// peers carries hand-ons to the other gateways; peerScheme is http
 	// or https.
 	peers      *http.Transport
@@ -166,7 +167,7 @@ func New(b *server.Broker, cfg Config) (*Gateway, error) {
 		g.peers.DialTLSContext = cfg.PeerDialTLS
 	}
 	if cfg.RequestsPerSecond > 0 {
-		g.limiter = newRequestLimiter(cfg.RequestsPerSecond, nil)
+		g.limiter = quota.NewPrincipalRates(cfg.RequestsPerSecond)
 	}
 	if cfg.Auth != nil {
 		a, err := newAuthenticator(*cfg.Auth)

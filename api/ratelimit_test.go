@@ -25,7 +25,7 @@ func TestRateLimitPerPrincipal(t *testing.T) {
 		c.Auth = &HTTPAuth{Credentials: creds, SessionKey: testSessionKey}
 		c.RequestsPerSecond = 5
 	})
-	e.gateway.limiter.now = clock // the test's clock drives the limiter
+	e.gateway.limiter.Now = clock // the test's clock drives the limiter
 	basic := func(user string) map[string]string {
 		return map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":pw"))}
 	}

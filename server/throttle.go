@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ferry-mq/ferry/replication/quota"
+	"github.com/ferry-mq/ferry/replication/throttle"
 )
 
 // The replication throttle, as Kafka names it: each broker has a leader
@@ -51,7 +51,7 @@ var dynamicBrokerConfigs = map[string]func(string) error{
 
 // replicationThrottle holds the broker's two rates.
 type replicationThrottle struct {
-	leader, follower quota.Rate
+	leader, follower throttle.Rate
 }
 
 // ChangeBrokerConfigs applies ops to the dynamic configs of entity (a
@@ -144,7 +144,7 @@ func (b *Broker) reloadBrokerConfigsLocked() error {
 		}
 		n, err := parseLong(v)
 		if !ok || err != nil {
-			return quota.Unlimited
+			return throttle.Unlimited
 		}
 		return n
 	}
@@ -199,7 +199,7 @@ func (b *Broker) DynamicBrokerConfigs() ([]DynamicBrokerConfig, error) {
 }
 
 // ReplicationThrottleRates are the leader and follower rates in force
-// (quota.Unlimited: none).
+// (throttle.Unlimited: none).
 func (b *Broker) ReplicationThrottleRates() (leader, follower int64) {
 	return b.throttle.leader.Limit(), b.throttle.follower.Limit()
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/replication/isr"
-	"github.com/ferry-mq/ferry/replication/quota"
+	"github.com/ferry-mq/ferry/replication/throttle"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
 )
@@ -232,7 +232,7 @@ func cleanupPolicy(v string) error {
 // throttledReplicas is Kafka's ThrottledReplicaListValidator: "*" or
 // partition:broker pairs.
 func throttledReplicas(v string) error {
-	_, err := quota.ParseReplicas(v)
+	_, err := throttle.ParseReplicas(v)
 	return err
 }
 
@@ -281,7 +281,7 @@ type topicSettings struct {
 	// leaderThrottled and followerThrottled are the throttled-replica
 	// lists: the replicas whose copying the broker throttles as a leader
 	// serving them, and as a follower fetching them.
-	leaderThrottled, followerThrottled quota.Replicas
+	leaderThrottled, followerThrottled throttle.Replicas
 }
 
 // replication is the partition leader's settings from the topic's.
@@ -360,8 +360,8 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 	s.log.MaxBatchBytes = s.maxMessageBytes
 	// validateTopicConfigs has checked them; a value stored by an older
 	// writer that does not parse throttles nothing.
-	s.leaderThrottled, _ = quota.ParseReplicas(cfgs[CfgLeaderThrottledReplicas])
-	s.followerThrottled, _ = quota.ParseReplicas(cfgs[CfgFollowerThrottledReplicas])
+	s.leaderThrottled, _ = throttle.ParseReplicas(cfgs[CfgLeaderThrottledReplicas])
+	s.followerThrottled, _ = throttle.ParseReplicas(cfgs[CfgFollowerThrottledReplicas])
 	return s
 }
 

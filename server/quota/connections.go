@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/ferry-mq/ferry/replication/throttle"
 )
 
 // Connection creation rates (KIP-612). Two kinds, decided here without
@@ -36,8 +38,8 @@ const maxIPBuckets = 10000
 
 // newConnBucket is a connection rate's bucket, full: rate connections a
 // second (0 refuses every one), saving and owing burstOf(rate).
-func newConnBucket(rate float64, now time.Time) tokenBucket {
-	return tokenBucket{rate: rate, capacity: burstOf(rate), balance: burstOf(rate), at: now}
+func newConnBucket(rate float64, now time.Time) throttle.Bucket {
+	return throttle.NewBucket(rate, burstOf(rate), burstOf(rate), burstOf(rate), now)
 }
 
 // burstOf is what a bucket saves up: one second of its rate, and at least
@@ -50,7 +52,7 @@ type ipRates struct {
 	limits     map[netip.Addr]float64
 	deflt      float64 // the <default> ip's rate, when hasDefault
 	hasDefault bool
-	buckets    map[netip.Addr]*tokenBucket
+	buckets    map[netip.Addr]*throttle.Bucket
 }
 
 // reset reads the ip quotas from t and starts every address's rate afresh.
@@ -69,7 +71,7 @@ func (r *ipRates) reset(t Table) {
 			r.limits[a.Unmap()] = v
 		}
 	}
-	r.buckets = map[netip.Addr]*tokenBucket{}
+	r.buckets = map[netip.Addr]*throttle.Bucket{}
 }
 
 func (r *ipRates) any() bool { return len(r.limits) > 0 || r.hasDefault }
@@ -89,7 +91,7 @@ func (r *ipRates) prune(now time.Time) {
 		return
 	}
 	for ip, b := range r.buckets {
-		if b.refill(now); b.balance >= b.capacity { // dropping it loses nothing
+		if b.Refill(now); b.Full() { // dropping it loses nothing
 			delete(r.buckets, ip)
 		}
 	}
@@ -136,15 +138,15 @@ func (m *Manager) AdmitConnection(ip netip.Addr, now time.Time) (refused bool, c
 		b = &nb
 		m.mu.ips.buckets[ip] = b
 	}
-	if b.rate <= 0 { // the address may not connect at all
+	if rate <= 0 { // the address may not connect at all
 		return true, ConnectionWindow
 	}
-	b.refill(now)
-	if b.balance >= 1 {
-		b.take(1)
+	b.Refill(now)
+	if b.Balance() >= 1 {
+		b.Take(1)
 		return false, 0
 	}
-	return true, b.until(1, ConnectionWindow)
+	return true, b.Until(1, ConnectionWindow)
 }
 
 // ConnectionRate is a listener's max.connection.creation.rate: every
@@ -153,7 +155,7 @@ func (m *Manager) AdmitConnection(ip netip.Addr, now time.Time) (refused bool, c
 type ConnectionRate struct {
 	mu struct {
 		sync.Mutex
-		b tokenBucket
+		b throttle.Bucket
 	}
 }
 
@@ -172,9 +174,9 @@ func (r *ConnectionRate) Record(now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b := &r.mu.b
-	b.refill(now)
-	b.take(1)
-	return b.until(0, ConnectionWindow)
+	b.Refill(now)
+	b.Take(1)
+	return b.Until(0, ConnectionWindow)
 }
 
 // Unrecord gives back a connection Record counted that was then refused
@@ -183,6 +185,6 @@ func (r *ConnectionRate) Record(now time.Time) time.Duration {
 func (r *ConnectionRate) Unrecord(now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.mu.b.refill(now)
-	r.mu.b.give(1)
+	r.mu.b.Refill(now)
+	r.mu.b.Give(1)
 }

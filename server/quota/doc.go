@@ -29,7 +29,8 @@
 //
 // The quota types are producer_byte_rate, consumer_byte_rate and
 // request_percentage, all enforced. Each entity's byte rate is a token
-// bucket (replication/quota.Rate's kind) that refills at the quota and
+// bucket (replication/throttle.Rate, over throttle.Bucket, the one token
+// bucket behind every rate here) that refills at the quota and
 // saves at most one second of it; a request records its bytes and, when
 // the balance is below zero, earns the delay that brings it back to zero
 // — the time after which the entity's rate is within its quota again,

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	rq "github.com/ferry-mq/ferry/replication/quota"
+	"github.com/ferry-mq/ferry/replication/throttle"
 )
 
 // MaxThrottle caps one response's throttle time, so a client's next
@@ -43,7 +43,7 @@ type bucketKey struct {
 }
 
 type bucket struct {
-	rate rq.Rate
+	rate throttle.Rate
 	used time.Time
 }
 

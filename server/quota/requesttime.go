@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferry-mq/ferry/replication/throttle"
 )
 
 // RequestWindow bounds a request-time bucket both ways: it saves up at
@@ -20,7 +22,7 @@ const RequestWindow = time.Second
 // whole handler thread), saves and owes at most RequestWindow of that, and
 // each request draws its handler time.
 type handlerTime struct {
-	tokens tokenBucket // in seconds of handler time
+	tokens throttle.Bucket // in seconds of handler time
 	used   time.Time
 }
 
@@ -29,15 +31,16 @@ type handlerTime struct {
 // its size.
 func newHandlerTime(percentage float64, now time.Time) *handlerTime {
 	share := max(percentage/100, math.SmallestNonzeroFloat64)
-	return &handlerTime{tokens: tokenBucket{rate: share, capacity: RequestWindow.Seconds() * share, at: now}}
+	window := RequestWindow.Seconds() * share
+	return &handlerTime{tokens: throttle.NewBucket(share, window, window, 0, now)}
 }
 
 // record draws d and returns the delay that brings the balance back to
 // zero (0: within the share).
 func (h *handlerTime) record(d time.Duration, now time.Time) time.Duration {
-	h.tokens.refill(now)
-	h.tokens.take(max(d, 0).Seconds())
-	return h.tokens.until(0, RequestWindow)
+	h.tokens.Refill(now)
+	h.tokens.Take(max(d, 0).Seconds())
+	return h.tokens.Until(0, RequestWindow)
 }
 
 // LimitsRequests reports whether any entity has a request_percentage

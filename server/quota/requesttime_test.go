@@ -93,7 +93,8 @@ func TestRequestTimePrecedence(t *testing.T) {
 		t.Fatalf("bob: %+v, want 100ms against clients/b (the default, per client id)", th)
 	}
 	// The byte rate of the same entity is its own.
-	if d := m.Record(ProducerByteRate, "alice", "a", 1<<10, now).Delay; d != time.Second/1024 {
+	// 1 KiB at 1 MiB/s, rounded up to the nanosecond.
+	if d := m.Record(ProducerByteRate, "alice", "a", 1<<10, now).Delay; d != time.Second/1024+1 {
 		t.Fatalf("alice's bytes: %v", d)
 	}
 }

@@ -1,4 +1,4 @@
-// Package quota holds the replication throttle's decisions, without I/O:
+// Package throttle holds the replication throttle's decisions, without I/O:
 // a byte rate that says when its bound is used up (Kafka's
 // ReplicationQuotaManager) and the throttled-replica lists of the topic
 // configs (leader.replication.throttled.replicas,
@@ -10,4 +10,9 @@
 // while its balance is below zero. Copying asks before each fetch and
 // records the bytes after, so it overshoots by at most one fetch and the
 // long-run rate is the bound.
-package quota
+//
+// Bucket is ferry's one token bucket: the client quotas' byte rates,
+// request time and connection rates, and the HTTP gateway's per-principal
+// request limit (all in server/quota) use it too, each with its own
+// capacity and debt.
+package throttle

@@ -1,5 +1,9 @@
 package auth
 
+// The vocabulary of authorization (Kafka's operations, resource types,
+// pattern types, permissions) and the Authorizer port the listeners ask.
+// The ACLs themselves, their stores and the decision live in server/acl.
+
 import (
 	"context"
 	"fmt"

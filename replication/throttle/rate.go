@@ -1,4 +1,4 @@
-package quota
+package throttle
 
 import (
 	"math"
@@ -9,10 +9,11 @@ import (
 // Rate is a replication throttle: Unlimited until SetLimit gives it a
 // bound in bytes per second. It is safe for concurrent use.
 type Rate struct {
-	mu      sync.Mutex
-	limit   float64 // bytes per second; 0: unlimited
-	balance float64 // bytes that may still be copied; below 0: exceeded
-	at      time.Time
+	mu    sync.Mutex
+	limit float64 // bytes per second; 0: unlimited
+	// bytes saves at most one second of the bound and owes whatever
+	// was copied: a fetch's bytes are owed whole.
+	bytes Bucket
 }
 
 // Unlimited is the bound of a rate no config sets (Kafka's default,
@@ -29,7 +30,8 @@ func (r *Rate) SetLimit(limit int64, now time.Time) {
 		return
 	}
 	if float64(limit) != r.limit {
-		r.limit, r.balance, r.at = float64(limit), 0, now
+		r.limit = float64(limit)
+		r.bytes = NewBucket(r.limit, r.limit, Unbounded, 0, now)
 	}
 }
 
@@ -43,15 +45,6 @@ func (r *Rate) Limit() int64 {
 	return int64(r.limit)
 }
 
-// refill adds what the time since the last look earned, up to one second
-// of the bound. r.mu is held.
-func (r *Rate) refill(now time.Time) {
-	if elapsed := now.Sub(r.at).Seconds(); elapsed > 0 {
-		r.balance = min(r.balance+elapsed*r.limit, r.limit)
-		r.at = now
-	}
-}
-
 // Exceeded reports whether copying must wait: the bytes recorded have
 // used up the bound.
 func (r *Rate) Exceeded(now time.Time) bool { return r.Delay(now) > 0 }
@@ -63,11 +56,8 @@ func (r *Rate) Delay(now time.Time) time.Duration {
 	if r.limit == 0 {
 		return 0
 	}
-	r.refill(now)
-	if r.balance >= 0 {
-		return 0
-	}
-	return time.Duration(-r.balance / r.limit * float64(time.Second))
+	r.bytes.Refill(now)
+	return r.bytes.Until(0, math.MaxInt64)
 }
 
 // Record counts n bytes copied under the throttle.
@@ -77,6 +67,6 @@ func (r *Rate) Record(n int, now time.Time) {
 	if r.limit == 0 || n <= 0 {
 		return
 	}
-	r.refill(now)
-	r.balance -= float64(n)
+	r.bytes.Refill(now)
+	r.bytes.Take(float64(n))
 }
