@@ -8,19 +8,11 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // pollUntil polls cond, failing after 10 s.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func reads(t *testing.T, b *server.Broker, topic string, partition int32) int64 {
 	t.Helper()
 	n, err := b.LogReads(topic, partition)
@@ -40,7 +32,7 @@ func TestLongPollReadsNothingUntilData(t *testing.T) {
 	}
 	got := make(chan answer, 1)
 	go func() { got <- e.do(t, "GET", "/kafka/lp/partitions/0/records?offset=0&timeout_ms=5000", "", "") }()
-	pollUntil(t, "the read to wait", func() bool { return e.broker.WaitingFetches("lp", 0) == 1 })
+	harness.WaitFor(t, "the read to wait", 10*time.Second, func() bool { return e.broker.WaitingFetches("lp", 0) == 1 })
 	if n := reads(t, e.broker, "lp", 0); n != 0 {
 		t.Fatalf("%d log reads while waiting, want 0", n)
 	}
@@ -73,7 +65,7 @@ func TestRestConsumerWaitReadsNothingUntilData(t *testing.T) {
 	before := runtime.NumGoroutine()
 	got := make(chan answer, 1)
 	go func() { got <- e.get(t, path, typeRestJSON, "") }()
-	pollUntil(t, "the poll to wait on both partitions", func() bool {
+	harness.WaitFor(t, "the poll to wait on both partitions", 10*time.Second, func() bool {
 		return e.broker.WaitingFetches("rc", 0) == 1 && e.broker.WaitingFetches("rc", 1) == 1
 	})
 	// The test's own goroutine and net/http's background read of the
@@ -111,7 +103,7 @@ func TestStreamWaitReadsNothingUntilData(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	pollUntil(t, "the stream to wait", func() bool { return e.broker.WaitingFetches("sse", 0) == 1 })
+	harness.WaitFor(t, "the stream to wait", 10*time.Second, func() bool { return e.broker.WaitingFetches("sse", 0) == 1 })
 	if n := reads(t, e.broker, "sse", 0); n != 0 {
 		t.Fatalf("%d log reads while the stream waits, want 0", n)
 	}

@@ -11,6 +11,8 @@ import (
 	sr "github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/schemaregistry/internal/pgtest"
 	"github.com/ferry-mq/ferry/schemaregistry/internal/storetest"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // twoNodes opens two registries on one database, as two ferry nodes would.
@@ -161,26 +163,15 @@ func TestTwoNodesSeeEachOthersChanges(t *testing.T) {
 	if _, err := a.DeleteSubject(ctx, "s", false); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "b sees a's soft delete", func() bool {
+	harness.WaitFor(t, "b sees a's soft delete", 10*time.Second, func() bool {
 		_, err := b.GetVersion(ctx, "s", 1, false)
 		return errors.Is(err, sr.ErrSubjectNotFound)
 	})
 	if _, err := a.DeleteSubject(ctx, "s", true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "b sees a's permanent delete", func() bool {
+	harness.WaitFor(t, "b sees a's permanent delete", 10*time.Second, func() bool {
 		_, err := b.SchemaByID(ctx, id)
 		return errors.Is(err, sr.ErrSchemaNotFound)
 	})
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

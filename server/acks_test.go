@@ -9,6 +9,8 @@ import (
 
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 func oneBatch(t *testing.T, value string) []byte {
@@ -76,7 +78,7 @@ func TestWaitAcksAnswersEachPartition(t *testing.T) {
 
 	waited := make(chan error, 1)
 	go func() { waited <- b.WaitAcks(ctx, []Appended{ahead}, time.Minute)[0] }()
-	waitFor(t, func() bool { return b.WaitingFetches("acks", 1) == 1 }) // the acks wait is registered
+	harness.WaitFor(t, "the acks wait to register", 10*time.Second, func() bool { return b.WaitingFetches("acks", 1) == 1 })
 	if err := b.DeleteTopic("acks"); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,7 @@ func TestWaitAcksCutShortAnswersBrokerNotAvailable(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	waited := make(chan error, 1)
 	go func() { waited <- b.WaitAcks(ctx, []Appended{ahead}, time.Minute)[0] }()
-	waitFor(t, func() bool { return b.WaitingFetches("cut", 0) == 1 }) // the acks wait is registered
+	harness.WaitFor(t, "the acks wait to register", 10*time.Second, func() bool { return b.WaitingFetches("cut", 0) == 1 })
 	cancel()
 	if err := <-waited; !errors.Is(err, ErrShuttingDown) || KafkaCode(err) != KafkaBrokerNotAvailable {
 		t.Fatalf("a cancelled wait: %v (code %d)", err, KafkaCode(err))

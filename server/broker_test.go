@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server/records"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // testLogger routes broker logs to t.Log.
@@ -291,21 +293,10 @@ func TestTopicAdmin(t *testing.T) {
 		t.Fatalf("recreated topic has hw %d", hw)
 	}
 	b = reopen(t, b)
-	waitFor(t, func() bool {
+	harness.WaitFor(t, "the deleted partitions' directories to go", 10*time.Second, func() bool {
 		matches, _ := filepath.Glob(filepath.Join(b.cfg.DataDir, "*"+deleteSuffix))
 		return len(matches) == 0
 	})
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestFetchLongPollWakesOnProduce(t *testing.T) {
@@ -388,7 +379,7 @@ func TestRetentionMovesLogStart(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		produceValues(t, b, "short", 0, strings.Repeat("r", 200))
 	}
-	waitFor(t, func() bool {
+	harness.WaitFor(t, "retention to move the log start", 10*time.Second, func() bool {
 		start, _, _ := b.ListOffset("short", 0, OffsetEarliest)
 		return start > 0
 	})

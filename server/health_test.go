@@ -12,6 +12,8 @@ import (
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage/errorfs"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // diskFaults fail a partition's log mid-append. sync: the produce asks for
@@ -79,7 +81,7 @@ func TestFailedPartitionReportedAndRecovered(t *testing.T) {
 				produceValues(t, b, "t", 1, "other") // never offline
 
 				if byProbe {
-					waitFor(t, func() bool { return len(b.PartitionHealth().Offline) == 0 })
+					harness.WaitFor(t, "the probe to bring the partition back", 10*time.Second, func() bool { return len(b.PartitionHealth().Offline) == 0 })
 				} else if ok, err := b.RecoverPartition("t", 0); !ok || err != nil {
 					t.Fatalf("RecoverPartition after the fault cleared: %v %v", ok, err)
 				}

@@ -15,6 +15,8 @@ import (
 	"github.com/ferry-mq/ferry/replication/checkpoint"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage/errorfs"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // clusterReplica is a cluster broker's configuration (its partitions wait
@@ -104,10 +106,10 @@ func TestHighWatermarksCheckpointedOnTheInterval(t *testing.T) {
 	holds := func(want string) func() bool {
 		return func() bool { data, _ := os.ReadFile(checkpointPath(b)); return string(data) == want }
 	}
-	waitFor(t, holds("0\n1\nrep 0 4\n"))
+	harness.WaitFor(t, "the checkpoint to hold rep 0 4", 10*time.Second, holds("0\n1\nrep 0 4\n"))
 	p, _ := b.partition("rep", 0)
 	p.FollowHighWatermark(9)
-	waitFor(t, holds("0\n1\nrep 0 9\n"))
+	harness.WaitFor(t, "the checkpoint to hold rep 0 9", 10*time.Second, holds("0\n1\nrep 0 9\n"))
 
 	before, err := os.Stat(checkpointPath(b))
 	if err != nil {
@@ -213,19 +215,19 @@ func TestCheckpointWriteFailure(t *testing.T) {
 	holds := func(want string) func() bool {
 		return func() bool { data, _ := os.ReadFile(checkpointPath(b)); return string(data) == want }
 	}
-	waitFor(t, holds("0\n1\nrep 0 4\n"))
+	harness.WaitFor(t, "the checkpoint to hold rep 0 4", 10*time.Second, holds("0\n1\nrep 0 4\n"))
 
 	var failed atomic.Int32
 	fsys.Inject(errorfs.Fault{Op: errorfs.OpRename, PathSuffix: checkpoint.ReplicationOffsetFile, Err: errorfs.EIO,
 		Hook: func(string) { failed.Add(1) }})
 	p, _ := b.partition("rep", 0)
 	p.FollowHighWatermark(7)
-	waitFor(t, func() bool { return failed.Load() >= 3 }) // a few failing ticks
+	harness.WaitFor(t, "a few failing ticks", 10*time.Second, func() bool { return failed.Load() >= 3 })
 	if !holds("0\n1\nrep 0 4\n")() {
 		t.Fatalf("checkpoint after failed writes: %q", readCheckpoint(t, b))
 	}
 	fsys.Clear()
-	waitFor(t, holds("0\n1\nrep 0 7\n"))
+	harness.WaitFor(t, "the checkpoint to hold rep 0 7", 10*time.Second, holds("0\n1\nrep 0 7\n"))
 
 	fsys.Inject(errorfs.Fault{Op: errorfs.OpRename, PathSuffix: checkpoint.ReplicationOffsetFile})
 	p.FollowHighWatermark(8)
