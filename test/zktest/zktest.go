@@ -5,6 +5,7 @@
 package zktest
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -31,6 +32,12 @@ func Chroot(t testing.TB) string {
 func Open(t testing.TB, connect string) *zookeeper.Client {
 	t.Helper()
 	c, err := zookeeper.Open(connect, 10*time.Second, slog.New(slog.DiscardHandler))
+	// A loaded machine (CI, brokers of other tests) can keep the shared
+	// server from answering within one session timeout: try again.
+	for attempt := 1; attempt < 3 && errors.Is(err, zookeeper.ErrConnectionLoss); attempt++ {
+		t.Logf("open %s: %v; trying again", connect, err)
+		c, err = zookeeper.Open(connect, 10*time.Second, slog.New(slog.DiscardHandler))
+	}
 	if err != nil {
 		t.Fatalf("open %s: %v", connect, err)
 	}
