@@ -196,6 +196,8 @@ func (f *fakeForwarder) ListOffset(context.Context, string, int32, int64) (int64
 	return 0, 0, errors.New("not scripted")
 }
 
+func (f *fakeForwarder) LiveBrokers([]ClusterBroker) {}
+
 // A broker leading partition 0 of two, partition 1 led by broker 2: the
 // records for partition 1 are forwarded, once and in request order, the
 // others appended here; a forward that fails leaves partition 0 written

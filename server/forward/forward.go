@@ -68,6 +68,7 @@ const forwardLinger = time.Millisecond
 type Forwarder struct {
 	cl     *kgo.Client
 	logger *slog.Logger
+	guard  *liveGuard
 
 	// known holds the broker ids the client has addresses for; a fetch
 	// to another refreshes the client's metadata first.
@@ -110,20 +111,35 @@ func New(cfg Config) (*Forwarder, error) {
 			return min(max(cfg.MaxBatchBytes(topic), 512), 1<<30)
 		}))
 	}
-	if cfg.Dial != nil {
-		opts = append(opts, kgo.Dialer(cfg.Dial))
-	}
+	// Every connection goes through the guard, which cuts those to brokers
+	// the cluster has declared dead (liveness.go).
+	guard := newLiveGuard(cfg.Dial)
+	opts = append(opts, kgo.Dialer(guard.Dial))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("forwarding client: %w", err)
 	}
-	f := &Forwarder{cl: cl, logger: cfg.Logger.With("component", "forward")}
+	f := &Forwarder{cl: cl, logger: cfg.Logger.With("component", "forward"), guard: guard}
 	f.known.ids = map[int32]bool{}
 	return f, nil
 }
 
 // Close ends the client; forwards still waiting fail.
 func (f *Forwarder) Close() { f.cl.Close() }
+
+// LiveBrokers implements server.Forwarder: connections to brokers no
+// longer live are closed, failing what waits on them, and not opened
+// again until the brokers are live (liveness.go).
+func (f *Forwarder) LiveBrokers(brokers []server.ClusterBroker) { f.guard.SetLive(brokers) }
+
+// Dial connects to a broker's Kafka listener as the forwarding client
+// does: refused while the cluster counts the broker dead, and cut when it
+// comes to. Other clients of this process that talk to brokers (the
+// schema registry's _schemas client) use it so that a frozen broker
+// cannot hold their requests either.
+func (f *Forwarder) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f.guard.Dial(ctx, network, addr)
+}
 
 // forwardState is one Produce call's outcomes, filled by franz-go's
 // promises; after the call returned (timed out) late ones are dropped.
