@@ -192,7 +192,7 @@ func (f *fakeForwarder) Fetch(context.Context, int32, FetchRequest, []byte) (Fet
 	return FetchResult{}, errors.New("not scripted")
 }
 
-func (f *fakeForwarder) ListOffset(context.Context, string, int32, int64) (int64, int64, error) {
+func (f *fakeForwarder) ListOffset(context.Context, int32, string, int32, int64) (int64, int64, error) {
 	return 0, 0, errors.New("not scripted")
 }
 

@@ -339,7 +339,9 @@ func (f *Forwarder) learn(ctx context.Context, id int32) error {
 	}
 	req := kmsg.NewPtrMetadataRequest()
 	req.Topics = []kmsg.MetadataRequestTopic{} // brokers only
-	resp, err := req.RequestWith(ctx, f.cl)
+	// Asked of the seed, this broker itself: franz-go would ask the brokers
+	// it knows in turn, a frozen one among them.
+	resp, err := req.RequestWith(ctx, f.cl.SeedBrokers()[0])
 	if err != nil {
 		return fmt.Errorf("%w: learn the cluster's brokers: %v", server.ErrLeaderNotAvailable, err)
 	}
@@ -356,9 +358,14 @@ func (f *Forwarder) learn(ctx context.Context, id int32) error {
 	return nil
 }
 
-// ListOffset implements server.Forwarder; franz-go sends it to the
-// partition's leader.
-func (f *Forwarder) ListOffset(ctx context.Context, topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
+// ListOffset implements server.Forwarder. It goes to the leader the
+// caller names, as Fetch does, not to the one franz-go's metadata last
+// named: after a leader change that may be the old one, frozen or gone,
+// until franz-go refreshes.
+func (f *Forwarder) ListOffset(ctx context.Context, leader int32, topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
+	if err := f.learn(ctx, leader); err != nil {
+		return 0, 0, err
+	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -367,9 +374,9 @@ func (f *Forwarder) ListOffset(ctx context.Context, topic string, partition int3
 	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, ts, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, f.cl)
+	resp, err := req.RequestWith(ctx, f.cl.Broker(int(leader)))
 	if err != nil {
-		return 0, 0, fmt.Errorf("%w: list offsets of %s-%d: %v", coreError(err), topic, partition, err)
+		return 0, 0, fmt.Errorf("%w: list offsets of %s-%d from broker %d: %v", coreError(err), topic, partition, leader, err)
 	}
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		return 0, 0, fmt.Errorf("%w: list offsets of %s-%d: %d topics answered", server.ErrLeaderNotAvailable, topic, partition, len(resp.Topics))
