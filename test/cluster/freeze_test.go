@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ferry-mq/ferry/test/harness"
@@ -325,4 +326,200 @@ func TestLongFreezeOfTheLeader(t *testing.T) {
 		t.Skip("long: set FERRY_LONG=1 (make test-long)")
 	}
 	runFreezeRounds(t, 10)
+}
+
+// relayProbe is one kind of request a live node relays to a peer.
+type relayProbe struct {
+	name   string
+	method string
+	path   func(k int) string
+	body   func(k int) string
+	header map[string]string
+	// poll is the long poll the request asks for, on top of the bound.
+	poll time.Duration
+}
+
+// send issues the probe's k-th request to n.
+func (rp relayProbe) send(n *harness.Node, k int) probe {
+	var body io.Reader
+	if rp.body != nil {
+		body = strings.NewReader(rp.body(k))
+	}
+	req, _ := http.NewRequest(rp.method, n.URL+rp.path(k), body)
+	for h, v := range rp.header {
+		req.Header.Set(h, v)
+	}
+	began := time.Now()
+	status, header, data, err := timedDo(req)
+	p := probe{took: time.Since(began), status: status, err: err, body: string(data)}
+	if header != nil {
+		p.retryAfter = header.Get("Retry-After")
+	}
+	return p
+}
+
+// relayAnswered: a success, a client error, or a 503 with Retry-After and
+// a JSON error_code (the REST Proxy and registry conventions).
+func relayAnswered(p probe) bool {
+	if p.err != nil {
+		return false
+	}
+	if p.status == http.StatusServiceUnavailable {
+		var e struct {
+			ErrorCode int `json:"error_code"`
+		}
+		return p.retryAfter != "" && json.Unmarshal([]byte(p.body), &e) == nil && e.ErrorCode != 0
+	}
+	return p.status < 500
+}
+
+// Every path by which a live node relays a request to a peer, with that
+// peer frozen: the broker frozen is the controller, leads the topic read
+// through a node holding no replica of it, leads _schemas and
+// coordinates the REST consumer's group. Through both live nodes, for the
+// whole freeze: reads (records, offsets), a REST consumer instance's
+// records, registry writes, preferred elections, the reassignment list,
+// topic config changes and topic creation each answer within the
+// election time + 2 s (plus the long poll they ask for) with a success, a
+// client error or a 503 with Retry-After and an error_code, and each path
+// succeeds again through every live node once the new leaders are known.
+func TestGatewayRelaysThroughAFrozenPeer(t *testing.T) {
+	nodes := startCluster(t, 3)
+	x := controllerOf(t, nodes)
+	var others []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != x {
+			others = append(others, id)
+		}
+	}
+	y, z := others[0], others[1]
+	createAssigned(t, nodes, "_schemas", [][]int32{{x, y, z}}, map[string]string{"cleanup.policy": "delete",
+		"retention.ms": "-1", "retention.bytes": "-1", "unclean.leader.election.enable": "false"})
+	const topic = "relayed"
+	createAssigned(t, nodes, topic, [][]int32{{x, y}}, nil) // z holds no replica: it reads from the leader
+	for i := range 10 {
+		produceOK(t, nodes[z-1].URL+"/kafka/"+topic, "application/json", fmt.Sprintf(`{"records":[{"partition":0,"value":"v%d"}]}`, i))
+	}
+	if _, err := register(t, nodes[z-1], "frozen-before", recordSchema("Before")); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	group := groupCoordinatedBy(t, kadm.NewClient(cl), x)
+	consumer := "/consumers/" + group + "/instances/c1"
+	restHeaders := map[string]string{"Content-Type": "application/vnd.kafka.v2+json", "Accept": "application/vnd.kafka.json.v2+json"}
+	harness.WaitFor(t, "the REST consumer instance is created", 30*time.Second, func() bool {
+		status, _ := rest(t, "POST", nodes[z-1].URL+"/consumers/"+group,
+			`{"name":"c1","format":"json","auto.offset.reset":"earliest","auto.commit.enable":"false"}`)
+		return status == 200
+	})
+	mustREST(t, 204, "POST", nodes[z-1].URL+consumer+"/subscription", `{"topics":["`+topic+`"]}`)
+
+	probes := []relayProbe{
+		{name: "records", method: "GET", poll: 500 * time.Millisecond,
+			path: func(int) string { return "/kafka/" + topic + "/partitions/0/records?offset=0&timeout_ms=500" }},
+		{name: "offsets", method: "GET",
+			path: func(int) string { return "/kafka/" + topic + "/partitions/0/offsets" }},
+		{name: "rest consumer", method: "GET", header: restHeaders, poll: 500 * time.Millisecond,
+			path: func(int) string { return consumer + "/records?timeout=500&max_bytes=2000" }},
+		{name: "registry write", method: "POST", header: map[string]string{"Content-Type": "application/vnd.schemaregistry.v1+json"},
+			path: func(k int) string { return fmt.Sprintf("/subjects/frozen-%d/versions", k) },
+			body: func(k int) string {
+				b, _ := json.Marshal(map[string]string{"schema": recordSchema(fmt.Sprintf("F%d", k))})
+				return string(b)
+			}},
+		{name: "preferred election", method: "POST", header: map[string]string{"Content-Type": "application/json"},
+			path: func(int) string { return "/admin/preferred-leader-election" },
+			body: func(int) string { return `{"partitions":[{"topic":"` + topic + `","partition":0}]}` }},
+		{name: "reassignments", method: "GET", path: func(int) string { return "/admin/reassignments" }},
+		{name: "topic config", method: "PUT", header: map[string]string{"Content-Type": "application/json"},
+			path: func(int) string { return "/topics/" + topic + "/configs" },
+			body: func(k int) string { return fmt.Sprintf(`{"configs":{"retention.ms":%d}}`, 86400000+k) }},
+		{name: "topic create", method: "POST", header: map[string]string{"Content-Type": "application/json"},
+			path: func(int) string { return "/topics" },
+			body: func(k int) string { return fmt.Sprintf(`{"name":"frz-%d","partitions":1,"replication_factor":2}`, k) }},
+	}
+	live := []*harness.Node{nodes[y-1], nodes[z-1]}
+	type result struct {
+		probe
+		path string
+		id   int32
+	}
+	var results []result
+	var mu sync.Mutex
+	frozen := nodes[x-1]
+	frozen.Freeze()
+	start := time.Now()
+	thawed := false
+	defer func() {
+		if !thawed {
+			frozen.Thaw()
+		}
+	}()
+	var wg sync.WaitGroup
+	for li, n := range live {
+		for pi, rp := range probes {
+			wg.Go(func() {
+				pace := time.NewTicker(250 * time.Millisecond)
+				defer pace.Stop()
+				for k := 0; time.Since(start) < freezeHold; k++ {
+					sent := time.Since(start)
+					p := rp.send(n, (li*len(probes)+pi)*1000+k)
+					p.started = sent
+					mu.Lock()
+					results = append(results, result{probe: p, path: rp.name, id: others[li]})
+					mu.Unlock()
+					<-pace.C
+				}
+			})
+		}
+	}
+	elected := harness.WaitFor(t, "a new leader in the live nodes' views", freezeHold,
+		func() bool { return electedOn(live, others, topic) && electedOn(live, others, "_schemas") })
+	wg.Wait()
+	frozen.Thaw()
+	thawed = true
+
+	bound := elected + freezeAnswerSlack
+	type key struct {
+		path string
+		id   int32
+	}
+	worst := map[key]time.Duration{}
+	okAfter := map[key]bool{}
+	var bad []string
+	for _, r := range results {
+		k := key{r.path, r.id}
+		worst[k] = max(worst[k], r.took)
+		var poll time.Duration
+		for _, rp := range probes {
+			if rp.name == r.path {
+				poll = rp.poll
+			}
+		}
+		if !relayAnswered(r.probe) || r.took > bound+poll {
+			bad = append(bad, fmt.Sprintf("%s on broker %d, sent %v into the freeze: %d %v after %v (Retry-After %q) %.200s",
+				r.path, r.id, r.started.Round(time.Millisecond), r.status, r.err, r.took.Round(time.Millisecond), r.retryAfter, r.body))
+		}
+		if r.status/100 == 2 && r.started > elected {
+			okAfter[k] = true
+		}
+	}
+	for _, rp := range probes {
+		for _, id := range others {
+			k := key{rp.name, id}
+			t.Logf("%-18s broker %d: worst %v, a success after the election: %v", rp.name, id, worst[k].Round(time.Millisecond), okAfter[k])
+			if !okAfter[k] {
+				bad = append(bad, fmt.Sprintf("%s on broker %d: no success after the election (%v)", rp.name, id, elected.Round(time.Millisecond)))
+			}
+		}
+	}
+	t.Logf("broker %d frozen (controller, leader of %s and _schemas, the group's coordinator); new leaders seen after %v; %d requests",
+		x, topic, elected.Round(time.Millisecond), len(results))
+	if len(bad) > 0 {
+		t.Fatalf("%d of %d requests not answered as they should be (bound %v + long poll):\n%s", len(bad), len(results), bound.Round(time.Millisecond), strings.Join(bad, "\n"))
+	}
 }
