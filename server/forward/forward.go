@@ -113,7 +113,7 @@ func New(cfg Config) (*Forwarder, error) {
 	}
 	// Every connection goes through the guard, which cuts those to brokers
 	// the cluster has declared dead (liveness.go).
-	guard := newLiveGuard(cfg.Dial)
+	guard := newLiveGuard(cfg.Dial, cfg.Seeds)
 	opts = append(opts, kgo.Dialer(guard.Dial))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

@@ -42,6 +42,10 @@ import (
 // live. Safe for concurrent use.
 type liveGuard struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// seeds are this broker's own listeners, never cut: a view that
+	// leaves this broker out (its own registration flapping) must not
+	// keep the clients from the one broker whose metadata they trust.
+	seeds map[string]bool
 
 	mu struct {
 		sync.Mutex
@@ -53,12 +57,15 @@ type liveGuard struct {
 	}
 }
 
-func newLiveGuard(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *liveGuard {
+func newLiveGuard(dial func(ctx context.Context, network, addr string) (net.Conn, error), seeds []string) *liveGuard {
 	if dial == nil {
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	g := &liveGuard{dial: dial}
+	g := &liveGuard{dial: dial, seeds: map[string]bool{}}
+	for _, s := range seeds {
+		g.seeds[s] = true
+	}
 	g.mu.down = map[string]bool{}
 	g.mu.live = map[string]bool{}
 	g.mu.conns = map[string]map[*guardedConn]struct{}{}
@@ -97,9 +104,10 @@ func (g *liveGuard) Dial(ctx context.Context, network, addr string) (net.Conn, e
 // are again.
 func (g *liveGuard) SetLive(brokers []server.ClusterBroker) {
 	g.mu.Lock()
-	live, down := liveAddrs(brokers), map[string]bool{}
-	for addr := range nowDown(g.mu.live, g.mu.down, live) {
-		down[addr] = true
+	live := liveAddrs(brokers)
+	down := nowDown(g.mu.live, g.mu.down, live)
+	for addr := range g.seeds {
+		delete(down, addr)
 	}
 	var doomed []*guardedConn
 	for addr := range down {
