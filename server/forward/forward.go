@@ -11,6 +11,11 @@
 // ListOffsets are single requests to the leader the caller names (Fetch)
 // or franz-go finds (ListOffsets); the caller retries leadership errors.
 //
+// Every connection it opens goes through a guard (liveness.go) that
+// closes those to a broker the controller declares dead and refuses new
+// ones until it is live again: a frozen peer keeps its sockets open, and
+// would otherwise hold forwards to the partitions' new leaders.
+//
 // The decisions (what to forward, what to answer) are the server
 // package's; this one only carries records and maps Kafka error codes to
 // the core's errors.
@@ -133,10 +138,10 @@ func (f *Forwarder) Close() { f.cl.Close() }
 func (f *Forwarder) LiveBrokers(brokers []server.ClusterBroker) { f.guard.SetLive(brokers) }
 
 // Dial connects to a broker's Kafka listener as the forwarding client
-// does: refused while the cluster counts the broker dead, and cut when it
-// comes to. Other clients of this process that talk to brokers (the
-// schema registry's _schemas client) use it so that a frozen broker
-// cannot hold their requests either.
+// does: refused while the cluster counts the broker dead, and closed once
+// it does. Other clients of this process that talk to brokers (the
+// _schemas store, the admin routes' requests to the controller) use it
+// so that a frozen broker cannot hold their requests either.
 func (f *Forwarder) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	return f.guard.Dial(ctx, network, addr)
 }
