@@ -249,6 +249,13 @@ func (f *freezeRun) judge(r int, leader int32, elected time.Duration, probes []p
 		worst[p.node] = max(worst[p.node], p.took)
 		f.worst[p.node] = max(f.worst[p.node], p.took)
 		key := fmt.Sprintf("broker %d: %d", p.node, p.status)
+		if p.status == http.StatusServiceUnavailable {
+			var e struct {
+				ErrorCode int `json:"error_code"`
+			}
+			json.Unmarshal([]byte(p.body), &e)
+			key = fmt.Sprintf("%s %d", key, e.ErrorCode)
+		}
 		counts[key]++
 		f.counts[key]++
 		if !p.answered() || p.took > bound {
