@@ -20,7 +20,7 @@ test: test-deps fmt-check vet build
 # their create, restart time and RSS logged; not part of `make test`.
 test-long: build test-deps
 	FERRY_LONG=1 $(GO) test -count=1 -v -run Long -timeout 30m ./test/e2e/
-	FERRY_LONG=1 $(GO) test -count=1 -v -run "LeaderKills" -timeout 30m ./test/cluster/
+	FERRY_LONG=1 $(GO) test -count=1 -v -run "LeaderKills|LongFreeze" -timeout 30m ./test/cluster/
 
 test-deps:
 	./scripts/install-test-deps.sh

@@ -105,6 +105,9 @@ func (b *Broker) ApplyUpdateMetadata(controllerID, controllerEpoch int32, broker
 			next.Partitions[tp] = pv
 		}
 		if b.cluster.v.CompareAndSwap(old, next) {
+			if b.cfg.Forwarder != nil {
+				b.cfg.Forwarder.LiveBrokers(next.Brokers)
+			}
 			return nil
 		}
 	}

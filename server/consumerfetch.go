@@ -84,7 +84,7 @@ func (b *Broker) source(topicName string, partition int32, offset int64) (readSo
 // when it may serve the read (readFrom), else from the partition's leader.
 func (b *Broker) ConsumerFetch(ctx context.Context, req FetchRequest, dst []byte) (FetchResult, error) {
 	var res FetchResult
-	err := b.retryWhileLeaderMoves(ctx, req.Topic, req.Partition, req.Offset, req.MaxWait, func(src readSource) error {
+	err := b.retryWhileLeaderMoves(ctx, req.Topic, req.Partition, req.Offset, req.MaxWait, func(ctx context.Context, src readSource) error {
 		var err error
 		if src.local {
 			res, err = b.Fetch(ctx, req, dst)
@@ -99,12 +99,12 @@ func (b *Broker) ConsumerFetch(ctx context.Context, req FetchRequest, dst []byte
 // ConsumerListOffset is ListOffset for consumers on any node, answered
 // where ConsumerFetch would read.
 func (b *Broker) ConsumerListOffset(ctx context.Context, topicName string, partition int32, ts int64) (offset, timestamp int64, err error) {
-	err = b.retryWhileLeaderMoves(ctx, topicName, partition, 0, 0, func(src readSource) error {
+	err = b.retryWhileLeaderMoves(ctx, topicName, partition, 0, 0, func(ctx context.Context, src readSource) error {
 		var err error
 		if src.local {
 			offset, timestamp, err = b.ListOffset(topicName, partition, ts)
 		} else {
-			offset, timestamp, err = b.cfg.Forwarder.ListOffset(ctx, topicName, partition, ts)
+			offset, timestamp, err = b.cfg.Forwarder.ListOffset(ctx, src.leader, topicName, partition, ts)
 		}
 		return err
 	})
@@ -114,13 +114,19 @@ func (b *Broker) ConsumerListOffset(ctx context.Context, topicName string, parti
 // retryWhileLeaderMoves runs read against the partition's source until it
 // gives an answer that is not about leadership (NOT_LEADER, no leader, a
 // leader not reachable or not yet told of the partition), choosing the
-// source again each time, for up to leaderChangeWait beyond wait.
-func (b *Broker) retryWhileLeaderMoves(ctx context.Context, topicName string, partition int32, offset int64, wait time.Duration, read func(readSource) error) error {
+// source again each time, for up to leaderChangeWait beyond wait. Each
+// read gets a context ending at that deadline: a leader that takes the
+// request and never answers (frozen, or cut off with its connection
+// open) would otherwise hold the read until the forwarding client's own
+// timeout, 10 s beyond the long poll.
+func (b *Broker) retryWhileLeaderMoves(ctx context.Context, topicName string, partition int32, offset int64, wait time.Duration, read func(context.Context, readSource) error) error {
 	deadline := time.Now().Add(wait + leaderChangeWait)
+	attempt, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	for {
 		src, err := b.source(topicName, partition, offset)
 		if err == nil {
-			err = read(src)
+			err = read(attempt, src)
 			if err == nil || !leadershipError(err) || src.local && !errors.Is(err, ErrNotLeader) {
 				return err
 			}
@@ -128,17 +134,25 @@ func (b *Broker) retryWhileLeaderMoves(ctx context.Context, topicName string, pa
 			return err
 		}
 		if time.Now().After(deadline) {
-			if errors.Is(err, ErrLeaderNotAvailable) {
-				return err
-			}
-			return fmt.Errorf("%w: %s-%d: %v", ErrLeaderNotAvailable, topicName, partition, err)
+			return noLeaderToRead(topicName, partition, err)
 		}
 		select {
 		case <-ctx.Done():
 			return err
+		case <-attempt.Done():
+			return noLeaderToRead(topicName, partition, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// noLeaderToRead is a read's answer when its partition's leader could
+// not be read from in time: ErrLeaderNotAvailable, with why.
+func noLeaderToRead(topicName string, partition int32, err error) error {
+	if errors.Is(err, ErrLeaderNotAvailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %s-%d: %v", ErrLeaderNotAvailable, topicName, partition, err)
 }
 
 func leadershipError(err error) bool {

@@ -31,9 +31,15 @@ type Forwarder interface {
 	// (below its high watermark), long-polling up to req.MaxWait; dst may
 	// be reused for the batches.
 	Fetch(ctx context.Context, leader int32, req FetchRequest, dst []byte) (FetchResult, error)
-	// ListOffset is the partition leader's answer to ListOffsets for ts
+	// ListOffset is broker leader's answer to ListOffsets for ts
 	// (OffsetEarliest, OffsetLatest or a timestamp), as Broker.ListOffset.
-	ListOffset(ctx context.Context, topic string, partition int32, ts int64) (offset, timestamp int64, err error)
+	ListOffset(ctx context.Context, leader int32, topic string, partition int32, ts int64) (offset, timestamp int64, err error)
+	// LiveBrokers is told the live brokers each time the controller
+	// describes them (UpdateMetadata). A request waiting on a broker that
+	// is no longer among them fails at once, for its caller to retry with
+	// the new leader, instead of waiting out a broker that may never
+	// answer (frozen, or cut off with its connections open).
+	LiveBrokers(brokers []ClusterBroker)
 }
 
 // ForwardOutcome is one forwarded record's answer.

@@ -192,9 +192,11 @@ func (f *fakeForwarder) Fetch(context.Context, int32, FetchRequest, []byte) (Fet
 	return FetchResult{}, errors.New("not scripted")
 }
 
-func (f *fakeForwarder) ListOffset(context.Context, string, int32, int64) (int64, int64, error) {
+func (f *fakeForwarder) ListOffset(context.Context, int32, string, int32, int64) (int64, int64, error) {
 	return 0, 0, errors.New("not scripted")
 }
+
+func (f *fakeForwarder) LiveBrokers([]ClusterBroker) {}
 
 // A broker leading partition 0 of two, partition 1 led by broker 2: the
 // records for partition 1 are forwarded, once and in request order, the

@@ -605,7 +605,31 @@ func runServe(args []string) error {
 		}
 		defer node.close()
 	}
-	schemas, err := openSchemaRegistry(s, node != nil, interDial, logger)
+	// peerDial reaches other brokers' Kafka listeners for this process's
+	// own clients (the gateway's forwards, the _schemas store, the admin
+	// routes' requests to the controller): on a cluster through the
+	// forwarder's guard, which cuts every connection to a broker the
+	// controller declares dead, so that a frozen peer holds none of them
+	// beyond the election (server/forward/liveness.go).
+	peerDial := interDial
+	var broker *server.Broker
+	var fwd *forward.Forwarder
+	if node != nil {
+		// Any node serves every partition over HTTP: the others' through
+		// their leaders' Kafka listeners.
+		fwd, err = forward.New(forward.Config{Seeds: []string{s.selfKafkaAddr()}, Dial: interDial,
+			ClientID: fmt.Sprintf("ferry-gateway-%d", s.broker.BrokerID), Logger: logger,
+			MaxBatchBytes: func(topic string) int32 {
+				return int32(min(broker.ProduceLimits(topic).MaxRecordsBytes+storage.BatchHeaderSize, math.MaxInt32))
+			}})
+		if err != nil {
+			return err
+		}
+		defer fwd.Close() // after the listeners' shutdown below
+		s.broker.Forwarder = fwd
+		peerDial = fwd.Dial
+	}
+	schemas, err := openSchemaRegistry(s, node != nil, peerDial, logger)
 	if err != nil {
 		return err
 	}
@@ -617,21 +641,6 @@ func runServe(args []string) error {
 	}
 	s.broker.Metrics = m
 	s.broker.ValueValidator = schemas
-	var broker *server.Broker
-	if node != nil {
-		// Any node serves every partition over HTTP: the others' through
-		// their leaders' Kafka listeners.
-		fwd, err := forward.New(forward.Config{Seeds: []string{s.selfKafkaAddr()}, Dial: interDial,
-			ClientID: fmt.Sprintf("ferry-gateway-%d", s.broker.BrokerID), Logger: logger,
-			MaxBatchBytes: func(topic string) int32 {
-				return int32(min(broker.ProduceLimits(topic).MaxRecordsBytes+storage.BatchHeaderSize, math.MaxInt32))
-			}})
-		if err != nil {
-			return err
-		}
-		defer fwd.Close() // after the listeners' shutdown below
-		s.broker.Forwarder = fwd
-	}
 	broker, err = server.Open(s.broker, logger)
 	if err != nil {
 		return err
@@ -684,7 +693,7 @@ func runServe(args []string) error {
 	kcfg.ACLs = acls
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
-		ElectPreferred: electPreferredVia(s.selfKafkaAddr(), interDial), Reassigner: kafkaReassigner{kafkaAddr: s.selfKafkaAddr(), dial: interDial},
+		ElectPreferred: electPreferredVia(s.selfKafkaAddr(), peerDial), Reassigner: kafkaReassigner{kafkaAddr: s.selfKafkaAddr(), dial: peerDial},
 		ACLs: acls, RequestsPerSecond: s.httpAuth.ratePerPrincipal}
 	if acls != nil {
 		// The one authorizer for every surface: HTTP routes ask the same

@@ -11,6 +11,11 @@
 // ListOffsets are single requests to the leader the caller names (Fetch)
 // or franz-go finds (ListOffsets); the caller retries leadership errors.
 //
+// Every connection it opens goes through a guard (liveness.go) that
+// closes those to a broker the controller declares dead and refuses new
+// ones until it is live again: a frozen peer keeps its sockets open, and
+// would otherwise hold forwards to the partitions' new leaders.
+//
 // The decisions (what to forward, what to answer) are the server
 // package's; this one only carries records and maps Kafka error codes to
 // the core's errors.
@@ -68,6 +73,7 @@ const forwardLinger = time.Millisecond
 type Forwarder struct {
 	cl     *kgo.Client
 	logger *slog.Logger
+	guard  *liveGuard
 
 	// known holds the broker ids the client has addresses for; a fetch
 	// to another refreshes the client's metadata first.
@@ -110,20 +116,35 @@ func New(cfg Config) (*Forwarder, error) {
 			return min(max(cfg.MaxBatchBytes(topic), 512), 1<<30)
 		}))
 	}
-	if cfg.Dial != nil {
-		opts = append(opts, kgo.Dialer(cfg.Dial))
-	}
+	// Every connection goes through the guard, which cuts those to brokers
+	// the cluster has declared dead (liveness.go).
+	guard := newLiveGuard(cfg.Dial, cfg.Seeds)
+	opts = append(opts, kgo.Dialer(guard.Dial))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("forwarding client: %w", err)
 	}
-	f := &Forwarder{cl: cl, logger: cfg.Logger.With("component", "forward")}
+	f := &Forwarder{cl: cl, logger: cfg.Logger.With("component", "forward"), guard: guard}
 	f.known.ids = map[int32]bool{}
 	return f, nil
 }
 
 // Close ends the client; forwards still waiting fail.
 func (f *Forwarder) Close() { f.cl.Close() }
+
+// LiveBrokers implements server.Forwarder: connections to brokers no
+// longer live are closed, failing what waits on them, and not opened
+// again until the brokers are live (liveness.go).
+func (f *Forwarder) LiveBrokers(brokers []server.ClusterBroker) { f.guard.SetLive(brokers) }
+
+// Dial connects to a broker's Kafka listener as the forwarding client
+// does: refused while the cluster counts the broker dead, and closed once
+// it does. Other clients of this process that talk to brokers (the
+// _schemas store, the admin routes' requests to the controller) use it
+// so that a frozen broker cannot hold their requests either.
+func (f *Forwarder) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f.guard.Dial(ctx, network, addr)
+}
 
 // forwardState is one Produce call's outcomes, filled by franz-go's
 // promises; after the call returned (timed out) late ones are dropped.
@@ -323,7 +344,9 @@ func (f *Forwarder) learn(ctx context.Context, id int32) error {
 	}
 	req := kmsg.NewPtrMetadataRequest()
 	req.Topics = []kmsg.MetadataRequestTopic{} // brokers only
-	resp, err := req.RequestWith(ctx, f.cl)
+	// Asked of the seed, this broker itself: franz-go would ask the brokers
+	// it knows in turn, a frozen one among them.
+	resp, err := req.RequestWith(ctx, f.cl.SeedBrokers()[0])
 	if err != nil {
 		return fmt.Errorf("%w: learn the cluster's brokers: %v", server.ErrLeaderNotAvailable, err)
 	}
@@ -340,9 +363,14 @@ func (f *Forwarder) learn(ctx context.Context, id int32) error {
 	return nil
 }
 
-// ListOffset implements server.Forwarder; franz-go sends it to the
-// partition's leader.
-func (f *Forwarder) ListOffset(ctx context.Context, topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
+// ListOffset implements server.Forwarder. It goes to the leader the
+// caller names, as Fetch does, not to the one franz-go's metadata last
+// named: after a leader change that may be the old one, frozen or gone,
+// until franz-go refreshes.
+func (f *Forwarder) ListOffset(ctx context.Context, leader int32, topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
+	if err := f.learn(ctx, leader); err != nil {
+		return 0, 0, err
+	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -351,9 +379,9 @@ func (f *Forwarder) ListOffset(ctx context.Context, topic string, partition int3
 	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, ts, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, f.cl)
+	resp, err := req.RequestWith(ctx, f.cl.Broker(int(leader)))
 	if err != nil {
-		return 0, 0, fmt.Errorf("%w: list offsets of %s-%d: %v", coreError(err), topic, partition, err)
+		return 0, 0, fmt.Errorf("%w: list offsets of %s-%d from broker %d: %v", coreError(err), topic, partition, leader, err)
 	}
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		return 0, 0, fmt.Errorf("%w: list offsets of %s-%d: %d topics answered", server.ErrLeaderNotAvailable, topic, partition, len(resp.Topics))

@@ -83,10 +83,10 @@ func TestProduceFetchListOffsets(t *testing.T) {
 	if want := "[1:k3=v3@1700000000003 x 2:k5=v5@1700000000005 x]"; err != nil || fmt.Sprint(got) != want || res.HighWatermark != 3 {
 		t.Fatalf("fetched %v (hw %d, err %v), want %s", got, res.HighWatermark, err, want)
 	}
-	if off, _, err := f.ListOffset(ctx, "t", 0, server.OffsetLatest); err != nil || off != 3 {
+	if off, _, err := f.ListOffset(ctx, lead[0], "t", 0, server.OffsetLatest); err != nil || off != 3 {
 		t.Fatalf("latest of t-0: %d %v, want 3", off, err)
 	}
-	if off, _, err := f.ListOffset(ctx, "t", 0, server.OffsetEarliest); err != nil || off != 0 {
+	if off, _, err := f.ListOffset(ctx, lead[0], "t", 0, server.OffsetEarliest); err != nil || off != 0 {
 		t.Fatalf("earliest of t-0: %d %v, want 0", off, err)
 	}
 	// Beyond the log: OFFSET_OUT_OF_RANGE is the core's.
