@@ -252,6 +252,47 @@ func TestFetcherRetriesSoonANewLeaderThatHasNotHeardYet(t *testing.T) {
 		func() bool { return follower.LogEndOffset() == 1 })
 }
 
+// The same when the new leader still leads in the older epoch: the
+// follower, already told of the newer one, is answered
+// UNKNOWN_LEADER_EPOCH (Kafka's 75) by OffsetForLeaderEpoch, and asks
+// again soon. Issue 23: the code was 76 (UNSUPPORTED_COMPRESSION_TYPE to
+// the follower), which waited out the whole backoff.
+func TestFetcherRetriesSoonALeaderInAnOlderEpoch(t *testing.T) {
+	l := startLeader(t, "127.0.0.1:0")
+	if err := l.broker.CreateTopic(server.TopicSpec{Name: "older", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.broker.SetPartitionRole("older", 0, twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, l.broker, "older", "a")
+	follower := openFollower(t, "older")
+	if err := follower.SetRole(twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher.Start(fetcher.Config{BrokerID: 2, Leader: 1, Addr: l.addr, MaxWait: 50 * time.Millisecond, Backoff: time.Hour})
+	defer f.Close()
+	f.Add(follower)
+	harness.WaitFor(t, "the follower copies epoch 1", 10*time.Second, func() bool { return follower.LogEndOffset() == 1 })
+	newer := twoReplicas
+	newer.LeaderEpoch = 2
+	if err := follower.SetRole(newer); err != nil {
+		t.Fatal(err)
+	}
+	f.Remove("older", 0)
+	f.Add(follower) // as the Manager does on a new role: truncate first
+	harness.WaitFor(t, "the leader still in epoch 1 answers UNKNOWN_LEADER_EPOCH", 10*time.Second, func() bool {
+		st, _ := f.Status("older", 0)
+		return errors.Is(st.Err, kerr.UnknownLeaderEpoch)
+	})
+	if err := l.broker.SetPartitionRole("older", 0, newer); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, l.broker, "older", "b")
+	harness.WaitFor(t, "the partition is copied once the leader has heard, well within the backoff", 30*time.Second,
+		func() bool { return follower.LogEndOffset() == 2 })
+}
+
 // With a follower in the ISR, the leader's high watermark waits for the
 // follower's fetches: acks=all is answered once the follower has the
 // records, consumers see nothing above the high watermark meanwhile, and
