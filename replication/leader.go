@@ -214,6 +214,9 @@ func (p *Partition) CheckEnoughReplicas() error {
 	if l == nil {
 		return p.notLeader(p.role.Load())
 	}
+	if err := p.fencedLocked(p.now()); err != nil {
+		return err
+	}
 	if err := l.CheckEnoughReplicas(); err != nil {
 		return fmt.Errorf("%s-%d: %w", p.topic, p.index, err)
 	}

@@ -223,6 +223,7 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		AwaitRole:            b.cfg.AwaitRoles,
 		HighWatermark:        recoveredHW,
 		OnISRChange:          b.proposeISR,
+		Session:              b.cfg.ZooKeeperSession,
 		Logger:               b.logger,
 	})
 	if err != nil {

@@ -37,6 +37,7 @@ func (l *Leader) FollowerFetched(fe Fetch, now time.Time) (Update, error) {
 	}
 	prev := f.leo
 	updateFetchState(f, fe.FetchOffset, fe.LeaderLEO, now)
+	l.heardAt = later(l.heardAt, now)
 	var u Update
 	if l.canExpandWith(f) {
 		u.Proposal = l.propose(Expand, []int32{f.id}, append(slices.Clone(l.isr), f.id))

@@ -141,6 +141,9 @@ type Leader struct {
 
 	leo, hw          int64
 	shrinks, expands uint64
+	// heardAt is the last follower fetch in this epoch, or the epoch's
+	// start (replication/fence's rule).
+	heardAt time.Time
 }
 
 // NewLeader is this broker (self) becoming the leader of a partition with
@@ -214,7 +217,7 @@ func (l *Leader) checkState(st State) error {
 // now, the others not at all, and the previous fetch is "now, at the
 // epoch's start" (a re-elected leader; NewLeader forgets it).
 func (l *Leader) startEpoch(st State, now time.Time) {
-	l.epoch, l.epochStart = st.LeaderEpoch, l.leo
+	l.epoch, l.epochStart, l.heardAt = st.LeaderEpoch, l.leo, now
 	l.adopt(st)
 	for i := range l.followers {
 		f := &l.followers[i]
@@ -288,6 +291,13 @@ func (l *Leader) Replicas() []int32 { return slices.Clone(l.replicas) }
 // State is the partition state as this leader holds it committed.
 func (l *Leader) State() State {
 	return State{Leader: l.self, LeaderEpoch: l.epoch, ISR: l.ISR(), ControllerEpoch: l.controllerEpoch, Version: l.version}
+}
+
+// HeardFromFollower is when a follower last fetched in this epoch (the
+// epoch's start before any did), and whether the partition has followers
+// at all.
+func (l *Leader) HeardFromFollower() (at time.Time, hasFollowers bool) {
+	return l.heardAt, len(l.followers) > 0
 }
 
 // Pending is the ISR change in flight, or nil.

@@ -1,0 +1,88 @@
+// Package fence decides when a partition leader cut off from the cluster
+// stops acting as leader (issue 23), without I/O: the caller feeds it the
+// broker's ZooKeeper session events and asks with the time and the
+// partition's last follower fetch.
+//
+// The rule. A leader stops answering as leader (produce and consumer
+// fetches get NOT_LEADER_OR_FOLLOWER, Metadata does not name it, the HTTP
+// gateway answers 503) for a partition that has other replicas when both:
+//
+//   - its ZooKeeper session has been without contact for the session
+//     timeout (counted from the last bytes read from ZooKeeper, so it does
+//     not wait to hear "expired", which it cannot hear while cut off), or
+//     ZooKeeper said the session expired and no new one replaced it; and
+//   - no follower has fetched from it in this leadership for the session
+//     timeout.
+//
+// By then ZooKeeper has expired the session (it counts the same timeout
+// from the same last contact, rounded up to its tick), so the controller
+// has elected another leader, or will shortly; clients sent
+// NOT_LEADER_OR_FOLLOWER ask for metadata and move to it. A follower that
+// still fetches shows that no leader it knows of replaced this one, so a
+// ZooKeeper outage of the whole cluster, where followers go on fetching,
+// fences nothing. A single node (no session) and a partition without
+// other replicas (nobody could replace its leader) are never fenced.
+//
+// Safety does not rest on this: a cut-off leader cannot acknowledge an
+// acks=all write (its followers fetch from the new leader) and its ISR
+// writes are refused by the znode version. Fencing only stops it from
+// holding clients for the whole cut. Reconnecting the same session, or a
+// new session, ends the fence at once; the controller's LeaderAndIsr then
+// says what this broker leads.
+package fence
+
+import "time"
+
+// Session is this broker's view of its ZooKeeper session. The zero value
+// is a connected session with the Timeout unset (never lost). It is not
+// safe for concurrent use.
+type Session struct {
+	// Timeout is zookeeper.session.timeout.ms.
+	Timeout     time.Duration
+	cut         bool      // no connection since lastContact
+	expired     bool      // ZooKeeper said so; no new session yet
+	lastContact time.Time // the last bytes read from ZooKeeper before the cut
+}
+
+// Connected: the session (the same one, or a new one replacing an
+// expired one) is connected again.
+func (s *Session) Connected() { s.cut, s.expired = false, false }
+
+// Disconnected: the connection dropped; lastContact is when the broker
+// last read from ZooKeeper (the zero time: unknown, counted from now by
+// the caller).
+func (s *Session) Disconnected(lastContact time.Time) {
+	if !s.cut {
+		s.cut, s.lastContact = true, lastContact
+	}
+}
+
+// Expired: ZooKeeper expired the session: the broker's registration is
+// gone, so another broker may lead its partitions already.
+func (s *Session) Expired() { s.expired = true }
+
+// Lost says whether the session is lost as of now: expired, or cut for
+// at least the timeout.
+func (s *Session) Lost(now time.Time) bool {
+	if s.Timeout <= 0 {
+		return false
+	}
+	return s.expired || (s.cut && now.Sub(s.lastContact) >= s.Timeout)
+}
+
+// CutFor is how long the session has been without contact (0 while
+// connected), for messages.
+func (s *Session) CutFor(now time.Time) time.Duration {
+	if !s.cut {
+		return 0
+	}
+	return now.Sub(s.lastContact)
+}
+
+// LeaderFenced applies the rule to one partition this broker leads:
+// sessionLost is Session.Lost, hasFollowers whether the partition has
+// replicas besides the leader, lastHeard the later of when this
+// leadership began and the last follower fetch in it.
+func LeaderFenced(sessionLost, hasFollowers bool, lastHeard, now time.Time, timeout time.Duration) bool {
+	return sessionLost && hasFollowers && now.Sub(lastHeard) >= timeout
+}
