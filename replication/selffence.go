@@ -64,8 +64,8 @@ func (p *Partition) fencedLocked(now time.Time) error {
 		return nil
 	}
 	lost, cutFor, timeout := p.session.lost(now)
-	heard, hasFollowers := l.HeardFromFollower()
-	fenced := fence.LeaderFenced(lost, hasFollowers, heard, now, timeout)
+	heard, replaceable := l.HeardFromFollower()
+	fenced := fence.LeaderFenced(lost, replaceable, heard, now, timeout)
 	if fenced != p.mu.fenced {
 		p.mu.fenced = fenced
 		if fenced {

@@ -12,7 +12,7 @@ import (
 // fences itself (produce, acks=all's check and consumer reads answer
 // NOT_LEADER_OR_FOLLOWER) once it has heard neither ZooKeeper nor a
 // follower for the session timeout, is lifted by one follower fetch or a
-// reconnect, and never fences a partition without other replicas.
+// reconnect, and never fences a partition whose ISR is the leader alone.
 func TestLeaderFencesItselfWhenCutOff(t *testing.T) {
 	const timeout = 6 * time.Second
 	clock := time.Unix(1_700_000_000, 0)
@@ -25,11 +25,15 @@ func TestLeaderFencesItselfWhenCutOff(t *testing.T) {
 		})
 		return p
 	}
-	rf3, rf1 := open("rf3"), open("rf1")
+	rf3, rf1, alone := open("rf3"), open("rf1"), open("alone")
 	if err := rf3.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rf1.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1}, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	// Its followers out of the ISR: no clean election could replace it.
+	if err := alone.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}); err != nil {
 		t.Fatal(err)
 	}
 	leading := func(p *Partition) error {
@@ -46,8 +50,10 @@ func TestLeaderFencesItselfWhenCutOff(t *testing.T) {
 		if wantFenced != (err != nil) || err != nil && !errors.Is(err, ErrNotLeader) {
 			t.Fatalf("%s: rf3 append: %v, want fenced %v", what, err, wantFenced)
 		}
-		if err := leading(rf1); err != nil {
-			t.Fatalf("%s: the RF1 partition was fenced: %v", what, err)
+		for _, p := range []*Partition{rf1, alone} {
+			if err := leading(p); err != nil {
+				t.Fatalf("%s: %s, its ISR the leader alone, was fenced: %v", what, p.Topic(), err)
+			}
 		}
 	}
 	step("connected", 10*time.Second, false)

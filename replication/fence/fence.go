@@ -20,8 +20,9 @@
 // NOT_LEADER_OR_FOLLOWER ask for metadata and move to it. A follower that
 // still fetches shows that no leader it knows of replaced this one, so a
 // ZooKeeper outage of the whole cluster, where followers go on fetching,
-// fences nothing. A single node (no session) and a partition without
-// other replicas (nobody could replace its leader) are never fenced.
+// fences nothing. A single node (no session) and a partition whose ISR
+// is its leader alone (RF 1, or its followers fell out: no clean election
+// could replace it, so its writes stay committed) are never fenced.
 //
 // Safety does not rest on this: a cut-off leader cannot acknowledge an
 // acks=all write (its followers fetch from the new leader) and its ISR
@@ -80,9 +81,9 @@ func (s *Session) CutFor(now time.Time) time.Duration {
 }
 
 // LeaderFenced applies the rule to one partition this broker leads:
-// sessionLost is Session.Lost, hasFollowers whether the partition has
-// replicas besides the leader, lastHeard the later of when this
-// leadership began and the last follower fetch in it.
-func LeaderFenced(sessionLost, hasFollowers bool, lastHeard, now time.Time, timeout time.Duration) bool {
-	return sessionLost && hasFollowers && now.Sub(lastHeard) >= timeout
+// sessionLost is Session.Lost, replaceable whether the ISR holds another
+// replica, lastHeard the later of when this leadership began and the
+// last follower fetch in it.
+func LeaderFenced(sessionLost, replaceable bool, lastHeard, now time.Time, timeout time.Duration) bool {
+	return sessionLost && replaceable && now.Sub(lastHeard) >= timeout
 }

@@ -53,7 +53,7 @@ func TestLeaderFencedNever(t *testing.T) {
 		t.Fatal("a session cut for a minute is not lost")
 	}
 	if LeaderFenced(lost.Lost(now), false, t0, now, timeout) {
-		t.Error("a partition without other replicas (RF 1) was fenced: nobody else could lead it")
+		t.Error("a partition without another in-sync replica (RF 1, or its followers out of the ISR) was fenced: nobody else could lead it")
 	}
 	if LeaderFenced(lost.Lost(now), true, now.Add(-time.Second), now, timeout) {
 		t.Error("ZooKeeper down cluster-wide, followers fetching: fenced")

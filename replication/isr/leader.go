@@ -294,10 +294,11 @@ func (l *Leader) State() State {
 }
 
 // HeardFromFollower is when a follower last fetched in this epoch (the
-// epoch's start before any did), and whether the partition has followers
-// at all.
-func (l *Leader) HeardFromFollower() (at time.Time, hasFollowers bool) {
-	return l.heardAt, len(l.followers) > 0
+// epoch's start before any did), and whether another replica could be
+// elected in this leader's place: the maximal ISR holds one (an expand
+// in flight may have been written).
+func (l *Leader) HeardFromFollower() (at time.Time, replaceable bool) {
+	return l.heardAt, l.maximalISRSize() > 1
 }
 
 // Pending is the ISR change in flight, or nil.
