@@ -233,6 +233,9 @@ func (p *Partition) AcksAllDone(requiredOffset int64) (bool, error) {
 	if p.mu.leader == nil {
 		return true, p.notLeader(p.role.Load())
 	}
+	if err := p.fencedLocked(p.now()); err != nil {
+		return true, err // appended, never acknowledged: the client retries with the new leader
+	}
 	done, err := p.mu.leader.AcksAllDone(requiredOffset)
 	if err != nil {
 		err = fmt.Errorf("%s-%d: %w", p.topic, p.index, err)

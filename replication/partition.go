@@ -75,8 +75,9 @@ type Partition struct {
 		// replication is the leader's settings (min.insync.replicas,
 		// replica.lag.time.max.ms).
 		replication isr.Config
-		// fenced is the last answer of fencedLocked, to log changes.
-		fenced bool
+		// fenced is the last answer of fencedLocked, to log changes;
+		// fenceAnnounced whether Fenced told the waiting produces.
+		fenced, fenceAnnounced bool
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/replication/fence"
 )
 
@@ -16,9 +17,10 @@ type SessionGuard struct {
 	s  fence.Session
 }
 
-// NewSessionGuard is a connected session with ZooKeeper's session timeout.
+// NewSessionGuard is a connected session with ZooKeeper's session timeout
+// (a cut counts as lost after it plus fence.ExpiryRounding).
 func NewSessionGuard(timeout time.Duration) *SessionGuard {
-	return &SessionGuard{s: fence.Session{Timeout: timeout}}
+	return &SessionGuard{s: fence.Session{Timeout: timeout, Grace: fence.ExpiryRounding}}
 }
 
 // Connected: the same session reconnected, or a new one replaced it.
@@ -46,14 +48,34 @@ func (g *SessionGuard) lost(now time.Time) (lost bool, cutFor, timeout time.Dura
 // its session timeout and no follower fetch for as long). A fenced leader
 // still serves its followers' fetches (one ends the fence) and
 // OffsetForLeaderEpoch; produce and consumer reads answer ErrNotLeader.
+//
+// The broker calls it periodically while the session is cut (CheckFences):
+// when the fence starts, produces waiting for acks=all answer
+// NOT_LEADER_OR_FOLLOWER at once instead of at their timeout, so their
+// clients move to the new leader.
 func (p *Partition) Fenced() bool {
 	if p.session == nil {
 		return false
 	}
 	now := p.now()
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.fencedLocked(now) != nil
+	fenced := p.fencedLocked(now) != nil
+	announce := fenced && !p.mu.fenceAnnounced
+	p.mu.fenceAnnounced = fenced
+	p.mu.Unlock()
+	if announce && p.waiters != nil {
+		p.waiters.Notify(p.key(), delayed.State{Gone: true})
+	}
+	return fenced
+}
+
+// Cut says whether the session has no connection now or has expired:
+// only then can a leader be fenced, so the broker checks its leaders
+// (CheckFences) only then.
+func (g *SessionGuard) Cut(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.s.CutFor(now) > 0 || g.s.Lost(now)
 }
 
 // fencedLocked is Fenced's answer as the error a fenced leader gives (nil:

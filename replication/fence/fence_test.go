@@ -52,6 +52,11 @@ func TestLeaderFencedNever(t *testing.T) {
 	if !lost.Lost(now) {
 		t.Fatal("a session cut for a minute is not lost")
 	}
+	graced := &Session{Timeout: timeout, Grace: ExpiryRounding}
+	graced.Disconnected(t0)
+	if graced.Lost(at(timeout)) || !graced.Lost(at(timeout+ExpiryRounding)) {
+		t.Error("the grace does not count: lost at the timeout, or not a tick after")
+	}
 	if LeaderFenced(lost.Lost(now), false, t0, now, timeout) {
 		t.Error("a partition without another in-sync replica (RF 1, or its followers out of the ISR) was fenced: nobody else could lead it")
 	}
