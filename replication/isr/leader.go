@@ -98,6 +98,10 @@ type Proposal struct {
 	Change Change
 	// Replicas are the followers joining (Expand) or leaving (Shrink).
 	Replicas []int32
+	// OutSince and FirstFetch (Expand): since when the joining follower
+	// was out of the ISR as this leader knew it, and its first fetch
+	// since, so the caller can log how long its return took.
+	OutSince, FirstFetch time.Time
 	// State is the znode's new content; State.Version is the version the
 	// write is conditional on (the one this leader holds).
 	State State
@@ -122,6 +126,10 @@ type follower struct {
 	// The previous fetch: when it came, and the leader's log end then.
 	lastFetch    time.Time
 	lastFetchLEO int64
+	// outSince: out of the committed ISR since then, as this leader knows
+	// (zero: in it); firstFetch: its first fetch since, for the log line
+	// of its return (Proposal.OutSince).
+	outSince, firstFetch time.Time
 }
 
 // Leader is the leader's state of one partition.
@@ -218,7 +226,7 @@ func (l *Leader) checkState(st State) error {
 // epoch's start" (a re-elected leader; NewLeader forgets it).
 func (l *Leader) startEpoch(st State, now time.Time) {
 	l.epoch, l.epochStart, l.heardAt = st.LeaderEpoch, l.leo, now
-	l.adopt(st)
+	l.adopt(st, now)
 	for i := range l.followers {
 		f := &l.followers[i]
 		f.lastCaughtUp = time.Time{}
@@ -231,10 +239,24 @@ func (l *Leader) startEpoch(st State, now time.Time) {
 
 // adopt takes st's ISR and version as committed, ending any change in
 // flight.
-func (l *Leader) adopt(st State) {
+func (l *Leader) adopt(st State, now time.Time) {
 	l.isr = slices.Clone(st.ISR)
 	l.version, l.controllerEpoch = st.Version, st.ControllerEpoch
 	l.pending, l.blocked = nil, false
+	l.trackMembership(now)
+}
+
+// trackMembership notes when followers left the committed ISR.
+func (l *Leader) trackMembership(now time.Time) {
+	for i := range l.followers {
+		f := &l.followers[i]
+		switch in := slices.Contains(l.isr, f.id); {
+		case in:
+			f.outSince, f.firstFetch = time.Time{}, time.Time{}
+		case f.outSince.IsZero():
+			f.outSince = now
+		}
+	}
 }
 
 // SetConfig applies changed settings (a topic's min.insync.replicas or the
