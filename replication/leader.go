@@ -58,6 +58,14 @@ func (p *Partition) SetRole(r Role) error {
 		if err := p.refreshOrLead(cur, r); err != nil {
 			return err
 		}
+		if p.session != nil {
+			// The controller (or the znode, re-read) gives the role as of
+			// the session's expiries so far (selffence.go).
+			n := p.session.expiries()
+			p.mu.Lock()
+			p.mu.roleExpiries = n
+			p.mu.Unlock()
+		}
 	} else {
 		p.mu.Lock()
 		p.mu.leader = nil

@@ -78,6 +78,10 @@ type Partition struct {
 		// fenced is the last answer of fencedLocked, to log changes;
 		// fenceAnnounced whether Fenced told the waiting produces.
 		fenced, fenceAnnounced bool
+		// roleExpiries is how many times the ZooKeeper session had
+		// expired when the leadership was last given (SetRole): one more
+		// since fences the leader until the controller gives it again.
+		roleExpiries int
 	}
 }
 

@@ -37,10 +37,18 @@ func (g *SessionGuard) Disconnected(lastContact time.Time) {
 // Expired: ZooKeeper said the session expired.
 func (g *SessionGuard) Expired() { g.mu.Lock(); g.s.Expired(); g.mu.Unlock() }
 
-func (g *SessionGuard) lost(now time.Time) (lost bool, cutFor, timeout time.Duration) {
+// lost is fence.Session.LostFor a leadership given at roleExpiries.
+func (g *SessionGuard) lost(roleExpiries int, now time.Time) (lost bool, cutFor, timeout time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.s.Lost(now), g.s.CutFor(now), g.s.Timeout
+	return g.s.LostFor(roleExpiries, now), g.s.CutFor(now), g.s.Timeout
+}
+
+// expiries is fence.Session.Expiries.
+func (g *SessionGuard) expiries() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.s.Expiries()
 }
 
 // Fenced says whether this broker, leading the partition, has stopped
@@ -75,7 +83,7 @@ func (p *Partition) Fenced() bool {
 func (g *SessionGuard) Cut(now time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.s.CutFor(now) > 0 || g.s.Lost(now)
+	return g.s.CutFor(now) > 0 || g.s.Lost(now) || g.s.Expiries() > 0
 }
 
 // fencedLocked is Fenced's answer as the error a fenced leader gives (nil:
@@ -85,7 +93,7 @@ func (p *Partition) fencedLocked(now time.Time) error {
 	if p.session == nil || l == nil {
 		return nil
 	}
-	lost, cutFor, timeout := p.session.lost(now)
+	lost, cutFor, timeout := p.session.lost(p.mu.roleExpiries, now)
 	heard, replaceable := l.HeardFromFollower()
 	fenced := fence.LeaderFenced(lost, replaceable, heard, now, timeout)
 	if fenced != p.mu.fenced {
@@ -100,7 +108,7 @@ func (p *Partition) fencedLocked(now time.Time) error {
 	if !fenced {
 		return nil
 	}
-	return fmt.Errorf("%w: %s-%d: broker %d has been cut from ZooKeeper for %v and no follower fetched for %v; another broker leads it or will shortly",
+	return fmt.Errorf("%w: %s-%d: broker %d lost its ZooKeeper session (cut for %v) and no follower fetched for %v; another broker leads it or will shortly",
 		ErrNotLeader, p.topic, p.index, p.brokerID, cutFor.Round(time.Millisecond), now.Sub(heard).Round(time.Millisecond))
 }
 

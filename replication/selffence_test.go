@@ -12,7 +12,9 @@ import (
 // fences itself (produce, acks=all's check and consumer reads answer
 // NOT_LEADER_OR_FOLLOWER) once it has heard neither ZooKeeper nor a
 // follower for the session timeout, is lifted by one follower fetch or a
-// reconnect, and never fences a partition whose ISR is the leader alone.
+// reconnect of the same session (after an expiry: the controller's next
+// LeaderAndIsr), and never fences a partition whose ISR is the leader
+// alone.
 func TestLeaderFencesItselfWhenCutOff(t *testing.T) {
 	const timeout = 6 * time.Second
 	clock := time.Unix(1_700_000_000, 0)
@@ -69,4 +71,13 @@ func TestLeaderFencesItselfWhenCutOff(t *testing.T) {
 	step("then nobody fetched for a session timeout", time.Second, true)
 	guard.Connected()
 	step("the same session reconnected", time.Second, false)
+
+	guard.Disconnected(clock)
+	guard.Expired() // heard on reconnecting: the session is gone
+	guard.Connected()
+	step("a new session replaced the expired one: the role is not confirmed yet", time.Second, true)
+	if err := rf3.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	step("the controller gave the role again after the new registration", 0, false)
 }

@@ -10,7 +10,10 @@
 //   - its ZooKeeper session has been without contact for the session
 //     timeout (counted from the last bytes read from ZooKeeper, so it does
 //     not wait to hear "expired", which it cannot hear while cut off), or
-//     ZooKeeper said the session expired and no new one replaced it; and
+//     ZooKeeper said the session expired after the controller last gave
+//     this leadership (a new session alone does not end that: the
+//     controller's LeaderAndIsr does, which follows the broker's new
+//     registration at once); and
 //   - no follower has fetched from it in this leadership for the session
 //     timeout.
 //
@@ -45,6 +48,7 @@ type Session struct {
 	Grace       time.Duration
 	cut         bool      // no connection since lastContact
 	expired     bool      // ZooKeeper said so; no new session yet
+	expiries    int       // how many times ZooKeeper said so
 	lastContact time.Time // the last bytes read from ZooKeeper before the cut
 }
 
@@ -63,7 +67,20 @@ func (s *Session) Disconnected(lastContact time.Time) {
 
 // Expired: ZooKeeper expired the session: the broker's registration is
 // gone, so another broker may lead its partitions already.
-func (s *Session) Expired() { s.expired = true }
+func (s *Session) Expired() { s.expired, s.expiries = true, s.expiries+1 }
+
+// Expiries counts the session's expiries so far: a leadership given when
+// it was n (Partition's role) is lost once it is above n.
+func (s *Session) Expiries() int { return s.expiries }
+
+// LostFor says whether the session is lost for a leadership the
+// controller gave when Expiries was roleExpiries: Lost, or expired since.
+func (s *Session) LostFor(roleExpiries int, now time.Time) bool {
+	if s.Timeout <= 0 {
+		return false
+	}
+	return s.Lost(now) || s.expiries > roleExpiries
+}
 
 // Lost says whether the session is lost as of now: expired, or cut for
 // at least the timeout.

@@ -14,6 +14,7 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 // A scripted day of one broker's session and one partition it leads with
 // two followers: each step is an event, then the question at that time.
 func TestLeaderFencedScript(t *testing.T) {
+	roleExpiries := 0 // the session's expiries when the controller last gave the role
 	type step struct {
 		what      string
 		event     func(s *Session)
@@ -30,7 +31,8 @@ func TestLeaderFencedScript(t *testing.T) {
 		{"the followers fall silent again for a timeout", nil, 43 * time.Second, 36500 * time.Millisecond, true},
 		{"the same session reconnects", func(s *Session) { s.Connected() }, 44 * time.Second, 36500 * time.Millisecond, false},
 		{"cut again and ZooKeeper says expired: lost at once", func(s *Session) { s.Disconnected(at(50 * time.Second)); s.Expired() }, 51 * time.Second, 44 * time.Second, true},
-		{"a new session: the fence ends, the controller's LeaderAndIsr decides", func(s *Session) { s.Connected() }, 52 * time.Second, 44 * time.Second, false},
+		{"a new session: still fenced until the controller gives the role again", func(s *Session) { s.Connected() }, 52 * time.Second, 44 * time.Second, true},
+		{"the controller's LeaderAndIsr: the role is current again", func(s *Session) { roleExpiries = s.Expiries() }, 53 * time.Second, 44 * time.Second, false},
 	}
 	s := &Session{Timeout: timeout}
 	for _, st := range steps {
@@ -38,7 +40,7 @@ func TestLeaderFencedScript(t *testing.T) {
 			st.event(s)
 		}
 		now := at(st.now)
-		if got := LeaderFenced(s.Lost(now), true, at(st.lastHeard), now, timeout); got != st.fenced {
+		if got := LeaderFenced(s.LostFor(roleExpiries, now), true, at(st.lastHeard), now, timeout); got != st.fenced {
 			t.Fatalf("%s: fenced %v, want %v (session lost %v, cut for %v)", st.what, got, st.fenced, s.Lost(now), s.CutFor(now))
 		}
 	}
