@@ -58,6 +58,14 @@ func (p *Partition) SetRole(r Role) error {
 		if err := p.refreshOrLead(cur, r); err != nil {
 			return err
 		}
+		if p.session != nil {
+			// The controller (or the znode, re-read) gives the role as of
+			// the session's expiries so far (selffence.go).
+			n := p.session.expiries()
+			p.mu.Lock()
+			p.mu.roleExpiries = n
+			p.mu.Unlock()
+		}
 	} else {
 		p.mu.Lock()
 		p.mu.leader = nil
@@ -214,6 +222,9 @@ func (p *Partition) CheckEnoughReplicas() error {
 	if l == nil {
 		return p.notLeader(p.role.Load())
 	}
+	if err := p.fencedLocked(p.now()); err != nil {
+		return err
+	}
 	if err := l.CheckEnoughReplicas(); err != nil {
 		return fmt.Errorf("%s-%d: %w", p.topic, p.index, err)
 	}
@@ -229,6 +240,9 @@ func (p *Partition) AcksAllDone(requiredOffset int64) (bool, error) {
 	defer p.mu.Unlock()
 	if p.mu.leader == nil {
 		return true, p.notLeader(p.role.Load())
+	}
+	if err := p.fencedLocked(p.now()); err != nil {
+		return true, err // appended, never acknowledged: the client retries with the new leader
 	}
 	done, err := p.mu.leader.AcksAllDone(requiredOffset)
 	if err != nil {

@@ -39,7 +39,10 @@ type Partition struct {
 	// them to the cluster metadata; nil on a single node (no followers,
 	// so none are made).
 	onISRChange func(*Partition, *isr.Proposal)
-	now         func() time.Time
+	// session is the broker's ZooKeeper session for the self-fencing rule
+	// (selffence.go); nil on a single node.
+	session *SessionGuard
+	now     func() time.Time
 	// producers is the idempotent producer state of this partition.
 	producers *producerState
 
@@ -72,6 +75,13 @@ type Partition struct {
 		// replication is the leader's settings (min.insync.replicas,
 		// replica.lag.time.max.ms).
 		replication isr.Config
+		// fenced is the last answer of fencedLocked, to log changes;
+		// fenceAnnounced whether Fenced told the waiting produces.
+		fenced, fenceAnnounced bool
+		// roleExpiries is how many times the ZooKeeper session had
+		// expired when the leadership was last given (SetRole): one more
+		// since fences the leader until the controller gives it again.
+		roleExpiries int
 	}
 }
 
@@ -112,6 +122,10 @@ type Config struct {
 	// at the log start. A partition that leads at once (a single node)
 	// ignores it: with one replica every record in the log is committed.
 	HighWatermark int64
+	// Session is the broker's ZooKeeper session, for a leader cut off
+	// from the cluster to stop acting as leader (selffence.go); nil on a
+	// single node: never fenced.
+	Session *SessionGuard
 	// Now is the clock of the leader's decisions (lag times); nil: time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -143,7 +157,7 @@ func Open(cfg Config) (*Partition, error) {
 		return nil, err
 	}
 	p := &Partition{topic: cfg.Topic, index: cfg.Index, brokerID: cfg.BrokerID, log: l, logger: logger,
-		producers: producers, waiters: cfg.Waiters, epochs: epochs, onISRChange: cfg.OnISRChange, now: cfg.Now}
+		producers: producers, waiters: cfg.Waiters, epochs: epochs, onISRChange: cfg.OnISRChange, session: cfg.Session, now: cfg.Now}
 	if p.now == nil {
 		p.now = time.Now
 	}
@@ -182,8 +196,8 @@ func (p *Partition) Index() int32  { return p.index }
 // Errors are storage's.
 func (p *Partition) Append(batches []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
 	r := p.role.Load()
-	if r.Leader != p.brokerID {
-		return storage.AppendResult{}, p.notLeader(r)
+	if err := p.checkLeading(r); err != nil {
+		return storage.AppendResult{}, err
 	}
 	opts.LeaderEpoch = r.LeaderEpoch
 	res, err := p.log.Append(batches, opts)

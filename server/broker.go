@@ -223,6 +223,7 @@ func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh 
 		AwaitRole:            b.cfg.AwaitRoles,
 		HighWatermark:        recoveredHW,
 		OnISRChange:          b.proposeISR,
+		Session:              b.cfg.ZooKeeperSession,
 		Logger:               b.logger,
 	})
 	if err != nil {
@@ -332,6 +333,24 @@ func (b *Broker) startLoops() {
 	go b.every(b.cfg.FlushCheckInterval, b.flushDue)
 	go b.every(b.cfg.FailedLogProbeInterval, b.probeFailedLogs)
 	go b.deleter()
+	if b.cfg.ZooKeeperSession != nil {
+		b.wg.Add(1)
+		go b.every(fenceCheckInterval, b.CheckFences)
+	}
+}
+
+// fenceCheckInterval is how often leaders are checked for self-fencing
+// while the ZooKeeper session is cut: the fence starts at most this late.
+const fenceCheckInterval = 200 * time.Millisecond
+
+// CheckFences lets every leader fence itself now if it must
+// (replication/fence), so produces waiting for acks=all on a fenced
+// leader answer at once; nothing to do while the session is connected.
+func (b *Broker) CheckFences(now time.Time) {
+	if !b.cfg.ZooKeeperSession.Cut(now) {
+		return
+	}
+	b.eachPartition(func(p *replication.Partition) { p.Fenced() })
 }
 
 func (b *Broker) every(interval time.Duration, fn func(time.Time)) {

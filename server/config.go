@@ -101,6 +101,10 @@ type Config struct {
 	// ISRStore records leaders' ISR changes (a cluster's metadata); nil:
 	// none are recorded (a single node makes none).
 	ISRStore ISRStore
+	// ZooKeeperSession is the broker's ZooKeeper session as its leaders'
+	// self-fencing sees it (replication.SessionGuard, fed by the session
+	// watcher); nil: a single node, never fenced.
+	ZooKeeperSession *replication.SessionGuard
 	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has
 	// not caught up for longer leaves the ISR. Default 30 s.
 	ReplicaLagTimeMax time.Duration

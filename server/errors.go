@@ -78,7 +78,7 @@ const (
 	KafkaNotEnoughReplicas           int16 = 19
 	KafkaNotEnoughAfterAppend        int16 = 20
 	KafkaFencedLeaderEpoch           int16 = 74
-	KafkaUnknownLeaderEpoch          int16 = 76
+	KafkaUnknownLeaderEpoch          int16 = 75
 	KafkaStaleControllerEpoch        int16 = 11
 	KafkaInvalidRequest              int16 = 42
 	KafkaNotController               int16 = 41

@@ -32,6 +32,10 @@ type Partition interface {
 	WaitState() delayed.State
 	Size() int64
 	SegmentCount() int
+	// CheckLeading is nil when produce and consumer reads may be served
+	// here: this broker leads the partition and has not fenced itself
+	// (cut from ZooKeeper, replication/fence); ErrNotLeader otherwise.
+	CheckLeading() error
 }
 
 var _ Partition = (*replication.Partition)(nil)

@@ -259,6 +259,13 @@ func (b *Broker) routeOnce(t *topic, batches []partitionBatch, internal bool) er
 			pb.local = replica // its append answers NOT_LEADER when it is not the leader
 			continue
 		}
+		if role != nil && role.Leader == b.cfg.BrokerID {
+			if err := replica.CheckLeading(); err != nil {
+				// Fenced (cut from ZooKeeper): the view still names this
+				// broker, so nothing to forward to; the client retries.
+				return fmt.Errorf("%w: %v; retry shortly", ErrLeaderNotAvailable, err)
+			}
+		}
 		forward, err := routeBatch(b.cfg.BrokerID, t.meta.Name, pb.index, role, view, t.settings.minISR)
 		if err != nil {
 			return err

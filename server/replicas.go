@@ -302,8 +302,7 @@ func (b *Broker) proposeISR(p *replication.Partition, prop *isr.Proposal) {
 		if err == nil {
 			p.ISRCommitted(prop, v)
 			b.countISRChange(prop.Change)
-			b.logger.Info("ISR changed", "topic", p.Topic(), "partition", p.Index(), "change", prop.Change.String(),
-				"replicas", prop.Replicas, "isr", prop.State.ISR)
+			b.logISRChange(p, prop, time.Now())
 			return
 		}
 		p.ISRConflict(prop)
@@ -320,6 +319,21 @@ func (b *Broker) proposeISR(p *replication.Partition, prop *isr.Proposal) {
 			}
 		}
 	}()
+}
+
+// logISRChange logs a committed ISR change; a follower's return says how
+// long it was out (as this leader knew it) and how long it took to catch
+// up from its first fetch (issue 23: returns must be visible).
+func (b *Broker) logISRChange(p *replication.Partition, prop *isr.Proposal, now time.Time) {
+	attrs := []any{"topic", p.Topic(), "partition", p.Index(), "change", prop.Change.String(), "replicas", prop.Replicas, "isr", prop.State.ISR}
+	if prop.Change != isr.Expand || prop.OutSince.IsZero() {
+		b.logger.Info("ISR changed", attrs...)
+		return
+	}
+	attrs = append(attrs, "out_for", now.Sub(prop.OutSince).Round(time.Millisecond),
+		"since_first_fetch", now.Sub(prop.FirstFetch).Round(time.Millisecond))
+	b.logger.Info(fmt.Sprintf("replica %v rejoined the ISR of %s-%d after %v out of it", prop.Replicas, p.Topic(), p.Index(),
+		now.Sub(prop.OutSince).Round(time.Millisecond)), attrs...)
 }
 
 // countISRChange counts a committed ISR change where Kafka does, in the

@@ -53,6 +53,9 @@ type clusterNode struct {
 	quotasStale bool
 	// disconnected: the ZooKeeper session has no connection now.
 	disconnected atomic.Bool
+	// session feeds the leaders' self-fencing (replication/fence) with
+	// the session's events.
+	session *replication.SessionGuard
 	// interBroker is inter.broker.listener.name; interDial connects to it
 	// (nil: plain TCP).
 	interBroker string
@@ -97,7 +100,9 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 		return nil, fmt.Errorf("--zookeeper %s: %w", s.zookeeper, err)
 	}
 	n := &clusterNode{zk: zk, logger: logger.With("component", "cluster"), brokerID: s.broker.BrokerID,
-		sessions: make(chan zookeeper.SessionEvent, 64), interBroker: s.interBroker, interDial: s.broker.InterBrokerDial}
+		sessions: make(chan zookeeper.SessionEvent, 64), interBroker: s.interBroker, interDial: s.broker.InterBrokerDial,
+		session: replication.NewSessionGuard(s.zkSessionTimeout)}
+	s.broker.ZooKeeperSession = n.session
 	go n.watchSession()
 	clusterID, err := zk.GetOrCreateClusterID(replication.NewTopicID())
 	if err != nil {
@@ -128,13 +133,28 @@ func joinCluster(s *serveSettings, logger *slog.Logger) (*clusterNode, error) {
 	return n, nil
 }
 
-// watchSession logs the session's changes; the zookeeper client registers
-// the broker again after an expiry by itself.
+// watchSession logs the session's changes and feeds them to the leaders'
+// self-fencing; the zookeeper client registers the broker again after an
+// expiry by itself.
 func (n *clusterNode) watchSession() {
 	defer close(n.sessions)
 	for ev := range n.zk.Events() {
 		n.disconnected.Store(ev.State == zookeeper.Disconnected || ev.State == zookeeper.Expired)
-		n.logger.Info("zookeeper session", "state", ev.State.String(), "session", ev.SessionID, "err", ev.Err)
+		attrs := []any{"state", ev.State.String(), "session", ev.SessionID, "err", ev.Err}
+		switch ev.State {
+		case zookeeper.Disconnected:
+			last := n.zk.LastContact()
+			if last.IsZero() {
+				last = time.Now()
+			}
+			n.session.Disconnected(last)
+			attrs = append(attrs, "last_contact_ago", time.Since(last).Round(time.Millisecond))
+		case zookeeper.Expired:
+			n.session.Expired()
+		case zookeeper.Reconnected, zookeeper.NewSession:
+			n.session.Connected()
+		}
+		n.logger.Info("zookeeper session", attrs...)
 		n.sessions <- ev
 	}
 }

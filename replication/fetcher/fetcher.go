@@ -173,9 +173,17 @@ type Fetcher struct {
 	applyMu sync.Mutex
 	// current is the connection in use, which Close cuts.
 	current atomic.Pointer[wire.Conn]
+	// opSince is when the network call the goroutine waits on began (unix
+	// nanoseconds; 0: none), opDial whether it is a dial: Add cuts one
+	// that is overdue (kickIfStuck), and kicked skips the backoff after.
+	opSince atomic.Int64
+	opDial  atomic.Bool
+	kicked  atomic.Bool
 	mu      struct {
 		sync.Mutex
 		partitions map[key]*partitionState
+		// cancelDial cuts the dial in progress (nil: none).
+		cancelDial context.CancelFunc
 	}
 }
 
@@ -192,10 +200,85 @@ func Start(cfg Config) *Fetcher {
 
 // Add starts copying r from its log end.
 func (f *Fetcher) Add(r Replica) {
+	now := time.Now()
 	f.mu.Lock()
-	f.mu.partitions[key{r.Topic(), r.Index()}] = &partitionState{replica: r, truncating: true, addedAt: time.Now()}
+	f.mu.partitions[key{r.Topic(), r.Index()}] = &partitionState{replica: r, truncating: true, addedAt: now}
 	f.mu.Unlock()
+	f.kickIfStuck(now)
 	f.poke()
+}
+
+// stuckAfter is how long past its due time a network call is presumed
+// lost: a dial answers within a round trip, a fetch within MaxWait.
+const stuckAfter = time.Second
+
+// kickIfStuck cuts the dial or request the goroutine has waited on for
+// longer than it should take, so a partition just given (a new role,
+// typically right after a network partition healed) is not held behind
+// it. Issue 23: a fetch sent before a partition waits for TCP to
+// retransmit its answer, with backoff, seconds after the heal (or for
+// RequestTimeout), while a new connection would be answered at once.
+func (f *Fetcher) kickIfStuck(now time.Time) {
+	since := f.opSince.Load()
+	if since == 0 {
+		return
+	}
+	dial, age := f.opDial.Load(), now.Sub(time.Unix(0, since))
+	due := stuckAfter
+	if !dial {
+		due += f.cfg.MaxWait
+	}
+	if age < due {
+		return
+	}
+	f.kicked.Store(true)
+	f.logger.Info("the leader has not answered for longer than it should; reconnecting for a new partition role",
+		"addr", f.cfg.Addr, "dialing", dial, "waited", age.Round(time.Millisecond))
+	if dial {
+		f.mu.Lock()
+		if f.mu.cancelDial != nil {
+			f.mu.cancelDial()
+		}
+		f.mu.Unlock()
+	} else if c := f.current.Load(); c != nil {
+		c.Close()
+	}
+}
+
+// beginOp and endOp bracket a network call for kickIfStuck.
+func (f *Fetcher) beginOp(dial bool) {
+	f.opDial.Store(dial)
+	f.opSince.Store(time.Now().UnixNano())
+}
+
+func (f *Fetcher) endOp() { f.opSince.Store(0) }
+
+// backoff waits out the backoff after a failure, unless kickIfStuck
+// caused it: then the next attempt goes at once.
+func (f *Fetcher) backoff(ctx context.Context) {
+	if f.kicked.Swap(false) {
+		return
+	}
+	f.sleep(ctx, f.cfg.Backoff)
+}
+
+// dial connects to the leader; kickIfStuck may cut it.
+func (f *Fetcher) dial(ctx context.Context) (*wire.Conn, error) {
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f.mu.Lock()
+	f.mu.cancelDial = cancel
+	f.mu.Unlock()
+	f.beginOp(true)
+	defer func() {
+		f.endOp()
+		f.mu.Lock()
+		f.mu.cancelDial = nil
+		f.mu.Unlock()
+	}()
+	maxFrame := int(f.cfg.MaxBytes) + int(f.cfg.PartitionMaxBytes) + 1<<20
+	return wire.DialWith(dctx, f.cfg.Dial, f.cfg.Addr, "ferry-replica-fetcher-"+strconv.Itoa(int(f.cfg.BrokerID)),
+		10*time.Second, maxFrame)
 }
 
 // Remove stops copying a partition; once it returns, nothing more is
@@ -261,13 +344,12 @@ func (f *Fetcher) run(ctx context.Context) {
 		}
 		if c == nil {
 			var err error
-			maxFrame := int(f.cfg.MaxBytes) + int(f.cfg.PartitionMaxBytes) + 1<<20
-			if c, err = wire.DialWith(ctx, f.cfg.Dial, f.cfg.Addr, "ferry-replica-fetcher-"+strconv.Itoa(int(f.cfg.BrokerID)),
-				10*time.Second, maxFrame); err != nil {
+			if c, err = f.dial(ctx); err != nil {
 				f.logger.Warn("cannot reach the leader", "addr", f.cfg.Addr, "err", err)
-				f.sleep(ctx, f.cfg.Backoff)
+				f.backoff(ctx)
 				continue
 			}
+			f.kicked.Store(false) // a kick meant for an older call
 			f.current.Store(c)
 			if ctx.Err() != nil { // Close ran before the Store
 				c.Close()
@@ -278,18 +360,21 @@ func (f *Fetcher) run(ctx context.Context) {
 				f.logger.Warn("OffsetForLeaderEpoch to the leader failed; reconnecting", "addr", f.cfg.Addr, "err", err)
 				c.Close()
 				c = nil
-				f.sleep(ctx, f.cfg.Backoff)
+				f.backoff(ctx)
 			}
 			continue // the truncated partitions join the next fetch
 		}
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		if err := c.RoundTrip(req, resp, f.cfg.RequestTimeout); err != nil {
+		f.beginOp(false)
+		err := c.RoundTrip(req, resp, f.cfg.RequestTimeout)
+		f.endOp()
+		if err != nil {
 			if ctx.Err() == nil {
 				f.logger.Warn("fetch from the leader failed; reconnecting", "addr", f.cfg.Addr, "err", err)
 			}
 			c.Close()
 			c = nil
-			f.sleep(ctx, f.cfg.Backoff)
+			f.backoff(ctx)
 			continue
 		}
 		f.apply(resp, wanted, time.Now())
@@ -317,9 +402,12 @@ func (f *Fetcher) idle(ctx context.Context, throttleDelay time.Duration) {
 	}
 }
 
+// sleep waits d, or less when a partition is Added meanwhile (a new role
+// is worth a new attempt at once).
 func (f *Fetcher) sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
+	case <-f.wake:
 	case <-time.After(d):
 	}
 }
@@ -525,7 +613,10 @@ func (f *Fetcher) truncate(c *wire.Conn, parts map[key]*partitionState, now time
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	if err := c.RoundTrip(req, resp, f.cfg.RequestTimeout); err != nil {
+	f.beginOp(false)
+	err := c.RoundTrip(req, resp, f.cfg.RequestTimeout)
+	f.endOp()
+	if err != nil {
 		return err
 	}
 	f.applyMu.Lock()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -252,6 +253,47 @@ func TestFetcherRetriesSoonANewLeaderThatHasNotHeardYet(t *testing.T) {
 		func() bool { return follower.LogEndOffset() == 1 })
 }
 
+// The same when the new leader still leads in the older epoch: the
+// follower, already told of the newer one, is answered
+// UNKNOWN_LEADER_EPOCH (Kafka's 75) by OffsetForLeaderEpoch, and asks
+// again soon. Issue 23: the code was 76 (UNSUPPORTED_COMPRESSION_TYPE to
+// the follower), which waited out the whole backoff.
+func TestFetcherRetriesSoonALeaderInAnOlderEpoch(t *testing.T) {
+	l := startLeader(t, "127.0.0.1:0")
+	if err := l.broker.CreateTopic(server.TopicSpec{Name: "older", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.broker.SetPartitionRole("older", 0, twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, l.broker, "older", "a")
+	follower := openFollower(t, "older")
+	if err := follower.SetRole(twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher.Start(fetcher.Config{BrokerID: 2, Leader: 1, Addr: l.addr, MaxWait: 50 * time.Millisecond, Backoff: time.Hour})
+	defer f.Close()
+	f.Add(follower)
+	harness.WaitFor(t, "the follower copies epoch 1", 10*time.Second, func() bool { return follower.LogEndOffset() == 1 })
+	newer := twoReplicas
+	newer.LeaderEpoch = 2
+	if err := follower.SetRole(newer); err != nil {
+		t.Fatal(err)
+	}
+	f.Remove("older", 0)
+	f.Add(follower) // as the Manager does on a new role: truncate first
+	harness.WaitFor(t, "the leader still in epoch 1 answers UNKNOWN_LEADER_EPOCH", 10*time.Second, func() bool {
+		st, _ := f.Status("older", 0)
+		return errors.Is(st.Err, kerr.UnknownLeaderEpoch)
+	})
+	if err := l.broker.SetPartitionRole("older", 0, newer); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, l.broker, "older", "b")
+	harness.WaitFor(t, "the partition is copied once the leader has heard, well within the backoff", 30*time.Second,
+		func() bool { return follower.LogEndOffset() == 2 })
+}
+
 // With a follower in the ISR, the leader's high watermark waits for the
 // follower's fetches: acks=all is answered once the follower has the
 // records, consumers see nothing above the high watermark meanwhile, and
@@ -492,4 +534,126 @@ func TestFetcherHoldsBackAThrottledReplicaUntilItCatchesUp(t *testing.T) {
 	harness.WaitFor(t, "a caught-up follower copies despite the throttle", 10*time.Second, func() bool {
 		return follower.LogEndOffset() == lp.LogEndOffset()
 	})
+}
+
+// stallingProxy forwards to a target; stallExisting stops the connections
+// open at that moment (they stay open, their bytes held, as after a
+// network partition TCP has not noticed) while new ones pass.
+type stallingProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []*stallable
+}
+
+type stallable struct {
+	stalled atomic.Bool
+	a, b    net.Conn
+}
+
+func startStallingProxy(t *testing.T, target string) *stallingProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallingProxy{ln: ln, target: target}
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, c := range p.conns {
+			c.a.Close()
+			c.b.Close()
+		}
+	})
+	go func() {
+		for {
+			a, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", target)
+			if err != nil {
+				a.Close()
+				continue
+			}
+			c := &stallable{a: a, b: b}
+			p.mu.Lock()
+			p.conns = append(p.conns, c)
+			p.mu.Unlock()
+			go c.copy(a, b)
+			go c.copy(b, a)
+		}
+	}()
+	return p
+}
+
+func (c *stallable) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		for c.stalled.Load() {
+			time.Sleep(10 * time.Millisecond) // held, as by a partition, until the test ends
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+func (p *stallingProxy) stallExisting() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.stalled.Store(true)
+	}
+}
+
+// Issue 23: after a network partition heals, a fetch sent before it may
+// wait seconds for TCP to retransmit its answer (or the whole request
+// timeout). A partition given to the Fetcher (a new role from the
+// controller) while its request is long overdue cuts that connection and
+// fetches on a new one at once, without the backoff (an hour here).
+func TestFetcherReconnectsAtOnceWhenANewRoleFindsItStuck(t *testing.T) {
+	l := startLeader(t, "127.0.0.1:0")
+	if err := l.broker.CreateTopic(server.TopicSpec{Name: "stuck", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.broker.SetPartitionRole("stuck", 0, twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	proxy := startStallingProxy(t, l.addr)
+	follower := openFollower(t, "stuck")
+	if err := follower.SetRole(twoReplicas); err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher.Start(fetcher.Config{BrokerID: 2, Leader: 1, Addr: proxy.ln.Addr().String(), MaxWait: 50 * time.Millisecond, Backoff: time.Hour})
+	defer f.Close()
+	f.Add(follower)
+	produce(t, l.broker, "stuck", "a")
+	harness.WaitFor(t, "the follower copies through the proxy", 10*time.Second, func() bool { return follower.LogEndOffset() == 1 })
+	proxy.stallExisting()
+	produce(t, l.broker, "stuck", "b")
+	time.Sleep(1500 * time.Millisecond) // not a condition: the stalled fetch must be overdue (MaxWait + 1 s)
+	if follower.LogEndOffset() != 1 {
+		t.Fatal("the stalled connection delivered")
+	}
+	newer := twoReplicas
+	newer.LeaderEpoch = 2
+	if err := l.broker.SetPartitionRole("stuck", 0, newer); err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.SetRole(newer); err != nil {
+		t.Fatal(err)
+	}
+	f.Add(follower)
+	took := harness.WaitFor(t, "the follower copies on a new connection, well within the request timeout", 10*time.Second,
+		func() bool { return follower.LogEndOffset() == 2 })
+	t.Logf("copied %v after the new role", took)
 }

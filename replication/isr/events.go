@@ -37,9 +37,14 @@ func (l *Leader) FollowerFetched(fe Fetch, now time.Time) (Update, error) {
 	}
 	prev := f.leo
 	updateFetchState(f, fe.FetchOffset, fe.LeaderLEO, now)
+	l.heardAt = later(l.heardAt, now)
+	if !f.outSince.IsZero() && f.firstFetch.IsZero() {
+		f.firstFetch = now
+	}
 	var u Update
 	if l.canExpandWith(f) {
 		u.Proposal = l.propose(Expand, []int32{f.id}, append(slices.Clone(l.isr), f.id))
+		u.Proposal.OutSince, u.Proposal.FirstFetch = f.outSince, f.firstFetch
 	}
 	if f.leo != prev {
 		u.HighWatermarkAdvanced = l.advanceHighWatermark(now)
@@ -120,6 +125,7 @@ func (l *Leader) Committed(p *Proposal, newVersion int32, now time.Time) Update 
 		return Update{}
 	}
 	l.isr, l.version, l.pending = slices.Clone(p.State.ISR), newVersion, nil
+	l.trackMembership(now)
 	if p.Change == Expand {
 		l.expands++
 	} else {
@@ -158,6 +164,6 @@ func (l *Leader) Refresh(st State, now time.Time) (Update, error) {
 		l.startEpoch(st, now)
 		return Update{NewEpoch: true, HighWatermarkAdvanced: l.advanceHighWatermark(now)}, nil
 	}
-	l.adopt(st)
+	l.adopt(st, now)
 	return Update{HighWatermarkAdvanced: l.advanceHighWatermark(now)}, nil
 }

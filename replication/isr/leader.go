@@ -98,6 +98,10 @@ type Proposal struct {
 	Change Change
 	// Replicas are the followers joining (Expand) or leaving (Shrink).
 	Replicas []int32
+	// OutSince and FirstFetch (Expand): since when the joining follower
+	// was out of the ISR as this leader knew it, and its first fetch
+	// since, so the caller can log how long its return took.
+	OutSince, FirstFetch time.Time
 	// State is the znode's new content; State.Version is the version the
 	// write is conditional on (the one this leader holds).
 	State State
@@ -122,6 +126,10 @@ type follower struct {
 	// The previous fetch: when it came, and the leader's log end then.
 	lastFetch    time.Time
 	lastFetchLEO int64
+	// outSince: out of the committed ISR since then, as this leader knows
+	// (zero: in it); firstFetch: its first fetch since, for the log line
+	// of its return (Proposal.OutSince).
+	outSince, firstFetch time.Time
 }
 
 // Leader is the leader's state of one partition.
@@ -141,6 +149,9 @@ type Leader struct {
 
 	leo, hw          int64
 	shrinks, expands uint64
+	// heardAt is the last follower fetch in this epoch, or the epoch's
+	// start (replication/fence's rule).
+	heardAt time.Time
 }
 
 // NewLeader is this broker (self) becoming the leader of a partition with
@@ -214,8 +225,8 @@ func (l *Leader) checkState(st State) error {
 // now, the others not at all, and the previous fetch is "now, at the
 // epoch's start" (a re-elected leader; NewLeader forgets it).
 func (l *Leader) startEpoch(st State, now time.Time) {
-	l.epoch, l.epochStart = st.LeaderEpoch, l.leo
-	l.adopt(st)
+	l.epoch, l.epochStart, l.heardAt = st.LeaderEpoch, l.leo, now
+	l.adopt(st, now)
 	for i := range l.followers {
 		f := &l.followers[i]
 		f.lastCaughtUp = time.Time{}
@@ -228,10 +239,24 @@ func (l *Leader) startEpoch(st State, now time.Time) {
 
 // adopt takes st's ISR and version as committed, ending any change in
 // flight.
-func (l *Leader) adopt(st State) {
+func (l *Leader) adopt(st State, now time.Time) {
 	l.isr = slices.Clone(st.ISR)
 	l.version, l.controllerEpoch = st.Version, st.ControllerEpoch
 	l.pending, l.blocked = nil, false
+	l.trackMembership(now)
+}
+
+// trackMembership notes when followers left the committed ISR.
+func (l *Leader) trackMembership(now time.Time) {
+	for i := range l.followers {
+		f := &l.followers[i]
+		switch in := slices.Contains(l.isr, f.id); {
+		case in:
+			f.outSince, f.firstFetch = time.Time{}, time.Time{}
+		case f.outSince.IsZero():
+			f.outSince = now
+		}
+	}
 }
 
 // SetConfig applies changed settings (a topic's min.insync.replicas or the
@@ -288,6 +313,14 @@ func (l *Leader) Replicas() []int32 { return slices.Clone(l.replicas) }
 // State is the partition state as this leader holds it committed.
 func (l *Leader) State() State {
 	return State{Leader: l.self, LeaderEpoch: l.epoch, ISR: l.ISR(), ControllerEpoch: l.controllerEpoch, Version: l.version}
+}
+
+// HeardFromFollower is when a follower last fetched in this epoch (the
+// epoch's start before any did), and whether another replica could be
+// elected in this leader's place: the maximal ISR holds one (an expand
+// in flight may have been written).
+func (l *Leader) HeardFromFollower() (at time.Time, replaceable bool) {
+	return l.heardAt, l.maximalISRSize() > 1
 }
 
 // Pending is the ISR change in flight, or nil.

@@ -492,3 +492,27 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per append and fetches", allocs)
 	}
 }
+
+// An expand says since when the joining follower was out of the ISR (as
+// this leader knew it) and when it first fetched since, for the log line
+// of its return (issue 23).
+func TestExpandSaysHowLongTheFollowerWasOut(t *testing.T) {
+	s := newScript(t, []int32{1, 2}, []int32{1}, 10, 10, 1)
+	s.after(3 * time.Second)
+	if u := s.fetch(2, 4); u.Proposal != nil {
+		t.Fatalf("proposed %+v for a follower below the high watermark", u.Proposal)
+	}
+	firstFetch := s.now
+	s.after(500 * time.Millisecond)
+	u := s.fetch(2, 10)
+	if u.Proposal == nil || u.Proposal.Change != Expand {
+		t.Fatalf("no expand: %+v", u)
+	}
+	if !u.Proposal.OutSince.Equal(t0) || !u.Proposal.FirstFetch.Equal(firstFetch) {
+		t.Fatalf("out since %v, first fetch %v; want %v and %v", u.Proposal.OutSince, u.Proposal.FirstFetch, t0, firstFetch)
+	}
+	s.l.Committed(u.Proposal, 8, s.now)
+	if f := s.l.follower(2); !f.outSince.IsZero() || !f.firstFetch.IsZero() {
+		t.Fatalf("back in the ISR, still out since %v", f.outSince)
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -90,7 +92,11 @@ type Client struct {
 
 	events chan SessionEvent
 	quit   chan struct{}
-	wg     sync.WaitGroup
+	// lastRead is when bytes last came from a ZooKeeper server (unix
+	// nanoseconds): pings answer every third of the session timeout, so
+	// it is the session's last contact (LastContact).
+	lastRead atomic.Int64
+	wg       sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -124,7 +130,8 @@ func Open(connect string, sessionTimeout time.Duration, logger *slog.Logger) (*C
 		quit:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 	}
-	conn, zkEvents, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(zkLogger{c.log}), zk.WithLogInfo(false))
+	conn, zkEvents, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(zkLogger{c.log}), zk.WithLogInfo(false),
+		zk.WithDialer(c.dial))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper: connect %s: %w", connect, err)
 	}
@@ -196,6 +203,39 @@ func validatePath(p string) error {
 		}
 	}
 	return nil
+}
+
+// dial is net.DialTimeout with reads timed (LastContact).
+func (c *Client) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	conn, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &contactConn{Conn: conn, last: &c.lastRead}, nil
+}
+
+// contactConn records when bytes were last read.
+type contactConn struct {
+	net.Conn
+	last *atomic.Int64
+}
+
+func (c *contactConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.last.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+// LastContact is when the client last read from a ZooKeeper server: a
+// session whose connection dropped counts its timeout from there, as the
+// server does (replication/fence). The zero time before any read.
+func (c *Client) LastContact() time.Time {
+	if n := c.lastRead.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // Events delivers the session's state changes, in order. The channel is

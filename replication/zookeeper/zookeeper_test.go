@@ -596,3 +596,34 @@ func TestAdminZnodesAndTopicDeletion(t *testing.T) {
 		t.Fatalf("topics after delete %v", topics)
 	}
 }
+
+// LastContact follows the server's answers to the session's pings (every
+// third of the timeout), so when a silent partition (nothing closes the
+// connection) is noticed, two thirds of the timeout later, it still says
+// when the server was last heard: where ZooKeeper counts the session's
+// timeout from (replication/fence).
+func TestLastContactIsTheLastRead(t *testing.T) {
+	srv := zks.Require(t)
+	proxy := zkserver.NewProxy(t, srv.Addr())
+	const timeout = 3 * time.Second
+	c := openWithEvents(t, proxy.Addr()+testChroot(t), timeout)
+	opened := c.LastContact()
+	if time.Since(opened) > time.Second {
+		t.Fatalf("last contact %v ago, just after Open", time.Since(opened))
+	}
+	harness.WaitFor(t, "a ping's answer moves the last contact", 5*time.Second, func() bool { return c.LastContact().After(opened) })
+	paused := time.Now()
+	proxy.Pause()
+	defer proxy.Resume()
+	for ev := range c.Events() {
+		if ev.State != Disconnected {
+			continue
+		}
+		last := c.LastContact()
+		if last.After(paused) || time.Since(last) < timeout/3 {
+			t.Fatalf("noticed the silence %v after the last contact, which was %v before the pause", time.Since(last), paused.Sub(last))
+		}
+		t.Logf("noticed the silence %v after the last contact (%v after the pause)", time.Since(last).Round(time.Millisecond), time.Since(paused).Round(time.Millisecond))
+		return
+	}
+}

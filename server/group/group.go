@@ -8,28 +8,33 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ferry-mq/ferry/server"
 )
 
-// Kafka error codes the coordinator answers with.
-const (
-	errNone                      int16 = 0
-	errUnknownServer             int16 = -1
-	errUnknownTopicOrPartition   int16 = 3
-	errOffsetMetadataTooLarge    int16 = 12
-	errCoordinatorNotAvailable   int16 = 15
-	errIllegalGeneration         int16 = 22
-	errInconsistentGroupProtocol int16 = 23
-	errInvalidGroupID            int16 = 24
-	errUnknownMemberID           int16 = 25
-	errInvalidSessionTimeout     int16 = 26
-	errRebalanceInProgress       int16 = 27
-	errInvalidCommitOffsetSize   int16 = 28
-	errInvalidRequest            int16 = 42
-	errNonEmptyGroup             int16 = 68
-	errGroupIDNotFound           int16 = 69
-	errMemberIDRequired          int16 = 79
-	errFencedInstanceID          int16 = 82
-	errGroupSubscribedToTopic    int16 = 86
+// Kafka error codes the coordinator answers with, from Kafka's table
+// (kerr); never typed as numbers (server/errors_test.go checks).
+var (
+	errNone                      = server.KafkaNone
+	errUnknownServer             = kerr.UnknownServerError.Code
+	errUnknownTopicOrPartition   = kerr.UnknownTopicOrPartition.Code
+	errOffsetMetadataTooLarge    = kerr.OffsetMetadataTooLarge.Code
+	errCoordinatorNotAvailable   = kerr.CoordinatorNotAvailable.Code
+	errIllegalGeneration         = kerr.IllegalGeneration.Code
+	errInconsistentGroupProtocol = kerr.InconsistentGroupProtocol.Code
+	errInvalidGroupID            = kerr.InvalidGroupID.Code
+	errUnknownMemberID           = kerr.UnknownMemberID.Code
+	errInvalidSessionTimeout     = kerr.InvalidSessionTimeout.Code
+	errRebalanceInProgress       = kerr.RebalanceInProgress.Code
+	errInvalidCommitOffsetSize   = kerr.InvalidCommitOffsetSize.Code
+	errInvalidRequest            = kerr.InvalidRequest.Code
+	errNonEmptyGroup             = kerr.NonEmptyGroup.Code
+	errGroupIDNotFound           = kerr.GroupIDNotFound.Code
+	errMemberIDRequired          = kerr.MemberIDRequired.Code
+	errFencedInstanceID          = kerr.FencedInstanceID.Code
+	errGroupSubscribedToTopic    = kerr.GroupSubscribedToTopic.Code
 )
 
 // state is a classic group's state, as Kafka names them.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
@@ -20,9 +22,9 @@ import (
 // those groups and answers NOT_COORDINATOR, so clients look the coordinator
 // up again. A single node leads every partition from the start.
 
-const (
-	errCoordinatorLoadInProgress int16 = 14
-	errNotCoordinator            int16 = 16
+var (
+	errCoordinatorLoadInProgress = kerr.CoordinatorLoadInProgress.Code
+	errNotCoordinator            = kerr.NotCoordinator.Code
 )
 
 // ErrNotCoordinator: the group is coordinated by another broker (or, while

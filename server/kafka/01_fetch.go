@@ -182,9 +182,10 @@ func (s *Server) fetchPartition(ctx context.Context, resp *fetchAnswer, topic st
 			defer func() { s.broker.RecordLeaderThrottled(n) }()
 		}
 	} else {
-		if p.Leader() != s.broker.BrokerID() {
-			// Consumers read from the leader (Kafka before KIP-392).
-			rp.ErrorCode = server.KafkaNotLeaderOrFollower
+		if err := p.CheckLeading(); err != nil {
+			// Consumers read from the leader (Kafka before KIP-392), which
+			// has not fenced itself.
+			rp.ErrorCode = errorCode(err)
 			return 0, wait, false, nil
 		}
 		wait = server.WaitPoint(p, fp.FetchOffset)

@@ -244,7 +244,8 @@ func (s *Server) topicMetadata(name string, createBudget *int, view *server.Clus
 		mp.Partition = i
 		mp.OfflineReplicas = []int32{}
 		pv, inView := view.Partition(name, i)
-		switch p, err := s.broker.Partition(name, i); {
+		p, err := s.broker.Partition(name, i)
+		switch {
 		case inView: // the controller's word, for every partition
 			mp.Leader, mp.LeaderEpoch, mp.Replicas, mp.ISR = pv.Leader, pv.LeaderEpoch, pv.Replicas, pv.ISR
 			mp.OfflineReplicas = append(mp.OfflineReplicas, pv.Offline...)
@@ -256,6 +257,12 @@ func (s *Server) topicMetadata(name string, createBudget *int, view *server.Clus
 			// require every partition of a topic listed, so it is listed
 			// without a leader and asked again.
 			mp.Leader, mp.LeaderEpoch, mp.Replicas, mp.ISR = -1, -1, []int32{}, []int32{}
+		}
+		if self := s.broker.BrokerID(); mp.Leader == self && err == nil && p.Leader() == self && p.CheckLeading() != nil {
+			// This broker leads the partition but fenced itself (cut from
+			// ZooKeeper, replication/fence): its view is stale, another
+			// broker leads or will shortly, so clients ask again elsewhere.
+			mp.Leader = -1
 		}
 		if mp.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -26,7 +27,7 @@ func TestJoinGroupMemberIDAndDescribeCarryClient(t *testing.T) {
 	ts := newTestServer(t)
 	joiner := ts.dial(t) // client id "test"
 	first := do[*kmsg.JoinGroupResponse](joiner, consumerJoin("g", ""), 5)
-	if first.ErrorCode != 79 /* MEMBER_ID_REQUIRED */ || !strings.HasPrefix(first.MemberID, "test-") {
+	if first.ErrorCode != kerr.MemberIDRequired.Code || !strings.HasPrefix(first.MemberID, "test-") {
 		t.Fatalf("first join: code %d member id %q, want MEMBER_ID_REQUIRED and an id starting with \"test-\"",
 			first.ErrorCode, first.MemberID)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -291,7 +292,7 @@ func TestCancelledMoveReturnsToTheOriginalReplicas(t *testing.T) {
 	producer, plan := startThrottledMove(t, nodes, adm, "cancelled", 12<<20, 1<<20, 3, []int32{1, 2}, []int32{3, 1})
 	// Partitions are not added to a topic being moved (Kafka's rule).
 	bcl, br := brokerClient(t, nodes[1])
-	if r := createPartitionsAt(t, br, "cancelled", 2); r.ErrorCode != 60 {
+	if r := createPartitionsAt(t, br, "cancelled", 2); r.ErrorCode != kerr.ReassignmentInProgress.Code {
 		t.Fatalf("CreatePartitions during the move: code %d %v, want 60 REASSIGNMENT_IN_PROGRESS", r.ErrorCode, deref(r.ErrorMessage))
 	}
 	bcl.Close()

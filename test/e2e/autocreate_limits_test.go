@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/test/harness"
@@ -101,7 +102,7 @@ func TestMetadataAutoCreateIsBounded(t *testing.T) {
 	resp = kmsg.NewPtrMetadataResponse()
 	rawKafkaRequest(t, off.KafkaAddr, req, resp)
 	for _, rt := range resp.Topics {
-		if rt.ErrorCode != 3 {
+		if rt.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 			t.Fatalf("auto-create off: topic %s answered %d, want 3", *rt.Topic, rt.ErrorCode)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -62,7 +63,7 @@ func retryAfterKill(t *testing.T, ctx context.Context, node *harness.Node, last 
 		t.Fatalf("retry after kill -9: %+v, want the original offset %d", p, offset)
 	}
 	opts.BaseSequence = gapSeq
-	if p := rawProduce(t, ctx, cl, idemBatch(t, opts)); p.ErrorCode != 45 {
+	if p := rawProduce(t, ctx, cl, idemBatch(t, opts)); p.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("gap after kill -9: error %d, want OUT_OF_ORDER_SEQUENCE_NUMBER (45)", p.ErrorCode)
 	}
 	return cl

@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -207,7 +208,7 @@ func TestMetricsCountBothListeners(t *testing.T) {
 
 	// Failures: a malformed HTTP body and a produce to a missing partition.
 	mustPost(t, node.URL+"/kafka/"+topic, "application/json", `{"records":[`, 400)
-	if code := kafkaProduce(t, cl, topic, 7, rawBatch(t, "nowhere", 1)); code != 3 {
+	if code := kafkaProduce(t, cl, topic, 7, rawBatch(t, "nowhere", 1)); code != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("produce to partition 7: error %d, want 3 (UNKNOWN_TOPIC_OR_PARTITION)", code)
 	}
 	s5 := scrapeMetrics(t, node)

@@ -1,0 +1,305 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/test/harness"
+	"github.com/ferry-mq/ferry/test/zkserver"
+)
+
+// cuttableCluster is three brokers each reaching ZooKeeper through its own
+// proxy and reached by the other brokers (replication, the controller's
+// requests, forwarding) through another, on an INTERNAL listener; clients
+// use PLAINTEXT directly. Pausing a broker's two proxies cuts it from
+// ZooKeeper and from its peers, as a network partition would (bytes held,
+// connections left open), while clients still reach it.
+type cuttableCluster struct {
+	nodes    []*harness.Node
+	zk, peer []*zkserver.Proxy
+}
+
+func startCuttableCluster(t *testing.T) *cuttableCluster {
+	t.Helper()
+	zkAddr := zks.Require(t).Addr()
+	chroot := "/" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	c := &cuttableCluster{nodes: make([]*harness.Node, 3), zk: make([]*zkserver.Proxy, 3), peer: make([]*zkserver.Proxy, 3)}
+	args := make([][]string, 3)
+	for i := range c.nodes {
+		internal := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
+		c.zk[i], c.peer[i] = zkserver.NewProxy(t, zkAddr), zkserver.NewProxy(t, internal)
+		args[i] = []string{"--broker-id", strconv.Itoa(i + 1), "--zookeeper", c.zk[i].Addr() + chroot,
+			"--zookeeper-session-timeout-ms", "6000",
+			"--listeners", "PLAINTEXT://{kafka-addr},INTERNAL://" + internal,
+			"--advertised-listeners", "PLAINTEXT://{kafka-addr},INTERNAL://" + c.peer[i].Addr(),
+			"--listener-security-protocol-map", "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+			"--inter-broker-listener-name", "INTERNAL"}
+	}
+	var wg sync.WaitGroup
+	for i := range c.nodes {
+		wg.Go(func() { c.nodes[i] = harness.Start(t, args[i]...) })
+	}
+	wg.Wait()
+	for _, n := range c.nodes {
+		if n == nil {
+			t.FailNow()
+		}
+	}
+	return c
+}
+
+func (c *cuttableCluster) cut(id int32)  { c.zk[id-1].Pause(); c.peer[id-1].Pause() }
+func (c *cuttableCluster) heal(id int32) { c.zk[id-1].Resume(); c.peer[id-1].Resume() }
+
+// probe sends req straight to the broker at addr on a connection of its
+// own (no client's metadata, no queue behind other requests); nil when it
+// does not answer within 3 s.
+func probe(addr string, req kmsg.Request) kmsg.Response {
+	// Kafka 2.8's versions: Fetch names topics (v13+ would need ids).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_8_0()))
+	if err != nil {
+		return nil
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return nil
+	}
+	return resp
+}
+
+// produceTo sends one acks=all record straight to the broker at addr and
+// returns the partition's error code (-2: no answer).
+func produceTo(t *testing.T, addr, topic string) int16 {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 500
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	var bld records.Builder
+	bld.Add(records.Record{Value: []byte("probe"), Timestamp: time.Now().UnixMilli()})
+	batch, err := bld.AppendBatch(nil, records.BatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := probe(addr, req)
+	if resp == nil {
+		return -2
+	}
+	return resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// fetchFrom sends a consumer Fetch straight to the broker at addr.
+func fetchFrom(addr, topic string) int16 {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 0, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := probe(addr, req)
+	if resp == nil {
+		return -2
+	}
+	return resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// Issue 23: the leader of an RF3 partition is cut from ZooKeeper and from
+// the other brokers while clients still reach it. Once its session
+// timeout has passed since it last heard ZooKeeper (and no follower
+// fetched), it answers produce and consumer fetches with
+// NOT_LEADER_OR_FOLLOWER, its Metadata names no leader and its HTTP
+// gateway answers 503 with Retry-After, so clients move to the leader the
+// others elected; a producer writing through the whole cut loses nothing
+// it was acknowledged. After the heal the old leader follows and rejoins
+// the ISR.
+func TestCutLeaderFencesItself(t *testing.T) {
+	c := startCuttableCluster(t)
+	const topic = "fenced"
+	cl, adm := replicatedProducer(t, c.nodes, topic)
+	produceNumbered(t, cl, 0, 10)
+	old := leaderOf(t, adm, topic)
+	controller := controllerOf(t, c.nodes)
+	oldAddr := c.nodes[old-1].KafkaAddr
+	if code := produceTo(t, oldAddr, topic); code != 0 {
+		t.Fatalf("the leader refused a produce before the cut: %v", kerr.ErrorForCode(code))
+	}
+	sp := startSteadyProducer(cl)
+	time.Sleep(time.Second) // not a wait for a condition: the producer writes before the cut
+	cut := time.Now()
+	c.cut(old)
+	t.Logf("broker %d (leader) cut from ZooKeeper and its peers", old)
+
+	var lastCode int16
+	defer func() {
+		if t.Failed() {
+			t.Logf("the last answer to a produce to the cut leader: %v", kerr.ErrorForCode(lastCode))
+		}
+	}()
+	fenced := harness.WaitFor(t, "the cut leader answers NOT_LEADER_OR_FOLLOWER", 30*time.Second, func() bool {
+		lastCode = produceTo(t, oldAddr, topic)
+		return lastCode == kerr.NotLeaderForPartition.Code
+	})
+	t.Logf("NOT_LEADER_OR_FOLLOWER to produce %v after the cut", fenced.Round(time.Millisecond))
+	if fenced < 2*time.Second {
+		t.Errorf("fenced %v after the cut: before its session could have expired", fenced)
+	}
+	if code := fetchFrom(oldAddr, topic); code != kerr.NotLeaderForPartition.Code {
+		t.Errorf("a consumer fetch from the fenced leader answered %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
+	}
+	checkFencedMetadata(t, c.nodes[old-1], topic)
+	checkFencedGateway(t, c.nodes[old-1], topic)
+	if !strings.Contains(c.nodes[old-1].Logs(), "no longer acting as leader") {
+		t.Error("the fenced leader did not log why it stopped leading")
+	}
+
+	var newLeader int32
+	seen := map[string]bool{}
+	harness.WaitFor(t, "another broker leads", 30*time.Second, func() bool {
+		for id := int32(1); id <= 3; id++ {
+			if line := metadataLine(c.nodes[id-1].KafkaAddr, topic); !seen[fmt.Sprint(id, line)] {
+				seen[fmt.Sprint(id, line)] = true
+				t.Logf("%v after the cut, broker %d's Metadata: %s", time.Since(cut).Round(time.Millisecond), id, line)
+			}
+		}
+		newLeader = leaderOf(t, adm, topic)
+		return newLeader > 0 && newLeader != old
+	})
+	t.Logf("broker %d leads %v after the cut (the controller was broker %d)", newLeader, time.Since(cut).Round(time.Millisecond), controller)
+	time.Sleep(2 * time.Second) // the producer goes on under the new leader
+	healed := time.Now()
+	c.heal(old)
+	harness.WaitFor(t, "the healed broker rejoins the ISR", 30*time.Second, func() bool {
+		for id := int32(1); id <= 3; id++ {
+			if id != old && len(isrOf(c.nodes[id-1].KafkaAddr, topic)) == 3 {
+				return true
+			}
+		}
+		return false
+	})
+	acked, gap := sp.stop(t)
+	t.Logf("cut at %s; longest stall between acknowledgements %v (goal: session timeout + 3 s = 9 s); rejoined the ISR %v after the heal",
+		cut.Format("15:04:05.000"), gap.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
+	if gap > 15*time.Second {
+		t.Errorf("the producer stalled %v", gap)
+	}
+	checkAcked(t, c.nodes, topic, acked)
+}
+
+// metadataLine describes topic's partition 0 in the Metadata of the
+// broker at addr.
+func metadataLine(addr, topic string) string {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp := probe(addr, req)
+	if resp == nil {
+		return "no answer"
+	}
+	mr := resp.(*kmsg.MetadataResponse)
+	if len(mr.Topics) != 1 || len(mr.Topics[0].Partitions) != 1 {
+		return fmt.Sprintf("%d topics", len(mr.Topics))
+	}
+	p := mr.Topics[0].Partitions[0]
+	return fmt.Sprintf("leader %d epoch %d isr %v err %v", p.Leader, p.LeaderEpoch, p.ISR, kerr.ErrorForCode(p.ErrorCode))
+}
+
+// checkFencedMetadata: the fenced broker's Metadata names no leader for
+// the partition (LEADER_NOT_AVAILABLE), so clients ask another broker.
+func checkFencedMetadata(t *testing.T, n *harness.Node, topic string) {
+	t.Helper()
+	one, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := one.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		t.Fatalf("metadata from the fenced broker: %v", err)
+	}
+	p := resp.(*kmsg.MetadataResponse).Topics[0].Partitions[0]
+	if p.Leader != -1 || p.ErrorCode != kerr.LeaderNotAvailable.Code {
+		t.Errorf("the fenced broker's Metadata: leader %d, %v; want -1, LEADER_NOT_AVAILABLE", p.Leader, kerr.ErrorForCode(p.ErrorCode))
+	}
+}
+
+// checkFencedGateway: an HTTP produce to the fenced broker writes nothing
+// and answers 503 with Retry-After.
+func checkFencedGateway(t *testing.T, n *harness.Node, topic string) {
+	t.Helper()
+	res, err := http.Post(n.URL+"/kafka/"+topic, "application/json", strings.NewReader(`{"records":[{"partition":0,"value":"gw"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Errorf("HTTP produce to the fenced broker: %s, Retry-After %q: %s", res.Status, res.Header.Get("Retry-After"), body)
+	}
+	t.Logf("HTTP produce to the fenced broker: %s %s", res.Status, strings.TrimSpace(string(body)))
+}
+
+// ZooKeeper down for the whole cluster for longer than the session
+// timeout: every leader has lost its session, but its followers go on
+// fetching, so none fences itself and acks=all writes go on (the rule's
+// second condition).
+func TestZooKeeperDownEverywhereFencesNothing(t *testing.T) {
+	zk := zkserver.Start(t)
+	nodes := startClusterOn(t, zk.Addr(), 3)
+	cl, _ := replicatedProducer(t, nodes, "zkdown")
+	produceNumbered(t, cl, 0, 10)
+	if err := zk.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	sp := startSteadyProducer(cl)
+	harness.WaitFor(t, "every broker noticed ZooKeeper is gone", 20*time.Second, func() bool {
+		for _, n := range nodes {
+			if !strings.Contains(n.Logs(), "state=disconnected") {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(12 * time.Second) // not a condition: longer than the session timeout plus its grace (8 s)
+	acked, gap := sp.stop(t)
+	for i, n := range nodes {
+		if strings.Contains(n.Logs(), "no longer acting as leader") {
+			t.Errorf("broker %d fenced a partition while its followers fetched", i+1)
+		}
+	}
+	t.Logf("%d records acknowledged with ZooKeeper down; longest stall %v", len(acked), gap.Round(time.Millisecond))
+	if gap > 3*time.Second {
+		t.Errorf("acks=all stalled %v with ZooKeeper down", gap)
+	}
+	if err := zk.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	checkAcked(t, nodes, "zkdown", acked)
+}
