@@ -64,10 +64,10 @@ func startCuttableCluster(t *testing.T) *cuttableCluster {
 func (c *cuttableCluster) cut(id int32)  { c.zk[id-1].Pause(); c.peer[id-1].Pause() }
 func (c *cuttableCluster) heal(id int32) { c.zk[id-1].Resume(); c.peer[id-1].Resume() }
 
-// probe sends req straight to the broker at addr on a connection of its
+// askOnce sends req straight to the broker at addr on a connection of its
 // own (no client's metadata, no queue behind other requests); nil when it
 // does not answer within 3 s.
-func probe(addr string, req kmsg.Request) kmsg.Response {
+func askOnce(addr string, req kmsg.Request) kmsg.Response {
 	// Kafka 2.8's versions: Fetch names topics (v13+ would need ids).
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(kversion.V2_8_0()))
 	if err != nil {
@@ -100,7 +100,7 @@ func produceTo(t *testing.T, addr, topic string) int16 {
 	rp.Records = batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp := probe(addr, req)
+	resp := askOnce(addr, req)
 	if resp == nil {
 		return -2
 	}
@@ -117,7 +117,7 @@ func fetchFrom(addr, topic string) int16 {
 	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp := probe(addr, req)
+	resp := askOnce(addr, req)
 	if resp == nil {
 		return -2
 	}
@@ -213,7 +213,7 @@ func metadataLine(addr, topic string) string {
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	resp := probe(addr, req)
+	resp := askOnce(addr, req)
 	if resp == nil {
 		return "no answer"
 	}
