@@ -64,8 +64,8 @@
 // (18 s), but its listener refuses connections at once. So each broker
 // sender has a second goroutine, its listener probe (liveness.go), that
 // connects to the broker's registered endpoint every ProbeInterval (200
-// ms) and closes the connection at once. Refused connects (ECONNREFUSED or
-// a reset) in a row, at least 3 over FenceAfter (400 ms), from a broker
+// ms) and closes the connection at once. Refused connects (ECONNREFUSED)
+// in a row, at least 3 over FenceAfter (400 ms), from a broker
 // seen accepting under that registration or registered over 5 s ago (a
 // starting broker registers before it listens), are the evidence: the
 // term steps BrokerFenced and the controller moves the broker's
@@ -81,7 +81,9 @@
 // against the /controller_epoch version read before it, so a controller
 // elected since is untouched): the brokers elect a new controller at once,
 // whose probes fence the dead one. A deposed controller that is alive
-// after all has its writes fenced by the new epoch, and resigns.
+// after all has its writes fenced by the new epoch, and resigns; one that
+// wins again under the same registration is not deposed again by this
+// broker (its session decides).
 //
 // # Goroutines
 //

@@ -128,6 +128,9 @@ type Controller struct {
 	// this driver found accepting, in any term or campaign: their
 	// refusals count at once, without the startup grace (liveness.go).
 	seenUp sightings
+	// deposed: registrations of controllers this broker deposed
+	// (liveness.go); one elected again is not deposed again.
+	deposed sightings
 }
 
 // reassignAsk is an AlterPartitionReassignments (partitions, answer) or a

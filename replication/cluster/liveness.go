@@ -20,7 +20,7 @@ import (
 // Liveness probes: evidence that a broker's process is gone, found before
 // its ZooKeeper session expires (see the package doc, Fencing).
 //
-// A connect refused (ECONNREFUSED, or a reset) by the address a broker
+// A connect refused (ECONNREFUSED) by the address a broker
 // registered means nothing listens there: a process that died (kill -9
 // closes its sockets, and the kernel refuses what follows) or a broker
 // that closed its listener. A timeout, an unreachable host or a TLS
@@ -40,7 +40,11 @@ func classifyProbe(err error) probeOutcome {
 	switch {
 	case err == nil:
 		return probeAccepted
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, syscall.ECONNREFUSED):
+		// A RST answering the SYN, or an ICMP port unreachable. A reset
+		// of an established connection is not counted: a live broker
+		// whose accept queue overflows may send one
+		// (tcp_abort_on_overflow).
 		return probeRefused
 	default:
 		return probeInconclusive
@@ -70,10 +74,11 @@ type refusals struct {
 	count        int
 }
 
-// sightings are the registrations (broker → epoch) whose listener a
-// probe of this driver found accepting, in any term or campaign: their
-// refusals count at once, without the startup grace. Safe for concurrent
-// use; a nil *sightings remembers nothing.
+// sightings remember one registration (broker → epoch) per broker: the
+// driver's seenUp (a listener a probe found accepting, in any term or
+// campaign: its refusals count at once, without the startup grace) and
+// deposed (controllers this broker deposed). Safe for concurrent use; a
+// nil *sightings remembers nothing.
 type sightings struct {
 	mu sync.Mutex
 	m  map[int32]int64
@@ -291,6 +296,12 @@ func (cp *controllerProbe) run(holder int32, quit, done chan struct{}) {
 				continue // not registered (yet): its session decides
 			}
 			b := toBrokers([]zookeeper.BrokerInfo{info})[0]
+			if cp.c.deposed.seen(holder, b.Epoch) {
+				// Deposed once under this registration and elected again:
+				// it is alive, and the refusals were this broker's view of
+				// the network. Its session decides from now on.
+				return
+			}
 			addr, p.epoch = brokerAddr(b, cfg.Listener), b.Epoch
 			r = &refusals{registeredAt: time.UnixMilli(b.Epoch), fenceAfter: cfg.FenceAfter}
 		}
@@ -302,6 +313,7 @@ func (cp *controllerProbe) run(holder int32, quit, done chan struct{}) {
 		case err != nil:
 			log.Warn("deposing a controller whose listener refuses connections; retrying", "addr", addr, "err", err)
 		case deposed:
+			cp.c.deposed.mark(holder, p.epoch)
 			log.Warn("controller's listener refuses connections: deposed it before its session expires", "addr", addr, "refused", r.count)
 			return
 		default:

@@ -20,7 +20,7 @@ func TestClassifyProbe(t *testing.T) {
 	}{
 		{nil, probeAccepted},
 		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, probeRefused},
-		{fmt.Errorf("read: %w", syscall.ECONNRESET), probeRefused},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), probeInconclusive},
 		{&net.OpError{Op: "dial", Err: os.ErrDeadlineExceeded}, probeInconclusive},
 		{os.NewSyscallError("connect", syscall.EHOSTUNREACH), probeInconclusive},
 		{errors.New("tls: handshake failure"), probeInconclusive},
