@@ -189,6 +189,9 @@ func (c *Client) fencedMulti(epochVersion int32, ops ...any) ([]zk.MultiResponse
 // whether it deleted the znode.
 func (c *Client) DeposeController(brokerID int32) (bool, error) {
 	_, epochVersion, err := c.ControllerEpoch()
+	if errors.Is(err, ErrNotFound) {
+		return false, nil // never a controller
+	}
 	if err != nil {
 		return false, err
 	}
