@@ -20,12 +20,12 @@ import (
 // Liveness probes: evidence that a broker's process is gone, found before
 // its ZooKeeper session expires (see the package doc, Fencing).
 //
-// A connect refused (ECONNREFUSED) by the address a broker
-// registered means nothing listens there: a process that died (kill -9
-// closes its sockets, and the kernel refuses what follows) or a broker
-// that closed its listener. A timeout, an unreachable host or a TLS
-// failure is no such evidence: a frozen or partitioned broker looks like
-// that, and it must wait for its session to expire.
+// A connect refused (ECONNREFUSED) by the address a broker registered
+// means nothing listens there: a process that died (kill -9 closes its
+// sockets, and the kernel refuses what follows) or a broker that closed
+// its listener. A timeout or an unreachable host is no such evidence: a
+// frozen or partitioned broker looks like that, and it must wait for its
+// session to expire.
 
 // probeOutcome is what one connect to a listener found.
 type probeOutcome int
@@ -41,10 +41,8 @@ func classifyProbe(err error) probeOutcome {
 	case err == nil:
 		return probeAccepted
 	case errors.Is(err, syscall.ECONNREFUSED):
-		// A RST answering the SYN, or an ICMP port unreachable. A reset
-		// of an established connection is not counted: a live broker
-		// whose accept queue overflows may send one
-		// (tcp_abort_on_overflow).
+		// A RST answering the SYN, or an ICMP port unreachable. Nothing
+		// else counts, not even a reset: a live broker may send one.
 		return probeRefused
 	default:
 		return probeInconclusive
@@ -59,6 +57,10 @@ const startupGrace = 5 * time.Second
 // probeDialTimeout bounds one probe's connect; one that runs out is no
 // evidence either way.
 const probeDialTimeout = time.Second
+
+// probeAnswerTimeout bounds the dial and the ApiVersions round trip that
+// unfence a broker.
+const probeAnswerTimeout = 2 * time.Second
 
 // minRefusals is the fewest refused probes, spanning FenceAfter, that
 // confirm a listener is gone.
@@ -186,27 +188,46 @@ func (p listenerProbe) connect() probeOutcome {
 	if addr == "" {
 		return probeInconclusive
 	}
-	d := net.Dialer{Timeout: probeDialTimeout}
-	nc, err := d.Dial("tcp", addr)
+	ctx, cancel := p.context(probeDialTimeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err == nil {
 		nc.Close()
 	}
 	return classifyProbe(err)
 }
 
+// context bounds one probe by timeout and by quit, so stopping a sender
+// never waits on a broker that accepts and then does not answer.
+func (p listenerProbe) context(timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	go func() {
+		select {
+		case <-p.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // answers asks the broker ApiVersions over the inter-broker listener (TLS
 // and SASL as configured): the broker itself serves it again.
 func (p listenerProbe) answers() error {
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RequestTimeout)
+	timeout := min(p.cfg.RequestTimeout, probeAnswerTimeout)
+	ctx, cancel := p.context(2 * timeout)
 	defer cancel()
-	c, err := wire.DialWith(ctx, p.cfg.Dial, p.addr(), "ferry-controller-"+strconv.Itoa(int(p.cfg.BrokerID)), p.cfg.RequestTimeout, maxResponseFrame)
+	c, err := wire.DialWith(ctx, p.cfg.Dial, p.addr(), "ferry-controller-"+strconv.Itoa(int(p.cfg.BrokerID)), timeout, maxResponseFrame)
 	if err != nil {
 		return err
 	}
+	stop := context.AfterFunc(ctx, func() { c.Close() }) // a stop cuts the round trip short
+	defer stop()
 	defer c.Close()
 	req := kmsg.NewPtrApiVersionsRequest()
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-	if err := c.RoundTrip(req, resp, p.cfg.RequestTimeout); err != nil {
+	if err := c.RoundTrip(req, resp, timeout); err != nil {
 		return err
 	}
 	if resp.ErrorCode != 0 {
