@@ -34,7 +34,15 @@ const failoverSessionTimeout = 18 * time.Second
 // restart (the restarted broker waits for its old session to expire before
 // it registers again, so an iteration takes about 20 s more).
 func BenchmarkFailoverAfterKill(b *testing.B) {
-	benchmarkFailover(b, (*harness.Node).Kill, (*harness.Node).Restart)
+	benchmarkFailover(b, leaderVictim, (*harness.Node).Kill, (*harness.Node).Restart)
+}
+
+// BenchmarkFailoverAfterFollowerKill kills an in-sync follower instead:
+// acks=all waits for it until it leaves the ISR, which the controller's
+// fencing does on its refused connections (before issue 23: its session
+// expiry). Its "failover" is that stall.
+func BenchmarkFailoverAfterFollowerKill(b *testing.B) {
+	benchmarkFailover(b, followerVictim, (*harness.Node).Kill, (*harness.Node).Restart)
 }
 
 // BenchmarkFailoverAfterFreeze is the same with SIGSTOP: a frozen broker
@@ -44,14 +52,14 @@ func BenchmarkFailoverAfterKill(b *testing.B) {
 // timeout plus the election. After the failover the broker is thawed,
 // finds its session gone and rejoins.
 func BenchmarkFailoverAfterFreeze(b *testing.B) {
-	benchmarkFailover(b, (*harness.Node).Freeze, (*harness.Node).Thaw)
+	benchmarkFailover(b, leaderVictim, (*harness.Node).Freeze, (*harness.Node).Thaw)
 }
 
 // BenchmarkFailoverAfterControlledShutdown is the same with SIGTERM: the
 // leader asks the controller to move its leaderships before it exits, so
 // nothing waits for a session to expire. Target: under 1 s.
 func BenchmarkFailoverAfterControlledShutdown(b *testing.B) {
-	benchmarkFailover(b, func(n *harness.Node) {
+	benchmarkFailover(b, leaderVictim, func(n *harness.Node) {
 		done := strings.Count(n.Logs(), "controlled shutdown: no partition led here any more")
 		n.Stop()
 		if strings.Count(n.Logs(), "controlled shutdown: no partition led here any more") == done {
@@ -60,9 +68,22 @@ func BenchmarkFailoverAfterControlledShutdown(b *testing.B) {
 	}, (*harness.Node).Restart)
 }
 
+// leaderVictim and followerVictim choose the broker a failover benchmark
+// takes down: the partition's leader, or an in-sync follower.
+func leaderVictim(leader int32, _ []int32) int32 { return leader }
+
+func followerVictim(leader int32, isr []int32) int32 {
+	for _, id := range isr {
+		if id != leader {
+			return id
+		}
+	}
+	return -1
+}
+
 // benchmarkFailover runs three brokers and one producer writing one record
-// at a time, and per iteration takes the partition's leader down with
-// takeDown, waits for the producer's first ack after that, then (untimed)
+// at a time, and per iteration takes the broker victim chooses (the
+// partition's leader, or a follower) down with takeDown, waits for the producer's first ack after that, then (untimed)
 // brings the broker back with bringBack and waits for it to rejoin the
 // ISR.
 //
@@ -71,7 +92,7 @@ func BenchmarkFailoverAfterControlledShutdown(b *testing.B) {
 // "first ack after − last ack before"; a controlled shutdown moves the
 // leadership while the process still runs, so the stall can end before the
 // process does, and the longest gap is the stall the producer saw.
-func benchmarkFailover(b *testing.B, takeDown, bringBack func(*harness.Node)) {
+func benchmarkFailover(b *testing.B, victimOf func(leader int32, isr []int32) int32, takeDown, bringBack func(*harness.Node)) {
 	const topic = "failover"
 	nodes := startBrokers(b, 3)
 	cl := failoverProducer(b, nodes, topic)
@@ -85,11 +106,12 @@ func benchmarkFailover(b *testing.B, takeDown, bringBack func(*harness.Node)) {
 
 	var failovers []time.Duration
 	for b.Loop() {
-		leader, _ := leaderAndISR(adm, topic)
-		if leader < 1 {
-			b.Fatalf("no leader for %s", topic)
+		leader, isr := leaderAndISR(adm, topic)
+		down := victimOf(leader, isr)
+		if leader < 1 || down < 1 {
+			b.Fatalf("no leader or follower to take down for %s (leader %d, ISR %v)", topic, leader, isr)
 		}
-		victim := nodes[leader-1]
+		victim := nodes[down-1]
 		wasController := strings.Contains(scrape(victim), "\nferry_controller_active 1\n")
 		acks.waitAfter(b, time.Now(), 30*time.Second) // the producer is writing to the current leader
 
@@ -101,10 +123,10 @@ func benchmarkFailover(b *testing.B, takeDown, bringBack func(*harness.Node)) {
 
 		b.StopTimer()
 		failovers = append(failovers, stall)
-		b.Logf("broker %d (controller: %v) down in %v; producer stalled %v",
-			leader, wasController, goneAt.Sub(downAt).Round(time.Millisecond), stall.Round(time.Millisecond))
+		b.Logf("broker %d (leader: %v, controller: %v) down in %v; producer stalled %v",
+			down, down == leader, wasController, goneAt.Sub(downAt).Round(time.Millisecond), stall.Round(time.Millisecond))
 		bringBack(victim)
-		harness.WaitFor(b, fmt.Sprintf("broker %d back in the ISR", leader), 2*time.Minute, func() bool {
+		harness.WaitFor(b, fmt.Sprintf("broker %d back in the ISR", down), 2*time.Minute, func() bool {
 			_, isr := leaderAndISR(adm, topic)
 			return len(isr) == 3
 		})
