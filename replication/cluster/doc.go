@@ -58,12 +58,42 @@
 // larger than the partitions it names; past MaxQueuedRequests (alternating
 // kinds) the oldest are dropped with an error logged.
 //
+// # Fencing
+//
+// A killed broker's session lives on for up to zookeeper.session.timeout.ms
+// (18 s), but its listener refuses connections at once. So each broker
+// sender has a second goroutine, its listener probe (liveness.go), that
+// connects to the broker's registered endpoint every ProbeInterval (200
+// ms) and closes the connection at once. Refused connects (ECONNREFUSED)
+// in a row, at least 3 over FenceAfter (400 ms), from a broker
+// seen accepting under that registration or registered over 5 s ago (a
+// starting broker registers before it listens), are the evidence: the
+// term steps BrokerFenced and the controller moves the broker's
+// leaderships as for a broker gone from /brokers/ids. A timeout, an
+// unreachable host or a failed handshake is no evidence: a frozen or
+// partitioned broker waits for its session. The probe then waits for the
+// listener to accept and answer ApiVersions (BrokerUnfenced); a restart
+// registers anew, which BrokersChanged handles.
+//
+// The controller cannot probe itself. While a broker campaigns, it probes
+// the listener of the broker holding /controller the same way and, on the
+// same evidence, deletes /controller (zookeeper.DeposeController, checked
+// against the /controller_epoch version read before it, so a controller
+// elected since is untouched): the brokers elect a new controller at once,
+// whose probes fence the dead one. A deposed controller that is alive
+// after all has its writes fenced by the new epoch, and resigns; one that
+// wins again under the same registration is not deposed again by this
+// broker (its session decides).
+//
 // # Goroutines
 //
 //   - Run's (the caller's): the campaign, then each term's event loop; it
 //     alone owns the controller.Controller, the senders and the topic
 //     table.
-//   - one per live broker while a term lasts: its request sender.
+//   - two per other live broker while a term lasts: its request sender
+//     and its listener probe (one for this broker: no probe).
+//   - while campaigning, one probing the listener of the broker holding
+//     /controller (controllerProbe).
 //   - one per topic while a term lasts: forwards the topic's WatchTopic
 //     snapshots to the event loop (PartitionsAdded).
 //   - the zookeeper package's own, one per watch.

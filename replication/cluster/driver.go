@@ -37,6 +37,16 @@ type Config struct {
 	// RetryBackoff is the first wait before an undelivered request is sent
 	// again, doubled per attempt up to MaxRetryBackoff. Defaults 100 ms, 5 s.
 	RetryBackoff, MaxRetryBackoff time.Duration
+	// ProbeInterval is how often the controller connects to each other
+	// registered broker's listener, and every broker to the controller's,
+	// looking for evidence that its process is gone (see the package doc,
+	// Fencing). Default 200 ms; negative: no probing, a broker is dead
+	// only once its session expires.
+	ProbeInterval time.Duration
+	// FenceAfter is how long a listener must refuse every connection (at
+	// least 3 probes in a row) before its broker is fenced or, for the
+	// controller, deposed. Default 400 ms.
+	FenceAfter time.Duration
 	// MaxQueuedRequests bounds each broker's queue, counted after merging
 	// (see the package doc, Memory). Default 1024.
 	MaxQueuedRequests int
@@ -67,6 +77,12 @@ func (c *Config) defaults() {
 	}
 	if c.MaxRetryBackoff <= 0 {
 		c.MaxRetryBackoff = 5 * time.Second
+	}
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = 200 * time.Millisecond
+	}
+	if c.FenceAfter <= 0 {
+		c.FenceAfter = 400 * time.Millisecond
 	}
 	if c.MaxQueuedRequests <= 0 {
 		c.MaxQueuedRequests = 1024
@@ -108,6 +124,13 @@ type Controller struct {
 	terms  atomic.Int32
 	// stateWrites counts the state znode writes that applied.
 	stateWrites atomic.Int64
+	// seenUp: registrations (broker → epoch) whose listener a probe of
+	// this driver found accepting, in any term or campaign: their
+	// refusals count at once, without the startup grace (liveness.go).
+	seenUp sightings
+	// deposed: registrations of controllers this broker deposed
+	// (liveness.go); one elected again is not deposed again.
+	deposed sightings
 }
 
 // reassignAsk is an AlterPartitionReassignments (partitions, answer) or a
@@ -287,8 +310,15 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // awaitVacancy waits until /controller is gone, a new session begins (its
 // first act is an election), or retry passes (0: no retry timer); it
-// answers controlled-shutdown asks meanwhile. False when ctx ended.
+// answers controlled-shutdown asks meanwhile, and probes the holder's
+// listener to depose a controller whose process is gone. False when ctx
+// ended.
 func (c *Controller) awaitVacancy(ctx context.Context, cw <-chan zookeeper.ControllerState, events <-chan zookeeper.SessionEvent, retry time.Duration) bool {
+	probe := newControllerProbe(c)
+	defer probe.stop()
+	if id, err := c.cfg.ZK.Controller(); err == nil {
+		probe.follow(id)
+	}
 	var timer <-chan time.Time
 	if retry > 0 {
 		t := time.NewTimer(retry)
@@ -303,6 +333,7 @@ func (c *Controller) awaitVacancy(ctx context.Context, cw <-chan zookeeper.Contr
 			if !ok || !st.Present {
 				return ok || ctx.Err() == nil
 			}
+			probe.follow(st.ID)
 		case ev, ok := <-events:
 			if !ok {
 				events = nil

@@ -347,6 +347,45 @@ func TestLeaderSessionLossFailover(t *testing.T) {
 	}
 }
 
+// A leader whose listener closes while its session lives (what a kill -9
+// looks like until the session expires, 10 s here) is fenced on the
+// refused connections: broker 2 leads, in a new leader epoch, while broker
+// 1 is still registered.
+func TestClosedListenerFencesTheLeader(t *testing.T) {
+	cl := newCluster(t)
+	cl.createReplicated(t, "gone")
+	if code, _ := cl.brokers[1].produce(t, "gone", -1, "a"); code != 0 {
+		t.Fatalf("acks=all before: error %d", code)
+	}
+	reg, err := cl.zk.Broker(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Refusals from a broker registered under 5 s ago count only once a
+	// probe saw it accepting (a starting broker registers, then listens).
+	harness.WaitFor(t, "a probe to see broker 1 accepting", 5*time.Second, func() bool { return cl.ctl.seenUp.seen(1, reg.Timestamp) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	closed := time.Now()
+	cl.brokers[1].srv.Shutdown(ctx)
+	harness.WaitFor(t, "broker 2 to lead, before broker 1's session (10 s) could expire", 5*time.Second, func() bool {
+		st, err := cl.zk.PartitionState("gone", 0)
+		return err == nil && st.Leader == 2
+	})
+	t.Logf("leadership moved %v after the listener closed", time.Since(closed).Round(time.Millisecond))
+	if _, err := cl.zk.Broker(1); err != nil {
+		t.Fatalf("broker 1's registration: %v (the move must come before its session expires)", err)
+	}
+	st, err := cl.zk.PartitionState("gone", 0)
+	if err != nil || st.LeaderEpoch != 1 || !slices.Equal(st.ISR, []int32{2}) {
+		t.Fatalf("state %+v %v, want leader 2, epoch 1, ISR [2]", st, err)
+	}
+	harness.WaitFor(t, "broker 2 to take acks=all produce", 10*time.Second, func() bool {
+		code, _ := cl.brokers[2].produce(t, "gone", -1, "b")
+		return code == 0
+	})
+}
+
 // A new controller resumes what the old one left: a topic created while
 // no controller ran gets its state znode (in the new epoch), and every
 // broker hears the new controller epoch.

@@ -118,6 +118,7 @@ func startDriver(t *testing.T, id int32, zk *zookeeper.Client, events <-chan zoo
 type testBroker struct {
 	id   int32
 	core *server.Broker
+	srv  *kafka.Server
 	addr string
 	zk   *zookeeper.Client
 }
@@ -155,7 +156,7 @@ func startBrokerSession(t *testing.T, id int32, connect string, session time.Dur
 		g.Close()
 		core.Close()
 	})
-	b := &testBroker{id: id, core: core, addr: ln.Addr().String(), zk: openZK(t, connect, session, log, nil)}
+	b := &testBroker{id: id, core: core, srv: s, addr: ln.Addr().String(), zk: openZK(t, connect, session, log, nil)}
 	host, port, _ := net.SplitHostPort(b.addr)
 	p, _ := strconv.Atoi(port)
 	err = b.zk.Register(zookeeper.BrokerInfo{ID: id, JMXPort: -1, Timestamp: time.Now().UnixMilli(),

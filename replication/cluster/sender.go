@@ -34,10 +34,18 @@ type senders struct {
 	log     *slog.Logger
 	byID    map[int32]*brokerSender
 	metrics *sendMetrics
+	// report takes the liveness probes' BrokerFenced and BrokerUnfenced
+	// to the term's loop, giving up when quit (the sender's) closes; nil:
+	// no probing.
+	report reportFunc
+	seen   *sightings
 }
 
-func newSenders(cfg *Config, log *slog.Logger, m *sendMetrics) *senders {
-	return &senders{cfg: cfg, log: log, byID: map[int32]*brokerSender{}, metrics: m}
+// reportFunc hands ev to the term's loop unless quit closes first.
+type reportFunc func(ev controller.Event, quit <-chan struct{})
+
+func newSenders(cfg *Config, log *slog.Logger, m *sendMetrics, report reportFunc, seen *sightings) *senders {
+	return &senders{cfg: cfg, log: log, byID: map[int32]*brokerSender{}, metrics: m, report: report, seen: seen}
 }
 
 // setBrokers starts a sender for each new broker, points a moved one at
@@ -55,7 +63,7 @@ func (s *senders) setBrokers(live []controller.Broker) {
 			ok = false
 		}
 		if !ok {
-			s.byID[b.ID] = startBrokerSender(s.cfg, s.log, s.metrics, b.ID, b.Epoch, addr)
+			s.byID[b.ID] = startBrokerSender(s.cfg, s.log, s.metrics, b.ID, b.Epoch, addr, s.probes(b.ID), s.seen)
 			continue
 		}
 		bs.setAddr(addr)
@@ -79,6 +87,15 @@ func (s *senders) enqueue(broker int32, req queued) {
 		return
 	}
 	bs.enqueue(req)
+}
+
+// probes is the report function for broker id's listener probes, nil for
+// none: probing is off, or id is this broker (the controller is alive).
+func (s *senders) probes(id int32) reportFunc {
+	if s.report == nil || s.cfg.ProbeInterval < 0 || id == s.cfg.BrokerID {
+		return nil
+	}
+	return s.report
 }
 
 func (s *senders) stopAll() {
@@ -108,6 +125,10 @@ type brokerSender struct {
 	wake    chan struct{} // capacity 1: something was queued or the address moved
 	quit    chan struct{}
 	done    chan struct{}
+	// watchDone closes when the listener probe (liveness.go) has stopped;
+	// seen is the driver's sightings of listeners up.
+	watchDone chan struct{}
+	seen      *sightings
 
 	mu struct {
 		sync.Mutex
@@ -118,11 +139,18 @@ type brokerSender struct {
 	}
 }
 
-func startBrokerSender(cfg *Config, log *slog.Logger, m *sendMetrics, id int32, epoch int64, addr string) *brokerSender {
-	bs := &brokerSender{cfg: cfg, log: log.With("to_broker", id), metrics: m, id: id, epoch: epoch,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+// startBrokerSender starts the broker's sender and, when report is not
+// nil, its listener probe (liveness.go).
+func startBrokerSender(cfg *Config, log *slog.Logger, m *sendMetrics, id int32, epoch int64, addr string, report reportFunc, seen *sightings) *brokerSender {
+	bs := &brokerSender{cfg: cfg, log: log.With("to_broker", id), metrics: m, id: id, epoch: epoch, seen: seen,
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), watchDone: make(chan struct{})}
 	bs.mu.addr = addr
 	go bs.run()
+	if report != nil {
+		go bs.watchListener(report)
+	} else {
+		close(bs.watchDone)
+	}
 	return bs
 }
 
@@ -203,6 +231,7 @@ func (bs *brokerSender) stop() {
 	}
 	bs.mu.Unlock()
 	<-bs.done
+	<-bs.watchDone
 }
 
 // setConn records the open connection; false when stop came first (the

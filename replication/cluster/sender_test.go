@@ -33,7 +33,12 @@ type fakeBroker struct {
 }
 
 func newFakeBroker(t *testing.T, refuse int, serves map[int16]int16) *fakeBroker {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return newFakeBrokerAt(t, "127.0.0.1:0", refuse, serves)
+}
+
+// newFakeBrokerAt is newFakeBroker listening on addr.
+func newFakeBrokerAt(t *testing.T, addr string, refuse int, serves map[int16]int16) *fakeBroker {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +145,7 @@ func lai(epoch int32, tp string, leaderEpoch int32) *leaderAndIsr {
 func TestSenderRetriesInOrder(t *testing.T) {
 	f := newFakeBroker(t, 2, nil)
 	var m sendMetrics
-	s := newSenders(testSenderConfig(), testLogger(t), &m)
+	s := newSenders(testSenderConfig(), testLogger(t), &m, nil, nil)
 	defer s.stopAll()
 	s.setBrokers([]controller.Broker{f.broker(1)})
 	s.enqueue(1, lai(1, "a", 0))
@@ -162,7 +167,7 @@ func TestSenderRetriesInOrder(t *testing.T) {
 func TestSenderSkipsWhatTheBrokerDoesNotServe(t *testing.T) {
 	f := newFakeBroker(t, 0, map[int16]int16{4: 5, 5: 3})
 	var m sendMetrics
-	s := newSenders(testSenderConfig(), testLogger(t), &m)
+	s := newSenders(testSenderConfig(), testLogger(t), &m, nil, nil)
 	defer s.stopAll()
 	s.setBrokers([]controller.Broker{f.broker(1)})
 	s.enqueue(1, &updateMetadata{controller.SendUpdateMetadata{ControllerEpoch: 1}})
@@ -181,7 +186,7 @@ func TestStoppingASenderCutsAStuckRequest(t *testing.T) {
 	f.silent = true
 	cfg := testSenderConfig()
 	cfg.RequestTimeout = time.Minute
-	s := newSenders(cfg, testLogger(t), &sendMetrics{})
+	s := newSenders(cfg, testLogger(t), &sendMetrics{}, nil, nil)
 	s.setBrokers([]controller.Broker{f.broker(1)})
 	s.enqueue(1, lai(1, "a", 0))
 	harness.WaitFor(t, "the request to reach the broker", 10*time.Second, func() bool { return len(f.keys()) == 1 })
@@ -203,7 +208,7 @@ func TestSenderQueueIsBounded(t *testing.T) {
 	dead := (&fakeBroker{ln: ln}).broker(1)
 	ln.Close() // nothing listens: every dial is refused
 	cfg := testSenderConfig()
-	s := newSenders(cfg, testLogger(t), &sendMetrics{})
+	s := newSenders(cfg, testLogger(t), &sendMetrics{}, nil, nil)
 	s.setBrokers([]controller.Broker{dead})
 	for i := range 10000 {
 		s.enqueue(1, lai(1, "t"+strconv.Itoa(i%100), int32(i)))

@@ -34,6 +34,9 @@ type term struct {
 	// deleted carries brokers' answers to StopReplica with deletion from
 	// the senders' goroutines.
 	deleted chan controller.ReplicasDeleted
+	// liveness carries the listener probes' BrokerFenced and
+	// BrokerUnfenced from the senders' goroutines (liveness.go).
+	liveness chan controller.Event
 	// electionWaiters: ElectLeaders asks by the id their event carries.
 	electionWaiters map[uint64]electionAsk
 	reassignWaiters map[uint64]reassignAsk
@@ -62,14 +65,14 @@ type topicChange struct {
 func (c *Controller) lead(ctx context.Context, el zookeeper.Election, controllerWatch <-chan zookeeper.ControllerState, events <-chan zookeeper.SessionEvent) {
 	t := &term{ctx: ctx, c: c, log: c.log.With("controller_epoch", el.Epoch), el: el, ctl: controller.New(),
 		topics: map[string]*topicWatch{}, topicEvents: make(chan topicChange), waiting: map[int32][]shutdownAsk{},
-		deleted: make(chan controller.ReplicasDeleted, 64), electionWaiters: map[uint64]electionAsk{},
+		deleted: make(chan controller.ReplicasDeleted, 64), liveness: make(chan controller.Event), electionWaiters: map[uint64]electionAsk{},
 		reassignWaiters: map[uint64]reassignAsk{}, quit: make(chan struct{})}
 	if every := c.cfg.LeaderImbalanceCheckInterval; every > 0 {
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		t.imbalance = tick.C
 	}
-	t.send = newSenders(&c.cfg, t.log, &c.metrics)
+	t.send = newSenders(&c.cfg, t.log, &c.metrics, t.reportLiveness, &c.seenUp)
 	c.epoch.Store(el.Epoch)
 	c.terms.Add(1)
 	c.active.Store(true)
@@ -174,6 +177,8 @@ func (t *term) next(in *inputs) (controller.Event, bool) {
 		return controller.TopicDeletionsRequested{Topics: names}, ok
 	case d := <-t.deleted:
 		return d, true
+	case ev := <-t.liveness:
+		return ev, true
 	case ask := <-t.c.elections:
 		id := t.c.electID.Add(1)
 		t.electionWaiters[id] = ask
@@ -206,6 +211,16 @@ func (t *term) lostController(st zookeeper.ControllerState) bool {
 	}
 	t.log.Info("/controller is no longer this broker's; resigning", "controller", id)
 	return true
+}
+
+// reportLiveness hands a listener probe's finding to the loop, unless the
+// probe's sender (quit) or the term stops first.
+func (t *term) reportLiveness(ev controller.Event, quit <-chan struct{}) {
+	select {
+	case t.liveness <- ev:
+	case <-quit:
+	case <-t.quit:
+	}
 }
 
 func (t *term) end() {

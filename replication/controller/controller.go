@@ -14,6 +14,10 @@ type Controller struct {
 	epoch          int32
 	epochZkVersion int32
 	live           map[int32]Broker
+	// fenced: registered brokers the driver found gone before their
+	// session expired (BrokerFenced), by the registration they were
+	// fenced in. They are not in live.
+	fenced map[int32]Broker
 	// shuttingDown: brokers in controlled shutdown (Kafka's
 	// shuttingDownBrokerIds). They are live but may not lead or join an ISR.
 	shuttingDown map[int32]bool
@@ -81,6 +85,7 @@ func New() *Controller {
 func (c *Controller) reset() {
 	c.active = false
 	c.live = map[int32]Broker{}
+	c.fenced = map[int32]Broker{}
 	c.shuttingDown = map[int32]bool{}
 	c.shutdownWaiters = map[int32]bool{}
 	c.unclean = map[string]bool{}
@@ -118,6 +123,10 @@ func (c *Controller) Step(ev Event) []Action {
 		c.onResigned(b)
 	case BrokersChanged:
 		c.onBrokersChanged(e, b)
+	case BrokerFenced:
+		c.onBrokerFenced(e, b)
+	case BrokerUnfenced:
+		c.onBrokerUnfenced(e, b)
 	case TopicCreated:
 		c.onTopicCreated(e, b)
 	case PartitionsAdded:
@@ -229,6 +238,7 @@ func (c *Controller) onBrokersChanged(e BrokersChanged, b *batch) {
 	for _, br := range e.Live {
 		next[br.ID] = br
 	}
+	c.keepFenced(next)
 	changed := map[int32]bool{}
 	var started []int32
 	for id, old := range c.live {
@@ -258,6 +268,49 @@ func (c *Controller) onBrokersChanged(e BrokersChanged, b *batch) {
 		return
 	}
 	c.startUp(started, changed, b)
+}
+
+// keepFenced takes out of next the fenced brokers still registered in the
+// registration they were fenced in, and forgets the fence of the others:
+// a broker that left is dead anyway, one registered again (a restart) is
+// new and started like any.
+func (c *Controller) keepFenced(next map[int32]Broker) {
+	for id, f := range c.fenced {
+		if br, ok := next[id]; ok && br.Epoch == f.Epoch {
+			delete(next, id)
+			continue
+		}
+		delete(c.fenced, id)
+	}
+}
+
+// onBrokerFenced is onBrokerFailure ahead of the session expiry: the
+// broker leaves live, what it led gets a new leader from the ISR with a
+// bumped leader epoch, and it leaves the ISRs it was in, by the same
+// conditional writes as a broker whose registration went away.
+func (c *Controller) onBrokerFenced(e BrokerFenced, b *batch) {
+	br, ok := c.live[e.Broker]
+	if !c.active || !ok || br.Epoch != e.Epoch {
+		return // not live, or the evidence is about an earlier registration
+	}
+	delete(c.live, e.Broker)
+	c.fenced[e.Broker] = br
+	c.abortShutdown(e.Broker, ErrBrokerNotAvailable, b)
+	b.liveChanged = true
+	c.startUp(nil, map[int32]bool{e.Broker: true}, b)
+}
+
+// onBrokerUnfenced is onBrokerStartup for a fenced broker whose listener
+// answers again under the same registration.
+func (c *Controller) onBrokerUnfenced(e BrokerUnfenced, b *batch) {
+	br, ok := c.fenced[e.Broker]
+	if !c.active || !ok || br.Epoch != e.Epoch {
+		return
+	}
+	delete(c.fenced, e.Broker)
+	c.live[e.Broker] = br
+	b.liveChanged = true
+	c.startUp([]int32{e.Broker}, map[int32]bool{e.Broker: true}, b)
 }
 
 // startUp decides for every partition on a changed broker, then sends new

@@ -15,6 +15,13 @@
 //   - BrokersChanged on every change of /brokers/ids children or of their
 //     data, with all of them (id, rack, czxid as the broker epoch,
 //     endpoints).
+//   - BrokerFenced when it has positive evidence that a registered
+//     broker's process is gone before its session expires (its listener
+//     refuses connections; never on a timeout), BrokerUnfenced when that
+//     broker answers again under the same registration. A fenced broker is
+//     out of the live set as if its registration had gone (elections,
+//     ISRs, UpdateMetadata's live brokers) until then, or until
+//     BrokersChanged shows it gone or registered again (a restart).
 //   - TopicCreated / PartitionsAdded / TopicConfigChanged from the topic
 //     and config znodes; IsrChangeNotified with the state znodes named by
 //     /isr_change_notification (then delete the notifications).

@@ -98,7 +98,31 @@ type ControlledShutdownRequested struct {
 	BrokerEpoch int64
 }
 
+// BrokerFenced: the driver has positive evidence that a registered
+// broker's process is gone before its session expires: its listener
+// refused connections (ECONNREFUSED) for a confirmation window. The
+// controller handles it as the broker's failure (onBrokerFailure): it is
+// no longer live for elections, ISRs or metadata while its registration
+// of that Epoch lasts. Evidence it may be merely unreachable (a timeout)
+// must never be reported as this: such a broker waits for its session.
+type BrokerFenced struct {
+	Broker int32
+	Epoch  int64
+}
+
+// BrokerUnfenced: a fenced broker's listener answers again (a connection
+// accepted and ApiVersions answered) under the same registration. It is
+// handled as a broker starting (onBrokerStartup): it gets its roles anew.
+// A broker that registers again (a new epoch) or leaves is unfenced by
+// BrokersChanged without this event.
+type BrokerUnfenced struct {
+	Broker int32
+	Epoch  int64
+}
+
 func (Elected) isEvent()                     {}
+func (BrokerFenced) isEvent()                {}
+func (BrokerUnfenced) isEvent()              {}
 func (Resigned) isEvent()                    {}
 func (BrokersChanged) isEvent()              {}
 func (TopicCreated) isEvent()                {}

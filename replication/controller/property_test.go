@@ -21,6 +21,9 @@ type chaos struct {
 	ids     []int32 // every broker id that exists
 	live    map[int32]int64
 	stopped map[int32]bool // asked for controlled shutdown
+	// fenced: registered brokers the controller was told are gone
+	// (BrokerFenced), by the registration's epoch.
+	fenced  map[int32]int64
 	topics  map[string]Topic
 	unclean map[string]bool
 	znode   map[TopicPartition]LeaderAndIsr
@@ -37,7 +40,7 @@ type chaos struct {
 func newChaos(t *testing.T, seed uint64) *chaos {
 	h := &chaos{
 		t: t, r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		live: map[int32]int64{}, stopped: map[int32]bool{}, topics: map[string]Topic{},
+		live: map[int32]int64{}, stopped: map[int32]bool{}, fenced: map[int32]int64{}, topics: map[string]Topic{},
 		unclean: map[string]bool{}, znode: map[TopicPartition]LeaderAndIsr{},
 		lastEpoch: map[TopicPartition]int32{}, lastLead: map[TopicPartition]int32{},
 		nextEpoch: 1000, asked: map[int32]bool{},
@@ -206,6 +209,7 @@ func (h *chaos) failover() {
 		snap.States[tp] = st.clone()
 	}
 	h.stopped = map[int32]bool{} // a new controller knows of no shutdown
+	h.fenced = map[int32]int64{} // nor of fences: its driver probes anew
 	if h.c == nil {
 		h.c = New()
 	}
@@ -240,6 +244,10 @@ func (h *chaos) randomEvent() {
 		}
 	case n < 87:
 		h.failover()
+	case n < 90:
+		h.fence()
+	case n < 92:
+		h.unfence()
 	default:
 		h.deliver()
 	}
@@ -264,7 +272,31 @@ func (h *chaos) kill() {
 	id := h.ids[h.r.IntN(len(h.ids))]
 	delete(h.live, id)
 	delete(h.stopped, id)
+	delete(h.fenced, id)
 	h.step(BrokersChanged{Live: h.liveBrokers()})
+}
+
+// fence plays the driver finding a registered broker's listener refusing
+// connections; unfence, a fenced broker's listener answering again.
+func (h *chaos) fence() {
+	id := h.ids[h.r.IntN(len(h.ids))]
+	e, ok := h.live[id]
+	if !ok || len(h.live)-len(h.fenced) <= 1 {
+		return
+	}
+	h.fenced[id] = e
+	delete(h.stopped, id)
+	h.step(BrokerFenced{Broker: id, Epoch: e})
+}
+
+func (h *chaos) unfence() {
+	id := h.ids[h.r.IntN(len(h.ids))]
+	e, ok := h.fenced[id]
+	if !ok {
+		return
+	}
+	delete(h.fenced, id)
+	h.step(BrokerUnfenced{Broker: id, Epoch: e})
 }
 
 func (h *chaos) start() {
@@ -283,6 +315,7 @@ func (h *chaos) bounce() {
 	}
 	h.live[id] = h.newEpoch()
 	delete(h.stopped, id)
+	delete(h.fenced, id)
 	h.step(BrokersChanged{Live: h.liveBrokers()})
 }
 
@@ -368,15 +401,16 @@ func (h *chaos) settle() {
 			h.fail("broker %d counted busy %d with nothing out", id, n)
 		}
 	}
-	eligible := func(id int32) bool { _, ok := h.live[id]; return ok && !h.stopped[id] }
+	live := func(id int32) bool { _, ok := h.live[id]; _, fenced := h.fenced[id]; return ok && !fenced }
+	eligible := func(id int32) bool { return live(id) && !h.stopped[id] }
 	for tp, st := range h.znode {
 		replicas := h.topics[tp.Topic].Partitions[tp.Partition].Replicas
 		if h.c.Pending(tp) {
 			h.fail("%v still pending", tp)
 		}
 		if st.Leader != NoLeader {
-			if _, ok := h.live[st.Leader]; !ok {
-				h.fail("%v led by dead broker %d", tp, st.Leader)
+			if !live(st.Leader) {
+				h.fail("%v led by dead or fenced broker %d", tp, st.Leader)
 			}
 			continue
 		}

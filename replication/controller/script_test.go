@@ -440,3 +440,91 @@ func TestScriptReassignmentCancelled(t *testing.T) {
 		}},
 	})
 }
+
+// Fencing on evidence: the leader's listener refuses connections while
+// its registration stands; the controller moves its leadership (epoch + 1)
+// and drops it from the ISRs as for a broker gone from /brokers/ids.
+// Evidence about an older registration, or a broker not live, is ignored.
+// Later changes of /brokers/ids keep it fenced while that registration
+// lasts; its listener answering again starts it as a returning broker.
+func TestScriptFencedLeaderAndItsReturn(t *testing.T) {
+	runScript(t, []scriptStep{
+		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}}, want: []string{
+			"UpdateMetadata →[1 2 3] live [1 2 3]",
+		}},
+		{ev: TopicCreated{Topic: topic("t", []int32{1, 2, 3}, []int32{2, 3, 1})}, want: []string{
+			"zk write t-0 leader 1 epoch 0 isr [1 2 3] if-version -1",
+			"zk write t-1 leader 2 epoch 0 isr [2 3 1] if-version -1",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"LeaderAndIsr →3 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 0 isr [1 2 3]",
+			"LeaderAndIsr →1 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"LeaderAndIsr →2 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"LeaderAndIsr →3 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-1 leader 2 epoch 0 isr [2 3 1]",
+		}},
+		{ev: BrokerFenced{Broker: 1, Epoch: 99}, want: nil}, // an earlier registration
+		{ev: BrokerFenced{Broker: 1, Epoch: 101}, want: []string{
+			"zk write t-0 leader 2 epoch 1 isr [2 3] if-version 0",
+			"zk write t-1 leader 2 epoch 1 isr [2 3] if-version 0",
+			"UpdateMetadata →[2 3] live [2 3]",
+			"LeaderAndIsr →2 | t-0 leader 2 epoch 1 isr [2 3]",
+			"LeaderAndIsr →3 | t-0 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [2 3] | t-0 leader 2 epoch 1 isr [2 3]",
+			"LeaderAndIsr →2 | t-1 leader 2 epoch 1 isr [2 3]",
+			"LeaderAndIsr →3 | t-1 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
+		}},
+		{ev: BrokerFenced{Broker: 1, Epoch: 101}, want: nil}, // fenced already
+		// Another broker's registration changes: 1 stays fenced.
+		{ev: BrokersChanged{Live: append(brokers(1, 2, 3), Broker{ID: 4, Epoch: 104})}, want: []string{
+			"UpdateMetadata →[4] live [2 3 4] | t-0 leader 2 epoch 1 isr [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [2 3 4]",
+		}},
+		{ev: BrokerUnfenced{Broker: 1, Epoch: 101}, want: []string{
+			"LeaderAndIsr →1 | t-0 leader 2 epoch 1 isr [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[1] live [1 2 3 4] | t-0 leader 2 epoch 1 isr [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3 4] live [1 2 3 4]",
+		}},
+	})
+}
+
+// A fenced broker that restarts registers with a new epoch: BrokersChanged
+// unfences it and it starts as any returning broker; one whose session
+// expires leaves without another election.
+func TestScriptFencedBrokerRestartsOrExpires(t *testing.T) {
+	restarted := brokers(1, 2, 3)
+	restarted[0].Epoch = 201
+	runScript(t, []scriptStep{
+		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}}, want: []string{
+			"UpdateMetadata →[1 2 3] live [1 2 3]",
+		}},
+		{ev: TopicCreated{Topic: topic("t", []int32{1, 2, 3})}, want: []string{
+			"zk write t-0 leader 1 epoch 0 isr [1 2 3] if-version -1",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"LeaderAndIsr →3 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 0 isr [1 2 3]",
+		}},
+		{ev: BrokerFenced{Broker: 1, Epoch: 101}, want: []string{
+			"zk write t-0 leader 2 epoch 1 isr [2 3] if-version 0",
+			"UpdateMetadata →[2 3] live [2 3]",
+			"LeaderAndIsr →2 | t-0 leader 2 epoch 1 isr [2 3]",
+			"LeaderAndIsr →3 | t-0 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [2 3] | t-0 leader 2 epoch 1 isr [2 3]",
+		}},
+		{ev: BrokersChanged{Live: restarted}, want: []string{
+			"LeaderAndIsr →1 | t-0 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[1] live [1 2 3] | t-0 leader 2 epoch 1 isr [2 3]",
+			"UpdateMetadata →[2 3] live [1 2 3]",
+		}},
+		{ev: BrokerFenced{Broker: 1, Epoch: 201}, want: []string{
+			"UpdateMetadata →[2 3] live [2 3]",
+		}},
+		{ev: BrokersChanged{Live: brokers(2, 3)}, want: []string{
+			"UpdateMetadata →[2 3] live [2 3]",
+		}},
+		{ev: BrokerUnfenced{Broker: 1, Epoch: 201}, want: nil}, // its registration is gone
+	})
+}

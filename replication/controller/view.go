@@ -1,6 +1,9 @@
 package controller
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // Read-only views for the driver (metrics, admin answers) and tests.
 
@@ -12,6 +15,10 @@ func (c *Controller) Epoch() int32 { return c.epoch }
 
 // LiveBrokers lists the registered brokers by id.
 func (c *Controller) LiveBrokers() []Broker { return c.liveBrokers() }
+
+// Fenced lists the registered brokers fenced on evidence of their death
+// (BrokerFenced), by id.
+func (c *Controller) Fenced() []int32 { return slices.Sorted(maps.Keys(c.fenced)) }
 
 // ShuttingDown says whether a broker is in controlled shutdown.
 func (c *Controller) ShuttingDown(id int32) bool { return c.shuttingDown[id] }

@@ -178,3 +178,36 @@ func (c *Client) fencedMulti(epochVersion int32, ops ...any) ([]zk.MultiResponse
 	}
 	return res[1:], nil
 }
+
+// DeposeController deletes /controller when it names brokerID, in a multi
+// checking /controller_epoch's version read before /controller: a broker
+// elected since (which bumps that version in its election's multi) is left
+// alone. It is for another broker's evidence that brokerID's process is
+// gone (its listener refuses connections) before its session expires, so
+// a new controller is elected at once. A deposed controller that is alive
+// after all finds its fenced writes refused and resigns. It reports
+// whether it deleted the znode.
+func (c *Client) DeposeController(brokerID int32) (bool, error) {
+	_, epochVersion, err := c.ControllerEpoch()
+	if errors.Is(err, ErrNotFound) {
+		return false, nil // never a controller
+	}
+	if err != nil {
+		return false, err
+	}
+	id, err := c.Controller()
+	if errors.Is(err, ErrNotFound) || (err == nil && id != brokerID) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	err = c.fenced(epochVersion, &zk.DeleteRequest{Path: c.abs(controllerPath), Version: -1})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrControllerMoved), errors.Is(err, zk.ErrNoNode):
+		return false, nil
+	}
+	return false, fmt.Errorf("zookeeper: depose controller %d: %w", brokerID, err)
+}

@@ -323,6 +323,48 @@ func TestControllerElectionAndFencing(t *testing.T) {
 	}
 }
 
+// DeposeController deletes /controller only while it names the broker
+// given; the deposed controller's writes are then fenced by its
+// successor's epoch.
+func TestDeposeController(t *testing.T) {
+	srv := zks.Require(t)
+	root := testChroot(t)
+	c1 := open(t, srv.Addr()+root, 5*time.Second)
+	c2 := open(t, srv.Addr()+root, 5*time.Second)
+	if ok, err := c2.DeposeController(1); ok || err != nil {
+		t.Fatalf("deposing without a controller = %v, %v", ok, err)
+	}
+	e1, err := c1.TryElect(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c2.DeposeController(3); ok || err != nil {
+		t.Fatalf("deposing another broker = %v, %v", ok, err)
+	}
+	if id, err := c2.Controller(); err != nil || id != 1 {
+		t.Fatalf("controller = %d, %v", id, err)
+	}
+	if ok, err := c2.DeposeController(1); !ok || err != nil {
+		t.Fatalf("deposing the controller = %v, %v", ok, err)
+	}
+	if _, err := c2.Controller(); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("controller after deposing = %v", err)
+	}
+	if ok, err := c2.DeposeController(1); ok || err != nil {
+		t.Fatalf("deposing twice = %v, %v", ok, err)
+	}
+	e2, err := c2.TryElect(2, 2)
+	if err != nil || e2.Epoch != e1.Epoch+1 {
+		t.Fatalf("election after deposing: %+v %v", e2, err)
+	}
+	if ok, err := c1.DeposeController(1); ok || err != nil {
+		t.Fatalf("deposing a broker no longer controller = %v, %v", ok, err)
+	}
+	if err := c1.Resign(e1); !errors.Is(err, ErrControllerMoved) {
+		t.Fatalf("the deposed controller's fenced delete = %v, want ErrControllerMoved", err)
+	}
+}
+
 func TestOpenWithoutServerFails(t *testing.T) {
 	start := time.Now()
 	_, err := Open("127.0.0.1:1/x", 500*time.Millisecond, testLogger(t))
