@@ -9,7 +9,9 @@
 # Then the failover benchmarks of test/cluster (their own ZooKeeper and
 # brokers): FAILOVERS (3) leader kills (kill -9) and as many controlled
 # shutdowns, each timed from the producer's last ack before to its first
-# after; prints their median and max. Then REASSIGNS (1) rounds of the
+# after, and as many partitions of the leader (test/partition: the leader
+# cut from its followers and ZooKeeper, network namespaces, needs root);
+# prints their median and max. Then REASSIGNS (1) rounds of the
 # reassignment benchmark: a partition moved between brokers unthrottled
 # and under an 8 MiB/s throttle, its copy rate, and produce records/s and
 # p99 on that partition before and during each move.
@@ -80,6 +82,10 @@ failover="$work/failover"
 failover_status=0
 go test -run '^$' -bench Failover -benchtime "${FAILOVERS}x" ./test/cluster/ >"$failover" 2>&1 || failover_status=$?
 if [ "$failover_status" -ne 0 ]; then cat "$failover"; fi
+# The partition failover: brokers and ZooKeeper on hosts of their own
+# (network namespaces, test/netns; root), the leader cut from its
+# followers and ZooKeeper while clients still reach it.
+go test -run '^$' -bench FailoverAfterPartition -benchtime "${FAILOVERS}x" ./test/partition/ >>"$failover" 2>&1 || { failover_status=$?; cat "$failover"; }
 go test -run '^$' -bench Reassignment -benchtime "${REASSIGNS}x" ./test/cluster/ >>"$failover" 2>&1 || { failover_status=$?; cat "$failover"; }
 
 python3 - "$results" "$RECORDS" "$PARTITIONS" "$ROUNDS" "$failover" "$FAILOVERS" <<'PY'
@@ -112,13 +118,14 @@ for line in open(failover_path):
         fo[m.group(1)] = {unit: float(v) for v, unit in zip(f[::2], f[1::2])}
 print(f"\nFailover of an RF3 partition's leader under an acks=all idempotent producer writing one record at a time, {failovers} each")
 print(f"{'how':22s} {'median ms':>10s} {'max ms':>8s}  target")
-for name, how in [("FailoverAfterKill", "kill -9"), ("FailoverAfterControlledShutdown", "controlled shutdown")]:
+for name, how in [("FailoverAfterKill", "kill -9"), ("FailoverAfterControlledShutdown", "controlled shutdown"), ("FailoverAfterPartition", "partition")]:
     if name not in fo:
         print(f"{how:22s} {'(no result: see the go test output above)':>20s}")
         continue
     r = fo[name]
     session = r["session-timeout-ms"]
-    target = f"session timeout + 2 s = {session + 2000:.0f} ms" if name == "FailoverAfterKill" else "< 1000 ms"
+    target = {"FailoverAfterKill": f"session timeout + 2 s = {session + 2000:.0f} ms",
+              "FailoverAfterPartition": f"session timeout + 3 s = {session + 3000:.0f} ms"}.get(name, "< 1000 ms")
     print(f"{how:22s} {r['failover-ms-median']:>10.0f} {r['failover-ms-max']:>8.0f}  {target}")
 
 r = fo.get("Reassignment")
