@@ -1,10 +1,12 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // The cuts below change which packets between hosts are dropped; each
@@ -72,22 +74,32 @@ func (n *Network) Cuts() string {
 }
 
 // change applies edit to the dropped set and writes the ruleset of every
-// host whose rules changed.
+// host whose rules changed, all hosts at once: one nft run takes a few
+// milliseconds, and a cut applied host after host would leave a window
+// in which some links are cut and others not yet. It returns once every
+// host's rules are in place.
 func (n *Network) change(edit func()) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	edit()
-	for _, h := range n.hosts {
+	var wg sync.WaitGroup
+	errs := make([]error, len(n.hosts))
+	for i, h := range n.hosts {
 		rules := n.rulesetFor(h)
 		if n.applied[h] == rules {
 			continue
 		}
-		if err := nft(h, rules); err != nil {
-			return err
-		}
-		n.applied[h] = rules
+		wg.Go(func() { errs[i] = nft(h, rules) })
 	}
-	return nil
+	wg.Wait()
+	for i, h := range n.hosts {
+		if errs[i] == nil {
+			n.applied[h] = n.rulesetFor(h)
+		} else {
+			delete(n.applied, h) // unknown: written again next time
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // rulesetFor is h's table: its input chain drops packets from every host

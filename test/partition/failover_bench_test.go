@@ -46,8 +46,10 @@ func BenchmarkFailoverAfterPartition(b *testing.B) {
 	for b.Loop() {
 		leader := c.leader(topic, 0)
 		lastBefore := firstAckAfter(b, history, time.Now(), 30*time.Second) // writing to the current leader
-		cutAt := time.Now()
+		// cutAt is when every host's rules are in place: a write sent
+		// while they were being written could still be replicated.
 		mustOK(c, c.net.Isolate(c.host(leader)))
+		cutAt := time.Now()
 		for _, w := range history.Writes() {
 			if w.Outcome == jepsen.Acked && w.End.Before(cutAt) && w.End.After(lastBefore) {
 				lastBefore = w.End
