@@ -85,6 +85,10 @@ var (
 		mustOK(c, c.net.Partition([]*netns.Host{c.host(1)}, []*netns.Host{c.host(2), c.host(3), c.zkHost}))
 		return "{1} | {2, 3, zk}"
 	}}
+	twoVsOne = nemesis{name: "12zk|3", start: func(c *cluster) string {
+		mustOK(c, c.net.Partition([]*netns.Host{c.host(1), c.host(2), c.zkHost}, []*netns.Host{c.host(3)}))
+		return "{1, 2, zk} | {3}"
+	}}
 	zkWithMinority = nemesis{name: "12|3zk", start: func(c *cluster) string {
 		mustOK(c, c.net.Partition([]*netns.Host{c.host(1), c.host(2)}, []*netns.Host{c.host(3), c.zkHost}))
 		return "{1, 2} | {3, zk}: ZooKeeper on the minority side"
@@ -103,7 +107,7 @@ var (
 func TestPartitionNemeses(t *testing.T) {
 	nemeses, rounds, hold := []nemesis{splitBrain, followerIsolated}, 1, 15*time.Second
 	if os.Getenv("FERRY_LONG") != "" {
-		nemeses = []nemesis{splitBrain, followerIsolated, leaderFromZK, controllerFromZK, oneVsRest, zkWithMinority, flapping}
+		nemeses = []nemesis{splitBrain, followerIsolated, leaderFromZK, controllerFromZK, oneVsRest, twoVsOne, zkWithMinority, flapping}
 		rounds, hold = 3, 20*time.Second
 	}
 	for _, n := range nemeses {
