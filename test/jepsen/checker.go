@@ -19,7 +19,10 @@
 //   - wrong-offset: an acknowledged write read at another offset or
 //     partition than it was acknowledged at;
 //   - failed-present: a write refused for certain that a read holds;
-//   - unexpected: a read value no producer attempted.
+//   - unexpected: a read value no producer attempted;
+//   - read-lost: a record a consumer read while the faults ran (Live) that
+//     the final reads do not hold at that offset: a consumer saw what was
+//     later taken back.
 //
 // A correct system under any fault shows none. The package also runs the
 // producers and readers (workload.go) and measures the longest stretch
@@ -79,7 +82,11 @@ type Write struct {
 
 // Record is one record read back.
 type Record struct {
-	Source    string // who served it, e.g. "kafka" or "http b2"
+	Source string // who served it, e.g. "kafka" or "http b2"
+	// Live marks a record read while the faults ran, not in the final
+	// read: it is checked against the final reads (read-lost), and lost,
+	// duplicates and offsets are judged by the final reads alone.
+	Live      bool
 	Topic     string
 	Partition int32
 	Offset    int64
@@ -119,11 +126,12 @@ const (
 	WrongOffset        Kind = "wrong-offset"
 	FailedPresent      Kind = "failed-present"
 	Unexpected         Kind = "unexpected"
+	ReadLost           Kind = "read-lost"
 )
 
 // Kinds is every kind Check counts, in report order.
 var Kinds = []Kind{Lost, LostHTTP, Duplicate, InconsistentOffset, NonmonotonicOffset,
-	NonmonotonicRead, WrongOffset, FailedPresent, Unexpected}
+	NonmonotonicRead, WrongOffset, FailedPresent, Unexpected, ReadLost}
 
 // Anomaly is one finding, with what shows it.
 type Anomaly struct {
@@ -134,7 +142,8 @@ type Anomaly struct {
 // Report is Check's answer.
 type Report struct {
 	Writes    map[Outcome]int // attempts by outcome
-	Read      int             // distinct (partition, offset)s read
+	Read      int             // distinct (partition, offset)s in the final reads
+	LiveRead  int             // records read while the faults ran
 	Count     map[Kind]int
 	Anomalies []Anomaly
 }
@@ -145,8 +154,8 @@ func (r Report) Total() int { return len(r.Anomalies) }
 // String is a summary: counts, then up to 20 anomalies.
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "writes: %d acked, %d failed, %d indeterminate; %d offsets read; anomalies:",
-		r.Writes[Acked], r.Writes[Failed], r.Writes[Indeterminate], r.Read)
+	fmt.Fprintf(&b, "writes: %d acked, %d failed, %d indeterminate; %d offsets read, %d records read live; anomalies:",
+		r.Writes[Acked], r.Writes[Failed], r.Writes[Indeterminate], r.Read, r.LiveRead)
 	for _, k := range Kinds {
 		fmt.Fprintf(&b, " %s=%d", k, r.Count[k])
 	}
@@ -197,6 +206,7 @@ func Check(writes []Write, reads []Record) Report {
 	}
 	c.index(reads)
 	c.readsInOrder(reads)
+	c.liveReadsKept(reads)
 	c.offsetsHoldOneValue()
 	c.valuesAtOneOffset()
 	c.writesAgainstReads(writes)
@@ -213,11 +223,29 @@ func (c *checker) index(reads []Record) {
 	for _, r := range reads {
 		p := position{r.Topic, r.Partition, r.Offset}
 		c.atPos[p] = append(c.atPos[p], r)
-		if !slices.Contains(c.where[r.Value], p) {
+		if r.Live {
+			c.report.LiveRead++
+		} else if !slices.Contains(c.where[r.Value], p) {
 			c.where[r.Value] = append(c.where[r.Value], p)
 		}
 	}
-	c.report.Read = len(c.atPos)
+	c.report.Read = 0
+	for _, recs := range c.atPos {
+		if slices.ContainsFunc(recs, func(r Record) bool { return !r.Live }) {
+			c.report.Read++
+		}
+	}
+}
+
+// liveReadsKept: what a consumer saw during the faults is in the final
+// reads, at the same offset.
+func (c *checker) liveReadsKept(reads []Record) {
+	for _, r := range reads {
+		if r.Live && !slices.Contains(c.where[r.Value], position{r.Topic, r.Partition, r.Offset}) {
+			c.add(ReadLost, "%s read %s at %s-%d@%d; the final reads have it at %v",
+				r.Source, r.Value, r.Topic, r.Partition, r.Offset, c.where[r.Value])
+		}
+	}
 }
 
 // readsInOrder: each source reads each partition forward.

@@ -40,6 +40,11 @@ func clean() ([]Write, []Record) {
 
 func TestCleanHistoryHasNoAnomaly(t *testing.T) {
 	writes, reads := clean()
+	// A consumer read the first two records during the faults.
+	for _, r := range reads[:2] {
+		r.Source, r.Live = "live http b1", true
+		reads = append(reads, r)
+	}
 	r := Check(writes, reads)
 	if r.Total() != 0 {
 		t.Fatalf("anomalies in a clean history:\n%s", r)
@@ -109,6 +114,14 @@ func TestEachAnomalyIsFound(t *testing.T) {
 		}},
 		{Unexpected, func(w []Write, r []Record) ([]Write, []Record) {
 			return w, append(r, read("kafka", 4, "zzz"))
+		}},
+		{ReadLost, func(w []Write, r []Record) ([]Write, []Record) {
+			// A consumer read the indeterminate x at offset 4 during the
+			// faults; the final reads end at 3.
+			w = append(w, Write{Producer: "k2", Via: "kafka", Topic: "t", Value: "x", Outcome: Indeterminate, Start: at(2), End: at(3)})
+			live := read("live http b1", 4, "x")
+			live.Live = true
+			return w, append(r, live)
 		}},
 	}
 	for _, c := range cases {

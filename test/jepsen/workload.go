@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -184,34 +186,91 @@ func ReadKafka(ctx context.Context, seeds []string, topic string, partitions int
 func ReadHTTP(ctx context.Context, client *http.Client, baseURL, node, topic string, partition int32) ([]Record, error) {
 	var out []Record
 	for offset := int64(0); ; {
-		url := fmt.Sprintf("%s/kafka/%s/partitions/%d/records?offset=%d&max_records=10000", baseURL, topic, partition, offset)
-		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		res, err := client.Do(req)
+		recs, next, err := readPage(ctx, client, baseURL, topic, partition, offset, 0)
 		if err != nil {
 			return out, err
 		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			return out, fmt.Errorf("GET %s: %d %s", url, res.StatusCode, b)
+		for i := range recs {
+			recs[i].Source = "http " + node
 		}
-		var ans struct {
-			Records []struct {
-				Offset int64           `json:"offset"`
-				Value  json.RawMessage `json:"value"`
-			} `json:"records"`
-			Next int64 `json:"next_offset"`
-			HW   int64 `json:"high_watermark"`
-		}
-		if err := json.Unmarshal(b, &ans); err != nil {
-			return out, fmt.Errorf("GET %s: %w", url, err)
-		}
-		for _, r := range ans.Records {
-			out = append(out, Record{Source: "http " + node, Topic: topic, Partition: partition, Offset: r.Offset, Value: decodeValue(r.Value)})
-		}
-		if ans.Next >= ans.HW || len(ans.Records) == 0 {
+		out = append(out, recs...)
+		if len(recs) == 0 {
 			return out, nil
 		}
-		offset = ans.Next
+		offset = next
+	}
+}
+
+// readPage is one GET of records from offset, long-polling waitMs; it
+// returns the records and the next offset to ask for (offset when none
+// came).
+func readPage(ctx context.Context, client *http.Client, baseURL, topic string, partition int32, offset int64, waitMs int) ([]Record, int64, error) {
+	url := fmt.Sprintf("%s/kafka/%s/partitions/%d/records?offset=%d&max_records=10000&timeout_ms=%d", baseURL, topic, partition, offset, waitMs)
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, offset, err
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		return nil, offset, fmt.Errorf("GET %s: %d %s", url, res.StatusCode, b)
+	}
+	var ans struct {
+		Records []struct {
+			Offset int64           `json:"offset"`
+			Value  json.RawMessage `json:"value"`
+		} `json:"records"`
+	}
+	if err := json.Unmarshal(b, &ans); err != nil {
+		return nil, offset, fmt.Errorf("GET %s: %w", url, err)
+	}
+	out := make([]Record, 0, len(ans.Records))
+	next := offset
+	for _, r := range ans.Records {
+		out = append(out, Record{Topic: topic, Partition: partition, Offset: r.Offset, Value: decodeValue(r.Value)})
+		next = r.Offset + 1
+	}
+	return out, next, nil
+}
+
+// Reads collects records from concurrent consumers.
+type Reads struct {
+	mu   sync.Mutex
+	recs []Record
+}
+
+func (r *Reads) add(recs []Record) {
+	r.mu.Lock()
+	r.recs = append(r.recs, recs...)
+	r.mu.Unlock()
+}
+
+// Records is a copy of what was read so far.
+func (r *Reads) Records() []Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.recs)
+}
+
+// ConsumeHTTP reads one partition through one node's gateway while the
+// faults run, from offset 0 on, long-polling (500 ms) for more, until ctx
+// ends; errors (a leader moving, a node cut off) are retried after a
+// pause. Its records are Live, Source "live http "+node: Check holds
+// them against the final reads.
+func ConsumeHTTP(ctx context.Context, into *Reads, client *http.Client, baseURL, node, topic string, partition int32) {
+	for next := int64(0); ctx.Err() == nil; {
+		recs, n, err := readPage(ctx, client, baseURL, topic, partition, next, 500)
+		for i := range recs {
+			recs[i].Source, recs[i].Live = "live http "+node, true
+		}
+		into.add(recs)
+		next = max(next, n)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
 	}
 }

@@ -133,7 +133,7 @@ func runNemesis(t *testing.T, n nemesis, rounds int) {
 	}
 	w.waitAcks(t, 5*time.Second)
 	history := w.stop()
-	report := check(t, c, history)
+	report := check(t, c, history, w.live.Records())
 	t.Logf("%s: %s", n.name, report)
 	if report.Total() != 0 {
 		t.Errorf("%s: %d anomalies:\n%s\nstate: %s", n.name, report.Total(), report, c.describe(topic, partitions))
@@ -188,19 +188,22 @@ func applyNemesis(t *testing.T, c *cluster, w *workload, n nemesis) measurement 
 	return m
 }
 
-// workload is the producers: per node and partition one Kafka producer
-// (a client per node, seeded with that node only) and one HTTP producer
-// posting to that node.
+// workload is the producers and consumers: per node and partition one
+// Kafka producer (a client per node, seeded with that node only), one
+// HTTP producer posting to that node and one HTTP consumer reading
+// through it while the faults run.
 type workload struct {
 	history *jepsen.History
+	live    *jepsen.Reads
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
 
 func startWorkload(t *testing.T, c *cluster) *workload {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &workload{history: &jepsen.History{}, cancel: cancel}
+	w := &workload{history: &jepsen.History{}, live: &jepsen.Reads{}, cancel: cancel}
 	httpClient := &http.Client{Timeout: 35 * time.Second}
+	readClient := &http.Client{Timeout: 10 * time.Second}
 	for i, node := range c.nodes {
 		name := fmt.Sprintf("b%d", i+1)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr), kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -217,6 +220,7 @@ func startWorkload(t *testing.T, c *cluster) *workload {
 			hp.Name = fmt.Sprintf("h%s-p%d", name, p)
 			w.wg.Go(func() { jepsen.ProduceKafka(ctx, w.history, cl, kp) })
 			w.wg.Go(func() { jepsen.ProduceHTTP(ctx, w.history, httpClient, node.URL, hp) })
+			w.wg.Go(func() { jepsen.ConsumeHTTP(ctx, w.live, readClient, node.URL, name, topic, p) })
 		}
 	}
 	t.Cleanup(w.stopQuietly)
@@ -262,8 +266,9 @@ func (w *workload) stopQuietly() { w.cancel(); w.wg.Wait() }
 
 // check reads every partition through a Kafka client and through each
 // node's gateway (each serving its own in-sync replica) and checks the
-// history against the reads.
-func check(t *testing.T, c *cluster, history []jepsen.Write) jepsen.Report {
+// history and what the consumers read during the faults (live) against
+// those reads.
+func check(t *testing.T, c *cluster, history []jepsen.Write, live []jepsen.Record) jepsen.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -281,5 +286,5 @@ func check(t *testing.T, c *cluster, history []jepsen.Write) jepsen.Report {
 			reads = append(reads, rs...)
 		}
 	}
-	return jepsen.Check(history, reads)
+	return jepsen.Check(history, append(reads, live...))
 }
