@@ -1,9 +1,10 @@
 // Package partition_test puts three `ferry serve` brokers and ZooKeeper on
 // hosts of their own (network namespaces on a bridge, test/netns), cuts
 // the network between them in the ways of issue 23 while idempotent
-// acks=all Kafka producers and HTTP producers write through every node,
-// heals it, and checks with test/jepsen that no acknowledged write was
-// lost, doubled or moved. The test process stays in the root namespace:
+// acks=all Kafka producers and HTTP producers write through every node
+// and HTTP consumers read through every node, heals it, and checks with
+// test/jepsen that no acknowledged write was lost, doubled or moved, and
+// that nothing a consumer saw was taken back. The test process stays in the root namespace:
 // it is the clients, and no cut separates it from a host.
 //
 // One ZooKeeper host serves the package (each test its own chroot);

@@ -25,6 +25,9 @@ const (
 	// writeEvery paces each producer; 18 producers at 10 writes/s stay
 	// well inside two shared cores.
 	writeEvery = 100 * time.Millisecond
+	// maxWrites bounds each producer's count too (a long run's rounds
+	// take about 120 s, 1,200 writes at writeEvery).
+	maxWrites = 5000
 )
 
 // A nemesis cuts the network in one way; start returns what it did, for
@@ -215,7 +218,7 @@ func startWorkload(t *testing.T, c *cluster) *workload {
 		t.Cleanup(cl.Close)
 		for p := int32(0); p < partitions; p++ {
 			kp := jepsen.Producer{Name: fmt.Sprintf("k%s-p%d", name, p), Node: name, Topic: topic, Partition: p,
-				Every: writeEvery, Timeout: 25 * time.Second}
+				Every: writeEvery, Max: maxWrites, Timeout: 25 * time.Second}
 			hp := kp
 			hp.Name = fmt.Sprintf("h%s-p%d", name, p)
 			w.wg.Go(func() { jepsen.ProduceKafka(ctx, w.history, cl, kp) })
