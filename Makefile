@@ -17,10 +17,12 @@ test: test-deps fmt-check vet build
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 
 # Long variants (FERRY_LONG=1), e.g. 50,000 partitions on one node with
-# their create, restart time and RSS logged; not part of `make test`.
+# their create, restart time and RSS logged, every network partition
+# nemesis three rounds each (test/partition); not part of `make test`.
 test-long: build test-deps
 	FERRY_LONG=1 $(GO) test -count=1 -v -run Long -timeout 30m ./test/e2e/
 	FERRY_LONG=1 $(GO) test -count=1 -v -run "LeaderKills|LongFreeze" -timeout 30m ./test/cluster/
+	FERRY_LONG=1 $(GO) test -count=1 -v -run "PartitionNemeses" -timeout 40m ./test/partition/
 
 test-deps:
 	./scripts/install-test-deps.sh
@@ -47,7 +49,8 @@ bench-kafka: build
 	./scripts/bench-kafka.sh
 
 # Replication: three brokers and ZooKeeper, RF3 vs RF1, then failover time
-# after kill -9 and controlled shutdown (FAILOVERS, default 3; scripts/bench-cluster.sh).
+# after kill -9, controlled shutdown and a partitioned leader (FAILOVERS,
+# default 3; scripts/bench-cluster.sh).
 bench-cluster: build
 	./scripts/bench-cluster.sh
 

@@ -11,7 +11,9 @@
 # kills (kill -9), as many freezes (SIGSTOP: no evidence of death, so the
 # session timeout), as many controlled shutdowns and as many kills of an
 # in-sync follower, each timed from the producer's last ack before to its
-# first after; prints their median and max against issue 23's targets. Then REASSIGNS (1) rounds of the
+# first after; then as many partitions of the leader (test/partition: the
+# leader cut from its followers and ZooKeeper, network namespaces, needs
+# root); prints their median and max against issue 23's targets. Then REASSIGNS (1) rounds of the
 # reassignment benchmark: a partition moved between brokers unthrottled
 # and under an 8 MiB/s throttle, its copy rate, and produce records/s and
 # p99 on that partition before and during each move.
@@ -82,6 +84,10 @@ failover="$work/failover"
 failover_status=0
 go test -run '^$' -bench Failover -benchtime "${FAILOVERS}x" -timeout 30m ./test/cluster/ >"$failover" 2>&1 || failover_status=$?
 if [ "$failover_status" -ne 0 ]; then cat "$failover"; fi
+# The partition failover: brokers and ZooKeeper on hosts of their own
+# (network namespaces, test/netns; root), the leader cut from its
+# followers and ZooKeeper while clients still reach it.
+go test -run '^$' -bench FailoverAfterPartition -benchtime "${FAILOVERS}x" ./test/partition/ >>"$failover" 2>&1 || { failover_status=$?; cat "$failover"; }
 go test -run '^$' -bench Reassignment -benchtime "${REASSIGNS}x" ./test/cluster/ >>"$failover" 2>&1 || { failover_status=$?; cat "$failover"; }
 
 python3 - "$results" "$RECORDS" "$PARTITIONS" "$ROUNDS" "$failover" "$FAILOVERS" <<'PY'
@@ -116,7 +122,8 @@ print(f"\nFailover of an RF3 partition's leader under an acks=all idempotent pro
 print(f"{'how':22s} {'median ms':>10s} {'max ms':>8s}  target")
 for name, how in [("FailoverAfterKill", "kill -9"), ("FailoverAfterFreeze", "SIGSTOP"),
                   ("FailoverAfterControlledShutdown", "controlled shutdown"),
-                  ("FailoverAfterFollowerKill", "kill -9 of a follower")]:
+                  ("FailoverAfterFollowerKill", "kill -9 of a follower"),
+                  ("FailoverAfterPartition", "partition")]:
     if name not in fo:
         print(f"{how:22s} {'(no result: see the go test output above)':>20s}")
         continue
@@ -125,7 +132,8 @@ for name, how in [("FailoverAfterKill", "kill -9"), ("FailoverAfterFreeze", "SIG
     target = {"FailoverAfterKill": "median <= 3000, max <= 5000 ms (fenced on refused connections)",
               "FailoverAfterFreeze": f"the session timeout ({session:.0f} ms) + election: no evidence of death",
               "FailoverAfterControlledShutdown": "< 1000 ms",
-              "FailoverAfterFollowerKill": "acks=all waits until it leaves the ISR (fenced)"}[name]
+              "FailoverAfterFollowerKill": "acks=all waits until it leaves the ISR (fenced)",
+              "FailoverAfterPartition": f"session timeout + 3 s = {session + 3000:.0f} ms"}[name]
     print(f"{how:22s} {r['failover-ms-median']:>10.0f} {r['failover-ms-max']:>8.0f}  {target}")
 
 r = fo.get("Reassignment")

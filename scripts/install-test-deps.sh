@@ -14,6 +14,10 @@ compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null || need+=(python3-confluent-kafka)
 # ZooKeeper for the cluster tests (test/zkserver runs it from these jars).
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
+# ip and nft make and cut the network namespaces of the partition tests
+# (test/netns, test/partition).
+command -v ip  >/dev/null || need+=(iproute2)
+command -v nft >/dev/null || need+=(nftables)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -88,6 +88,7 @@ type Node struct {
 	// StopTimeout and ReadyTimeout bound a stop and a start (default 30 s
 	// each); nodes with very many partitions need longer.
 	StopTimeout, ReadyTimeout time.Duration
+	place                     Place
 	cmd                       *exec.Cmd
 	logs                      *syncBuffer
 	done                      chan struct{}
@@ -118,6 +119,42 @@ func StartPrepared(t testing.TB, prepare func(dataDir string), args ...string) *
 func StartHTTPS(t testing.TB, roots *x509.CertPool, args ...string) *Node {
 	t.Helper()
 	return start(t, 0, roots, nil, args...)
+}
+
+// Place is where a node runs: the address it binds and advertises, and
+// the command prefix that puts its process there (test/netns's
+// Host.Wrap(), `ip netns exec <ns>`). The zero Place is this machine's
+// loopback, on free ports.
+type Place struct {
+	Host string
+	Wrap []string
+}
+
+// Ports a node at a Place of its own listens on: its host's ports are
+// its own.
+const (
+	PlaceHTTPPort  = 8080
+	PlaceKafkaPort = 9092
+)
+
+// StartAt is Start for a node at place: HTTP on place.Host:8080, Kafka on
+// place.Host:9092 (advertised as such). The process is the program itself
+// (the wrapper execs it), so signals and PID reach ferry, and it is killed
+// if the test binary dies.
+func StartAt(t testing.TB, place Place, args ...string) *Node {
+	t.Helper()
+	n := &Node{t: t, DataDir: t.TempDir(), Args: args, HTTPClient: http.DefaultClient, place: place}
+	n.HTTPPort = PlaceHTTPPort
+	n.KafkaAddr = net.JoinHostPort(place.Host, fmt.Sprint(PlaceKafkaPort))
+	n.URL = "http://" + net.JoinHostPort(place.Host, fmt.Sprint(PlaceHTTPPort))
+	t.Cleanup(func() {
+		n.Kill()
+		if t.Failed() {
+			t.Logf("ferry logs (%s):\n%s", place.Host, n.Logs())
+		}
+	})
+	n.start()
+	return n
 }
 
 func start(t testing.TB, fdLimit int, roots *x509.CertPool, prepare func(string), args ...string) *Node {
@@ -168,9 +205,13 @@ func (n *Node) start() {
 
 func (n *Node) launch() {
 	n.t.Helper()
+	host := "127.0.0.1"
+	if n.place.Host != "" {
+		host = n.place.Host
+	}
 	args := []string{"serve",
 		"--data-dir", n.DataDir,
-		"--http-addr", fmt.Sprintf("127.0.0.1:%d", n.HTTPPort),
+		"--http-addr", net.JoinHostPort(host, fmt.Sprint(n.HTTPPort)),
 		"--kafka-addr", n.KafkaAddr,
 	}
 	for _, a := range n.Args {
@@ -180,6 +221,10 @@ func (n *Node) launch() {
 	if n.FDLimit > 0 {
 		script := fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, n.FDLimit)
 		n.cmd = exec.Command("sh", append([]string{"-c", script, Binary(n.t)}, args...)...)
+	}
+	if w := n.place.Wrap; len(w) > 0 {
+		n.cmd = exec.Command(w[0], append(append(w[1:len(w):len(w)], Binary(n.t)), args...)...)
+		n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	}
 	if n.logs == nil {
 		n.logs = new(syncBuffer) // kept across restarts

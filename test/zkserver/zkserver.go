@@ -47,9 +47,10 @@ const (
 
 // Server is one standalone ZooKeeper process and its files.
 type Server struct {
-	t    testing.TB // set by Start: failures of Stop/Restart fail the test
-	dir  string
-	port int
+	t     testing.TB // set by Start: failures of Stop/Restart fail the test
+	dir   string
+	port  int
+	place harness.Place // where it runs (LaunchAt); zero: loopback
 
 	mu   sync.Mutex
 	proc *process // nil when stopped
@@ -73,7 +74,14 @@ func Start(t testing.TB) *Server {
 
 // Launch starts a server on a free loopback port in a new temp dir;
 // Close stops it and removes the dir.
-func Launch() (*Server, error) {
+func Launch() (*Server, error) { return LaunchAt(harness.Place{}) }
+
+// PlacePort is the client port of a server at a Place of its own.
+const PlacePort = 2181
+
+// LaunchAt is Launch for a server at place (e.g. a host of test/netns):
+// it listens on place.Host:2181 and runs under place.Wrap.
+func LaunchAt(place harness.Place) (*Server, error) {
 	if _, err := os.Stat(jarPath); err != nil {
 		return nil, fmt.Errorf("no %s (apt-get install zookeeper; scripts/install-test-deps.sh does): %w", jarPath, err)
 	}
@@ -91,9 +99,11 @@ func Launch() (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{dir: dir}
+	s := &Server{dir: dir, place: place}
 	for attempt := 0; attempt < 3; attempt++ { // a free port may be taken before ZooKeeper binds it
-		if s.port, err = freePort(); err != nil {
+		if place.Host != "" {
+			s.port = PlacePort
+		} else if s.port, err = freePort(); err != nil {
 			break
 		}
 		if err = s.writeConfig(); err != nil {
@@ -107,8 +117,16 @@ func Launch() (*Server, error) {
 	return nil, err
 }
 
-// Addr is the client address, 127.0.0.1:port.
-func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+// Addr is the client address, 127.0.0.1:port (place.Host:2181 for
+// LaunchAt).
+func (s *Server) Addr() string { return net.JoinHostPort(s.host(), strconv.Itoa(s.port)) }
+
+func (s *Server) host() string {
+	if s.place.Host != "" {
+		return s.place.Host
+	}
+	return "127.0.0.1"
+}
 
 // Port is the client port.
 func (s *Server) Port() int { return s.port }
@@ -134,11 +152,11 @@ minSessionTimeout=500
 maxSessionTimeout=60000
 dataDir=%s
 clientPort=%d
-clientPortAddress=127.0.0.1
+clientPortAddress=%s
 admin.enableServer=false
 4lw.commands.whitelist=ruok,stat,srvr,mntr,cons
 forceSync=no
-`, filepath.Join(s.dir, "data"), s.port)
+`, filepath.Join(s.dir, "data"), s.port, s.host())
 	if err := os.MkdirAll(filepath.Join(s.dir, "data"), 0o755); err != nil {
 		return err
 	}
@@ -157,10 +175,12 @@ func (s *Server) start() error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command("java", "-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+	argv := append(s.place.Wrap[:len(s.place.Wrap):len(s.place.Wrap)],
+		"java", "-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-cp", confDir+":"+jarPath,
 		"-Dzookeeper.log.dir="+s.dir, "-Dzookeeper.root.logger=INFO,CONSOLE",
 		mainType, filepath.Join(s.dir, "zoo.cfg"))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Pdeathsig: the server dies with the test binary even on a panic.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
