@@ -59,11 +59,11 @@ type Config struct {
 	// Schemas is the schema registry behind /subjects, /schemas, /config,
 	// /compatibility and /mode; without it those routes answer 503.
 	Schemas *schemaregistry.Registry
-	// ElectPreferred runs preferred leader elections for
-	// POST /admin/preferred-leader-election; nil: that route answers 503.
-	ElectPreferred ElectPreferredFunc
-	// Reassigner serves /admin/reassignments; nil: those routes answer 503.
-	Reassigner Reassigner
+	// Admin is the core's admin operations behind
+	// /admin/preferred-leader-election and /admin/reassignments (the
+	// ones the Kafka listener's ElectLeaders and reassignment APIs use);
+	// nil: those routes answer 503.
+	Admin *server.Admin
 	// PeerHTTP, on a cluster, finds the other brokers' gateways: a group's
 	// requests go to its coordinator's (forward.go). Nil: served here.
 	PeerHTTP PeerHTTPFunc

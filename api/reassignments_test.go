@@ -9,32 +9,30 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-mq/ferry/replication/controller"
 	"github.com/ferry-mq/ferry/server"
 )
 
-// refusingReassigner fails the test when a request that should have been
-// refused reaches the cluster.
-type refusingReassigner struct{ t *testing.T }
+// refusingController fails the test when a request that should have
+// been refused reaches the controller.
+type refusingController struct{ t *testing.T }
 
-func (r refusingReassigner) Plan(context.Context, []string, []int32) (ReassignmentPlan, error) {
-	r.t.Error("Plan called for a refused request")
-	return ReassignmentPlan{}, nil
-}
-func (r refusingReassigner) Start(context.Context, []ReassignmentMove) ([]PartitionResult, error) {
-	r.t.Error("Start called for a refused request")
+func (r refusingController) ElectLeaders(context.Context, controller.ElectionType, []controller.TopicPartition) (map[controller.TopicPartition]error, error) {
+	r.t.Error("election run for a refused request")
 	return nil, nil
 }
-func (r refusingReassigner) Moving(context.Context) (Reassignments, error) {
-	return Reassignments{}, nil
+
+func (r refusingController) AlterReassignments(context.Context, map[controller.TopicPartition][]int32) (map[controller.TopicPartition]error, error) {
+	r.t.Error("reassignment started for a refused request")
+	return nil, nil
 }
 
-func (r refusingReassigner) Throttle(context.Context, []ReassignmentMove, int64) error {
-	r.t.Error("Throttle called")
-	return nil
+func (r refusingController) Reassignments(context.Context) (map[controller.TopicPartition]controller.Assignment, error) {
+	return nil, nil
 }
 
 // Malformed reassignment and election requests get 400 with a JSON
-// error_code and reach nothing; without a reassigner the routes answer 503.
+// error_code and reach nothing; without the core's Admin the routes answer 503.
 func TestReassignmentRoutesRefuseBadRequests(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, err := server.Open(server.Config{DataDir: t.TempDir()}, logger)
@@ -42,11 +40,7 @@ func TestReassignmentRoutesRefuseBadRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	g, err := New(b, Config{Logger: logger, Reassigner: refusingReassigner{t},
-		ElectPreferred: func(context.Context, []ElectionPartition) ([]ElectionResult, error) {
-			t.Error("election run for a refused request")
-			return nil, nil
-		}})
+	g, err := New(b, Config{Logger: logger, Admin: server.NewAdmin(b, server.AdminConfig{Controller: refusingController{t}})})
 	if err != nil {
 		t.Fatal(err)
 	}
