@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ferry-mq/ferry/replication/assign"
 	"github.com/ferry-mq/ferry/replication/controller"
@@ -283,13 +284,24 @@ func (a *Admin) replicaSizes(ctx context.Context, asked map[int32][]controller.T
 	if a.peers == nil {
 		return out
 	}
+	// Asked together: one broker that does not answer costs the wait
+	// once, not once per broker after it.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for b, parts := range asked {
 		if b == self || b < 0 {
 			continue
 		}
-		if got, err := a.peers.LogDirSizes(ctx, b, parts); err == nil {
+		wg.Go(func() {
+			got, err := a.peers.LogDirSizes(ctx, b, parts)
+			if err != nil {
+				return
+			}
+			mu.Lock()
 			out[b] = got
-		}
+			mu.Unlock()
+		})
 	}
+	wg.Wait()
 	return out
 }
