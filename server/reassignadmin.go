@@ -97,8 +97,7 @@ func (a *Admin) SetReassignmentThrottle(moves []PartitionMove, rate int64) error
 	if rate <= 0 {
 		return fmt.Errorf("%w: the throttle must be a positive number of bytes/s, not %d", ErrInvalidConfig, rate)
 	}
-	brokers := map[int32]bool{}
-	leaders, followers := map[string][]string{}, map[string][]string{}
+	var tm []throttle.Move
 	for _, m := range moves {
 		info, err := a.b.DescribeTopic(m.Topic)
 		if err != nil {
@@ -108,29 +107,20 @@ func (a *Admin) SetReassignmentThrottle(moves []PartitionMove, rate int64) error
 		if i < 0 {
 			return fmt.Errorf("%w: partition %s-%d is not in the cluster", ErrUnknownPartition, m.Topic, m.Partition)
 		}
-		current := info.Partitions[i].Replicas
-		for _, b := range current {
-			brokers[b] = true
-			leaders[m.Topic] = append(leaders[m.Topic], fmt.Sprintf("%d:%d", m.Partition, b))
-		}
-		for _, b := range m.Replicas {
-			brokers[b] = true
-			if !slices.Contains(current, b) {
-				followers[m.Topic] = append(followers[m.Topic], fmt.Sprintf("%d:%d", m.Partition, b))
-			}
-		}
+		tm = append(tm, throttle.Move{Topic: m.Topic, Partition: m.Partition, Current: info.Partitions[i].Replicas, Target: m.Replicas})
 	}
+	plan := throttle.PlanMoves(tm)
 	v := strconv.FormatInt(rate, 10)
 	rates := []ConfigOp{{Name: CfgLeaderThrottledRate, Op: ConfigSet, Value: v}, {Name: CfgFollowerThrottledRate, Op: ConfigSet, Value: v}}
-	for _, id := range slices.Sorted(maps.Keys(brokers)) {
+	for _, id := range plan.Brokers {
 		if err := a.b.changeBrokerEntity(strconv.Itoa(int(id)), rates, false); err != nil {
 			return fmt.Errorf("set the throttle rate of broker %d: %w", id, err)
 		}
 	}
-	for _, t := range slices.Sorted(maps.Keys(leaders)) {
-		ops := []ConfigOp{{Name: CfgLeaderThrottledReplicas, Op: ConfigSet, Value: strings.Join(leaders[t], ",")}}
-		if f, ok := followers[t]; ok {
-			ops = append(ops, ConfigOp{Name: CfgFollowerThrottledReplicas, Op: ConfigSet, Value: strings.Join(f, ",")})
+	for _, t := range slices.Sorted(maps.Keys(plan.Leaders)) {
+		ops := []ConfigOp{{Name: CfgLeaderThrottledReplicas, Op: ConfigSet, Value: plan.Leaders[t]}}
+		if f, ok := plan.Followers[t]; ok {
+			ops = append(ops, ConfigOp{Name: CfgFollowerThrottledReplicas, Op: ConfigSet, Value: f})
 		}
 		if err := a.b.ChangeTopicConfigs(t, ops, false, false); err != nil {
 			return fmt.Errorf("throttle the replicas of %s: %w", t, err)
