@@ -1,13 +1,16 @@
 package api
 
 import (
-	"context"
 	"net/http"
+
+	"github.com/ferry-mq/ferry/replication/controller"
+	"github.com/ferry-mq/ferry/server"
 )
 
 // Preferred leader election over HTTP: the same election as Kafka's
-// ElectLeaders (ferry leader-election, kafka-leader-election.sh), asked of
-// the controller wherever it is.
+// ElectLeaders (ferry leader-election, kafka-leader-election.sh), run by
+// the core's Admin, which asks the controller wherever it is. This file
+// only encodes it.
 
 // ElectionResult is one partition's outcome: ErrorCode 0 elected; 84
 // (ELECTION_NOT_NEEDED) its preferred replica leads already; 80
@@ -20,9 +23,6 @@ type ElectionResult struct {
 	ErrorCode int16  `json:"error_code" example:"0"`
 	Message   string `json:"message,omitempty"`
 }
-
-// ElectPreferredFunc runs preferred elections for partitions (nil: all).
-type ElectPreferredFunc func(ctx context.Context, partitions []ElectionPartition) ([]ElectionResult, error)
 
 // ElectionPartition names a partition in an election request.
 type ElectionPartition struct {
@@ -52,7 +52,7 @@ type electionAnswer struct {
 //	@Failure		503		{object}	errorBody	"50301: no controller answered"
 //	@Router			/admin/preferred-leader-election [post]
 func (g *Gateway) preferredLeaderElection(w http.ResponseWriter, r *http.Request) {
-	if g.cfg.ElectPreferred == nil {
+	if g.cfg.Admin == nil {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "leader elections are not available on this gateway")
 		return
 	}
@@ -60,19 +60,33 @@ func (g *Gateway) preferredLeaderElection(w http.ResponseWriter, r *http.Request
 	if _, ok := decodeRestBody(w, r, &body); !ok {
 		return
 	}
+	var parts []controller.TopicPartition // nil: all
 	for _, p := range body.Partitions {
 		if p.Topic == "" || p.Partition < 0 {
 			writeError(w, http.StatusBadRequest, codeMalformed, "each partition needs a topic and a partition >= 0")
 			return
 		}
+		parts = append(parts, controller.TopicPartition{Topic: p.Topic, Partition: p.Partition})
 	}
-	results, err := g.cfg.ElectPreferred(r.Context(), body.Partitions)
+	outcomes, err := g.cfg.Admin.ElectLeaders(r.Context(), controller.PreferredElection, parts)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "leader election: "+err.Error())
 		return
 	}
-	if results == nil {
-		results = []ElectionResult{}
+	results := []ElectionResult{}
+	for _, tp := range server.SortedPartitions(outcomes) {
+		res := ElectionResult{Topic: tp.Topic, Partition: tp.Partition, Elected: outcomes[tp] == nil}
+		res.ErrorCode, res.Message = kafkaOutcome(outcomes[tp])
+		results = append(results, res)
 	}
 	writeJSON(w, http.StatusOK, typeJSON, electionAnswer{Results: results})
+}
+
+// kafkaOutcome is a partition's outcome as Kafka's error code and the
+// message saying why (0 and "" for none).
+func kafkaOutcome(err error) (int16, string) {
+	if err == nil {
+		return 0, ""
+	}
+	return server.KafkaCode(err), err.Error()
 }

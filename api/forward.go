@@ -223,23 +223,3 @@ func (g *Gateway) getFromPeer(from *http.Request, url, self string) ([]byte, err
 	}
 	return io.ReadAll(io.LimitReader(res.Body, 16<<20))
 }
-
-// controllerAnswerTimeout bounds a route that asks the controller (over
-// Kafka, through this node's listener; elections, reassignments): a
-// frozen controller takes the request and never answers, and the client
-// would wait until Kafka's request timeouts (25 s and more). Once the
-// cluster declares it dead the request is retried with the new
-// controller (server/forward's guard cuts the connection), so this only
-// ends requests that no controller answered in a session timeout and an
-// election; they answer 503 with Retry-After.
-const controllerAnswerTimeout = 10 * time.Second
-
-// toController bounds next's wait for the controller by
-// controllerAnswerTimeout.
-func toController(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), controllerAnswerTimeout)
-		defer cancel()
-		next(w, r.WithContext(ctx))
-	}
-}

@@ -59,11 +59,11 @@ type Config struct {
 	// Schemas is the schema registry behind /subjects, /schemas, /config,
 	// /compatibility and /mode; without it those routes answer 503.
 	Schemas *schemaregistry.Registry
-	// ElectPreferred runs preferred leader elections for
-	// POST /admin/preferred-leader-election; nil: that route answers 503.
-	ElectPreferred ElectPreferredFunc
-	// Reassigner serves /admin/reassignments; nil: those routes answer 503.
-	Reassigner Reassigner
+	// Admin is the core's admin operations behind
+	// /admin/preferred-leader-election and /admin/reassignments (the
+	// ones the Kafka listener's ElectLeaders and reassignment APIs use);
+	// nil: those routes answer 503.
+	Admin *server.Admin
 	// PeerHTTP, on a cluster, finds the other brokers' gateways: a group's
 	// requests go to its coordinator's (forward.go). Nil: served here.
 	PeerHTTP PeerHTTPFunc
@@ -220,11 +220,11 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Post("/topics/{topic}/partitions", g.createPartitions)
 	r.Put("/topics/{topic}/configs", g.alterConfigs)
 	r.Post("/admin/partitions/{topic}/{partition}/recover", g.recoverPartition)
-	r.Post("/admin/preferred-leader-election", toController(g.preferredLeaderElection))
-	r.Post("/admin/reassignments", toController(g.createReassignment))
-	r.Get("/admin/reassignments", toController(g.listReassignments))
-	r.Delete("/admin/reassignments", toController(g.cancelReassignments))
-	r.Delete("/admin/reassignments/throttle", toController(g.removeReplicationThrottle))
+	r.Post("/admin/preferred-leader-election", g.preferredLeaderElection)
+	r.Post("/admin/reassignments", g.createReassignment)
+	r.Get("/admin/reassignments", g.listReassignments)
+	r.Delete("/admin/reassignments", g.cancelReassignments)
+	r.Delete("/admin/reassignments/throttle", g.removeReplicationThrottle)
 	r.Get("/admin/acls", g.listACLs)
 	r.Post("/admin/acls", g.createACLs)
 	r.Delete("/admin/acls", g.deleteACLs)

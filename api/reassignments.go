@@ -3,11 +3,16 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
+
+	"github.com/ferry-mq/ferry/replication/controller"
+	"github.com/ferry-mq/ferry/server"
 )
 
 // Partition reassignment over HTTP: the same mechanism as Kafka's
-// AlterPartitionReassignments and `ferry reassign`, asked of the
-// controller wherever it is.
+// AlterPartitionReassignments and `ferry reassign`, run by the core's
+// Admin (which asks the controller wherever it is, works out the plan and
+// the throttle, and measures the progress). This file only encodes it.
 
 // ReassignmentMove is one partition's target replicas (the format of
 // kafka-reassign-partitions.sh's files).
@@ -62,21 +67,6 @@ type PartitionResult struct {
 	Message   string `json:"message,omitempty"`
 }
 
-// Reassigner is what the reassignment routes need of the cluster.
-type Reassigner interface {
-	// Plan proposes placing topics on brokers (Kafka's --generate).
-	Plan(ctx context.Context, topics []string, brokers []int32) (ReassignmentPlan, error)
-	// Start starts moves; a nil Replicas cancels that partition's move.
-	Start(ctx context.Context, moves []ReassignmentMove) ([]PartitionResult, error)
-	// Moving lists the partitions being reassigned, with their progress.
-	Moving(ctx context.Context) (Reassignments, error)
-	// Throttle limits the copying of moves' replicas to rate bytes/s on
-	// each broker taking part (Kafka's --throttle: the rates on the
-	// brokers, the throttled-replica lists on the topics); rate 0 removes
-	// every replication throttle (Kafka's --verify once done).
-	Throttle(ctx context.Context, moves []ReassignmentMove, rate int64) error
-}
-
 type reassignBody struct {
 	// Partitions to move (the target replicas of each); or Topics and
 	// Brokers to plan a move of whole topics.
@@ -108,7 +98,7 @@ type reassignAnswer struct {
 //	@Failure		503		{object}	errorBody	"50301: no controller answered"
 //	@Router			/admin/reassignments [post]
 func (g *Gateway) createReassignment(w http.ResponseWriter, r *http.Request) {
-	if !g.requireReassigner(w) {
+	if !g.requireAdmin(w) {
 		return
 	}
 	var body reassignBody
@@ -129,11 +119,12 @@ func (g *Gateway) createReassignment(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, codeMalformed, "planning a move of topics needs brokers")
 			return
 		}
-		plan, err := g.cfg.Reassigner.Plan(r.Context(), body.Topics, body.Brokers)
+		planned, err := g.cfg.Admin.PlanReassignment(body.Topics, body.Brokers)
 		if err != nil {
 			writeError(w, http.StatusUnprocessableEntity, codeInvalidReplication, err.Error())
 			return
 		}
+		plan := ReassignmentPlan{Current: movesOf(planned.Current), Proposed: movesOf(planned.Proposed)}
 		answer.Plan = &plan
 		if !body.Execute {
 			writeJSON(w, http.StatusOK, typeJSON, answer)
@@ -155,12 +146,12 @@ func (g *Gateway) createReassignment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.ThrottleBytesPerSec > 0 {
-		if err := g.cfg.Reassigner.Throttle(r.Context(), moves, body.ThrottleBytesPerSec); err != nil {
+		if err := g.cfg.Admin.SetReassignmentThrottle(coreMoves(moves), body.ThrottleBytesPerSec); err != nil {
 			writeError(w, http.StatusServiceUnavailable, codeUnavailable, "throttle: "+err.Error())
 			return
 		}
 	}
-	results, err := g.cfg.Reassigner.Start(r.Context(), moves)
+	results, err := g.alterReassignments(r, moves)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignment: "+err.Error())
 		return
@@ -179,18 +170,33 @@ func (g *Gateway) createReassignment(w http.ResponseWriter, r *http.Request) {
 //	@Failure		503	{object}	errorBody	"50301: no controller answered"
 //	@Router			/admin/reassignments [get]
 func (g *Gateway) listReassignments(w http.ResponseWriter, r *http.Request) {
-	if !g.requireReassigner(w) {
+	if !g.requireAdmin(w) {
 		return
 	}
-	moving, err := g.cfg.Reassigner.Moving(r.Context())
+	moving, err := g.cfg.Admin.Reassignments(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignments: "+err.Error())
 		return
 	}
-	if moving.Reassignments == nil {
-		moving.Reassignments = []MovingPartition{}
+	answer := Reassignments{Reassignments: []MovingPartition{}}
+	// Progress and the throttle are best effort, and bounded: a broker
+	// that does not answer (frozen, partitioned away) leaves the moves
+	// without progress rather than holding the list.
+	ctx, cancel := context.WithTimeout(r.Context(), progressTimeout)
+	defer cancel()
+	progress := g.cfg.Admin.ReassignmentProgress(ctx, moving)
+	for _, tp := range server.SortedPartitions(moving) {
+		as := moving[tp]
+		mp := MovingPartition{Topic: tp.Topic, Partition: tp.Partition, Replicas: as.Replicas, Adding: as.Adding, Removing: as.Removing}
+		if got, ok := progress[tp]; ok {
+			mp.Progress = &MoveProgress{BytesCopied: got.BytesCopied, BytesToCopy: got.BytesToCopy}
+			answer.Total.BytesCopied += got.BytesCopied
+			answer.Total.BytesToCopy += got.BytesToCopy
+		}
+		answer.Reassignments = append(answer.Reassignments, mp)
 	}
-	writeJSON(w, http.StatusOK, typeJSON, moving)
+	answer.ThrottleBytesPerSec, _ = g.cfg.Admin.ReplicationThrottleRate()
+	writeJSON(w, http.StatusOK, typeJSON, answer)
 }
 
 // removeReplicationThrottle serves DELETE /admin/reassignments/throttle.
@@ -202,10 +208,10 @@ func (g *Gateway) listReassignments(w http.ResponseWriter, r *http.Request) {
 //	@Failure		503	{object}	errorBody	"50301: no controller answered"
 //	@Router			/admin/reassignments/throttle [delete]
 func (g *Gateway) removeReplicationThrottle(w http.ResponseWriter, r *http.Request) {
-	if !g.requireReassigner(w) {
+	if !g.requireAdmin(w) {
 		return
 	}
-	if err := g.cfg.Reassigner.Throttle(r.Context(), nil, 0); err != nil {
+	if _, err := g.cfg.Admin.ClearReplicationThrottle(); err != nil {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "throttle: "+err.Error())
 		return
 	}
@@ -224,7 +230,7 @@ func (g *Gateway) removeReplicationThrottle(w http.ResponseWriter, r *http.Reque
 //	@Failure		503		{object}	errorBody	"50301: no controller answered"
 //	@Router			/admin/reassignments [delete]
 func (g *Gateway) cancelReassignments(w http.ResponseWriter, r *http.Request) {
-	if !g.requireReassigner(w) {
+	if !g.requireAdmin(w) {
 		return
 	}
 	var body electionBody
@@ -236,18 +242,18 @@ func (g *Gateway) cancelReassignments(w http.ResponseWriter, r *http.Request) {
 		moves = append(moves, ReassignmentMove{Topic: p.Topic, Partition: p.Partition})
 	}
 	if len(moves) == 0 {
-		moving, err := g.cfg.Reassigner.Moving(r.Context())
+		moving, err := g.cfg.Admin.Reassignments(r.Context())
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignments: "+err.Error())
 			return
 		}
-		for _, m := range moving.Reassignments {
-			moves = append(moves, ReassignmentMove{Topic: m.Topic, Partition: m.Partition})
+		for _, tp := range server.SortedPartitions(moving) {
+			moves = append(moves, ReassignmentMove{Topic: tp.Topic, Partition: tp.Partition})
 		}
 	}
 	answer := reassignAnswer{Results: []PartitionResult{}}
 	if len(moves) > 0 {
-		results, err := g.cfg.Reassigner.Start(r.Context(), moves)
+		results, err := g.alterReassignments(r, moves)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, codeUnavailable, "cancel: "+err.Error())
 			return
@@ -257,8 +263,48 @@ func (g *Gateway) cancelReassignments(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, typeJSON, answer)
 }
 
-func (g *Gateway) requireReassigner(w http.ResponseWriter) bool {
-	if g.cfg.Reassigner == nil {
+// progressTimeout bounds the replica sizes and throttle a listing of
+// moves asks of the brokers.
+const progressTimeout = 3 * time.Second
+
+// alterReassignments starts moves (a nil Replicas cancels that
+// partition's) and encodes each partition's answer, in order.
+func (g *Gateway) alterReassignments(r *http.Request, moves []ReassignmentMove) ([]PartitionResult, error) {
+	targets := map[controller.TopicPartition][]int32{}
+	for _, m := range moves {
+		targets[controller.TopicPartition{Topic: m.Topic, Partition: m.Partition}] = m.Replicas
+	}
+	outcomes, err := g.cfg.Admin.AlterReassignments(r.Context(), targets)
+	if err != nil {
+		return nil, err
+	}
+	var out []PartitionResult
+	for _, tp := range server.SortedPartitions(outcomes) {
+		pr := PartitionResult{Topic: tp.Topic, Partition: tp.Partition}
+		pr.ErrorCode, pr.Message = kafkaOutcome(outcomes[tp])
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+func movesOf(ms []server.PartitionMove) []ReassignmentMove {
+	out := make([]ReassignmentMove, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, ReassignmentMove{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas})
+	}
+	return out
+}
+
+func coreMoves(ms []ReassignmentMove) []server.PartitionMove {
+	out := make([]server.PartitionMove, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, server.PartitionMove{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas})
+	}
+	return out
+}
+
+func (g *Gateway) requireAdmin(w http.ResponseWriter) bool {
+	if g.cfg.Admin == nil {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "reassignments are not available on this gateway")
 		return false
 	}

@@ -10,6 +10,12 @@
 //	listener ◄── Broker.Fetch (waits in the purgatory, fetchwait.go) ◄── storage.Log.Read
 //	Partition.Append ──► purgatory.Notify ──► completes the waiting fetches
 //
+// Admin (clusteradmin.go, reassignadmin.go) is the one home of the admin
+// operations both listeners offer — leader elections, partition
+// reassignments with their plan, throttle and progress: the controller's
+// driver on the controller, the controller elsewhere through AdminPeers
+// (server/forward), this broker itself on a single node.
+//
 // Ownership:
 //   - Broker.mu guards the topic table (names → *topic). It is never held
 //     across disk I/O other than the small metadata file written on topic changes.

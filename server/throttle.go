@@ -63,6 +63,15 @@ func (b *Broker) ChangeBrokerConfigs(entity string, ops []ConfigOp, validateOnly
 	if err != nil {
 		return err
 	}
+	return b.changeBrokerEntity(entity, ops, validateOnly)
+}
+
+// changeBrokerEntity applies ops to the dynamic configs of entity (a
+// broker id, any broker's, or DefaultBrokerEntity), all or none: the
+// Kafka listener's changes of this broker's configs, and Admin's of the
+// brokers a reassignment throttles (as Kafka's ZooKeeper-era admin
+// client writes /config/brokers/<id> of any broker).
+func (b *Broker) changeBrokerEntity(entity string, ops []ConfigOp, validateOnly bool) error {
 	for _, op := range ops {
 		check, ok := dynamicBrokerConfigs[op.Name]
 		switch {

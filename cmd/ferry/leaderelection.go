@@ -12,10 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/ferry-mq/ferry/api"
-	"github.com/ferry-mq/ferry/replication/wire"
 )
 
 // runLeaderElection is `ferry leader-election`, Kafka's
@@ -109,65 +105,4 @@ func writeElections(results kadm.ElectLeadersResults, typ string) error {
 func usageError(fs *flag.FlagSet, msg string) error {
 	fs.Usage()
 	return errors.New(msg)
-}
-
-// electPreferredVia is the HTTP gateway's preferred election: a Kafka
-// ElectLeaders through this node's own listener, which the client routes
-// to the controller wherever it is.
-func electPreferredVia(kafkaAddr string, dial wire.DialFunc) api.ElectPreferredFunc {
-	return func(ctx context.Context, parts []api.ElectionPartition) ([]api.ElectionResult, error) {
-		cl, err := kgo.NewClient(selfClientOpts(kafkaAddr, dial)...)
-		if err != nil {
-			return nil, err
-		}
-		defer cl.Close()
-		var set kadm.TopicsSet
-		if len(parts) > 0 {
-			set = kadm.TopicsSet{}
-			for _, p := range parts {
-				set.Add(p.Topic, p.Partition)
-			}
-		}
-		results, err := kadm.NewClient(cl).ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
-		if err != nil {
-			return nil, err
-		}
-		var out []api.ElectionResult
-		for _, t := range slices.Sorted(maps.Keys(results)) {
-			for _, p := range slices.Sorted(maps.Keys(results[t])) {
-				r := results[t][p]
-				res := api.ElectionResult{Topic: t, Partition: p, Elected: r.Err == nil}
-				res.ErrorCode, res.Message = kafkaError(r.Err, r.ErrMessage)
-				out = append(out, res)
-			}
-		}
-		return out, nil
-	}
-}
-
-// kafkaError is a per-partition result's Kafka error code and message (0
-// and "" for none); the broker's message, when it sent one, is the message.
-func kafkaError(err error, brokerMessage string) (int16, string) {
-	if err == nil {
-		return 0, ""
-	}
-	msg := err.Error()
-	if brokerMessage != "" {
-		msg = brokerMessage
-	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code, msg
-	}
-	return -1, msg
-}
-
-// selfClientOpts seed a client with this node's inter-broker listener,
-// dialled through dial when it is TLS.
-func selfClientOpts(kafkaAddr string, dial wire.DialFunc) []kgo.Opt {
-	opts := []kgo.Opt{kgo.SeedBrokers(kafkaAddr)}
-	if dial != nil {
-		opts = append(opts, kgo.Dialer(dial))
-	}
-	return opts
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -11,11 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ferry-mq/ferry/api"
 	"github.com/ferry-mq/ferry/cmd/ferry/internal/kcli"
-	"github.com/ferry-mq/ferry/replication/wire"
 )
 
 // runReassign is `ferry reassign`, Kafka's kafka-reassign-partitions.sh
@@ -243,150 +239,4 @@ func partitionNames(plan kcli.Reassignment) string {
 		names = append(names, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
 	}
 	return strings.Join(names, ",")
-}
-
-// kafkaReassigner is the HTTP gateway's reassignments: Kafka requests
-// through this node's own listener, which the client routes to the
-// controller wherever it is.
-type kafkaReassigner struct {
-	kafkaAddr string
-	dial      wire.DialFunc
-}
-
-func (k kafkaReassigner) admin() (*kadm.Client, error) {
-	cl, err := kgo.NewClient(selfClientOpts(k.kafkaAddr, k.dial)...)
-	if err != nil {
-		return nil, err
-	}
-	return kadm.NewClient(cl), nil
-}
-
-func (k kafkaReassigner) Plan(ctx context.Context, topics []string, brokers []int32) (api.ReassignmentPlan, error) {
-	adm, err := k.admin()
-	if err != nil {
-		return api.ReassignmentPlan{}, err
-	}
-	defer adm.Close()
-	md, err := adm.Metadata(ctx, topics...)
-	if err != nil {
-		return api.ReassignmentPlan{}, err
-	}
-	cur, err := kcli.Current(md, topics)
-	if err != nil {
-		return api.ReassignmentPlan{}, err
-	}
-	proposed, err := kcli.Propose(md, topics, brokers, uint64(time.Now().UnixNano()))
-	if err != nil {
-		return api.ReassignmentPlan{}, err
-	}
-	return api.ReassignmentPlan{Current: toMoves(cur), Proposed: toMoves(proposed)}, nil
-}
-
-func toMoves(r kcli.Reassignment) []api.ReassignmentMove {
-	out := make([]api.ReassignmentMove, 0, len(r.Partitions))
-	for _, p := range r.Partitions {
-		out = append(out, api.ReassignmentMove{Topic: p.Topic, Partition: p.Partition, Replicas: p.Replicas})
-	}
-	return out
-}
-
-func (k kafkaReassigner) Start(ctx context.Context, moves []api.ReassignmentMove) ([]api.PartitionResult, error) {
-	adm, err := k.admin()
-	if err != nil {
-		return nil, err
-	}
-	defer adm.Close()
-	req := kadm.AlterPartitionAssignmentsReq{}
-	for _, m := range moves {
-		if m.Replicas == nil {
-			req.CancelAssign(m.Topic, m.Partition)
-		} else {
-			req.Assign(m.Topic, m.Partition, m.Replicas)
-		}
-	}
-	res, err := adm.AlterPartitionAssignments(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	var out []api.PartitionResult
-	res.Each(func(r kadm.AlterPartitionAssignmentsResponse) {
-		pr := api.PartitionResult{Topic: r.Topic, Partition: r.Partition}
-		pr.ErrorCode, pr.Message = kafkaError(r.Err, r.ErrMessage)
-		out = append(out, pr)
-	})
-	slices.SortFunc(out, func(a, b api.PartitionResult) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		return int(a.Partition - b.Partition)
-	})
-	return out, nil
-}
-
-func (k kafkaReassigner) Moving(ctx context.Context) (api.Reassignments, error) {
-	adm, err := k.admin()
-	if err != nil {
-		return api.Reassignments{}, err
-	}
-	defer adm.Close()
-	res, err := kcli.ListReassignments(ctx, adm)
-	if err != nil {
-		return api.Reassignments{}, err
-	}
-	answer := api.Reassignments{}
-	// Progress and the throttle are best effort, and bounded: a broker
-	// that does not answer (frozen, partitioned away) leaves the moves
-	// without progress rather than holding the list.
-	extra, cancel := context.WithTimeout(ctx, progressTimeout)
-	defer cancel()
-	progress, _ := kcli.Progress(extra, adm, res)
-	of := map[string]kcli.MoveProgress{}
-	for _, mp := range progress {
-		of[fmt.Sprintf("%s-%d", mp.Topic, mp.Partition)] = mp
-	}
-	for _, t := range slices.Sorted(maps.Keys(res)) {
-		for _, p := range slices.Sorted(maps.Keys(res[t])) {
-			r := res[t][p]
-			mp := api.MovingPartition{Topic: t, Partition: p, Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas}
-			if got, ok := of[fmt.Sprintf("%s-%d", t, p)]; ok {
-				mp.Progress = &api.MoveProgress{BytesCopied: got.BytesCopied, BytesToCopy: got.BytesToCopy}
-				answer.Total.BytesCopied += got.BytesCopied
-				answer.Total.BytesToCopy += got.BytesToCopy
-			}
-			answer.Reassignments = append(answer.Reassignments, mp)
-		}
-	}
-	answer.ThrottleBytesPerSec, _ = kcli.ThrottleRate(extra, adm)
-	return answer, nil
-}
-
-// progressTimeout bounds the DescribeLogDirs and DescribeConfigs a
-// listing of moves asks every broker.
-const progressTimeout = 3 * time.Second
-
-func (k kafkaReassigner) Throttle(ctx context.Context, moves []api.ReassignmentMove, rate int64) error {
-	adm, err := k.admin()
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	if rate <= 0 {
-		_, err := kcli.ClearThrottles(ctx, adm, nil)
-		return err
-	}
-	plan := kcli.Reassignment{Version: 1}
-	var topics []string
-	for _, m := range moves {
-		plan.Partitions = append(plan.Partitions, kcli.PartitionMove{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas})
-		topics = append(topics, m.Topic)
-	}
-	md, err := adm.Metadata(ctx, topics...)
-	if err != nil {
-		return err
-	}
-	tp, err := kcli.PlanThrottle(md, plan)
-	if err != nil {
-		return err
-	}
-	return kcli.SetThrottle(ctx, adm, tp, rate)
 }

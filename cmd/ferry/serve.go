@@ -606,11 +606,11 @@ func runServe(args []string) error {
 		defer node.close()
 	}
 	// peerDial reaches other brokers' Kafka listeners for this process's
-	// own clients (the gateway's forwards, the _schemas store, the admin
-	// routes' requests to the controller): on a cluster through the
-	// forwarder's guard, which cuts every connection to a broker the
-	// controller declares dead, so that a frozen peer holds none of them
-	// beyond the election (server/forward/liveness.go).
+	// own clients (the gateway's forwards and admin requests, the _schemas
+	// store): on a cluster through the forwarder's guard, which cuts every
+	// connection to a broker the controller declares dead, so that a
+	// frozen peer holds none of them beyond the election
+	// (server/forward/liveness.go).
 	peerDial := interDial
 	var broker *server.Broker
 	var fwd *forward.Forwarder
@@ -693,7 +693,6 @@ func runServe(args []string) error {
 	kcfg.ACLs = acls
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
-		ElectPreferred: electPreferredVia(s.selfKafkaAddr(), peerDial), Reassigner: kafkaReassigner{kafkaAddr: s.selfKafkaAddr(), dial: peerDial},
 		ACLs: acls, RequestsPerSecond: s.httpAuth.ratePerPrincipal}
 	if acls != nil {
 		// The one authorizer for every surface: HTTP routes ask the same
@@ -712,11 +711,10 @@ func runServe(args []string) error {
 		return err
 	}
 	defer closeTokens()
-	gateway, err := api.New(broker, httpCfg)
-	if err != nil {
-		closeCore()
-		return err
-	}
+	// One admin for both listeners: the controller's operations go to this
+	// broker's driver when it is the controller, else through the
+	// forwarder to the one that is.
+	var adminCfg server.AdminConfig
 	if node != nil {
 		if err := node.runController(logger, m, s, interDial); err != nil {
 			closeCore()
@@ -724,8 +722,14 @@ func runServe(args []string) error {
 		}
 		defer node.stopController()
 		kcfg.ControlledShutdown = node.controlledShutdown
-		kcfg.ElectLeaders = node.ctl.ElectLeaders
-		kcfg.Reassigner = node.ctl
+		adminCfg = server.AdminConfig{Controller: node.ctl, Peers: fwd}
+	}
+	httpCfg.Admin = server.NewAdmin(broker, adminCfg)
+	kcfg.Admin = httpCfg.Admin
+	gateway, err := api.New(broker, httpCfg)
+	if err != nil {
+		closeCore()
+		return err
 	}
 	kafkaServer, err := kafka.New(broker, groups, kcfg)
 	if err != nil {

@@ -140,8 +140,9 @@ func (f *Forwarder) LiveBrokers(brokers []server.ClusterBroker) { f.guard.SetLiv
 // Dial connects to a broker's Kafka listener as the forwarding client
 // does: refused while the cluster counts the broker dead, and closed once
 // it does. Other clients of this process that talk to brokers (the
-// _schemas store, the admin routes' requests to the controller) use it
-// so that a frozen broker cannot hold their requests either.
+// _schemas store) use it so that a frozen broker cannot hold their
+// requests either; the core's admin requests go through the forwarding
+// client itself (admin.go).
 func (f *Forwarder) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	return f.guard.Dial(ctx, network, addr)
 }

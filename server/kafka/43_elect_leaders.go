@@ -7,17 +7,15 @@ package kafka
 // asks for every partition. The answer comes once the elections are
 // written (Kafka waits likewise, up to the request's timeout).
 //
-// A single node answers every partition it holds ELECTION_NOT_NEEDED: its
-// one replica is the preferred leader and leads.
+// The election itself is the core's (server.Admin, used at this broker
+// only); this file encodes it. A single node answers every partition it
+// holds ELECTION_NOT_NEEDED: its one replica is the preferred leader and
+// leads.
 //
 // ACLs: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
-	"cmp"
 	"context"
-	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,9 +24,6 @@ import (
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/auth"
 )
-
-// ElectLeadersFunc is the controller driver's ElectLeaders.
-type ElectLeadersFunc func(ctx context.Context, typ controller.ElectionType, partitions []controller.TopicPartition) (map[controller.TopicPartition]error, error)
 
 func (s *Server) handleElectLeaders(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.ElectLeadersRequest)
@@ -70,60 +65,19 @@ func (s *Server) handleElectLeaders(ctx context.Context, kreq kmsg.Request) kmsg
 		}
 		return resp
 	}
-	if typ != controller.PreferredElection && typ != controller.UncleanElection {
-		return fail(fmt.Errorf("%w: unknown election type %d", server.ErrInvalidRequest, typ))
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
 	}
-	var results map[controller.TopicPartition]error
-	if s.cfg.ElectLeaders == nil {
-		results = s.singleNodeElections(parts)
-	} else {
-		if req.TimeoutMillis > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-			defer cancel()
-		}
-		var err error
-		results, err = s.cfg.ElectLeaders(ctx, typ, parts)
-		if err != nil {
-			return fail(err)
-		}
+	results, err := s.admin.ElectLeaders(ctx, typ, parts)
+	if err != nil {
+		return fail(err)
 	}
-	for _, tp := range sortedResults(results) {
+	for _, tp := range server.SortedPartitions(results) {
 		addElectionResult(resp, tp, results[tp])
 	}
 	return resp
-}
-
-func (s *Server) singleNodeElections(parts []controller.TopicPartition) map[controller.TopicPartition]error {
-	out := map[controller.TopicPartition]error{}
-	if parts == nil {
-		for _, name := range s.broker.Topics() {
-			n, err := s.broker.PartitionCount(name)
-			if err != nil {
-				continue
-			}
-			for p := int32(0); p < n; p++ {
-				parts = append(parts, controller.TopicPartition{Topic: name, Partition: p})
-			}
-		}
-	}
-	for _, tp := range parts {
-		if _, err := s.broker.Partition(tp.Topic, tp.Partition); err != nil {
-			out[tp] = controller.ErrUnknownPartition
-			continue
-		}
-		out[tp] = controller.ErrElectionNotNeeded
-	}
-	return out
-}
-
-func sortedResults[V any](m map[controller.TopicPartition]V) []controller.TopicPartition {
-	return slices.SortedFunc(maps.Keys(m), func(a, b controller.TopicPartition) int {
-		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Partition, b.Partition)
-	})
 }
 
 func addElectionResult(resp *kmsg.ElectLeadersResponse, tp controller.TopicPartition, err error) {

@@ -8,29 +8,23 @@ package kafka
 // the new replica sets; the move itself goes on (ListPartitionReassignments
 // shows it until the target replicas are in sync and the old ones gone).
 //
-// A single node has one broker: a target of that broker alone changes
-// nothing; any other is INVALID_REPLICA_ASSIGNMENT.
+// Both are the core's (server.Admin, used at this broker only); this file
+// encodes them. A single node has one broker: a target of that broker
+// alone changes nothing; any other is INVALID_REPLICA_ASSIGNMENT.
 //
 // ACLs: ALTER on the cluster to reassign, DESCRIBE to list, else
 // CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/replication/controller"
+	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/auth"
 )
-
-// Reassigner is the controller driver's side of both APIs.
-type Reassigner interface {
-	AlterReassignments(ctx context.Context, partitions map[controller.TopicPartition][]int32) (map[controller.TopicPartition]error, error)
-	Reassignments(ctx context.Context) (map[controller.TopicPartition]controller.Assignment, error)
-}
 
 func requestContext(ctx context.Context, timeoutMillis int32) (context.Context, context.CancelFunc) {
 	if timeoutMillis > 0 {
@@ -52,19 +46,14 @@ func (s *Server) handleAlterPartitionReassignments(ctx context.Context, kreq kms
 			targets[controller.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.Replicas
 		}
 	}
-	var results map[controller.TopicPartition]error
-	if s.cfg.Reassigner == nil {
-		results = s.singleNodeReassignments(targets)
-	} else {
-		ctx, cancel := requestContext(ctx, req.TimeoutMillis)
-		defer cancel()
-		var err error
-		if results, err = s.cfg.Reassigner.AlterReassignments(ctx, targets); err != nil {
-			resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
-			return resp
-		}
+	ctx, cancel := requestContext(ctx, req.TimeoutMillis)
+	defer cancel()
+	results, err := s.admin.AlterReassignments(ctx, targets)
+	if err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		return resp
 	}
-	for _, tp := range sortedResults(results) {
+	for _, tp := range server.SortedPartitions(results) {
 		i := len(resp.Topics) - 1
 		if i < 0 || resp.Topics[i].Topic != tp.Topic {
 			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
@@ -79,24 +68,6 @@ func (s *Server) handleAlterPartitionReassignments(ctx context.Context, kreq kms
 	return resp
 }
 
-func (s *Server) singleNodeReassignments(targets map[controller.TopicPartition][]int32) map[controller.TopicPartition]error {
-	self := s.broker.BrokerID()
-	out := map[controller.TopicPartition]error{}
-	for tp, target := range targets {
-		switch _, err := s.broker.Partition(tp.Topic, tp.Partition); {
-		case err != nil:
-			out[tp] = controller.ErrUnknownPartition
-		case target == nil:
-			out[tp] = controller.ErrNoReassignmentInProgress
-		case !slices.Equal(target, []int32{self}):
-			out[tp] = fmt.Errorf("%w: a single node has broker %d only", controller.ErrInvalidReplicaAssignment, self)
-		default:
-			out[tp] = nil
-		}
-	}
-	return out
-}
-
 func (s *Server) handleListPartitionReassignments(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
@@ -104,12 +75,9 @@ func (s *Server) handleListPartitionReassignments(ctx context.Context, kreq kmsg
 		resp.ErrorCode = codeClusterAuthFailed
 		return resp
 	}
-	if s.cfg.Reassigner == nil {
-		return resp // nothing moves on a single node
-	}
 	ctx, cancel := requestContext(ctx, req.TimeoutMillis)
 	defer cancel()
-	moving, err := s.cfg.Reassigner.Reassignments(ctx)
+	moving, err := s.admin.Reassignments(ctx)
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp
@@ -124,7 +92,7 @@ func (s *Server) handleListPartitionReassignments(ctx context.Context, kreq kmsg
 		}
 		wanted = func(tp controller.TopicPartition) bool { return asked[tp] }
 	}
-	for _, tp := range sortedResults(moving) {
+	for _, tp := range server.SortedPartitions(moving) {
 		if !wanted(tp) {
 			continue
 		}

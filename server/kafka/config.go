@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/acl"
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
@@ -96,13 +97,11 @@ type Config struct {
 	// ControlledShutdown is the controller's answer to a broker about to
 	// stop (ControlledShutdown, key 7); nil: NOT_CONTROLLER.
 	ControlledShutdown ControlledShutdownFunc
-	// ElectLeaders is the controller's leader elections (ElectLeaders, key
-	// 43); nil: a single node, where every partition's one replica leads
-	// (ELECTION_NOT_NEEDED).
-	ElectLeaders ElectLeadersFunc
-	// Reassigner serves AlterPartitionReassignments and
-	// ListPartitionReassignments (45, 46); nil: a single node.
-	Reassigner Reassigner
+	// Admin is the core's admin operations behind ElectLeaders (key 43)
+	// and Alter/ListPartitionReassignments (45, 46), used at this broker
+	// only (Admin.AtThisBroker: another broker's requests answer
+	// NOT_CONTROLLER, as in Kafka); nil: a single node's.
+	Admin *server.Admin
 	// ACLs are the authorizer's bindings and the store behind DescribeAcls,
 	// CreateAcls and DeleteAcls (authorizer.class.name set); nil: ACLs
 	// are off, every request is allowed and those APIs answer

@@ -29,6 +29,8 @@ type Server struct {
 	logger *slog.Logger
 	// authz decides every request's actions (authz.go); nil: ACLs off.
 	authz auth.Authorizer
+	// admin is the core's admin operations, at this broker only.
+	admin *server.Admin
 	// metrics are cfg.Metrics' children for this listener (metrics.go).
 	metrics listenerMetrics
 	// listeners are the configured listeners, the first the default one
@@ -90,6 +92,10 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 		metrics: newListenerMetrics(cfg.Metrics), listeners: ls}
 	if cfg.ACLs != nil {
 		s.authz = cfg.ACLs.Authorizer()
+	}
+	s.admin = server.NewAdmin(b, server.AdminConfig{})
+	if cfg.Admin != nil {
+		s.admin = cfg.Admin.AtThisBroker()
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]*listener)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/replication/throttle"
 )
 
 // The replication throttle of a reassignment, set and removed as Kafka's
@@ -42,37 +44,20 @@ type ThrottlePlan struct {
 // their replicas in md: the current replicas copy as leaders, the added
 // ones fetch as followers.
 func PlanThrottle(md kadm.Metadata, r Reassignment) (ThrottlePlan, error) {
-	plan := ThrottlePlan{Leaders: map[string]string{}, Followers: map[string]string{}}
-	brokers := map[int32]bool{}
-	leaders, followers := map[string][]string{}, map[string][]string{}
+	var moves []throttle.Move
 	for _, p := range r.Partitions {
 		td, ok := md.Topics[p.Topic]
 		if !ok || td.Err != nil {
-			return plan, fmt.Errorf("topic %q is not in the cluster", p.Topic)
+			return ThrottlePlan{}, fmt.Errorf("topic %q is not in the cluster", p.Topic)
 		}
 		pd, ok := td.Partitions[p.Partition]
 		if !ok {
-			return plan, fmt.Errorf("partition %s-%d is not in the cluster", p.Topic, p.Partition)
+			return ThrottlePlan{}, fmt.Errorf("partition %s-%d is not in the cluster", p.Topic, p.Partition)
 		}
-		for _, b := range pd.Replicas {
-			brokers[b] = true
-			leaders[p.Topic] = append(leaders[p.Topic], fmt.Sprintf("%d:%d", p.Partition, b))
-		}
-		for _, b := range p.Replicas {
-			brokers[b] = true
-			if !slices.Contains(pd.Replicas, b) {
-				followers[p.Topic] = append(followers[p.Topic], fmt.Sprintf("%d:%d", p.Partition, b))
-			}
-		}
+		moves = append(moves, throttle.Move{Topic: p.Topic, Partition: p.Partition, Current: pd.Replicas, Target: p.Replicas})
 	}
-	plan.Brokers = slices.Sorted(maps.Keys(brokers))
-	for t, l := range leaders {
-		plan.Leaders[t] = strings.Join(l, ",")
-	}
-	for t, l := range followers {
-		plan.Followers[t] = strings.Join(l, ",")
-	}
-	return plan, nil
+	plan := throttle.PlanMoves(moves)
+	return ThrottlePlan{Brokers: plan.Brokers, Leaders: plan.Leaders, Followers: plan.Followers}, nil
 }
 
 // SetThrottle applies plan at rate bytes/s.
