@@ -259,6 +259,17 @@ func produceError(topic string, partition int32, err error) error {
 	case errors.Is(err, kgo.ErrClientClosed):
 		return fmt.Errorf("%w: %s-%d: the forwarding client is closed", server.ErrShuttingDown, topic, partition)
 	}
+	var ke *kerr.Error
+	if !errors.As(err, &ke) {
+		// A connection failure, not an answer: the request may have
+		// reached the leader before its connection broke (the liveness
+		// guard cuts the connections to a broker declared dead, frozen
+		// with the request in its socket buffer), and franz-go's retries
+		// then found no way in. Only the old leader knows, so the record
+		// is reported as possibly written, never as refused.
+		return fmt.Errorf("%w: %s-%d: the connection to its leader failed before an answer (it may have been written): %v",
+			server.ErrRequestTimedOut, topic, partition, err)
+	}
 	return fmt.Errorf("%w: %s-%d: its leader answered: %v", coreError(err), topic, partition, err)
 }
 

@@ -3,10 +3,14 @@ package forward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/ferry-mq/ferry/server"
 )
@@ -112,5 +116,21 @@ func TestNowDown(t *testing.T) {
 	}
 	if a := liveAddrs([]server.ClusterBroker{{Host: "h", Port: 1, Endpoints: []server.Endpoint{{Host: "i", Port: 2}}}}); !a["h:1"] || !a["i:"+strconv.Itoa(2)] {
 		t.Fatalf("liveAddrs: %v", a)
+	}
+}
+
+// A forward that failed on its connection (the guard cut it, or no dial
+// got through) may have reached its leader: it is reported as possibly
+// written, while a leader's refusal is a refusal.
+func TestProduceErrorsSayWhatMayHaveBeenWritten(t *testing.T) {
+	cut := fmt.Errorf("unable to dial: %w", errors.New("the broker is not live"))
+	if err := produceError("t", 1, cut); !errors.Is(err, server.ErrRequestTimedOut) || !strings.Contains(err.Error(), "may have been written") {
+		t.Fatalf("a connection failure: %v", err)
+	}
+	if err := produceError("t", 1, kerr.NotLeaderForPartition); !errors.Is(err, server.ErrLeaderNotAvailable) {
+		t.Fatalf("a leader's refusal: %v", err)
+	}
+	if err := produceError("t", 1, context.DeadlineExceeded); !errors.Is(err, server.ErrRequestTimedOut) || strings.Contains(err.Error(), "may have been written") {
+		t.Fatalf("a record never sent: %v", err)
 	}
 }
