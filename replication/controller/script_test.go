@@ -73,6 +73,28 @@ func renderInfos(infos []PartitionInfo) string {
 	return b.String()
 }
 
+// threeBrokersTwoPartitions elects a controller over brokers 1–3 and
+// creates topic t with partitions led by 1 and 2: where most scripts start.
+func threeBrokersTwoPartitions() []scriptStep {
+	return []scriptStep{
+		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}}, want: []string{
+			"UpdateMetadata →[1 2 3] live [1 2 3]",
+		}},
+		{ev: TopicCreated{Topic: topic("t", []int32{1, 2, 3}, []int32{2, 3, 1})}, want: []string{
+			"zk write t-0 leader 1 epoch 0 isr [1 2 3] if-version -1",
+			"zk write t-1 leader 2 epoch 0 isr [2 3 1] if-version -1",
+			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"LeaderAndIsr →3 | t-0 leader 1 epoch 0 isr [1 2 3] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 0 isr [1 2 3]",
+			"LeaderAndIsr →1 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"LeaderAndIsr →2 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"LeaderAndIsr →3 | t-1 leader 2 epoch 0 isr [2 3 1] new",
+			"UpdateMetadata →[1 2 3] live [1 2 3] | t-1 leader 2 epoch 0 isr [2 3 1]",
+		}},
+	}
+}
+
 type scriptStep struct {
 	ev Event
 	// leaderIsr, if set, is written to ZooKeeper by the partitions'
@@ -106,22 +128,7 @@ func runScript(t *testing.T, steps []scriptStep) {
 // A whole life: creation, leader failure, return as follower, the leader
 // re-admitting it, and a controlled shutdown of the new leader.
 func TestScriptLeaderFailureReturnAndDrain(t *testing.T) {
-	runScript(t, []scriptStep{
-		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}}, want: []string{
-			"UpdateMetadata →[1 2 3] live [1 2 3]",
-		}},
-		{ev: TopicCreated{Topic: topic("t", []int32{1, 2, 3}, []int32{2, 3, 1})}, want: []string{
-			"zk write t-0 leader 1 epoch 0 isr [1 2 3] if-version -1",
-			"zk write t-1 leader 2 epoch 0 isr [2 3 1] if-version -1",
-			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2 3] new",
-			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2 3] new",
-			"LeaderAndIsr →3 | t-0 leader 1 epoch 0 isr [1 2 3] new",
-			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 0 isr [1 2 3]",
-			"LeaderAndIsr →1 | t-1 leader 2 epoch 0 isr [2 3 1] new",
-			"LeaderAndIsr →2 | t-1 leader 2 epoch 0 isr [2 3 1] new",
-			"LeaderAndIsr →3 | t-1 leader 2 epoch 0 isr [2 3 1] new",
-			"UpdateMetadata →[1 2 3] live [1 2 3] | t-1 leader 2 epoch 0 isr [2 3 1]",
-		}},
+	runScript(t, append(threeBrokersTwoPartitions(), []scriptStep{
 		{ev: BrokersChanged{Live: brokers(2, 3)}, want: []string{
 			"zk write t-0 leader 2 epoch 1 isr [2 3] if-version 0",
 			"zk write t-1 leader 2 epoch 1 isr [2 3] if-version 0",
@@ -158,7 +165,7 @@ func TestScriptLeaderFailureReturnAndDrain(t *testing.T) {
 		{ev: BrokersChanged{Live: brokers(1, 3)}, want: []string{
 			"UpdateMetadata →[1 3] live [1 3]",
 		}},
-	})
+	}...))
 }
 
 // Unclean election, step by step: the only ISR member dies, the partition
@@ -266,22 +273,7 @@ func TestScriptTopicDeletion(t *testing.T) {
 // after a failover the first replica gets its leadership back once it is
 // in the ISR; an election that is not needed or not possible says why.
 func TestScriptLeaderElections(t *testing.T) {
-	runScript(t, []scriptStep{
-		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}}, want: []string{
-			"UpdateMetadata →[1 2 3] live [1 2 3]",
-		}},
-		{ev: TopicCreated{Topic: topic("t", []int32{1, 2, 3}, []int32{2, 3, 1})}, want: []string{
-			"zk write t-0 leader 1 epoch 0 isr [1 2 3] if-version -1",
-			"zk write t-1 leader 2 epoch 0 isr [2 3 1] if-version -1",
-			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2 3] new",
-			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2 3] new",
-			"LeaderAndIsr →3 | t-0 leader 1 epoch 0 isr [1 2 3] new",
-			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 0 isr [1 2 3]",
-			"LeaderAndIsr →1 | t-1 leader 2 epoch 0 isr [2 3 1] new",
-			"LeaderAndIsr →2 | t-1 leader 2 epoch 0 isr [2 3 1] new",
-			"LeaderAndIsr →3 | t-1 leader 2 epoch 0 isr [2 3 1] new",
-			"UpdateMetadata →[1 2 3] live [1 2 3] | t-1 leader 2 epoch 0 isr [2 3 1]",
-		}},
+	runScript(t, append(threeBrokersTwoPartitions(), []scriptStep{
 		{ev: BrokersChanged{Live: brokers(2, 3)}, want: []string{
 			"zk write t-0 leader 2 epoch 1 isr [2 3] if-version 0",
 			"zk write t-1 leader 2 epoch 1 isr [2 3] if-version 0",
@@ -348,7 +340,7 @@ func TestScriptLeaderElections(t *testing.T) {
 			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 4 isr [2 3 1]",
 		}},
 		{ev: LeaderImbalanceCheck{MaxImbalancePercent: 10}, want: nil}, // balanced
-	})
+	}...))
 }
 
 // A reassignment from {1,2} to {3,4} through /admin/reassign_partitions:
@@ -448,22 +440,7 @@ func TestScriptReassignmentCancelled(t *testing.T) {
 // Later changes of /brokers/ids keep it fenced while that registration
 // lasts; its listener answering again starts it as a returning broker.
 func TestScriptFencedLeaderAndItsReturn(t *testing.T) {
-	runScript(t, []scriptStep{
-		{ev: Elected{Epoch: 1, EpochZkVersion: 1, Snapshot: Snapshot{Brokers: brokers(1, 2, 3)}}, want: []string{
-			"UpdateMetadata →[1 2 3] live [1 2 3]",
-		}},
-		{ev: TopicCreated{Topic: topic("t", []int32{1, 2, 3}, []int32{2, 3, 1})}, want: []string{
-			"zk write t-0 leader 1 epoch 0 isr [1 2 3] if-version -1",
-			"zk write t-1 leader 2 epoch 0 isr [2 3 1] if-version -1",
-			"LeaderAndIsr →1 | t-0 leader 1 epoch 0 isr [1 2 3] new",
-			"LeaderAndIsr →2 | t-0 leader 1 epoch 0 isr [1 2 3] new",
-			"LeaderAndIsr →3 | t-0 leader 1 epoch 0 isr [1 2 3] new",
-			"UpdateMetadata →[1 2 3] live [1 2 3] | t-0 leader 1 epoch 0 isr [1 2 3]",
-			"LeaderAndIsr →1 | t-1 leader 2 epoch 0 isr [2 3 1] new",
-			"LeaderAndIsr →2 | t-1 leader 2 epoch 0 isr [2 3 1] new",
-			"LeaderAndIsr →3 | t-1 leader 2 epoch 0 isr [2 3 1] new",
-			"UpdateMetadata →[1 2 3] live [1 2 3] | t-1 leader 2 epoch 0 isr [2 3 1]",
-		}},
+	runScript(t, append(threeBrokersTwoPartitions(), []scriptStep{
 		{ev: BrokerFenced{Broker: 1, Epoch: 99}, want: nil}, // an earlier registration
 		{ev: BrokerFenced{Broker: 1, Epoch: 101}, want: []string{
 			"zk write t-0 leader 2 epoch 1 isr [2 3] if-version 0",
@@ -487,7 +464,7 @@ func TestScriptFencedLeaderAndItsReturn(t *testing.T) {
 			"UpdateMetadata →[1] live [1 2 3 4] | t-0 leader 2 epoch 1 isr [2 3] | t-1 leader 2 epoch 1 isr [2 3]",
 			"UpdateMetadata →[2 3 4] live [1 2 3 4]",
 		}},
-	})
+	}...))
 }
 
 // A fenced broker that restarts registers with a new epoch: BrokersChanged

@@ -1,7 +1,6 @@
 package zookeeper
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 )
@@ -35,15 +34,7 @@ func (c *Client) BrokerConfigs(entity string) (map[string]string, error) {
 	if err := validBrokerEntity(entity); err != nil {
 		return nil, err
 	}
-	p := brokerConfigsPath + "/" + entity
-	data, _, err := c.get(p)
-	if errors.Is(err, ErrNotFound) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return decodeConfig(p, data)
+	return c.EntityConfig("brokers/" + entity)
 }
 
 // SetBrokerConfigs replaces an entity's dynamic configs and, in the same

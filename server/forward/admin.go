@@ -49,13 +49,9 @@ func (c controllerAt) ElectLeaders(ctx context.Context, typ controller.ElectionT
 	if parts != nil {
 		req.Topics = []kmsg.ElectLeadersRequestTopic{}
 	}
-	for _, tp := range parts {
-		if i := len(req.Topics) - 1; i >= 0 && req.Topics[i].Topic == tp.Topic {
-			req.Topics[i].Partitions = append(req.Topics[i].Partitions, tp.Partition)
-			continue
-		}
+	for _, run := range topicRuns(parts) {
 		rt := kmsg.NewElectLeadersRequestTopic()
-		rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
+		rt.Topic, rt.Partitions = run.topic, run.partitions
 		req.Topics = append(req.Topics, rt)
 	}
 	kresp, err := c.request(ctx, req)
@@ -78,15 +74,14 @@ func (c controllerAt) ElectLeaders(ctx context.Context, typ controller.ElectionT
 func (c controllerAt) AlterReassignments(ctx context.Context, targets map[controller.TopicPartition][]int32) (map[controller.TopicPartition]error, error) {
 	req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
 	req.TimeoutMillis = timeoutMillis(ctx)
-	for _, tp := range server.SortedPartitions(targets) {
-		rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
-		rp.Partition, rp.Replicas = tp.Partition, targets[tp]
-		if i := len(req.Topics) - 1; i >= 0 && req.Topics[i].Topic == tp.Topic {
-			req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-			continue
-		}
+	for _, run := range topicRuns(server.SortedPartitions(targets)) {
 		rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
-		rt.Topic, rt.Partitions = tp.Topic, []kmsg.AlterPartitionAssignmentsRequestTopicPartition{rp}
+		rt.Topic = run.topic
+		for _, p := range run.partitions {
+			rp := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+			rp.Partition, rp.Replicas = p, targets[controller.TopicPartition{Topic: run.topic, Partition: p}]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
 		req.Topics = append(req.Topics, rt)
 	}
 	kresp, err := c.request(ctx, req)
@@ -133,13 +128,9 @@ func (f *Forwarder) LogDirSizes(ctx context.Context, broker int32, parts []contr
 		return nil, err
 	}
 	req := kmsg.NewPtrDescribeLogDirsRequest()
-	for _, tp := range parts {
-		if i := len(req.Topics) - 1; i >= 0 && req.Topics[i].Topic == tp.Topic {
-			req.Topics[i].Partitions = append(req.Topics[i].Partitions, tp.Partition)
-			continue
-		}
+	for _, run := range topicRuns(parts) {
 		rt := kmsg.NewDescribeLogDirsRequestTopic()
-		rt.Topic, rt.Partitions = tp.Topic, []int32{tp.Partition}
+		rt.Topic, rt.Partitions = run.topic, run.partitions
 		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, f.cl.Broker(int(broker)))
@@ -193,4 +184,24 @@ func timeoutMillis(ctx context.Context) int32 {
 		return int32(max(min(time.Until(d).Milliseconds(), 1<<30), 1))
 	}
 	return 30_000
+}
+
+// topicRun is consecutive partitions of one topic, as Kafka requests
+// list them.
+type topicRun struct {
+	topic      string
+	partitions []int32
+}
+
+// topicRuns groups parts, in their order, into runs of one topic each.
+func topicRuns(parts []controller.TopicPartition) []topicRun {
+	var runs []topicRun
+	for _, tp := range parts {
+		if i := len(runs) - 1; i >= 0 && runs[i].topic == tp.Topic {
+			runs[i].partitions = append(runs[i].partitions, tp.Partition)
+			continue
+		}
+		runs = append(runs, topicRun{topic: tp.Topic, partitions: []int32{tp.Partition}})
+	}
+	return runs
 }
