@@ -65,7 +65,7 @@ type Config struct {
 	// nil: those routes answer 503.
 	Admin *server.Admin
 	// PeerHTTP, on a cluster, finds the other brokers' gateways: a group's
-	// requests go to its coordinator's (forward.go). Nil: served here.
+	// requests go to its coordinator's (handon.go). Nil: served here.
 	PeerHTTP PeerHTTPFunc
 	// ACLs serve /admin/acls (the same bindings the Kafka listener
 	// enforces); nil: ACLs are off and those routes answer 501.
