@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // This file holds core methods the Kafka listener needs beyond what the
@@ -164,8 +165,8 @@ func (b *Broker) MaxTimestampOffset(topicName string, partition int32) (int64, i
 		}
 		buf = rr.Data
 		next := offset
-		for data := rr.Data; len(data) >= storage.BatchHeaderSize; {
-			h, err := storage.ParseBatchHeader(data)
+		for data := rr.Data; len(data) >= recordbatch.HeaderSize; {
+			h, err := recordbatch.ParseHeader(data)
 			if err != nil || h.Size() > int64(len(data)) {
 				break
 			}

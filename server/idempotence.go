@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ferry-mq/ferry/replication"
-	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // The idempotent producer rules live with the partition that owns their
@@ -34,8 +34,8 @@ func (b *Broker) Producers(topicName string, partition int32) ([]ProducerState, 
 // idempotentBatch returns the header of an idempotent producer's batch.
 // Such a request must hold exactly one batch, and no transactional one:
 // ferry has no transactions.
-func idempotentBatch(data []byte) (storage.BatchHeader, bool, error) {
-	h, err := storage.ParseBatchHeader(data)
+func idempotentBatch(data []byte) (recordbatch.Header, bool, error) {
+	h, err := recordbatch.ParseHeader(data)
 	if err != nil {
 		return h, false, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // PartitionAuto asks the core to choose a record's partition: Kafka's
@@ -356,7 +357,7 @@ func (b *Broker) encodeBatches(t *topic, batches []partitionBatch, recs []Produc
 // encode to: the batch header, and per record the widest varints of its
 // length, timestamp and offset deltas, key, value and header lengths.
 func encodedAtMost(recs []ProduceRecord, indexes []int) int {
-	n := storage.BatchHeaderSize
+	n := recordbatch.HeaderSize
 	for _, idx := range indexes {
 		r := &recs[idx].Record
 		n += 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
@@ -497,7 +498,7 @@ func (b *Broker) validateAndAppend(ctx context.Context, t *topic, p *replication
 
 func validateClientBatches(data []byte, maxDecompressed int) error {
 	for len(data) > 0 {
-		h, err := storage.ParseBatchHeader(data)
+		h, err := recordbatch.ParseHeader(data)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
 		}

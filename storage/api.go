@@ -7,6 +7,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // Sentinel errors. Callers match them with errors.Is.
@@ -14,7 +16,8 @@ var (
 	// ErrCorrupt marks bytes on disk or on the wire that are not a valid
 	// record batch (bad length, magic, CRC, offsets). Recovery truncates a
 	// corrupt tail; Append rejects a corrupt batch and writes nothing.
-	ErrCorrupt = errors.New("corrupt record batch")
+	// It is the format's own error (storage/recordbatch).
+	ErrCorrupt = recordbatch.ErrCorrupt
 	// ErrOffsetOutOfRange: a read below the log start offset or above the
 	// log end offset.
 	ErrOffsetOutOfRange = errors.New("offset out of range")

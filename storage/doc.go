@@ -19,23 +19,15 @@
 //	  log-start-offset-checkpoint       "0\n<offset>\n": first readable offset
 //	  .clean-shutdown                   only between Close and the next Open
 //	  00000000000000001180.snapshot     producer state; written and read by
-//	                                    server/ (format: server/producersnapshot.go)
+//	                                    replication/ (its producersnapshot.go)
 //
 // A segment is named by its base offset (20 digits) and holds whole record
 // batches, magic v2, back to back, as received except for the fields the
-// broker assigns:
-//
-//	 0  baseOffset            int64   assigned by Append (outside the CRC)
-//	 8  batchLength           int32   bytes after this field
-//	12  partitionLeaderEpoch  int32   set by Append (outside the CRC)
-//	16  magic                 int8    always 2
-//	17  crc                   uint32  CRC-32C of bytes 21 to the end
-//	21  attributes            int16   bit 3: LogAppendTime
-//	23  lastOffsetDelta       int32
-//	27  baseTimestamp         int64
-//	35  maxTimestamp          int64   rewritten (with the CRC) for LogAppendTime
-//	43  producerId, producerEpoch, baseSequence, recordCount
-//	61  records               opaque to storage
+// broker assigns: baseOffset and partitionLeaderEpoch (outside the CRC), and
+// for LogAppendTime topics the timestamp type bit and maxTimestamp (with the
+// CRC recomputed). The batch layout, its CRC and every header parse live in
+// storage/recordbatch, whose package doc draws it; to storage the records
+// after the 61-byte header are opaque.
 //
 // The two index files hold entry i of the same sparse index, one entry per
 // IndexIntervalBytes of log (the first batch of a segment has none, as at

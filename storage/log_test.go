@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 func TestAppendAssignsOffsetsAndReadsBack(t *testing.T) {
@@ -31,7 +32,7 @@ func TestAppendAssignsOffsetsAndReadsBack(t *testing.T) {
 		t.Fatalf("headers %+v", hs)
 	}
 	// The caller's buffer was rewritten in place (documented).
-	if h, _ := storage.ParseBatchHeader(b); h.BaseOffset != 0 || h.LeaderEpoch != 7 {
+	if h, _ := recordbatch.ParseHeader(b); h.BaseOffset != 0 || h.LeaderEpoch != 7 {
 		t.Fatalf("caller buffer header %+v", h)
 	}
 }

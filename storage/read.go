@@ -1,6 +1,10 @@
 package storage
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
+)
 
 // ReadResult is what Read returns.
 type ReadResult struct {
@@ -56,7 +60,7 @@ func (l *Log) Read(opt ReadOptions, dst []byte) (ReadResult, error) {
 	segs[i].refs.Add(1) // in the list, so alive
 	l.mu.Unlock()
 
-	hdr := make([]byte, BatchHeaderSize)
+	hdr := make([]byte, recordbatch.HeaderSize)
 	budget := opt.MaxBytes
 	for k, s := range segs[i:] {
 		if k > 0 && !s.tryAcquire() {
@@ -139,7 +143,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (int64, error) {
 			s.release()
 		}
 	}()
-	hdr := make([]byte, BatchHeaderSize)
+	hdr := make([]byte, recordbatch.HeaderSize)
 	for i, s := range segs {
 		if i+1 < len(segs) && segs[i+1].base <= start {
 			continue

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // outgoing is one encoded response: buf, with each file section sent
@@ -92,7 +93,7 @@ const maxConnSendfileFiles = 16
 // are read into resp's RecordBatches. On error nothing stays open.
 func openSections(resp *kmsg.FetchResponse, chunks [][]storage.Chunk, held *atomic.Int32) ([][]fileSection, error) {
 	parts := make([][]fileSection, len(chunks))
-	var hdr [storage.BatchHeaderSize]byte
+	var hdr [recordbatch.HeaderSize]byte
 	k := 0
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
@@ -134,7 +135,7 @@ func openPartSections(cs []storage.Chunk, hdr []byte, held *atomic.Int32) ([]fil
 
 // copyChunks reads cs into rp's RecordBatches, one file open at a time.
 func copyChunks(rp *kmsg.FetchResponseTopicPartition, cs []storage.Chunk) error {
-	var hdr [storage.BatchHeaderSize]byte
+	var hdr [recordbatch.HeaderSize]byte
 	for _, c := range cs {
 		f, err := openChunk(c, hdr[:])
 		if err != nil {
@@ -160,7 +161,7 @@ func openChunk(c storage.Chunk, hdr []byte) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s at %d: %v", errSectionChanged, c.Path, c.Position, err)
 	}
-	if h, err := storage.ParseBatchHeader(hdr); err != nil || h.Size() > int64(c.Size) {
+	if h, err := recordbatch.ParseHeader(hdr); err != nil || h.Size() > int64(c.Size) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s at %d", errSectionChanged, c.Path, c.Position)
 	}

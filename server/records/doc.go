@@ -1,7 +1,7 @@
-// Package records owns Kafka's record batch format (magic v2) for ferry: it
-// encodes records into batches, decodes and validates batches that any Kafka
-// client produced, compresses and decompresses batch payloads, and computes
-// Kafka's default key partition.
+// Package records owns the records inside Kafka's record batches (magic v2)
+// for ferry: it encodes records into batches, decodes and validates batches
+// that any Kafka client produced, compresses and decompresses batch
+// payloads, and computes Kafka's default key partition.
 //
 // Data flows through it in three ways:
 //
@@ -22,24 +22,10 @@
 //     one v2 batch before Validate, and [AppendLegacy] rewrites fetched
 //     batches as a message set for Fetch v0–v3. The log only ever holds v2.
 //
-// The on-the-wire layout of one batch (big endian; length counts the bytes
-// after the length field; the CRC is CRC-32C over bytes 21 to the end):
-//
-//	offset  size  field
-//	 0      8     baseOffset
-//	 8      4     batchLength
-//	12      4     partitionLeaderEpoch
-//	16      1     magic (2)
-//	17      4     crc
-//	21      2     attributes: bits 0-2 codec, 3 LogAppendTime, 4 transactional, 5 control
-//	23      4     lastOffsetDelta
-//	27      8     baseTimestamp
-//	35      8     maxTimestamp
-//	43      8     producerId
-//	51      2     producerEpoch
-//	53      4     baseSequence
-//	57      4     recordCount
-//	61      ...   records, compressed as a whole when the codec is not None
+// The batch around the records (the 61-byte header, its CRC-32C, the
+// framing of concatenated batches) is storage/recordbatch's, which draws the
+// layout; this package reads and writes headers only through it, and owns
+// what lies after the header.
 //
 // Each record is: length varint, attributes int8, timestampDelta varlong,
 // offsetDelta varint, key (varint length, -1 for null, then bytes), value

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // fuzzCap keeps each fuzzed batch's decompression small.
@@ -28,7 +30,7 @@ func addSeeds(f *testing.F) {
 func withValidCRCs(data []byte) []byte {
 	out := bytes.Clone(data)
 	for rest := out; ; {
-		batch, next, err := nextBatch(rest)
+		batch, next, err := recordbatch.Next(rest)
 		if err != nil || batch == nil {
 			return out
 		}
