@@ -139,11 +139,3 @@ type ReadOptions struct {
 	// the files (sendfile) rather than from memory.
 	ChunksOnly bool
 }
-
-// Chunk is a byte range of one segment file holding whole batches, so the
-// Kafka listener can send it with sendfile.
-type Chunk struct {
-	Path     string // the segment file
-	Position int64  // byte position inside it
-	Size     int    // number of bytes
-}
