@@ -180,17 +180,18 @@ func (l *Log) stamp(b []byte, seg *segment, v *segView, opt AppendOptions, inter
 	bytesSince, maxTs := seg.bytesSinceIndex, v.maxTs
 	l.newEntries = l.newEntries[:0]
 	for pos := 0; pos < len(b); {
-		size := int(recordbatch.ReadHeader(b[pos:]).Size()) // checked by validateAppend
+		h := recordbatch.ReadHeader(b[pos:]) // checked by validateAppend
+		size := int(h.Size())
 		batch := b[pos : pos+size]
 		if !opt.KeepOffsets {
 			recordbatch.SetBaseOffset(batch, next)
 			recordbatch.SetLeaderEpoch(batch, opt.LeaderEpoch)
+			h.BaseOffset = next
 			if opt.LogAppendTime {
 				recordbatch.SetLogAppendTime(batch, ms)
-				res.LogAppendTime = ms
+				h.MaxTimestamp, res.LogAppendTime = ms, ms
 			}
 		}
-		h := recordbatch.ReadHeader(batch)
 		base, batchMaxTs := h.BaseOffset, h.MaxTimestamp
 		if bytesSince >= interval {
 			l.newEntries = append(l.newEntries, indexEntry{rel: uint32(base - seg.base), pos: uint32(v.size + int64(pos)), ts: maxTs})

@@ -124,6 +124,12 @@ func (d *decoder) decodeBatch(batch []byte, minOffset int64, maxDecompressed int
 
 // record turns a parsed record into the caller's view of it.
 func (d *decoder) record(h *recordbatch.Header, v *recordView) Record {
+	return makeRecord(h, v, &d.headers)
+}
+
+// makeRecord is a record of the batch h as the caller sees it, its headers
+// decoded into *headers (reused: valid until the next record).
+func makeRecord(h *recordbatch.Header, v *recordView, headers *[]Header) Record {
 	rec := Record{
 		Key:       v.key,
 		Value:     v.value,
@@ -134,8 +140,8 @@ func (d *decoder) record(h *recordbatch.Header, v *recordView) Record {
 		rec.Timestamp, rec.TimestampType = h.MaxTimestamp, 1
 	}
 	if v.headerCount > 0 {
-		d.headers = appendHeaders(d.headers[:0], v)
-		rec.Headers = d.headers
+		*headers = appendHeaders((*headers)[:0], v)
+		rec.Headers = *headers
 	}
 	return rec
 }
@@ -164,19 +170,10 @@ func validate(batch []byte, maxDecompressed int) error {
 		return fmt.Errorf("%d bytes after the batch: %w", len(rest), ErrInvalid)
 	}
 	h := recordbatch.ReadHeader(one)
-	if err := check(&h, one); err != nil {
-		return err
-	}
-	if err := checkProduced(&h); err != nil {
-		return err
-	}
-	d := getDecoder()
-	defer putDecoder(d)
-	recs, err := d.payload(&h, one, maxDecompressed)
-	if err != nil {
-		return err
-	}
-	return validateRecords(recs, h.RecordCount)
+	p := producedPool.Get().(*Produced)
+	defer p.Release()
+	_, err = p.check(&h, one, maxDecompressed)
+	return err
 }
 
 // checkProduced applies the header rules Kafka enforces on producers.

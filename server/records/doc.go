@@ -14,9 +14,14 @@
 //     [Decode], which walks the concatenated batches, decompresses each one
 //     under a size cap, skips control batches and records below the wanted
 //     offset, and calls back once per record.
-//   - Kafka produce: the binary listener calls [Validate] on each produced
-//     batch before appending it, so that a malformed batch is refused rather
-//     than stored and served to every consumer.
+//   - Kafka produce: the core checks a client's batches with
+//     [CheckProduced] before appending them, so that a malformed batch is
+//     refused rather than stored and served to every consumer. The
+//     [Produced] it returns keeps them parsed and decompressed for the
+//     other checks a topic may ask for (record rules, schema validation)
+//     and for recompression: one parse and at most one decompression per
+//     batch, however many look at it. [Validate] is the same check for a
+//     single batch.
 //   - Clients older than Kafka 0.11 speak the legacy message formats (magic
 //     0 and 1, see legacy.go): [UpConvert] turns a produced message set into
 //     one v2 batch before Validate, and [AppendLegacy] rewrites fetched
