@@ -183,7 +183,7 @@ const (
 // least ts, with that record's timestamp. With no such record it returns
 // offset -1 and timestamp -1, as Kafka does.
 func (b *Broker) ListOffset(topicName string, partition int32, ts int64) (offset, timestamp int64, err error) {
-	p, err := b.Partition(topicName, partition)
+	p, err := b.partition(topicName, partition)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -207,18 +207,18 @@ func (b *Broker) ListOffset(topicName string, partition int32, ts int64) (offset
 
 // firstRecordAtOrAfter scans batches from base for the first visible record
 // with timestamp >= ts; the time index only locates the batch.
-func (b *Broker) firstRecordAtOrAfter(p Partition, base, ts int64) (int64, int64, error) {
+func (b *Broker) firstRecordAtOrAfter(p *replication.Partition, base, ts int64) (int64, int64, error) {
 	hw := p.HighWatermark()
 	for base < hw {
-		rr, err := p.Read(storage.ReadOptions{Offset: base, MaxBytes: 1 << 20, MinOneBatch: true, MaxOffset: hw}, nil)
+		data, err := readBatches(p, base, hw, 1<<20, nil)
 		if err != nil {
 			return 0, 0, fmt.Errorf("%w: %v", ErrStorage, err)
 		}
-		if len(rr.Data) == 0 {
+		if len(data) == 0 {
 			break
 		}
 		found, foundTs, next := int64(-1), int64(-1), base
-		err = records.Decode(rr.Data, base, b.cfg.MaxDecompressedBytes, func(r records.Record) bool {
+		err = records.Decode(data, base, b.cfg.MaxDecompressedBytes, func(r records.Record) bool {
 			next = r.Offset + 1
 			if r.Timestamp >= ts {
 				found, foundTs = r.Offset, r.Timestamp
