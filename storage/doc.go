@@ -59,6 +59,12 @@
 // pread of up to MaxBytes, trimmed to whole batches. A segment deleted by
 // retention meanwhile stays open until the last reader releases it.
 //
+// A ChunksOnly read returns, instead of the bytes, the ranges of segment
+// files that hold them (Chunk, chunk.go), for the Kafka listener's
+// zero-copy fetch: a chunk opens its file through the FS, checks that a
+// batch still starts there, and writes itself to a connection (sendfile on
+// the real disk) or copies itself, so no caller opens a segment by path.
+//
 // # Open files
 //
 // No file is held open for its own sake. Segment, index and recovery
@@ -76,7 +82,9 @@
 // active segment's index and tail. A deleted segment's .log is pinned
 // open until its last reader is done, since an unlinked file cannot be
 // reopened. Files outside the cache are open only within one call
-// (reading an index or checkpoint, fsyncing the directory).
+// (reading an index or checkpoint, fsyncing the directory), except an
+// opened Chunk's, which its caller holds until the chunk is sent and
+// closed (the Kafka listener caps them per connection).
 //
 // A handle with written but not yet fsynced bytes may be closed by the
 // cache; the fsync that follows reopens the file. Linux (4.16 on) reports
