@@ -4,6 +4,7 @@ import (
 	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/replication/epoch"
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // A follower's side of a partition: it copies its leader's batches as they
@@ -88,8 +89,8 @@ func (p *Partition) TruncateTo(offset int64) error {
 // assignEpochsOf records the epochs of copied batches in the epoch cache:
 // each new epoch starts at its first batch.
 func (p *Partition) assignEpochsOf(batches []byte) {
-	for len(batches) >= storage.BatchHeaderSize {
-		h, err := storage.ParseBatchHeader(batches)
+	for len(batches) >= recordbatch.HeaderSize {
+		h, err := recordbatch.ParseHeader(batches)
 		if err != nil || h.Size() > int64(len(batches)) {
 			return // storage validated them
 		}

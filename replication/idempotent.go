@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // Idempotent producers (Kafka's KIP-98, without transactions).
@@ -85,7 +86,7 @@ func nextSeq(seq int32, inc int32) int32 {
 // appends it, or answers a retry with the original offsets. h is the
 // batch's header (the caller has checked it is one idempotent batch).
 // Append errors are storage's, unwrapped.
-func (p *Partition) AppendIdempotent(h storage.BatchHeader, batch []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
+func (p *Partition) AppendIdempotent(h recordbatch.Header, batch []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
 	ps := p.producers
 	ps.appendMu.RLock()
 	defer ps.appendMu.RUnlock()
@@ -110,7 +111,7 @@ func (p *Partition) AppendIdempotent(h storage.BatchHeader, batch []byte, opts s
 	return res, nil
 }
 
-func errorDetail(err error, e *producerEntry, h storage.BatchHeader) string {
+func errorDetail(err error, e *producerEntry, h recordbatch.Header) string {
 	if errors.Is(err, ErrInvalidProducerEpoch) {
 		return fmt.Sprintf("epoch %d is older than %d", h.ProducerEpoch, e.epoch)
 	}
@@ -122,7 +123,7 @@ func errorDetail(err error, e *producerEntry, h storage.BatchHeader) string {
 }
 
 // check applies the rules in the file comment. Expects e.mu.
-func (e *producerEntry) check(h storage.BatchHeader) (seqBatch, bool, error) {
+func (e *producerEntry) check(h recordbatch.Header) (seqBatch, bool, error) {
 	switch {
 	case e.epoch == noEpoch || len(e.batches) == 0:
 		return seqBatch{}, false, nil
@@ -147,7 +148,7 @@ func (e *producerEntry) check(h storage.BatchHeader) (seqBatch, bool, error) {
 }
 
 // record remembers an appended batch. Expects e.mu.
-func (e *producerEntry) record(h storage.BatchHeader, base, last, now int64) {
+func (e *producerEntry) record(h recordbatch.Header, base, last, now int64) {
 	if h.ProducerEpoch != e.epoch {
 		e.epoch = h.ProducerEpoch
 		e.batches = e.batches[:0]

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // producerState is one partition's idempotent producer state; the
@@ -196,8 +197,8 @@ func (ps *producerState) replay(log *storage.Log, from, to int64) int {
 // and returns the offset after the last batch seen.
 func (ps *producerState) replayBatches(data []byte, from int64) int64 {
 	next, now := from, time.Now().UnixMilli() // expiry counts from the load
-	for len(data) >= storage.BatchHeaderSize {
-		h, err := storage.ParseBatchHeader(data)
+	for len(data) >= recordbatch.HeaderSize {
+		h, err := recordbatch.ParseHeader(data)
 		if err != nil || h.Size() > int64(len(data)) {
 			break
 		}
@@ -227,8 +228,8 @@ func (ps *producerState) replayBatches(data []byte, from int64) int64 {
 // and the state loaded.
 func (ps *producerState) recordReplicated(data []byte) {
 	now := time.Now().UnixMilli()
-	for len(data) >= storage.BatchHeaderSize {
-		h, err := storage.ParseBatchHeader(data)
+	for len(data) >= recordbatch.HeaderSize {
+		h, err := recordbatch.ParseHeader(data)
 		if err != nil || h.Size() > int64(len(data)) {
 			return // storage validated the batches; nothing is left to record
 		}

@@ -3,7 +3,6 @@ package replication
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
 	"github.com/ferry-mq/ferry/storage/errorfs"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // The idempotent producer state of one partition: its snapshots at clean
@@ -80,7 +80,7 @@ func idemBatch(t *testing.T, id int64, epoch int16, seq int32, n int) []byte {
 
 func produceIdem(t *testing.T, p *Partition, batch []byte) (int64, error) {
 	t.Helper()
-	h, err := storage.ParseBatchHeader(batch)
+	h, err := recordbatch.ParseHeader(batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func withExtraProducer(t *testing.T, dir string, off, id int64) {
 }
 
 func fixCRC(d []byte) []byte {
-	binary.BigEndian.PutUint32(d[1:], crc32.Checksum(d[5:], castagnoli))
+	binary.BigEndian.PutUint32(d[1:], recordbatch.Checksum(d[5:]))
 	return d
 }
 
@@ -368,7 +368,7 @@ func TestIdempotentStateAfterRecoveryComesFromSnapshotAndLog(t *testing.T) {
 	}
 	withExtraProducer(t, dir, 60, 999) // seen only if recovery reads the file
 	failing := idemBatch(t, id, 0, 60, 2)
-	h, err := storage.ParseBatchHeader(failing)
+	h, err := recordbatch.ParseHeader(failing)
 	if err != nil {
 		t.Fatal(err)
 	}

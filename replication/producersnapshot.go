@@ -4,9 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"sort"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // Producer state snapshots: <20-digit offset>.snapshot in the partition
@@ -17,7 +18,7 @@ import (
 // integers big endian:
 //
 //	 0  version         uint8   1
-//	 1  crc             uint32  CRC-32C (Castagnoli) of bytes 5 to the end
+//	 1  crc             uint32  CRC-32C (Castagnoli, recordbatch.Checksum) of bytes 5 to the end
 //	 5  offset          int64   N; equals the file name
 //	13  producerCount   uint32
 //	17  producers, sorted by id, each:
@@ -49,8 +50,6 @@ const (
 
 // ErrCorruptSnapshot marks a producer state snapshot that fails its checks.
 var ErrCorruptSnapshot = errors.New("corrupt producer state snapshot")
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // snapshotName is the file name of the snapshot at offset.
 func snapshotName(offset int64) string {
@@ -112,7 +111,7 @@ func encodeSnapshot(offset int64, producers []snapshotProducer) []byte {
 			b = binary.BigEndian.AppendUint32(b, uint32(sb.lastOffset-sb.baseOffset))
 		}
 	}
-	binary.BigEndian.PutUint32(b[1:], crc32.Checksum(b[5:], castagnoli))
+	binary.BigEndian.PutUint32(b[1:], recordbatch.Checksum(b[5:]))
 	return b
 }
 
@@ -125,7 +124,7 @@ func decodeSnapshot(b []byte) (int64, []snapshotProducer, error) {
 	if b[0] != snapshotVersion {
 		return 0, nil, fmt.Errorf("%w: version %d, want %d", ErrCorruptSnapshot, b[0], snapshotVersion)
 	}
-	if crc := binary.BigEndian.Uint32(b[1:]); crc != crc32.Checksum(b[5:], castagnoli) {
+	if crc := binary.BigEndian.Uint32(b[1:]); crc != recordbatch.Checksum(b[5:]) {
 		return 0, nil, fmt.Errorf("%w: CRC mismatch", ErrCorruptSnapshot)
 	}
 	offset := int64(binary.BigEndian.Uint64(b[5:]))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 func TestRoleChanges(t *testing.T) {
@@ -21,7 +22,7 @@ func TestRoleChanges(t *testing.T) {
 	if _, err := p.Append(plainBatch(t, "a"), storage.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h, err := storage.ParseBatchHeader(readAll(t, p, 0))
+	h, err := recordbatch.ParseHeader(readAll(t, p, 0))
 	if err != nil || h.LeaderEpoch != 3 {
 		t.Fatalf("stored batch epoch %d (%v), want the leader epoch 3", h.LeaderEpoch, err)
 	}

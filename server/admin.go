@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // This file holds core methods the Kafka listener needs beyond what the
@@ -150,7 +150,7 @@ func (b *Broker) DeleteRecords(topicName string, partition int32, offset int64) 
 // watermark, then decodes the one batch that holds the record: its cost
 // grows with the log, which is acceptable for an admin query.
 func (b *Broker) MaxTimestampOffset(topicName string, partition int32) (int64, int64, error) {
-	p, err := b.Partition(topicName, partition)
+	p, err := b.partition(topicName, partition)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -158,14 +158,14 @@ func (b *Broker) MaxTimestampOffset(topicName string, partition int32) (int64, i
 	bestBase, bestTs := int64(-1), int64(-1)
 	var buf []byte
 	for offset := p.LogStartOffset(); offset < hw; {
-		rr, err := p.Read(storage.ReadOptions{Offset: offset, MaxBytes: 1 << 20, MinOneBatch: true, MaxOffset: hw}, buf[:0])
+		data, err := readBatches(p, offset, hw, 1<<20, buf[:0])
 		if err != nil {
 			return 0, 0, fmt.Errorf("%w: %v", ErrStorage, err)
 		}
-		buf = rr.Data
+		buf = data
 		next := offset
-		for data := rr.Data; len(data) >= storage.BatchHeaderSize; {
-			h, err := storage.ParseBatchHeader(data)
+		for len(data) >= recordbatch.HeaderSize {
+			h, err := recordbatch.ParseHeader(data)
 			if err != nil || h.Size() > int64(len(data)) {
 				break
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -34,15 +35,39 @@ type FetchRequest struct {
 	ReplicaID int32
 }
 
-// FetchResult holds whole record batches starting at or before Offset.
-// Chunks always say where they lie on disk; Data holds their bytes unless
-// the request was ChunksOnly.
+// Chunk is a byte range of a partition's log holding whole batches, for a
+// listener that sends it from the segment file rather than from memory
+// (sendfile). Storage finds and opens it (storage.Chunk); the listener
+// opens it when it builds the response, writes it when it sends it, and
+// closes it, each on one goroutine at a time.
+type Chunk interface {
+	// Size is the number of bytes.
+	Size() int
+	// Open pins the bytes (retention may delete the segment afterwards)
+	// and checks that a batch still starts there. It fails, leaving
+	// nothing open, when the segment is gone or changed since the read:
+	// a listener then reads again, copying.
+	Open() error
+	// WriteTo writes an opened chunk to w: with sendfile when w takes
+	// bytes from a file itself (a TCP connection), else through a pooled
+	// buffer. A file cut short under the send is an error.
+	WriteTo(w io.Writer) (int64, error)
+	// AppendTo appends an opened chunk's bytes to dst.
+	AppendTo(dst []byte) ([]byte, error)
+	// Close gives back what Open took.
+	Close() error
+}
+
+// FetchResult holds whole record batches starting at or before Offset:
+// Data holds their bytes, or with ChunksOnly Chunks say where they lie on
+// disk.
 type FetchResult struct {
 	Data             []byte
-	Chunks           []storage.Chunk
+	Chunks           []Chunk
 	HighWatermark    int64
 	LogStartOffset   int64
 	LastStableOffset int64
+	size             int // of the batches, in Data or in Chunks
 }
 
 // Fetch returns batches visible to consumers (below the high watermark;
@@ -90,13 +115,7 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 
 // Size is the bytes of the batches returned, whether in Data or only in
 // Chunks.
-func (r FetchResult) Size() int {
-	n := 0
-	for _, c := range r.Chunks {
-		n += c.Size
-	}
-	return n
-}
+func (r FetchResult) Size() int { return r.size }
 
 func readVisible(p *replication.Partition, req FetchRequest, dst []byte) (FetchResult, error) {
 	res := FetchResult{
@@ -130,7 +149,16 @@ func readVisible(p *replication.Partition, req FetchRequest, dst []byte) (FetchR
 	if err != nil {
 		return res, fmt.Errorf("%w: read %s-%d: %v", ErrStorage, req.Topic, req.Partition, err)
 	}
-	res.Data, res.Chunks = rr.Data, rr.Chunks
+	res.Data = rr.Data
+	for i := range rr.Chunks {
+		res.size += rr.Chunks[i].Size()
+	}
+	if req.ChunksOnly && len(rr.Chunks) > 0 {
+		res.Chunks = make([]Chunk, len(rr.Chunks))
+		for i := range rr.Chunks {
+			res.Chunks[i] = &rr.Chunks[i]
+		}
+	}
 	return res, nil
 }
 
@@ -155,7 +183,7 @@ const (
 // least ts, with that record's timestamp. With no such record it returns
 // offset -1 and timestamp -1, as Kafka does.
 func (b *Broker) ListOffset(topicName string, partition int32, ts int64) (offset, timestamp int64, err error) {
-	p, err := b.Partition(topicName, partition)
+	p, err := b.partition(topicName, partition)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -179,18 +207,18 @@ func (b *Broker) ListOffset(topicName string, partition int32, ts int64) (offset
 
 // firstRecordAtOrAfter scans batches from base for the first visible record
 // with timestamp >= ts; the time index only locates the batch.
-func (b *Broker) firstRecordAtOrAfter(p Partition, base, ts int64) (int64, int64, error) {
+func (b *Broker) firstRecordAtOrAfter(p *replication.Partition, base, ts int64) (int64, int64, error) {
 	hw := p.HighWatermark()
 	for base < hw {
-		rr, err := p.Read(storage.ReadOptions{Offset: base, MaxBytes: 1 << 20, MinOneBatch: true, MaxOffset: hw}, nil)
+		data, err := readBatches(p, base, hw, 1<<20, nil)
 		if err != nil {
 			return 0, 0, fmt.Errorf("%w: %v", ErrStorage, err)
 		}
-		if len(rr.Data) == 0 {
+		if len(data) == 0 {
 			break
 		}
 		found, foundTs, next := int64(-1), int64(-1), base
-		err = records.Decode(rr.Data, base, b.cfg.MaxDecompressedBytes, func(r records.Record) bool {
+		err = records.Decode(data, base, b.cfg.MaxDecompressedBytes, func(r records.Record) bool {
 			next = r.Offset + 1
 			if r.Timestamp >= ts {
 				found, foundTs = r.Offset, r.Timestamp

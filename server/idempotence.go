@@ -4,7 +4,8 @@ import (
 	"fmt"
 
 	"github.com/ferry-mq/ferry/replication"
-	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // The idempotent producer rules live with the partition that owns their
@@ -34,19 +35,18 @@ func (b *Broker) Producers(topicName string, partition int32) ([]ProducerState, 
 // idempotentBatch returns the header of an idempotent producer's batch.
 // Such a request must hold exactly one batch, and no transactional one:
 // ferry has no transactions.
-func idempotentBatch(data []byte) (storage.BatchHeader, bool, error) {
-	h, err := storage.ParseBatchHeader(data)
-	if err != nil {
-		return h, false, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
+func idempotentBatch(checked *records.Produced) (recordbatch.Header, bool, error) {
+	if checked.Batches() == 0 {
+		return recordbatch.Header{}, false, fmt.Errorf("%w: no record batch", ErrCorruptMessage)
 	}
-	const transactional = 0x10
-	if h.Attributes&transactional != 0 {
+	h := checked.Header(0)
+	if h.Attributes&recordbatch.AttrTransactional != 0 {
 		return h, false, fmt.Errorf("%w: transactional batch; ferry does not support transactions", ErrInvalidRecord)
 	}
 	if h.ProducerID < 0 {
 		return h, false, nil
 	}
-	if h.Size() != int64(len(data)) {
+	if checked.Batches() != 1 {
 		return h, false, fmt.Errorf("%w: an idempotent producer sends one batch per partition", ErrInvalidRecord)
 	}
 	return h, true, nil

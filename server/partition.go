@@ -6,15 +6,14 @@ import (
 	"github.com/ferry-mq/ferry/storage"
 )
 
-// Partition is what the listeners see of one partition: reads and its
-// replica state. The broker holds the partitions themselves
-// (*replication.Partition, which owns appends and the lifecycle); a
-// listener never closes, deletes or appends to one but through the core.
+// Partition is what the listeners see of one partition: its offsets and
+// replica state, in no storage type. The broker holds the partitions
+// themselves (*replication.Partition, which owns appends, reads and the
+// lifecycle); a listener never reads, appends to, closes or deletes one but
+// through the core (Fetch, ProduceBatch, ReadBatches).
 type Partition interface {
 	Topic() string
 	Index() int32
-	// Read returns whole batches; consumers pass MaxOffset = HighWatermark.
-	Read(opts storage.ReadOptions, dst []byte) (storage.ReadResult, error)
 	// OffsetForTimestamp: base offset of the first batch with maxTimestamp >= ts, or -1.
 	OffsetForTimestamp(ts int64) (int64, error)
 	LogStartOffset() int64
@@ -39,3 +38,20 @@ type Partition interface {
 }
 
 var _ Partition = (*replication.Partition)(nil)
+
+// ReadBatches appends to dst the whole batches of a partition from the one
+// holding offset on, below maxOffset, within maxBytes (the first batch
+// whole however large): a plain read for the core's own scans of a log,
+// such as the group coordinator's load. Errors are storage's, unwrapped.
+func (b *Broker) ReadBatches(topicName string, partition int32, offset, maxOffset int64, maxBytes int, dst []byte) ([]byte, error) {
+	p, err := b.partition(topicName, partition)
+	if err != nil {
+		return dst, err
+	}
+	return readBatches(p, offset, maxOffset, maxBytes, dst)
+}
+
+func readBatches(p *replication.Partition, offset, maxOffset int64, maxBytes int, dst []byte) ([]byte, error) {
+	rr, err := p.Read(storage.ReadOptions{Offset: offset, MaxBytes: maxBytes, MinOneBatch: true, MaxOffset: maxOffset}, dst)
+	return rr.Data, err
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // PartitionAuto asks the core to choose a record's partition: Kafka's
@@ -363,7 +364,7 @@ func (b *Broker) encodeBatches(t *topic, batches []partitionBatch, recs []Produc
 // encode to: the batch header, and per record the widest varints of its
 // length, timestamp and offset deltas, key, value and header lengths.
 func encodedAtMost(recs []ProduceRecord, indexes []int) int {
-	n := storage.BatchHeaderSize
+	n := recordbatch.HeaderSize
 	for _, idx := range indexes {
 		r := &recs[idx].Record
 		n += 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
@@ -468,22 +469,24 @@ func (b *Broker) validateAndAppend(ctx context.Context, t *topic, p *replication
 		return storage.AppendResult{}, fmt.Errorf("%w: %d bytes; max.message.bytes is %d",
 			ErrRecordTooLarge, len(req.Batches), t.settings.maxMessageBytes)
 	}
-	if err := validateClientBatches(req.Batches, b.cfg.MaxDecompressedBytes); err != nil {
+	// Parsed, checked and decompressed once, for every check below.
+	checked, err := checkClientBatches(req.Batches, b.cfg.MaxDecompressedBytes)
+	if err != nil {
 		return storage.AppendResult{}, err
 	}
-	if err := b.checkBatchValues(ctx, t, req.Batches); err != nil {
+	defer checked.Release()
+	if err := b.checkBatchValues(ctx, t, checked); err != nil {
 		return storage.AppendResult{}, err
 	}
-	if err := b.checkBatchRecords(t, req.Batches); err != nil {
+	if err := b.checkBatchRecords(t, checked); err != nil {
 		return storage.AppendResult{}, err
 	}
-	var err error
-	if req.Batches, err = b.recompress(t, req.Batches); err != nil {
+	if req.Batches, err = b.recompress(t, checked, req.Batches); err != nil {
 		return storage.AppendResult{}, err
 	}
-	// validateClientBatches checked every CRC; recompress computes its own.
+	// checkClientBatches checked every CRC; recompress computes its own.
 	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime, ChecksumVerified: true}
-	if h, ok, err := idempotentBatch(req.Batches); err != nil || ok {
+	if h, ok, err := idempotentBatch(checked); err != nil || ok {
 		if err != nil {
 			return storage.AppendResult{}, err
 		}
@@ -502,28 +505,19 @@ func (b *Broker) validateAndAppend(ctx context.Context, t *topic, p *replication
 	return res, nil
 }
 
-func validateClientBatches(data []byte, maxDecompressed int) error {
-	for len(data) > 0 {
-		h, err := storage.ParseBatchHeader(data)
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
-		}
-		size := int(h.Length) + 12
-		if size > len(data) {
-			return fmt.Errorf("%w: batch of %d bytes, %d present", ErrCorruptMessage, size, len(data))
-		}
-		if err := records.Validate(data[:size], maxDecompressed); err != nil {
-			switch {
-			case errors.Is(err, records.ErrTooLarge):
-				return fmt.Errorf("%w: %v", ErrRecordTooLarge, err)
-			case errors.Is(err, records.ErrCorrupt):
-				return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
-			}
-			return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
-		}
-		data = data[size:]
+// checkClientBatches parses and checks a client's batches (records.CheckProduced)
+// and maps a refusal to the core's errors.
+func checkClientBatches(data []byte, maxDecompressed int) (*records.Produced, error) {
+	checked, err := records.CheckProduced(data, maxDecompressed)
+	switch {
+	case err == nil:
+		return checked, nil
+	case errors.Is(err, records.ErrTooLarge):
+		return nil, fmt.Errorf("%w: %v", ErrRecordTooLarge, err)
+	case errors.Is(err, records.ErrCorrupt):
+		return nil, fmt.Errorf("%w: %v", ErrCorruptMessage, err)
 	}
-	return nil
+	return nil, fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 }
 
 // isProducerRuleError says whether err is a refusal by the idempotent
@@ -575,13 +569,13 @@ func (s *topicSettings) checkRecord(r *records.Record, now int64) error {
 
 // checkBatchRecords applies checkRecord to every record of a client's
 // batches, when the topic has a rule that needs it.
-func (b *Broker) checkBatchRecords(t *topic, batches []byte) error {
+func (b *Broker) checkBatchRecords(t *topic, batches *records.Produced) error {
 	if !t.settings.checkRecords() {
 		return nil
 	}
 	now := time.Now().UnixMilli()
 	var bad error
-	err := records.Decode(batches, 0, b.cfg.MaxDecompressedBytes, func(r records.Record) bool {
+	err := batches.Records(func(r records.Record) bool {
 		bad = t.settings.checkRecord(&r, now)
 		return bad == nil
 	})
@@ -597,11 +591,11 @@ func (b *Broker) checkBatchRecords(t *topic, batches []byte) error {
 // recompress stores a client's batches with the topic's compression.type,
 // keeping offsets and sequence numbers, and checks the result against
 // max.message.bytes as Kafka does after recompression.
-func (b *Broker) recompress(t *topic, batches []byte) ([]byte, error) {
+func (b *Broker) recompress(t *topic, checked *records.Produced, batches []byte) ([]byte, error) {
 	if !t.settings.recompress {
 		return batches, nil
 	}
-	out, err := records.Recompress(nil, batches, t.settings.codec, t.settings.level, b.cfg.MaxDecompressedBytes)
+	out, err := checked.Recompress(nil, t.settings.codec, t.settings.level)
 	if err != nil {
 		return nil, fmt.Errorf("%w: recompress to %v: %v", ErrCorruptMessage, t.settings.codec, err)
 	}

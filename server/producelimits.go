@@ -1,6 +1,8 @@
 package server
 
-import "github.com/ferry-mq/ferry/storage"
+import (
+	"github.com/ferry-mq/ferry/storage/recordbatch"
+)
 
 // ProduceLimits say how much one produce request to a topic can hold, so a
 // listener that parses records itself (the HTTP gateway) can refuse an
@@ -28,5 +30,5 @@ func (b *Broker) ProduceLimits(topicName string) ProduceLimits {
 		view, _ := b.Cluster()
 		partitions, maxBatch = t.partitionCount(view), t.settings.maxMessageBytes
 	}
-	return ProduceLimits{Partitions: partitions, MaxRecordsBytes: max(maxBatch-storage.BatchHeaderSize, 0)}
+	return ProduceLimits{Partitions: partitions, MaxRecordsBytes: max(maxBatch-recordbatch.HeaderSize, 0)}
 }

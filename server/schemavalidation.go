@@ -37,12 +37,12 @@ func (b *Broker) checkValue(ctx context.Context, t *topic, i int, value []byte) 
 
 // checkBatchValues applies checkValue to every record of client batches;
 // record indexes count from the first record of the request's batches.
-func (b *Broker) checkBatchValues(ctx context.Context, t *topic, batches []byte) error {
+func (b *Broker) checkBatchValues(ctx context.Context, t *topic, batches *records.Produced) error {
 	if !t.settings.validateValues {
 		return nil
 	}
 	i, failed := 0, error(nil)
-	err := records.Decode(batches, 0, b.cfg.MaxDecompressedBytes, func(r records.Record) bool {
+	err := batches.Records(func(r records.Record) bool {
 		failed = b.checkValue(ctx, t, i, r.Value)
 		i++
 		return failed == nil

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // Sentinel errors. Callers match them with errors.Is.
@@ -14,7 +16,8 @@ var (
 	// ErrCorrupt marks bytes on disk or on the wire that are not a valid
 	// record batch (bad length, magic, CRC, offsets). Recovery truncates a
 	// corrupt tail; Append rejects a corrupt batch and writes nothing.
-	ErrCorrupt = errors.New("corrupt record batch")
+	// It is the format's own error (storage/recordbatch).
+	ErrCorrupt = recordbatch.ErrCorrupt
 	// ErrOffsetOutOfRange: a read below the log start offset or above the
 	// log end offset.
 	ErrOffsetOutOfRange = errors.New("offset out of range")
@@ -135,12 +138,4 @@ type ReadOptions struct {
 	// header per batch instead, for a caller that sends the ranges from
 	// the files (sendfile) rather than from memory.
 	ChunksOnly bool
-}
-
-// Chunk is a byte range of one segment file holding whole batches, so the
-// Kafka listener can send it with sendfile.
-type Chunk struct {
-	Path     string // the segment file
-	Position int64  // byte position inside it
-	Size     int    // number of bytes
 }

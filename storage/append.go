@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"time"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // Append writes one or more concatenated record batches (magic 2) at the end
@@ -100,7 +102,7 @@ func validateAppend(b []byte, cfg Config, end int64, opt AppendOptions) (last, r
 	}
 	next := end
 	for pos := 0; pos < len(b); {
-		h, err := checkBatchFraming(b[pos:], !opt.ChecksumVerified)
+		h, err := recordbatch.CheckFraming(b[pos:], !opt.ChecksumVerified)
 		if err != nil {
 			return 0, 0, fmt.Errorf("append: batch at byte %d: %w", pos, err)
 		}
@@ -178,18 +180,19 @@ func (l *Log) stamp(b []byte, seg *segment, v *segView, opt AppendOptions, inter
 	bytesSince, maxTs := seg.bytesSinceIndex, v.maxTs
 	l.newEntries = l.newEntries[:0]
 	for pos := 0; pos < len(b); {
-		size := logOverhead + int(binary.BigEndian.Uint32(b[pos+offLength:]))
+		h := recordbatch.ReadHeader(b[pos:]) // checked by validateAppend
+		size := int(h.Size())
 		batch := b[pos : pos+size]
 		if !opt.KeepOffsets {
-			setBaseOffset(batch, next)
-			setLeaderEpoch(batch, opt.LeaderEpoch)
+			recordbatch.SetBaseOffset(batch, next)
+			recordbatch.SetLeaderEpoch(batch, opt.LeaderEpoch)
+			h.BaseOffset = next
 			if opt.LogAppendTime {
-				setLogAppendTime(batch, ms)
-				res.LogAppendTime = ms
+				recordbatch.SetLogAppendTime(batch, ms)
+				h.MaxTimestamp, res.LogAppendTime = ms, ms
 			}
 		}
-		base := int64(binary.BigEndian.Uint64(batch))
-		batchMaxTs := int64(binary.BigEndian.Uint64(batch[offMaxTimestamp:]))
+		base, batchMaxTs := h.BaseOffset, h.MaxTimestamp
 		if bytesSince >= interval {
 			l.newEntries = append(l.newEntries, indexEntry{rel: uint32(base - seg.base), pos: uint32(v.size + int64(pos)), ts: maxTs})
 			bytesSince = 0
@@ -197,7 +200,7 @@ func (l *Log) stamp(b []byte, seg *segment, v *segView, opt AppendOptions, inter
 		bytesSince += int64(size)
 		maxTs = max(maxTs, batchMaxTs)
 		res.MaxTimestamp = max(res.MaxTimestamp, batchMaxTs)
-		next = base + int64(int32(binary.BigEndian.Uint32(batch[offLastOffsetDelta:]))) + 1
+		next = h.LastOffset() + 1
 		pos += size
 	}
 	nv := &segView{size: v.size + int64(len(b)), entries: v.entries, nextOffset: next, maxTs: maxTs}

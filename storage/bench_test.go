@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // Benchmark batches hold 10 records of the named size, so allocations per
@@ -57,7 +58,7 @@ func BenchmarkAppendSync(b *testing.B) {
 	b.Run("32writers", func(b *testing.B) { benchParallelAppend(b, true) })
 	b.Run("1writer", func(b *testing.B) {
 		l := benchLog(b)
-		batch := makeBatch(1, 1024-storage.BatchHeaderSize, 1)
+		batch := makeBatch(1, 1024-recordbatch.HeaderSize, 1)
 		b.SetBytes(int64(len(batch)))
 		start := time.Now()
 		for i := 0; i < b.N; i++ {
@@ -78,7 +79,7 @@ func benchParallelAppend(b *testing.B, sync bool) {
 	var n atomic.Int64
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
-		batch := makeBatch(1, 1024-storage.BatchHeaderSize, 1)
+		batch := makeBatch(1, 1024-recordbatch.HeaderSize, 1)
 		for pb.Next() {
 			if _, err := l.Append(batch, storage.AppendOptions{Sync: sync}); err != nil {
 				b.Error(err)

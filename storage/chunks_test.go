@@ -1,10 +1,17 @@
 package storage_test
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/memfs"
 )
 
 // A ChunksOnly read finds the very ranges a copying read returns, for
@@ -50,5 +57,79 @@ func TestChunksOnlyMatchesCopyingRead(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A chunk goes through the log's FS: on an in-memory FS it opens, writes
+// itself and copies itself as the bytes a copying read returns.
+func TestChunkThroughTheLogsFS(t *testing.T) {
+	mem := memfs.New()
+	mem.MkdirAll("/p-0", 0o755)
+	l := openLog(t, "/p-0", storage.Config{SegmentBytes: 4096}, mem)
+	defer l.Close()
+	appendBatches(t, l, 40, 3, 50, 1)
+	want, err := l.Read(storage.ReadOptions{Offset: 0, MaxBytes: 1 << 20}, nil)
+	if err != nil || len(want.Chunks) < 2 {
+		t.Fatalf("read: %d chunks, %v", len(want.Chunks), err)
+	}
+	got, err := l.Read(storage.ReadOptions{Offset: 0, MaxBytes: 1 << 20, ChunksOnly: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent, copied bytes.Buffer
+	for i := range got.Chunks {
+		c := &got.Chunks[i]
+		if err := c.Open(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.WriteTo(&sent); err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.AppendTo(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied.Write(b)
+		c.Close()
+	}
+	if !bytes.Equal(sent.Bytes(), want.Data) || !bytes.Equal(copied.Bytes(), want.Data) {
+		t.Fatalf("chunks sent %d and copied %d bytes, the read %d, or they differ", sent.Len(), copied.Len(), len(want.Data))
+	}
+}
+
+// Open refuses a segment that is gone or no longer holds a batch at the
+// chunk; a file cut under an opened chunk fails its write.
+func TestChunkNoticesAChangedFile(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, storage.Config{}, nil)
+	defer l.Close()
+	appendBatches(t, l, 5, 2, 100, 1)
+	read := func() *storage.Chunk {
+		res, err := l.Read(storage.ReadOptions{Offset: 4, MaxBytes: 1 << 20, ChunksOnly: true}, nil)
+		if err != nil || len(res.Chunks) != 1 {
+			t.Fatalf("read: %d chunks, %v", len(res.Chunks), err)
+		}
+		return &res.Chunks[0]
+	}
+	seg := filepath.Join(dir, "00000000000000000000.log")
+	c := read()
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(seg, 300); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WriteTo(io.Discard); !errors.Is(err, storage.ErrChunkChanged) {
+		t.Fatalf("write of a cut file: %v", err)
+	}
+	c.Close()
+	if err := c.Open(); !errors.Is(err, storage.ErrChunkChanged) {
+		t.Fatalf("open of a cut file: %v", err)
+	}
+	if err := os.Remove(seg); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Open(); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("open of a deleted file: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-mq/ferry/storage"
 	"github.com/ferry-mq/ferry/storage/errorfs"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 func TestConcurrentSyncAppendsShareFsyncs(t *testing.T) {
@@ -107,7 +108,7 @@ func TestConcurrentAppendReadRetention(t *testing.T) {
 				stop.Store(true)
 				return
 			}
-			if _, err := storage.ValidateBatches(res.Data); err != nil {
+			if _, err := recordbatch.Validate(res.Data); err != nil {
 				t.Errorf("read at %d: %v", off, err)
 				stop.Store(true)
 			}
@@ -138,10 +139,10 @@ func TestConcurrentAppendReadRetention(t *testing.T) {
 	}
 }
 
-func headersNoFatal(data []byte) []storage.BatchHeader {
-	var hs []storage.BatchHeader
+func headersNoFatal(data []byte) []recordbatch.Header {
+	var hs []recordbatch.Header
 	for pos := 0; pos < len(data); {
-		h, err := storage.ParseBatchHeader(data[pos:])
+		h, err := recordbatch.ParseHeader(data[pos:])
 		if err != nil {
 			return hs
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // Kafka's defaults for the settings of Config.
@@ -42,9 +44,9 @@ func (c Config) Defaults() Config {
 // that went through Defaults.
 func (c Config) Validate() error {
 	var errs []error
-	if c.SegmentBytes < BatchHeaderSize || c.SegmentBytes > math.MaxInt32 {
+	if c.SegmentBytes < recordbatch.HeaderSize || c.SegmentBytes > math.MaxInt32 {
 		// Index positions are 32-bit, as in Kafka.
-		errs = append(errs, fmt.Errorf("segment bytes %d not in [%d, %d]", c.SegmentBytes, BatchHeaderSize, math.MaxInt32))
+		errs = append(errs, fmt.Errorf("segment bytes %d not in [%d, %d]", c.SegmentBytes, recordbatch.HeaderSize, math.MaxInt32))
 	}
 	if c.SegmentMaxAge <= 0 {
 		errs = append(errs, fmt.Errorf("segment max age %v must be positive", c.SegmentMaxAge))

@@ -19,23 +19,15 @@
 //	  log-start-offset-checkpoint       "0\n<offset>\n": first readable offset
 //	  .clean-shutdown                   only between Close and the next Open
 //	  00000000000000001180.snapshot     producer state; written and read by
-//	                                    server/ (format: server/producersnapshot.go)
+//	                                    replication/ (its producersnapshot.go)
 //
 // A segment is named by its base offset (20 digits) and holds whole record
 // batches, magic v2, back to back, as received except for the fields the
-// broker assigns:
-//
-//	 0  baseOffset            int64   assigned by Append (outside the CRC)
-//	 8  batchLength           int32   bytes after this field
-//	12  partitionLeaderEpoch  int32   set by Append (outside the CRC)
-//	16  magic                 int8    always 2
-//	17  crc                   uint32  CRC-32C of bytes 21 to the end
-//	21  attributes            int16   bit 3: LogAppendTime
-//	23  lastOffsetDelta       int32
-//	27  baseTimestamp         int64
-//	35  maxTimestamp          int64   rewritten (with the CRC) for LogAppendTime
-//	43  producerId, producerEpoch, baseSequence, recordCount
-//	61  records               opaque to storage
+// broker assigns: baseOffset and partitionLeaderEpoch (outside the CRC), and
+// for LogAppendTime topics the timestamp type bit and maxTimestamp (with the
+// CRC recomputed). The batch layout, its CRC and every header parse live in
+// storage/recordbatch, whose package doc draws it; to storage the records
+// after the 61-byte header are opaque.
 //
 // The two index files hold entry i of the same sparse index, one entry per
 // IndexIntervalBytes of log (the first batch of a segment has none, as at
@@ -67,6 +59,12 @@
 // pread of up to MaxBytes, trimmed to whole batches. A segment deleted by
 // retention meanwhile stays open until the last reader releases it.
 //
+// A ChunksOnly read returns, instead of the bytes, the ranges of segment
+// files that hold them (Chunk, chunk.go), for the Kafka listener's
+// zero-copy fetch: a chunk opens its file through the FS, checks that a
+// batch still starts there, and writes itself to a connection (sendfile on
+// the real disk) or copies itself, so no caller opens a segment by path.
+//
 // # Open files
 //
 // No file is held open for its own sake. Segment, index and recovery
@@ -84,7 +82,9 @@
 // active segment's index and tail. A deleted segment's .log is pinned
 // open until its last reader is done, since an unlinked file cannot be
 // reopened. Files outside the cache are open only within one call
-// (reading an index or checkpoint, fsyncing the directory).
+// (reading an index or checkpoint, fsyncing the directory), except an
+// opened Chunk's, which its caller holds until the chunk is sent and
+// closed (the Kafka listener caps them per connection).
 //
 // A handle with written but not yet fsynced bytes may be closed by the
 // cache; the fsync that follows reopens the file. Linux (4.16 on) reports

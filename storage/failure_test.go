@@ -7,6 +7,7 @@ import (
 
 	"github.com/ferry-mq/ferry/storage"
 	"github.com/ferry-mq/ferry/storage/errorfs"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // recoverCase is a fault that fails a log mid-append.
@@ -192,7 +193,7 @@ func TestRecoverUnderConcurrentReads(t *testing.T) {
 				return
 			}
 			for b := res.Data; len(b) > 0; {
-				h, err := storage.ParseBatchHeader(b)
+				h, err := recordbatch.ParseHeader(b)
 				if err != nil || h.Size() > int64(len(b)) {
 					readerDone <- errors.New("reader saw a torn batch")
 					return

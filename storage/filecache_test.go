@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // openFDs counts this process's open descriptors.
@@ -172,7 +173,7 @@ func readEverything(l *storage.Log) error {
 		if res.Batches == 0 {
 			return fmt.Errorf("%s at %d: empty read below end %d", l.Dir(), off, end)
 		}
-		if _, err := storage.ValidateBatches(res.Data); err != nil {
+		if _, err := recordbatch.Validate(res.Data); err != nil {
 			return fmt.Errorf("%s at %d: %w", l.Dir(), off, err)
 		}
 		off = res.NextOffset

@@ -6,30 +6,8 @@ import (
 
 	"github.com/ferry-mq/ferry/storage"
 	"github.com/ferry-mq/ferry/storage/memfs"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
-
-func FuzzValidateBatches(f *testing.F) {
-	one := makeBatch(3, 10, 5)
-	f.Add(one)
-	f.Add(concat(one, makeBatch(1, 0, 1)))
-	f.Add(one[:40])
-	f.Add([]byte{})
-	bad := makeBatch(1, 4, 0)
-	bad[9] = 0xff
-	f.Add(bad)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		n, err := storage.ValidateBatches(b)
-		if err == nil {
-			if hs := headersNoFatal(b); len(hs) != n {
-				t.Fatalf("valid data with %d batches parsed as %d", n, len(hs))
-			}
-		}
-		if n < 0 {
-			t.Fatal("negative count")
-		}
-		_, _ = storage.ParseBatchHeader(b)
-	})
-}
 
 // FuzzRecover writes arbitrary bytes as a segment and its index, opens the
 // log (unclean, so it rescans), and checks that everything it then serves is
@@ -88,7 +66,7 @@ func FuzzRecover(f *testing.F) {
 func fixOffsets(b []byte) {
 	var next int64
 	for pos := 0; pos < len(b); {
-		h, err := storage.ParseBatchHeader(b[pos:])
+		h, err := recordbatch.ParseHeader(b[pos:])
 		if err != nil {
 			return
 		}
@@ -103,7 +81,7 @@ func fixOffsets(b []byte) {
 // fixAllCRCs recomputes the CRC of every batch whose header parses.
 func fixAllCRCs(b []byte) {
 	for pos := 0; pos < len(b); {
-		h, err := storage.ParseBatchHeader(b[pos:])
+		h, err := recordbatch.ParseHeader(b[pos:])
 		if err != nil || h.Size() > int64(len(b)-pos) {
 			return
 		}

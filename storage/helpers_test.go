@@ -3,7 +3,6 @@ package storage_test
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"log/slog"
 	"os"
 	"testing"
@@ -11,15 +10,14 @@ import (
 
 	"github.com/ferry-mq/ferry/storage"
 	"github.com/ferry-mq/ferry/storage/errorfs"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // makeBatch builds a valid record batch v2 of records records, each
 // recordBytes of dummy bytes (storage never decodes records), with every
 // timestamp ts. Its base offset is 0: Append assigns the real one.
 func makeBatch(records, recordBytes int, ts int64) []byte {
-	b := make([]byte, storage.BatchHeaderSize+records*recordBytes)
+	b := make([]byte, recordbatch.HeaderSize+records*recordBytes)
 	be := binary.BigEndian
 	be.PutUint32(b[8:], uint32(len(b)-12))
 	b[16] = 2
@@ -30,7 +28,7 @@ func makeBatch(records, recordBytes int, ts int64) []byte {
 	be.PutUint16(b[51:], 0xffff)     // producerEpoch -1
 	be.PutUint32(b[53:], 0xffffffff) // baseSequence -1
 	be.PutUint32(b[57:], uint32(records))
-	for i := storage.BatchHeaderSize; i < len(b); i++ {
+	for i := recordbatch.HeaderSize; i < len(b); i++ {
 		b[i] = byte(i)
 	}
 	fixCRC(b)
@@ -39,7 +37,7 @@ func makeBatch(records, recordBytes int, ts int64) []byte {
 
 // fixCRC recomputes the CRC of the single batch b.
 func fixCRC(b []byte) {
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	binary.BigEndian.PutUint32(b[17:], recordbatch.Checksum(b[21:]))
 }
 
 func concat(bs ...[]byte) []byte {
@@ -96,9 +94,9 @@ func appendBatches(t testing.TB, l *storage.Log, n, records, recordBytes int, ts
 // readAll reads the whole log from its start and returns the batch headers,
 // checking that everything read is valid and in increasing offset order
 // (gaps are legal, as after compaction; the tests' own logs have none).
-func readAll(t testing.TB, l *storage.Log) []storage.BatchHeader {
+func readAll(t testing.TB, l *storage.Log) []recordbatch.Header {
 	t.Helper()
-	var hs []storage.BatchHeader
+	var hs []recordbatch.Header
 	off := l.LogStartOffset()
 	for {
 		res, err := l.Read(storage.ReadOptions{Offset: off, MaxBytes: 1 << 20, MinOneBatch: true}, nil)
@@ -123,14 +121,14 @@ func readAll(t testing.TB, l *storage.Log) []storage.BatchHeader {
 }
 
 // headers validates data as concatenated batches and parses their headers.
-func headers(t testing.TB, data []byte) []storage.BatchHeader {
+func headers(t testing.TB, data []byte) []recordbatch.Header {
 	t.Helper()
-	if _, err := storage.ValidateBatches(data); err != nil {
+	if _, err := recordbatch.Validate(data); err != nil {
 		t.Fatalf("invalid data: %v", err)
 	}
-	var hs []storage.BatchHeader
+	var hs []recordbatch.Header
 	for pos := 0; pos < len(data); {
-		h, err := storage.ParseBatchHeader(data[pos:])
+		h, err := recordbatch.ParseHeader(data[pos:])
 		if err != nil {
 			t.Fatal(err)
 		}

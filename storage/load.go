@@ -8,13 +8,15 @@ import (
 	"math"
 	"os"
 	"slices"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // indexFileLimit bounds how much of an index file is read: a segment of
 // size bytes holds at most one entry per minimal batch, so anything longer
 // is garbage and must not cost memory.
 func indexFileLimit(size int64) int64 {
-	return (size/BatchHeaderSize + 1) * timeEntrySize
+	return (size/recordbatch.HeaderSize + 1) * timeEntrySize
 }
 
 // scanState is the running state of a forward scan over a segment's batches,
@@ -30,7 +32,7 @@ type scanState struct {
 
 // add records the batch h found at st.pos, adding an index entry once an
 // interval of bytes has passed since the previous one.
-func (st *scanState) add(h BatchHeader, base, interval int64) {
+func (st *scanState) add(h recordbatch.Header, base, interval int64) {
 	if st.bytesSince >= interval {
 		st.entries = append(st.entries, indexEntry{rel: uint32(h.BaseOffset - base), pos: uint32(st.pos), ts: st.maxTs})
 		st.bytesSince = 0
@@ -71,7 +73,7 @@ func (s *segment) load(interval, trustBelow int64, verify bool) (truncated bool,
 		return false, fmt.Errorf("read time index of segment %d: %w", s.base, err)
 	}
 	entries := parseIndex(off, tim, size, max(trustBelow-s.base, 0))
-	hdr := make([]byte, BatchHeaderSize)
+	hdr := make([]byte, recordbatch.HeaderSize)
 	st, kept := s.resume(f, entries, size, interval, hdr)
 	if err := s.scan(f, &st, size, interval, hdr, verify); err != nil {
 		return false, err
@@ -122,7 +124,7 @@ func (s *segment) scan(f File, st *scanState, size, interval int64, hdr []byte, 
 		if err == nil && verify {
 			body = slices.Grow(body[:0], int(h.Size()))[:h.Size()]
 			if _, err = f.ReadAt(body, st.pos); err == nil {
-				_, err = checkBatch(body)
+				_, err = recordbatch.Check(body)
 			}
 		}
 		if errors.Is(err, ErrCorrupt) || errors.Is(err, io.EOF) {

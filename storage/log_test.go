@@ -1,11 +1,12 @@
 package storage_test
 
 import (
+	"bytes"
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 func TestAppendAssignsOffsetsAndReadsBack(t *testing.T) {
@@ -31,7 +32,7 @@ func TestAppendAssignsOffsetsAndReadsBack(t *testing.T) {
 		t.Fatalf("headers %+v", hs)
 	}
 	// The caller's buffer was rewritten in place (documented).
-	if h, _ := storage.ParseBatchHeader(b); h.BaseOffset != 0 || h.LeaderEpoch != 7 {
+	if h, _ := recordbatch.ParseHeader(b); h.BaseOffset != 0 || h.LeaderEpoch != 7 {
 		t.Fatalf("caller buffer header %+v", h)
 	}
 }
@@ -72,18 +73,22 @@ func TestReadAtEveryOffsetAcrossSegments(t *testing.T) {
 		t.Fatalf("full read: %d batches, %d chunks, %d segments, %v", res.Batches, len(res.Chunks), l.SegmentCount(), err)
 	}
 	size := 0
-	for _, c := range res.Chunks {
+	for i := range res.Chunks {
 		// A chunk is what sendfile would send: the same bytes, in the file.
-		f, err := os.Open(c.Path)
-		if err != nil {
+		c := &res.Chunks[i]
+		if err := c.Open(); err != nil {
 			t.Fatal(err)
 		}
-		b := make([]byte, c.Size)
-		if _, err := f.ReadAt(b, c.Position); err != nil || string(b) != string(res.Data[size:size+c.Size]) {
-			t.Fatalf("chunk %+v does not match the data: %v", c, err)
+		b, err := c.AppendTo(nil)
+		if err != nil || string(b) != string(res.Data[size:size+c.Size()]) {
+			t.Fatalf("chunk %d of %d bytes does not match the data: %v", i, c.Size(), err)
 		}
-		f.Close()
-		size += c.Size
+		var w bytes.Buffer
+		if n, err := c.WriteTo(&w); err != nil || n != int64(c.Size()) || !bytes.Equal(w.Bytes(), b) {
+			t.Fatalf("chunk %d: WriteTo sent %d of %d bytes: %v", i, n, c.Size(), err)
+		}
+		c.Close()
+		size += c.Size()
 	}
 	if size != len(res.Data) || int64(size) != l.Size() {
 		t.Fatalf("chunks cover %d bytes, data %d, log %d", size, len(res.Data), l.Size())

@@ -1,6 +1,10 @@
 package storage
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
+)
 
 // ReadResult is what Read returns.
 type ReadResult struct {
@@ -56,7 +60,7 @@ func (l *Log) Read(opt ReadOptions, dst []byte) (ReadResult, error) {
 	segs[i].refs.Add(1) // in the list, so alive
 	l.mu.Unlock()
 
-	hdr := make([]byte, BatchHeaderSize)
+	hdr := make([]byte, recordbatch.HeaderSize)
 	budget := opt.MaxBytes
 	for k, s := range segs[i:] {
 		if k > 0 && !s.tryAcquire() {
@@ -109,7 +113,7 @@ func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffse
 	}
 	if r.batches > 0 {
 		res.Data = data
-		res.Chunks = append(res.Chunks, Chunk{Path: s.logPath, Position: pos, Size: n})
+		res.Chunks = append(res.Chunks, Chunk{fs: s.fs, path: s.logPath, pos: pos, size: n})
 		res.Batches += r.batches
 		res.NextOffset = r.next
 		*budget -= n
@@ -139,7 +143,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (int64, error) {
 			s.release()
 		}
 	}()
-	hdr := make([]byte, BatchHeaderSize)
+	hdr := make([]byte, recordbatch.HeaderSize)
 	for i, s := range segs {
 		if i+1 < len(segs) && segs[i+1].base <= start {
 			continue

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 func segPath(dir string, base int64, ext string) string {
@@ -150,7 +151,7 @@ func TestUncleanRestartTruncatesTornTail(t *testing.T) {
 	}
 }
 
-func sumSizes(hs []storage.BatchHeader) int64 {
+func sumSizes(hs []recordbatch.Header) int64 {
 	var n int64
 	for _, h := range hs {
 		n += h.Size()

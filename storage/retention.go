@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // EnforceRetention deletes the oldest closed segments whose newest record is
@@ -194,7 +196,7 @@ func (l *Log) truncate(offset, interval int64) error {
 	if err != nil {
 		return err
 	}
-	hdr := make([]byte, BatchHeaderSize)
+	hdr := make([]byte, recordbatch.HeaderSize)
 	pos, newEnd, err := s.cutPoint(v, offset, hdr)
 	if err != nil {
 		return err

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // segment is one .log file with its two index files.
@@ -209,23 +211,23 @@ func (s *segment) loadView(interval int64) (v *segView, loaded bool, err error) 
 
 // readHeader reads and parses the batch header at pos, checking that the
 // whole batch lies below limit.
-func (s *segment) readHeader(f File, buf []byte, pos, limit int64) (BatchHeader, error) {
-	if limit-pos < BatchHeaderSize {
-		return BatchHeader{}, fmt.Errorf("%w: %d bytes left at position %d of segment %d", ErrCorrupt, limit-pos, pos, s.base)
+func (s *segment) readHeader(f File, buf []byte, pos, limit int64) (recordbatch.Header, error) {
+	if limit-pos < recordbatch.HeaderSize {
+		return recordbatch.Header{}, fmt.Errorf("%w: %d bytes left at position %d of segment %d", ErrCorrupt, limit-pos, pos, s.base)
 	}
-	if _, err := f.ReadAt(buf[:BatchHeaderSize], pos); err != nil {
+	if _, err := f.ReadAt(buf[:recordbatch.HeaderSize], pos); err != nil {
 		if errors.Is(err, io.EOF) {
-			return BatchHeader{}, fmt.Errorf("%w: segment %d ends before position %d", ErrCorrupt, s.base, pos+BatchHeaderSize)
+			return recordbatch.Header{}, fmt.Errorf("%w: segment %d ends before position %d", ErrCorrupt, s.base, pos+recordbatch.HeaderSize)
 		}
-		return BatchHeader{}, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
+		return recordbatch.Header{}, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
 	}
 	return s.parseHeader(buf, pos, limit)
 }
 
 // parseHeader parses the batch header in buf, read from pos, checking that
 // the whole batch lies below limit.
-func (s *segment) parseHeader(buf []byte, pos, limit int64) (BatchHeader, error) {
-	h, err := ParseBatchHeader(buf)
+func (s *segment) parseHeader(buf []byte, pos, limit int64) (recordbatch.Header, error) {
+	h, err := recordbatch.ParseHeader(buf)
 	if err != nil {
 		return h, fmt.Errorf("segment %d position %d: %w", s.base, pos, err)
 	}
@@ -293,7 +295,7 @@ func (s *segment) readInto(f File, dst []byte, pos, limit int64, budget int, min
 	}
 	buf, used, stopped := dst[start:start+got], 0, false
 	for used < len(buf) {
-		h, err := ParseBatchHeader(buf[used:])
+		h, err := recordbatch.ParseHeader(buf[used:])
 		if err != nil || h.Size() > int64(len(buf)-used) {
 			break
 		}
@@ -355,7 +357,7 @@ var headerWindows = sync.Pool{New: func() any { b := make([]byte, headerWindowBy
 type headerScan struct {
 	s      *segment
 	f      File   // the segment's .log, held by the caller
-	hdr    []byte // BatchHeaderSize bytes, for a lone header
+	hdr    []byte // recordbatch.HeaderSize bytes, for a lone header
 	window *[]byte
 	buf    []byte // the segment's bytes from at
 	at     int64
@@ -364,13 +366,13 @@ type headerScan struct {
 }
 
 // header parses the batch header at pos, as readHeader does.
-func (hs *headerScan) header(pos int64) (BatchHeader, error) {
-	if hs.limit-pos < BatchHeaderSize {
-		return BatchHeader{}, fmt.Errorf("%w: %d bytes left at position %d of segment %d", ErrCorrupt, hs.limit-pos, pos, hs.s.base)
+func (hs *headerScan) header(pos int64) (recordbatch.Header, error) {
+	if hs.limit-pos < recordbatch.HeaderSize {
+		return recordbatch.Header{}, fmt.Errorf("%w: %d bytes left at position %d of segment %d", ErrCorrupt, hs.limit-pos, pos, hs.s.base)
 	}
-	if pos < hs.at || pos+BatchHeaderSize > hs.at+int64(len(hs.buf)) {
+	if pos < hs.at || pos+recordbatch.HeaderSize > hs.at+int64(len(hs.buf)) {
 		if err := hs.fill(pos); err != nil {
-			return BatchHeader{}, err
+			return recordbatch.Header{}, err
 		}
 	}
 	h, err := hs.s.parseHeader(hs.buf[pos-hs.at:], pos, hs.limit)
@@ -383,7 +385,7 @@ func (hs *headerScan) header(pos int64) (BatchHeader, error) {
 
 // fill reads from pos: a window after small batches, else one header.
 func (hs *headerScan) fill(pos int64) error {
-	buf := hs.hdr[:BatchHeaderSize]
+	buf := hs.hdr[:recordbatch.HeaderSize]
 	if hs.small {
 		if hs.window == nil {
 			hs.window = headerWindows.Get().(*[]byte)
@@ -391,9 +393,9 @@ func (hs *headerScan) fill(pos int64) error {
 		buf = (*hs.window)[:min(int64(headerWindowBytes), hs.limit-pos)]
 	}
 	n, err := hs.f.ReadAt(buf, pos)
-	if err != nil && !(errors.Is(err, io.EOF) && n >= BatchHeaderSize) {
+	if err != nil && !(errors.Is(err, io.EOF) && n >= recordbatch.HeaderSize) {
 		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%w: segment %d ends before position %d", ErrCorrupt, hs.s.base, pos+BatchHeaderSize)
+			return fmt.Errorf("%w: segment %d ends before position %d", ErrCorrupt, hs.s.base, pos+recordbatch.HeaderSize)
 		}
 		return fmt.Errorf("read segment %d at %d: %w", hs.s.base, pos, err)
 	}
@@ -410,7 +412,7 @@ func (hs *headerScan) release() {
 // readOne appends the single batch at pos, whatever its size (KIP-74).
 func (s *segment) readOne(f File, dst []byte, pos, limit, maxOffset int64) ([]byte, readResult, error) {
 	r := readResult{next: -1}
-	h, err := s.readHeader(f, make([]byte, BatchHeaderSize), pos, limit)
+	h, err := s.readHeader(f, make([]byte, recordbatch.HeaderSize), pos, limit)
 	if err != nil || h.LastOffset() >= maxOffset {
 		return dst, r, err
 	}

@@ -33,7 +33,7 @@ import (
 	"github.com/ferry-mq/ferry/server/kafka"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/tlsconf"
-	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // serveSettings is everything `ferry serve` is configured with.
@@ -620,7 +620,7 @@ func runServe(args []string) error {
 		fwd, err = forward.New(forward.Config{Seeds: []string{s.selfKafkaAddr()}, Dial: interDial,
 			ClientID: fmt.Sprintf("ferry-gateway-%d", s.broker.BrokerID), Logger: logger,
 			MaxBatchBytes: func(topic string) int32 {
-				return int32(min(broker.ProduceLimits(topic).MaxRecordsBytes+storage.BatchHeaderSize, math.MaxInt32))
+				return int32(min(broker.ProduceLimits(topic).MaxRecordsBytes+recordbatch.HeaderSize, math.MaxInt32))
 			}})
 		if err != nil {
 			return err

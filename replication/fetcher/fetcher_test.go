@@ -102,7 +102,7 @@ func readAll(t *testing.T, p server.Partition) []byte {
 	if p.LogEndOffset() == 0 {
 		return nil
 	}
-	rr, err := p.Read(storage.ReadOptions{Offset: 0, MaxBytes: 64 << 20, MinOneBatch: true, MaxOffset: p.LogEndOffset()}, nil)
+	rr, err := p.(*replication.Partition).Read(storage.ReadOptions{Offset: 0, MaxBytes: 64 << 20, MinOneBatch: true, MaxOffset: p.LogEndOffset()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
-	"github.com/ferry-mq/ferry/storage"
 )
 
 // A group is served by the broker leading its __consumer_offsets partition
@@ -310,16 +309,16 @@ func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition
 	maxDecompressed := c.broker.Config().MaxDecompressedBytes
 	var buf []byte
 	for next < end {
-		res, err := part.Read(storage.ReadOptions{Offset: next, MaxBytes: 1 << 20, MinOneBatch: true, MaxOffset: end}, buf[:0])
+		data, err := c.broker.ReadBatches(OffsetsTopic, p, next, end, 1<<20, buf[:0])
 		if err != nil {
 			return fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, next, err)
 		}
-		if len(res.Data) == 0 {
+		if len(data) == 0 {
 			break
 		}
-		buf = res.Data
+		buf = data
 		from := next
-		err = records.Decode(res.Data, from, maxDecompressed, func(r records.Record) bool {
+		err = records.Decode(data, from, maxDecompressed, func(r records.Record) bool {
 			applyOffsetRecord(table, r)
 			applyInstanceRecord(instances, r)
 			next = r.Offset + 1

@@ -46,7 +46,6 @@ import (
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/quota"
-	"github.com/ferry-mq/ferry/storage"
 )
 
 func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Response {
@@ -86,7 +85,7 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 // the batches are in RecordBatches.
 type fetchAnswer struct {
 	*kmsg.FetchResponse
-	chunks [][]storage.Chunk
+	chunks [][]server.Chunk
 	// throttleDelay: partitions were held back by the leader replication
 	// throttle for this long.
 	throttleDelay time.Duration
@@ -109,7 +108,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 		if followerDenied || replica < 0 && !s.authorizedTopic(ctx, auth.OpRead, t.Topic) {
 			rt.Partitions = deniedFetchPartitions(t.Partitions)
 			if chunksOnly {
-				resp.chunks = append(resp.chunks, make([][]storage.Chunk, len(t.Partitions))...)
+				resp.chunks = append(resp.chunks, make([][]server.Chunk, len(t.Partitions))...)
 			}
 			failed = true
 			resp.Topics = append(resp.Topics, rt)
@@ -152,7 +151,7 @@ func deniedFetchPartitions(ps []kmsg.FetchRequestTopicPartition) []kmsg.FetchRes
 // on the partition counts from (ok false on an error: no wait); with
 // chunksOnly the bytes are not read and chunks (always set) say where they lie.
 func (s *Server) fetchPartition(ctx context.Context, resp *fetchAnswer, topic string, fp *kmsg.FetchRequestTopicPartition,
-	rp *kmsg.FetchResponseTopicPartition, replica int32, budget int, first, chunksOnly bool) (n int, wait delayed.Wait, ok bool, chunks []storage.Chunk) {
+	rp *kmsg.FetchResponseTopicPartition, replica int32, budget int, first, chunksOnly bool) (n int, wait delayed.Wait, ok bool, chunks []server.Chunk) {
 	rp.Partition = fp.Partition
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 	rp.RecordBatches = []byte{} // never null: librdkafka rejects a null record set

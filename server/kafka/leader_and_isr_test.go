@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
-	"github.com/ferry-mq/ferry/storage"
 )
 
 func clusterBroker(t *testing.T, id int32) *testServer {
@@ -50,11 +49,11 @@ func logBytes(t *testing.T, ts *testServer, topic string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rr, err := p.Read(storage.ReadOptions{Offset: 0, MaxBytes: 64 << 20, MinOneBatch: true, MaxOffset: p.LogEndOffset()}, nil)
+	data, err := ts.broker.ReadBatches(topic, 0, 0, p.LogEndOffset(), 64<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rr.Data
+	return data
 }
 
 // Two brokers told their roles over the Kafka protocol, as the controller

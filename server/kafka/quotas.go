@@ -82,7 +82,7 @@ func (s *Server) serveFetchWithQuota(ctx context.Context, kreq kmsg.Request) kms
 		fr = r.FetchResponse
 		for _, secs := range r.parts {
 			for _, sec := range secs {
-				n += sec.size
+				n += sec.chunk.Size()
 			}
 		}
 	case *kmsg.FetchResponse:

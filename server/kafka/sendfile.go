@@ -9,26 +9,23 @@ package kafka
 // does not write (tagged fields ferry never sets) is read into memory and
 // encoded by kmsg instead.
 //
-// Each section's file is opened by the reader goroutine right after the
-// fetch, so retention unlinking the segment later does not matter (the
-// descriptor keeps the inode); the writer closes it once sent. A file
-// truncated under the send (only a log truncation does that) is detected
-// by the byte count and closes the connection: the client never gets a
-// response whose framing is wrong.
+// Storage finds the byte ranges (server.Chunk, storage's chunks) and sends
+// them itself, through its filesystem interface: each is opened by the
+// reader goroutine right after the fetch, so retention unlinking the
+// segment later does not matter (the descriptor keeps the inode), written
+// by the writer goroutine (sendfile on TCP, a pooled buffer through TLS),
+// and closed once sent. A file truncated under the send (only a log
+// truncation does that) fails the chunk's write and closes the
+// connection: the client never gets a response whose framing is wrong.
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
-	"io"
 	"net"
-	"os"
-	"sync"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/server"
 )
 
 // outgoing is one encoded response: buf, with each file section sent
@@ -38,18 +35,15 @@ type outgoing struct {
 	files []fileSection
 }
 
-// fileSection is a byte range of an open segment file.
+// fileSection is an opened chunk of a segment file.
 type fileSection struct {
-	at   int // position in outgoing.buf after which the range goes
-	f    *os.File
-	pos  int64
-	size int
-	lr   io.LimitedReader // reused to hand the range to sendfile without an allocation
-	held *atomic.Int32    // the connection's count of open section files
+	at    int // position in outgoing.buf after which the chunk goes
+	chunk server.Chunk
+	held  *atomic.Int32 // the connection's count of open section files
 }
 
 func (s *fileSection) close() {
-	s.f.Close()
+	s.chunk.Close()
 	s.held.Add(-1)
 }
 
@@ -77,22 +71,19 @@ func (sf *sendfileFetch) close() {
 	sf.parts = nil
 }
 
-// errSectionChanged: a segment file no longer holds what the read found.
-var errSectionChanged = errors.New("segment file changed under the fetch")
-
 // maxConnSendfileFiles caps the segment files one connection holds open
 // for responses being sent or queued, so a wide fetch (one file per
 // partition with data) or a deep pipeline cannot spend the node's file
 // descriptors: partitions past the cap are read into memory instead.
 const maxConnSendfileFiles = 16
 
-// openSections opens the chunks' files for sendfile and checks that a
-// batch starts at each chunk, while held (the connection's open files)
-// stays within maxConnSendfileFiles; the chunks of partitions past that
-// are read into resp's RecordBatches. On error nothing stays open.
-func openSections(resp *kmsg.FetchResponse, chunks [][]storage.Chunk, held *atomic.Int32) ([][]fileSection, error) {
+// openSections opens the chunks for sending, while held (the connection's
+// open files) stays within maxConnSendfileFiles; the chunks of partitions
+// past that are read into resp's RecordBatches. A chunk whose segment is
+// gone or changed since the read fails it (the caller reads again,
+// copying). On error nothing stays open.
+func openSections(resp *kmsg.FetchResponse, chunks [][]server.Chunk, held *atomic.Int32) ([][]fileSection, error) {
 	parts := make([][]fileSection, len(chunks))
-	var hdr [storage.BatchHeaderSize]byte
 	k := 0
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
@@ -104,7 +95,7 @@ func openSections(resp *kmsg.FetchResponse, chunks [][]storage.Chunk, held *atom
 			if int(held.Load())+len(cs) > maxConnSendfileFiles {
 				err = copyChunks(&resp.Topics[i].Partitions[j], cs)
 			} else if len(cs) > 0 {
-				parts[k], err = openPartSections(cs, hdr[:], held)
+				parts[k], err = openPartSections(cs, held)
 			}
 			if err != nil {
 				(&sendfileFetch{parts: parts}).close()
@@ -116,55 +107,35 @@ func openSections(resp *kmsg.FetchResponse, chunks [][]storage.Chunk, held *atom
 	return parts, nil
 }
 
-func openPartSections(cs []storage.Chunk, hdr []byte, held *atomic.Int32) ([]fileSection, error) {
+func openPartSections(cs []server.Chunk, held *atomic.Int32) ([]fileSection, error) {
 	secs := make([]fileSection, 0, len(cs))
 	for _, c := range cs {
-		f, err := openChunk(c, hdr)
-		if err != nil {
+		if err := c.Open(); err != nil {
 			for i := range secs {
 				secs[i].close()
 			}
 			return nil, err
 		}
 		held.Add(1)
-		secs = append(secs, fileSection{f: f, pos: c.Position, size: c.Size, held: held})
+		secs = append(secs, fileSection{chunk: c, held: held})
 	}
 	return secs, nil
 }
 
 // copyChunks reads cs into rp's RecordBatches, one file open at a time.
-func copyChunks(rp *kmsg.FetchResponseTopicPartition, cs []storage.Chunk) error {
-	var hdr [storage.BatchHeaderSize]byte
+func copyChunks(rp *kmsg.FetchResponseTopicPartition, cs []server.Chunk) error {
 	for _, c := range cs {
-		f, err := openChunk(c, hdr[:])
+		if err := c.Open(); err != nil {
+			return err
+		}
+		var err error
+		rp.RecordBatches, err = c.AppendTo(rp.RecordBatches)
+		c.Close()
 		if err != nil {
 			return err
 		}
-		start := len(rp.RecordBatches)
-		rp.RecordBatches = append(rp.RecordBatches, make([]byte, c.Size)...)
-		_, err = f.ReadAt(rp.RecordBatches[start:], c.Position)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%w: %s at %d: %v", errSectionChanged, c.Path, c.Position, err)
-		}
 	}
 	return nil
-}
-
-func openChunk(c storage.Chunk, hdr []byte) (*os.File, error) {
-	f, err := os.Open(c.Path)
-	if err != nil {
-		return nil, err // deleted by retention since the read: the caller copies instead
-	}
-	if _, err := f.ReadAt(hdr, c.Position); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s at %d: %v", errSectionChanged, c.Path, c.Position, err)
-	}
-	if h, err := storage.ParseBatchHeader(hdr); err != nil || h.Size() > int64(c.Size) {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s at %d", errSectionChanged, c.Path, c.Position)
-	}
-	return f, nil
 }
 
 // sendfileEncodable reports whether encodeSendfileFetch writes every field
@@ -285,7 +256,7 @@ func appendPartitionHead(b []byte, v int16, p *kmsg.FetchResponseTopicPartition)
 func appendRecordBatches(b []byte, out *outgoing, data []byte, secs []fileSection, flex bool, sent int) ([]byte, int) {
 	size := len(data)
 	for _, s := range secs {
-		size += s.size
+		size += s.chunk.Size()
 	}
 	if data == nil && len(secs) == 0 {
 		return appendNullLen(b, flex), sent
@@ -295,7 +266,7 @@ func appendRecordBatches(b []byte, out *outgoing, data []byte, secs []fileSectio
 	for _, s := range secs {
 		s.at = len(b)
 		out.files = append(out.files, s)
-		sent += s.size
+		sent += s.chunk.Size()
 	}
 	return b, sent
 }
@@ -336,10 +307,9 @@ func materialize(sf *sendfileFetch) *kmsg.FetchResponse {
 			if k < len(sf.parts) && len(sf.parts[k]) > 0 {
 				p := &sf.Topics[i].Partitions[j]
 				for _, s := range sf.parts[k] {
-					start := len(p.RecordBatches)
-					p.RecordBatches = append(p.RecordBatches, make([]byte, s.size)...)
-					if _, err := s.f.ReadAt(p.RecordBatches[start:], s.pos); err != nil {
-						p.RecordBatches = p.RecordBatches[:start] // a shorter, whole-batch answer
+					var err error
+					// On error, a shorter, whole-batch answer.
+					if p.RecordBatches, err = s.chunk.AppendTo(p.RecordBatches); err != nil {
 						break
 					}
 				}
@@ -350,9 +320,8 @@ func materialize(sf *sendfileFetch) *kmsg.FetchResponse {
 	return sf.FetchResponse
 }
 
-// send writes o to nc: the bytes before each section, the section with
-// sendfile (io.Copy reaches (*net.TCPConn).ReadFrom, which uses sendfile
-// for an io.LimitedReader over an *os.File), then the rest.
+// send writes o to nc: the bytes before each section, the section
+// (server.Chunk.WriteTo: sendfile on TCP), then the rest.
 func (o *outgoing) send(nc net.Conn) error {
 	prev := 0
 	for i := range o.files {
@@ -366,36 +335,12 @@ func (o *outgoing) send(nc net.Conn) error {
 		if hook := testHookBeforeSection.Load(); hook != nil {
 			(*hook)()
 		}
-		if _, err := s.f.Seek(s.pos, io.SeekStart); err != nil {
+		if _, err := s.chunk.WriteTo(nc); err != nil {
 			return err
-		}
-		s.lr = io.LimitedReader{R: s.f, N: int64(s.size)}
-		n, err := copySection(nc, &s.lr)
-		if err != nil {
-			return err
-		}
-		if n != int64(s.size) {
-			return fmt.Errorf("%w: sent %d of %d bytes of %s", errSectionChanged, n, s.size, s.f.Name())
 		}
 	}
 	_, err := nc.Write(o.buf[prev:])
 	return err
-}
-
-// sectionBuffers are the buffers file sections are copied through where
-// the kernel cannot send them (TLS), so a fetch does not allocate one per
-// section.
-var sectionBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
-
-// copySection sends a file section: sendfile on TCP (io.Copy finds the
-// connection's ReadFrom), else through a pooled buffer.
-func copySection(nc net.Conn, r io.Reader) (int64, error) {
-	if _, tcp := nc.(*net.TCPConn); tcp {
-		return io.Copy(nc, r)
-	}
-	buf := sectionBuffers.Get().(*[]byte)
-	defer sectionBuffers.Put(buf)
-	return io.CopyBuffer(nc, r, *buf)
 }
 
 // Test hooks, run when set: before each section is sent, and before a

@@ -18,13 +18,12 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
-	"github.com/ferry-mq/ferry/storage"
 )
 
 // sampleFetchResponse has what ferry's answers can hold: several topics,
 // partitions with batches in files (one or two sections), in memory, none
 // (empty and null), an error partition and aborted transactions.
-func sampleFetchResponse(t *testing.T, v int16) (*kmsg.FetchResponse, [][]storage.Chunk) {
+func sampleFetchResponse(t *testing.T, v int16) (*kmsg.FetchResponse, [][]server.Chunk) {
 	dir := t.TempDir()
 	file := func(name string, content []byte) string {
 		p := filepath.Join(dir, name)
@@ -39,8 +38,8 @@ func sampleFetchResponse(t *testing.T, v int16) (*kmsg.FetchResponse, [][]storag
 	f2 := file("2.log", b2)
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version, resp.ThrottleMillis, resp.ErrorCode, resp.SessionID = v, 7, 0, 0
-	var chunks [][]storage.Chunk
-	addTopic := func(name string, id byte, parts ...func(*kmsg.FetchResponseTopicPartition) []storage.Chunk) {
+	var chunks [][]server.Chunk
+	addTopic := func(name string, id byte, parts ...func(*kmsg.FetchResponseTopicPartition) []server.Chunk) {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = name, [16]byte{id, 1, 2, 3}
 		for i, fill := range parts {
@@ -52,30 +51,30 @@ func sampleFetchResponse(t *testing.T, v int16) (*kmsg.FetchResponse, [][]storag
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	twoSections := func(*kmsg.FetchResponseTopicPartition) []storage.Chunk {
-		return []storage.Chunk{{Path: f1, Position: 4, Size: len(b1) + len(b2)}, {Path: f2, Size: len(b2)}}
+	twoSections := func(*kmsg.FetchResponseTopicPartition) []server.Chunk {
+		return []server.Chunk{&fileChunk{path: f1, pos: 4, size: len(b1) + len(b2)}, &fileChunk{path: f2, size: len(b2)}}
 	}
-	oneSection := func(*kmsg.FetchResponseTopicPartition) []storage.Chunk {
-		return []storage.Chunk{{Path: f1, Position: 4, Size: len(b1)}}
+	oneSection := func(*kmsg.FetchResponseTopicPartition) []server.Chunk {
+		return []server.Chunk{&fileChunk{path: f1, pos: 4, size: len(b1)}}
 	}
-	empty := func(*kmsg.FetchResponseTopicPartition) []storage.Chunk { return nil }
-	failed := func(rp *kmsg.FetchResponseTopicPartition) []storage.Chunk {
+	empty := func(*kmsg.FetchResponseTopicPartition) []server.Chunk { return nil }
+	failed := func(rp *kmsg.FetchResponseTopicPartition) []server.Chunk {
 		rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 1, -1, -1, -1
 		return nil
 	}
-	inMemory := func(rp *kmsg.FetchResponseTopicPartition) []storage.Chunk {
+	inMemory := func(rp *kmsg.FetchResponseTopicPartition) []server.Chunk {
 		rp.RecordBatches = b1
 		return nil
 	}
-	null := func(rp *kmsg.FetchResponseTopicPartition) []storage.Chunk {
+	null := func(rp *kmsg.FetchResponseTopicPartition) []server.Chunk {
 		rp.RecordBatches = nil
 		return nil
 	}
-	aborted := func(rp *kmsg.FetchResponseTopicPartition) []storage.Chunk {
+	aborted := func(rp *kmsg.FetchResponseTopicPartition) []server.Chunk {
 		rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: 5, FirstOffset: 9}, {ProducerID: 6, FirstOffset: 10}}
 		return oneSection(rp)
 	}
-	noAborted := func(rp *kmsg.FetchResponseTopicPartition) []storage.Chunk {
+	noAborted := func(rp *kmsg.FetchResponseTopicPartition) []server.Chunk {
 		rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		rp.PreferredReadReplica = 3
 		return twoSections(rp)
@@ -106,11 +105,10 @@ func flatten(t *testing.T, o outgoing) []byte {
 	for _, s := range o.files {
 		b = append(b, o.buf[prev:s.at]...)
 		prev = s.at
-		part := make([]byte, s.size)
-		if _, err := s.f.ReadAt(part, s.pos); err != nil {
+		var err error
+		if b, err = s.chunk.AppendTo(b); err != nil {
 			t.Fatal(err)
 		}
-		b = append(b, part...)
 	}
 	return append(b, o.buf[prev:]...)
 }
@@ -141,17 +139,18 @@ func TestSendfileFetchEncodingMatchesKmsg(t *testing.T) {
 }
 
 // materializeChunks puts the chunks' bytes into RecordBatches.
-func materializeChunks(t *testing.T, resp *kmsg.FetchResponse, chunks [][]storage.Chunk) *kmsg.FetchResponse {
+func materializeChunks(t *testing.T, resp *kmsg.FetchResponse, chunks [][]server.Chunk) *kmsg.FetchResponse {
 	k := 0
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			rp := &resp.Topics[i].Partitions[j]
 			for _, c := range chunks[k] {
-				f, err := os.ReadFile(c.Path)
+				fc := c.(*fileChunk)
+				f, err := os.ReadFile(fc.path)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rp.RecordBatches = append(rp.RecordBatches, f[c.Position:c.Position+int64(c.Size)]...)
+				rp.RecordBatches = append(rp.RecordBatches, f[fc.pos:fc.pos+int64(fc.size)]...)
 			}
 			k++
 		}
@@ -408,21 +407,58 @@ func TestOpenSectionsClosesWhatItOpenedOnError(t *testing.T) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	chunks := [][]storage.Chunk{{{Path: p, Size: len(b)}}, {{Path: p, Size: len(b) - 1}}}
+	chunks := [][]server.Chunk{
+		{&fileChunk{path: p, size: len(b)}},
+		{&fileChunk{path: p, size: len(b)}, &fileChunk{path: filepath.Join(dir, "gone.log"), size: 10}},
+	}
 	before := openFDs(t)
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Topics = []kmsg.FetchResponseTopic{{Partitions: make([]kmsg.FetchResponseTopicPartition, 2)}}
 	held := new(atomic.Int32)
-	if _, err := openSections(resp, chunks, held); !errors.Is(err, errSectionChanged) {
-		t.Fatalf("batch longer than its chunk: %v", err)
-	}
-	chunks[1][0] = storage.Chunk{Path: filepath.Join(dir, "gone.log"), Size: 10}
 	if _, err := openSections(resp, chunks, held); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
 	if after := openFDs(t); after != before || held.Load() != 0 {
 		t.Fatalf("%d descriptors open before, %d after", before, after)
 	}
+}
+
+// fileChunk is a test twin of storage's chunks (server.Chunk): a byte
+// range of a file, sent by copying.
+type fileChunk struct {
+	path string
+	pos  int64
+	size int
+	f    *os.File
+}
+
+func (c *fileChunk) Size() int { return c.size }
+
+func (c *fileChunk) Open() (err error) {
+	c.f, err = os.Open(c.path)
+	return err
+}
+
+func (c *fileChunk) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, io.NewSectionReader(c.f, c.pos, int64(c.size)))
+}
+
+func (c *fileChunk) AppendTo(dst []byte) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, make([]byte, c.size)...)
+	if _, err := c.f.ReadAt(dst[start:], c.pos); err != nil {
+		return dst[:start], err
+	}
+	return dst, nil
+}
+
+func (c *fileChunk) Close() error {
+	if c.f == nil {
+		return nil
+	}
+	err := c.f.Close()
+	c.f = nil
+	return err
 }
 
 func openFDs(t *testing.T) int {

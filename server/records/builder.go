@@ -4,13 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"math/bits"
-)
 
-// castagnoli is the CRC-32C table Kafka's batch checksum uses.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	"github.com/ferry-mq/ferry/storage/recordbatch"
+)
 
 var errEmptyBatch = errors.New("records: no records to encode")
 
@@ -56,40 +54,38 @@ func (b *Builder) AppendBatch(dst []byte, opts BatchOptions) ([]byte, error) {
 		return dst, errEmptyBatch
 	}
 	start := len(dst)
-	dst = append(dst, make([]byte, headerSize)...)
+	dst = append(dst, make([]byte, recordbatch.HeaderSize)...)
 	dst, err := CompressLevel(opts.Codec, opts.Level, dst, b.records)
 	if err != nil {
 		return dst[:start], fmt.Errorf("build batch of %d records: %w", b.count, err)
 	}
 	batch := dst[start:]
-	if len(batch)-lengthFieldEnd > math.MaxInt32 {
+	if len(batch)-recordbatch.LogOverhead > math.MaxInt32 {
 		return dst[:start], fmt.Errorf("build batch of %d bytes: %w", len(batch), ErrTooLarge)
 	}
 	b.putHeader(batch, opts)
 	return dst, nil
 }
 
-// putHeader fills the 61-byte header of batch, whose records are in place,
-// and computes the CRC last since it covers the rest of the header.
+// putHeader fills the 61-byte header of batch, whose records are in place.
 func (b *Builder) putHeader(batch []byte, opts BatchOptions) {
-	be := binary.BigEndian
-	pid, epoch, seq := int64(-1), int16(-1), int32(-1)
-	if opts.ProducerID != 0 {
-		pid, epoch, seq = opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence
+	h := recordbatch.Header{
+		BaseOffset:      0,
+		LeaderEpoch:     -1, // the log stamps it
+		Magic:           recordbatch.Magic,
+		Attributes:      int16(opts.Codec) & recordbatch.CodecMask,
+		LastOffsetDelta: int32(b.count - 1),
+		BaseTimestamp:   b.firstTS,
+		MaxTimestamp:    b.maxTS,
+		ProducerID:      -1,
+		ProducerEpoch:   -1,
+		BaseSequence:    -1,
+		RecordCount:     int32(b.count),
 	}
-	be.PutUint64(batch[offBaseOffset:], 0)
-	be.PutUint32(batch[offLength:], uint32(len(batch)-lengthFieldEnd))
-	be.PutUint32(batch[offLeaderEpoch:], math.MaxUint32) // -1: the log stamps it
-	batch[offMagic] = magicV2
-	be.PutUint16(batch[offAttributes:], uint16(opts.Codec)&attrCodecMask)
-	be.PutUint32(batch[offLastDelta:], uint32(b.count-1))
-	be.PutUint64(batch[offBaseTime:], uint64(b.firstTS))
-	be.PutUint64(batch[offMaxTime:], uint64(b.maxTS))
-	be.PutUint64(batch[offProducerID:], uint64(pid))
-	be.PutUint16(batch[offProducerEp:], uint16(epoch))
-	be.PutUint32(batch[offBaseSequence:], uint32(seq))
-	be.PutUint32(batch[offRecordCount:], uint32(b.count))
-	be.PutUint32(batch[offCRC:], crc32.Checksum(batch[offAttributes:], castagnoli))
+	if opts.ProducerID != 0 {
+		h.ProducerID, h.ProducerEpoch, h.BaseSequence = opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence
+	}
+	h.Put(batch)
 }
 
 // appendRecord appends r in the v2 record format. The length prefix comes

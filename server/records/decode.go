@@ -3,76 +3,28 @@ package records
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"sync"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
-// batchHeader is the fixed 61-byte part of one batch, parsed.
-type batchHeader struct {
-	baseOffset   int64
-	magic        int8
-	crc          uint32
-	attrs        int16
-	lastDelta    int32
-	baseTime     int64
-	maxTime      int64
-	producerID   int64
-	baseSequence int32
-	count        int32
-}
-
-// readHeader parses batch, which nextBatch guarantees is >= headerSize long.
-func readHeader(batch []byte) batchHeader {
-	be := binary.BigEndian
-	return batchHeader{
-		baseOffset:   int64(be.Uint64(batch[offBaseOffset:])),
-		magic:        int8(batch[offMagic]),
-		crc:          be.Uint32(batch[offCRC:]),
-		attrs:        int16(be.Uint16(batch[offAttributes:])),
-		lastDelta:    int32(be.Uint32(batch[offLastDelta:])),
-		baseTime:     int64(be.Uint64(batch[offBaseTime:])),
-		maxTime:      int64(be.Uint64(batch[offMaxTime:])),
-		producerID:   int64(be.Uint64(batch[offProducerID:])),
-		baseSequence: int32(be.Uint32(batch[offBaseSequence:])),
-		count:        int32(be.Uint32(batch[offRecordCount:])),
-	}
-}
-
-func (h *batchHeader) codec() Codec        { return Codec(h.attrs & attrCodecMask) }
-func (h *batchHeader) isControl() bool     { return h.attrs&attrControl != 0 }
-func (h *batchHeader) logAppendTime() bool { return h.attrs&attrLogAppendTime != 0 }
-func (h *batchHeader) lastOffset() int64   { return h.baseOffset + int64(h.lastDelta) }
+// codecOf is the codec a batch header names.
+func codecOf(h *recordbatch.Header) Codec { return Codec(h.Codec()) }
 
 // check verifies what must hold before any record is trusted: the format
-// version and the checksum over everything after the CRC field.
-func (h *batchHeader) check(batch []byte) error {
-	if h.magic != magicV2 {
-		return fmt.Errorf("magic %d, only v2 is supported: %w", h.magic, ErrCorrupt)
+// version and the checksum over everything after the CRC field. batch is
+// exactly the batch h was read from (recordbatch.Next split it off).
+func check(h *recordbatch.Header, batch []byte) error {
+	if h.Magic != recordbatch.Magic {
+		return fmt.Errorf("magic %d, only v2 is supported: %w", h.Magic, ErrCorrupt)
 	}
-	if got := crc32.Checksum(batch[offAttributes:], castagnoli); got != h.crc {
-		return fmt.Errorf("crc %#08x, computed %#08x: %w", h.crc, got, ErrCorrupt)
+	if err := h.VerifyCRC(batch); err != nil {
+		return err
 	}
-	if h.count < 0 {
-		return fmt.Errorf("record count %d: %w", h.count, ErrCorrupt)
+	if h.RecordCount < 0 {
+		return fmt.Errorf("record count %d: %w", h.RecordCount, ErrCorrupt)
 	}
 	return nil
-}
-
-// nextBatch splits the first batch off src. A nil batch with a nil error
-// means src ends in a truncated batch, which a fetch response may do.
-func nextBatch(src []byte) (batch, rest []byte, err error) {
-	if len(src) < lengthFieldEnd {
-		return nil, nil, nil
-	}
-	length := int32(binary.BigEndian.Uint32(src[offLength:]))
-	if length < minBatchLength {
-		return nil, nil, fmt.Errorf("batch length %d: %w", length, ErrCorrupt)
-	}
-	if int64(length) > int64(len(src)-lengthFieldEnd) {
-		return nil, nil, nil
-	}
-	end := lengthFieldEnd + int(length)
-	return src[:end], src[end:], nil
 }
 
 // decoder holds what Decode and Validate reuse across batches and calls.
@@ -98,12 +50,12 @@ func putDecoder(d *decoder) {
 }
 
 // payload returns batch's records, decompressed into d.buf when needed.
-func (d *decoder) payload(h *batchHeader, batch []byte, maxDecompressed int) ([]byte, error) {
-	recs := batch[headerSize:]
-	if h.codec() == None {
+func (d *decoder) payload(h *recordbatch.Header, batch []byte, maxDecompressed int) ([]byte, error) {
+	recs := batch[recordbatch.HeaderSize:]
+	if codecOf(h) == None {
 		return recs, nil
 	}
-	out, err := Decompress(h.codec(), d.buf[:0], recs, maxDecompressed)
+	out, err := Decompress(codecOf(h), d.buf[:0], recs, maxDecompressed)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +76,7 @@ func Decode(batches []byte, minOffset int64, maxDecompressed int, fn func(Record
 	d := getDecoder()
 	defer putDecoder(d)
 	for len(batches) > 0 {
-		batch, rest, err := nextBatch(batches)
+		batch, rest, err := recordbatch.Next(batches)
 		if err != nil || batch == nil {
 			return err
 		}
@@ -143,21 +95,21 @@ func Decode(batches []byte, minOffset int64, maxDecompressed int, fn func(Record
 
 // decodeBatch calls fn for batch's wanted records; false means fn said stop.
 func (d *decoder) decodeBatch(batch []byte, minOffset int64, maxDecompressed int, fn func(Record) bool) (bool, error) {
-	h := readHeader(batch)
-	if h.lastOffset() < minOffset || h.isControl() {
+	h := recordbatch.ReadHeader(batch)
+	if h.LastOffset() < minOffset || h.IsControl() {
 		return true, nil // checked by whoever reads it; not ours to fail on
 	}
-	if err := h.check(batch); err != nil {
+	if err := check(&h, batch); err != nil {
 		return false, err
 	}
 	recs, err := d.payload(&h, batch, maxDecompressed)
 	if err != nil {
 		return false, err
 	}
-	for i := int32(0); i < h.count; i++ {
+	for i := int32(0); i < h.RecordCount; i++ {
 		var v recordView
 		if v, recs, err = readRecord(recs); err != nil {
-			return false, fmt.Errorf("record %d of %d: %w", i, h.count, err)
+			return false, fmt.Errorf("record %d of %d: %w", i, h.RecordCount, err)
 		}
 		rec := d.record(&h, &v)
 		if rec.Offset >= minOffset && !fn(rec) {
@@ -165,25 +117,31 @@ func (d *decoder) decodeBatch(batch []byte, minOffset int64, maxDecompressed int
 		}
 	}
 	if len(recs) != 0 {
-		return false, fmt.Errorf("%d bytes after %d records: %w", len(recs), h.count, ErrCorrupt)
+		return false, fmt.Errorf("%d bytes after %d records: %w", len(recs), h.RecordCount, ErrCorrupt)
 	}
 	return true, nil
 }
 
 // record turns a parsed record into the caller's view of it.
-func (d *decoder) record(h *batchHeader, v *recordView) Record {
+func (d *decoder) record(h *recordbatch.Header, v *recordView) Record {
+	return makeRecord(h, v, &d.headers)
+}
+
+// makeRecord is a record of the batch h as the caller sees it, its headers
+// decoded into *headers (reused: valid until the next record).
+func makeRecord(h *recordbatch.Header, v *recordView, headers *[]Header) Record {
 	rec := Record{
 		Key:       v.key,
 		Value:     v.value,
-		Offset:    h.baseOffset + int64(v.offsetDelta),
-		Timestamp: h.baseTime + v.tsDelta,
+		Offset:    h.BaseOffset + int64(v.offsetDelta),
+		Timestamp: h.BaseTimestamp + v.tsDelta,
 	}
-	if h.logAppendTime() {
-		rec.Timestamp, rec.TimestampType = h.maxTime, 1
+	if h.LogAppendTime() {
+		rec.Timestamp, rec.TimestampType = h.MaxTimestamp, 1
 	}
 	if v.headerCount > 0 {
-		d.headers = appendHeaders(d.headers[:0], v)
-		rec.Headers = d.headers
+		*headers = appendHeaders((*headers)[:0], v)
+		rec.Headers = *headers
 	}
 	return rec
 }
@@ -202,7 +160,7 @@ func Validate(batch []byte, maxDecompressed int) error {
 }
 
 func validate(batch []byte, maxDecompressed int) error {
-	one, rest, err := nextBatch(batch)
+	one, rest, err := recordbatch.Next(batch)
 	switch {
 	case err != nil:
 		return err
@@ -211,33 +169,24 @@ func validate(batch []byte, maxDecompressed int) error {
 	case len(rest) != 0:
 		return fmt.Errorf("%d bytes after the batch: %w", len(rest), ErrInvalid)
 	}
-	h := readHeader(one)
-	if err := h.check(one); err != nil {
-		return err
-	}
-	if err := h.checkProduced(); err != nil {
-		return err
-	}
-	d := getDecoder()
-	defer putDecoder(d)
-	recs, err := d.payload(&h, one, maxDecompressed)
-	if err != nil {
-		return err
-	}
-	return validateRecords(recs, h.count)
+	h := recordbatch.ReadHeader(one)
+	p := producedPool.Get().(*Produced)
+	defer p.Release()
+	_, err = p.check(&h, one, maxDecompressed)
+	return err
 }
 
 // checkProduced applies the header rules Kafka enforces on producers.
-func (h *batchHeader) checkProduced() error {
+func checkProduced(h *recordbatch.Header) error {
 	switch {
-	case h.isControl():
+	case h.IsControl():
 		return fmt.Errorf("control batch from a producer: %w", ErrInvalid)
-	case h.baseOffset != 0:
-		return fmt.Errorf("base offset %d, producers send 0: %w", h.baseOffset, ErrInvalid)
-	case h.count <= 0 || int64(h.count) != int64(h.lastDelta)+1:
-		return fmt.Errorf("record count %d with last offset delta %d: %w", h.count, h.lastDelta, ErrInvalid)
-	case h.producerID >= 0 && h.baseSequence < 0:
-		return fmt.Errorf("producer id %d without a sequence: %w", h.producerID, ErrInvalid)
+	case h.BaseOffset != 0:
+		return fmt.Errorf("base offset %d, producers send 0: %w", h.BaseOffset, ErrInvalid)
+	case h.RecordCount <= 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1:
+		return fmt.Errorf("record count %d with last offset delta %d: %w", h.RecordCount, h.LastOffsetDelta, ErrInvalid)
+	case h.ProducerID >= 0 && h.BaseSequence < 0:
+		return fmt.Errorf("producer id %d without a sequence: %w", h.ProducerID, ErrInvalid)
 	}
 	return nil
 }

@@ -3,15 +3,16 @@ package records
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // fixCRC recomputes the CRC of the single batch b after a test edits it.
 func fixCRC(b []byte) []byte {
-	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	binary.BigEndian.PutUint32(b[offCRC:], recordbatch.Checksum(b[offAttributes:]))
 	return b
 }
 
@@ -71,7 +72,7 @@ func TestDecodeLogAppendTime(t *testing.T) {
 // batch; the complete batches before it decode and the walk ends quietly.
 func TestDecodeTruncatedFinalBatch(t *testing.T) {
 	batches := twoBatches(t)
-	first, _, _ := nextBatch(batches)
+	first, _, _ := recordbatch.Next(batches)
 	for cut := len(first); cut < len(batches); cut++ {
 		var n int
 		err := Decode(batches[:cut], 0, 0, func(Record) bool { n++; return true })

@@ -1,7 +1,7 @@
-// Package records owns Kafka's record batch format (magic v2) for ferry: it
-// encodes records into batches, decodes and validates batches that any Kafka
-// client produced, compresses and decompresses batch payloads, and computes
-// Kafka's default key partition.
+// Package records owns the records inside Kafka's record batches (magic v2)
+// for ferry: it encodes records into batches, decodes and validates batches
+// that any Kafka client produced, compresses and decompresses batch
+// payloads, and computes Kafka's default key partition.
 //
 // Data flows through it in three ways:
 //
@@ -14,32 +14,23 @@
 //     [Decode], which walks the concatenated batches, decompresses each one
 //     under a size cap, skips control batches and records below the wanted
 //     offset, and calls back once per record.
-//   - Kafka produce: the binary listener calls [Validate] on each produced
-//     batch before appending it, so that a malformed batch is refused rather
-//     than stored and served to every consumer.
+//   - Kafka produce: the core checks a client's batches with
+//     [CheckProduced] before appending them, so that a malformed batch is
+//     refused rather than stored and served to every consumer. The
+//     [Produced] it returns keeps them parsed and decompressed for the
+//     other checks a topic may ask for (record rules, schema validation)
+//     and for recompression: one parse and at most one decompression per
+//     batch, however many look at it. [Validate] is the same check for a
+//     single batch.
 //   - Clients older than Kafka 0.11 speak the legacy message formats (magic
 //     0 and 1, see legacy.go): [UpConvert] turns a produced message set into
 //     one v2 batch before Validate, and [AppendLegacy] rewrites fetched
 //     batches as a message set for Fetch v0–v3. The log only ever holds v2.
 //
-// The on-the-wire layout of one batch (big endian; length counts the bytes
-// after the length field; the CRC is CRC-32C over bytes 21 to the end):
-//
-//	offset  size  field
-//	 0      8     baseOffset
-//	 8      4     batchLength
-//	12      4     partitionLeaderEpoch
-//	16      1     magic (2)
-//	17      4     crc
-//	21      2     attributes: bits 0-2 codec, 3 LogAppendTime, 4 transactional, 5 control
-//	23      4     lastOffsetDelta
-//	27      8     baseTimestamp
-//	35      8     maxTimestamp
-//	43      8     producerId
-//	51      2     producerEpoch
-//	53      4     baseSequence
-//	57      4     recordCount
-//	61      ...   records, compressed as a whole when the codec is not None
+// The batch around the records (the 61-byte header, its CRC-32C, the
+// framing of concatenated batches) is storage/recordbatch's, which draws the
+// layout; this package reads and writes headers only through it, and owns
+// what lies after the header.
 //
 // Each record is: length varint, attributes int8, timestampDelta varlong,
 // offsetDelta varint, key (varint length, -1 for null, then bytes), value

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"testing"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // fuzzCap keeps each fuzzed batch's decompression small.
@@ -28,7 +31,7 @@ func addSeeds(f *testing.F) {
 func withValidCRCs(data []byte) []byte {
 	out := bytes.Clone(data)
 	for rest := out; ; {
-		batch, next, err := nextBatch(rest)
+		batch, next, err := recordbatch.Next(rest)
 		if err != nil || batch == nil {
 			return out
 		}
@@ -120,6 +123,36 @@ func FuzzRecompress(f *testing.F) {
 		}
 		if err := Validate(out, 4*fuzzCap); err != nil {
 			t.Fatalf("input validates, recompressed does not: %v", err)
+		}
+	})
+}
+
+// FuzzCheckProduced: CheckProduced accepts what Validate accepts, one batch
+// at a time, and then walks the records Decode reads.
+func FuzzCheckProduced(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = withValidCRCs(data)
+		p, err := CheckProduced(data, fuzzCap)
+		if one, rest, _ := recordbatch.Next(data); one != nil && len(rest) == 0 {
+			if verr := Validate(data, fuzzCap); (verr == nil) != (err == nil) {
+				t.Fatalf("one batch: Validate %v, CheckProduced %v", verr, err)
+			}
+		}
+		if err != nil {
+			return
+		}
+		defer p.Release()
+		var got []Record
+		if err := p.Records(func(r Record) bool { got = append(got, cloneRecord(r)); return true }); err != nil {
+			t.Fatalf("Records of checked batches: %v", err)
+		}
+		var want []Record
+		if err := Decode(data, 0, fuzzCap, func(r Record) bool { want = append(want, cloneRecord(r)); return true }); err != nil {
+			t.Fatalf("Decode of checked batches: %v", err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Records and Decode differ")
 		}
 	})
 }

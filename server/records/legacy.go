@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // Legacy message layout offsets, from the start of an entry.
@@ -129,7 +131,7 @@ type legacyMessage struct {
 	key, value []byte
 }
 
-func (m *legacyMessage) codec() Codec { return Codec(m.attrs & attrCodecMask) }
+func (m *legacyMessage) codec() Codec { return Codec(m.attrs & recordbatch.CodecMask) }
 
 // nextLegacy parses the first entry of src, checking its framing and CRC.
 func nextLegacy(src []byte) (legacyMessage, []byte, error) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ferry-mq/ferry/server/records/legacytest"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 func TestAppendLegacyKeepsOffsetsKeysValuesTimestamps(t *testing.T) {
@@ -47,10 +48,10 @@ func TestAppendLegacyMarksLogAppendTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := readHeader(stored)
+	h := recordbatch.ReadHeader(stored)
 	for _, m := range legacytest.Parse(t, set) {
-		if m.Attrs != legacyAttrLogAppendTime || m.Timestamp != h.maxTime {
-			t.Fatalf("%+v: want LogAppendTime %d", m, h.maxTime)
+		if m.Attrs != legacyAttrLogAppendTime || m.Timestamp != h.MaxTimestamp {
+			t.Fatalf("%+v: want LogAppendTime %d", m, h.MaxTimestamp)
 		}
 	}
 }
@@ -105,8 +106,8 @@ func TestUpConvertMagic0And1(t *testing.T) {
 		if err := Validate(batch, 0); err != nil {
 			t.Fatalf("%s: converted batch does not validate: %v", tc.name, err)
 		}
-		if h := readHeader(batch); h.codec() != tc.codec {
-			t.Fatalf("%s: codec %v, want %v", tc.name, h.codec(), tc.codec)
+		if h := recordbatch.ReadHeader(batch); Codec(h.Codec()) != tc.codec {
+			t.Fatalf("%s: codec %v, want %v", tc.name, Codec(h.Codec()), tc.codec)
 		}
 		got := decodeAll(t, batch, 0)
 		if len(got) != len(tc.want) {

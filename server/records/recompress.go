@@ -1,10 +1,10 @@
 package records
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // Recompress appends to dst the batches of src, each stored with codec
@@ -19,7 +19,7 @@ func Recompress(dst, src []byte, codec Codec, level, maxDecompressed int) ([]byt
 	d := getDecoder()
 	defer putDecoder(d)
 	for len(src) > 0 {
-		batch, rest, err := nextBatch(src)
+		batch, rest, err := recordbatch.Next(src)
 		if err != nil {
 			return dst, err
 		}
@@ -27,11 +27,11 @@ func Recompress(dst, src []byte, codec Codec, level, maxDecompressed int) ([]byt
 			return dst, fmt.Errorf("recompress: truncated batch of %d bytes: %w", len(src), ErrCorrupt)
 		}
 		src = rest
-		h := readHeader(batch)
-		if err := h.check(batch); err != nil {
+		h := recordbatch.ReadHeader(batch)
+		if err := check(&h, batch); err != nil {
 			return dst, err
 		}
-		if h.codec() == codec {
+		if codecOf(&h) == codec {
 			dst = append(dst, batch...)
 			continue
 		}
@@ -39,36 +39,34 @@ func Recompress(dst, src []byte, codec Codec, level, maxDecompressed int) ([]byt
 		if err != nil {
 			return dst, err
 		}
-		if dst, err = appendRecompressed(dst, batch, recs, h.attrs, codec, level); err != nil {
+		if dst, err = appendRecompressed(dst, batch, h, recs, codec, level); err != nil {
 			return dst, err
 		}
 	}
 	return dst, nil
 }
 
-func appendRecompressed(dst, batch, recs []byte, attrs int16, codec Codec, level int) ([]byte, error) {
+func appendRecompressed(dst, batch []byte, h recordbatch.Header, recs []byte, codec Codec, level int) ([]byte, error) {
 	start := len(dst)
-	dst = append(dst, batch[:headerSize]...)
+	dst = append(dst, batch[:recordbatch.HeaderSize]...)
 	dst, err := CompressLevel(codec, level, dst, recs)
 	if err != nil {
 		return dst[:start], err
 	}
 	out := dst[start:]
-	if len(out)-lengthFieldEnd > math.MaxInt32 {
+	if len(out)-recordbatch.LogOverhead > math.MaxInt32 {
 		return dst[:start], fmt.Errorf("recompressed batch of %d bytes: %w", len(out), ErrTooLarge)
 	}
-	be := binary.BigEndian
-	be.PutUint32(out[offLength:], uint32(len(out)-lengthFieldEnd))
-	be.PutUint16(out[offAttributes:], uint16(attrs)&^attrCodecMask|uint16(codec)&attrCodecMask)
-	be.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))
+	h.Attributes = h.Attributes&^recordbatch.CodecMask | int16(codec)&recordbatch.CodecMask
+	h.Put(out) // the new length, codec and CRC; every other field as it was
 	return dst, nil
 }
 
 // BatchCodec is the codec of the first batch in src (for tests and tools).
 func BatchCodec(src []byte) (Codec, error) {
-	if len(src) < headerSize {
+	if len(src) < recordbatch.HeaderSize {
 		return None, fmt.Errorf("%d bytes: %w", len(src), ErrCorrupt)
 	}
-	h := readHeader(src)
-	return h.codec(), nil
+	h := recordbatch.ReadHeader(src)
+	return codecOf(&h), nil
 }

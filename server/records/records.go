@@ -3,6 +3,8 @@ package records
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // Sentinel errors. Every error returned by this package wraps one of them
@@ -10,8 +12,9 @@ import (
 // CORRUPT_MESSAGE, INVALID_RECORD and UNSUPPORTED_COMPRESSION_TYPE codes).
 var (
 	// ErrCorrupt: the bytes are not a well-formed batch (bad length, CRC,
-	// magic, varint, record framing, or compressed stream).
-	ErrCorrupt = errors.New("records: corrupt record batch")
+	// magic, varint, record framing, or compressed stream). It is the
+	// format's own error, recordbatch.ErrCorrupt (storage.ErrCorrupt too).
+	ErrCorrupt = recordbatch.ErrCorrupt
 	// ErrInvalid: the batch is well formed but Kafka would refuse it from a
 	// producer (control batch, non-zero base offset, offset deltas that do
 	// not count 0..n-1). Only Validate returns it.
@@ -90,33 +93,3 @@ type BatchOptions struct {
 	ProducerEpoch int16
 	BaseSequence  int32
 }
-
-// Batch header layout; see doc.go.
-const (
-	offBaseOffset   = 0
-	offLength       = 8
-	offLeaderEpoch  = 12
-	offMagic        = 16
-	offCRC          = 17
-	offAttributes   = 21
-	offLastDelta    = 23
-	offBaseTime     = 27
-	offMaxTime      = 35
-	offProducerID   = 43
-	offProducerEp   = 51
-	offBaseSequence = 53
-	offRecordCount  = 57
-	headerSize      = 61
-
-	// lengthFieldEnd is where the bytes counted by batchLength start.
-	lengthFieldEnd = offLength + 4
-	// minBatchLength is batchLength for a batch with no record bytes.
-	minBatchLength = headerSize - lengthFieldEnd
-
-	magicV2 = 2
-
-	attrCodecMask     = 0x07
-	attrLogAppendTime = 0x08
-	attrTransactional = 0x10
-	attrControl       = 0x20
-)
