@@ -4,11 +4,14 @@ import (
 	"net"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/quota"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 func describeQuotas(c *client, strict bool, cs ...kmsg.DescribeClientQuotasRequestComponent) *kmsg.DescribeClientQuotasResponse {
@@ -161,7 +164,7 @@ func TestShutdownClosesHeldConnections(t *testing.T) {
 		defer srv.mu.Unlock()
 		return len(srv.mu.delayedCloses)
 	}
-	waitFor(t, "the connection held", func() bool { return held() == 1 })
+	harness.WaitFor(t, "the connection held", 10*time.Second, func() bool { return held() == 1 })
 	ts.stop(t)
 	if n := held(); n != 0 {
 		t.Fatalf("%d connections still held after Shutdown", n)

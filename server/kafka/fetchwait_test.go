@@ -4,11 +4,14 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 func createTopic(t *testing.T, ts *testServer, name string, partitions int32) {
@@ -35,7 +38,7 @@ func TestWaitingFetchReadsNothingUntilData(t *testing.T) {
 	createTopic(t, ts, "idle", 1)
 	c, other := ts.dial(t), ts.dial(t)
 	corr := c.send(withVersion(fetchReq("idle", 0, 0, 5000, 1), 12))
-	waitFor(t, "the fetch to wait", func() bool { return ts.broker.WaitingFetches("idle", 0) == 1 })
+	harness.WaitFor(t, "the fetch to wait", 10*time.Second, func() bool { return ts.broker.WaitingFetches("idle", 0) == 1 })
 	if n := logReads(t, ts, "idle", 0); n != 0 {
 		t.Fatalf("%d log reads while waiting on an empty partition, want 0", n)
 	}
@@ -62,7 +65,7 @@ func TestWaitingFetchCountsBytesWithoutReading(t *testing.T) {
 	c, other := ts.dial(t), ts.dial(t)
 	one := batch(t, records.BatchOptions{}, "0123456789")
 	corr := c.send(withVersion(fetchReq("count", 0, 0, 60_000, int32(3*len(one))), 12))
-	waitFor(t, "the fetch to wait", func() bool { return ts.broker.WaitingFetches("count", 0) == 1 })
+	harness.WaitFor(t, "the fetch to wait", 10*time.Second, func() bool { return ts.broker.WaitingFetches("count", 0) == 1 })
 	for i := range 2 {
 		produceOne(other, 9, "count", batch(t, records.BatchOptions{}, "0123456789"))
 		if n := logReads(t, ts, "count", 0); n != 0 || ts.broker.WaitingFetches("count", 0) != 1 {
@@ -96,7 +99,7 @@ func TestWaitingFetchOverPartitionsReadsOnce(t *testing.T) {
 	rp.Partition, rp.PartitionMaxBytes = 1, 1<<20
 	req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
 	corr := c.send(withVersion(req, 12))
-	waitFor(t, "the fetch to wait", func() bool { return ts.broker.WaitingFetches("two", 1) == 1 })
+	harness.WaitFor(t, "the fetch to wait", 10*time.Second, func() bool { return ts.broker.WaitingFetches("two", 1) == 1 })
 	do[*kmsg.ProduceResponse](other, produceReq("two", 1, -1, batch(t, records.BatchOptions{}, "y")), 9)
 	if r0, r1 := logReads(t, ts, "two", 0), logReads(t, ts, "two", 1); r0 != 1 || r1 != 0 {
 		t.Fatalf("while waiting: %d reads of partition 0 (want 1, before waiting), %d of 1 (want 0)", r0, r1)
@@ -128,7 +131,7 @@ func TestWaitingFetchesStartNoGoroutines(t *testing.T) {
 	for _, c := range conns {
 		c.send(withVersion(fetchReq("g", 0, 0, 10_000, 1), 12))
 	}
-	waitFor(t, "5 fetches to wait", func() bool { return ts.broker.WaitingFetches("g", 0) == 5 })
+	harness.WaitFor(t, "5 fetches to wait", 10*time.Second, func() bool { return ts.broker.WaitingFetches("g", 0) == 5 })
 	if extra := runtime.NumGoroutine() - before; extra > 0 {
 		t.Fatalf("5 waiting fetches added %d goroutines, want 0", extra)
 	}

@@ -3,9 +3,12 @@ package kafka
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 func consumerJoin(group, memberID string) *kmsg.JoinGroupRequest {
@@ -38,7 +41,7 @@ func TestJoinGroupMemberIDAndDescribeCarryClient(t *testing.T) {
 	joiner.send(req)
 	admin := ts.dial(t)
 	var members []kmsg.DescribeGroupsResponseGroupMember
-	waitFor(t, "the joining member to show in DescribeGroups", func() bool {
+	harness.WaitFor(t, "the joining member to show in DescribeGroups", 10*time.Second, func() bool {
 		dr := kmsg.NewPtrDescribeGroupsRequest()
 		dr.Groups = []string{"g"}
 		members = do[*kmsg.DescribeGroupsResponse](admin, dr, 5).Groups[0].Members

@@ -4,9 +4,12 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // A follower that restarts resumes from the high watermark it had
@@ -37,7 +40,7 @@ func TestRestartedFollowerLeadsFromItsCheckpointedHighWatermark(t *testing.T) {
 		}
 		return p
 	}
-	waitFor(t, "the follower to learn the high watermark 3", func() bool { return follower().HighWatermark() == 3 })
+	harness.WaitFor(t, "the follower to learn the high watermark 3", 10*time.Second, func() bool { return follower().HighWatermark() == 3 })
 
 	b2.stop(t)
 	b2.start(t, slog.New(slog.NewTextHandler(b2.logs, nil)), func(c *Config) { c.InterBroker = true })

@@ -33,11 +33,6 @@ func totalAlloc() uint64 {
 }
 
 // waitFor polls cond every few milliseconds for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	harness.WaitFor(t, what, 10*time.Second, cond)
-}
-
 // startFrame sends a Produce frame header declaring size bytes, and the
 // first body bytes.
 func startFrame(t *testing.T, nc net.Conn, size int, body []byte) {
@@ -64,7 +59,7 @@ func TestFrameHeadersDeclaringHugeSizesHoldLittleHeap(t *testing.T) {
 		t.Cleanup(func() { nc.Close() })
 		startFrame(t, nc, DefaultMaxRequestBytes, []byte{0, 0, 0, 1, 0, 4})
 	}
-	waitFor(t, "every connection to be reading its frame", func() bool { return ts.framesReading.Load() == conns })
+	harness.WaitFor(t, "every connection to be reading its frame", 10*time.Second, func() bool { return ts.framesReading.Load() == conns })
 	growth := heapAfterGC() - base
 	t.Logf("%d connections each declaring a %d MiB frame: heap grew %.1f MiB", conns, DefaultMaxRequestBytes>>20, float64(growth)/(1<<20))
 	if growth > 64<<20 {
@@ -189,7 +184,7 @@ func TestMaxConnectionsClosesTheExtraConnection(t *testing.T) {
 		t.Fatal("the 4th connection was served with max.connections=3")
 	}
 	open[0].Close()
-	waitFor(t, "a slot after a close", func() bool { return apiVersionsOK(t, dialFrom(t, ts.addr, "127.0.0.1")) })
+	harness.WaitFor(t, "a slot after a close", 10*time.Second, func() bool { return apiVersionsOK(t, dialFrom(t, ts.addr, "127.0.0.1")) })
 }
 
 func TestMaxConnectionsPerIP(t *testing.T) {
@@ -266,13 +261,13 @@ func TestFrameWaitsForBudget(t *testing.T) {
 	})
 	hog := dialFrom(t, ts.addr, "127.0.0.1")
 	startFrame(t, hog, 900<<10, make([]byte, 100<<10))
-	waitFor(t, "the first frame to reserve", func() bool { return ts.budget.inUse() == 900<<10 })
+	harness.WaitFor(t, "the first frame to reserve", 10*time.Second, func() bool { return ts.budget.inUse() == 900<<10 })
 
 	c := ts.dial(t)
 	req := produceReq("wait", 0, -1, batch(t, records.BatchOptions{}, strings.Repeat("w", 800<<10)))
 	req.SetVersion(9)
 	corr := c.send(req)
-	waitFor(t, "the second frame to wait", func() bool { return ts.budget.waiting() == 1 })
+	harness.WaitFor(t, "the second frame to wait", 10*time.Second, func() bool { return ts.budget.waiting() == 1 })
 	hog.Close()
 	resp := kmsg.NewPtrProduceResponse()
 	resp.SetVersion(9)
@@ -288,9 +283,9 @@ func TestSlowFrameIsClosedAndReleasesBudget(t *testing.T) {
 	ts := newTestServer(t, func(c *Config) { c.RequestReadTimeout = 200 * time.Millisecond })
 	c := ts.dial(t)
 	startFrame(t, c.nc, 1<<20, make([]byte, 100<<10))
-	waitFor(t, "the frame to reserve", func() bool { return ts.budget.inUse() == 1<<20 })
+	harness.WaitFor(t, "the frame to reserve", 10*time.Second, func() bool { return ts.budget.inUse() == 1<<20 })
 	c.expectClosed()
-	waitFor(t, "the reservation to be returned", func() bool { return ts.budget.inUse() == 0 })
+	harness.WaitFor(t, "the reservation to be returned", 10*time.Second, func() bool { return ts.budget.inUse() == 0 })
 }
 
 func TestMemoryBudget(t *testing.T) {
@@ -299,12 +294,12 @@ func TestMemoryBudget(t *testing.T) {
 	r1, _ := b.acquire(ctx, 60)
 	got := make(chan func(), 1)
 	go func() { r, _ := b.acquire(ctx, 60); got <- r }()
-	waitFor(t, "the second acquire to wait", func() bool { return b.waiting() == 1 })
+	harness.WaitFor(t, "the second acquire to wait", 10*time.Second, func() bool { return b.waiting() == 1 })
 	// FIFO: a small request behind the waiting one waits too.
 	cctx, cancel := context.WithCancel(ctx)
 	small := make(chan error, 1)
 	go func() { _, err := b.acquire(cctx, 10); small <- err }()
-	waitFor(t, "the small acquire to queue", func() bool { return b.waiting() == 2 })
+	harness.WaitFor(t, "the small acquire to queue", 10*time.Second, func() bool { return b.waiting() == 2 })
 	cancel()
 	if err := <-small; err == nil {
 		t.Fatal("cancelled acquire succeeded")
@@ -362,9 +357,9 @@ func TestShutdownWithFramesWaitingForBudget(t *testing.T) {
 		c.QueuedMaxRequestBytes = 1 << 20
 	})
 	startFrame(t, dialFrom(t, ts.addr, "127.0.0.1"), 900<<10, make([]byte, 100<<10))
-	waitFor(t, "the first frame to reserve", func() bool { return ts.budget.inUse() == 900<<10 })
+	harness.WaitFor(t, "the first frame to reserve", 10*time.Second, func() bool { return ts.budget.inUse() == 900<<10 })
 	startFrame(t, dialFrom(t, ts.addr, "127.0.0.1"), 900<<10, make([]byte, 100<<10))
-	waitFor(t, "the second frame to wait", func() bool { return ts.budget.waiting() == 1 })
+	harness.WaitFor(t, "the second frame to wait", 10*time.Second, func() bool { return ts.budget.waiting() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := ts.Shutdown(ctx); err != nil {

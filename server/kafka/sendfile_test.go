@@ -18,6 +18,8 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // sampleFetchResponse has what ferry's answers can hold: several topics,
@@ -526,7 +528,7 @@ func TestSendfileWideFetchMatchesCopying(t *testing.T) {
 	if got := rawFetch(t, ts.dial(t), req, 12); !bytes.Equal(got, want) { // both clients' first request
 		t.Fatal("wide sendfile answer differs from the copying one")
 	}
-	waitFor(t, "the connection to release its segment files once the answer was read",
+	harness.WaitFor(t, "the connection to release its segment files once the answer was read", 10*time.Second,
 		func() bool { return connFilesHeld(ts.Server) == 0 })
 }
 

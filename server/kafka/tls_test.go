@@ -20,6 +20,8 @@ import (
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/tlsconf"
 	"github.com/ferry-mq/ferry/server/tlsconf/tlstest"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 type tlsTestServer struct {
@@ -135,7 +137,7 @@ func TestTLSListenerNextToPlaintext(t *testing.T) {
 		fc.CoordinatorKey = "a-group"
 		var fresp *kmsg.FindCoordinatorResponse
 		var err error
-		waitFor(t, "the coordinator answers (COORDINATOR_NOT_AVAILABLE while the offsets load)", func() bool {
+		harness.WaitFor(t, "the coordinator answers (COORDINATOR_NOT_AVAILABLE while the offsets load)", 10*time.Second, func() bool {
 			fresp, err = fc.RequestWith(ctx, cl)
 			return err != nil || fresp.ErrorCode != kerr.CoordinatorNotAvailable.Code
 		})

@@ -17,6 +17,8 @@ import (
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/test/zkserver"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 var zks zkserver.Shared
@@ -181,7 +183,7 @@ func shrinkISR(t *testing.T, conflict bool) {
 		t.Fatalf("produce: %d", p.ErrorCode)
 	}
 	// The leader adopts the ISR once its write returns: both must agree.
-	waitFor(t, "the ISR to shrink to [1] in ZooKeeper and on the leader", func() bool {
+	harness.WaitFor(t, "the ISR to shrink to [1] in ZooKeeper and on the leader", 10*time.Second, func() bool {
 		st, err := ctl.PartitionState("s", 0)
 		p, _ := b1.broker.Partition("s", 0)
 		return err == nil && slices.Equal(st.ISR, []int32{1}) && slices.Equal(p.ISR(), []int32{1})

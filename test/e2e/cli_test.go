@@ -318,15 +318,6 @@ func (b *lockedBuffer) String() string {
 }
 
 // waitFor polls cond every 50ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-	}
-}
-
 // TestCLIGroupActiveMember runs a group consumer in the background: describe
 // shows it with its assignment, reset-offsets --execute is refused while it
 // is a member, and on SIGINT it commits what it printed, leaves, exits 0.
@@ -343,8 +334,8 @@ func TestCLIGroupActiveMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { consumer.Process.Kill(); consumer.Wait() })
-	waitFor(t, 30*time.Second, "5 records consumed", func() bool { return len(sortedLines(stdout.String())) == 5 })
-	waitFor(t, 30*time.Second, "describe to show the member", func() bool {
+	harness.WaitFor(t, "5 records consumed", 30*time.Second, func() bool { return len(sortedLines(stdout.String())) == 5 })
+	harness.WaitFor(t, "describe to show the member", 30*time.Second, func() bool {
 		out := squeeze(runCLI(t, "", nil, "groups", "describe", "g2", "--bootstrap", node.KafkaAddr).stdout)
 		return strings.Contains(out, "STATE Stable MEMBERS 1") && strings.Contains(out, " live:0,1\n")
 	})

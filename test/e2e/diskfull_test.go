@@ -127,7 +127,7 @@ func TestDiskFullPartitionRecoversWithoutRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 15*time.Second, "/readyz to be ready after space was freed", func() bool {
+	harness.WaitFor(t, "/readyz to be ready after space was freed", 15*time.Second, func() bool {
 		r = getReadyz(t, node)
 		return r.Code == 200 && r.Status == "ready"
 	})

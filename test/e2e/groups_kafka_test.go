@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // groupLedger counts how often each record was handed to a group member.
@@ -114,8 +116,8 @@ func TestFranzGoGroupRebalanceNoSkipNoDup(t *testing.T) {
 			<-dones[i]
 		}
 	}()
-	waitFor(t, 60*time.Second, "the group to consume 300 records", func() bool { return ledger.total() >= 300 })
-	waitFor(t, 30*time.Second, "all three members to get records", func() bool {
+	harness.WaitFor(t, "the group to consume 300 records", 60*time.Second, func() bool { return ledger.total() >= 300 })
+	harness.WaitFor(t, "all three members to get records", 30*time.Second, func() bool {
 		ledger.mu.Lock()
 		defer ledger.mu.Unlock()
 		return len(ledger.byWho) == 3
@@ -126,13 +128,13 @@ func TestFranzGoGroupRebalanceNoSkipNoDup(t *testing.T) {
 	<-dones[2]
 	clients[2].Close()
 	produceN(t, node.KafkaAddr, "events", 600, 600)
-	waitFor(t, 90*time.Second, "all 1200 records", func() bool { return ledger.total() >= 1200 })
+	harness.WaitFor(t, "all 1200 records", 90*time.Second, func() bool { return ledger.total() >= 1200 })
 
 	ends, err := admin.ListEndOffsets(ctx, "events")
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "committed offsets at the end of every partition", func() bool {
+	harness.WaitFor(t, "committed offsets at the end of every partition", 30*time.Second, func() bool {
 		offs, err := admin.FetchOffsets(ctx, "g3")
 		if err != nil {
 			return false
@@ -207,7 +209,7 @@ func TestKcatGroupMember(t *testing.T) {
 			HighWatermark int64 `json:"high_watermark"`
 		} `json:"offsets"`
 	}
-	waitFor(t, 20*time.Second, "kcat's commits", func() bool {
+	harness.WaitFor(t, "kcat's commits", 20*time.Second, func() bool {
 		status, data := restCall(t, "GET", node.URL+"/groups/kcg", "", "", "")
 		if status != 200 || json.Unmarshal(data, &d) != nil || len(d.Offsets) != 2 {
 			return false
@@ -237,7 +239,7 @@ func TestRestAndFranzGoShareGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cl, done := runMember(ctx, t, node.KafkaAddr, "mix", "mixed", "kgo", ledger)
 	defer func() { cancel(); cl.Close(); <-done }()
-	waitFor(t, 60*time.Second, "the group to give the Kafka member partitions", func() bool {
+	harness.WaitFor(t, "the group to give the Kafka member partitions", 60*time.Second, func() bool {
 		status, data := restCall(t, "GET", inst+"/assignments", "", "", "")
 		var a struct {
 			Partitions []struct{} `json:"partitions"`
@@ -248,7 +250,7 @@ func TestRestAndFranzGoShareGroup(t *testing.T) {
 	})
 	produceN(t, node.KafkaAddr, "mixed", 40, 40)
 	restSeen := map[string]int{}
-	waitFor(t, 60*time.Second, "the 40 new records between the two members", func() bool {
+	harness.WaitFor(t, "the 40 new records between the two members", 60*time.Second, func() bool {
 		status, data := restCall(t, "GET", inst+"/records?timeout=200", "", "application/vnd.kafka.json.v2+json", "")
 		var batch []restRecord
 		if status == 200 && json.Unmarshal(data, &batch) == nil {

@@ -10,6 +10,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // saramaHandler records what each claim delivers and marks it for commit.
@@ -90,7 +92,7 @@ func TestSaramaConsumerGroup(t *testing.T) {
 	d1 := runSarama(ctx, t, node.KafkaAddr, "sg", "sar", sarama.V2_8_0_0, h)
 	d2 := runSarama(ctx, t, node.KafkaAddr, "sg", "sar", sarama.V3_0_0_0, h)
 	start := time.Now()
-	waitFor(t, 60*time.Second, "sarama to consume 200 records", func() bool { return h.count() >= 200 })
+	harness.WaitFor(t, "sarama to consume 200 records", 60*time.Second, func() bool { return h.count() >= 200 })
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr))
 	if err != nil {
@@ -98,7 +100,7 @@ func TestSaramaConsumerGroup(t *testing.T) {
 	}
 	defer cl.Close()
 	admin := kadm.NewClient(cl)
-	waitFor(t, 30*time.Second, "sarama's commits to reach the end", func() bool {
+	harness.WaitFor(t, "sarama's commits to reach the end", 30*time.Second, func() bool {
 		offs, err := admin.FetchOffsets(context.Background(), "sg")
 		if err != nil {
 			return false
@@ -121,7 +123,7 @@ func TestSaramaConsumerGroup(t *testing.T) {
 	h2 := &saramaHandler{seen: map[string]int{}}
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	d3 := runSarama(ctx2, t, node.KafkaAddr, "sg", "sar", sarama.V2_8_0_0, h2)
-	waitFor(t, 60*time.Second, "the new member to read the 10 new records", func() bool { return h2.count() >= 10 })
+	harness.WaitFor(t, "the new member to read the 10 new records", 60*time.Second, func() bool { return h2.count() >= 10 })
 	time.Sleep(500 * time.Millisecond) // anything older would arrive with them
 	cancel2()
 	<-d3

@@ -94,12 +94,12 @@ func TestStaticMemberRestartKeepsPartitionsWithoutRebalance(t *testing.T) {
 	node := kafkaNode(t)
 	createTopic(t, node, "static", 4)
 	a := startStaticMember(t, node, "static-g", "static", "a")
-	waitFor(t, 30*time.Second, "the first member to own every partition", func() bool { return a.ownedCount() == 4 })
+	harness.WaitFor(t, "the first member to own every partition", 30*time.Second, func() bool { return a.ownedCount() == 4 })
 	// b joining is a second generation, whose join metadata says what each
 	// member owned: a restarted member's differs (it owns nothing yet).
 	b := startStaticMember(t, node, "static-g", "static", "b")
 	defer b.cl.Close()
-	waitFor(t, 30*time.Second, "both members to own two partitions", func() bool {
+	harness.WaitFor(t, "both members to own two partitions", 30*time.Second, func() bool {
 		return a.ownedCount() == 2 && b.ownedCount() == 2 && describeGroup(t, node, "static-g").State == "Stable"
 	})
 	before := describeGroup(t, node, "static-g")
@@ -113,7 +113,7 @@ func TestStaticMemberRestartKeepsPartitionsWithoutRebalance(t *testing.T) {
 	a.cl.Close() // a static member does not leave the group on close
 	a2 := startStaticMember(t, node, "static-g", "static", "a")
 	defer a2.cl.Close()
-	waitFor(t, 30*time.Second, "the restarted member to own its two partitions", func() bool { return a2.ownedCount() == 2 })
+	harness.WaitFor(t, "the restarted member to own its two partitions", 30*time.Second, func() bool { return a2.ownedCount() == 2 })
 	after := describeGroup(t, node, "static-g")
 	if after.Generation != before.Generation || after.State != "Stable" || len(after.Members) != 2 {
 		t.Fatalf("after the restart: %+v, want generation %d, Stable, 2 members", after, before.Generation)

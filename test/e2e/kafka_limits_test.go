@@ -127,7 +127,7 @@ func TestKafkaRequestMemoryGauges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, "900 KiB reserved and one connection waiting for the budget", func() bool {
+	harness.WaitFor(t, "900 KiB reserved and one connection waiting for the budget", 10*time.Second, func() bool {
 		s := scrapeMetrics(t, node)
 		return s.value("ferry_request_memory_reserved_bytes", "listener=kafka") == 900<<10 &&
 			s.value("ferry_request_memory_waiting_connections", "listener=kafka") == 1

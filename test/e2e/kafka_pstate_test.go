@@ -76,7 +76,7 @@ func TestKafkaIdempotenceAfterKill9UsesRollSnapshot(t *testing.T) {
 	}
 	opts := records.BatchOptions{ProducerID: init.ProducerID, ProducerEpoch: init.ProducerEpoch}
 	produceRange(t, ctx, cl, opts, 0, 80) // several 1 KiB segments
-	waitFor(t, 20*time.Second, "a producer state snapshot after segment rolls (the flush loop writes it)",
+	harness.WaitFor(t, "a producer state snapshot after segment rolls (the flush loop writes it)", 20*time.Second,
 		func() bool { return len(snapshotFiles(t, node)) > 0 })
 	last := produceRange(t, ctx, cl, opts, 80, 84) // after the snapshot
 	cl.Close()

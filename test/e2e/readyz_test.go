@@ -52,7 +52,7 @@ func TestReadyzFollowsPostgres(t *testing.T) {
 
 	pg.Stop()
 	var down readiness
-	waitFor(t, 30*time.Second, "/readyz to answer 503 with PostgreSQL stopped", func() bool {
+	harness.WaitFor(t, "/readyz to answer 503 with PostgreSQL stopped", 30*time.Second, func() bool {
 		down = getReadyz(t, node)
 		return down.Code == http.StatusServiceUnavailable
 	})
@@ -71,7 +71,7 @@ func TestReadyzFollowsPostgres(t *testing.T) {
 	res.Body.Close()
 
 	pg.Restart()
-	waitFor(t, 30*time.Second, "/readyz to answer 200 after PostgreSQL restarted", func() bool {
+	harness.WaitFor(t, "/readyz to answer 200 after PostgreSQL restarted", 30*time.Second, func() bool {
 		return getReadyz(t, node).Code == 200
 	})
 	if r := getReadyz(t, node); r.Status != "ready" || r.Checks["schema_store"] != "ok" {
