@@ -35,6 +35,9 @@ type Log struct {
 	// checkpoint is owned by the sync token holder (mu.syncing) once open.
 	checkpoint *recoveryCheckpoint
 
+	// cleanMu serialises cleaning passes (Clean); take it before writeMu.
+	cleanMu sync.Mutex
+
 	writeMu sync.Mutex
 	// Owned by writeMu: buffers reused by every append.
 	newEntries []indexEntry
@@ -54,6 +57,7 @@ type Log struct {
 		startOffset   int64
 		endOffset     int64
 		recoveryPoint int64 // everything below is fsynced
+		cleanedTo     int64 // the cleaner's first dirty offset (cleaner.go)
 		// firstUnflushed is when the oldest append above recoveryPoint
 		// happened (zero when none), for MaybeFlush.
 		firstUnflushed time.Time
@@ -129,6 +133,9 @@ func (l *Log) open() error {
 	if err != nil {
 		return err
 	}
+	if err := l.loadCleanedTo(); err != nil {
+		return err
+	}
 	segs, err := l.openSegments(bases, start)
 	l.mu.segs = segs
 	if err != nil {
@@ -198,6 +205,13 @@ func (l *Log) listDir() (bases []int64, clean bool, err error) {
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return nil, false, fmt.Errorf("list dir: %w", err)
+	}
+	if changed, err := l.finishSwaps(names); err != nil {
+		return nil, false, err
+	} else if changed {
+		if names, err = l.fs.ReadDir(l.dir); err != nil {
+			return nil, false, fmt.Errorf("list dir: %w", err)
+		}
 	}
 	for _, name := range names {
 		switch {
