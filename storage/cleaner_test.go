@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-mq/ferry/storage"
 	"github.com/ferry-mq/ferry/storage/errorfs"
 	"github.com/ferry-mq/ferry/storage/memfs"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // kv is one record of a compaction scenario: key "" is keyless, tombstone
@@ -396,4 +397,47 @@ func TestCleanerFaultsLeaveOldLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestCleanerChunkReadBeforeSwap: a zero-copy chunk found before a pass
+// and opened after it (its path now names the cleaned file) is refused
+// or starts with the batch the read found, never another one.
+func TestCleanerChunkReadBeforeSwap(t *testing.T) {
+	cfg := storage.Config{SegmentBytes: 600, IndexIntervalBytes: 128}
+	l := openLog(t, "/data/ch-0", cfg, memfs.New())
+	scenario(t, l, 1000)
+	var chunks []storage.Chunk
+	var firsts []int64
+	for off := int64(0); off < 50; off += 3 {
+		res, err := l.Read(storage.ReadOptions{Offset: off, MaxBytes: 300, MinOneBatch: true, ChunksOnly: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := l.Read(storage.ReadOptions{Offset: off, MaxBytes: 1, MinOneBatch: true}, nil)
+		chunks = append(chunks, res.Chunks[0])
+		firsts = append(firsts, headers(t, data.Data)[0].BaseOffset)
+	}
+	if _, err := l.Clean(cleanOpts(storage.NewOffsetMap(1<<20), l.LogEndOffset(), time.UnixMilli(1_000_000))); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for i := range chunks {
+		c := &chunks[i]
+		if err := c.Open(); err != nil {
+			if !errors.Is(err, storage.ErrChunkChanged) {
+				t.Fatalf("chunk %d: %v", i, err)
+			}
+			refused++
+			continue
+		}
+		b, err := c.AppendTo(nil)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := recordbatch.ReadHeader(b); h.BaseOffset != firsts[i] {
+			t.Fatalf("chunk %d starts at batch %d, the read found %d", i, h.BaseOffset, firsts[i])
+		}
+	}
+	t.Logf("%d of %d chunks refused after the swap", refused, len(chunks))
 }
