@@ -15,8 +15,13 @@ import (
 // data directory in cleaner-offset-checkpoint).
 const cleanerCheckpointFile = "cleaner-offset-checkpoint"
 
-// ErrMapTooSmall: the dedupe map cannot hold even one batch's keys.
-var ErrMapTooSmall = errors.New("cleaner offset map too small for one batch")
+// Errors of a cleaning pass.
+var (
+	// ErrMapTooSmall: the dedupe map cannot hold even one batch's keys.
+	ErrMapTooSmall = errors.New("cleaner offset map too small for one batch")
+	// ErrCleanStopped: CleanOptions.Stop closed during the pass.
+	ErrCleanStopped = errors.New("cleaning pass stopped")
+)
 
 // RecordCodec is what the cleaner needs of the records inside a batch,
 // which storage otherwise treats as opaque bytes. The broker passes
@@ -79,6 +84,9 @@ type CleanOptions struct {
 	Classify func(recordbatch.Header) BatchAction
 	// Now is the pass's clock; nil is the log's.
 	Now func() time.Time
+	// Stop, when closed, ends the pass at its next read (ErrCleanStopped);
+	// the groups already swapped stay cleaned.
+	Stop <-chan struct{}
 }
 
 // CleanResult says what one pass did.
@@ -352,6 +360,11 @@ const cleanReadBytes = 1 << 20
 // readChunk reads into p.buf from pos: a megabyte, or the whole batch at
 // pos when it is larger.
 func (p *cleanPass) readChunk(s *segment, f File, pos, limit int64) (int, error) {
+	select {
+	case <-p.opts.Stop:
+		return 0, ErrCleanStopped
+	default:
+	}
 	want := min(int64(cleanReadBytes), limit-pos)
 	if limit-pos >= recordbatch.HeaderSize {
 		hdr := make([]byte, recordbatch.HeaderSize)

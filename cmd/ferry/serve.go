@@ -447,7 +447,7 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 // allServeOptions is every serve option: the list above and those kept
 // beside the feature they configure.
 func allServeOptions() []option {
-	return slices.Concat(serveOptions, httpAuthOptions, interBrokerOptions)
+	return slices.Concat(serveOptions, httpAuthOptions, interBrokerOptions, cleanerOptions)
 }
 
 // switchOptions are the options given as a bare --flag (true), or
