@@ -28,8 +28,8 @@ func TestChooseDirtiest(t *testing.T) {
 		{"busy skipped", []cleanCandidate{{state: st(40, 60, 0), cfg: on}, {state: st(10, 90, 0), cfg: on, busy: true}}, 0},
 		{"not compacted", []cleanCandidate{{state: st(0, 90, 0), cfg: storage.Compaction{MinCleanableRatio: 0.5}}}, -1},
 		{"nothing dirty", []cleanCandidate{{state: st(100, 0, 0), cfg: on}}, -1},
-		{"max lag forces a clean log", []cleanCandidate{{state: st(90, 10, now.UnixMilli() - 2*60_000), cfg: lagged}}, 0},
-		{"max lag not yet passed", []cleanCandidate{{state: st(90, 10, now.UnixMilli() - 30_000), cfg: lagged}}, -1},
+		{"max lag forces a clean log", []cleanCandidate{{state: st(90, 10, now.UnixMilli()-2*60_000), cfg: lagged}}, 0},
+		{"max lag not yet passed", []cleanCandidate{{state: st(90, 10, now.UnixMilli()-30_000), cfg: lagged}}, -1},
 		{"max lag with unknown time", []cleanCandidate{{state: st(90, 10, -1), cfg: lagged}}, -1},
 		{"forced still ranks by ratio", []cleanCandidate{
 			{state: st(90, 10, 0), cfg: lagged},
