@@ -118,7 +118,12 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 		opts.Now = l.now
 	}
 	p := &cleanPass{l: l, opts: opts, now: opts.Now().UnixMilli()}
-	segs, firstDirty, uncleanable, err := l.cleanableRange(opts.UpperBound, opts.MinCompactionLag, opts.Now())
+	// Only fsynced data is cleaned: a map built from records a crash can
+	// still lose would let the pass drop the older records they replace.
+	if err := l.syncTo(opts.UpperBound); err != nil {
+		return CleanResult{}, err
+	}
+	segs, firstDirty, uncleanable, err := l.cleanableRange(opts.UpperBound, opts.MinCompactionLag, opts.Now(), true)
 	if err != nil || firstDirty >= uncleanable {
 		return CleanResult{}, err
 	}
@@ -155,7 +160,7 @@ func (s CleanerState) DirtyRatio() float64 {
 // CleanerState measures the log's clean and dirty parts under the same
 // bounds as Clean.
 func (l *Log) CleanerState(upper int64, minLag time.Duration, now time.Time) (CleanerState, error) {
-	segs, firstDirty, uncleanable, err := l.cleanableRange(upper, minLag, now)
+	segs, firstDirty, uncleanable, err := l.cleanableRange(upper, minLag, now, false)
 	if err != nil {
 		return CleanerState{}, err
 	}
@@ -188,8 +193,9 @@ func (l *Log) interval() int64 {
 // cleanableRange returns the segments (each with a reference the caller
 // releases), the first dirty offset and the first uncleanable offset: the
 // base of the first segment that is active, holds an offset at or above
-// upper or the recovery point, or a record newer than minLag.
-func (l *Log) cleanableRange(upper int64, minLag time.Duration, now time.Time) ([]*segment, int64, int64, error) {
+// upper (or, with flushedOnly, the recovery point), or a record newer
+// than minLag.
+func (l *Log) cleanableRange(upper int64, minLag time.Duration, now time.Time, flushedOnly bool) ([]*segment, int64, int64, error) {
 	l.mu.Lock()
 	if l.mu.closed {
 		l.mu.Unlock()
@@ -202,7 +208,10 @@ func (l *Log) cleanableRange(upper int64, minLag time.Duration, now time.Time) (
 		s.refs.Add(1) // in the list, so alive
 	}
 	l.mu.Unlock()
-	bound := min(upper, rp)
+	bound := upper
+	if flushedOnly {
+		bound = min(upper, rp)
+	}
 	uncleanable := segs[len(segs)-1].base
 	for i, s := range segs[:len(segs)-1] {
 		if segs[i+1].base > bound {

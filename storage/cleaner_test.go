@@ -441,3 +441,32 @@ func TestCleanerChunkReadBeforeSwap(t *testing.T) {
 	}
 	t.Logf("%d of %d chunks refused after the swap", refused, len(chunks))
 }
+
+// TestCleanerFsyncsBeforeCleaning: records appended without an fsync are
+// made durable by the pass before it maps them, and nothing at or above
+// the caller's bound is cleaned.
+func TestCleanerFsyncsBeforeCleaning(t *testing.T) {
+	cfg := storage.Config{SegmentBytes: 600, IndexIntervalBytes: 128}
+	l := openLog(t, "/data/ns-0", cfg, memfs.New())
+	for i := 0; i < 40; i++ {
+		b := keyedBatch(t, 1000, kv{key: fmt.Sprintf("k%d", i%4), value: fmt.Sprint(i)}, kv{key: fmt.Sprintf("k%d", i%4), value: fmt.Sprint(i)})
+		if _, err := l.Append(b, storage.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.FlushedOffset() != 0 {
+		t.Fatalf("flushed %d before the pass", l.FlushedOffset())
+	}
+	before := readRecords(t, l)
+	bound := int64(30)
+	res, err := l.Clean(cleanOpts(storage.NewOffsetMap(1<<20), bound, time.UnixMilli(1_000_000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CleanedTo == 0 || res.CleanedTo > bound || l.FlushedOffset() < res.CleanedTo {
+		t.Fatalf("pass %+v with bound %d, flushed %d", res, bound, l.FlushedOffset())
+	}
+	if got := readRecords(t, l); !slices.Equal(got, wantCompacted(before, res.CleanedTo, false)) {
+		t.Fatalf("got %v", got)
+	}
+}

@@ -184,8 +184,10 @@
 // offsets; ferry names the range because a group whose last segments
 // were cleaned empty ends below their base offsets. The cleaned segment
 // gets no index files: they are rebuilt on first use, like any missing
-// index. Only segments below the recovery point are cleaned, so the
-// rescan after a crash never meets a cleaned segment it must truncate.
+// index. A pass first fsyncs the log up to its bound and cleans only
+// below the recovery point: a map built from records a crash could still
+// lose would let it drop the older records they replace, and the rescan
+// after a crash never meets a cleaned segment it must truncate.
 // The pass copies without the write lock (appends, reads and retention go
 // on); the swap takes it for its renames and checks that the group is
 // still in the list as read, else drops the file. A failure after the
