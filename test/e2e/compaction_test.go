@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ferry-mq/ferry/test/harness"
+)
+
+// TestCompactionKeepsLatestPerKey is librdkafka's compaction scenario
+// against a real `ferry serve`: keys updated many times and one deleted,
+// into 1 KiB segments, with the cleaner backing off 100 ms. Once it has
+// run, a consumer from the beginning (franz-go, then kcat) reads across
+// the gaps, in order, far fewer records than were written, and the last
+// value of every key; a restart keeps the compacted log.
+func TestCompactionKeepsLatestPerKey(t *testing.T) {
+	node := harness.Start(t, "--log-cleaner-backoff-ms=100")
+	node.WaitKafka()
+	const topic = "compacted"
+	mustPost(t, node.URL+"/topics", "application/json", `{"name":"`+topic+`","partitions":1,"configs":{`+
+		`"cleanup.policy":"compact","segment.bytes":"1024","min.cleanable.dirty.ratio":"0.01","delete.retention.ms":"3600000"}}`, 201)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := franz(t, node, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
+	const keys, rounds = 10, 30
+	latest := map[string]string{}
+	written := 0
+	for round := 0; round < rounds; round++ {
+		for k := 0; k < keys; k++ {
+			key, value := fmt.Sprintf("key-%d", k), fmt.Sprintf("v-%d-%d", k, round)
+			r := &kgo.Record{Key: []byte(key), Value: []byte(value)}
+			if round == rounds-1 && k == 3 {
+				r.Value, value = nil, "<tombstone>"
+			}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			latest[key] = value
+			written++
+		}
+	}
+	// Done when two reads in a row agree (the cleaner found nothing more).
+	var got []*kgo.Record
+	harness.WaitFor(t, "the cleaner to compact the topic", 30*time.Second, func() bool {
+		prev := got
+		got = readAllFranz(t, node, topic)
+		return len(got) < written/3 && len(got) == len(prev)
+	})
+	checkCompacted(t, got, latest, written)
+	checkKcatSees(t, node, topic, got)
+
+	node.Stop()
+	node.Restart()
+	node.WaitKafka()
+	again := readAllFranz(t, node, topic)
+	if len(again) != len(got) {
+		t.Fatalf("after restart %d records, before %d", len(again), len(got))
+	}
+	checkCompacted(t, again, latest, written)
+}
+
+// readAllFranz reads a partition from its start up to its end offset.
+func readAllFranz(t *testing.T, node *harness.Node, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(franz(t, node))
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, 0)
+	cl := franz(t, node, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	defer cl.Close()
+	var out []*kgo.Record
+	for len(out) == 0 || out[len(out)-1].Offset < end.Offset-1 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s to %d: got to %d", topic, end.Offset, len(out))
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// checkCompacted: offsets increase, every key's last value is there, and
+// no key appears with a value older than a later one read.
+func checkCompacted(t *testing.T, recs []*kgo.Record, latest map[string]string, written int) {
+	t.Helper()
+	seen := map[string]string{}
+	for i, r := range recs {
+		if i > 0 && r.Offset <= recs[i-1].Offset {
+			t.Fatalf("offset %d after %d", r.Offset, recs[i-1].Offset)
+		}
+		v := string(r.Value)
+		if r.Value == nil {
+			v = "<tombstone>"
+		}
+		seen[string(r.Key)] = v
+	}
+	for k, v := range latest {
+		if got, ok := seen[k]; ok && got != v || !ok && v != "<tombstone>" {
+			t.Fatalf("key %s: last value read %q, want %q", k, got, v)
+		}
+	}
+	t.Logf("%d records of %d written remain, last offset %d", len(recs), written, recs[len(recs)-1].Offset)
+}
+
+// checkKcatSees: librdkafka reads the same records across the gaps.
+func checkKcatSees(t *testing.T, node *harness.Node, topic string, want []*kgo.Record) {
+	t.Helper()
+	kcatPath(t)
+	out := kcat(t, "", "-b", node.KafkaAddr, "-C", "-t", topic, "-p", "0", "-o", "beginning",
+		"-e", "-q", "-f", "%o %k\n")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("kcat read %d records, franz-go %d:\n%s", len(lines), len(want), out)
+	}
+	for i, line := range lines {
+		if exp := fmt.Sprintf("%d %s", want[i].Offset, want[i].Key); line != exp {
+			t.Fatalf("kcat record %d: %q, want %q", i, line, exp)
+		}
+	}
+}
