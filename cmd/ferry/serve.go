@@ -80,6 +80,8 @@ type serveSettings struct {
 	offsetsPartitions int32
 	// offsetsReplicationFactor is offsets.topic.replication.factor.
 	offsetsReplicationFactor int16
+	// offsetsSegmentBytes is offsets.topic.segment.bytes.
+	offsetsSegmentBytes int32
 	// schemasReplicationFactor is kafkastore.topic.replication.factor.
 	schemasReplicationFactor int16
 	// httpAuth is the HTTP gateway's authentication (httpauth.go).
@@ -151,6 +153,15 @@ var serveOptions = []option{
 				err = errors.New("must be at least 1")
 			}
 			s.offsetsReplicationFactor = int16(n)
+			return err
+		}},
+	{"offsets-topic-segment-bytes", []string{"offsets.topic.segment.bytes"}, "segment.bytes of __consumer_offsets when it is created: the cleaner compacts all but the active segment", "104857600",
+		func(s *serveSettings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err == nil && n < 1024 {
+				err = errors.New("must be at least 1024")
+			}
+			s.offsetsSegmentBytes = int32(n)
 			return err
 		}},
 	{"schemas-topic-replication-factor", []string{"kafkastore.topic.replication.factor"}, "replicas of _schemas, where a cluster without --schema-store keeps the schema registry, when it is created (on the registry's first use; with fewer live brokers registrations fail until there are enough)", "3",
@@ -657,7 +668,7 @@ func runServe(args []string) error {
 		node.followPeers()
 	}
 	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay, OffsetsTopicPartitions: s.offsetsPartitions,
-		OffsetsTopicReplicationFactor: s.offsetsReplicationFactor}
+		OffsetsTopicReplicationFactor: s.offsetsReplicationFactor, OffsetsTopicSegmentBytes: s.offsetsSegmentBytes}
 	if s.groupInitialDelay == 0 {
 		groupCfg.InitialRebalanceDelay = -1 // group.Config reads 0 as its default
 	}

@@ -35,6 +35,11 @@ type Config struct {
 	// first FindCoordinator; with fewer live brokers the lookup answers
 	// COORDINATOR_NOT_AVAILABLE. Default 3, as Kafka. A single node uses 1.
 	OffsetsTopicReplicationFactor int16
+	// OffsetsTopicSegmentBytes is segment.bytes of __consumer_offsets when
+	// it is created (offsets.topic.segment.bytes). Default 100 MiB, as
+	// Kafka: the cleaner never touches the active segment, so a smaller
+	// segment than the 1 GiB default keeps the compacted topic small.
+	OffsetsTopicSegmentBytes int32
 	// OffsetMetadataMaxBytes bounds a commit's metadata string
 	// (offset.metadata.max.bytes). Default 4096.
 	OffsetMetadataMaxBytes int
@@ -74,6 +79,9 @@ func (c *Config) Defaults() {
 	if c.OffsetsTopicReplicationFactor == 0 {
 		c.OffsetsTopicReplicationFactor = 3
 	}
+	if c.OffsetsTopicSegmentBytes == 0 {
+		c.OffsetsTopicSegmentBytes = 100 << 20
+	}
 	if c.OffsetMetadataMaxBytes == 0 {
 		c.OffsetMetadataMaxBytes = 4096
 	}
@@ -97,6 +105,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("offsets.topic.num.partitions %d: must be >= 1", c.OffsetsTopicPartitions)
 	case c.OffsetsTopicReplicationFactor < 1:
 		return fmt.Errorf("offsets.topic.replication.factor %d: must be >= 1", c.OffsetsTopicReplicationFactor)
+	case c.OffsetsTopicSegmentBytes < 1024:
+		return fmt.Errorf("offsets.topic.segment.bytes %d: must be >= 1024", c.OffsetsTopicSegmentBytes)
 	case c.TickInterval <= 0:
 		return fmt.Errorf("tick interval must be > 0")
 	}

@@ -130,3 +130,42 @@ func checkKcatSees(t *testing.T, node *harness.Node, topic string, want []*kgo.R
 		}
 	}
 }
+
+// TestOffsetsTopicStaysSmall: committing the same offset again writes a
+// record each time, as Kafka does, but the cleaner keeps
+// __consumer_offsets small, and a restarted coordinator loads the
+// commit from what compaction left.
+func TestOffsetsTopicStaysSmall(t *testing.T) {
+	node := harness.Start(t, "--log-cleaner-backoff-ms=100", "--offsets-topic-segment-bytes=1024",
+		"--offsets-topic-num-partitions=1", "--group-initial-rebalance-delay-ms=0")
+	node.WaitKafka()
+	createTopic(t, node, "committed", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(franz(t, node))
+	const commits = 200
+	for i := 0; i < commits; i++ {
+		var os kadm.Offsets
+		os.AddOffset("committed", 0, 7, -1)
+		if err := adm.CommitAllOffsets(ctx, "g", os); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []*kgo.Record
+	harness.WaitFor(t, "the cleaner to compact __consumer_offsets", 30*time.Second, func() bool {
+		got = readAllFranz(t, node, "__consumer_offsets")
+		return len(got) < commits/4
+	})
+	t.Logf("%d commits of one offset, %d records left in __consumer_offsets", commits, len(got))
+	node.Stop()
+	node.Restart()
+	node.WaitKafka()
+	adm = kadm.NewClient(franz(t, node))
+	fetched, err := adm.FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := fetched.Lookup("committed", 0); !ok || o.At != 7 {
+		t.Fatalf("committed offset after restart: %+v (%v), want 7", o, ok)
+	}
+}
