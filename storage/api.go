@@ -24,7 +24,7 @@ var (
 	// ErrClosed: the log was closed or deleted.
 	ErrClosed = errors.New("log closed")
 	// ErrInvalidOffsets: AppendOptions.KeepOffsets with batches whose offsets
-	// do not continue the log.
+	// do not continue the log (one starts below the end or its predecessor).
 	ErrInvalidOffsets = errors.New("batch offsets do not continue the log")
 	// ErrBatchTooLarge: a batch over Config.MaxBatchBytes.
 	ErrBatchTooLarge = errors.New("record batch too large")
@@ -120,7 +120,8 @@ type AppendOptions struct {
 	Sync bool
 	// KeepOffsets appends batches with the offsets they carry (a follower
 	// copying its leader) instead of assigning new ones. The first batch
-	// must start at LogEndOffset.
+	// must start at or above LogEndOffset: a compacted leader's log has
+	// gaps, where a whole batch was cleaned away.
 	// The batches are then stored exactly as given: LeaderEpoch and
 	// LogAppendTime are ignored, since a copy keeps the leader's epoch and
 	// timestamps. Later batches must start above the previous one's last
