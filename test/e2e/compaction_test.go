@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
@@ -167,5 +170,52 @@ func TestOffsetsTopicStaysSmall(t *testing.T) {
 	}
 	if o, ok := fetched.Lookup("committed", 0); !ok || o.At != 7 {
 		t.Fatalf("committed offset after restart: %+v (%v), want 7", o, ok)
+	}
+}
+
+// TestKeylessRecordsToCompactedTopicNamed: a batch with keyless records
+// to a compacted topic is refused whole with INVALID_RECORD, and Produce
+// v8+ names exactly the keyless records (KIP-467 record_errors), as
+// Kafka does and librdkafka's test 0011 expects.
+func TestKeylessRecordsToCompactedTopicNamed(t *testing.T) {
+	node := kafkaNode(t)
+	mustPost(t, node.URL+"/topics", "application/json", `{"name":"keyed","partitions":1,"configs":{"cleanup.policy":"compact"}}`, 201)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := franz(t, node)
+	var b records.Builder
+	for i := 0; i < 5; i++ {
+		r := records.Record{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v"), Timestamp: time.Now().UnixMilli()}
+		if i == 1 || i == 3 {
+			r.Key = nil
+		}
+		b.Add(r)
+	}
+	batch, err := b.AppendBatch(nil, records.BatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 5000
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "keyed", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}}}}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.InvalidRecord.Code || p.ErrorMessage == nil {
+		t.Fatalf("error %d (%v), want INVALID_RECORD with a message", p.ErrorCode, p.ErrorMessage)
+	}
+	var named []int32
+	for _, r := range p.ErrorRecords {
+		named = append(named, r.RelativeOffset)
+	}
+	if fmt.Sprint(named) != "[1 3]" {
+		t.Fatalf("record_errors name %v, want [1 3]", named)
+	}
+	t.Logf("error_message: %s", *p.ErrorMessage)
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "keyed")
+	if end, _ := ends.Lookup("keyed", 0); err != nil || end.Offset != 0 {
+		t.Fatalf("log end %d (%v) after a refused batch, want 0", end.Offset, err)
 	}
 }
