@@ -118,6 +118,9 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 		opts.Now = l.now
 	}
 	p := &cleanPass{l: l, opts: opts, now: opts.Now().UnixMilli()}
+	l.writeMu.Lock()
+	truncations := l.truncations
+	l.writeMu.Unlock()
 	// Only fsynced data is cleaned: a map built from records a crash can
 	// still lose would let the pass drop the older records they replace.
 	if err := l.syncTo(opts.UpperBound); err != nil {
@@ -137,7 +140,7 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	if err := p.cleanSegments(segs, end); err != nil {
 		return p.res, err
 	}
-	return p.res, l.setCleanedTo(end)
+	return p.res, l.setCleanedTo(end, truncations)
 }
 
 // CleanerState is what the broker's choice of the dirtiest log needs.
@@ -239,11 +242,40 @@ func releaseAll(segs []*segment) {
 	}
 }
 
-// setCleanedTo persists the new first dirty offset. A crash before it
-// only makes the next pass clean the same range again.
-func (l *Log) setCleanedTo(end int64) error {
+// setCleanedTo persists the new first dirty offset, unless a truncation
+// since the pass began (truncations differs from seen) may have cut
+// below it: the records a follower appends there again are dirty. A crash
+// before it only makes the next pass clean the same range again. Called
+// with cleanMu, which orders it after any other pass's.
+func (l *Log) setCleanedTo(end int64, seen uint64) error {
+	l.writeMu.Lock()
+	defer l.writeMu.Unlock()
+	if l.truncations != seen {
+		return nil
+	}
 	if err := writeCheckpoint(l.fs, l.path(cleanerCheckpointFile), end); err != nil {
 		return fmt.Errorf("persist cleaner offset: %w", err)
+	}
+	l.mu.Lock()
+	l.mu.cleanedTo = end
+	l.mu.Unlock()
+	return nil
+}
+
+// lowerCleanedTo brings the first dirty offset down to a truncation's new
+// log end, durably before the truncation touches any file, as Kafka's
+// cleaner checkpoint is on truncation: the records appended again above
+// it must be mapped. Expects writeMu.
+func (l *Log) lowerCleanedTo(end int64) error {
+	l.truncations++
+	l.mu.Lock()
+	above := l.mu.cleanedTo > end
+	l.mu.Unlock()
+	if !above {
+		return nil
+	}
+	if err := writeCheckpoint(l.fs, l.path(cleanerCheckpointFile), end); err != nil {
+		return fmt.Errorf("lower cleaner offset: %w", err)
 	}
 	l.mu.Lock()
 	l.mu.cleanedTo = end

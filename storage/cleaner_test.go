@@ -470,3 +470,33 @@ func TestCleanerFsyncsBeforeCleaning(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// TestCleanerTruncationLowersCleanedTo: a follower truncating below the
+// cleaned point makes what it appends again dirty, so the next pass maps
+// it (Kafka lowers its cleaner checkpoint on truncation); the lowered
+// offset survives a restart.
+func TestCleanerTruncationLowersCleanedTo(t *testing.T) {
+	fs := memfs.New()
+	cfg := storage.Config{SegmentBytes: 600, IndexIntervalBytes: 128}
+	l := openLog(t, "/data/tr-0", cfg, fs)
+	scenario(t, l, 1000)
+	res, err := l.Clean(cleanOpts(storage.NewOffsetMap(1<<20), l.LogEndOffset(), time.UnixMilli(1_000_000)))
+	if err != nil || res.CleanedTo == 0 {
+		t.Fatalf("pass %+v: %v", res, err)
+	}
+	cut := res.CleanedTo - 10
+	if err := l.TruncateTo(cut); err != nil {
+		t.Fatal(err)
+	}
+	if l.CleanedTo() > l.LogEndOffset() {
+		t.Fatalf("cleaned to %d above the truncated end %d", l.CleanedTo(), l.LogEndOffset())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, "/data/tr-0", cfg, fs)
+	defer l.Close()
+	if l.CleanedTo() > l.LogEndOffset() {
+		t.Fatalf("after restart cleaned to %d above the end %d", l.CleanedTo(), l.LogEndOffset())
+	}
+}

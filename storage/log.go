@@ -47,6 +47,10 @@ type Log struct {
 	// first change removes it (see dropCleanMarker), so opening an idle
 	// partition costs no write and no directory fsync.
 	cleanMarker bool
+	// truncations counts TruncateTo calls (owned by writeMu), so a cleaning
+	// pass that a truncation overlapped does not record a stale first
+	// dirty offset.
+	truncations uint64
 
 	mu struct {
 		sync.Mutex
@@ -162,6 +166,9 @@ func (l *Log) start(clean bool, start, rp int64, rpOK bool) (err error) {
 	end := active.view.Load().nextOffset
 	l.mu.startOffset = min(max(start, segs[0].base), end)
 	l.mu.endOffset = end
+	// A truncation into a cleaned segment's gap can leave the end, once
+	// reloaded, below the cleaner's offset: what is appended there is dirty.
+	l.mu.cleanedTo = min(l.mu.cleanedTo, end)
 	cp := end
 	if !clean {
 		cp = min(rp, end)
