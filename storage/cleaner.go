@@ -117,6 +117,7 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	if opts.Now == nil {
 		opts.Now = l.now
 	}
+	started := opts.Now()
 	p := &cleanPass{l: l, opts: opts, now: opts.Now().UnixMilli()}
 	l.writeMu.Lock()
 	truncations := l.truncations
@@ -140,7 +141,14 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	if err := p.cleanSegments(segs, end); err != nil {
 		return p.res, err
 	}
-	return p.res, l.setCleanedTo(end, truncations)
+	if err := l.setCleanedTo(end, truncations); err != nil {
+		return p.res, err
+	}
+	done := opts.Now()
+	l.mu.Lock()
+	l.mu.lastPass, l.mu.lastPassTook = done, done.Sub(started)
+	l.mu.Unlock()
+	return p.res, nil
 }
 
 // CleanerState is what the broker's choice of the dirtiest log needs.
@@ -150,6 +158,10 @@ type CleanerState struct {
 	// OldestDirtyTime is the newest timestamp of the first dirty segment
 	// (ms; -1 when unknown), for max.compaction.lag.ms.
 	OldestDirtyTime int64
+	// LastPass is when the last pass that cleaned something ended (zero:
+	// none since the log was opened) and LastPassTook how long it took.
+	LastPass     time.Time
+	LastPassTook time.Duration
 }
 
 // DirtyRatio is DirtyBytes over the cleanable bytes (0 when none).
@@ -169,6 +181,9 @@ func (l *Log) CleanerState(upper int64, minLag time.Duration, now time.Time) (Cl
 	}
 	defer releaseAll(segs)
 	st := CleanerState{FirstDirty: firstDirty, FirstUncleanable: uncleanable, OldestDirtyTime: -1}
+	l.mu.Lock()
+	st.LastPass, st.LastPassTook = l.mu.lastPass, l.mu.lastPassTook
+	l.mu.Unlock()
 	interval := l.interval()
 	for i, s := range segs {
 		switch {

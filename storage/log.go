@@ -62,6 +62,9 @@ type Log struct {
 		endOffset     int64
 		recoveryPoint int64 // everything below is fsynced
 		cleanedTo     int64 // the cleaner's first dirty offset (cleaner.go)
+		// lastPass and lastPassTook: the last pass that cleaned something.
+		lastPass     time.Time
+		lastPassTook time.Duration
 		// firstUnflushed is when the oldest append above recoveryPoint
 		// happened (zero when none), for MaybeFlush.
 		firstUnflushed time.Time

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +219,47 @@ func TestKeylessRecordsToCompactedTopicNamed(t *testing.T) {
 	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, "keyed")
 	if end, _ := ends.Lookup("keyed", 0); err != nil || end.Offset != 0 {
 		t.Fatalf("log end %d (%v) after a refused batch, want 0", end.Offset, err)
+	}
+}
+
+// TestCompactionStateVisible: GET /topics/{t} and /metrics show a
+// compacted partition's cleaner state once a pass has run.
+func TestCompactionStateVisible(t *testing.T) {
+	node := harness.Start(t, "--log-cleaner-backoff-ms=100")
+	node.WaitKafka()
+	mustPost(t, node.URL+"/topics", "application/json", `{"name":"seen","partitions":1,"configs":{`+
+		`"cleanup.policy":"compact","segment.bytes":"1024","min.cleanable.dirty.ratio":"0.01"}}`, 201)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := franz(t, node, kgo.DefaultProduceTopic("seen"), kgo.ProducerLinger(0))
+	for i := 0; i < 100; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte(fmt.Sprint("k", i%5)), Value: []byte("some value")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var body string
+	harness.WaitFor(t, "a pass in GET /topics/seen", 30*time.Second, func() bool {
+		res, err := http.Get(node.URL + "/topics/seen")
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		body = string(b)
+		return strings.Contains(body, `"last_pass_time"`)
+	})
+	if !strings.Contains(body, `"cleaned_to_offset"`) || !strings.Contains(body, `"dirty_ratio"`) {
+		t.Fatalf("GET /topics/seen: %s", body)
+	}
+	res, err := http.Get(node.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	m, _ := io.ReadAll(res.Body)
+	for _, name := range []string{`ferry_log_cleaner_dirty_ratio{partition="0",topic="seen"}`, "ferry_log_cleaner_max_dirty_percent", "ferry_log_cleaner_max_clean_time_seconds"} {
+		if !strings.Contains(string(m), name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
 	}
 }
