@@ -193,7 +193,19 @@
 // still in the list as read, else drops the file. A failure after the
 // commit point fails the log (ErrFailed): reopening completes the swap.
 // The checkpoint is written after the last swap; a crash before it
-// repeats the pass, which is idempotent.
+// repeats the pass, which is idempotent. A truncation below it (a
+// follower cut back to its leader) lowers it durably before touching a
+// file, a pass that a truncation overlapped records none, and Open clamps
+// it to the log end, so records appended again are mapped.
+//
+// Gaps: a follower copying a compacted leader appends with KeepOffsets
+// batches that may start above its log end; reads from an offset inside
+// a gap land on the next batch; a Chunk checks the base offset of the
+// batch its read found, so one opened after a swap replaced its file is
+// refused (ErrChunkChanged) rather than sending another batch.
+// CleanerState measures the clean and dirty bytes for the broker's
+// choice of the dirtiest log; Compaction in Config carries the topic's
+// settings to it.
 //
 // # Testing twins
 //
@@ -207,5 +219,5 @@
 //
 // All methods of Log are safe for concurrent use. There are no goroutines
 // of its own: flushing by time is the caller's MaybeFlush ticker, retention
-// the caller's EnforceRetention ticker.
+// the caller's EnforceRetention ticker, compaction the caller's Clean.
 package storage
