@@ -281,11 +281,25 @@ func TestCleanerSeveralPasses(t *testing.T) {
 // after it, or after some of its segment groups in order (the groups
 // before a cut cleaned, the rest untouched), never a group half swapped.
 func TestCleanerCrashAtEveryFileOperation(t *testing.T) {
+	t.Run("first pass", func(t *testing.T) { crashDuringPass(t, false) })
+	t.Run("merging pass", func(t *testing.T) { crashDuringPass(t, true) })
+}
+
+// crashDuringPass runs the crash-image check over a log's first pass or,
+// with merging, over a second pass that merges the first's small
+// segments with new ones.
+func crashDuringPass(t *testing.T, merging bool) {
 	mem := memfs.New()
 	efs := errorfs.New(mem)
 	cfg := storage.Config{SegmentBytes: 600, IndexIntervalBytes: 128}
 	l := openLog(t, "/data/x-0", cfg, efs)
 	scenario(t, l, 1000)
+	if merging {
+		if _, err := l.Clean(cleanOpts(storage.NewOffsetMap(1<<20), l.LogEndOffset(), time.UnixMilli(1_000_000))); err != nil {
+			t.Fatal(err)
+		}
+		scenarioKeys(t, l, 2000, "x")
+	}
 	before := readRecords(t, l)
 	var images []*memfs.FS
 	r := rand.New(rand.NewSource(7))
@@ -320,6 +334,9 @@ func TestCleanerCrashAtEveryFileOperation(t *testing.T) {
 		if err := l2.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if merging && res.SegmentsOut >= res.SegmentsIn {
+		t.Fatalf("the pass merged nothing: %+v", res)
 	}
 	t.Logf("%d crash images recovered; pass %+v", len(images), res)
 }
@@ -498,5 +515,32 @@ func TestCleanerTruncationLowersCleanedTo(t *testing.T) {
 	defer l.Close()
 	if l.CleanedTo() > l.LogEndOffset() {
 		t.Fatalf("after restart cleaned to %d above the end %d", l.CleanedTo(), l.LogEndOffset())
+	}
+}
+
+// TestCleanerFaultAfterCommitFailsLog: an error after the swap is
+// committed (removing an old segment's file) fails the log, which refuses
+// appends; reopening completes the swap, and the log is the cleaned one.
+func TestCleanerFaultAfterCommitFailsLog(t *testing.T) {
+	mem := memfs.New()
+	efs := errorfs.New(mem)
+	cfg := storage.Config{SegmentBytes: 600, IndexIntervalBytes: 128}
+	l := openLog(t, "/data/ac-0", cfg, efs)
+	scenario(t, l, 1000)
+	before := readRecords(t, l)
+	efs.Inject(errorfs.Fault{Op: errorfs.OpRemove, PathSuffix: ".timeindex", Err: errorfs.EIO, Times: 1})
+	_, err := l.Clean(cleanOpts(storage.NewOffsetMap(1<<20), l.LogEndOffset(), time.UnixMilli(1_000_000)))
+	if !errors.Is(err, storage.ErrFailed) {
+		t.Fatalf("pass after a failed removal: %v, want ErrFailed", err)
+	}
+	if _, err := l.Append(keyedBatch(t, 1, kv{key: "a", value: "b"}), storage.AppendOptions{}); !errors.Is(err, storage.ErrFailed) {
+		t.Fatalf("append to a failed log: %v", err)
+	}
+	l.Close()
+	l = openLog(t, "/data/ac-0", cfg, mem)
+	defer l.Close()
+	got := readRecords(t, l)
+	if err := beforeOrAfter(before, wantCompacted(before, 50, false), got); err != nil || slices.Equal(got, before) {
+		t.Fatalf("after reopening: %v (unchanged: %v)", err, slices.Equal(got, before))
 	}
 }
