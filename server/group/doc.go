@@ -29,9 +29,12 @@
 // created with cleanup.policy=compact and offsets.topic.segment.bytes
 // (100 MiB) so retention never deletes it and the log cleaner keeps only
 // the latest commit per key below the active segment; a new coordinator
-// reads what compaction left, from the start. A group's commits are serialised by group.commitMu,
-// so the log and the in-memory table apply them in the same order; the
-// table changes only after the write is durable.
+// reads what compaction left, from the start. An empty group's offsets
+// expire after offsets.retention.minutes (expiry.go): tombstones, which
+// the cleaner removes after delete.retention.ms. A group's commits are
+// serialised by group.commitMu, so the log and the in-memory table apply
+// them in the same order; the table changes only after the write is
+// durable.
 //
 // # Membership rules that differ from a first reading of Kafka
 //
