@@ -347,6 +347,11 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 		}
 	}
 	s.log.Compaction = b.compaction(s.compact, cfgs)
+	if mx := s.log.Compaction.MaxLag; s.compact && mx > 0 && (s.log.SegmentMaxAge == 0 || mx < s.log.SegmentMaxAge) {
+		// KIP-354: the active segment, which is never cleaned, rolls
+		// within max.compaction.lag.ms too.
+		s.log.SegmentMaxAge = mx
+	}
 	s.recompress, s.codec = brokerCodec(cfgs[CfgCompressionType])
 	if n, ok := num("compression." + s.codec.String() + ".level"); ok && n != -1 {
 		s.level = int(n)
