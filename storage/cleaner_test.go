@@ -544,3 +544,88 @@ func TestCleanerFaultAfterCommitFailsLog(t *testing.T) {
 		t.Fatalf("after reopening: %v (unchanged: %v)", err, slices.Equal(got, before))
 	}
 }
+
+// TestCleanerConcurrentWithAppendsAndReads: passes run while a writer
+// appends keyed batches and a reader reads the log from its start again
+// and again; every read is in order and the final log holds each key's
+// last value.
+func TestCleanerConcurrentWithAppendsAndReads(t *testing.T) {
+	cfg := storage.Config{SegmentBytes: 1024, IndexIntervalBytes: 128}
+	l := openLog(t, t.TempDir(), cfg, nil)
+	defer l.Close()
+	const rounds = 300
+	done := make(chan struct{})
+	errs := make(chan error, 3)
+	go func() {
+		defer close(done)
+		defer func() { errs <- nil }() // the writer's done (after its error, if any)
+		for i := 0; i < rounds; i++ {
+			b := keyedBatch(t, 1000, kv{key: fmt.Sprint("k", i%7), value: fmt.Sprint(i)}, kv{key: fmt.Sprint("j", i%3), value: fmt.Sprint(i)})
+			if _, err := l.Append(b, storage.AppendOptions{Sync: i%10 == 0}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	go func() {
+		for {
+			select {
+			case <-done:
+				errs <- nil
+				return
+			default:
+			}
+			res, err := l.Read(storage.ReadOptions{Offset: l.LogStartOffset(), MaxBytes: 1 << 20}, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			last := int64(-1)
+			if err := records.Decode(res.Data, 0, 0, func(r records.Record) bool {
+				if r.Offset <= last {
+					err = fmt.Errorf("offset %d after %d", r.Offset, last)
+				}
+				last = r.Offset
+				return err == nil
+			}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	m := storage.NewOffsetMap(1 << 16)
+	passes := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		res, err := l.Clean(cleanOpts(m, l.LogEndOffset(), time.UnixMilli(1_000_000)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.CleanedTo > 0 {
+			passes++
+		}
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Clean(cleanOpts(m, l.LogEndOffset(), time.UnixMilli(1_000_000))); err != nil {
+		t.Fatal(err)
+	}
+	got := readRecords(t, l)
+	last := map[string]string{}
+	for _, r := range got {
+		last[r.key] = r.value
+	}
+	for i := rounds - 7; i < rounds; i++ {
+		if k := fmt.Sprint("k", i%7); last[k] != fmt.Sprint(i) {
+			t.Fatalf("key %s: %q, want %d", k, last[k], i)
+		}
+	}
+	t.Logf("%d passes while appending; %d of %d records left", passes, len(got), 2*rounds)
+}
