@@ -316,6 +316,24 @@ func (p *Partition) Recover() (recovered bool, err error) {
 	}, p.log.LogEndOffset)
 }
 
+// LogConfig is the log's config in effect (compaction settings included).
+func (p *Partition) LogConfig() storage.Config { return p.log.Config() }
+
+// Clean runs one cleaning pass over the log up to this replica's own high
+// watermark (leader or follower alike: every replica cleans its own log);
+// opts.UpperBound is set here. Later, with transactions, the bound is the
+// last stable offset.
+func (p *Partition) Clean(opts storage.CleanOptions) (storage.CleanResult, error) {
+	opts.UpperBound = p.LastStableOffset()
+	return p.log.Clean(opts)
+}
+
+// CleanerState measures the log's clean and dirty parts under the bounds
+// Clean uses.
+func (p *Partition) CleanerState(minLag time.Duration, now time.Time) (storage.CleanerState, error) {
+	return p.log.CleanerState(p.LastStableOffset(), minLag, now)
+}
+
 // SetConfig applies changed topic configs to the log.
 func (p *Partition) SetConfig(cfg storage.Config) { p.log.SetConfig(cfg) }
 

@@ -333,6 +333,7 @@ func (b *Broker) startLoops() {
 	go b.every(b.cfg.FlushCheckInterval, b.flushDue)
 	go b.every(b.cfg.FailedLogProbeInterval, b.probeFailedLogs)
 	go b.deleter()
+	newLogCleaner(b).start()
 	if b.cfg.ZooKeeperSession != nil {
 		b.wg.Add(1)
 		go b.every(fenceCheckInterval, b.CheckFences)

@@ -114,6 +114,8 @@ type Config struct {
 	// replication-offset-checkpoint (also written at a clean shutdown),
 	// where a restarted replica resumes from. Default 5 s, as Kafka.
 	HighWatermarkCheckpointInterval time.Duration
+	// Cleaner is the log cleaner's settings (log.cleaner.*).
+	Cleaner CleanerConfig
 }
 
 // DefaultMessageMaxBytes is Kafka's message.max.bytes default.
@@ -158,6 +160,7 @@ func (c *Config) Defaults() {
 		c.MaxDecompressedBytes = 64 << 20
 	}
 	c.Log = c.Log.Defaults()
+	c.Cleaner.Defaults()
 }
 
 // Validate reports the first invalid field.
@@ -189,6 +192,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("producer.id.expiration.ms: must be > 0")
 	case c.FailedLogProbeInterval <= 0:
 		return fmt.Errorf("log.failure.probe.interval.ms: must be > 0")
+	}
+	if err := c.Cleaner.Validate(); err != nil {
+		return err
 	}
 	return c.Log.Validate()
 }

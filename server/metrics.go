@@ -67,6 +67,9 @@ func (b *Broker) partitionStats(yield func(metrics.PartitionStat) bool) {
 				Segments: p.SegmentCount(), Leader: p.Leader(), Replicas: len(p.Replicas()),
 				ISR: len(p.ISR()), MinISR: minISR, Offline: p.Failure() != nil, Follower: p.Leader() != b.cfg.BrokerID,
 				FollowerLag: p.FollowerLag()}
+			if ci := cleanerInfo(p); ci != nil {
+				st.Compacted, st.DirtyRatio, st.LastCleanSeconds = true, ci.DirtyRatio, float64(ci.LastPassMs)/1000
+			}
 			if !yield(st) {
 				return
 			}

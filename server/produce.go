@@ -574,19 +574,53 @@ func (b *Broker) checkBatchRecords(t *topic, batches *records.Produced) error {
 		return nil
 	}
 	now := time.Now().UnixMilli()
-	var bad error
+	var bad InvalidRecordsError
+	index := int32(0)
 	err := batches.Records(func(r records.Record) bool {
-		bad = t.settings.checkRecord(&r, now)
-		return bad == nil
+		if err := t.settings.checkRecord(&r, now); err != nil {
+			if bad.first == nil {
+				bad.first = err
+			}
+			bad.Records = append(bad.Records, RecordError{Index: index, Message: err.Error()})
+		}
+		index++
+		return true
 	})
-	if bad != nil {
-		return bad
-	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCorruptMessage, err)
 	}
+	if bad.first != nil {
+		bad.total = index
+		return &bad
+	}
 	return nil
 }
+
+// RecordError names one refused record of a produced batch: its index in
+// the batch (KIP-467's batch_index) and why.
+type RecordError struct {
+	Index   int32
+	Message string
+}
+
+// InvalidRecordsError refuses a produced batch for some of its records,
+// as Kafka's LogValidator does: the whole batch is refused (nothing is
+// written) with the first record's error (INVALID_RECORD for a keyless
+// record to a compacted topic, INVALID_TIMESTAMP for a timestamp out of
+// bounds), and the bad records are named, so a Produce v8+ client fails
+// exactly those with it and the rest of the batch with an error of its
+// own (librdkafka's _INVALID_DIFFERENT_RECORD).
+type InvalidRecordsError struct {
+	Records []RecordError
+	total   int32 // records in the batch
+	first   error
+}
+
+func (e *InvalidRecordsError) Error() string {
+	return fmt.Sprintf("%d of %d records refused, the first (record %d): %v", len(e.Records), e.total, e.Records[0].Index, e.first)
+}
+
+func (e *InvalidRecordsError) Unwrap() error { return e.first }
 
 // recompress stores a client's batches with the topic's compression.type,
 // keeping offsets and sequence numbers, and checks the result against

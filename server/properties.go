@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,48 @@ var propertySetters = map[string]func(*Config, string) error{
 	"log.retention.hours":               nil,
 	"message.timestamp.type":            setTimestampType,
 	"log.message.downconversion.enable": nil, // accepted: ferry never down-converts
+	"log.cleaner.enable": func(c *Config, v string) error {
+		var on bool
+		err := setBool(&on, v)
+		c.Cleaner.Disabled = !on
+		return err
+	},
+	"log.cleaner.threads":                 func(c *Config, v string) error { return setInt(&c.Cleaner.Threads, v) },
+	"log.cleaner.dedupe.buffer.size":      func(c *Config, v string) error { return setInt64(&c.Cleaner.DedupeBufferSize, v) },
+	"log.cleaner.io.max.bytes.per.second": func(c *Config, v string) error { return setFloat(&c.Cleaner.IOMaxBytesPerSecond, v) },
+	"log.cleaner.backoff.ms":              func(c *Config, v string) error { return setDuration(&c.Cleaner.Backoff, v, time.Millisecond) },
+	"log.cleaner.min.cleanable.ratio":     func(c *Config, v string) error { return setFloat(&c.Cleaner.MinCleanableRatio, v) },
+	"log.cleaner.delete.retention.ms":     func(c *Config, v string) error { return setDuration(&c.Cleaner.DeleteRetention, v, time.Millisecond) },
+	"log.cleaner.min.compaction.lag.ms":   func(c *Config, v string) error { return setDuration(&c.Cleaner.MinCompactionLag, v, time.Millisecond) },
+	"log.cleaner.max.compaction.lag.ms":   func(c *Config, v string) error { return setLag(&c.Cleaner.MaxCompactionLag, v) },
+}
+
+// setFloat parses a Java double (Kafka's io.max.bytes.per.second default
+// is Double.MAX_VALUE, 1.7976931348623157E308).
+func setFloat(dst *float64, v string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return err
+	}
+	*dst = f
+	return nil
+}
+
+// setLag parses max.compaction.lag.ms, whose Long.MAX_VALUE default
+// means never (0 here).
+func setLag(dst *time.Duration, v string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	switch {
+	case err != nil:
+		return err
+	case n < 1:
+		return fmt.Errorf("must be at least 1")
+	case n > int64(math.MaxInt64/time.Millisecond):
+		*dst = 0
+	default:
+		*dst = time.Duration(n) * time.Millisecond
+	}
+	return nil
 }
 
 // ApplyProperties sets the broker fields named by Kafka keys in props and

@@ -340,11 +340,17 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 		policy := splitList(p)
 		s.compact = slices.Contains(policy, "compact")
 		if !slices.Contains(policy, "delete") {
-			// Compaction is not implemented yet; a topic without the delete
-			// policy must not lose keys to time or size retention meanwhile.
+			// Only compact: the cleaner removes what is superseded, and
+			// time or size retention deletes nothing (compact,delete has both).
 			s.log.RetentionTime = -1
 			s.log.RetentionBytes = -1
 		}
+	}
+	s.log.Compaction = b.compaction(s.compact, cfgs)
+	if mx := s.log.Compaction.MaxLag; s.compact && mx > 0 && (s.log.SegmentMaxAge == 0 || mx < s.log.SegmentMaxAge) {
+		// KIP-354: the active segment, which is never cleaned, rolls
+		// within max.compaction.lag.ms too.
+		s.log.SegmentMaxAge = mx
 	}
 	s.recompress, s.codec = brokerCodec(cfgs[CfgCompressionType])
 	if n, ok := num("compression." + s.codec.String() + ".level"); ok && n != -1 {
@@ -514,4 +520,29 @@ func flushMessagesDefault(n int64) int64 {
 		return math.MaxInt64 // Kafka's "never by count"
 	}
 	return n
+}
+
+// compaction resolves a topic's compaction settings over the broker's
+// log.cleaner.* defaults.
+func (b *Broker) compaction(enabled bool, cfgs map[string]string) storage.Compaction {
+	cc := b.cfg.Cleaner
+	c := storage.Compaction{Enabled: enabled, MinCleanableRatio: cc.MinCleanableRatio,
+		MinLag: cc.MinCompactionLag, MaxLag: cc.MaxCompactionLag, DeleteRetention: cc.DeleteRetention}
+	ms := func(k string, dst *time.Duration) {
+		if n, err := parseLong(cfgs[k]); err == nil && n >= 0 {
+			*dst = msDuration(n)
+		}
+	}
+	ms("min.compaction.lag.ms", &c.MinLag)
+	ms("delete.retention.ms", &c.DeleteRetention)
+	if n, err := parseLong(cfgs["max.compaction.lag.ms"]); err == nil && n > 0 {
+		c.MaxLag = msDuration(n)
+		if n == math.MaxInt64 {
+			c.MaxLag = 0 // Kafka's default: never forced
+		}
+	}
+	if f, err := strconv.ParseFloat(strings.TrimSpace(cfgs["min.cleanable.dirty.ratio"]), 64); err == nil && f >= 0 && f <= 1 {
+		c.MinCleanableRatio = f
+	}
+	return c
 }

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage"
 )
 
 func configValue(t *testing.T, b *Broker, topic, name string) ConfigEntry {
@@ -109,4 +111,29 @@ func TestDownConversionSetting(t *testing.T) {
 	if ok, _ := b.DownConversionEnabled("new"); !ok {
 		t.Fatal("new: down-conversion disabled by default")
 	}
+}
+
+// TestCompactionSettings: cleanup.policy and the compaction configs reach
+// the log over the broker's log.cleaner.* defaults; max.compaction.lag.ms
+// caps segment.ms for a compacted topic (KIP-354); compact alone turns
+// retention off, compact,delete keeps it.
+func TestCompactionSettings(t *testing.T) {
+	b := newTestBroker(t, func(c *Config) { c.Cleaner.DeleteRetention = 2 * time.Hour })
+	check := func(cfgs map[string]string, want storage.Compaction, segAge, retention time.Duration) {
+		t.Helper()
+		s := b.resolveSettings(cfgs)
+		if s.log.Compaction != want || s.log.SegmentMaxAge != segAge || s.log.RetentionTime != retention {
+			t.Fatalf("%v: %+v, segment age %v, retention %v", cfgs, s.log.Compaction, s.log.SegmentMaxAge, s.log.RetentionTime)
+		}
+	}
+	week := 7 * 24 * time.Hour
+	check(map[string]string{}, storage.Compaction{MinCleanableRatio: 0.5, DeleteRetention: 2 * time.Hour}, week, week)
+	check(map[string]string{"cleanup.policy": "compact"},
+		storage.Compaction{Enabled: true, MinCleanableRatio: 0.5, DeleteRetention: 2 * time.Hour}, week, -1)
+	check(map[string]string{"cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": "0.1", "min.compaction.lag.ms": "1000",
+		"max.compaction.lag.ms": "60000", "delete.retention.ms": "5000"},
+		storage.Compaction{Enabled: true, MinCleanableRatio: 0.1, MinLag: time.Second, MaxLag: time.Minute, DeleteRetention: 5 * time.Second},
+		time.Minute, week)
+	check(map[string]string{"cleanup.policy": "compact", "max.compaction.lag.ms": "9223372036854775807"},
+		storage.Compaction{Enabled: true, MinCleanableRatio: 0.5, DeleteRetention: 2 * time.Hour}, week, -1)
 }

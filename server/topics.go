@@ -569,24 +569,58 @@ type PartitionInfo struct {
 	LogEndOffset   int64 `json:"log_end_offset,omitempty"`
 	SizeBytes      int64 `json:"size_bytes,omitempty"`
 	Segments       int   `json:"segments,omitempty"`
+	// Cleaner is the local replica's compaction state, for a topic with
+	// cleanup.policy=compact.
+	Cleaner *CleanerInfo `json:"cleaner,omitempty"`
+}
+
+// CleanerInfo is one compacted replica's cleaner state.
+type CleanerInfo struct {
+	// DirtyRatio is the share of the cleanable bytes not yet cleaned
+	// (what min.cleanable.dirty.ratio is compared with).
+	DirtyRatio float64 `json:"dirty_ratio"`
+	// CleanedTo is the first dirty offset: below it each key's older
+	// records are gone.
+	CleanedTo int64 `json:"cleaned_to_offset"`
+	// LastPass is when the last pass that cleaned something ended (since
+	// the broker started; absent when none) and LastPassMs how long it took.
+	LastPass   *time.Time `json:"last_pass_time,omitempty"`
+	LastPassMs int64      `json:"last_pass_ms"`
+}
+
+// cleanerInfo describes p's cleaner state, nil when not compacted.
+func cleanerInfo(p *replication.Partition) *CleanerInfo {
+	if !p.LogConfig().Compaction.Enabled {
+		return nil
+	}
+	st, err := p.CleanerState(0, time.Now())
+	if err != nil {
+		return nil
+	}
+	ci := &CleanerInfo{DirtyRatio: st.DirtyRatio(), CleanedTo: st.FirstDirty, LastPassMs: st.LastPassTook.Milliseconds()}
+	if !st.LastPass.IsZero() {
+		ci.LastPass = &st.LastPass
+	}
+	return ci
 }
 
 // partitionInfoJSON is PartitionInfo with every field always present, as a
 // local replica's description is written.
 type partitionInfoJSON struct {
-	Partition       int32   `json:"partition"`
-	Leader          int32   `json:"leader"`
-	LeaderEpoch     int32   `json:"leader_epoch"`
-	Replicas        []int32 `json:"replicas"`
-	ISR             []int32 `json:"isr"`
-	OfflineReplicas []int32 `json:"offline_replicas"`
-	UnderReplicated bool    `json:"under_replicated"`
-	Local           bool    `json:"local"`
-	LogStartOffset  int64   `json:"log_start_offset"`
-	HighWatermark   int64   `json:"high_watermark"`
-	LogEndOffset    int64   `json:"log_end_offset"`
-	SizeBytes       int64   `json:"size_bytes"`
-	Segments        int     `json:"segments"`
+	Partition       int32        `json:"partition"`
+	Leader          int32        `json:"leader"`
+	LeaderEpoch     int32        `json:"leader_epoch"`
+	Replicas        []int32      `json:"replicas"`
+	ISR             []int32      `json:"isr"`
+	OfflineReplicas []int32      `json:"offline_replicas"`
+	UnderReplicated bool         `json:"under_replicated"`
+	Local           bool         `json:"local"`
+	LogStartOffset  int64        `json:"log_start_offset"`
+	HighWatermark   int64        `json:"high_watermark"`
+	LogEndOffset    int64        `json:"log_end_offset"`
+	SizeBytes       int64        `json:"size_bytes"`
+	Segments        int          `json:"segments"`
+	Cleaner         *CleanerInfo `json:"cleaner,omitempty"`
 }
 
 // MarshalJSON writes a local replica's offsets even when they are 0 (an
@@ -652,6 +686,7 @@ func (b *Broker) DescribeTopic(name string) (TopicInfo, error) {
 			pi.Local = true
 			pi.LogStartOffset, pi.HighWatermark, pi.LogEndOffset = p.LogStartOffset(), p.HighWatermark(), p.LogEndOffset()
 			pi.SizeBytes, pi.Segments = p.Size(), p.SegmentCount()
+			pi.Cleaner = cleanerInfo(p)
 		}
 		info.Partitions = append(info.Partitions, pi)
 	}

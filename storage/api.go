@@ -24,7 +24,7 @@ var (
 	// ErrClosed: the log was closed or deleted.
 	ErrClosed = errors.New("log closed")
 	// ErrInvalidOffsets: AppendOptions.KeepOffsets with batches whose offsets
-	// do not continue the log.
+	// do not continue the log (one starts below the end or its predecessor).
 	ErrInvalidOffsets = errors.New("batch offsets do not continue the log")
 	// ErrBatchTooLarge: a batch over Config.MaxBatchBytes.
 	ErrBatchTooLarge = errors.New("record batch too large")
@@ -61,6 +61,28 @@ type Config struct {
 	// MaxBatchBytes rejects a single batch larger than this
 	// (message.max.bytes / max.message.bytes). 0: no limit.
 	MaxBatchBytes int
+	// Compaction holds the cleaner's settings for this log. Storage only
+	// keeps them, with the rest of the log's config, for the broker's
+	// cleaner to read (Config); they take no defaults here.
+	Compaction Compaction
+}
+
+// Compaction is a log's compaction settings (the topic's cleanup.policy
+// and compaction configs over the broker's log.cleaner.* defaults).
+type Compaction struct {
+	// Enabled: cleanup.policy holds compact.
+	Enabled bool
+	// MinCleanableRatio: the log is cleaned once its dirty part is more
+	// than this share of its cleanable bytes (min.cleanable.dirty.ratio).
+	MinCleanableRatio float64
+	// MinLag: records newer than this are not cleaned (min.compaction.lag.ms).
+	MinLag time.Duration
+	// MaxLag: a log with a dirty record older than this is cleaned
+	// whatever its ratio (max.compaction.lag.ms); 0: never forced.
+	MaxLag time.Duration
+	// DeleteRetention: how long tombstones stay after the pass that first
+	// cleaned past them (delete.retention.ms).
+	DeleteRetention time.Duration
 }
 
 // Options are the dependencies of a Log; the zero value uses the real disk,
@@ -98,7 +120,8 @@ type AppendOptions struct {
 	Sync bool
 	// KeepOffsets appends batches with the offsets they carry (a follower
 	// copying its leader) instead of assigning new ones. The first batch
-	// must start at LogEndOffset.
+	// must start at or above LogEndOffset: a compacted leader's log has
+	// gaps, where a whole batch was cleaned away.
 	// The batches are then stored exactly as given: LeaderEpoch and
 	// LogAppendTime are ignored, since a copy keeps the leader's epoch and
 	// timestamps. Later batches must start above the previous one's last

@@ -110,7 +110,7 @@ func validateAppend(b []byte, cfg Config, end int64, opt AppendOptions) (last, r
 			return 0, 0, fmt.Errorf("append: batch of %d bytes over %d: %w", h.Size(), cfg.MaxBatchBytes, ErrBatchTooLarge)
 		}
 		if opt.KeepOffsets {
-			if h.BaseOffset < next || (pos == 0 && h.BaseOffset != end) {
+			if h.BaseOffset < next { // forward gaps are a compacted leader's
 				return 0, 0, fmt.Errorf("append: batch at offset %d, log end %d: %w", h.BaseOffset, next, ErrInvalidOffsets)
 			}
 			next = h.LastOffset() + 1

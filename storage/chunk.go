@@ -11,7 +11,8 @@ import (
 )
 
 // ErrChunkChanged: a chunk's segment file no longer holds what the read
-// found there (a truncation cut it, or another batch starts there).
+// found there (a truncation cut it, or another batch starts there, as
+// after the cleaner replaced the segment).
 var ErrChunkChanged = errors.New("segment file changed since the read")
 
 // Chunk is a byte range of one segment file holding whole batches, found by
@@ -31,6 +32,11 @@ type Chunk struct {
 	path string
 	pos  int64
 	size int
+	// base is the base offset of the batch the read found at pos: the
+	// cleaner may have swapped a new file in under the same name, where
+	// pos holds another batch, or the same batch with records removed
+	// (then what follows is the new file's next batches, equally valid).
+	base int64
 
 	f   File                         // while open
 	hdr [recordbatch.HeaderSize]byte // Open's check, without an allocation
@@ -53,7 +59,7 @@ func (c *Chunk) Open() error {
 		f.Close()
 		return fmt.Errorf("%w: %s at %d: %v", ErrChunkChanged, c.path, c.pos, err)
 	}
-	if h, err := recordbatch.ParseHeader(c.hdr[:]); err != nil || h.Size() > int64(c.size) {
+	if h, err := recordbatch.ParseHeader(c.hdr[:]); err != nil || h.Size() > int64(c.size) || h.BaseOffset != c.base {
 		f.Close()
 		return fmt.Errorf("%w: %s at %d", ErrChunkChanged, c.path, c.pos)
 	}

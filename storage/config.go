@@ -60,6 +60,9 @@ func (c Config) Validate() error {
 	if c.MaxBatchBytes < 0 {
 		errs = append(errs, fmt.Errorf("max batch bytes %d is negative", c.MaxBatchBytes))
 	}
+	if cp := c.Compaction; cp.MinCleanableRatio < 0 || cp.MinCleanableRatio > 1 || cp.MinLag < 0 || cp.MaxLag < 0 || cp.DeleteRetention < 0 {
+		errs = append(errs, fmt.Errorf("compaction settings %+v out of range", cp))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("storage config: %w", err)
 	}

@@ -18,6 +18,8 @@
 //	  recovery-point-offset-checkpoint  "0\n<offset>\n": all below is fsynced
 //	  log-start-offset-checkpoint       "0\n<offset>\n": first readable offset
 //	  .clean-shutdown                   only between Close and the next Open
+//	  cleaner-offset-checkpoint         "0\n<offset>\n": the cleaner's first
+//	                                    dirty offset (compacted logs)
 //	  00000000000000001180.snapshot     producer state; written and read by
 //	                                    replication/ (its producersnapshot.go)
 //
@@ -127,6 +129,84 @@
 // Every length and offset read from disk is bounds-checked; corrupt bytes
 // end a scan or a read with an ErrCorrupt-wrapped error, never a panic.
 //
+// # Compaction
+//
+// Clean (cleaner.go) is one pass of Kafka's log cleaner over a log whose
+// caller chose it; the broker owns the goroutines, the choice of the
+// dirtiest log and the settings. A pass:
+//
+//  1. Bounds: the dirty range runs from the first dirty offset (the
+//     cleaner checkpoint) to the first uncleanable offset, the base of
+//     the first segment that is active, holds an offset at or above the
+//     caller's bound (high watermark, later the last stable offset) or
+//     the recovery point, or a record newer than min.compaction.lag.ms.
+//  2. Map: an OffsetMap of fixed size (key MD5 → latest offset) is filled
+//     from the dirty range's data batches, whole batches only, until it is
+//     full; the pass cleans up to where it stopped, the rest waits.
+//  3. Rewrite: the segments below that end, from the log's start, in
+//     groups of consecutive segments whose sizes sum to at most
+//     segment.bytes (so small segments merge), each group into one
+//     segment named by its first base. Per batch a classification step
+//     (CleanOptions.Classify: clean its records, keep it whole, drop it
+//     whole) is where transaction markers and aborted data plug in;
+//     control batches are kept whole today. A record survives when it has
+//     a key (keyless ones are dropped, as Kafka counts them invalid), no
+//     later record of its key is in the map, and it is not a tombstone
+//     whose delete horizon has passed. A batch is copied byte for byte
+//     when all its records survive; otherwise server/records (through
+//     RecordCodec, so storage imports nothing of server/) writes a copy
+//     with the same baseOffset, lastOffsetDelta, producer fields and
+//     codec, so offsets never change (gaps), the batch's last offset
+//     survives for producer state, and readers from any offset land on
+//     the next survivor. A batch left empty is dropped (Kafka keeps it
+//     when it is a live producer's last; that needs producer state, which
+//     replication owns: a later hook).
+//  4. Tombstones follow KIP-534: a batch below the pass's end that keeps
+//     a tombstone and has no delete horizon gets one, now +
+//     delete.retention.ms, in its baseTimestamp with attribute bit 6
+//     (record timestamp deltas re-based, so timestamps do not change); a
+//     later pass drops its tombstones once the horizon has passed.
+//
+// A group is replaced through Kafka's .cleaned/.swap protocol (swap.go):
+//
+//	<base>.log.cleaned           written, fsynced; open deletes it
+//	<base>.log.<next>.swap       renamed, dir fsynced: the commit point
+//	                             (next: the first offset it does not replace)
+//	old .log/.index/.timeindex   removed for every base in [base, next)
+//	<base>.log                   the swap renamed into place, dir fsynced
+//
+// Open deletes .cleaned files and completes every .swap it finds before
+// listing segments, so a crash at any point leaves each group either old
+// or cleaned, never both and never neither; groups are swapped from the
+// log's start on, so a crash between groups leaves the log cleaned below
+// some segment boundary and untouched above it. Kafka's swap name carries
+// no range and recovery finds the replaced segments from the swap's
+// offsets; ferry names the range because a group whose last segments
+// were cleaned empty ends below their base offsets. The cleaned segment
+// gets no index files: they are rebuilt on first use, like any missing
+// index. A pass first fsyncs the log up to its bound and cleans only
+// below the recovery point: a map built from records a crash could still
+// lose would let it drop the older records they replace, and the rescan
+// after a crash never meets a cleaned segment it must truncate.
+// The pass copies without the write lock (appends, reads and retention go
+// on); the swap takes it for its renames and checks that the group is
+// still in the list as read, else drops the file. A failure after the
+// commit point fails the log (ErrFailed): reopening completes the swap.
+// The checkpoint is written after the last swap; a crash before it
+// repeats the pass, which is idempotent. A truncation below it (a
+// follower cut back to its leader) lowers it durably before touching a
+// file, a pass that a truncation overlapped records none, and Open clamps
+// it to the log end, so records appended again are mapped.
+//
+// Gaps: a follower copying a compacted leader appends with KeepOffsets
+// batches that may start above its log end; reads from an offset inside
+// a gap land on the next batch; a Chunk checks the base offset of the
+// batch its read found, so one opened after a swap replaced its file is
+// refused (ErrChunkChanged) rather than sending another batch.
+// CleanerState measures the clean and dirty bytes for the broker's
+// choice of the dirtiest log; Compaction in Config carries the topic's
+// settings to it.
+//
 // # Testing twins
 //
 // All file access goes through FS. storage/errorfs wraps an FS to inject
@@ -139,5 +219,5 @@
 //
 // All methods of Log are safe for concurrent use. There are no goroutines
 // of its own: flushing by time is the caller's MaybeFlush ticker, retention
-// the caller's EnforceRetention ticker.
+// the caller's EnforceRetention ticker, compaction the caller's Clean.
 package storage

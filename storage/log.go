@@ -35,6 +35,9 @@ type Log struct {
 	// checkpoint is owned by the sync token holder (mu.syncing) once open.
 	checkpoint *recoveryCheckpoint
 
+	// cleanMu serialises cleaning passes (Clean); take it before writeMu.
+	cleanMu sync.Mutex
+
 	writeMu sync.Mutex
 	// Owned by writeMu: buffers reused by every append.
 	newEntries []indexEntry
@@ -44,6 +47,10 @@ type Log struct {
 	// first change removes it (see dropCleanMarker), so opening an idle
 	// partition costs no write and no directory fsync.
 	cleanMarker bool
+	// truncations counts TruncateTo calls (owned by writeMu), so a cleaning
+	// pass that a truncation overlapped does not record a stale first
+	// dirty offset.
+	truncations uint64
 
 	mu struct {
 		sync.Mutex
@@ -54,6 +61,10 @@ type Log struct {
 		startOffset   int64
 		endOffset     int64
 		recoveryPoint int64 // everything below is fsynced
+		cleanedTo     int64 // the cleaner's first dirty offset (cleaner.go)
+		// lastPass and lastPassTook: the last pass that cleaned something.
+		lastPass     time.Time
+		lastPassTook time.Duration
 		// firstUnflushed is when the oldest append above recoveryPoint
 		// happened (zero when none), for MaybeFlush.
 		firstUnflushed time.Time
@@ -129,6 +140,9 @@ func (l *Log) open() error {
 	if err != nil {
 		return err
 	}
+	if err := l.loadCleanedTo(); err != nil {
+		return err
+	}
 	segs, err := l.openSegments(bases, start)
 	l.mu.segs = segs
 	if err != nil {
@@ -155,6 +169,9 @@ func (l *Log) start(clean bool, start, rp int64, rpOK bool) (err error) {
 	end := active.view.Load().nextOffset
 	l.mu.startOffset = min(max(start, segs[0].base), end)
 	l.mu.endOffset = end
+	// A truncation into a cleaned segment's gap can leave the end, once
+	// reloaded, below the cleaner's offset: what is appended there is dirty.
+	l.mu.cleanedTo = min(l.mu.cleanedTo, end)
 	cp := end
 	if !clean {
 		cp = min(rp, end)
@@ -198,6 +215,13 @@ func (l *Log) listDir() (bases []int64, clean bool, err error) {
 	names, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return nil, false, fmt.Errorf("list dir: %w", err)
+	}
+	if changed, err := l.finishSwaps(names); err != nil {
+		return nil, false, err
+	} else if changed {
+		if names, err = l.fs.ReadDir(l.dir); err != nil {
+			return nil, false, fmt.Errorf("list dir: %w", err)
+		}
 	}
 	for _, name := range names {
 		switch {

@@ -223,12 +223,17 @@ func TestKeepOffsetsAndLogAppendTime(t *testing.T) {
 	if res, err := l.Append(next, storage.AppendOptions{KeepOffsets: true}); err != nil || res.BaseOffset != 3 || res.LastOffset != 5 {
 		t.Fatalf("KeepOffsets append: %+v %v", res, err)
 	}
+	// A gap, as a compacted leader's log has where it cleaned a batch away.
+	next[7] = 9
+	if res, err := l.Append(next, storage.AppendOptions{KeepOffsets: true}); err != nil || res.BaseOffset != 9 || l.LogEndOffset() != 12 {
+		t.Fatalf("KeepOffsets append across a gap: %+v %v, end %d", res, err, l.LogEndOffset())
+	}
 	res, err := l.Append(makeBatch(1, 10, 5), storage.AppendOptions{LogAppendTime: true})
 	if err != nil || res.LogAppendTime < 1e12 || res.MaxTimestamp != res.LogAppendTime {
 		t.Fatalf("LogAppendTime append: %+v %v", res, err)
 	}
 	hs := readAll(t, l) // validates the recomputed CRC
-	if h := hs[2]; h.MaxTimestamp != res.LogAppendTime || h.Attributes&8 == 0 {
+	if h := hs[3]; h.MaxTimestamp != res.LogAppendTime || h.Attributes&8 == 0 {
 		t.Fatalf("stamped header %+v", h)
 	}
 }

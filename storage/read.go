@@ -113,7 +113,7 @@ func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffse
 	}
 	if r.batches > 0 {
 		res.Data = data
-		res.Chunks = append(res.Chunks, Chunk{fs: s.fs, path: s.logPath, pos: pos, size: n})
+		res.Chunks = append(res.Chunks, Chunk{fs: s.fs, path: s.logPath, pos: pos, size: n, base: r.first})
 		res.Batches += r.batches
 		res.NextOffset = r.next
 		*budget -= n

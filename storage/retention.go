@@ -202,6 +202,9 @@ func (l *Log) truncate(offset, interval int64) error {
 		return err
 	}
 	kept := slices.Clone(v.entries[:lookupCount(v.entries, pos)])
+	if err := l.lowerCleanedTo(newEnd); err != nil {
+		return err
+	}
 	// Publish the shorter log before touching files, so new reads stay
 	// below the cut.
 	l.mu.Lock()

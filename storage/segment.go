@@ -275,6 +275,7 @@ func (s *segment) seekTime(f File, v *segView, ts, minOffset int64, hdr []byte) 
 
 // readResult is what readInto found in one segment.
 type readResult struct {
+	first   int64 // base offset of the first batch read
 	batches int
 	next    int64 // offset after the last batch read
 	toEnd   bool  // every batch up to the segment's end was taken
@@ -302,6 +303,9 @@ func (s *segment) readInto(f File, dst []byte, pos, limit int64, budget int, min
 		if h.LastOffset() >= maxOffset {
 			stopped = true
 			break
+		}
+		if r.batches == 0 {
+			r.first = h.BaseOffset
 		}
 		used += int(h.Size())
 		r.batches++
@@ -338,6 +342,9 @@ func (s *segment) scanBatches(f File, pos, limit int64, budget int, minOne bool,
 		}
 		if used+h.Size() > int64(budget) && !(minOne && r.batches == 0) {
 			break
+		}
+		if r.batches == 0 {
+			r.first = h.BaseOffset
 		}
 		used += h.Size()
 		r.batches++
@@ -421,6 +428,6 @@ func (s *segment) readOne(f File, dst []byte, pos, limit, maxOffset int64) ([]by
 	if _, err := f.ReadAt(dst[start:], pos); err != nil {
 		return dst[:start], r, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
 	}
-	r.batches, r.next, r.toEnd = 1, h.LastOffset()+1, pos+h.Size() == limit
+	r.first, r.batches, r.next, r.toEnd = h.BaseOffset, 1, h.LastOffset()+1, pos+h.Size() == limit
 	return dst, r, nil
 }

@@ -80,6 +80,11 @@ type serveSettings struct {
 	offsetsPartitions int32
 	// offsetsReplicationFactor is offsets.topic.replication.factor.
 	offsetsReplicationFactor int16
+	// offsetsSegmentBytes is offsets.topic.segment.bytes.
+	offsetsSegmentBytes int32
+	// offsetsRetention and offsetsRetentionCheck are offsets.retention.minutes
+	// and offsets.retention.check.interval.ms.
+	offsetsRetention, offsetsRetentionCheck time.Duration
 	// schemasReplicationFactor is kafkastore.topic.replication.factor.
 	schemasReplicationFactor int16
 	// httpAuth is the HTTP gateway's authentication (httpauth.go).
@@ -151,6 +156,32 @@ var serveOptions = []option{
 				err = errors.New("must be at least 1")
 			}
 			s.offsetsReplicationFactor = int16(n)
+			return err
+		}},
+	{"offsets-topic-segment-bytes", []string{"offsets.topic.segment.bytes"}, "segment.bytes of __consumer_offsets when it is created: the cleaner compacts all but the active segment", "104857600",
+		func(s *serveSettings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err == nil && n < 1024 {
+				err = errors.New("must be at least 1024")
+			}
+			s.offsetsSegmentBytes = int32(n)
+			return err
+		}},
+	{"offsets-retention-minutes", []string{"offsets.retention.minutes"}, "committed offsets of a group without members expire this long after it became empty (a standalone group's, after the commit)", "10080",
+		func(s *serveSettings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err == nil && n < 1 {
+				err = errors.New("must be at least 1")
+			}
+			s.offsetsRetention = time.Duration(n) * time.Minute
+			return err
+		}},
+	{"offsets-retention-check-interval-ms", []string{"offsets.retention.check.interval.ms"}, "how often expired committed offsets are looked for", "600000",
+		func(s *serveSettings, v string) error {
+			err := parseMillis(&s.offsetsRetentionCheck, v)
+			if err == nil && s.offsetsRetentionCheck <= 0 {
+				err = errors.New("must be positive")
+			}
 			return err
 		}},
 	{"schemas-topic-replication-factor", []string{"kafkastore.topic.replication.factor"}, "replicas of _schemas, where a cluster without --schema-store keeps the schema registry, when it is created (on the registry's first use; with fewer live brokers registrations fail until there are enough)", "3",
@@ -447,7 +478,7 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 // allServeOptions is every serve option: the list above and those kept
 // beside the feature they configure.
 func allServeOptions() []option {
-	return slices.Concat(serveOptions, httpAuthOptions, interBrokerOptions)
+	return slices.Concat(serveOptions, httpAuthOptions, interBrokerOptions, cleanerOptions)
 }
 
 // switchOptions are the options given as a bare --flag (true), or
@@ -657,7 +688,8 @@ func runServe(args []string) error {
 		node.followPeers()
 	}
 	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay, OffsetsTopicPartitions: s.offsetsPartitions,
-		OffsetsTopicReplicationFactor: s.offsetsReplicationFactor}
+		OffsetsTopicReplicationFactor: s.offsetsReplicationFactor, OffsetsTopicSegmentBytes: s.offsetsSegmentBytes,
+		OffsetsRetention: s.offsetsRetention, OffsetsRetentionCheckInterval: s.offsetsRetentionCheck}
 	if s.groupInitialDelay == 0 {
 		groupCfg.InitialRebalanceDelay = -1 // group.Config reads 0 as its default
 	}

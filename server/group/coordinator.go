@@ -35,6 +35,18 @@ type Config struct {
 	// first FindCoordinator; with fewer live brokers the lookup answers
 	// COORDINATOR_NOT_AVAILABLE. Default 3, as Kafka. A single node uses 1.
 	OffsetsTopicReplicationFactor int16
+	// OffsetsTopicSegmentBytes is segment.bytes of __consumer_offsets when
+	// it is created (offsets.topic.segment.bytes). Default 100 MiB, as
+	// Kafka: the cleaner never touches the active segment, so a smaller
+	// segment than the 1 GiB default keeps the compacted topic small.
+	OffsetsTopicSegmentBytes int32
+	// OffsetsRetention expires the committed offsets of an empty group
+	// this long after it became empty (a standalone group's, after the
+	// commit) (offsets.retention.minutes). Default 7 days, as Kafka 2.0+.
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is how often expiry runs
+	// (offsets.retention.check.interval.ms). Default 10 minutes.
+	OffsetsRetentionCheckInterval time.Duration
 	// OffsetMetadataMaxBytes bounds a commit's metadata string
 	// (offset.metadata.max.bytes). Default 4096.
 	OffsetMetadataMaxBytes int
@@ -74,6 +86,15 @@ func (c *Config) Defaults() {
 	if c.OffsetsTopicReplicationFactor == 0 {
 		c.OffsetsTopicReplicationFactor = 3
 	}
+	if c.OffsetsTopicSegmentBytes == 0 {
+		c.OffsetsTopicSegmentBytes = 100 << 20
+	}
+	if c.OffsetsRetention == 0 {
+		c.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if c.OffsetsRetentionCheckInterval == 0 {
+		c.OffsetsRetentionCheckInterval = 10 * time.Minute
+	}
 	if c.OffsetMetadataMaxBytes == 0 {
 		c.OffsetMetadataMaxBytes = 4096
 	}
@@ -97,6 +118,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("offsets.topic.num.partitions %d: must be >= 1", c.OffsetsTopicPartitions)
 	case c.OffsetsTopicReplicationFactor < 1:
 		return fmt.Errorf("offsets.topic.replication.factor %d: must be >= 1", c.OffsetsTopicReplicationFactor)
+	case c.OffsetsTopicSegmentBytes < 1024:
+		return fmt.Errorf("offsets.topic.segment.bytes %d: must be >= 1024", c.OffsetsTopicSegmentBytes)
+	case c.OffsetsRetention < time.Minute || c.OffsetsRetentionCheckInterval <= 0:
+		return fmt.Errorf("offsets.retention.minutes must be >= 1 and offsets.retention.check.interval.ms > 0")
 	case c.TickInterval <= 0:
 		return fmt.Errorf("tick interval must be > 0")
 	}
@@ -195,12 +220,18 @@ func (c *Coordinator) tickLoop() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.cfg.TickInterval)
 	defer t.Stop()
+	expiry := time.NewTicker(c.cfg.OffsetsRetentionCheckInterval)
+	defer expiry.Stop()
 	for {
 		select {
 		case <-c.closing:
 			return
 		case <-t.C:
 			c.Tick()
+		case <-expiry.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			c.ExpireOffsets(ctx, c.now())
+			cancel()
 		}
 	}
 }

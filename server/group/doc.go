@@ -26,12 +26,15 @@
 // in Kafka's formats (key v1: group, topic, partition; value v3: offset,
 // leader epoch, metadata, commit timestamp; a null value deletes), to
 // partition abs(javaHash(group)) % partitions as Kafka does. The topic is
-// created at New with cleanup.policy=compact so retention never deletes
-// it; compaction itself is not implemented, so it grows with every commit
-// and New reads it in full from the start (a known cost at startup until
-// compaction exists). A group's commits are serialised by group.commitMu,
-// so the log and the in-memory table apply them in the same order; the
-// table changes only after the write is durable.
+// created with cleanup.policy=compact and offsets.topic.segment.bytes
+// (100 MiB) so retention never deletes it and the log cleaner keeps only
+// the latest commit per key below the active segment; a new coordinator
+// reads what compaction left, from the start. An empty group's offsets
+// expire after offsets.retention.minutes (expiry.go): tombstones, which
+// the cleaner removes after delete.retention.ms. A group's commits are
+// serialised by group.commitMu, so the log and the in-memory table apply
+// them in the same order; the table changes only after the write is
+// durable.
 //
 // # Membership rules that differ from a first reading of Kafka
 //

@@ -288,7 +288,8 @@ func (c *Coordinator) createOffsetsTopic() error {
 		Name:              OffsetsTopic,
 		Partitions:        c.cfg.OffsetsTopicPartitions,
 		ReplicationFactor: rf,
-		Configs:           map[string]string{server.CfgCleanupPolicy: "compact"},
+		Configs: map[string]string{server.CfgCleanupPolicy: "compact",
+			server.CfgSegmentBytes: strconv.Itoa(int(c.cfg.OffsetsTopicSegmentBytes))},
 	})
 	if err != nil && !errors.Is(err, server.ErrTopicExists) {
 		return fmt.Errorf("create %s (offsets.topic.replication.factor %d): %w", OffsetsTopic, rf, err)

@@ -17,6 +17,11 @@ package kafka
 // partition closes the connection, as in Kafka. On one node acks=1 and
 // acks=-1 answer alike (a topic with flush.messages=1 answers after fsync)
 // unless min.insync.replicas is above 1.
+// A batch refused for some of its records (a keyless record to a
+// compacted topic, a timestamp out of bounds) is refused whole, with the
+// first record's error, and from v8 names every bad record in
+// record_errors (KIP-467), as Kafka does: librdkafka then fails those with
+// INVALID_RECORD and the rest of the batch with _INVALID_DIFFERENT_RECORD.
 // ACLs (authz.go): WRITE on each topic, and on the transactional id when
 // one is given. Deviations: transactional batches are rejected with INVALID_RECORD. v10's new-leader
 // hints (KIP-951) stay empty, since one node never answers NOT_LEADER; v11
@@ -24,6 +29,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -133,6 +139,7 @@ func (s *Server) producePartition(ctx context.Context, version, acks int16, topi
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
 		rp.ErrorMessage = errorMessage(err)
+		rp.ErrorRecords = recordErrors(version, err)
 		s.logger.Debug("produce rejected", "topic", topic, "partition", p.Partition, "err", err)
 		return server.Appended{}
 	}
@@ -216,4 +223,20 @@ func distinctPartitions(req *kmsg.ProduceRequest) bool {
 		}
 	}
 	return true
+}
+
+// recordErrors names the refused records of a batch (KIP-467, Produce v8+):
+// a client fails those with the partition's error and the rest of the
+// batch with its own.
+func recordErrors(version int16, err error) []kmsg.ProduceResponseTopicPartitionErrorRecord {
+	var bad *server.InvalidRecordsError
+	if version < 8 || !errors.As(err, &bad) {
+		return nil
+	}
+	out := make([]kmsg.ProduceResponseTopicPartitionErrorRecord, len(bad.Records))
+	for i, r := range bad.Records {
+		out[i].RelativeOffset = r.Index
+		out[i].ErrorMessage = &bad.Records[i].Message
+	}
+	return out
 }

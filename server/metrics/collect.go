@@ -34,6 +34,12 @@ type PartitionStat struct {
 	// FollowerLag is, on a follower, how many records its log end is
 	// behind the leader's high watermark as of the last fetch answer.
 	FollowerLag int64
+	// Compacted: cleanup.policy holds compact; then DirtyRatio is the
+	// share of its cleanable bytes not yet cleaned and LastCleanSeconds
+	// how long its last cleaning pass took.
+	Compacted        bool
+	DirtyRatio       float64
+	LastCleanSeconds float64
 }
 
 // LagStat is one consumer group's lag on one partition.
@@ -125,6 +131,12 @@ var (
 		"Partitions whose in-sync replica count is below min.insync.replicas (acks=all produce fails).", nil, nil)
 	descLag = prometheus.NewDesc("ferry_consumer_group_lag",
 		"Records between a consumer group's committed offset and the high watermark.", []string{"group", "topic", "partition"}, nil)
+	descDirtyRatio = prometheus.NewDesc("ferry_log_cleaner_dirty_ratio",
+		"A compacted partition's dirty bytes over its cleanable bytes (compared with min.cleanable.dirty.ratio).", []string{"topic", "partition"}, nil)
+	descMaxDirtyPercent = prometheus.NewDesc("ferry_log_cleaner_max_dirty_percent",
+		"The highest dirty ratio of any compacted partition here, in percent (Kafka's max-dirty-percent).", nil, nil)
+	descMaxCleanTime = prometheus.NewDesc("ferry_log_cleaner_max_clean_time_seconds",
+		"The longest last cleaning pass of any compacted partition here (Kafka's max-clean-time-secs).", nil, nil)
 	descSchemas = prometheus.NewDesc("ferry_schema_registry_schemas",
 		"Registered schemas: live subject versions.", nil, nil)
 	descSchemaUp = prometheus.NewDesc("ferry_schema_store_up",
@@ -137,7 +149,8 @@ type partitionCollector struct{ m *Metrics }
 
 func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogSize, descLogSegments, descLogFailed, descPartitions,
-		descUnderReplicated, descOffline, descAtMinISR, descUnderMinISR, descMaxLag} {
+		descUnderReplicated, descOffline, descAtMinISR, descUnderMinISR, descMaxLag,
+		descDirtyRatio, descMaxDirtyPercent, descMaxCleanTime} {
 		ch <- d
 	}
 }
@@ -145,6 +158,7 @@ func (c *partitionCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 	var total, under, offline, atMin, underMin int
 	var maxLag int64
+	var maxDirty, maxClean float64
 	srcs := c.m.snapshotSources()
 	if c.m.isController.Load() {
 		for _, count := range srcs.leaderless {
@@ -157,6 +171,10 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descLogSize, prometheus.GaugeValue, float64(p.SizeBytes), p.Topic, part)
 			ch <- prometheus.MustNewConstMetric(descLogSegments, prometheus.GaugeValue, float64(p.Segments), p.Topic, part)
 			ch <- prometheus.MustNewConstMetric(descLogFailed, prometheus.GaugeValue, boolValue(p.Offline), p.Topic, part)
+			if p.Compacted {
+				ch <- prometheus.MustNewConstMetric(descDirtyRatio, prometheus.GaugeValue, p.DirtyRatio, p.Topic, part)
+				maxDirty, maxClean = max(maxDirty, p.DirtyRatio), max(maxClean, p.LastCleanSeconds)
+			}
 			total++
 			if p.Offline { // a failed log, led here or not
 				offline++
@@ -186,6 +204,8 @@ func (c *partitionCollector) Collect(ch chan<- prometheus.Metric) {
 		{descAtMinISR, atMin}, {descUnderMinISR, underMin}, {descMaxLag, int(maxLag)}} {
 		ch <- prometheus.MustNewConstMetric(g.d, prometheus.GaugeValue, float64(g.v))
 	}
+	ch <- prometheus.MustNewConstMetric(descMaxDirtyPercent, prometheus.GaugeValue, 100*maxDirty)
+	ch <- prometheus.MustNewConstMetric(descMaxCleanTime, prometheus.GaugeValue, maxClean)
 }
 
 func boolValue(b bool) float64 {

@@ -49,6 +49,10 @@
 //	                                  write or fsync error (it also counts in ferry_offline_partitions),
 //	                                  and failed logs brought back without a restart
 //	ferry_log_flush_duration_seconds  LogFlushRateAndTimeMs
+//	ferry_log_cleaner_dirty_ratio     per compacted partition: dirty over cleanable bytes
+//	ferry_log_cleaner_max_dirty_percent, ferry_log_cleaner_max_clean_time_seconds
+//	                                  LogCleaner max-dirty-percent / max-clean-time-secs
+//	                                  (over the partitions here, at scrape time)
 //	ferry_consumer_group_lag          consumer lag per group and partition
 //	ferry_open_connections            per listener
 //	ferry_connections_rejected_total  connections closed at accept, by listener and limit

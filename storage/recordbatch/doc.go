@@ -18,7 +18,8 @@
 //	16      1     magic (2)
 //	17      4     crc
 //	21      2     attributes: bits 0-2 codec, 3 LogAppendTime,
-//	                          4 transactional, 5 control
+//	                          4 transactional, 5 control,
+//	                          6 delete horizon (KIP-534)
 //	23      4     lastOffsetDelta
 //	27      8     baseTimestamp
 //	35      8     maxTimestamp          rewritten, with the CRC, for LogAppendTime

@@ -49,6 +49,10 @@ const (
 	AttrLogAppendTime = 0x08 // timestamps are the broker's (maxTimestamp)
 	AttrTransactional = 0x10
 	AttrControl       = 0x20 // a control batch (transaction markers)
+	// AttrDeleteHorizon (KIP-534): the log cleaner has passed over this
+	// batch's tombstones; baseTimestamp holds the time after which they
+	// may be removed (record timestamps are still baseTimestamp + delta).
+	AttrDeleteHorizon = 0x40
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -85,6 +89,12 @@ func (h Header) Codec() int8 { return int8(h.Attributes & CodecMask) }
 
 // IsControl reports a control batch.
 func (h Header) IsControl() bool { return h.Attributes&AttrControl != 0 }
+
+// DeleteHorizon is the KIP-534 delete horizon the cleaner stamped on the
+// batch, and whether there is one.
+func (h Header) DeleteHorizon() (int64, bool) {
+	return h.BaseTimestamp, h.Attributes&AttrDeleteHorizon != 0
+}
 
 // LogAppendTime reports a batch whose timestamps are the broker's.
 func (h Header) LogAppendTime() bool { return h.Attributes&AttrLogAppendTime != 0 }
