@@ -79,10 +79,11 @@ func seeds(nodes []*harness.Node) []string {
 // replicatedProducer creates topic (one partition, replication factor 3),
 // waits for its leader, and returns an idempotent acks=all producer that
 // retries through leader changes, with an admin client on it.
-func replicatedProducer(t *testing.T, nodes []*harness.Node, topic string) (*kgo.Client, *kadm.Client) {
+func replicatedProducer(t *testing.T, nodes []*harness.Node, topic string, extra ...kgo.Opt) (*kgo.Client, *kadm.Client) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic(topic), kgo.RecordRetries(100), kgo.RetryTimeout(60*time.Second))
+	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic(topic), kgo.RecordRetries(100), kgo.RetryTimeout(60 * time.Second)}, extra...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

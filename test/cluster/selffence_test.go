@@ -136,7 +136,12 @@ func fetchFrom(addr, topic string) int16 {
 func TestCutLeaderFencesItself(t *testing.T) {
 	c := startCuttableCluster(t)
 	const topic = "fenced"
-	cl, adm := replicatedProducer(t, c.nodes, topic)
+	// franz-go waits 5 s (MetadataMinAge) between metadata refreshes by
+	// default; when the refresh after NOT_LEADER_OR_FOLLOWER reaches the
+	// fenced broker (LEADER_NOT_AVAILABLE), each such wait adds 5 s to the
+	// stall (13–18 s seen). Java clients wait retry.backoff.ms (100 ms):
+	// the producer here refreshes as the partition suite's do.
+	cl, adm := replicatedProducer(t, c.nodes, topic, kgo.MetadataMinAge(250*time.Millisecond))
 	produceNumbered(t, cl, 0, 10)
 	old := leaderOf(t, adm, topic)
 	controller := controllerOf(t, c.nodes)
