@@ -29,6 +29,13 @@ type steadyProducer struct {
 	err     error
 }
 
+// ackedSince reports whether a record was acknowledged after since.
+func (sp *steadyProducer) ackedSince(since time.Time) bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.lastAck.After(since)
+}
+
 func startSteadyProducer(cl *kgo.Client) *steadyProducer {
 	sp := &steadyProducer{cl: cl, stopped: make(chan struct{}), done: make(chan struct{}), acked: map[int64]string{}, lastAck: time.Now()}
 	go func() {
@@ -163,7 +170,8 @@ func testRejoin(t *testing.T, frozenRole string) {
 		}
 		return false
 	})
-	time.Sleep(time.Second) // let the producer go on under the new ISR
+	shrunk := time.Now()
+	harness.WaitFor(t, "an ack under the new ISR", 30*time.Second, func() bool { return sp.ackedSince(shrunk) })
 	thawed := time.Now()
 	nodes[frozen-1].Thaw()
 	var bystander int32

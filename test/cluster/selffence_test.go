@@ -150,7 +150,8 @@ func TestCutLeaderFencesItself(t *testing.T) {
 		t.Fatalf("the leader refused a produce before the cut: %v", kerr.ErrorForCode(code))
 	}
 	sp := startSteadyProducer(cl)
-	time.Sleep(time.Second) // not a wait for a condition: the producer writes before the cut
+	started := time.Now()
+	harness.WaitFor(t, "the producer's first ack before the cut", 10*time.Second, func() bool { return sp.ackedSince(started) })
 	cut := time.Now()
 	c.cut(old)
 	t.Logf("broker %d (leader) cut from ZooKeeper and its peers", old)
@@ -191,7 +192,8 @@ func TestCutLeaderFencesItself(t *testing.T) {
 		return newLeader > 0 && newLeader != old
 	})
 	t.Logf("broker %d leads %v after the cut (the controller was broker %d)", newLeader, time.Since(cut).Round(time.Millisecond), controller)
-	time.Sleep(2 * time.Second) // the producer goes on under the new leader
+	moved := time.Now()
+	harness.WaitFor(t, "an ack under the new leader", 30*time.Second, func() bool { return sp.ackedSince(moved) })
 	healed := time.Now()
 	c.heal(old)
 	harness.WaitFor(t, "the healed broker rejoins the ISR", 30*time.Second, func() bool {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ferry-mq/ferry/test/harness"
 	"github.com/ferry-mq/ferry/test/jepsen"
 	"github.com/ferry-mq/ferry/test/netns"
 )
@@ -239,22 +240,15 @@ func (w *workload) waitAcks(t *testing.T, within time.Duration) {
 // waitAcksSince waits until every partition has an ack after since.
 func (w *workload) waitAcksSince(t *testing.T, since time.Time, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	harness.WaitFor(t, "an ack on every partition since "+since.Format("15:04:05.000"), timeout, func() bool {
 		acked := map[int32]bool{}
 		for _, wr := range w.history.Writes() {
 			if wr.Outcome == jepsen.Acked && wr.End.After(since) {
 				acked[wr.Partition] = true
 			}
 		}
-		if len(acked) == partitions {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no acks on every partition since %v within %v (acked: %v)", since.Format("15:04:05.000"), timeout, acked)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(acked) == partitions
+	})
 }
 
 // stop ends the producers, waits for their last writes, and returns the
