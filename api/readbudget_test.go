@@ -26,7 +26,7 @@ func produceZstdBatches(t *testing.T, b *server.Broker, topic string, n, size in
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.ProduceBatch(context.Background(), server.BatchProduce{Topic: topic, Batches: batch}); err != nil {
+		if _, err := b.AppendBatch(context.Background(), server.BatchProduce{Topic: topic, Batches: batch}); err != nil {
 			t.Fatal(err)
 		}
 	}

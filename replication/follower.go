@@ -19,7 +19,7 @@ import (
 // The idempotent producers' state follows them, so this replica answers
 // retries correctly once it leads. The high watermark does not move here:
 // it comes from the leader (FollowHighWatermark).
-func (p *Partition) AppendAsFollower(batches []byte) (storage.AppendResult, error) {
+func (p *Replica) AppendAsFollower(batches []byte) (storage.AppendResult, error) {
 	ps := p.producers
 	ps.appendMu.RLock()
 	defer ps.appendMu.RUnlock()
@@ -40,7 +40,7 @@ func (p *Partition) AppendAsFollower(batches []byte) (storage.AppendResult, erro
 // FollowHighWatermark moves the high watermark to the leader's, capped by
 // this replica's log end (Kafka's follower rule: min(leader HW, LEO)). It
 // never moves back; a truncation lowers it.
-func (p *Partition) FollowHighWatermark(leaderHW int64) {
+func (p *Replica) FollowHighWatermark(leaderHW int64) {
 	p.leaderHW.Store(leaderHW)
 	p.mu.Lock()
 	before := p.hw.Load()
@@ -57,7 +57,7 @@ func (p *Partition) FollowHighWatermark(leaderHW int64) {
 // and the log. The high watermark is capped at the new log end, and every
 // request waiting on the partition answers now (delayed: a truncation is
 // Gone), reading what is left.
-func (p *Partition) TruncateTo(offset int64) error {
+func (p *Replica) TruncateTo(offset int64) error {
 	if offset >= p.log.LogEndOffset() {
 		return nil // nothing to cut: the producer state stays loaded
 	}
@@ -88,7 +88,7 @@ func (p *Partition) TruncateTo(offset int64) error {
 
 // assignEpochsOf records the epochs of copied batches in the epoch cache:
 // each new epoch starts at its first batch.
-func (p *Partition) assignEpochsOf(batches []byte) {
+func (p *Replica) assignEpochsOf(batches []byte) {
 	for len(batches) >= recordbatch.HeaderSize {
 		h, err := recordbatch.ParseHeader(batches)
 		if err != nil || h.Size() > int64(len(batches)) {
@@ -105,7 +105,7 @@ func (p *Partition) assignEpochsOf(batches []byte) {
 // its leader before it fetches (KIP-101): where its own latest epoch ends
 // on the leader. ask is false when it has no epoch history: it then
 // truncates to its high watermark (TruncateToHighWatermark).
-func (p *Partition) TruncationQuery() (req epoch.Request, ask bool) {
+func (p *Replica) TruncationQuery() (req epoch.Request, ask bool) {
 	p.epochs.mu.Lock()
 	defer p.epochs.mu.Unlock()
 	if !epoch.NeedsAnswer(p.epochs.cache) {
@@ -118,7 +118,7 @@ func (p *Partition) TruncationQuery() (req epoch.Request, ask bool) {
 // given the leader's answer to TruncationQuery (KIP-101, KIP-279). done is
 // false when the leader answered an epoch this replica does not hold: ask
 // again, with the new latest epoch.
-func (p *Partition) TruncateForLeader(answer epoch.EndOffset) (done bool, err error) {
+func (p *Replica) TruncateForLeader(answer epoch.EndOffset) (done bool, err error) {
 	p.epochs.mu.Lock()
 	tr := epoch.Truncate(p.epochs.cache, p.log.LogEndOffset(), p.hw.Load(), answer)
 	p.epochs.mu.Unlock()
@@ -130,14 +130,14 @@ func (p *Partition) TruncateForLeader(answer epoch.EndOffset) (done bool, err er
 
 // TruncateToHighWatermark is KIP-101's fallback for a replica without an
 // epoch history: keep what it knows was committed.
-func (p *Partition) TruncateToHighWatermark() error {
+func (p *Replica) TruncateToHighWatermark() error {
 	return p.TruncateTo(epoch.TruncateToHighWatermark(p.log.LogEndOffset(), p.hw.Load()).Offset)
 }
 
 // FollowerLag is how many records this follower's log end is behind the
 // leader's high watermark as of the last fetch answer (Kafka's fetcher
 // lag); 0 while it leads or before its first answer.
-func (p *Partition) FollowerLag() int64 {
+func (p *Replica) FollowerLag() int64 {
 	if p.role.Load().Leader == p.brokerID {
 		return 0
 	}

@@ -24,7 +24,7 @@ func plainBatch(t *testing.T, values ...string) []byte {
 }
 
 // readAll returns the partition's batches from offset up to its log end.
-func readAll(t *testing.T, p *Partition, offset int64) []byte {
+func readAll(t *testing.T, p *Replica, offset int64) []byte {
 	t.Helper()
 	if offset >= p.LogEndOffset() {
 		return nil
@@ -38,7 +38,7 @@ func readAll(t *testing.T, p *Partition, offset int64) []byte {
 
 // follow copies what the leader has beyond the follower's log end, as a
 // replica fetcher does, and passes the leader's high watermark on.
-func follow(t *testing.T, leader, follower *Partition) {
+func follow(t *testing.T, leader, follower *Replica) {
 	t.Helper()
 	if data := readAll(t, leader, follower.LogEndOffset()); data != nil {
 		if _, err := follower.AppendAsFollower(data); err != nil {

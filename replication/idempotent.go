@@ -86,7 +86,7 @@ func nextSeq(seq int32, inc int32) int32 {
 // appends it, or answers a retry with the original offsets. h is the
 // batch's header (the caller has checked it is one idempotent batch).
 // Append errors are storage's, unwrapped.
-func (p *Partition) AppendIdempotent(h recordbatch.Header, batch []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
+func (p *Replica) AppendIdempotent(h recordbatch.Header, batch []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
 	ps := p.producers
 	ps.appendMu.RLock()
 	defer ps.appendMu.RUnlock()
@@ -177,7 +177,7 @@ type ProducerState struct {
 }
 
 // Producers returns the idempotent producers the partition remembers.
-func (p *Partition) Producers() []ProducerState {
+func (p *Replica) Producers() []ProducerState {
 	ps := p.producers
 	ps.ready(p.log)
 	ps.mu.Lock()

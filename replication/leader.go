@@ -21,7 +21,7 @@ import (
 // lead makes this broker the leader for r, as Kafka's makeLeader: a new
 // leader state from the log end and the current high watermark, and r's
 // epoch assigned from the log end in the epoch cache.
-func (p *Partition) lead(r Role, now time.Time) error {
+func (p *Replica) lead(r Role, now time.Time) error {
 	leo := p.log.LogEndOffset()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -44,7 +44,7 @@ func stateOf(r Role) isr.State {
 // (a delayed request from a controller that lost); the same epoch may
 // change the ISR or the replicas (the leader's own ISR writes, a
 // reassignment).
-func (p *Partition) SetRole(r Role) error {
+func (p *Replica) SetRole(r Role) error {
 	cur := p.role.Load()
 	if r.LeaderEpoch < cur.LeaderEpoch {
 		return fmt.Errorf("%w: %s-%d is in leader epoch %d; the request is for %d",
@@ -84,7 +84,7 @@ func (p *Partition) SetRole(r Role) error {
 
 // refreshOrLead keeps the leader state when this broker already leads in
 // r's epoch (an ISR change), and starts a new one otherwise.
-func (p *Partition) refreshOrLead(cur *Role, r Role) error {
+func (p *Replica) refreshOrLead(cur *Role, r Role) error {
 	now := p.now()
 	p.mu.Lock()
 	l := p.mu.leader
@@ -106,7 +106,7 @@ func (p *Partition) refreshOrLead(cur *Role, r Role) error {
 // FollowerFetched records that replica fetched from fetchOffset in
 // epoch (negative: not sent), which may advance the high watermark and
 // propose adding it to the ISR (Kafka's updateFollowerFetchState).
-func (p *Partition) FollowerFetched(replica, currentEpoch int32, fetchOffset int64) error {
+func (p *Replica) FollowerFetched(replica, currentEpoch int32, fetchOffset int64) error {
 	p.mu.Lock()
 	l := p.mu.leader
 	if l == nil {
@@ -131,7 +131,7 @@ func (p *Partition) FollowerFetched(replica, currentEpoch int32, fetchOffset int
 // leader's state has been told of (an append's records count from when
 // they are durable as the topic asks), so a follower never holds more than
 // the leader acknowledged.
-func (p *Partition) ReplicaReadEnd() int64 {
+func (p *Replica) ReplicaReadEnd() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if l := p.mu.leader; l != nil {
@@ -142,7 +142,7 @@ func (p *Partition) ReplicaReadEnd() int64 {
 
 // Tick lets the leader shrink the ISR by the followers that have lagged
 // for replica.lag.time.max.ms (Kafka's isr-expiration task).
-func (p *Partition) Tick(now time.Time) {
+func (p *Replica) Tick(now time.Time) {
 	p.mu.Lock()
 	l := p.mu.leader
 	if l == nil {
@@ -159,7 +159,7 @@ func (p *Partition) Tick(now time.Time) {
 
 // afterLeaderUpdate wakes the purgatory and hands a proposal on. Called
 // without mu.
-func (p *Partition) afterLeaderUpdate(u isr.Update) {
+func (p *Replica) afterLeaderUpdate(u isr.Update) {
 	if u.HighWatermarkAdvanced {
 		p.notifyWaiters()
 	}
@@ -170,7 +170,7 @@ func (p *Partition) afterLeaderUpdate(u isr.Update) {
 
 // ISRCommitted reports that prop was written, at the partition state's
 // newVersion: the ISR changes.
-func (p *Partition) ISRCommitted(prop *isr.Proposal, newVersion int32) {
+func (p *Replica) ISRCommitted(prop *isr.Proposal, newVersion int32) {
 	p.mu.Lock()
 	l := p.mu.leader
 	if l == nil {
@@ -190,7 +190,7 @@ func (p *Partition) ISRCommitted(prop *isr.Proposal, newVersion int32) {
 
 // ISRConflict reports that prop lost to another writer: the ISR stays as
 // it was until the partition state is re-read and given to SetRole.
-func (p *Partition) ISRConflict(prop *isr.Proposal) {
+func (p *Replica) ISRConflict(prop *isr.Proposal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if l := p.mu.leader; l != nil {
@@ -200,7 +200,7 @@ func (p *Partition) ISRConflict(prop *isr.Proposal) {
 
 // SetReplicationConfig applies changed min.insync.replicas or
 // replica.lag.time.max.ms.
-func (p *Partition) SetReplicationConfig(cfg isr.Config) error {
+func (p *Replica) SetReplicationConfig(cfg isr.Config) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if l := p.mu.leader; l != nil {
@@ -215,7 +215,7 @@ func (p *Partition) SetReplicationConfig(cfg isr.Config) error {
 // CheckEnoughReplicas is acks=all's check before the append: the ISR must
 // hold min.insync.replicas (Kafka's NOT_ENOUGH_REPLICAS), and this broker
 // must lead.
-func (p *Partition) CheckEnoughReplicas() error {
+func (p *Replica) CheckEnoughReplicas() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l := p.mu.leader
@@ -235,7 +235,7 @@ func (p *Partition) CheckEnoughReplicas() error {
 // acknowledged by the ISR, and then whether the ISR still holds
 // min.insync.replicas (NOT_ENOUGH_REPLICAS_AFTER_APPEND otherwise). A
 // partition that no longer leads is done with ErrNotLeader.
-func (p *Partition) AcksAllDone(requiredOffset int64) (bool, error) {
+func (p *Replica) AcksAllDone(requiredOffset int64) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mu.leader == nil {
@@ -255,7 +255,7 @@ func (p *Partition) AcksAllDone(requiredOffset int64) (bool, error) {
 // largest epoch not above requested and where the next one starts (the
 // log end for the current epoch), after checking the request's current
 // epoch (FENCED or UNKNOWN_LEADER_EPOCH).
-func (p *Partition) EndOffsetForEpoch(currentEpoch, requested int32) (epoch.EndOffset, error) {
+func (p *Replica) EndOffsetForEpoch(currentEpoch, requested int32) (epoch.EndOffset, error) {
 	r := p.role.Load()
 	if r.Leader != p.brokerID {
 		return epoch.Undefined, p.notLeader(r)
@@ -264,4 +264,4 @@ func (p *Partition) EndOffsetForEpoch(currentEpoch, requested int32) (epoch.EndO
 }
 
 // LeaderEpochs is the epoch history (a diagnostic and for tests).
-func (p *Partition) LeaderEpochs() []epoch.Entry { return p.epochs.entries() }
+func (p *Replica) LeaderEpochs() []epoch.Entry { return p.epochs.entries() }

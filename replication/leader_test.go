@@ -23,7 +23,7 @@ func TestLeaderShrinksAndExpandsTheISR(t *testing.T) {
 	clock := time.Unix(1_700_000_000, 0)
 	p, _ := newTestPartition(t, func(c *Config) {
 		c.Replication = isr.Config{ReplicaLagTimeMax: 30 * time.Second}
-		c.OnISRChange = func(_ *Partition, prop *isr.Proposal) { proposals = append(proposals, prop) }
+		c.OnISRChange = func(_ *Replica, prop *isr.Proposal) { proposals = append(proposals, prop) }
 		c.Now = func() time.Time { return clock }
 	})
 	if err := p.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, ZkVersion: 4}); err != nil {

@@ -17,7 +17,7 @@ import (
 // The idempotent producer state of one partition: its snapshots at clean
 // close, rolls, retention and DeleteRecords, and their recovery. The
 // broker-level tests (server/idempotence_test.go) cover the rules through
-// ProduceBatch.
+// produceBatch.
 
 func testConfig(t *testing.T) Config {
 	return Config{Topic: "idem", Index: 0, BrokerID: 1, Dir: filepath.Join(t.TempDir(), "idem-0"),
@@ -25,7 +25,7 @@ func testConfig(t *testing.T) Config {
 		ProducerIDExpiration: 24 * time.Hour}
 }
 
-func newTestPartition(t *testing.T, mutate ...func(*Config)) (*Partition, Config) {
+func newTestPartition(t *testing.T, mutate ...func(*Config)) (*Replica, Config) {
 	t.Helper()
 	cfg := testConfig(t)
 	for _, m := range mutate {
@@ -34,7 +34,7 @@ func newTestPartition(t *testing.T, mutate ...func(*Config)) (*Partition, Config
 	return openPartition(t, cfg), cfg
 }
 
-func openPartition(t *testing.T, cfg Config) *Partition {
+func openPartition(t *testing.T, cfg Config) *Replica {
 	t.Helper()
 	p, err := Open(cfg)
 	if err != nil {
@@ -44,7 +44,7 @@ func openPartition(t *testing.T, cfg Config) *Partition {
 	return p
 }
 
-func reopen(t *testing.T, p *Partition, cfg Config) *Partition {
+func reopen(t *testing.T, p *Replica, cfg Config) *Replica {
 	t.Helper()
 	if err := p.Close(); err != nil {
 		t.Fatalf("close: %v", err)
@@ -78,7 +78,7 @@ func idemBatch(t *testing.T, id int64, epoch int16, seq int32, n int) []byte {
 	return data
 }
 
-func produceIdem(t *testing.T, p *Partition, batch []byte) (int64, error) {
+func produceIdem(t *testing.T, p *Replica, batch []byte) (int64, error) {
 	t.Helper()
 	h, err := recordbatch.ParseHeader(batch)
 	if err != nil {
@@ -90,13 +90,13 @@ func produceIdem(t *testing.T, p *Partition, batch []byte) (int64, error) {
 
 // produceSeqs appends batches of n records from producer id, sequences
 // from 0, and returns the batches sent.
-func produceSeqs(t *testing.T, p *Partition, id int64, batches, n int) [][]byte {
+func produceSeqs(t *testing.T, p *Replica, id int64, batches, n int) [][]byte {
 	t.Helper()
 	return produceSeqs2(t, p, id, 0, batches, n)
 }
 
 // produceSeqs2 appends count batches of n records starting at batch from.
-func produceSeqs2(t *testing.T, p *Partition, id int64, from, count, n int) [][]byte {
+func produceSeqs2(t *testing.T, p *Replica, id int64, from, count, n int) [][]byte {
 	t.Helper()
 	var sent [][]byte
 	for i := from; i < from+count; i++ {
@@ -109,7 +109,7 @@ func produceSeqs2(t *testing.T, p *Partition, id int64, from, count, n int) [][]
 	return sent
 }
 
-func hasProducer(t *testing.T, p *Partition, id int64) bool {
+func hasProducer(t *testing.T, p *Replica, id int64) bool {
 	t.Helper()
 	for _, s := range p.Producers() {
 		if s.ProducerID == id {

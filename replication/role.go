@@ -34,13 +34,13 @@ var (
 	ErrStaleEpoch = errors.New("stale leader epoch")
 )
 
-func (p *Partition) notLeader(r *Role) error {
+func (p *Replica) notLeader(r *Role) error {
 	return fmt.Errorf("%w: %s-%d is led by broker %d in epoch %d, not by broker %d",
 		ErrNotLeader, p.topic, p.index, r.Leader, r.LeaderEpoch, p.brokerID)
 }
 
 // Role returns the partition's current role.
-func (p *Partition) Role() Role { return *p.role.Load() }
+func (p *Replica) Role() Role { return *p.role.Load() }
 
 // IsLeader says whether this broker leads the partition.
-func (p *Partition) IsLeader() bool { return p.role.Load().Leader == p.brokerID }
+func (p *Replica) IsLeader() bool { return p.role.Load().Leader == p.brokerID }

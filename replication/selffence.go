@@ -61,7 +61,7 @@ func (g *SessionGuard) expiries() int {
 // when the fence starts, produces waiting for acks=all answer
 // NOT_LEADER_OR_FOLLOWER at once instead of at their timeout, so their
 // clients move to the new leader.
-func (p *Partition) Fenced() bool {
+func (p *Replica) Fenced() bool {
 	if p.session == nil {
 		return false
 	}
@@ -88,7 +88,7 @@ func (g *SessionGuard) Cut(now time.Time) bool {
 
 // fencedLocked is Fenced's answer as the error a fenced leader gives (nil:
 // not fenced); it logs when the fence starts and ends. Expects mu.
-func (p *Partition) fencedLocked(now time.Time) error {
+func (p *Replica) fencedLocked(now time.Time) error {
 	l := p.mu.leader
 	if p.session == nil || l == nil {
 		return nil
@@ -114,7 +114,7 @@ func (p *Partition) fencedLocked(now time.Time) error {
 
 // checkLeading is the leader check of produce and consumer reads: this
 // broker leads the partition in role r and is not fenced.
-func (p *Partition) checkLeading(r *Role) error {
+func (p *Replica) checkLeading(r *Role) error {
 	if r.Leader != p.brokerID {
 		return p.notLeader(r)
 	}
@@ -130,4 +130,4 @@ func (p *Partition) checkLeading(r *Role) error {
 // CheckLeading says whether produce and consumer reads may be served here:
 // nil when this broker leads the partition and is not fenced, ErrNotLeader
 // otherwise.
-func (p *Partition) CheckLeading() error { return p.checkLeading(p.role.Load()) }
+func (p *Replica) CheckLeading() error { return p.checkLeading(p.role.Load()) }

@@ -19,7 +19,7 @@ func TestLeaderFencesItselfWhenCutOff(t *testing.T) {
 	const timeout = 6 * time.Second
 	clock := time.Unix(1_700_000_000, 0)
 	guard := NewSessionGuard(timeout)
-	open := func(topic string) *Partition {
+	open := func(topic string) *Replica {
 		p, _ := newTestPartition(t, func(c *Config) {
 			c.Topic = topic
 			c.Session = guard
@@ -38,7 +38,7 @@ func TestLeaderFencesItselfWhenCutOff(t *testing.T) {
 	if err := alone.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}); err != nil {
 		t.Fatal(err)
 	}
-	leading := func(p *Partition) error {
+	leading := func(p *Replica) error {
 		_, err := p.Append(plainBatch(t, "x"), storage.AppendOptions{})
 		if err2 := p.CheckEnoughReplicas(); (err == nil) != (err2 == nil) || (err == nil) != (p.CheckLeading() == nil) || (err == nil) == p.Fenced() {
 			t.Fatalf("%s: Append %v, CheckEnoughReplicas %v, CheckLeading %v, Fenced %v disagree", p.Topic(), err, err2, p.CheckLeading(), p.Fenced())
@@ -52,7 +52,7 @@ func TestLeaderFencesItselfWhenCutOff(t *testing.T) {
 		if wantFenced != (err != nil) || err != nil && !errors.Is(err, ErrNotLeader) {
 			t.Fatalf("%s: rf3 append: %v, want fenced %v", what, err, wantFenced)
 		}
-		for _, p := range []*Partition{rf1, alone} {
+		for _, p := range []*Replica{rf1, alone} {
 			if err := leading(p); err != nil {
 				t.Fatalf("%s: %s, its ISR the leader alone, was fenced: %v", what, p.Topic(), err)
 			}

@@ -41,13 +41,13 @@ const DefaultProduceTimeout = 30 * time.Second
 // Appended is one partition's append, waiting for its acknowledgement.
 type Appended struct {
 	storage.AppendResult
-	partition *replication.Partition
+	partition *replication.Replica
 	acks      int16
 }
 
 // checkReplicas refuses an acks=all append up front when the partition
 // has fewer in-sync replicas than min.insync.replicas.
-func checkReplicas(p *replication.Partition, acks int16) error {
+func checkReplicas(p *replication.Replica, acks int16) error {
 	if acks != AcksAll {
 		return nil
 	}

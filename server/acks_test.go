@@ -32,7 +32,7 @@ func TestAcksAllNeedsMinInsyncReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, err := b.ProduceBatch(ctx, BatchProduce{Topic: "isr", Batches: oneBatch(t, "a"), Acks: AcksAll})
+	_, err := b.produceBatch(ctx, BatchProduce{Topic: "isr", Batches: oneBatch(t, "a"), Acks: AcksAll})
 	if !errors.Is(err, ErrNotEnoughReplicas) || KafkaCode(err) != KafkaNotEnoughReplicas {
 		t.Fatalf("acks=all with 1 of 2 in-sync replicas: %v (code %d)", err, KafkaCode(err))
 	}
@@ -43,7 +43,7 @@ func TestAcksAllNeedsMinInsyncReplicas(t *testing.T) {
 	if p, _ := b.Partition("isr", 0); p.LogEndOffset() != 0 {
 		t.Fatalf("log end %d after two refusals, want 0", p.LogEndOffset())
 	}
-	res, err := b.ProduceBatch(ctx, BatchProduce{Topic: "isr", Batches: oneBatch(t, "c"), Acks: AcksLeader})
+	res, err := b.produceBatch(ctx, BatchProduce{Topic: "isr", Batches: oneBatch(t, "c"), Acks: AcksLeader})
 	if err != nil || res.BaseOffset != 0 {
 		t.Fatalf("acks=1: offset %d, %v", res.BaseOffset, err)
 	}
@@ -114,14 +114,14 @@ func TestBrokerReplicationDefaults(t *testing.T) {
 	if err := b.CreateTopic(TopicSpec{Name: "dflt", Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := b.ProduceBatch(context.Background(), BatchProduce{Topic: "dflt", Batches: oneBatch(t, "a"), Acks: AcksAll})
+	_, err := b.produceBatch(context.Background(), BatchProduce{Topic: "dflt", Batches: oneBatch(t, "a"), Acks: AcksAll})
 	if !errors.Is(err, ErrNotEnoughReplicas) {
 		t.Fatalf("acks=all under the broker's min.insync.replicas=2: %v", err)
 	}
 	if err := b.AlterTopicConfigs("dflt", map[string]string{CfgMinInsyncReplicas: "1"}, nil, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.ProduceBatch(context.Background(), BatchProduce{Topic: "dflt", Batches: oneBatch(t, "a"), Acks: AcksAll}); err != nil {
+	if _, err := b.produceBatch(context.Background(), BatchProduce{Topic: "dflt", Batches: oneBatch(t, "a"), Acks: AcksAll}); err != nil {
 		t.Fatalf("acks=all with the topic's override 1: %v", err)
 	}
 

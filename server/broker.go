@@ -84,7 +84,7 @@ type Broker struct {
 type topic struct {
 	meta       topicMeta
 	settings   topicSettings
-	partitions []*replication.Partition
+	partitions []*replication.Replica
 }
 
 // Open loads the topic table from cfg.DataDir, opens every partition's log
@@ -166,7 +166,7 @@ func (b *Broker) openTopics(tms []topicMeta, fresh bool) ([]*topic, error) {
 	var jobs []job
 	ts := make([]*topic, len(tms))
 	for i, tm := range tms {
-		ts[i] = &topic{meta: tm, settings: b.resolveSettings(tm.Configs), partitions: make([]*replication.Partition, tm.Partitions)}
+		ts[i] = &topic{meta: tm, settings: b.resolveSettings(tm.Configs), partitions: make([]*replication.Replica, tm.Partitions)}
 		for p := 0; p < int(tm.Partitions); p++ {
 			if b.holdsReplica(tm, int32(p)) {
 				jobs = append(jobs, job{i, p})
@@ -184,7 +184,7 @@ func (b *Broker) openTopics(tms []topicMeta, fresh bool) ([]*topic, error) {
 		return ts, nil
 	}
 	for _, t := range ts {
-		opened := slices.DeleteFunc(t.partitions, func(p *replication.Partition) bool { return p == nil })
+		opened := slices.DeleteFunc(t.partitions, func(p *replication.Replica) bool { return p == nil })
 		if fresh {
 			b.discardPartitions(t.meta.Name, opened, 0, t.meta.Partitions)
 		} else {
@@ -194,7 +194,7 @@ func (b *Broker) openTopics(tms []topicMeta, fresh bool) ([]*topic, error) {
 	return nil, errs[i] // the first is enough: the others are alike
 }
 
-func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh bool) (*replication.Partition, error) {
+func (b *Broker) openPartition(name string, index int32, s topicSettings, fresh bool) (*replication.Replica, error) {
 	dir := b.partitionDir(name, index)
 	recoveredHW := b.highWatermarks.take(TopicPartition{Topic: name, Partition: index})
 	if fresh {
@@ -237,7 +237,7 @@ func (b *Broker) partitionDir(name string, index int32) string {
 	return filepath.Join(b.cfg.DataDir, name+"-"+strconv.Itoa(int(index)))
 }
 
-func closePartitions(ps []*replication.Partition) {
+func closePartitions(ps []*replication.Replica) {
 	for _, p := range ps {
 		if p != nil {
 			p.Close()
@@ -270,7 +270,7 @@ func (b *Broker) Partition(topicName string, index int32) (Partition, error) {
 }
 
 // partition returns the partition itself, for the core's own use.
-func (b *Broker) partition(topicName string, index int32) (*replication.Partition, error) {
+func (b *Broker) partition(topicName string, index int32) (*replication.Replica, error) {
 	t, err := b.lookup(topicName)
 	if err != nil {
 		return nil, b.heldElsewhere(topicName, index, err)
@@ -296,7 +296,7 @@ func (b *Broker) heldElsewhere(topicName string, index int32, err error) error {
 	return fmt.Errorf("%w: this broker holds no replica of %s-%d", ErrNotLeader, topicName, index)
 }
 
-func (t *topic) partition(index int32) (*replication.Partition, error) {
+func (t *topic) partition(index int32) (*replication.Replica, error) {
 	if index < 0 || int(index) >= len(t.partitions) {
 		return nil, fmt.Errorf("%w: %s has no partition %d (it has %d)",
 			ErrUnknownPartition, t.meta.Name, index, len(t.partitions))
@@ -351,7 +351,7 @@ func (b *Broker) CheckFences(now time.Time) {
 	if !b.cfg.ZooKeeperSession.Cut(now) {
 		return
 	}
-	b.eachPartition(func(p *replication.Partition) { p.Fenced() })
+	b.eachPartition(func(p *replication.Replica) { p.Fenced() })
 }
 
 func (b *Broker) every(interval time.Duration, fn func(time.Time)) {
@@ -369,7 +369,7 @@ func (b *Broker) every(interval time.Duration, fn func(time.Time)) {
 }
 
 // eachPartition calls fn for every partition of the current topics.
-func (b *Broker) eachPartition(fn func(*replication.Partition)) {
+func (b *Broker) eachPartition(fn func(*replication.Replica)) {
 	for _, p := range b.openPartitions() {
 		fn(p)
 	}
@@ -377,10 +377,10 @@ func (b *Broker) eachPartition(fn func(*replication.Partition)) {
 
 // openPartitions is every partition of the current topics this broker
 // holds a replica of.
-func (b *Broker) openPartitions() []*replication.Partition {
+func (b *Broker) openPartitions() []*replication.Replica {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	var ps []*replication.Partition
+	var ps []*replication.Replica
 	for _, t := range b.mu.topics {
 		for _, p := range t.partitions {
 			if p != nil {
@@ -392,11 +392,11 @@ func (b *Broker) openPartitions() []*replication.Partition {
 }
 
 func (b *Broker) enforceRetention(now time.Time) {
-	b.eachPartition(func(p *replication.Partition) { p.EnforceRetention(now) })
+	b.eachPartition(func(p *replication.Replica) { p.EnforceRetention(now) })
 }
 
 func (b *Broker) flushDue(now time.Time) {
-	b.eachPartition(func(p *replication.Partition) { p.MaybeFlush(now) })
+	b.eachPartition(func(p *replication.Replica) { p.MaybeFlush(now) })
 }
 
 // deleteSuffix marks a partition directory whose topic was deleted; the

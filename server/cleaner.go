@@ -21,14 +21,14 @@ type logCleaner struct {
 
 	mu struct {
 		sync.Mutex
-		busy   map[*replication.Partition]bool
+		busy   map[*replication.Replica]bool
 		bucket throttle.Bucket // log.cleaner.io.max.bytes.per.second, all threads
 	}
 }
 
 func newLogCleaner(b *Broker) *logCleaner {
 	c := &logCleaner{b: b, cfg: b.cfg.Cleaner}
-	c.mu.busy = map[*replication.Partition]bool{}
+	c.mu.busy = map[*replication.Replica]bool{}
 	if c.cfg.throttled() {
 		rate := c.cfg.IOMaxBytesPerSecond
 		c.mu.bucket = throttle.NewBucket(rate, rate, throttle.Unbounded, rate, time.Now())
@@ -75,8 +75,8 @@ func (c *logCleaner) run() {
 }
 
 // grab chooses the dirtiest free compacted log and marks it busy.
-func (c *logCleaner) grab(now time.Time) (*replication.Partition, storage.Compaction) {
-	var ps []*replication.Partition
+func (c *logCleaner) grab(now time.Time) (*replication.Replica, storage.Compaction) {
+	var ps []*replication.Replica
 	var cands []cleanCandidate
 	for _, p := range c.b.openPartitions() {
 		cfg := p.LogConfig().Compaction
@@ -103,7 +103,7 @@ func (c *logCleaner) grab(now time.Time) (*replication.Partition, storage.Compac
 	return ps[i], cands[i].cfg
 }
 
-func (c *logCleaner) release(p *replication.Partition) {
+func (c *logCleaner) release(p *replication.Replica) {
 	c.mu.Lock()
 	delete(c.mu.busy, p)
 	c.mu.Unlock()
@@ -111,7 +111,7 @@ func (c *logCleaner) release(p *replication.Partition) {
 
 // clean runs one pass; failures are logged and the log is tried again on
 // a later round.
-func (c *logCleaner) clean(p *replication.Partition, cfg storage.Compaction, m *storage.OffsetMap) {
+func (c *logCleaner) clean(p *replication.Replica, cfg storage.Compaction, m *storage.OffsetMap) {
 	start := time.Now()
 	opts := storage.CleanOptions{
 		Codec:            records.Cleaner{MaxDecompressed: c.b.cfg.MaxDecompressedBytes},

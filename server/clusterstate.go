@@ -91,7 +91,7 @@ func (b *Broker) describedTopic(name string, view *ClusterView) (*topic, error) 
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 	}
 	meta := topicMetaOf(tm)
-	return &topic{meta: meta, partitions: make([]*replication.Partition, meta.Partitions)}, nil
+	return &topic{meta: meta, partitions: make([]*replication.Replica, meta.Partitions)}, nil
 }
 
 // ClusterState is the cluster's replication health as this broker knows
@@ -137,8 +137,8 @@ func (b *Broker) ClusterState() ClusterState {
 // those of the view, then those held here that it does not describe yet.
 // failed says that the replica here has a failed log.
 func (b *Broker) eachPartitionState(view *ClusterView, fn func(pv PartitionView, failed bool)) {
-	held := map[TopicPartition]*replication.Partition{}
-	b.eachPartition(func(p *replication.Partition) {
+	held := map[TopicPartition]*replication.Replica{}
+	b.eachPartition(func(p *replication.Replica) {
 		held[TopicPartition{Topic: p.Topic(), Partition: p.Index()}] = p
 	})
 	state := func(tp TopicPartition, pv PartitionView, inView bool) {

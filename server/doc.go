@@ -6,9 +6,9 @@
 //
 // Data flow:
 //
-//	listener ──► Broker.Produce / ProduceBatch ──► replication.Partition.Append ──► storage.Log
+//	listener ──► Broker.Produce ──► replication.Replica.Append ──► storage.Log
 //	listener ◄── Broker.Fetch (waits in the purgatory, fetchwait.go) ◄── storage.Log.Read
-//	Partition.Append ──► purgatory.Notify ──► completes the waiting fetches
+//	Replica.Append ──► purgatory.Notify ──► completes the waiting fetches
 //
 // Admin (clusteradmin.go, reassignadmin.go) is the one home of the admin
 // operations both listeners offer — leader elections, partition
@@ -19,7 +19,7 @@
 // Ownership:
 //   - Broker.mu guards the topic table (names → *topic). It is never held
 //     across disk I/O other than the small metadata file written on topic changes.
-//   - Each partition is a *replication.Partition, which owns its storage.Log
+//   - Each partition is a *replication.Replica, which owns its storage.Log
 //     (appends serialise inside the log), its idempotent producer state with
 //     its own locks and <offset>.snapshot files, and its whole lifecycle
 //     (open, close, delete, configs, retention, flush, recovery). Producer
@@ -34,7 +34,7 @@
 //     and a producer state snapshot of every log that rolled a segment since;
 //   - the deleter: removes directories of deleted topics, fed by DeleteTopic.
 //
-// A single-node partition is a replication.Partition with one replica: it
+// A single-node partition is a replication.Replica with one replica: it
 // keeps its high watermark apart from its log end offset (on one node they
 // move together), every append carries the partition's leader epoch, and
 // listeners see partitions only through the read-only Partition interface.

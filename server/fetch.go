@@ -117,7 +117,7 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 // Chunks.
 func (r FetchResult) Size() int { return r.size }
 
-func readVisible(p *replication.Partition, req FetchRequest, dst []byte) (FetchResult, error) {
+func readVisible(p *replication.Replica, req FetchRequest, dst []byte) (FetchResult, error) {
 	res := FetchResult{
 		HighWatermark:    p.HighWatermark(),
 		LogStartOffset:   p.LogStartOffset(),
@@ -207,7 +207,7 @@ func (b *Broker) ListOffset(topicName string, partition int32, ts int64) (offset
 
 // firstRecordAtOrAfter scans batches from base for the first visible record
 // with timestamp >= ts; the time index only locates the batch.
-func (b *Broker) firstRecordAtOrAfter(p *replication.Partition, base, ts int64) (int64, int64, error) {
+func (b *Broker) firstRecordAtOrAfter(p *replication.Replica, base, ts int64) (int64, int64, error) {
 	hw := p.HighWatermark()
 	for base < hw {
 		data, err := readBatches(p, base, hw, 1<<20, nil)

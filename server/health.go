@@ -38,7 +38,7 @@ type PartitionHealth struct {
 // PartitionHealth reports which partitions have failed logs.
 func (b *Broker) PartitionHealth() PartitionHealth {
 	var h PartitionHealth
-	b.eachPartition(func(p *replication.Partition) {
+	b.eachPartition(func(p *replication.Replica) {
 		h.Partitions++
 		if err := p.Failure(); err != nil {
 			h.Offline = append(h.Offline, OfflinePartition{Topic: p.Topic(), Partition: p.Index(), Error: err.Error()})
@@ -71,7 +71,7 @@ func (b *Broker) RecoverPartition(topicName string, index int32) (recovered bool
 // failed partition. A directory that is still full or failing costs one
 // small probe write per partition per tick.
 func (b *Broker) probeFailedLogs(time.Time) {
-	b.eachPartition(func(p *replication.Partition) {
+	b.eachPartition(func(p *replication.Replica) {
 		if p.Failure() == nil {
 			return
 		}
@@ -86,7 +86,7 @@ func (b *Broker) probeFailedLogs(time.Time) {
 // its snapshots and the recovered log: a batch whose append reported an
 // fsync error may have been kept whole, and a producer's retry of it must
 // be answered as a duplicate, not appended again.
-func (b *Broker) recoverPartition(p *replication.Partition) (recovered bool, err error) {
+func (b *Broker) recoverPartition(p *replication.Replica) (recovered bool, err error) {
 	cause := p.Failure()
 	if recovered, err = p.Recover(); !recovered {
 		return false, err

@@ -125,18 +125,18 @@ func TestIdempotentRetryAfterRecoveryIsNotDuplicated(t *testing.T) {
 		return data
 	}
 	ctx := context.Background()
-	if _, err := b.ProduceBatch(ctx, BatchProduce{Topic: "t", Batches: batch(0, "a"), Sync: true}); err != nil {
+	if _, err := b.produceBatch(ctx, BatchProduce{Topic: "t", Batches: batch(0, "a"), Sync: true}); err != nil {
 		t.Fatal(err)
 	}
 	fs.Inject(errorfs.Fault{Op: errorfs.OpSync, Err: errorfs.EIO})
-	if _, err := b.ProduceBatch(ctx, BatchProduce{Topic: "t", Batches: batch(1, "b"), Sync: true}); !errors.Is(err, ErrStorage) {
+	if _, err := b.produceBatch(ctx, BatchProduce{Topic: "t", Batches: batch(1, "b"), Sync: true}); !errors.Is(err, ErrStorage) {
 		t.Fatalf("produce under fsync fault: %v", err)
 	}
 	fs.Clear()
 	if ok, err := b.RecoverPartition("t", 0); !ok || err != nil {
 		t.Fatalf("recover: %v %v", ok, err)
 	}
-	res, err := b.ProduceBatch(ctx, BatchProduce{Topic: "t", Batches: batch(1, "b"), Sync: true})
+	res, err := b.produceBatch(ctx, BatchProduce{Topic: "t", Batches: batch(1, "b"), Sync: true})
 	if err != nil || res.BaseOffset != 1 {
 		t.Fatalf("retry after recovery: %+v %v, want the kept batch's offset 1", res, err)
 	}

@@ -80,7 +80,7 @@ func (h *highWatermarks) take(tp TopicPartition) int64 {
 // write replaces the file with the high watermarks of ps, unless they are
 // what it already holds. Safe for concurrent use; the lock is the
 // checkpoint's own, which no partition or connection waits on.
-func (h *highWatermarks) write(ps []*replication.Partition) error {
+func (h *highWatermarks) write(ps []*replication.Replica) error {
 	entries := make([]checkpoint.OffsetEntry, 0, len(ps))
 	for _, p := range ps {
 		entries = append(entries, checkpoint.OffsetEntry{Topic: p.Topic(), Partition: p.Index(), Offset: p.HighWatermark()})

@@ -50,7 +50,7 @@ func BenchmarkIdempotentProduceParallel(b *testing.B) {
 		seq := int32(0)
 		for pb.Next() {
 			batch := benchIdemBatch(b, &builder, id, seq, 1)
-			if _, err := br.ProduceBatch(context.Background(), BatchProduce{Topic: "bench", Partition: part % partitions, Batches: batch}); err != nil {
+			if _, err := br.produceBatch(context.Background(), BatchProduce{Topic: "bench", Partition: part % partitions, Batches: batch}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -70,7 +70,7 @@ func BenchmarkFirstIdempotentProduceAfterRestart(b *testing.B) {
 	seq := int32(0)
 	for i := 0; i < 10_000; i++ {
 		batch := benchIdemBatch(b, &builder, id, seq, 100)
-		if _, err := br.ProduceBatch(context.Background(), BatchProduce{Topic: "big", Partition: 0, Batches: batch}); err != nil {
+		if _, err := br.produceBatch(context.Background(), BatchProduce{Topic: "big", Partition: 0, Batches: batch}); err != nil {
 			b.Fatal(err)
 		}
 		seq += 100
@@ -88,7 +88,7 @@ func BenchmarkFirstIdempotentProduceAfterRestart(b *testing.B) {
 		if br, err = Open(cfg, testLogger(b)); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := br.ProduceBatch(context.Background(), BatchProduce{Topic: "big", Partition: 0, Batches: batch}); err != nil {
+		if _, err := br.produceBatch(context.Background(), BatchProduce{Topic: "big", Partition: 0, Batches: batch}); err != nil {
 			b.Fatal(fmt.Errorf("first produce after restart: %w", err))
 		}
 		seq += 100

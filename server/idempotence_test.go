@@ -24,7 +24,7 @@ func idemBatch(t *testing.T, id int64, epoch int16, seq int32, n int) []byte {
 
 func produceIdem(t *testing.T, b *Broker, batch []byte) (int64, error) {
 	t.Helper()
-	res, err := b.ProduceBatch(context.Background(), BatchProduce{Topic: "idem", Partition: 0, Batches: batch})
+	res, err := b.produceBatch(context.Background(), BatchProduce{Topic: "idem", Partition: 0, Batches: batch})
 	return res.BaseOffset, err
 }
 

@@ -95,7 +95,7 @@ func (b *Broker) createdPartitions(name string, from, to int32) {
 
 // discardPartitions closes and removes the partitions of a failed create:
 // a failed create leaves nothing on disk.
-func (b *Broker) discardPartitions(name string, ps []*replication.Partition, from, to int32) {
+func (b *Broker) discardPartitions(name string, ps []*replication.Replica, from, to int32) {
 	closePartitions(ps)
 	for i := from; i < to; i++ {
 		dir := b.partitionDir(name, i)

@@ -31,24 +31,24 @@ func TestProduceMetricsDoNotAllocate(t *testing.T) {
 	b := newTestBroker(t, func(c *Config) { c.Metrics = m })
 	data := tenRecordBatch(t)
 	req := BatchProduce{Topic: "alloc", Partition: 0, Batches: append([]byte(nil), data...)}
-	if _, err := b.ProduceBatch(context.Background(), req); err != nil {
+	if _, err := b.produceBatch(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	withMetrics := testing.AllocsPerRun(200, func() {
 		copy(req.Batches, data)
-		if _, err := b.ProduceBatch(context.Background(), req); err != nil {
+		if _, err := b.produceBatch(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
 	})
 	b.cfg.Metrics = nil
 	without := testing.AllocsPerRun(200, func() {
 		copy(req.Batches, data)
-		if _, err := b.ProduceBatch(context.Background(), req); err != nil {
+		if _, err := b.produceBatch(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
 	})
 	if withMetrics > without {
-		t.Fatalf("ProduceBatch allocates %v times with metrics, %v without", withMetrics, without)
+		t.Fatalf("produceBatch allocates %v times with metrics, %v without", withMetrics, without)
 	}
 	if got := gathered(t, m, "ferry_topic_messages_in_total"); got != 10*(1+201) { // the first produce, then AllocsPerRun's warm-up and 200 runs
 		t.Fatalf("messages in = %v, want %d", got, 10*(1+201))
@@ -72,7 +72,7 @@ func BenchmarkProduceBatchMetrics(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				copy(req.Batches, data)
-				if _, err := br.ProduceBatch(context.Background(), req); err != nil {
+				if _, err := br.produceBatch(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -106,7 +106,7 @@ func BenchmarkProduceBatchMetricsPaired(b *testing.B) {
 		req := BatchProduce{Topic: "bench", Partition: 0, Batches: append([]byte(nil), data...)}
 		return func() {
 			copy(req.Batches, data)
-			if _, err := br.ProduceBatch(context.Background(), req); err != nil {
+			if _, err := br.produceBatch(context.Background(), req); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -10,7 +10,7 @@ import (
 // replica state, in no storage type. The broker holds the partitions
 // themselves (*replication.Partition, which owns appends, reads and the
 // lifecycle); a listener never reads, appends to, closes or deletes one but
-// through the core (Fetch, ProduceBatch, ReadBatches).
+// through the core (Fetch, Produce, ReadBatches).
 type Partition interface {
 	Topic() string
 	Index() int32
@@ -37,7 +37,7 @@ type Partition interface {
 	CheckLeading() error
 }
 
-var _ Partition = (*replication.Partition)(nil)
+var _ Partition = (*replication.Replica)(nil)
 
 // ReadBatches appends to dst the whole batches of a partition from the one
 // holding offset on, below maxOffset, within maxBytes (the first batch
@@ -51,7 +51,7 @@ func (b *Broker) ReadBatches(topicName string, partition int32, offset, maxOffse
 	return readBatches(p, offset, maxOffset, maxBytes, dst)
 }
 
-func readBatches(p *replication.Partition, offset, maxOffset int64, maxBytes int, dst []byte) ([]byte, error) {
+func readBatches(p *replication.Replica, offset, maxOffset int64, maxBytes int, dst []byte) ([]byte, error) {
 	rr, err := p.Read(storage.ReadOptions{Offset: offset, MaxBytes: maxBytes, MinOneBatch: true, MaxOffset: maxOffset}, dst)
 	return rr.Data, err
 }

@@ -247,7 +247,7 @@ func (b *Broker) routeOnce(t *topic, batches []partitionBatch, internal bool) er
 	for i := range batches {
 		pb := &batches[i]
 		var role *replication.Role
-		var replica *replication.Partition
+		var replica *replication.Replica
 		if int(pb.index) < len(t.partitions) && t.partitions[pb.index] != nil {
 			replica = t.partitions[pb.index]
 			r := replica.Role()
@@ -412,14 +412,14 @@ type BatchProduce struct {
 	Sync    bool
 	// Acks is the request's acks (AcksNone, AcksLeader, AcksAll).
 	Acks int16
-	// Timeout bounds ProduceBatch's wait for acks=all; 0 is
+	// Timeout bounds produceBatch's wait for acks=all; 0 is
 	// DefaultProduceTimeout. AppendBatch does not wait.
 	Timeout time.Duration
 }
 
-// ProduceBatch appends a client's batches (AppendBatch) and waits for
+// produceBatch appends a client's batches (AppendBatch) and waits for
 // them to be acknowledged as req.Acks asks (WaitAcks).
-func (b *Broker) ProduceBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, error) {
+func (b *Broker) produceBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, error) {
 	a, err := b.AppendBatch(ctx, req)
 	if err != nil {
 		return a.AppendResult, err
@@ -440,8 +440,8 @@ func (b *Broker) AppendBatch(ctx context.Context, req BatchProduce) (Appended, e
 	return Appended{AppendResult: res, partition: p, acks: req.Acks}, nil
 }
 
-func (b *Broker) appendBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, *replication.Partition, error) {
-	fail := func(err error) (storage.AppendResult, *replication.Partition, error) {
+func (b *Broker) appendBatch(ctx context.Context, req BatchProduce) (storage.AppendResult, *replication.Replica, error) {
+	fail := func(err error) (storage.AppendResult, *replication.Replica, error) {
 		return storage.AppendResult{}, nil, err
 	}
 	if err := RefuseInternalTopic(req.Topic, "produce to"); err != nil {
@@ -464,7 +464,7 @@ func (b *Broker) appendBatch(ctx context.Context, req BatchProduce) (storage.App
 
 // validateAndAppend applies every rule to a client's batches for p, then
 // appends them (idempotent producers through their sequence rules).
-func (b *Broker) validateAndAppend(ctx context.Context, t *topic, p *replication.Partition, req BatchProduce) (storage.AppendResult, error) {
+func (b *Broker) validateAndAppend(ctx context.Context, t *topic, p *replication.Replica, req BatchProduce) (storage.AppendResult, error) {
 	if len(req.Batches) > t.settings.maxMessageBytes {
 		return storage.AppendResult{}, fmt.Errorf("%w: %d bytes; max.message.bytes is %d",
 			ErrRecordTooLarge, len(req.Batches), t.settings.maxMessageBytes)

@@ -23,7 +23,7 @@ type partitionBatch struct {
 	indexes []int // positions in the request
 	// local is this broker's replica when it leads the partition (the
 	// records are appended here), nil when they are forwarded.
-	local *replication.Partition
+	local *replication.Replica
 	// bytes is the encoded batch of a local partition.
 	bytes []byte
 	// forwarded is where the partition's records start in the request's

@@ -64,7 +64,7 @@ func TestRouteBatch(t *testing.T) {
 // A request's records interleave over three partitions: one appended
 // here, two forwarded. The answer has every offset in request order.
 func TestSettleProduceMergesInRequestOrder(t *testing.T) {
-	here := &replication.Partition{} // only its identity matters to settleProduce
+	here := &replication.Replica{} // only its identity matters to settleProduce
 	batches := []partitionBatch{
 		{index: 0, indexes: []int{0, 3}, local: here},
 		{index: 1, indexes: []int{1, 4}, forwarded: 0},
@@ -86,7 +86,7 @@ func TestSettleProduceMergesInRequestOrder(t *testing.T) {
 // keeps the written offsets, -1 for the others, and names the failed
 // partition; it maps as the failure (errors.Is).
 func TestSettleProduceReportsAPartialWrite(t *testing.T) {
-	here := &replication.Partition{}
+	here := &replication.Replica{}
 	batches := []partitionBatch{
 		{index: 0, indexes: []int{0, 2}, local: here},
 		{index: 1, indexes: []int{1, 3}, forwarded: 0},
@@ -117,7 +117,7 @@ func TestSettleProduceReportsAPartialWrite(t *testing.T) {
 // A request of which nothing was written answers the failure itself, as a
 // request to one partition always has.
 func TestSettleProduceNothingWritten(t *testing.T) {
-	here := &replication.Partition{}
+	here := &replication.Replica{}
 	batches := []partitionBatch{{index: 0, indexes: []int{0}, local: here}, {index: 1, indexes: []int{1}}}
 	timedOut := fmt.Errorf("%w: t-0", ErrRequestTimedOut)
 	_, err := settleProduce("t", 2, batches, []localOutcome{{err: timedOut}, {}}, []ForwardOutcome{{Offset: -1, Err: errors.New("x")}})

@@ -65,11 +65,11 @@ func produceWithRetries(b *Broker, part int32, batches int) error {
 		if err != nil {
 			return err
 		}
-		first, err := b.ProduceBatch(context.Background(), BatchProduce{Topic: "many", Partition: part, Batches: append([]byte(nil), batch...)})
+		first, err := b.produceBatch(context.Background(), BatchProduce{Topic: "many", Partition: part, Batches: append([]byte(nil), batch...)})
 		if err != nil {
 			return err
 		}
-		again, err := b.ProduceBatch(context.Background(), BatchProduce{Topic: "many", Partition: part, Batches: batch})
+		again, err := b.produceBatch(context.Background(), BatchProduce{Topic: "many", Partition: part, Batches: batch})
 		if err != nil || again.BaseOffset != first.BaseOffset {
 			return fmt.Errorf("partition %d seq %d: retry at %d (%v), original %d", part, seq, again.BaseOffset, err, first.BaseOffset)
 		}

@@ -58,7 +58,7 @@ func (b *Broker) topicHeldElsewhere(name string) (t *topic, ok bool, err error) 
 		return nil, false, nil // being deleted
 	}
 	meta := topicMetaOf(tm)
-	t = &topic{meta: meta, settings: b.resolveSettings(meta.Configs), partitions: make([]*replication.Partition, meta.Partitions)}
+	t = &topic{meta: meta, settings: b.resolveSettings(meta.Configs), partitions: make([]*replication.Replica, meta.Partitions)}
 	b.remote.mu.Lock()
 	if b.remote.mu.m == nil {
 		b.remote.mu.m = map[string]remoteTopic{}

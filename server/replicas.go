@@ -106,7 +106,7 @@ func (b *Broker) applyRole(r PartitionRole, addrs map[int32]string) error {
 // openReplica opens partition index of a topic the cluster metadata
 // records, adding the topic to this broker's table when it is new here,
 // and the partition when it was added since the table was read.
-func (b *Broker) openReplica(name string, index int32) (*replication.Partition, error) {
+func (b *Broker) openReplica(name string, index int32) (*replication.Replica, error) {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	t, err := b.lookup(name)
@@ -166,7 +166,7 @@ func (b *Broker) refreshTopic(name string) (*topic, replication.TopicMetadata, e
 	switch {
 	case t == nil:
 		meta := topicMetaOf(tm)
-		t = &topic{meta: meta, settings: b.resolveSettings(meta.Configs), partitions: make([]*replication.Partition, meta.Partitions)}
+		t = &topic{meta: meta, settings: b.resolveSettings(meta.Configs), partitions: make([]*replication.Replica, meta.Partitions)}
 	case t.meta.ID != tm.ID:
 		// Its deletion has not reached this broker yet: the old
 		// topic's partitions must not be mixed with the new one's.
@@ -176,7 +176,7 @@ func (b *Broker) refreshTopic(name string) (*topic, replication.TopicMetadata, e
 		return t, tm, nil
 	default:
 		grown := &topic{meta: t.meta, settings: t.settings, partitions: slices.Clone(t.partitions)}
-		grown.partitions = append(grown.partitions, make([]*replication.Partition, len(tm.Replicas)-len(t.partitions))...)
+		grown.partitions = append(grown.partitions, make([]*replication.Replica, len(tm.Replicas)-len(t.partitions))...)
 		grown.meta.Partitions, grown.meta.replicas = tm.Partitions(), tm.Replicas
 		t = grown
 	}
@@ -222,7 +222,7 @@ func (b *Broker) deleteReplica(name string, index int32) error {
 	p := t.partitions[index]
 	next := &topic{meta: t.meta, settings: t.settings, partitions: slices.Clone(t.partitions)}
 	next.partitions[index] = nil
-	last := !slices.ContainsFunc(next.partitions, func(p *replication.Partition) bool { return p != nil })
+	last := !slices.ContainsFunc(next.partitions, func(p *replication.Replica) bool { return p != nil })
 	b.mu.Lock()
 	if last {
 		delete(b.mu.topics, name)
@@ -284,7 +284,7 @@ type ISRStore interface {
 // its ISR (or that it no longer leads: the controller's LeaderAndIsr
 // follows). Runs on its own goroutine: ZooKeeper is not on the produce or
 // fetch path.
-func (b *Broker) proposeISR(p *replication.Partition, prop *isr.Proposal) {
+func (b *Broker) proposeISR(p *replication.Replica, prop *isr.Proposal) {
 	store := b.cfg.ISRStore
 	select {
 	case <-b.stop:
@@ -324,7 +324,7 @@ func (b *Broker) proposeISR(p *replication.Partition, prop *isr.Proposal) {
 // logISRChange logs a committed ISR change; a follower's return says how
 // long it was out (as this leader knew it) and how long it took to catch
 // up from its first fetch (issue 23: returns must be visible).
-func (b *Broker) logISRChange(p *replication.Partition, prop *isr.Proposal, now time.Time) {
+func (b *Broker) logISRChange(p *replication.Replica, prop *isr.Proposal, now time.Time) {
 	attrs := []any{"topic", p.Topic(), "partition", p.Index(), "change", prop.Change.String(), "replicas", prop.Replicas, "isr", prop.State.ISR}
 	if prop.Change != isr.Expand || prop.OutSince.IsZero() {
 		b.logger.Info("ISR changed", attrs...)
@@ -350,5 +350,5 @@ func (b *Broker) countISRChange(c isr.Change) {
 // tickLeaders lets every leader shrink its ISR by the followers that lag
 // (Kafka's isr-expiration task, every replica.lag.time.max.ms / 2).
 func (b *Broker) tickLeaders(now time.Time) {
-	b.eachPartition(func(p *replication.Partition) { p.Tick(now) })
+	b.eachPartition(func(p *replication.Replica) { p.Tick(now) })
 }

@@ -290,7 +290,7 @@ func (b *Broker) CreatePartitionsAssigned(name string, total int32, assignment [
 	next.meta.Partitions = total
 	next.meta.replicas = append(slices.Clone(b.recorded(base).Replicas), added...)
 	for i := have; i < total; i++ {
-		var p *replication.Partition
+		var p *replication.Replica
 		if b.holdsReplica(next.meta, i) {
 			if p, err = b.openPartition(name, i, t.settings, true); err != nil {
 				b.discardPartitions(name, next.partitions[have:], have, i+1)
@@ -589,7 +589,7 @@ type CleanerInfo struct {
 }
 
 // cleanerInfo describes p's cleaner state, nil when not compacted.
-func cleanerInfo(p *replication.Partition) *CleanerInfo {
+func cleanerInfo(p *replication.Replica) *CleanerInfo {
 	if !p.LogConfig().Compaction.Enabled {
 		return nil
 	}
@@ -658,7 +658,7 @@ func (b *Broker) DescribeTopic(name string) (TopicInfo, error) {
 		Configs:           b.describeConfigs(t.meta.Configs),
 	}
 	for i := range view.PartitionsFrom(name, int32(len(t.partitions))) {
-		var p *replication.Partition
+		var p *replication.Replica
 		var local *replication.Role
 		if int(i) < len(t.partitions) && t.partitions[i] != nil {
 			p = t.partitions[i]

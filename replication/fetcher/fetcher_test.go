@@ -2,6 +2,7 @@ package fetcher_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -79,12 +80,12 @@ func produce(t *testing.T, b *server.Broker, topic string, values ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.ProduceBatch(context.Background(), server.BatchProduce{Topic: topic, Batches: data, Acks: server.AcksLeader}); err != nil {
+	if _, err := produceAcked(context.Background(), b, server.BatchProduce{Topic: topic, Batches: data, Acks: server.AcksLeader}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func openFollower(t *testing.T, topic string) *replication.Partition {
+func openFollower(t *testing.T, topic string) *replication.Replica {
 	t.Helper()
 	p, err := replication.Open(replication.Config{Topic: topic, Index: 0, BrokerID: 2,
 		Dir: filepath.Join(t.TempDir(), topic+"-0"), Log: storage.Config{RetentionTime: -1, RetentionBytes: -1}})
@@ -102,7 +103,7 @@ func readAll(t *testing.T, p server.Partition) []byte {
 	if p.LogEndOffset() == 0 {
 		return nil
 	}
-	rr, err := p.(*replication.Partition).Read(storage.ReadOptions{Offset: 0, MaxBytes: 64 << 20, MinOneBatch: true, MaxOffset: p.LogEndOffset()}, nil)
+	rr, err := p.(*replication.Replica).Read(storage.ReadOptions{Offset: 0, MaxBytes: 64 << 20, MinOneBatch: true, MaxOffset: p.LogEndOffset()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,7 @@ func TestAcksAllWaitsForTheFollower(t *testing.T) {
 	}
 	ctx := context.Background()
 	// No follower fetches yet: appended, not acknowledged.
-	_, err := l.broker.ProduceBatch(ctx, server.BatchProduce{Topic: "all", Batches: batch("a"), Acks: server.AcksAll, Timeout: 50 * time.Millisecond})
+	_, err := produceAcked(ctx, l.broker, server.BatchProduce{Topic: "all", Batches: batch("a"), Acks: server.AcksAll, Timeout: 50 * time.Millisecond})
 	if !errors.Is(err, server.ErrRequestTimedOut) || lp.LogEndOffset() != 1 || lp.HighWatermark() != 0 {
 		t.Fatalf("acks=all without the follower: %v, log end %d, high watermark %d", err, lp.LogEndOffset(), lp.HighWatermark())
 	}
@@ -333,7 +334,7 @@ func TestAcksAllWaitsForTheFollower(t *testing.T) {
 	f.Add(follower)
 	done := make(chan error, 1)
 	go func() {
-		_, err := l.broker.ProduceBatch(ctx, server.BatchProduce{Topic: "all", Batches: batch("b"), Acks: server.AcksAll, Timeout: 10 * time.Second})
+		_, err := produceAcked(ctx, l.broker, server.BatchProduce{Topic: "all", Batches: batch("b"), Acks: server.AcksAll, Timeout: 10 * time.Second})
 		done <- err
 	}()
 	if err := <-done; err != nil {
@@ -344,11 +345,11 @@ func TestAcksAllWaitsForTheFollower(t *testing.T) {
 	}
 	harness.WaitFor(t, "the leader's high watermark covers both records", 10*time.Second, func() bool { return lp.HighWatermark() == 2 })
 	f.Close()
-	_, err = l.broker.ProduceBatch(ctx, server.BatchProduce{Topic: "all", Batches: batch("c"), Acks: server.AcksAll, Timeout: 50 * time.Millisecond})
+	_, err = produceAcked(ctx, l.broker, server.BatchProduce{Topic: "all", Batches: batch("c"), Acks: server.AcksAll, Timeout: 50 * time.Millisecond})
 	if !errors.Is(err, server.ErrRequestTimedOut) {
 		t.Fatalf("acks=all after the follower stopped: %v", err)
 	}
-	if _, err := l.broker.ProduceBatch(ctx, server.BatchProduce{Topic: "all", Batches: batch("d"), Acks: server.AcksLeader}); err != nil {
+	if _, err := produceAcked(ctx, l.broker, server.BatchProduce{Topic: "all", Batches: batch("d"), Acks: server.AcksLeader}); err != nil {
 		t.Fatalf("acks=1 after the follower stopped: %v", err)
 	}
 }
@@ -659,4 +660,13 @@ func TestFetcherReconnectsAtOnceWhenANewRoleFindsItStuck(t *testing.T) {
 	took := harness.WaitFor(t, "the follower copies on a new connection, well within the request timeout", 10*time.Second,
 		func() bool { return follower.LogEndOffset() == 2 })
 	t.Logf("copied %v after the new role", took)
+}
+
+// produceAcked appends as the Kafka listener does and waits for req.Acks.
+func produceAcked(ctx context.Context, b *server.Broker, req server.BatchProduce) (server.Appended, error) {
+	a, err := b.AppendBatch(ctx, req)
+	if err != nil {
+		return a, err
+	}
+	return a, b.WaitAcks(ctx, []server.Appended{a}, cmp.Or(req.Timeout, server.DefaultProduceTimeout))[0]
 }

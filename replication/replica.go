@@ -14,17 +14,18 @@ import (
 	"github.com/ferry-mq/ferry/storage"
 )
 
-// Partition is one partition of a topic on this broker: its log, its
-// replicas and their state, its idempotent producers, and its whole
-// lifecycle (open, close, delete, configs, retention, flush, recovery).
-// A single-node partition is one with one replica, this broker, which
-// leads it; there is no other partition type.
+// Replica is this broker's replica of one partition: its log, the
+// partition's role (leader or follower, the ISR, the high watermark),
+// its idempotent producers, and the replica's lifecycle (open, close,
+// delete, configs, retention, flush, recovery). A single-node partition
+// is one with one replica, this broker, which leads it; there is no
+// other kind.
 //
 // Visibility: records below the high watermark are what consumers see.
 // With one replica it follows the log end of each acknowledged append
 // (after fsync, for synced appends); with followers it will be the
 // minimum log end offset of the in-sync replicas (replication/isr).
-type Partition struct {
+type Replica struct {
 	topic    string
 	index    int32
 	brokerID int32
@@ -38,7 +39,7 @@ type Partition struct {
 	// onISRChange receives the leader's ISR change proposals, to write
 	// them to the cluster metadata; nil on a single node (no followers,
 	// so none are made).
-	onISRChange func(*Partition, *isr.Proposal)
+	onISRChange func(*Replica, *isr.Proposal)
 	// session is the broker's ZooKeeper session for the self-fencing rule
 	// (selffence.go); nil on a single node.
 	session *SessionGuard
@@ -109,7 +110,7 @@ type Config struct {
 	// OnISRChange receives the leader's ISR change proposals (the cluster
 	// writes them to ZooKeeper and reports back with ISRCommitted or
 	// ISRConflict); nil on a single node.
-	OnISRChange func(*Partition, *isr.Proposal)
+	OnISRChange func(*Replica, *isr.Proposal)
 	// AwaitRole opens the partition without a leader, for a cluster's
 	// broker, which learns its role from the controller (SetRole). A
 	// single node leads its partitions at once, in the latest epoch of
@@ -133,7 +134,7 @@ type Config struct {
 
 // Open opens (creating when missing) the partition's log and restores what
 // it owns from its directory.
-func Open(cfg Config) (*Partition, error) {
+func Open(cfg Config) (*Replica, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -156,7 +157,7 @@ func Open(cfg Config) (*Partition, error) {
 		l.Close()
 		return nil, err
 	}
-	p := &Partition{topic: cfg.Topic, index: cfg.Index, brokerID: cfg.BrokerID, log: l, logger: logger,
+	p := &Replica{topic: cfg.Topic, index: cfg.Index, brokerID: cfg.BrokerID, log: l, logger: logger,
 		producers: producers, waiters: cfg.Waiters, epochs: epochs, onISRChange: cfg.OnISRChange, session: cfg.Session, now: cfg.Now}
 	if p.now == nil {
 		p.now = time.Now
@@ -188,13 +189,13 @@ func recoveredHighWatermark(checkpointed, logStart, logEnd int64) int64 {
 	return min(max(checkpointed, logStart), logEnd)
 }
 
-func (p *Partition) Topic() string { return p.topic }
-func (p *Partition) Index() int32  { return p.index }
+func (p *Replica) Topic() string { return p.topic }
+func (p *Replica) Index() int32  { return p.index }
 
 // Append writes batches as the leader and returns once the log has them
 // (fsynced when opts.Sync); the partition stamps its leader epoch.
 // Errors are storage's.
-func (p *Partition) Append(batches []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
+func (p *Replica) Append(batches []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
 	r := p.role.Load()
 	if err := p.checkLeading(r); err != nil {
 		return storage.AppendResult{}, err
@@ -214,7 +215,7 @@ func (p *Partition) Append(batches []byte, opts storage.AppendOptions) (storage.
 // appendedAsLeader tells the leader's state the log now ends at end
 // (the append's own end, not the log end: a later unsynced append must not
 // count before it is durable) and counts the append's bytes.
-func (p *Partition) appendedAsLeader(end, appended int64) {
+func (p *Replica) appendedAsLeader(end, appended int64) {
 	p.mu.Lock()
 	p.mu.appendedBytes += appended
 	p.mu.unacknowledgedBytes += appended
@@ -229,7 +230,7 @@ func (p *Partition) appendedAsLeader(end, appended int64) {
 // exactly once the high watermark has caught up with the appends; until
 // then a waiting fetch sees at least one byte (delayed: a high watermark
 // beyond its offset), never more than exist. Expects mu.
-func (p *Partition) setHighWatermarkLocked(hw int64) {
+func (p *Replica) setHighWatermarkLocked(hw int64) {
 	if hw <= p.hw.Load() {
 		return
 	}
@@ -242,7 +243,7 @@ func (p *Partition) setHighWatermarkLocked(hw int64) {
 
 // notifyWaiters tells the purgatory the partition's state changed: its
 // high watermark, visible bytes or log start.
-func (p *Partition) notifyWaiters() {
+func (p *Replica) notifyWaiters() {
 	if p.waiters == nil {
 		return
 	}
@@ -251,12 +252,12 @@ func (p *Partition) notifyWaiters() {
 	}
 }
 
-func (p *Partition) key() delayed.Key { return delayed.Key{Topic: p.topic, Partition: p.index} }
+func (p *Replica) key() delayed.Key { return delayed.Key{Topic: p.topic, Partition: p.index} }
 
 // WaitState is what waiting fetches and produces count from
 // (replication/delayed): the high watermark and the bytes below it, read
 // without I/O.
-func (p *Partition) WaitState() delayed.State {
+func (p *Replica) WaitState() delayed.State {
 	p.mu.Lock()
 	st := delayed.State{HighWatermark: p.hw.Load(), VisibleBytes: p.mu.visibleBytes, AppendedBytes: p.mu.appendedBytes}
 	p.mu.Unlock()
@@ -266,47 +267,47 @@ func (p *Partition) WaitState() delayed.State {
 }
 
 // Read returns whole batches; consumers pass MaxOffset = HighWatermark.
-func (p *Partition) Read(opts storage.ReadOptions, dst []byte) (storage.ReadResult, error) {
+func (p *Replica) Read(opts storage.ReadOptions, dst []byte) (storage.ReadResult, error) {
 	p.reads.Add(1)
 	return p.log.Read(opts, dst)
 }
 
 // OffsetForTimestamp is the base offset of the first batch with
 // maxTimestamp >= ts, or -1.
-func (p *Partition) OffsetForTimestamp(ts int64) (int64, error) {
+func (p *Replica) OffsetForTimestamp(ts int64) (int64, error) {
 	return p.log.OffsetForTimestamp(ts)
 }
 
-func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
-func (p *Partition) LogEndOffset() int64   { return p.log.LogEndOffset() }
+func (p *Replica) LogStartOffset() int64 { return p.log.LogStartOffset() }
+func (p *Replica) LogEndOffset() int64   { return p.log.LogEndOffset() }
 
 // HighWatermark is the offset below which records are visible to
 // consumers: acknowledged by every in-sync replica.
-func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
+func (p *Replica) HighWatermark() int64 { return p.hw.Load() }
 
 // LastStableOffset is the high watermark until transactions exist.
-func (p *Partition) LastStableOffset() int64 { return p.hw.Load() }
-func (p *Partition) LeaderEpoch() int32      { return p.role.Load().LeaderEpoch }
-func (p *Partition) Leader() int32           { return p.role.Load().Leader }
-func (p *Partition) Replicas() []int32       { return p.role.Load().Replicas }
-func (p *Partition) ISR() []int32            { return p.role.Load().ISR }
-func (p *Partition) Size() int64             { return p.log.Size() }
-func (p *Partition) SegmentCount() int       { return p.log.SegmentCount() }
-func (p *Partition) FlushedOffset() int64    { return p.log.FlushedOffset() }
-func (p *Partition) Dir() string             { return p.log.Dir() }
+func (p *Replica) LastStableOffset() int64 { return p.hw.Load() }
+func (p *Replica) LeaderEpoch() int32      { return p.role.Load().LeaderEpoch }
+func (p *Replica) Leader() int32           { return p.role.Load().Leader }
+func (p *Replica) Replicas() []int32       { return p.role.Load().Replicas }
+func (p *Replica) ISR() []int32            { return p.role.Load().ISR }
+func (p *Replica) Size() int64             { return p.log.Size() }
+func (p *Replica) SegmentCount() int       { return p.log.SegmentCount() }
+func (p *Replica) FlushedOffset() int64    { return p.log.FlushedOffset() }
+func (p *Replica) Dir() string             { return p.log.Dir() }
 
 // Reads counts the log reads since the partition opened (a diagnostic).
-func (p *Partition) Reads() int64 { return p.reads.Load() }
+func (p *Replica) Reads() int64 { return p.reads.Load() }
 
 // Failure is the error that failed the partition's log (it refuses appends
 // until recovered), or nil.
-func (p *Partition) Failure() error { return p.log.Failure() }
+func (p *Replica) Failure() error { return p.log.Failure() }
 
 // Recover reopens a failed log (storage.Log.Recover) and moves the high
 // watermark to the recovered log end: recovery fsynced everything it kept,
 // so it is all durable, as after a restart. The producer state is dropped
 // with it, to be reloaded from the snapshots and the recovered log.
-func (p *Partition) Recover() (recovered bool, err error) {
+func (p *Replica) Recover() (recovered bool, err error) {
 	return p.producers.recover(func() (bool, error) {
 		recovered, err := p.log.Recover()
 		if recovered {
@@ -317,30 +318,30 @@ func (p *Partition) Recover() (recovered bool, err error) {
 }
 
 // LogConfig is the log's config in effect (compaction settings included).
-func (p *Partition) LogConfig() storage.Config { return p.log.Config() }
+func (p *Replica) LogConfig() storage.Config { return p.log.Config() }
 
 // Clean runs one cleaning pass over the log up to this replica's own high
 // watermark (leader or follower alike: every replica cleans its own log);
 // opts.UpperBound is set here. Later, with transactions, the bound is the
 // last stable offset.
-func (p *Partition) Clean(opts storage.CleanOptions) (storage.CleanResult, error) {
+func (p *Replica) Clean(opts storage.CleanOptions) (storage.CleanResult, error) {
 	opts.UpperBound = p.LastStableOffset()
 	return p.log.Clean(opts)
 }
 
 // CleanerState measures the log's clean and dirty parts under the bounds
 // Clean uses.
-func (p *Partition) CleanerState(minLag time.Duration, now time.Time) (storage.CleanerState, error) {
+func (p *Replica) CleanerState(minLag time.Duration, now time.Time) (storage.CleanerState, error) {
 	return p.log.CleanerState(p.LastStableOffset(), minLag, now)
 }
 
 // SetConfig applies changed topic configs to the log.
-func (p *Partition) SetConfig(cfg storage.Config) { p.log.SetConfig(cfg) }
+func (p *Replica) SetConfig(cfg storage.Config) { p.log.SetConfig(cfg) }
 
 // EnforceRetention expires idle producers and deletes the segments the
 // retention configs let go, then snapshots the producer state at the new
 // log start. Failures are logged: the next tick tries again.
-func (p *Partition) EnforceRetention(now time.Time) {
+func (p *Replica) EnforceRetention(now time.Time) {
 	if n := p.producers.expire(now); n > 0 {
 		p.logger.Info("idle producers expired", "producers", n)
 	}
@@ -360,7 +361,7 @@ func (p *Partition) EnforceRetention(now time.Time) {
 
 // MaybeFlush fsyncs the log when its flush policy says so, and snapshots
 // the producer state after a segment roll.
-func (p *Partition) MaybeFlush(now time.Time) {
+func (p *Replica) MaybeFlush(now time.Time) {
 	if err := p.log.MaybeFlush(now); err != nil && !errors.Is(err, storage.ErrClosed) {
 		p.logger.Error("flush failed", "err", err)
 	}
@@ -371,7 +372,7 @@ func (p *Partition) MaybeFlush(now time.Time) {
 
 // AdvanceStartOffset deletes the records below offset (DeleteRecords);
 // errors are storage's.
-func (p *Partition) AdvanceStartOffset(offset int64) error {
+func (p *Replica) AdvanceStartOffset(offset int64) error {
 	if err := p.log.AdvanceStartOffset(offset); err != nil {
 		return err
 	}
@@ -385,7 +386,7 @@ func (p *Partition) AdvanceStartOffset(offset int64) error {
 
 // snapshotProducers writes the producer state snapshot; a failure is
 // logged, never fatal: the state stays in memory and a restart replays more.
-func (p *Partition) snapshotProducers(why string) {
+func (p *Replica) snapshotProducers(why string) {
 	if err := p.producers.snapshot(p.log); err != nil && !errors.Is(err, storage.ErrClosed) {
 		p.logger.Warn("producer state snapshot failed", "at", why, "err", err)
 	}
@@ -397,7 +398,7 @@ func (p *Partition) snapshotProducers(why string) {
 // reads the log) and snapshotted after (no append can slip in). A failed
 // log gets no snapshot: the next start recovers it and replays from an
 // older one.
-func (p *Partition) Close() error {
+func (p *Replica) Close() error {
 	ps := p.producers
 	snap := p.Failure() == nil && ps.changedSince(p.log.LogEndOffset())
 	if snap {
@@ -418,7 +419,7 @@ func (p *Partition) Close() error {
 // renames its directory to dir+suffix for the caller to remove in the
 // background (a restart finds and removes it if the process dies first).
 // It returns the renamed directory.
-func (p *Partition) Delete(suffix string) (string, error) {
+func (p *Replica) Delete(suffix string) (string, error) {
 	p.log.Close()
 	if p.waiters != nil {
 		p.waiters.Notify(p.key(), delayed.State{Gone: true})
