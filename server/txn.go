@@ -1,0 +1,40 @@
+package server
+
+import "context"
+
+// The seams between the transaction coordinator (server/txn) and the
+// partitions it writes to. The coordinator decides; the partitions'
+// leaders append its commit and abort markers. Both sides meet here, so a
+// coordinator on one broker and a partition leader on another talk through
+// Kafka's own WriteTxnMarkers and AddPartitionsToTxn requests, and on one
+// node through these calls directly.
+
+// TxnMarker asks the leader of Topic/Partition to end one producer's
+// transaction there: a control batch (Kafka's EndTxnMarker) with the
+// producer's id and epoch, written as acks=all.
+type TxnMarker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	Commit           bool
+	CoordinatorEpoch int32
+	Topic            string
+	Partition        int32
+}
+
+// TxnVerifier answers KIP-890 part 1's question before a leader appends a
+// transactional batch: is this partition in the producer's ongoing
+// transaction? It returns 0 when it is, else the Kafka error code the
+// produce is answered with (INVALID_TXN_STATE, PRODUCER_FENCED,
+// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...), so a late, delayed
+// produce cannot land in a later transaction.
+type TxnVerifier interface {
+	VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) (errorCode int16)
+}
+
+// TxnMarkerListener learns of every marker this broker's leader replicas
+// made durable, in log order per partition: the group coordinator
+// materializes or drops a producer's transactional offset commits on
+// __consumer_offsets when its marker lands there.
+type TxnMarkerListener interface {
+	TxnMarkerWritten(topic string, partition int32, producerID int64, producerEpoch int16, commit bool, offset int64)
+}
