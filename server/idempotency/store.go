@@ -117,15 +117,19 @@ type Store struct {
 
 	mu  sync.Mutex
 	tab *table
+	// createMu serialises a single node's creation and load of the keys
+	// topic on the first request with a key.
+	createMu sync.Mutex
 
 	closing chan struct{}
 	wg      sync.WaitGroup
 }
 
-// New starts the store. On a single node it creates the keys topic if
-// missing and loads it before returning; on a cluster the topic is created
-// by the first request with a key, and partitions load as the controller
-// makes this broker their leader.
+// New starts the store. The keys topic is created by the first request
+// with a key (a node whose clients send none pays nothing, not even its
+// partitions against max.partitions). On a single node New loads it when
+// it exists; on a cluster partitions load as the controller makes this
+// broker their leader.
 func New(b *server.Broker, cfg Config) (*Store, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
@@ -135,9 +139,6 @@ func New(b *server.Broker, cfg Config) (*Store, error) {
 		tab: newTable(cfg.Window, cfg.MaxBytes), closing: make(chan struct{})}
 	b.WatchLeadership(Topic, s.onLeadership)
 	if !s.clustered() {
-		if err := s.createTopic(); err != nil {
-			return nil, err
-		}
 		if err := s.loadLedPartitions(); err != nil {
 			return nil, err
 		}
@@ -184,15 +185,16 @@ func (s *Store) partitionCount() int32 {
 }
 
 func (s *Store) createTopic() error {
-	rf := s.cfg.ReplicationFactor
+	rf, partitions := s.cfg.ReplicationFactor, s.cfg.Partitions
 	if !s.clustered() {
-		rf = 1
+		// One broker owns every key: one partition, one replica.
+		rf, partitions = 1, 1
 	}
 	// Two in-sync replicas when there are two: an acknowledged key then
 	// survives the loss of its owner (with one, an owner that shrank the
 	// ISR to itself could acknowledge a key no other replica has).
 	minISR := min(int(rf), 2)
-	err := s.broker.CreateTopic(server.TopicSpec{Name: Topic, Partitions: s.cfg.Partitions, ReplicationFactor: rf,
+	err := s.broker.CreateTopic(server.TopicSpec{Name: Topic, Partitions: partitions, ReplicationFactor: rf,
 		Configs: map[string]string{server.CfgCleanupPolicy: "compact",
 			server.CfgSegmentBytes:      strconv.Itoa(int(s.cfg.SegmentBytes)),
 			server.CfgMinInsyncReplicas: strconv.Itoa(minISR)}})
@@ -280,6 +282,12 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 		return Outcome{}, ErrClosed
 	}
 	n := s.partitionCount()
+	if n < 1 && !s.clustered() {
+		var err error
+		if n, err = s.createLocal(); err != nil {
+			return Outcome{}, err
+		}
+	}
 	if n < 1 {
 		_, _, err := s.Owner(key)
 		return Outcome{}, err
@@ -287,6 +295,7 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 	p := PartitionOf(key, n)
 	deadline := time.NewTimer(s.cfg.WaitInFlight)
 	defer deadline.Stop()
+	waitedForCreate := false
 	for {
 		s.mu.Lock()
 		d, e := s.tab.begin(p, key, fp, s.now())
@@ -312,12 +321,35 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 			}
 			return Outcome{Decision: Wait}, nil
 		case NotHere, Loading:
+			if !s.clustered() && !waitedForCreate {
+				// A single node creating its keys topic right now.
+				waitedForCreate = true
+				s.createMu.Lock()
+				s.createMu.Unlock()
+				continue
+			}
 			return Outcome{}, s.notOwner(key, p, d)
 		case Full:
 			return Outcome{}, fmt.Errorf("%w (%d bytes); new keys are refused until keys older than %v expire", ErrFull, s.cfg.MaxBytes, s.cfg.Window)
 		}
 		return Outcome{Decision: d}, nil
 	}
+}
+
+// createLocal creates and loads a single node's keys topic.
+func (s *Store) createLocal() (int32, error) {
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	if n := s.partitionCount(); n > 0 {
+		return n, nil
+	}
+	if err := s.createTopic(); err != nil {
+		return 0, err
+	}
+	if err := s.loadLedPartitions(); err != nil {
+		return 0, err
+	}
+	return s.partitionCount(), nil
 }
 
 func (s *Store) notOwner(key string, p int32, d Decision) error {
