@@ -1,0 +1,163 @@
+package cluster_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-mq/ferry/server/idempotency"
+	"github.com/ferry-mq/ferry/test/harness"
+)
+
+func postKeyed(url, key, body string) (httpAnswer, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return httpAnswer{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return httpAnswer{}, err
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return httpAnswer{status: res.StatusCode, header: res.Header, body: data}, nil
+}
+
+// keyedUntilAnswered retries a keyed produce on node until it answers
+// other than 503 (the keys topic being created, its partition electing a
+// leader after a kill).
+func keyedUntilAnswered(t *testing.T, node *harness.Node, topic, key, body string) httpAnswer {
+	t.Helper()
+	var a httpAnswer
+	harness.WaitFor(t, "a keyed produce answered on "+node.URL, 60*time.Second, func() bool {
+		var err error
+		a, err = postKeyed(node.URL+"/kafka/"+topic, key, body)
+		return err == nil && a.status != http.StatusServiceUnavailable
+	})
+	return a
+}
+
+// keyOwner is the broker leading key's partition of the keys topic, as
+// node describes it.
+func keyOwner(t *testing.T, node *harness.Node, key string) int32 {
+	t.Helper()
+	var info topicView
+	harness.WaitFor(t, "the keys topic described", 30*time.Second, func() bool {
+		return getJSONQuiet(node.URL+"/topics/"+idempotency.Topic, &info) == nil && len(info.Partitions) > 0
+	})
+	p := idempotency.PartitionOf(key, int32(len(info.Partitions)))
+	for _, pi := range info.Partitions {
+		if pi.Partition == p && pi.Leader > 0 {
+			return pi.Leader
+		}
+	}
+	t.Fatalf("%s-%d has no leader: %+v", idempotency.Topic, p, info)
+	return -1
+}
+
+// recordsIn counts topic's records below the high watermarks once every
+// live node reports the same count (a follower's view lags its leader's).
+func recordsIn(t *testing.T, topic string, live ...*harness.Node) int64 {
+	t.Helper()
+	var n int64
+	harness.WaitFor(t, "the nodes to agree on "+topic+"'s high watermarks", 20*time.Second, func() bool {
+		counts := map[int64]bool{}
+		for _, node := range live {
+			var info topicView
+			if getJSONQuiet(node.URL+"/topics/"+topic, &info) != nil {
+				return false
+			}
+			var c int64
+			for _, p := range info.Partitions {
+				c += p.HighWatermark
+			}
+			counts[c], n = true, c
+		}
+		return len(counts) == 1
+	})
+	return n
+}
+
+// A retry reaches another node than the original (a load balancer): it is
+// answered from the key's owner with the original's answer, and writes
+// nothing; also after the owner is killed with -9 and another broker
+// takes its partition of the keys topic.
+func TestIdempotencyKeyAcrossNodesAndOwnerKill(t *testing.T) {
+	nodes := startCluster(t, 3)
+	httpPost(t, nodes[0].URL+"/topics", "application/json", `{"name":"keyed","partitions":3,"replication_factor":3}`)
+	const body = `{"records":[{"key":"a","value":1},{"key":"b","value":2},{"key":"c","value":3},{"key":"d","value":4}]}`
+	// The first key creates the keys topic (503 until its leaders are elected).
+	if a := keyedUntilAnswered(t, nodes[0], "keyed", "warm-up", body); a.status != 200 {
+		t.Fatalf("warm-up: %d %s", a.status, a.body)
+	}
+	written := recordsIn(t, "keyed", nodes...)
+
+	byID := func(id int32) *harness.Node { return nodes[id-1] }
+	others := func(ids ...int32) []*harness.Node {
+		var out []*harness.Node
+		for i, n := range nodes {
+			if !slices.Contains(ids, int32(i+1)) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+
+	// Original on a node that does not own the key, retry on another one,
+	// then on the owner itself.
+	const key = "order-7"
+	owner := keyOwner(t, nodes[0], key)
+	notOwners := others(owner)
+	a, b := notOwners[0], notOwners[1]
+	first := keyedUntilAnswered(t, a, "keyed", key, body)
+	if first.status != 200 || first.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("original on a non-owner: %d %s", first.status, first.body)
+	}
+	for _, n := range []*harness.Node{b, byID(owner), a} {
+		again, err := postKeyed(n.URL+"/kafka/keyed", key, body)
+		if err != nil || again.status != 200 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("retry on %s: %v %d %s, original %s", n.URL, err, again.status, again.body, first.body)
+		}
+	}
+	reused, _ := postKeyed(b.URL+"/kafka/keyed", key, `{"id":"other"}`)
+	if reused.status != http.StatusUnprocessableEntity || !strings.Contains(string(reused.body), "42209") {
+		t.Fatalf("key reused on another node: %d %s", reused.status, reused.body)
+	}
+	if got := recordsIn(t, "keyed", nodes...); got != written+4 {
+		t.Fatalf("%d records after one request and its retries, want %d", got, written+4)
+	}
+
+	// The owner is killed between the original and the retry: a surviving
+	// broker loads the key from its replica of the keys partition.
+	byID(owner).Kill()
+	retryAt := notOwners[1]
+	again := keyedUntilAnswered(t, retryAt, "keyed", key, body)
+	if again.status != 200 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry after the owner's kill: %d %s, original %s", again.status, again.body, first.body)
+	}
+	newOwner := keyOwner(t, retryAt, key)
+	if newOwner == owner {
+		t.Fatalf("broker %d still owns the key after its kill", owner)
+	}
+	if got := recordsIn(t, "keyed", others(owner)...); got != written+4 {
+		t.Fatalf("%d records after the retry on the new owner, want %d", got, written+4)
+	}
+
+	// A new key after the kill, original and retry on different survivors.
+	survivors := others(owner)
+	k2 := fmt.Sprintf("after-kill-%d", time.Now().UnixNano())
+	orig2 := keyedUntilAnswered(t, survivors[0], "keyed", k2, body)
+	retry2 := keyedUntilAnswered(t, survivors[1], "keyed", k2, body)
+	if orig2.status != 200 || string(retry2.body) != string(orig2.body) || retry2.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("after the kill: original %d %s, retry %d %s", orig2.status, orig2.body, retry2.status, retry2.body)
+	}
+	if got := recordsIn(t, "keyed", survivors...); got != written+8 {
+		t.Fatalf("%d records, want %d", got, written+8)
+	}
+}
