@@ -168,7 +168,7 @@ func (s *Store) Expire(ctx context.Context) int {
 		for len(keys) > 0 {
 			chunk := keys[:min(len(keys), 500)]
 			keys = keys[len(chunk):]
-			if err := s.writeMany(ctx, p, chunk, make([][]byte, len(chunk))); err != nil {
+			if err := s.writeMany(ctx, p, chunk, make([][]byte, len(chunk)), true); err != nil {
 				if !errors.Is(err, server.ErrShuttingDown) {
 					s.logger.Warn("idempotency key expiry not written", "partition", p, "keys", len(chunk), "err", err)
 				}
