@@ -320,3 +320,14 @@ func TestMayHaveWritten(t *testing.T) {
 		}
 	}
 }
+
+// The keys topic is the broker's: clients cannot produce to it.
+func TestIdempotencyKeysTopicIsInternal(t *testing.T) {
+	e := newKeyEnv(t, t.TempDir(), nil)
+	e.produce(t, "t", "k", `{"id":1}`) // creates the keys topic
+	for _, key := range []string{"", "k2"} {
+		e.request(t, "POST", "/kafka/"+idempotency.Topic, map[string]string{"Content-Type": "application/json", "Idempotency-Key": key}, `{"id":1}`).
+			wantError(t, http.StatusForbidden, codeInternalTopic)
+	}
+	e.request(t, "DELETE", "/topics/"+idempotency.Topic, nil, "").wantError(t, http.StatusForbidden, codeInternalTopic)
+}
