@@ -168,15 +168,20 @@ func (s *Store) Expire(ctx context.Context) int {
 		for len(keys) > 0 {
 			chunk := keys[:min(len(keys), 500)]
 			keys = keys[len(chunk):]
-			if err := s.writeMany(ctx, p, chunk, make([][]byte, len(chunk)), true); err != nil {
-				if !errors.Is(err, server.ErrShuttingDown) {
-					s.logger.Warn("idempotency key expiry not written", "partition", p, "keys", len(chunk), "err", err)
-				}
-				break
+			err := s.writeMany(ctx, p, chunk, make([][]byte, len(chunk)), true)
+			if err != nil && !errors.Is(err, server.ErrShuttingDown) {
+				s.logger.Warn("idempotency key expiry not written", "partition", p, "keys", len(chunk), "err", err)
+			}
+			if err != nil {
+				chunk = append(chunk, keys...) // none of the rest is tried either
+				keys = nil
 			}
 			s.mu.Lock()
 			for _, k := range chunk {
-				if s.tab.forget(p, k, now) {
+				switch {
+				case err != nil:
+					s.tab.keep(p, k)
+				case s.tab.forget(p, k):
 					n++
 				}
 			}

@@ -329,6 +329,8 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 				continue
 			}
 			return Outcome{}, s.notOwner(key, p, d)
+		case Expiring:
+			return Outcome{}, fmt.Errorf("%w: idempotency key %q is past its window and being forgotten; retry shortly", ErrNotOwner, key)
 		case Full:
 			return Outcome{}, fmt.Errorf("%w (%d bytes); new keys are refused until keys older than %v expire", ErrFull, s.cfg.MaxBytes, s.cfg.Window)
 		}

@@ -31,6 +31,10 @@ type entry struct {
 	// finished is closed when an inFlight entry leaves that phase; nil for
 	// entries loaded from the log.
 	finished chan struct{}
+	// expiring: past the window, its tombstone being written. The key is
+	// not taken again until the tombstone is in the log, or the tombstone
+	// could land after the new request's records and forget them.
+	expiring bool
 }
 
 // entryOverhead approximates an entry's memory beside its key and answer
@@ -77,6 +81,9 @@ const (
 	NotHere
 	// Loading: this broker leads the key's partition and is reading it.
 	Loading
+	// Expiring: the key's window is over and its tombstone is being
+	// written; retry shortly.
+	Expiring
 )
 
 // table is every key of the partitions this broker owns. Not safe for
@@ -103,7 +110,9 @@ func (t *table) begin(p int32, key string, fp Fingerprint, now int64) (Decision,
 	case op.state == loading:
 		return Loading, nil
 	}
-	if e, ok := op.keys[key]; ok && !e.expired(now, t.window) {
+	if e, ok := op.keys[key]; ok && e.expiring {
+		return Expiring, e
+	} else if ok && !e.expired(now, t.window) {
 		switch {
 		case e.fp != fp:
 			return Conflict, e
@@ -161,7 +170,7 @@ func (t *table) drop(op *ownedPartition, key string, e *entry) {
 }
 
 // expiredKeys lists, per served partition, the keys whose window is over
-// at now.
+// at now, and marks them expiring until forget or keep.
 func (t *table) expiredKeys(now int64) map[int32][]string {
 	due := map[int32][]string{}
 	for p, op := range t.parts {
@@ -170,6 +179,7 @@ func (t *table) expiredKeys(now int64) map[int32][]string {
 		}
 		for k, e := range op.keys {
 			if e.expired(now, t.window) {
+				e.expiring = true
 				due[p] = append(due[p], k)
 			}
 		}
@@ -177,19 +187,28 @@ func (t *table) expiredKeys(now int64) map[int32][]string {
 	return due
 }
 
-// forget drops key of p once its tombstone is written, unless a new
-// request took the key meanwhile.
-func (t *table) forget(p int32, key string, now int64) bool {
+// forget drops key of p once its tombstone is written.
+func (t *table) forget(p int32, key string) bool {
 	op, ok := t.parts[p]
 	if !ok {
 		return false
 	}
 	e, ok := op.keys[key]
-	if !ok || !e.expired(now, t.window) {
+	if !ok || !e.expiring {
 		return false
 	}
 	t.drop(op, key, e)
 	return true
+}
+
+// keep ends the expiry of key of p when its tombstone was not written;
+// the next pass tries again.
+func (t *table) keep(p int32, key string) {
+	if op, ok := t.parts[p]; ok {
+		if e, ok := op.keys[key]; ok {
+			e.expiring = false
+		}
+	}
 }
 
 // lead starts owning p at leaderEpoch: loading until install. It reports

@@ -76,12 +76,29 @@ func TestTableWindowExpiry(t *testing.T) {
 	if len(due[0]) != 1 || due[0][0] != "k" {
 		t.Fatalf("due at the window's end: %v", due)
 	}
-	// Past the window the key is new again, even before its tombstone.
-	if d, _ := tab.begin(0, "k", fp("b"), 2000); d != Proceed {
-		t.Fatalf("after the window: %v, want Proceed", d)
+	// While its tombstone is written the key is not taken again: the
+	// tombstone would land after the new request's records.
+	if d, _ := tab.begin(0, "k", fp("b"), 2000); d != Expiring {
+		t.Fatalf("while expiring: %v, want Expiring", d)
 	}
-	if tab.forget(0, "k", 2000) {
+	tab.keep(0, "k") // the tombstone failed: the next pass tries again
+	if due := tab.expiredKeys(2000); len(due[0]) != 1 {
+		t.Fatalf("kept key not due again: %v", due)
+	}
+	if !tab.forget(0, "k") || tab.bytes != 0 {
+		t.Fatalf("forget: %d bytes left", tab.bytes)
+	}
+	if d, _ := tab.begin(0, "k", fp("b"), 2000); d != Proceed {
+		t.Fatalf("after the tombstone: %v, want Proceed", d)
+	}
+	if tab.forget(0, "k") {
 		t.Fatal("forget dropped the key's new request")
+	}
+	// Past the window and not yet picked by an expiry pass, a key is new.
+	_, e2 := tab.begin(0, "k2", fp("a"), 3000)
+	tab.finish(0, "k2", e2, Answer{Status: 200})
+	if d, _ := tab.begin(0, "k2", fp("b"), 4000); d != Proceed {
+		t.Fatalf("past the window: %v, want Proceed", d)
 	}
 }
 
