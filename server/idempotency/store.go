@@ -382,16 +382,18 @@ func (t *Ticket) Complete(ctx context.Context, a Answer) error {
 }
 
 // Release forgets the key of a request that wrote nothing: a retry runs
-// it anew. The pending record is tombstoned (best effort: if that fails,
-// the key stays in doubt after a restart, which is safe).
+// it anew. The pending record is tombstoned first (best effort: if that
+// fails, the key stays in doubt after a restart, which is safe); the key
+// is free only after, so the tombstone cannot land after a retry's
+// pending record and forget it.
 func (t *Ticket) Release(ctx context.Context) {
 	s := t.s
-	s.mu.Lock()
-	s.tab.release(t.p, t.key, t.e)
-	s.mu.Unlock()
 	if err := s.write(ctx, t.p, t.key, nil); err != nil {
 		s.logger.Warn("idempotency key not tombstoned after a request that wrote nothing", "key", t.key, "err", err)
 	}
+	s.mu.Lock()
+	s.tab.release(t.p, t.key, t.e)
+	s.mu.Unlock()
 }
 
 // write appends key's record (nil value: tombstone) to partition p,
