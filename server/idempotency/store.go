@@ -388,7 +388,8 @@ func (t *Ticket) Complete(ctx context.Context, a Answer) error {
 // pending record and forget it.
 func (t *Ticket) Release(ctx context.Context) {
 	s := t.s
-	if err := s.write(ctx, t.p, t.key, nil); err != nil {
+	// No fsync: a tombstone lost with the machine leaves the key in doubt.
+	if err := s.writeMany(ctx, t.p, []string{t.key}, [][]byte{nil}, false); err != nil {
 		s.logger.Warn("idempotency key not tombstoned after a request that wrote nothing", "key", t.key, "err", err)
 	}
 	s.mu.Lock()

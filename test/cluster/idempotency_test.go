@@ -139,6 +139,21 @@ func TestIdempotencyKeyAcrossNodesAndOwnerKill(t *testing.T) {
 			t.Fatalf("retry on %s: %v %d %s, original %s", n.URL, err, again.status, again.body, first.body)
 		}
 	}
+	// A request another node handed on is never handed on again: a node
+	// that does not own its key says who does.
+	req, _ := http.NewRequest(http.MethodPost, b.URL+"/kafka/keyed", strings.NewReader(body))
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("X-Ferry-Forwarded-By", "99")
+	if res, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		data, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(data), "50307") ||
+			!strings.Contains(string(data), fmt.Sprintf("broker %d", owner)) {
+			t.Fatalf("a handed-on request at a non-owner: %d %s", res.StatusCode, data)
+		}
+	}
 	reused, _ := postKeyed(b.URL+"/kafka/keyed", key, `{"id":"other"}`)
 	if reused.status != http.StatusUnprocessableEntity || !strings.Contains(string(reused.body), "42209") {
 		t.Fatalf("key reused on another node: %d %s", reused.status, reused.body)
