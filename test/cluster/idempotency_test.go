@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,6 +161,33 @@ func TestIdempotencyKeyAcrossNodesAndOwnerKill(t *testing.T) {
 	}
 	if got := recordsIn(t, "keyed", nodes...); got != written+4 {
 		t.Fatalf("%d records after one request and its retries, want %d", got, written+4)
+	}
+
+	// Duplicates sent at once to every node: one runs, the others wait for
+	// it on the owner and replay its answer.
+	const dupKey = "burst-1"
+	answers := make([]httpAnswer, 9)
+	errs := make([]error, len(answers))
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() { answers[i], errs[i] = postKeyed(nodes[i%3].URL+"/kafka/keyed", dupKey, body) })
+	}
+	wg.Wait()
+	originals := 0
+	for i, a := range answers {
+		if errs[i] != nil || a.status != 200 || string(a.body) != string(answers[0].body) {
+			t.Fatalf("duplicate %d: %v %d %s; duplicate 0: %s", i, errs[i], a.status, a.body, answers[0].body)
+		}
+		if a.header.Get("Idempotent-Replayed") == "" {
+			originals++
+		}
+	}
+	if originals != 1 {
+		t.Fatalf("%d of %d concurrent duplicates ran", originals, len(answers))
+	}
+	written += 4
+	if got := recordsIn(t, "keyed", nodes...); got != written+4 {
+		t.Fatalf("%d records after concurrent duplicates, want %d", got, written+4)
 	}
 
 	// The owner is killed between the original and the retry: a surviving
