@@ -219,7 +219,7 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Get("/topics", g.listTopics)
 	r.Post("/topics", g.createTopic)
 	r.Get("/topics/{topic}", g.describeTopic)
-	r.Post("/topics/{topic}", g.avroOr(g.produceRestProxy))
+	r.Post("/topics/{topic}", g.idempotent(g.avroOr(g.produceRestProxy)))
 	r.Delete("/topics/{topic}", g.deleteTopic)
 	r.Post("/topics/{topic}/partitions", g.createPartitions)
 	r.Put("/topics/{topic}/configs", g.alterConfigs)

@@ -15,7 +15,8 @@ import (
 	"github.com/ferry-mq/ferry/server/idempotency"
 )
 
-// POST /kafka/{topic} with an Idempotency-Key header (the IETF draft
+// POST /kafka/{topic} (and REST Proxy's POST /topics/{topic}) with an
+// Idempotency-Key header (the IETF draft
 // "The Idempotency-Key HTTP Header Field", as Stripe serves it): the key's
 // owner, the leader of its partition of the keys topic
 // (server/idempotency), runs the request once and records its answer; a

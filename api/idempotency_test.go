@@ -331,3 +331,20 @@ func TestIdempotencyKeysTopicIsInternal(t *testing.T) {
 	}
 	e.request(t, "DELETE", "/topics/"+idempotency.Topic, nil, "").wantError(t, http.StatusForbidden, codeInternalTopic)
 }
+
+// REST Proxy's produce route takes the key too: a client sending it is
+// never silently unprotected.
+func TestIdempotencyKeyOnRestProxyProduce(t *testing.T) {
+	e := newKeyEnv(t, t.TempDir(), nil)
+	const body = `{"records":[{"value":{"id":1}},{"value":{"id":2}}]}`
+	headers := map[string]string{"Content-Type": typeRestJSON, "Idempotency-Key": "rp-1"}
+	first := e.request(t, "POST", "/topics/rp", headers, body)
+	again := e.request(t, "POST", "/topics/rp", headers, body)
+	if first.status != 200 || again.status != 200 || string(again.body) != string(first.body) ||
+		again.header.Get(replayedHeader) != "true" || again.header.Get("Content-Type") != first.header.Get("Content-Type") {
+		t.Fatalf("original %d %s, retry %d %s %v", first.status, first.body, again.status, again.body, again.header)
+	}
+	if n := e.logEnd(t, "rp", 0); n != 2 {
+		t.Fatalf("%d records", n)
+	}
+}

@@ -207,13 +207,14 @@ func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 // produceRestProxy serves REST Proxy v2's POST /topics/{topic}.
 //
 //	@Summary		Produce records, Confluent REST Proxy v2
-//	@Description	Keys and values are JSON (vnd.kafka.json.v2+json, stored JSON-serialized), base64 (vnd.kafka.binary.v2+json) or Avro JSON (vnd.kafka.avro.v2+json: key_schema/value_schema are registered under <topic>-key/<topic>-value, or key_schema_id/value_schema_id name registered schemas; stored in Confluent's wire format). All records are written or none.
+//	@Description	Keys and values are JSON (vnd.kafka.json.v2+json, stored JSON-serialized), base64 (vnd.kafka.binary.v2+json) or Avro JSON (vnd.kafka.avro.v2+json: key_schema/value_schema are registered under <topic>-key/<topic>-value, or key_schema_id/value_schema_id name registered schemas; stored in Confluent's wire format). All records are written or none. With an Idempotency-Key header, the key's answers and errors are POST /kafka/{topic}'s (40004, 40907, 40908, 42209, 50307, 50308).
 //	@Tags			topics
 //	@Accept			application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json
 //	@Produce		application/vnd.kafka.v2+json,json
-//	@Param			topic	path		string			true	"topic name"
-//	@Param			body	body		produceBody		true	"records"
-//	@Success		200		{object}	restProduceAnswer
+//	@Param			topic			path		string			true	"topic name"
+//	@Param			Idempotency-Key	header		string			false	"as on POST /kafka/{topic}: a retry with the same key and request within the window answers the original and writes nothing (docs/http-idempotency.md)"
+//	@Param			body			body		produceBody		true	"records"
+//	@Success		200				{object}	restProduceAnswer
 //	@Failure		400		{object}	errorBody	"40001: the body is not JSON of this shape"
 //	@Failure		404		{object}	errorBody	"40401 no such topic (auto-creation off), 40402 no such partition; Avro: 40403 unknown schema id"
 //	@Failure		409		{object}	errorBody	"Avro: an inline schema is incompatible with the subject's (registry code 409)"
