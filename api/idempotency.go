@@ -99,9 +99,9 @@ func (g *Gateway) produceOnce(w http.ResponseWriter, r *http.Request, key string
 		writeCoreError(w, fmt.Errorf("read body: %w", err))
 		return
 	}
-	// The same key from another principal, to another topic or with
-	// another body is another request.
-	fp := idempotency.FingerprintOf([]byte(auth.PrincipalFrom(r.Context()).String()), []byte(pathParam(r, "topic")),
+	// The same key from another principal, to another route or topic, or
+	// with another body is another request.
+	fp := idempotency.FingerprintOf([]byte(auth.PrincipalFrom(r.Context()).String()), []byte(r.URL.Path),
 		[]byte(r.Header.Get("Content-Type")), body)
 	out, err := g.cfg.Idempotency.Begin(r.Context(), key, fp)
 	if err != nil {
@@ -115,7 +115,7 @@ func (g *Gateway) produceOnce(w http.ResponseWriter, r *http.Request, key string
 		return
 	case idempotency.Conflict:
 		writeError(w, http.StatusUnprocessableEntity, codeKeyReused, fmt.Sprintf(
-			"%s %q was used with a different request (principal, topic, content type or body) within the last %v; use a new key for a new request",
+			"%s %q was used with a different request (principal, route and topic, content type or body) within the last %v; use a new key for a new request",
 			idempotencyKeyHeader, key, g.cfg.Idempotency.Window()))
 		return
 	case idempotency.Wait:

@@ -347,4 +347,6 @@ func TestIdempotencyKeyOnRestProxyProduce(t *testing.T) {
 	if n := e.logEnd(t, "rp", 0); n != 2 {
 		t.Fatalf("%d records", n)
 	}
+	// The same key and body on the other produce route is another request.
+	e.request(t, "POST", "/kafka/rp", headers, body).wantError(t, http.StatusUnprocessableEntity, codeKeyReused)
 }
