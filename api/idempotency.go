@@ -198,7 +198,7 @@ func writeAnswer(w http.ResponseWriter, a idempotency.Answer, replayed bool) {
 
 func writeKeyError(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, idempotency.ErrNotOwner):
+	case errors.Is(err, idempotency.ErrNotOwner), errors.Is(err, idempotency.ErrUnavailable):
 		writeError(w, http.StatusServiceUnavailable, codeKeyOwnerUnavailable, err.Error())
 	case errors.Is(err, idempotency.ErrFull):
 		writeError(w, http.StatusServiceUnavailable, codeKeyBudgetFull, err.Error())

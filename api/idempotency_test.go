@@ -350,3 +350,28 @@ func TestIdempotencyKeyOnRestProxyProduce(t *testing.T) {
 	// The same key and body on the other produce route is another request.
 	e.request(t, "POST", "/kafka/rp", headers, body).wantError(t, http.StatusUnprocessableEntity, codeKeyReused)
 }
+
+// When the key's start cannot be recorded (here: the keys topic asks for
+// more in-sync replicas than a single node has), the request is refused
+// before anything is written.
+func TestIdempotencyKeyStoreUnavailableWritesNothing(t *testing.T) {
+	e := newKeyEnv(t, t.TempDir(), nil)
+	if err := e.broker.CreateTopic(server.TopicSpec{Name: idempotency.Topic, Partitions: 1,
+		Configs: map[string]string{server.CfgMinInsyncReplicas: "2", server.CfgCleanupPolicy: "compact"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.broker.CreateTopic(server.TopicSpec{Name: "data", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	a := e.produce(t, "data", "k", `{"id":1}`)
+	a.wantError(t, http.StatusServiceUnavailable, codeKeyOwnerUnavailable)
+	if a.header.Get("Retry-After") == "" || !strings.Contains(string(a.body), "nothing was written") {
+		t.Fatalf("answer %v %s", a.header, a.body)
+	}
+	if n := e.logEnd(t, "data", 0); n != 0 {
+		t.Fatalf("%d records written while the key could not be recorded", n)
+	}
+	if st := e.store.Stats(); st.Keys != 0 {
+		t.Fatalf("the refused key is held: %+v", st)
+	}
+}

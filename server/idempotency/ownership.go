@@ -128,15 +128,22 @@ func (s *Store) loadLedPartitions() error {
 		}
 		epoch := part.LeaderEpoch()
 		s.mu.Lock()
-		s.tab.lead(p, epoch)
+		fresh := s.tab.lead(p, epoch)
 		s.mu.Unlock()
+		if !fresh {
+			continue // loaded, or being loaded by its leadership's loader
+		}
 		loaded, err := s.loadPartition(p)
+		s.mu.Lock()
+		if err != nil {
+			s.tab.resign(p) // the next request tries again
+		} else {
+			s.tab.install(p, epoch, loaded)
+		}
+		s.mu.Unlock()
 		if err != nil {
 			return err
 		}
-		s.mu.Lock()
-		s.tab.install(p, epoch, loaded)
-		s.mu.Unlock()
 	}
 	return nil
 }

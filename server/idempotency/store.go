@@ -102,6 +102,9 @@ var (
 	ErrNotOwner = errors.New("this broker does not own the idempotency key")
 	// ErrFull: the memory budget for keys is used up.
 	ErrFull = errors.New("the idempotency key memory budget is full")
+	// ErrUnavailable: the key's record could not be written (the keys
+	// topic lacks in-sync replicas, or its leader moved); nothing was.
+	ErrUnavailable = errors.New("the idempotency key store is unavailable")
 	// ErrClosed: the store is shutting down.
 	ErrClosed = errors.New("the idempotency key store is closed")
 )
@@ -295,21 +298,14 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 	p := PartitionOf(key, n)
 	deadline := time.NewTimer(s.cfg.WaitInFlight)
 	defer deadline.Stop()
-	waitedForCreate := false
+	loadedHere := false
 	for {
 		s.mu.Lock()
 		d, e := s.tab.begin(p, key, fp, s.now())
 		s.mu.Unlock()
 		switch d {
 		case Proceed:
-			t := &Ticket{s: s, key: key, p: p, e: e, created: e.created}
-			if err := s.writeMany(ctx, p, []string{key}, [][]byte{encodeValue(storedKey{state: statePending, fp: fp, created: e.created})}, false); err != nil {
-				s.mu.Lock()
-				s.tab.release(p, key, e)
-				s.mu.Unlock()
-				return Outcome{}, fmt.Errorf("record the start of the request: %w", err)
-			}
-			return Outcome{Decision: Proceed, Ticket: t}, nil
+			return s.start(ctx, p, key, e)
 		case Replay:
 			return Outcome{Decision: Replay, Answer: e.answer}, nil
 		case Wait:
@@ -321,11 +317,12 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 			}
 			return Outcome{Decision: Wait}, nil
 		case NotHere, Loading:
-			if !s.clustered() && !waitedForCreate {
-				// A single node creating its keys topic right now.
-				waitedForCreate = true
-				s.createMu.Lock()
-				s.createMu.Unlock()
+			if !s.clustered() && !loadedHere {
+				// A single node's keys topic created or loading right now.
+				loadedHere = true
+				if _, err := s.createLocal(); err != nil {
+					return Outcome{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+				}
 				continue
 			}
 			return Outcome{}, s.notOwner(key, p, d)
@@ -338,20 +335,35 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 	}
 }
 
-// createLocal creates and loads a single node's keys topic.
+// createLocal creates a single node's keys topic when missing and loads
+// the partitions not loaded yet (a single node is told of no leadership).
 func (s *Store) createLocal() (int32, error) {
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
-	if n := s.partitionCount(); n > 0 {
-		return n, nil
-	}
-	if err := s.createTopic(); err != nil {
-		return 0, err
+	if s.partitionCount() < 1 {
+		if err := s.createTopic(); err != nil {
+			return 0, err
+		}
 	}
 	if err := s.loadLedPartitions(); err != nil {
 		return 0, err
 	}
 	return s.partitionCount(), nil
+}
+
+// start records the start of a request that may proceed (its pending
+// record) and hands out its ticket.
+func (s *Store) start(ctx context.Context, p int32, key string, e *entry) (Outcome, error) {
+	pending := encodeValue(storedKey{state: statePending, fp: e.fp, created: e.created})
+	if err := s.writeMany(ctx, p, []string{key}, [][]byte{pending}, false); err != nil {
+		// The request did not run. Had the pending record reached the
+		// log nonetheless, a reload would find the key in doubt: safe.
+		s.mu.Lock()
+		s.tab.release(p, key, e)
+		s.mu.Unlock()
+		return Outcome{}, fmt.Errorf("%w: the start of the request with idempotency key %q was not recorded, and nothing was written: %v", ErrUnavailable, key, err)
+	}
+	return Outcome{Decision: Proceed, Ticket: &Ticket{s: s, key: key, p: p, e: e, created: e.created}}, nil
 }
 
 func (s *Store) notOwner(key string, p int32, d Decision) error {
