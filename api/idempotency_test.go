@@ -375,3 +375,18 @@ func TestIdempotencyKeyStoreUnavailableWritesNothing(t *testing.T) {
 		t.Fatalf("the refused key is held: %+v", st)
 	}
 }
+
+func FuzzParseIdempotencyKey(f *testing.F) {
+	for _, s := range []string{"k", `"k"`, `""`, `"`, "a b", strings.Repeat("x", 300), "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		key, err := parseIdempotencyKey([]string{header})
+		if err != nil {
+			return
+		}
+		if idempotency.ValidKey(key) != nil || len(key) > idempotency.MaxKeyBytes {
+			t.Fatalf("%q accepted as %q", header, key)
+		}
+	})
+}
