@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-mq/ferry/server/acl"
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/group"
+	"github.com/ferry-mq/ferry/server/idempotency"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/quota"
 	"github.com/ferry-mq/ferry/web"
@@ -53,6 +54,9 @@ type Config struct {
 	// AdvertisedKafkaAddr is what /brokers and /cluster report.
 	AdvertisedKafkaAddr string
 	Logger              *slog.Logger
+	// Idempotency holds the Idempotency-Key answers of POST /kafka/{topic}
+	// (idempotency.go); nil: a request with the header answers 503.
+	Idempotency *idempotency.Store
 	// Groups is the group coordinator behind /consumers, /groups and
 	// /kafka/{topic}/stream; without it those routes answer 503.
 	Groups *group.Coordinator
@@ -208,14 +212,14 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Get("/brokers", g.listBrokers)
 	r.Get("/cluster", g.describeCluster)
 
-	r.Post("/kafka/{topic}", g.avroOr(g.produce))
+	r.Post("/kafka/{topic}", g.idempotent(g.avroOr(g.produce)))
 	r.Get("/kafka/{topic}/partitions/{partition}/records", g.avroReadOr(g.readRecords))
 	r.Get("/kafka/{topic}/partitions/{partition}/offsets", g.listOffset)
 
 	r.Get("/topics", g.listTopics)
 	r.Post("/topics", g.createTopic)
 	r.Get("/topics/{topic}", g.describeTopic)
-	r.Post("/topics/{topic}", g.avroOr(g.produceRestProxy))
+	r.Post("/topics/{topic}", g.idempotent(g.avroOr(g.produceRestProxy)))
 	r.Delete("/topics/{topic}", g.deleteTopic)
 	r.Post("/topics/{topic}/partitions", g.createPartitions)
 	r.Put("/topics/{topic}/configs", g.alterConfigs)

@@ -69,7 +69,7 @@ func (g *Gateway) atGroupCoordinator(groupOf func(*http.Request) string, next ht
 			writeGroupError(w, g.groups.Serves(name))
 			return
 		}
-		g.handOn(w, r, broker, addr)
+		g.handOn(w, r, broker, addr, "the group's coordinator", codeNotCoordinator, g.answerDeadline(r))
 	}
 }
 
@@ -92,14 +92,15 @@ func (g *Gateway) answerDeadline(r *http.Request) time.Duration {
 	return d
 }
 
-// handOn relays r to the broker's gateway at addr and its answer back.
-func (g *Gateway) handOn(w http.ResponseWriter, r *http.Request, broker int32, addr string) {
+// handOn relays r to the broker's gateway at addr and its answer back;
+// role names the broker in the 503 (with code) when its answer has not
+// started within wait.
+func (g *Gateway) handOn(w http.ResponseWriter, r *http.Request, broker int32, addr, role string, code int, wait time.Duration) {
 	target := &url.URL{Scheme: g.peerScheme, Host: addr}
 	// The timer cancels the relay when no answer has started in time;
 	// ModifyResponse stops it once the coordinator's headers arrive.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	wait := g.answerDeadline(r)
 	var unanswered atomic.Bool
 	timer := time.AfterFunc(wait, func() {
 		unanswered.Store(true)
@@ -138,15 +139,15 @@ func (g *Gateway) handOn(w http.ResponseWriter, r *http.Request, broker int32, a
 		},
 		ErrorHandler: func(w http.ResponseWriter, out *http.Request, err error) {
 			if unanswered.Load() {
-				writeError(w, http.StatusServiceUnavailable, codeNotCoordinator,
-					fmt.Sprintf("the group's coordinator, broker %d at %s, did not answer within %v; retry shortly", broker, addr, wait))
+				writeError(w, http.StatusServiceUnavailable, code,
+					fmt.Sprintf("%s, broker %d at %s, did not answer within %v; retry shortly", role, broker, addr, wait))
 				return
 			}
 			if r.Context().Err() != nil {
 				return // the client went away
 			}
-			writeError(w, http.StatusServiceUnavailable, codeNotCoordinator,
-				fmt.Sprintf("the group's coordinator, broker %d at %s, did not answer: %v", broker, addr, err))
+			writeError(w, http.StatusServiceUnavailable, code,
+				fmt.Sprintf("%s, broker %d at %s, did not answer: %v", role, broker, addr, err))
 		},
 	}
 	proxy.ServeHTTP(w, r.WithContext(ctx))

@@ -185,18 +185,20 @@ func (st *produceState) add(rec server.ProduceRecord) error {
 //	@Tags			gateway
 //	@Accept			json,application/x-ndjson,application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json,x-www-form-urlencoded
 //	@Produce		json
-//	@Param			topic	path		string		true	"topic name"
-//	@Param			body	body		produceBody	true	"records, a single JSON value, or JSON lines"
-//	@Success		200		{object}	producedOffsets
-//	@Failure		400		{object}	errorBody	"40001: the body is empty or not JSON of an accepted shape"
-//	@Failure		404		{object}	errorBody	"40401 no such topic (auto-creation off), 40402 no such partition"
-//	@Failure		409		{object}	errorBody	"Avro: an inline schema is incompatible with the subject's (registry code 409)"
-//	@Failure		413		{object}	errorBody	"41301: the body or a record is over the limit"
-//	@Failure		415		{object}	errorBody	"41501: the content type is not accepted"
-//	@Failure		422		{object}	errorBody	"42201 invalid topic name, 42205 invalid record (Avro: does not match its schema), 42206 invalid timestamp; registry 42201 invalid schema"
-//	@Failure		500		{object}	errorBody	"50001/50002: internal or storage error"
-//	@Failure		503		{object}	partialWriteBody	"50301: the node is shutting down, or Avro without a schema registry; 50302: fewer in-sync replicas than min.insync.replicas (nothing written); 50303: written but not acknowledged by the in-sync replicas in time; 50306: on a cluster, a partition of the request has no live leader (nothing written). Every 503 carries Retry-After. A request that wrote some partitions but not others answers the first failure's status and code with offsets: each record's, -1 with error_code and error for those not written"
-//	@Header			503		{string}	Retry-After	"seconds to wait before retrying"
+//	@Param			topic			path		string		true	"topic name"
+//	@Param			Idempotency-Key	header		string		false	"1–255 bytes of visible ASCII without quotes or backslashes (bare, or quoted as the IETF draft's structured string). A retry with the same key and the same request (principal, route and topic, content type, body) within --http-idempotency-window (default 1h), on any node, answers the original's status and body with Idempotent-Replayed: true and writes nothing. Recorded are successes and answers that wrote or may have written records (50303, partial writes); an answer that wrote nothing leaves the key free for the retry. See docs/http-idempotency.md"
+//	@Param			body			body		produceBody	true	"records, a single JSON value, or JSON lines"
+//	@Success		200				{object}	producedOffsets
+//	@Header			200				{string}	Idempotent-Replayed	"true when the answer is the recorded answer of an earlier request with the same Idempotency-Key"
+//	@Failure		400				{object}	errorBody	"40001: the body is empty or not JSON of an accepted shape; 40004: the Idempotency-Key is empty, too long, sent twice or has bytes outside visible ASCII"
+//	@Failure		404				{object}	errorBody	"40401 no such topic (auto-creation off), 40402 no such partition"
+//	@Failure		409				{object}	errorBody	"Avro: an inline schema is incompatible with the subject's (registry code 409); 40907: the original request with this Idempotency-Key is still in flight after the retry waited 35 s for it (Retry-After); 40908: the original request with this key was started by a node that stopped before recording its outcome: its records may or may not have been written and are not written again under this key"
+//	@Failure		413				{object}	errorBody	"41301: the body or a record is over the limit"
+//	@Failure		415				{object}	errorBody	"41501: the content type is not accepted"
+//	@Failure		422				{object}	errorBody	"42201 invalid topic name, 42205 invalid record (Avro: does not match its schema), 42206 invalid timestamp; registry 42201 invalid schema; 42209: the Idempotency-Key was used with a different request within the window"
+//	@Failure		500				{object}	errorBody	"50001/50002: internal or storage error"
+//	@Failure		503				{object}	partialWriteBody	"50301: the node is shutting down, or Avro without a schema registry; 50302: fewer in-sync replicas than min.insync.replicas (nothing written); 50303: written but not acknowledged by the in-sync replicas in time; 50306: on a cluster, a partition of the request has no live leader (nothing written); 50307: the Idempotency-Key's owner (the leader of its __idempotency_keys partition) is being elected, loading or unreachable; 50308: the owner's memory for keys is full until keys expire. Every 503 carries Retry-After. A request that wrote some partitions but not others answers the first failure's status and code with offsets: each record's, -1 with error_code and error for those not written"
+//	@Header			503				{string}	Retry-After	"seconds to wait before retrying"
 //	@Router			/kafka/{topic} [post]
 func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 	g.produceAs(w, r, false)
@@ -205,13 +207,14 @@ func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 // produceRestProxy serves REST Proxy v2's POST /topics/{topic}.
 //
 //	@Summary		Produce records, Confluent REST Proxy v2
-//	@Description	Keys and values are JSON (vnd.kafka.json.v2+json, stored JSON-serialized), base64 (vnd.kafka.binary.v2+json) or Avro JSON (vnd.kafka.avro.v2+json: key_schema/value_schema are registered under <topic>-key/<topic>-value, or key_schema_id/value_schema_id name registered schemas; stored in Confluent's wire format). All records are written or none.
+//	@Description	Keys and values are JSON (vnd.kafka.json.v2+json, stored JSON-serialized), base64 (vnd.kafka.binary.v2+json) or Avro JSON (vnd.kafka.avro.v2+json: key_schema/value_schema are registered under <topic>-key/<topic>-value, or key_schema_id/value_schema_id name registered schemas; stored in Confluent's wire format). All records are written or none. With an Idempotency-Key header, the key's answers and errors are POST /kafka/{topic}'s (40004, 40907, 40908, 42209, 50307, 50308).
 //	@Tags			topics
 //	@Accept			application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json
 //	@Produce		application/vnd.kafka.v2+json,json
-//	@Param			topic	path		string			true	"topic name"
-//	@Param			body	body		produceBody		true	"records"
-//	@Success		200		{object}	restProduceAnswer
+//	@Param			topic			path		string			true	"topic name"
+//	@Param			Idempotency-Key	header		string			false	"as on POST /kafka/{topic}: a retry with the same key and request within the window answers the original and writes nothing (docs/http-idempotency.md)"
+//	@Param			body			body		produceBody		true	"records"
+//	@Success		200				{object}	restProduceAnswer
 //	@Failure		400		{object}	errorBody	"40001: the body is not JSON of this shape"
 //	@Failure		404		{object}	errorBody	"40401 no such topic (auto-creation off), 40402 no such partition; Avro: 40403 unknown schema id"
 //	@Failure		409		{object}	errorBody	"Avro: an inline schema is incompatible with the subject's (registry code 409)"

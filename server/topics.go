@@ -20,11 +20,16 @@ import (
 // call cannot open an unbounded number of files.
 const MaxPartitionsPerTopic = 10000
 
+// IdempotencyKeysTopic holds the HTTP gateway's Idempotency-Key answers
+// (server/idempotency).
+const IdempotencyKeysTopic = "__idempotency_keys"
+
 // IsInternalTopic reports whether name is a topic the broker owns: the
-// group coordinator's __consumer_offsets, and __transaction_state reserved
-// for transactions, as Kafka's Topic.isInternal.
+// group coordinator's __consumer_offsets, __transaction_state reserved
+// for transactions, as Kafka's Topic.isInternal, and ferry's
+// IdempotencyKeysTopic.
 func IsInternalTopic(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
+	return name == "__consumer_offsets" || name == "__transaction_state" || name == IdempotencyKeysTopic
 }
 
 // RefuseInternalTopic is the one rule for client changes to internal topics:

@@ -30,6 +30,7 @@ import (
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/forward"
 	"github.com/ferry-mq/ferry/server/group"
+	"github.com/ferry-mq/ferry/server/idempotency"
 	"github.com/ferry-mq/ferry/server/kafka"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/tlsconf"
@@ -42,6 +43,10 @@ type serveSettings struct {
 	httpAddr         string
 	httpAllowedHosts []string
 	httpMaxConns     int
+	// idempotency is the Idempotency-Key store's window and memory budget
+	// (the keys topic's replication factor follows
+	// offsets.topic.replication.factor).
+	idempotency idempotency.Config
 	// kafkaAddr and advertisedKafkaAddr are --kafka-addr and
 	// --advertised-kafka-addr as given, the shorthand for one PLAINTEXT
 	// listener; after loading, advertisedKafkaAddr is the first
@@ -128,6 +133,22 @@ var serveOptions = []option{
 			s.httpMaxConns, err = strconv.Atoi(v)
 			if err == nil && s.httpMaxConns < 1 {
 				err = errors.New("must be at least 1")
+			}
+			return err
+		}},
+	{"http-idempotency-window", []string{"ferry.http.idempotency.window"}, "how long POST /kafka/{topic} answers a retry with the same Idempotency-Key from the recorded answer (Go duration, e.g. 1h, 30m); keys older are forgotten", "1h",
+		func(s *serveSettings, v string) (err error) {
+			s.idempotency.Window, err = time.ParseDuration(v)
+			if err == nil && s.idempotency.Window < time.Second {
+				err = errors.New("must be at least 1s")
+			}
+			return err
+		}},
+	{"http-idempotency-max-bytes", []string{"ferry.http.idempotency.max.bytes"}, "memory the Idempotency-Key answers this node owns may take; beyond it requests with a new key answer 503 (50308) until keys expire", "67108864",
+		func(s *serveSettings, v string) (err error) {
+			s.idempotency.MaxBytes, err = strconv.ParseInt(v, 10, 64)
+			if err == nil && s.idempotency.MaxBytes < 1024 {
+				err = errors.New("must be at least 1024")
 			}
 			return err
 		}},
@@ -699,7 +720,15 @@ func runServe(args []string) error {
 		return err
 	}
 	m.AddLagSource(groups.LagStats)
-	closeCore := func() { groups.Close(); broker.Close() }
+	idemCfg := s.idempotency
+	idemCfg.Logger, idemCfg.ReplicationFactor = logger, s.offsetsReplicationFactor
+	idem, err := idempotency.New(broker, idemCfg)
+	if err != nil {
+		groups.Close()
+		broker.Close()
+		return err
+	}
+	closeCore := func() { idem.Close(); groups.Close(); broker.Close() }
 	kcfg := s.kafkaLimits
 	kcfg.Listeners, kcfg.Logger, kcfg.Metrics = listeners, logger, m
 	kcfg.InterBroker, kcfg.InterBrokerListener = node != nil, s.interBroker
@@ -723,7 +752,7 @@ func runServe(args []string) error {
 	}
 	defer closeACLs()
 	kcfg.ACLs = acls
-	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas,
+	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas, Idempotency: idem,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
 		ACLs: acls, RequestsPerSecond: s.httpAuth.ratePerPrincipal}
 	if acls != nil {
@@ -819,6 +848,7 @@ func runServe(args []string) error {
 	if shutErr := kafkaServer.Shutdown(ctx); shutErr != nil {
 		logger.Warn("kafka shutdown", "err", shutErr)
 	}
+	idem.Close()
 	if closeErr := groups.Close(); closeErr != nil {
 		logger.Warn("close group coordinator", "err", closeErr)
 	}
