@@ -233,13 +233,13 @@ func (r *Registry) Diff(ctx context.Context, subject string, from, to int, candi
 		return DiffResult{}, err
 	}
 	res := DiffResult{Subject: subject, From: fv}
-	var newer *Type
+	var newer Schema
 	if candidate != nil {
 		p, err := r.prepare(ctx, *candidate)
 		if err != nil {
 			return DiffResult{}, err
 		}
-		newer = p.parsed.Root
+		newer = p.parsed
 	} else {
 		tv, err := r.findVersion(ctx, subject, to, true)
 		if err != nil {
@@ -249,15 +249,33 @@ func (r *Registry) Diff(ctx context.Context, subject string, from, to int, candi
 		if err != nil {
 			return DiffResult{}, err
 		}
-		res.To, newer = &tv, c.parsed.Root
+		res.To, newer = &tv, c.parsed
 	}
-	res.Changes = Diff(old.parsed.Root, newer)
+	res.Changes = changesBetween(old.parsed, newer)
 	if res.Changes == nil {
 		res.Changes = []Change{}
 	}
 	res.Compatibility = map[string]bool{}
 	for _, level := range levels {
-		res.Compatibility[level] = level == None || len(CheckLevel(level, newer, old.parsed.Root)) == 0
+		res.Compatibility[level] = level == None || len(newer.Incompatibilities(level, old.parsed)) == 0
 	}
 	return res, nil
+}
+
+// changeLister is a Schema that lists its semantic changes from an older
+// schema of its type.
+type changeLister interface {
+	Changes(older Schema) []Change
+}
+
+func changesBetween(older, newer Schema) []Change {
+	if o, ok := older.(*avroSchema); ok {
+		if n, ok := newer.(*avroSchema); ok {
+			return Diff(o.Root, n.Root)
+		}
+	}
+	if l, ok := newer.(changeLister); ok && older.Type() == newer.Type() {
+		return l.Changes(older)
+	}
+	return nil
 }
