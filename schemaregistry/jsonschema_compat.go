@@ -115,7 +115,7 @@ var jsCompatibleChanges = map[jsDiffKind]bool{
 	jdIDChanged: true, jdDescriptionChanged: true, jdTitleChanged: true, jdDefaultChanged: true,
 	jdSchemaRemoved: true, jdTypeExtended: true,
 	"MAX_LENGTH_INCREASED": true, "MAX_LENGTH_REMOVED": true, "MIN_LENGTH_DECREASED": true, "MIN_LENGTH_REMOVED": true,
-	"PATTERN_REMOVED":  true,
+	"PATTERN_REMOVED":   true,
 	"MAXIMUM_INCREASED": true, "MAXIMUM_REMOVED": true, "MINIMUM_DECREASED": true, "MINIMUM_REMOVED": true,
 	"EXCLUSIVE_MAXIMUM_INCREASED": true, "EXCLUSIVE_MAXIMUM_REMOVED": true,
 	"EXCLUSIVE_MINIMUM_DECREASED": true, "EXCLUSIVE_MINIMUM_REMOVED": true,

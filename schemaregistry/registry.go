@@ -600,9 +600,9 @@ func (r *Registry) findVersionIn(ctx context.Context, subject string, version in
 
 // SchemaInfo is a registered schema as one subject's version.
 type SchemaInfo struct {
-	Subject    string      `json:"subject"`
-	Version    int         `json:"version"`
-	ID         int         `json:"id"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+	ID      int    `json:"id"`
 	// SchemaType is omitted for AVRO, as Confluent's answers do.
 	SchemaType string      `json:"schemaType,omitempty"`
 	References []Reference `json:"references,omitempty"`
