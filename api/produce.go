@@ -181,9 +181,9 @@ func (st *produceState) add(rec server.ProduceRecord) error {
 // produce serves POST /kafka/{topic}.
 //
 //	@Summary		Produce records to a topic
-//	@Description	The body is one of: any JSON value (one record with that value); {"records": [{"key", "value", "partition", "headers", "timestamp"}, …]} with JSON keys and values (application/json, also curl's default form type), REST Proxy's JSON- or binary-embedded formats, or Avro (application/vnd.kafka.avro.v2+json, see POST /topics/{topic}; it answers REST Proxy's shape with the schema ids); or newline-delimited JSON values (application/x-ndjson). All records are written or none; on a cluster any node takes records for every partition, forwarding them to the partitions' leaders, and a request some of whose partitions were written when another failed answers which (see 503). A topic that does not exist is created when the broker auto-creates topics.
+//	@Description	The body is one of: any JSON value (one record with that value); {"records": [{"key", "value", "partition", "headers", "timestamp"}, …]} with JSON keys and values (application/json, also curl's default form type), REST Proxy's JSON- or binary-embedded formats, or Avro or JSON Schema (application/vnd.kafka.avro.v2+json, application/vnd.kafka.jsonschema.v2+json, see POST /topics/{topic}; they answer REST Proxy's shape with the schema ids); or newline-delimited JSON values (application/x-ndjson). All records are written or none; on a cluster any node takes records for every partition, forwarding them to the partitions' leaders, and a request some of whose partitions were written when another failed answers which (see 503). A topic that does not exist is created when the broker auto-creates topics.
 //	@Tags			gateway
-//	@Accept			json,application/x-ndjson,application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json,x-www-form-urlencoded
+//	@Accept			json,application/x-ndjson,application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json,application/vnd.kafka.jsonschema.v2+json,x-www-form-urlencoded
 //	@Produce		json
 //	@Param			topic	path		string		true	"topic name"
 //	@Param			body	body		produceBody	true	"records, a single JSON value, or JSON lines"
@@ -205,9 +205,9 @@ func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 // produceRestProxy serves REST Proxy v2's POST /topics/{topic}.
 //
 //	@Summary		Produce records, Confluent REST Proxy v2
-//	@Description	Keys and values are JSON (vnd.kafka.json.v2+json, stored JSON-serialized), base64 (vnd.kafka.binary.v2+json) or Avro JSON (vnd.kafka.avro.v2+json: key_schema/value_schema are registered under <topic>-key/<topic>-value, or key_schema_id/value_schema_id name registered schemas; stored in Confluent's wire format). All records are written or none.
+//	@Description	Keys and values are JSON (vnd.kafka.json.v2+json, stored JSON-serialized), base64 (vnd.kafka.binary.v2+json) Avro JSON (vnd.kafka.avro.v2+json) or JSON documents of a JSON schema (vnd.kafka.jsonschema.v2+json): key_schema/value_schema are registered under <topic>-key/<topic>-value, or key_schema_id/value_schema_id name registered schemas of that type; each key and value is validated and stored in Confluent's wire format. All records are written or none.
 //	@Tags			topics
-//	@Accept			application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json
+//	@Accept			application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json,application/vnd.kafka.jsonschema.v2+json
 //	@Produce		application/vnd.kafka.v2+json,json
 //	@Param			topic	path		string			true	"topic name"
 //	@Param			body	body		produceBody		true	"records"
