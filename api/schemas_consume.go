@@ -24,12 +24,15 @@ import (
 const (
 	encodingAvro       = "avro"
 	encodingJSONSchema = "jsonschema"
+	encodingProtobuf   = "protobuf"
 )
 
-// readFormats maps ?format= values to the registry type they decode.
+// readFormats maps ?format= values to the registry type they decode
+// (PROTOBUF decodes nothing until the registry serves it).
 var readFormats = map[string]string{
 	encodingAvro:       schemaregistry.TypeAvro,
 	encodingJSONSchema: schemaregistry.TypeJSONSchema,
+	encodingProtobuf:   schemaregistry.TypeProtobuf,
 }
 
 // maxAvroAnswerText bounds the Avro JSON one read answer holds: the plain

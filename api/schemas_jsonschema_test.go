@@ -158,6 +158,9 @@ func TestJSONSchemaProduceAndRead(t *testing.T) {
 		string(read.Records[0].Value) != `{"id":1,"item":"book","note":null}` || string(read.Records[0].Key) != `"k1"` || read.Records[0].KeyEncoding != "jsonschema" {
 		t.Fatalf("format=jsonschema read: %s", a.body)
 	}
+	// Protobuf's content type is recognised but its type is not served yet.
+	proto := `{"value_schema":"syntax = \"proto3\"; message M { int32 a = 1; }","records":[{"value":{"a":1}}]}`
+	e.do(t, "POST", "/topics/orders", typeRestProtobuf, proto).wantError(t, 422, 42201)
 	// format=avro leaves JSON Schema records as the plain read renders them.
 	a = e.do(t, "GET", "/kafka/orders/partitions/0/records?format=avro", "", "")
 	a.decode(t, &read)

@@ -27,16 +27,20 @@ import (
 const (
 	typeRestAvro       = "application/vnd.kafka.avro.v2+json"
 	typeRestJSONSchema = "application/vnd.kafka.jsonschema.v2+json"
+	typeRestProtobuf   = "application/vnd.kafka.protobuf.v2+json"
 )
 
-// restSchemaTypes maps REST Proxy's embedded formats to registry types.
+// restSchemaTypes maps REST Proxy's embedded formats to registry types. A
+// type the registry does not serve (PROTOBUF until it is plugged in)
+// fails at the schema: registering it is a 42201, and no id names one.
 var restSchemaTypes = map[string]string{
 	typeRestAvro:       schemaregistry.TypeAvro,
 	typeRestJSONSchema: schemaregistry.TypeJSONSchema,
+	typeRestProtobuf:   schemaregistry.TypeProtobuf,
 }
 
 // formatNames name the types in messages.
-var formatNames = map[string]string{schemaregistry.TypeAvro: "Avro", schemaregistry.TypeJSONSchema: "JSON Schema"}
+var formatNames = map[string]string{schemaregistry.TypeAvro: "Avro", schemaregistry.TypeJSONSchema: "JSON Schema", schemaregistry.TypeProtobuf: "Protobuf"}
 
 // avroOr routes Avro and JSON Schema bodies to produceAvro and every other
 // body to h.

@@ -65,11 +65,11 @@ type Schema interface {
 // schemaTypes are the types this registry serves, in the order
 // GET /schemas/types lists them.
 //
-// PROTOBUF: the integrator appends protobufType{} (package
-// schemaregistry/protobuf behind the SchemaType and Schema interfaces;
-// docs/registry-jsonschema.md, "Plugging in Protobuf", spells out the
-// adapter). Until then a PROTOBUF schema is refused with 42201 and
-// /schemas/types does not list it.
+// PROTOBUF plugs in here: protobuf_type.go (build tag ferry_protobuf until
+// package schemaregistry/protobuf is merged) adapts that package to
+// SchemaType and Schema and appends protobufType{} in its init. Until then
+// a PROTOBUF schema is refused with 42201 and /schemas/types does not
+// list it.
 var schemaTypes = []SchemaType{avroType{}, jsonSchemaType{}}
 
 // SchemaTypes lists the names of the types served.
