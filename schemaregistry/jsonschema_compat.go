@@ -47,7 +47,9 @@ const (
 	jdDependencySchemaAdded   jsDiffKind = "DEPENDENCY_SCHEMA_ADDED"
 	jdDependencySchemaRemoved jsDiffKind = "DEPENDENCY_SCHEMA_REMOVED"
 
-	jdPropertyAddedToOpen             jsDiffKind = "PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
+	jdRequiredPropertyAddedToOpen     jsDiffKind = "REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
+	jdRequiredPropertyDefaultToOpen   jsDiffKind = "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_OPEN_CONTENT_MODEL"
+	jdOptionalPropertyAddedToOpen     jsDiffKind = "OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
 	jdPropertyWithEmptyAddedToOpen    jsDiffKind = "PROPERTY_WITH_EMPTY_SCHEMA_ADDED_TO_OPEN_CONTENT_MODEL"
 	jdRequiredPropertyAddedToUnopen   jsDiffKind = "REQUIRED_PROPERTY_ADDED_TO_UNOPEN_CONTENT_MODEL"
 	jdRequiredPropertyDefaultToUnopen jsDiffKind = "REQUIRED_PROPERTY_WITH_DEFAULT_ADDED_TO_UNOPEN_CONTENT_MODEL"
@@ -59,6 +61,15 @@ const (
 	jdPropertyRemovedNotCovered       jsDiffKind = "PROPERTY_REMOVED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
 	jdPropertyAddedCovered            jsDiffKind = "PROPERTY_ADDED_IS_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
 	jdPropertyAddedNotCovered         jsDiffKind = "PROPERTY_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"
+
+	jdUnevaluatedPropertiesAdded    jsDiffKind = "UNEVALUATED_PROPERTIES_ADDED"
+	jdUnevaluatedPropertiesRemoved  jsDiffKind = "UNEVALUATED_PROPERTIES_REMOVED"
+	jdUnevaluatedPropertiesExtended jsDiffKind = "UNEVALUATED_PROPERTIES_EXTENDED"
+	jdUnevaluatedPropertiesNarrowed jsDiffKind = "UNEVALUATED_PROPERTIES_NARROWED"
+	jdUnevaluatedItemsAdded         jsDiffKind = "UNEVALUATED_ITEMS_ADDED"
+	jdUnevaluatedItemsRemoved       jsDiffKind = "UNEVALUATED_ITEMS_REMOVED"
+	jdUnevaluatedItemsExtended      jsDiffKind = "UNEVALUATED_ITEMS_EXTENDED"
+	jdUnevaluatedItemsNarrowed      jsDiffKind = "UNEVALUATED_ITEMS_NARROWED"
 
 	jdUniqueItemsAdded          jsDiffKind = "UNIQUE_ITEMS_ADDED"
 	jdUniqueItemsRemoved        jsDiffKind = "UNIQUE_ITEMS_REMOVED"
@@ -110,7 +121,7 @@ func boundKind(keyword, change string) jsDiffKind {
 }
 
 // jsCompatibleChanges are the difference types a reader tolerates
-// (Confluent's SchemaDiff.COMPATIBLE_CHANGES).
+// (Confluent's SchemaDiff.COMPATIBLE_CHANGES_STRICT, its default).
 var jsCompatibleChanges = map[jsDiffKind]bool{
 	jdIDChanged: true, jdDescriptionChanged: true, jdTitleChanged: true, jdDefaultChanged: true,
 	jdSchemaRemoved: true, jdTypeExtended: true,
@@ -125,10 +136,13 @@ var jsCompatibleChanges = map[jsDiffKind]bool{
 	"MAX_PROPERTIES_INCREASED": true, "MAX_PROPERTIES_REMOVED": true,
 	"MIN_PROPERTIES_DECREASED": true, "MIN_PROPERTIES_REMOVED": true,
 	jdAdditionalPropertiesAdded: true, jdAdditionalPropertiesExtended: true,
+	jdUnevaluatedPropertiesAdded: true, jdUnevaluatedPropertiesExtended: true,
+	jdUnevaluatedItemsAdded: true, jdUnevaluatedItemsExtended: true,
 	jdPropertyWithEmptyAddedToOpen: true, jdRequiredPropertyDefaultToUnopen: true, jdOptionalPropertyAddedToUnopen: true,
 	jdPropertyFalseRemovedFromClosed: true, jdPropertyRemovedFromOpen: true,
 	jdPropertyAddedCovered: true, jdPropertyRemovedCovered: true,
 	"MAX_ITEMS_INCREASED": true, "MAX_ITEMS_REMOVED": true, "MIN_ITEMS_DECREASED": true, "MIN_ITEMS_REMOVED": true,
+	"MAX_CONTAINS_INCREASED": true, "MAX_CONTAINS_REMOVED": true, "MIN_CONTAINS_DECREASED": true, "MIN_CONTAINS_REMOVED": true,
 	jdUniqueItemsRemoved: true, jdAdditionalItemsAdded: true, jdAdditionalItemsExtended: true,
 	jdItemWithEmptyAddedToOpen: true, jdItemAddedToClosed: true, jdItemFalseRemovedFromClose: true,
 	jdItemRemovedFromOpen: true, jdItemAddedCovered: true, jdItemRemovedCovered: true,
@@ -157,7 +171,8 @@ func (d jsDifference) describe(r, w string) string {
 	case d.kind == jdTooComplex:
 		return fmt.Sprintf("The schemas are too large to compare within %d steps; at path '%s' the check stopped", maxJSONCompareSteps, p)
 	case strings.HasSuffix(k, "_ADDED") && !strings.Contains(k, "CONTENT_MODEL") && d.kind != jdSchemaAdded,
-		d.kind == jdAdditionalItemsRemoved, d.kind == jdAdditionalPropertiesRemoved:
+		d.kind == jdAdditionalItemsRemoved, d.kind == jdAdditionalPropertiesRemoved,
+		d.kind == jdUnevaluatedPropertiesRemoved, d.kind == jdUnevaluatedItemsRemoved:
 		return fmt.Sprintf("The keyword at path '%s' in the %s schema is not present in the %s schema", p, r, w)
 	case strings.HasSuffix(k, "_INCREASED"), d.kind == "MULTIPLE_OF_EXPANDED":
 		return fmt.Sprintf("The value at path '%s' in the %s schema is more than its value in the %s schema", p, r, w)
@@ -172,7 +187,7 @@ func (d jsDifference) describe(r, w string) string {
 	case d.kind == jdTypeChanged, d.kind == jdTypeNarrowed, d.kind == jdCombinedTypeChanged, d.kind == jdCombinedSubschemasChgd,
 		d.kind == jdEnumArrayChanged, d.kind == jdSchemaAdded:
 		return fmt.Sprintf("A type at path '%s' is different between the %s schema and the %s schema", p, r, w)
-	case d.kind == jdPropertyAddedToOpen, d.kind == jdItemAddedToOpen:
+	case d.kind == jdRequiredPropertyAddedToOpen, d.kind == jdRequiredPropertyDefaultToOpen, d.kind == jdOptionalPropertyAddedToOpen, d.kind == jdItemAddedToOpen:
 		return fmt.Sprintf("The %s schema has an open content model and has a property or item at path '%s' which is missing in the %s schema", r, p, w)
 	case d.kind == jdRequiredPropertyAddedToUnopen:
 		return fmt.Sprintf("The %s schema has an unopen content model and has a required property at path '%s' which is missing in the %s schema", r, p, w)
@@ -335,6 +350,17 @@ func (c *jsComparer) singletonOrSum(x *jsCtx, o, u *jsNode) bool {
 			x.diffs = append(x.diffs, sub.diffs...)
 			return true
 		}
+	case o.kind == jsCombined && u.kind != jsCombined && o.criterion == "allOf":
+		// Dropping the other members of an allOf only widens it.
+		for _, s := range o.subs {
+			sub := x.sub()
+			c.compare(sub, s, u)
+			if sub.compatible() {
+				x.diffs = append(x.diffs, sub.diffs...)
+				x.add(jdProductTypeNarrowed)
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -445,10 +471,10 @@ func (c *jsComparer) compareCombined(x *jsCtx, o, u *jsNode) {
 		x.add(jdProductTypeExtended)
 	case len(os) < len(us):
 		x.add(jdSumTypeExtended)
-	case len(os) > len(us) && u.criterion == "allOf":
-		x.add(jdProductTypeNarrowed)
-	case len(os) > len(us):
+	case len(os) > len(us) && o.criterion != "allOf":
 		x.add(jdSumTypeNarrowed)
+	case len(os) > len(us):
+		x.add(jdProductTypeNarrowed)
 	}
 	// Which old branch is read by which new one: a maximum matching over
 	// the compatible pairs, as Confluent's MaximumCardinalityMatch.
@@ -481,14 +507,11 @@ func (c *jsComparer) compareCombined(x *jsCtx, o, u *jsNode) {
 
 func criterionChange(x *jsCtx, o, u *jsNode) jsDiffKind {
 	var kind jsDiffKind
+	oneO, oneU := len(o.subs) == 1, len(u.subs) == 1
 	switch {
 	case o.criterion == u.criterion:
 		return ""
-	case u.criterion == "anyOf":
-		kind = jdCombinedTypeExtended
-	case u.criterion == "oneOf" && len(o.subs) == 1:
-		kind = jdCombinedTypeExtended
-	case u.criterion == "allOf" && len(o.subs) == 1 && len(u.subs) == 1:
+	case u.criterion == "anyOf", oneO && oneU, oneO && u.criterion == "oneOf", oneU && o.criterion == "allOf":
 		kind = jdCombinedTypeExtended
 	default:
 		kind = jdCombinedTypeChanged
@@ -544,6 +567,8 @@ func (c *jsComparer) compareObjects(x *jsCtx, o, u *jsNode) {
 	c.compareProperties(x, o, u)
 	c.compareDependencies(x, o, u)
 	c.compareAdditionalProperties(x, o, u)
+	c.compareUnevaluated(x, "unevaluatedProperties", o.unevaluated, u.unevaluated,
+		[4]jsDiffKind{jdUnevaluatedPropertiesAdded, jdUnevaluatedPropertiesRemoved, jdUnevaluatedPropertiesExtended, jdUnevaluatedPropertiesNarrowed})
 	compareBound(x, "maxProperties", o.maxProperties, u.maxProperties)
 	compareBound(x, "minProperties", o.minProperties, u.minProperties)
 }
@@ -575,22 +600,75 @@ func sortedNodeKeys(m map[string]*jsNode) []string {
 	return keys
 }
 
-// openContentModel: no pattern properties, no schema for additional
-// properties, and additional properties allowed.
+// openContentModel: no pattern properties, additionalProperties absent
+// or true, and unevaluatedProperties absent or true.
 func openContentModel(n *jsNode) bool {
-	return len(n.patterns) == 0 && n.additional == nil && n.additionalAllowed
+	return len(n.patterns) == 0 && n.additional == nil && n.additionalAllowed && openOrAbsent(n.unevaluated)
+}
+
+func openOrAbsent(n *jsNode) bool { return n == nil || deref(n).kind == jsEmpty }
+
+// restrictingSchema is an unevaluated* schema that is neither true nor
+// false: it gives unnamed members a schema (nil otherwise).
+func restrictingSchema(n *jsNode) *jsNode {
+	if n == nil {
+		return nil
+	}
+	if k := deref(n).kind; k == jsEmpty || k == jsFalse {
+		return nil
+	}
+	return n
 }
 
 // partialSchema is the schema a partially open content model gives a
 // property it does not name: the first matching pattern's, else the
-// additionalProperties schema (nil when neither).
+// additionalProperties schema, else (additionalProperties absent) the
+// unevaluatedProperties schema; nil when none.
 func partialSchema(n *jsNode, name string) *jsNode {
 	for _, p := range n.patterns {
 		if p.re.MatchString(name) {
 			return p.schema
 		}
 	}
-	return n.additional
+	if n.additional != nil {
+		return n.additional
+	}
+	if n.additionalAllowed {
+		return restrictingSchema(n.unevaluated)
+	}
+	return nil
+}
+
+// compareUnevaluated compares unevaluatedProperties or unevaluatedItems;
+// kinds are the added, removed, extended and narrowed difference types.
+func (c *jsComparer) compareUnevaluated(x *jsCtx, keyword string, o, u *jsNode, kinds [4]jsDiffKind) {
+	if o == nil && u == nil {
+		return
+	}
+	defer x.enter(keyword)()
+	isFalse := func(n *jsNode) bool { return n != nil && deref(n).kind == jsFalse }
+	isEmpty := func(n *jsNode) bool { return n != nil && deref(n).kind == jsEmpty }
+	added, removed, extended, narrowed := kinds[0], kinds[1], kinds[2], kinds[3]
+	switch {
+	case o == nil && isFalse(u):
+		x.add(removed)
+	case o == nil:
+		x.add(narrowed)
+	case u == nil && isFalse(o):
+		x.add(added)
+	case u == nil:
+		x.add(extended)
+	case isFalse(o) && !isFalse(u):
+		x.add(added)
+	case !isFalse(o) && isFalse(u):
+		x.add(removed)
+	case isEmpty(o) && !isEmpty(u):
+		x.add(narrowed)
+	case !isEmpty(o) && isEmpty(u):
+		x.add(extended)
+	default:
+		c.compare(x, o, u)
+	}
 }
 
 func (c *jsComparer) compareProperties(x *jsCtx, o, u *jsNode) {
@@ -646,10 +724,15 @@ func (c *jsComparer) propertyRemoved(x *jsCtx, os, u *jsNode, name string) {
 
 func (c *jsComparer) propertyAdded(x *jsCtx, o, u, us *jsNode, name string) {
 	if openContentModel(o) {
-		if deref(us).kind == jsEmpty {
+		switch {
+		case deref(us).kind == jsEmpty:
 			x.add(jdPropertyWithEmptyAddedToOpen)
-		} else {
-			x.add(jdPropertyAddedToOpen)
+		case u.required[name] && us.def != nil:
+			x.add(jdRequiredPropertyDefaultToOpen)
+		case u.required[name]:
+			x.add(jdRequiredPropertyAddedToOpen)
+		default:
+			x.add(jdOptionalPropertyAddedToOpen)
 		}
 		return
 	}
@@ -772,6 +855,8 @@ func (c *jsComparer) compareArrays(x *jsCtx, o, u *jsNode) {
 		c.compare(x, o.additionalItems, u.additionalItems)
 	}
 	done()
+	c.compareUnevaluated(x, "unevaluatedItems", o.unevaluatedItems, u.unevaluatedItems,
+		[4]jsDiffKind{jdUnevaluatedItemsAdded, jdUnevaluatedItemsRemoved, jdUnevaluatedItemsExtended, jdUnevaluatedItemsNarrowed})
 	compareBound(x, "maxItems", o.maxItems, u.maxItems)
 	compareBound(x, "minItems", o.minItems, u.minItems)
 	if o.unique != u.unique {
@@ -781,9 +866,27 @@ func (c *jsComparer) compareArrays(x *jsCtx, o, u *jsNode) {
 			x.add(jdUniqueItemsAdded, "uniqueItems")
 		}
 	}
+	compareBound(x, "maxContains", o.maxContains, u.maxContains)
+	compareBound(x, "minContains", o.minContains, u.minContains)
 }
 
-func openItems(n *jsNode) bool { return n.additionalItemsAllowed && n.additionalItems == nil }
+// openItems: additionalItems absent or true, unevaluatedItems absent or
+// true.
+func openItems(n *jsNode) bool {
+	return n.additionalItemsAllowed && n.additionalItems == nil && openOrAbsent(n.unevaluatedItems)
+}
+
+// partialItems is the schema a partially open tuple gives items past its
+// end: additionalItems', else (absent) unevaluatedItems'; nil when none.
+func partialItems(n *jsNode) *jsNode {
+	if n.additionalItems != nil {
+		return n.additionalItems
+	}
+	if n.additionalItemsAllowed {
+		return restrictingSchema(n.unevaluatedItems)
+	}
+	return nil
+}
 
 func (c *jsComparer) compareTuples(x *jsCtx, o, u *jsNode) {
 	for i := 0; i < max(len(o.tuple), len(u.tuple)); i++ {
@@ -804,9 +907,9 @@ func (c *jsComparer) itemRemoved(x *jsCtx, os, u *jsNode) {
 	switch {
 	case openItems(u):
 		x.add(jdItemRemovedFromOpen)
-	case u.additionalItems != nil:
+	case partialItems(u) != nil:
 		sub := x.sub()
-		c.compare(sub, os, u.additionalItems)
+		c.compare(sub, os, partialItems(u))
 		x.diffs = append(x.diffs, sub.diffs...)
 		if sub.compatible() {
 			x.add(jdItemRemovedCovered)
@@ -828,9 +931,9 @@ func (c *jsComparer) itemAdded(x *jsCtx, o, us *jsNode) {
 		} else {
 			x.add(jdItemAddedToOpen)
 		}
-	case o.additionalItems != nil:
+	case partialItems(o) != nil:
 		sub := x.sub()
-		c.compare(sub, o.additionalItems, us)
+		c.compare(sub, partialItems(o), us)
 		x.diffs = append(x.diffs, sub.diffs...)
 		if sub.compatible() {
 			x.add(jdItemAddedCovered)

@@ -59,6 +59,8 @@ type jsNode struct {
 	schemaDeps        map[string]*jsNode
 	maxProperties     *float64
 	minProperties     *float64
+	// unevaluatedProperties (2019-09 on): nil when absent.
+	unevaluated *jsNode
 
 	items                  *jsNode // every item
 	tuple                  []*jsNode
@@ -66,6 +68,9 @@ type jsNode struct {
 	additionalItems        *jsNode
 	maxItems, minItems     *float64
 	unique                 bool
+	unevaluatedItems       *jsNode
+	maxContains            *float64
+	minContains            *float64
 
 	values []string // enum values, canonical JSON
 	value  string   // const value, canonical JSON
@@ -447,7 +452,18 @@ func (m *jsModel) fillObjectSchema(n *jsNode, loc string, obj map[string]any) er
 		return err
 	}
 	n.maxProperties, n.minProperties = number(obj, "maxProperties"), number(obj, "minProperties")
-	return nil
+	var err error
+	n.unevaluated, err = m.optionalChild(loc, obj, "unevaluatedProperties")
+	return err
+}
+
+// optionalChild builds obj[key] when it is there.
+func (m *jsModel) optionalChild(loc string, obj map[string]any, key string) (*jsNode, error) {
+	v, ok := obj[key]
+	if !ok {
+		return nil, nil
+	}
+	return m.child(loc, v)
 }
 
 func (m *jsModel) fillDependencies(n *jsNode, loc string, obj map[string]any) error {
@@ -514,7 +530,10 @@ func (m *jsModel) fillArray(n *jsNode, loc string, obj map[string]any) error {
 	}
 	n.maxItems, n.minItems = number(obj, "maxItems"), number(obj, "minItems")
 	n.unique, _ = obj["uniqueItems"].(bool)
-	return nil
+	n.maxContains, n.minContains = number(obj, "maxContains"), number(obj, "minContains")
+	var err error
+	n.unevaluatedItems, err = m.optionalChild(loc, obj, "unevaluatedItems")
+	return err
 }
 
 // deref follows $refs to the schema they name.

@@ -38,7 +38,9 @@ var jsonCompatCases = []struct {
 }{
 	{"identical", obj("", `"a":{"type":"string"}`), obj("", `"a":{"type":"string"}`), "", ""},
 	{"open model: property added", obj("", `"a":{"type":"string"}`), obj("", `"a":{"type":"string"}`, `"b":{"type":"integer"}`),
-		"PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL@#/properties/b", ""},
+		"OPTIONAL_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL@#/properties/b", ""},
+	{"open model: required property added", obj("", `"a":{"type":"string"}`), obj(`"required":["b"]`, `"a":{"type":"string"}`, `"b":{"type":"integer"}`),
+		"REQUIRED_PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL@#/properties/b", ""},
 	{"open model: property with empty schema added", obj(""), obj("", `"b":{}`), "", ""},
 	{"closed model: optional property added", obj(closed, `"a":{"type":"string"}`), obj(closed, `"a":{"type":"string"}`, `"b":{"type":"integer"}`),
 		"", "PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL@#/properties/b"},
@@ -101,6 +103,14 @@ var jsonCompatCases = []struct {
 		"TYPE_CHANGED@#/properties/a", "TYPE_CHANGED@#/properties/a"},
 	{"recursive schema", `{"type":"object","properties":{"v":{"type":"integer"},"next":{"$ref":"#"}}}`,
 		`{"type":"object","properties":{"v":{"type":"number"},"next":{"$ref":"#"}}}`, "", "TYPE_NARROWED@#/properties/v"},
+	{"type with enum: enum dropped", `{"type":"string","enum":["red"]}`, `{"type":"string"}`, "", "TYPE_CHANGED@#/"},
+	{"allOf member dropped", `{"allOf":[{"type":"string"},{"maxLength":3}]}`, `{"type":"string"}`, "", "TYPE_CHANGED@#/"},
+	{"unevaluatedProperties false added", obj(""), obj(`"unevaluatedProperties":false`),
+		"UNEVALUATED_PROPERTIES_REMOVED@#/unevaluatedProperties", ""},
+	{"unevaluatedProperties schema covers an added property", obj(`"unevaluatedProperties":{"type":"string"}`),
+		obj(`"unevaluatedProperties":{"type":"string"}`, `"b":{"type":"string"}`), "", ""},
+	{"minContains increased", `{"type":"array","contains":{"type":"string"},"minContains":1}`, `{"type":"array","contains":{"type":"string"},"minContains":2}`,
+		"MIN_CONTAINS_INCREASED@#/minContains", ""},
 	{"not narrowed", `{"not":{"type":"string"}}`, `{"not":{"type":"string","maxLength":3}}`, "", "NOT_TYPE_EXTENDED@#/not"},
 }
 
