@@ -222,6 +222,11 @@ func compareJSONSchemas(original, update *jsModel) []jsDifference {
 	c := &jsComparer{inProgress: map[[2]*jsNode]bool{}}
 	ctx := &jsCtx{c: c}
 	c.compare(ctx, original.root, update.root)
+	if c.exhausted {
+		// The comparisons cut short looked compatible to whichever
+		// sub-check ran them; the pair as a whole is not vouched for.
+		ctx.diffs = append(ctx.diffs, jsDifference{kind: jdTooComplex, path: "#/"})
+	}
 	return ctx.diffs
 }
 
@@ -262,10 +267,7 @@ func (c *jsComparer) compare(x *jsCtx, o, u *jsNode) {
 		return
 	}
 	if c.steps++; c.steps > maxJSONCompareSteps {
-		if !c.exhausted {
-			c.exhausted = true
-			x.add(jdTooComplex)
-		}
+		c.exhausted = true
 		return
 	}
 	o, u = deref(o), deref(u)
@@ -477,10 +479,19 @@ func (c *jsComparer) compareCombined(x *jsCtx, o, u *jsNode) {
 		x.add(jdProductTypeNarrowed)
 	}
 	// Which old branch is read by which new one: a maximum matching over
-	// the compatible pairs, as Confluent's MaximumCardinalityMatch.
+	// the compatible pairs, as Confluent's MaximumCardinalityMatch. A
+	// branch kept word for word (and free of $refs, whose targets may
+	// differ) pairs with its copy without a comparison, which keeps big
+	// unchanged combinations from spending the step budget; the other
+	// old branches are compared with every new one.
 	edges := make([][]int, len(os))
 	diffs := map[[2]int][]jsDifference{}
+	same := identicalBranches(os, us)
 	for i, ob := range os {
+		if j, ok := same[i]; ok {
+			edges[i] = []int{j}
+			continue
+		}
 		done := x.enter(o.criterion + "/" + strconv.Itoa(i))
 		for j, ub := range us {
 			sub := x.sub()
@@ -528,6 +539,24 @@ func distinctBranches(subs []*jsNode) []*jsNode {
 		if !seen[s.canonical] {
 			seen[s.canonical] = true
 			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// identicalBranches pairs old branch i with new branch j when both are the
+// same $ref-free JSON.
+func identicalBranches(os, us []*jsNode) map[int]int {
+	byText := map[string]int{}
+	for j, u := range us {
+		if u.canonical != "" && !strings.Contains(u.canonical, `"$ref"`) {
+			byText[u.canonical] = j
+		}
+	}
+	out := map[int]int{}
+	for i, o := range os {
+		if j, ok := byText[o.canonical]; ok && o.canonical != "" {
+			out[i] = j
 		}
 	}
 	return out
