@@ -2,6 +2,7 @@ package schemaregistry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -301,5 +302,24 @@ func FuzzParseJSONSchema(f *testing.F) {
 			t.Fatalf("a schema is incompatible with itself: %q", msgs)
 		}
 		_ = js.ValidatePayload([]byte(text))
+	})
+}
+
+// FuzzJSONSchemaPayload feeds arbitrary payloads to the broker's check and
+// the read path's rendering: errors, never a panic or a runaway.
+func FuzzJSONSchemaPayload(f *testing.F) {
+	s := parseJSONSchema(f, `{"type":"object","properties":{"id":{"type":"integer"},"tags":{"type":"array","items":{"type":"string","pattern":"^[a-z]+$"}},"next":{"$ref":"#"}},"required":["id"]}`)
+	for _, seed := range []string{`{"id":1}`, `{"id":1,"tags":["a"],"next":{"id":2}}`, `[`, `{"id":1e999}`, `"x"`, ``} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		err := s.ValidatePayload(payload)
+		out, rerr := s.RenderJSON(payload, 1<<20)
+		if err == nil && rerr != nil {
+			t.Fatalf("a valid payload does not render: %v", rerr)
+		}
+		if rerr == nil && !json.Valid(out) {
+			t.Fatalf("rendered %q is not JSON", out)
+		}
 	})
 }
