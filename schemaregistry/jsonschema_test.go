@@ -323,3 +323,46 @@ func FuzzJSONSchemaPayload(f *testing.F) {
 		}
 	})
 }
+
+// TestJSONSchemaReferenceLocations: a reference resolves by its name
+// against the referencing schema's location (its absolute $id, if any), or
+// by the referenced schema's own absolute $id, transitively.
+func TestJSONSchemaReferenceLocations(t *testing.T) {
+	city := parseJSONSchema(t, `{"$id":"https://example.com/geo/city.json","type":"string","minLength":2}`)
+	addr := parseJSONSchema(t, `{"type":"object","properties":{"city":{"$ref":"city.json"}},"required":["city"]}`,
+		ParsedReference{Reference: Reference{Name: "city.json", Subject: "city", Version: 1}, Text: `…`, Schema: city})
+	refs := []ParsedReference{{Reference: Reference{Name: "address.json", Subject: "address", Version: 1}, Schema: addr}}
+	for name, text := range map[string]string{
+		"relative name":        `{"properties":{"home":{"$ref":"address.json"}}}`,
+		"name under an $id":    `{"$id":"https://example.com/people/person.json","properties":{"home":{"$ref":"address.json"}}}`,
+		"name with a fragment": `{"properties":{"home":{"$ref":"address.json#/properties/city"}}}`,
+	} {
+		s, err := jsonSchemaType{}.Parse(text, refs)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		bad := `{"home":{"city":"x"}}`
+		if name == "name with a fragment" {
+			bad = `{"home":"x"}`
+		}
+		if err := s.ValidatePayload([]byte(bad)); err == nil {
+			t.Errorf("%s: %s passed; the transitive reference's minLength was not applied", name, bad)
+		}
+	}
+	// The referenced schema's own $id names it too.
+	byID := []ParsedReference{{Reference: Reference{Name: "city", Subject: "city", Version: 1}, Schema: city}}
+	s, err := jsonSchemaType{}.Parse(`{"$ref":"https://example.com/geo/city.json"}`, byID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ValidatePayload([]byte(`"x"`)); err == nil {
+		t.Error("a reference by $id was not applied")
+	}
+	// A change inside a referenced schema is seen by the compatibility check.
+	city2 := parseJSONSchema(t, `{"$id":"https://example.com/geo/city.json","type":"string","minLength":3}`)
+	addr2 := parseJSONSchema(t, `{"type":"object","properties":{"city":{"$ref":"city.json"}},"required":["city"]}`,
+		ParsedReference{Reference: Reference{Name: "city.json", Subject: "city", Version: 2}, Schema: city2})
+	if got := firstIncompatible(addr2, addr); got != "MIN_LENGTH_INCREASED@#/properties/city/minLength" {
+		t.Errorf("a narrowed referenced schema: %q", got)
+	}
+}
