@@ -9,11 +9,13 @@ import (
 // Change is one semantic difference between an old and a new schema,
 // with what it does to readers on each side.
 type Change struct {
-	// Kind: FIELD_ADDED, FIELD_REMOVED, FIELD_RENAMED, TYPE_PROMOTED,
-	// TYPE_CHANGED, DEFAULT_ADDED, DEFAULT_REMOVED, DEFAULT_CHANGED,
-	// ENUM_SYMBOL_ADDED, ENUM_SYMBOL_REMOVED, ENUM_DEFAULT_CHANGED,
-	// UNION_BRANCH_ADDED, UNION_BRANCH_REMOVED, NAME_CHANGED,
-	// FIXED_SIZE_CHANGED, DECIMAL_CHANGED, LOGICAL_TYPE_CHANGED.
+	// Kind, for Avro: FIELD_ADDED, FIELD_REMOVED, FIELD_RENAMED,
+	// TYPE_PROMOTED, TYPE_CHANGED, DEFAULT_ADDED, DEFAULT_REMOVED,
+	// DEFAULT_CHANGED, ENUM_SYMBOL_ADDED, ENUM_SYMBOL_REMOVED,
+	// ENUM_DEFAULT_CHANGED, UNION_BRANCH_ADDED, UNION_BRANCH_REMOVED,
+	// NAME_CHANGED, FIXED_SIZE_CHANGED, DECIMAL_CHANGED,
+	// LOGICAL_TYPE_CHANGED. For JSON Schema: Confluent's Difference.Type
+	// names (jsonschema_compat.go), paths as JSON pointers ("#/properties/a").
 	Kind string `json:"kind"`
 	Path string `json:"path"`
 	Old  string `json:"old,omitempty"`
