@@ -366,3 +366,32 @@ func TestJSONSchemaReferenceLocations(t *testing.T) {
 		t.Errorf("a narrowed referenced schema: %q", got)
 	}
 }
+
+// TestJSONSchemaDiff: the registry's semantic diff lists JSON Schema's
+// differences with a verdict per direction and level.
+func TestJSONSchemaDiff(t *testing.T) {
+	ctx := context.Background()
+	store, _ := OpenEmbedded(t.TempDir())
+	r, _ := New(store, Config{})
+	defer r.Close()
+	if _, err := r.Register(ctx, "s", SchemaRequest{SchemaType: "JSON", Schema: obj("", `"n":{"type":"integer"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	cand := SchemaRequest{SchemaType: "JSON", Schema: obj(`"required":["n"]`, `"n":{"type":"number"}`)}
+	res, err := r.Diff(ctx, "s", Latest, 0, &cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]Change{}
+	for _, c := range res.Changes {
+		kinds[c.Kind+" "+c.Path] = c
+	}
+	widened, ok1 := kinds["TYPE_EXTENDED #/properties/n"]
+	required, ok2 := kinds["REQUIRED_ATTRIBUTE_ADDED #/required/n"]
+	if !ok1 || !ok2 || !widened.Backward || widened.Forward || required.Backward {
+		t.Fatalf("changes: %+v", res.Changes)
+	}
+	if res.Compatibility[Backward] || res.Compatibility[Forward] || !res.Compatibility[None] {
+		t.Fatalf("verdicts: %v", res.Compatibility)
+	}
+}
