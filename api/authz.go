@@ -109,6 +109,7 @@ var routeRequirements = map[string][]requirement{
 	"GET /subjects/{subject}/diff":                            {need(auth.OpRead, auth.ResourceSubject, bySubject)},
 	"POST /subjects/{subject}/diff":                           {need(auth.OpRead, auth.ResourceSubject, bySubject)},
 	"GET /schemas/types":                                      nil,
+	"GET /schemas":                                            nil, // filtered by READ on each subject
 	// Lookups by id: see schemaIDAllowed.
 	"GET /schemas/ids/{id}":                                     nil,
 	"GET /schemas/ids/{id}/schema":                              nil,

@@ -36,10 +36,10 @@ type readRecord struct {
 	// Key is the key's JSON when the bytes are JSON, else a string (see
 	// key_encoding); null for a null key.
 	Key         json.RawMessage `json:"key"`
-	KeyEncoding string          `json:"key_encoding,omitempty" enums:"string,base64,avro"`
+	KeyEncoding string          `json:"key_encoding,omitempty" enums:"string,base64,avro,jsonschema"`
 	// Value is rendered as Key is.
 	Value         json.RawMessage `json:"value"`
-	ValueEncoding string          `json:"value_encoding,omitempty" enums:"string,base64,avro"`
+	ValueEncoding string          `json:"value_encoding,omitempty" enums:"string,base64,avro,jsonschema"`
 	// Headers is always present, {} when the record has none.
 	Headers map[string]string `json:"headers"`
 }
@@ -63,7 +63,7 @@ type readParams struct {
 // readRecords serves GET /kafka/{topic}/partitions/{partition}/records.
 //
 //	@Summary		Read records from a partition
-//	@Description	Records from offset on, up to max_records and max_bytes, waiting up to timeout_ms for the first when there are none. Keys and values that are JSON are returned as JSON, other UTF-8 text as a string (key_encoding/value_encoding "string"), other bytes as base64 ("base64"). On a cluster any node answers: from its in-sync replica (never above its high watermark), else from the leader. With format=avro, keys and values in Confluent's wire format are decoded through the schema registry into Avro JSON (encoding "avro", with key_schema_id/value_schema_id).
+//	@Description	Records from offset on, up to max_records and max_bytes, waiting up to timeout_ms for the first when there are none. Keys and values that are JSON are returned as JSON, other UTF-8 text as a string (key_encoding/value_encoding "string"), other bytes as base64 ("base64"). On a cluster any node answers: from its in-sync replica (never above its high watermark), else from the leader. With format=avro or format=jsonschema, keys and values in Confluent's wire format whose schema is of that type are decoded through the schema registry into JSON (encoding "avro" or "jsonschema", with key_schema_id/value_schema_id).
 //	@Tags			gateway
 //	@Produce		json
 //	@Param			topic		path		string	true	"topic name"
@@ -72,14 +72,14 @@ type readParams struct {
 //	@Param			max_records	query		integer	false	"at most this many records (default 500, at most 10000)"	minimum(1)	maximum(10000)
 //	@Param			max_bytes	query		integer	false	"at most about this many bytes of rendered keys, values and headers, after decompression (default 1 MiB; capped by the gateway's MaxFetchBytes); the first record comes back even when larger"	minimum(1)
 //	@Param			timeout_ms	query		integer	false	"long-poll up to this long for a first record (default 0; capped by MaxFetchWait)"	minimum(0)
-//	@Param			format		query		string	false	"avro: decode Confluent wire-format keys and values through the registry"	Enums(avro)
+//	@Param			format		query		string	false	"avro, jsonschema: decode Confluent wire-format keys and values through the registry"	Enums(avro,jsonschema)
 //	@Success		200			{object}	avroReadAnswer
 //	@Failure		400			{object}	errorBody	"40002: a path or query parameter is not valid"
 //	@Failure		404			{object}	errorBody	"40401 no such topic, 40402 no such partition"
 //	@Failure		416			{object}	errorBody	"41601: the offset is outside the log"
 //	@Failure		422			{object}	errorBody	"42205: a stored batch does not decode"
 //	@Failure		500			{object}	errorBody	"50001/50002: internal or storage error"
-//	@Failure		503			{object}	errorBody	"50301: format=avro without a schema registry, or the node is shutting down; 50306: on a cluster, the partition has no live leader and no in-sync replica here (Retry-After)"
+//	@Failure		503			{object}	errorBody	"50301: format=avro or jsonschema without a schema registry, or the node is shutting down; 50306: on a cluster, the partition has no live leader and no in-sync replica here (Retry-After)"
 //	@Router			/kafka/{topic}/partitions/{partition}/records [get]
 func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 	topicName := pathParam(r, "topic")

@@ -181,9 +181,9 @@ func (st *produceState) add(rec server.ProduceRecord) error {
 // produce serves POST /kafka/{topic}.
 //
 //	@Summary		Produce records to a topic
-//	@Description	The body is one of: any JSON value (one record with that value); {"records": [{"key", "value", "partition", "headers", "timestamp"}, …]} with JSON keys and values (application/json, also curl's default form type), REST Proxy's JSON- or binary-embedded formats, or Avro (application/vnd.kafka.avro.v2+json, see POST /topics/{topic}; it answers REST Proxy's shape with the schema ids); or newline-delimited JSON values (application/x-ndjson). All records are written or none; on a cluster any node takes records for every partition, forwarding them to the partitions' leaders, and a request some of whose partitions were written when another failed answers which (see 503). A topic that does not exist is created when the broker auto-creates topics.
+//	@Description	The body is one of: any JSON value (one record with that value); {"records": [{"key", "value", "partition", "headers", "timestamp"}, …]} with JSON keys and values (application/json, also curl's default form type), REST Proxy's JSON- or binary-embedded formats, or Avro or JSON Schema (application/vnd.kafka.avro.v2+json, application/vnd.kafka.jsonschema.v2+json, see POST /topics/{topic}; they answer REST Proxy's shape with the schema ids); or newline-delimited JSON values (application/x-ndjson). All records are written or none; on a cluster any node takes records for every partition, forwarding them to the partitions' leaders, and a request some of whose partitions were written when another failed answers which (see 503). A topic that does not exist is created when the broker auto-creates topics.
 //	@Tags			gateway
-//	@Accept			json,application/x-ndjson,application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json,x-www-form-urlencoded
+//	@Accept			json,application/x-ndjson,application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json,application/vnd.kafka.jsonschema.v2+json,x-www-form-urlencoded
 //	@Produce		json
 //	@Param			topic			path		string		true	"topic name"
 //	@Param			Idempotency-Key	header		string		false	"1–255 bytes of visible ASCII without quotes or backslashes (bare, or quoted as the IETF draft's structured string). A retry with the same key and the same request (principal, route and topic, content type, body) within --http-idempotency-window (default 1h), on any node, answers the original's status and body with Idempotent-Replayed: true and writes nothing. Recorded are successes and answers that wrote or may have written records (50303, partial writes); an answer that wrote nothing leaves the key free for the retry. See docs/http-idempotency.md"
@@ -207,9 +207,9 @@ func (g *Gateway) produce(w http.ResponseWriter, r *http.Request) {
 // produceRestProxy serves REST Proxy v2's POST /topics/{topic}.
 //
 //	@Summary		Produce records, Confluent REST Proxy v2
-//	@Description	Keys and values are JSON (vnd.kafka.json.v2+json, stored JSON-serialized), base64 (vnd.kafka.binary.v2+json) or Avro JSON (vnd.kafka.avro.v2+json: key_schema/value_schema are registered under <topic>-key/<topic>-value, or key_schema_id/value_schema_id name registered schemas; stored in Confluent's wire format). All records are written or none. With an Idempotency-Key header, the key's answers and errors are POST /kafka/{topic}'s (40004, 40907, 40908, 42209, 50307, 50308).
+//	@Description	Keys and values are JSON (vnd.kafka.json.v2+json, stored JSON-serialized), base64 (vnd.kafka.binary.v2+json) Avro JSON (vnd.kafka.avro.v2+json) or JSON documents of a JSON schema (vnd.kafka.jsonschema.v2+json): key_schema/value_schema are registered under <topic>-key/<topic>-value, or key_schema_id/value_schema_id name registered schemas of that type; each key and value is validated and stored in Confluent's wire format. All records are written or none. With an Idempotency-Key header, the key's answers and errors are POST /kafka/{topic}'s (40004, 40907, 40908, 42209, 50307, 50308).
 //	@Tags			topics
-//	@Accept			application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json
+//	@Accept			application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json,application/vnd.kafka.jsonschema.v2+json
 //	@Produce		application/vnd.kafka.v2+json,json
 //	@Param			topic			path		string			true	"topic name"
 //	@Param			Idempotency-Key	header		string			false	"as on POST /kafka/{topic}: a retry with the same key and request within the window answers the original and writes nothing (docs/http-idempotency.md)"

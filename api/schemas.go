@@ -41,6 +41,7 @@ func (g *Gateway) schemaRoutes(r chi.Router) {
 	r.Get("/subjects/{subject}/diff", sr(g.diffVersions))
 	r.Post("/subjects/{subject}/diff", sr(g.diffVersions))
 
+	r.Get("/schemas", sr(g.listSchemas))
 	r.Get("/schemas/types", sr(g.schemaTypes))
 	r.Get("/schemas/ids/{id}", sr(g.schemaByID))
 	r.Get("/schemas/ids/{id}/schema", sr(g.rawSchemaByID))
@@ -216,6 +217,7 @@ func (g *Gateway) registerSchema(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
+	req.Normalize = flag(r, "normalize")
 	id, err := g.cfg.Schemas.Register(r.Context(), subjectParam(r), req)
 	if err != nil {
 		writeRegistryError(w, r, err)
@@ -231,6 +233,7 @@ func (g *Gateway) lookupSchema(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
+	req.Normalize = flag(r, "normalize")
 	info, err := g.cfg.Schemas.Lookup(r.Context(), subjectParam(r), req, flag(r, "deleted"))
 	if err != nil {
 		writeRegistryError(w, r, err)
@@ -313,9 +316,60 @@ func (g *Gateway) deleteSubject(w http.ResponseWriter, r *http.Request) {
 	writeSchemaJSON(w, r, vs)
 }
 
-// schemaTypes serves GET /schemas/types.
+// schemaTypes serves GET /schemas/types: the types this node really
+// serves.
 func (g *Gateway) schemaTypes(w http.ResponseWriter, r *http.Request) {
-	writeSchemaJSON(w, r, []string{"AVRO"})
+	writeSchemaJSON(w, r, schemaregistry.SchemaTypes())
+}
+
+// listSchemas serves GET /schemas (?subjectPrefix=, ?deleted=true,
+// ?latestOnly=true, ?offset=, ?limit=): registered versions with their
+// schemas, as Confluent's.
+func (g *Gateway) listSchemas(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	offset, err1 := nonNegative(q.Get("offset"))
+	limit, err2 := nonNegative(q.Get("limit"))
+	if err1 != nil || err2 != nil {
+		writeSchemaError(w, r, http.StatusBadRequest, 400, "offset and limit are non-negative integers")
+		return
+	}
+	list, err := g.cfg.Schemas.ListSchemas(r.Context(), schemaregistry.ListSchemasOptions{
+		SubjectPrefix: q.Get("subjectPrefix"), Deleted: flag(r, "deleted"), LatestOnly: flag(r, "latestOnly")})
+	if err != nil {
+		writeRegistryError(w, r, err)
+		return
+	}
+	list = list[min(offset, len(list)):]
+	if limit > 0 && limit < len(list) {
+		list = list[:limit]
+	}
+	writeSchemaJSON(w, r, g.readableSchemas(r, list))
+}
+
+func nonNegative(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, errors.New("not a non-negative integer")
+	}
+	return n, nil
+}
+
+// readableSchemas keeps the entries whose subject the caller may read:
+// they carry the schemas themselves.
+func (g *Gateway) readableSchemas(r *http.Request, list []schemaregistry.SchemaInfo) []schemaregistry.SchemaInfo {
+	if g.cfg.Authorizer == nil {
+		return list
+	}
+	out := []schemaregistry.SchemaInfo{}
+	for _, info := range list {
+		if g.may(r, auth.OpRead, auth.Resource{Type: auth.ResourceSubject, Name: info.Subject}) {
+			out = append(out, info)
+		}
+	}
+	return out
 }
 
 type schemaByIDAnswer struct {
@@ -329,7 +383,7 @@ type schemaByIDAnswer struct {
 func (g *Gateway) schemaByID(w http.ResponseWriter, r *http.Request) {
 	st, ok := g.storedSchema(w, r)
 	if ok {
-		writeSchemaJSON(w, r, schemaByIDAnswer{Schema: st.Text, References: st.References})
+		writeSchemaJSON(w, r, schemaByIDAnswer{SchemaType: schemaregistry.AnswerType(st.Type), Schema: st.Text, References: st.References})
 	}
 }
 
@@ -406,6 +460,7 @@ func (g *Gateway) checkCompatibility(w http.ResponseWriter, r *http.Request) {
 		writeRegistryError(w, r, err)
 		return
 	}
+	req.Normalize = flag(r, "normalize")
 	var msgs []string
 	if chi.URLParam(r, "version") == "" { // what registration would check
 		msgs, err = g.cfg.Schemas.CheckCompatibilityAll(r.Context(), subjectParam(r), req)

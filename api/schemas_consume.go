@@ -6,18 +6,34 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
+
+	"github.com/ferry-mq/ferry/schemaregistry"
 )
 
-// GET /kafka/{topic}/partitions/{p}/records?format=avro: the plain read,
-// then every key and value in Confluent's wire format (magic 0, 4-byte
-// schema id, Avro binary) is decoded through the registry into Avro JSON,
-// with key_encoding/value_encoding "avro" and the schema id alongside.
+// GET /kafka/{topic}/partitions/{p}/records?format=avro|jsonschema: the
+// plain read, then every key and value in Confluent's wire format (magic
+// 0, 4-byte schema id, then the payload) whose schema is of the format's
+// type is decoded through the registry into JSON (Avro JSON; the JSON
+// document), with key_encoding/value_encoding "avro" or "jsonschema" and
+// the schema id alongside.
 // Bytes that are not wire format, whose schema is unknown, or that the
 // registry's bounded decoder refuses (counts beyond the bytes present,
 // nesting past schemaregistry.MaxAvroDepth, too much JSON) are left as the
 // plain read renders them.
 
-const encodingAvro = "avro"
+const (
+	encodingAvro       = "avro"
+	encodingJSONSchema = "jsonschema"
+	encodingProtobuf   = "protobuf"
+)
+
+// readFormats maps ?format= values to the registry type they decode
+// (PROTOBUF decodes nothing until the registry serves it).
+var readFormats = map[string]string{
+	encodingAvro:       schemaregistry.TypeAvro,
+	encodingJSONSchema: schemaregistry.TypeJSONSchema,
+	encodingProtobuf:   schemaregistry.TypeProtobuf,
+}
 
 // maxAvroAnswerText bounds the Avro JSON one read answer holds: the plain
 // read is bounded by max_bytes, but Avro JSON can be far larger than its
@@ -43,12 +59,14 @@ type avroReadAnswer struct {
 // avroReadOr serves ?format=avro reads by decoding h's answer.
 func (g *Gateway) avroReadOr(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("format") != encodingAvro {
+		format := r.URL.Query().Get("format")
+		typ, ok := readFormats[format]
+		if !ok {
 			h(w, r)
 			return
 		}
 		if g.cfg.Schemas == nil {
-			writeError(w, http.StatusServiceUnavailable, codeUnavailable, "format=avro needs the schema registry, which is not configured on this node")
+			writeError(w, http.StatusServiceUnavailable, codeUnavailable, "format="+format+" needs the schema registry, which is not configured on this node")
 			return
 		}
 		buf := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
@@ -64,34 +82,35 @@ func (g *Gateway) avroReadOr(h http.HandlerFunc) http.HandlerFunc {
 		budget := maxAvroAnswerText
 		for i, rec := range plain.Records {
 			out := avroReadRecord{readRecord: rec}
-			out.KeySchemaID = g.decodeAvroField(r, &out.Key, &out.KeyEncoding, &budget)
-			out.ValueSchemaID = g.decodeAvroField(r, &out.Value, &out.ValueEncoding, &budget)
+			out.KeySchemaID = g.decodeAvroField(r, typ, format, &out.Key, &out.KeyEncoding, &budget)
+			out.ValueSchemaID = g.decodeAvroField(r, typ, format, &out.Value, &out.ValueEncoding, &budget)
 			ans.Records[i] = out
 		}
 		writeJSON(w, http.StatusOK, typeJSON, ans)
 	}
 }
 
-// decodeAvroField replaces a rendered key or value with its Avro JSON and
+// decodeAvroField replaces a rendered key or value with its JSON form and
 // returns the schema id, or leaves it and returns 0: when it is not wire
-// format, its schema is unknown, it does not decode within the bounded
-// decoder's limits, or its JSON would not fit in what is left of budget.
-func (g *Gateway) decodeAvroField(r *http.Request, field *json.RawMessage, encoding *string, budget *int) int {
+// format, its schema is unknown or not of type typ, it does not decode
+// within the type's bounds, or its JSON would not fit in what is left of
+// budget.
+func (g *Gateway) decodeAvroField(r *http.Request, typ, format string, field *json.RawMessage, encoding *string, budget *int) int {
 	raw, ok := renderedBytes(*field, *encoding)
 	if !ok || len(raw) < 5 || raw[0] != 0 || *budget <= 0 {
 		return 0
 	}
 	id := int(binary.BigEndian.Uint32(raw[1:5]))
-	parsed, err := g.cfg.Schemas.ParsedByID(r.Context(), id)
-	if err != nil {
+	parsed, err := g.cfg.Schemas.ParsedSchemaByID(r.Context(), id)
+	if err != nil || parsed.Type() != typ {
 		return 0
 	}
-	text, err := parsed.RenderBinary(raw[5:], *budget)
+	text, err := parsed.RenderJSON(raw[5:], *budget)
 	if err != nil || !json.Valid(text) {
 		return 0
 	}
 	*budget -= len(text)
-	*field, *encoding = text, encodingAvro
+	*field, *encoding = text, format
 	return id
 }
 

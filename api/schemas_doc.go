@@ -72,7 +72,8 @@ func versionsDoc() {}
 //	@Accept			application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json,application/octet-stream
 //	@Produce		application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
 //	@Param			subject	path		string							true	"subject"
-//	@Param			body	body		schemaregistry.SchemaRequest	true	"schema, schemaType (AVRO), references; id and version in IMPORT mode"
+//	@Param			normalize	query	bool	false	"store the schema's canonical form"
+//	@Param			body	body		schemaregistry.SchemaRequest	true	"schema, schemaType (AVRO, the default, or JSON), references; id and version in IMPORT mode"
 //	@Success		200		{object}	schemaIDAnswer
 //	@Failure	400	{object}	errorBody	"400: the body is not JSON"
 //	@Failure		409		{object}	errorBody	"409: incompatible, naming each breaking change"
@@ -218,6 +219,23 @@ func diffDoc() {}
 //	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
 //	@Router			/subjects/{subject}/diff [post]
 func diffCandidateDoc() {}
+
+// listSchemasDoc documents GET /schemas.
+//
+//	@Summary	List registered versions with their schemas
+//	@Tags		schemas
+//	@Produce	application/vnd.schemaregistry.v1+json,application/vnd.schemaregistry+json,json
+//	@Param		subjectPrefix	query	string	false	"only subjects starting with this"
+//	@Param		deleted			query	bool	false	"include soft-deleted versions"
+//	@Param		latestOnly		query	bool	false	"each subject's latest version only"
+//	@Param		offset			query	int		false	"skip this many"
+//	@Param		limit			query	int		false	"at most this many (0: all)"
+//	@Success	200	{array}		schemaregistry.SchemaInfo
+//	@Failure	400	{object}	errorBody	"400: offset or limit is not a non-negative integer"
+//	@Failure	500	{object}	errorBody	"50001 store error, 50002 store timeout, 50003 store unavailable"
+//	@Failure	503	{object}	errorBody	"50301: no schema registry on this node"
+//	@Router		/schemas [get]
+func listSchemasDoc() {}
 
 // schemaTypesDoc documents GET /schemas/types.
 //

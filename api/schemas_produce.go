@@ -13,22 +13,44 @@ import (
 	"github.com/ferry-mq/ferry/server/records"
 )
 
-// Avro produce: POST /kafka/{topic} and REST Proxy v2's POST /topics/{topic}
-// with application/vnd.kafka.avro.v2+json. Each record's key and value are
-// Avro JSON, checked against the schema and stored in Confluent's wire
-// format (magic 0, 4-byte big-endian schema id, Avro binary), so
-// Confluent's KafkaAvroDeserializer reads them. An inline schema is
-// registered under <topic>-key / <topic>-value (TopicNameStrategy), with
-// the subject's compatibility rules. One bad record rejects the request.
+// Schema'd produce: POST /kafka/{topic} and REST Proxy v2's POST
+// /topics/{topic} with application/vnd.kafka.avro.v2+json or
+// application/vnd.kafka.jsonschema.v2+json. Each record's key and value
+// are the JSON form of a value of the schema (Avro JSON; a JSON document),
+// checked against the schema and stored in Confluent's wire format (magic
+// 0, 4-byte big-endian schema id, then Avro binary or the JSON text), so
+// Confluent's deserializers read them. An inline schema is registered
+// under <topic>-key / <topic>-value (TopicNameStrategy), with the
+// subject's compatibility rules. One bad record rejects the request and
+// nothing is written.
 
-const typeRestAvro = "application/vnd.kafka.avro.v2+json"
+const (
+	typeRestAvro       = "application/vnd.kafka.avro.v2+json"
+	typeRestJSONSchema = "application/vnd.kafka.jsonschema.v2+json"
+	typeRestProtobuf   = "application/vnd.kafka.protobuf.v2+json"
+)
 
-// avroOr routes Avro bodies to produceAvro and every other body to h.
+// restSchemaTypes maps REST Proxy's embedded formats to registry types. A
+// type the registry does not serve (PROTOBUF until it is plugged in)
+// fails at the schema: registering it is a 42201, and no id names one.
+var restSchemaTypes = map[string]string{
+	typeRestAvro:       schemaregistry.TypeAvro,
+	typeRestJSONSchema: schemaregistry.TypeJSONSchema,
+	typeRestProtobuf:   schemaregistry.TypeProtobuf,
+}
+
+// formatNames name the types in messages.
+var formatNames = map[string]string{schemaregistry.TypeAvro: "Avro", schemaregistry.TypeJSONSchema: "JSON Schema", schemaregistry.TypeProtobuf: "Protobuf"}
+
+// avroOr routes Avro and JSON Schema bodies to produceAvro and every other
+// body to h.
 func (g *Gateway) avroOr(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if mt, err := mediaType(r.Header.Get("Content-Type")); err == nil && mt == typeRestAvro {
-			g.produceAvro(w, r)
-			return
+		if mt, err := mediaType(r.Header.Get("Content-Type")); err == nil {
+			if typ, ok := restSchemaTypes[mt]; ok {
+				g.produceAvro(w, r, typ)
+				return
+			}
 		}
 		h(w, r)
 	}
@@ -53,13 +75,13 @@ type avroProduceItem struct {
 // avroSide is the schema of keys or of values in one request.
 type avroSide struct {
 	id     int
-	parsed *schemaregistry.ParsedSchema
+	schema schemaregistry.Schema
 }
 
-// produceAvro serves an Avro produce body.
-func (g *Gateway) produceAvro(w http.ResponseWriter, r *http.Request) {
+// produceAvro serves a produce body whose records follow schemas of type typ.
+func (g *Gateway) produceAvro(w http.ResponseWriter, r *http.Request, typ string) {
 	if g.cfg.Schemas == nil {
-		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "Avro needs the schema registry, which is not configured on this node")
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, formatNames[typ]+" needs the schema registry, which is not configured on this node")
 		return
 	}
 	topic := pathParam(r, "topic")
@@ -79,14 +101,14 @@ func (g *Gateway) produceAvro(w http.ResponseWriter, r *http.Request) {
 	}
 	var body avroProduceBody
 	if err := json.Unmarshal(raw, &body); err != nil {
-		writeError(w, http.StatusBadRequest, codeMalformed, "the body is not a valid Avro produce request: "+err.Error())
+		writeError(w, http.StatusBadRequest, codeMalformed, "the body is not a valid "+formatNames[typ]+" produce request: "+err.Error())
 		return
 	}
 	if len(body.Records) == 0 {
 		writeError(w, http.StatusBadRequest, codeMalformed, `"records" is missing or empty`)
 		return
 	}
-	keys, values, err := g.avroSchemas(r, topic, &body)
+	keys, values, err := g.avroSchemas(r, topic, typ, &body)
 	if err != nil {
 		writeRegistryError(w, r, err)
 		return
@@ -111,16 +133,16 @@ func (g *Gateway) produceAvro(w http.ResponseWriter, r *http.Request) {
 
 // avroSchemas resolves the key and value schemas: by id, or registered
 // inline under the topic's subjects.
-func (g *Gateway) avroSchemas(r *http.Request, topic string, body *avroProduceBody) (keys, values *avroSide, err error) {
+func (g *Gateway) avroSchemas(r *http.Request, topic, typ string, body *avroProduceBody) (keys, values *avroSide, err error) {
 	var needKey, needValue bool
 	for _, item := range body.Records {
 		needKey = needKey || !isJSONNull(item.Key)
 		needValue = needValue || !isJSONNull(item.Value)
 	}
-	if keys, err = g.avroSide(r, topic+"-key", body.KeySchema, body.KeySchemaID); err != nil {
+	if keys, err = g.avroSide(r, topic+"-key", typ, body.KeySchema, body.KeySchemaID); err != nil {
 		return nil, nil, err
 	}
-	if values, err = g.avroSide(r, topic+"-value", body.ValueSchema, body.ValueSchemaID); err != nil {
+	if values, err = g.avroSide(r, topic+"-value", typ, body.ValueSchema, body.ValueSchemaID); err != nil {
 		return nil, nil, err
 	}
 	switch {
@@ -132,21 +154,24 @@ func (g *Gateway) avroSchemas(r *http.Request, topic string, body *avroProduceBo
 	return keys, values, nil
 }
 
-func (g *Gateway) avroSide(r *http.Request, subject, schema string, id int) (*avroSide, error) {
+func (g *Gateway) avroSide(r *http.Request, subject, typ, schema string, id int) (*avroSide, error) {
 	if schema == "" && id == 0 {
 		return nil, nil
 	}
 	if schema != "" {
 		var err error
-		if id, err = g.cfg.Schemas.Register(r.Context(), subject, schemaregistry.SchemaRequest{Schema: schema}); err != nil {
+		if id, err = g.cfg.Schemas.Register(r.Context(), subject, schemaregistry.SchemaRequest{Schema: schema, SchemaType: typ}); err != nil {
 			return nil, err
 		}
 	}
-	parsed, err := g.cfg.Schemas.ParsedByID(r.Context(), id)
+	parsed, err := g.cfg.Schemas.ParsedSchemaByID(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}
-	return &avroSide{id: id, parsed: parsed}, nil
+	if parsed.Type() != typ {
+		return nil, &schemaregistry.Error{Code: 42201, Message: fmt.Sprintf("schema %d is a %s schema; this request's content type carries %s records", id, parsed.Type(), typ)}
+	}
+	return &avroSide{id: id, schema: parsed}, nil
 }
 
 func isJSONNull(raw json.RawMessage) bool {
@@ -180,38 +205,19 @@ func encodeAvroRecord(item avroProduceItem, keys, values *avroSide) (server.Prod
 	return pr, nil
 }
 
-// encodeAvro turns Avro JSON into Confluent's wire format; absent or null
-// is a Kafka null.
+// encodeAvro turns the JSON form of a value into Confluent's wire format;
+// absent or null is a Kafka null.
 func encodeAvro(raw json.RawMessage, side *avroSide) ([]byte, error) {
 	if isJSONNull(raw) {
 		return nil, nil
 	}
-	if !schemaregistry.JSONDepthWithin(raw, schemaregistry.MaxAvroJSONDepth) {
-		return nil, fmt.Errorf("nests deeper than %d levels", schemaregistry.MaxAvroJSONDepth)
-	}
-	codec := side.parsed.Codec()
-	native, rest, err := codec.NativeFromTextual(raw)
+	payload, err := side.schema.EncodeJSON(raw)
 	if err != nil {
-		// goavro's errors rarely name the field; ValidateJSON's do.
-		if verr := schemaregistry.ValidateJSON(side.parsed.Root, raw); verr != nil {
-			return nil, fmt.Errorf("does not match schema %d at %v", side.id, verr)
-		}
 		return nil, fmt.Errorf("does not match schema %d: %v", side.id, err)
 	}
-	if len(rest) > 0 {
-		return nil, fmt.Errorf("trailing data after the Avro JSON value")
-	}
-	out := make([]byte, 5, 5+len(raw))
+	out := make([]byte, 5, 5+len(payload))
 	binary.BigEndian.PutUint32(out[1:], uint32(side.id))
-	out, err = codec.BinaryFromNative(out, native)
-	if err != nil {
-		return nil, err
-	}
-	// Refuse now what no reader could decode within the limits later.
-	if err := side.parsed.CheckBinary(out[5:]); err != nil {
-		return nil, fmt.Errorf("does not fit schema %d's decoding limits: %v", side.id, err)
-	}
-	return out, nil
+	return append(out, payload...), nil
 }
 
 func writeAvroOffsets(w http.ResponseWriter, offsets []server.RecordOffset, partial *server.PartialWriteError, keys, values *avroSide) {

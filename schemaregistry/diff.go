@@ -9,11 +9,13 @@ import (
 // Change is one semantic difference between an old and a new schema,
 // with what it does to readers on each side.
 type Change struct {
-	// Kind: FIELD_ADDED, FIELD_REMOVED, FIELD_RENAMED, TYPE_PROMOTED,
-	// TYPE_CHANGED, DEFAULT_ADDED, DEFAULT_REMOVED, DEFAULT_CHANGED,
-	// ENUM_SYMBOL_ADDED, ENUM_SYMBOL_REMOVED, ENUM_DEFAULT_CHANGED,
-	// UNION_BRANCH_ADDED, UNION_BRANCH_REMOVED, NAME_CHANGED,
-	// FIXED_SIZE_CHANGED, DECIMAL_CHANGED, LOGICAL_TYPE_CHANGED.
+	// Kind, for Avro: FIELD_ADDED, FIELD_REMOVED, FIELD_RENAMED,
+	// TYPE_PROMOTED, TYPE_CHANGED, DEFAULT_ADDED, DEFAULT_REMOVED,
+	// DEFAULT_CHANGED, ENUM_SYMBOL_ADDED, ENUM_SYMBOL_REMOVED,
+	// ENUM_DEFAULT_CHANGED, UNION_BRANCH_ADDED, UNION_BRANCH_REMOVED,
+	// NAME_CHANGED, FIXED_SIZE_CHANGED, DECIMAL_CHANGED,
+	// LOGICAL_TYPE_CHANGED. For JSON Schema: Confluent's Difference.Type
+	// names (jsonschema_compat.go), paths as JSON pointers ("#/properties/a").
 	Kind string `json:"kind"`
 	Path string `json:"path"`
 	Old  string `json:"old,omitempty"`
@@ -233,13 +235,13 @@ func (r *Registry) Diff(ctx context.Context, subject string, from, to int, candi
 		return DiffResult{}, err
 	}
 	res := DiffResult{Subject: subject, From: fv}
-	var newer *Type
+	var newer Schema
 	if candidate != nil {
 		p, err := r.prepare(ctx, *candidate)
 		if err != nil {
 			return DiffResult{}, err
 		}
-		newer = p.parsed.Root
+		newer = p.parsed
 	} else {
 		tv, err := r.findVersion(ctx, subject, to, true)
 		if err != nil {
@@ -249,15 +251,33 @@ func (r *Registry) Diff(ctx context.Context, subject string, from, to int, candi
 		if err != nil {
 			return DiffResult{}, err
 		}
-		res.To, newer = &tv, c.parsed.Root
+		res.To, newer = &tv, c.parsed
 	}
-	res.Changes = Diff(old.parsed.Root, newer)
+	res.Changes = changesBetween(old.parsed, newer)
 	if res.Changes == nil {
 		res.Changes = []Change{}
 	}
 	res.Compatibility = map[string]bool{}
 	for _, level := range levels {
-		res.Compatibility[level] = level == None || len(CheckLevel(level, newer, old.parsed.Root)) == 0
+		res.Compatibility[level] = level == None || len(newer.Incompatibilities(level, old.parsed)) == 0
 	}
 	return res, nil
+}
+
+// changeLister is a Schema that lists its semantic changes from an older
+// schema of its type.
+type changeLister interface {
+	Changes(older Schema) []Change
+}
+
+func changesBetween(older, newer Schema) []Change {
+	if o, ok := older.(*avroSchema); ok {
+		if n, ok := newer.(*avroSchema); ok {
+			return Diff(o.Root, n.Root)
+		}
+	}
+	if l, ok := newer.(changeLister); ok && older.Type() == newer.Type() {
+		return l.Changes(older)
+	}
+	return nil
 }

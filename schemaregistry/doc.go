@@ -1,11 +1,19 @@
-// Package schemaregistry is ferry's Avro schema registry, with Confluent
+// Package schemaregistry is ferry's schema registry for Avro and JSON
+// Schema (Protobuf plugs in through protobuf_type.go), with Confluent
 // Schema Registry's subjects, versions, ids, compatibility levels, modes
 // and delete rules; package api serves it at Confluent's paths.
 //
-// Data flow: a request reaches Registry, which parses the schema
-// (ParseAvro: validation, references, the normalized identity form),
-// applies the rules (compatibility from compat.go, mode, deletes) and
-// writes through a Store. Store keeps only rows and enforces uniqueness
+// Schema types: everything a schema's content decides — parsing,
+// references, the canonical identity form, compatibility, what a payload
+// framed with its id must be — sits behind SchemaType and Schema
+// (schematype.go), implemented for AVRO (avro.go, compat.go, bounded.go)
+// and JSON (jsonschema*.go; docs/registry-jsonschema.md has its rules).
+// Subjects, versions, ids, references, modes and deletes are the same for
+// every type.
+//
+// Data flow: a request reaches Registry, which resolves the references,
+// parses the schema with its type, applies the rules (compatibility from
+// the type, mode, deletes) and writes through a Store. Store keeps only rows and enforces uniqueness
 // atomically; it has three implementations:
 //
 //   - EmbeddedStore: an append-only, fsynced JSON-lines journal in the
@@ -30,6 +38,12 @@
 // store whose reads lag other nodes (TopicStore) is caught up to the
 // topic's high watermark before every write and before those rereads.
 //
+// Untrusted JSON Schema: schemas are bounded in size, nesting and counts
+// before the validator or the compatibility model sees them, a check stops
+// after a fixed number of comparisons, and payloads are bounded in nesting
+// before they are decoded; no $ref is ever loaded from outside the
+// registry (jsonschema.go).
+//
 // Untrusted Avro: every decode of binary values (ParsedSchema.DecodeBinary,
 // RenderBinary; broker enforcement through ValidateValue) first walks the
 // value against the schema without allocating (bounded.go): counts and
@@ -40,9 +54,11 @@
 // union branches), and compatibility checks and diffs are linear in them.
 //
 // Identity: two registrations are the same schema when their fingerprints
-// match — SHA-256 over the schema type, the normalized form (full names,
-// fixed key order, no doc or custom properties, but logicalType,
+// match — SHA-256 over the schema type, the canonical form (JSON Schema:
+// the document with sorted keys; Avro: the normalized form, with full
+// names, fixed key order, no doc or custom properties, but logicalType,
 // precision, scale, defaults, aliases, order and enum defaults kept) and
 // the references. Avro's Parsing Canonical Form alone would drop logical
-// types and make decimal(10,2) and decimal(12,4) one schema.
+// types and make decimal(10,2) and decimal(12,4) one schema. Entries
+// stored before the registry was multi-type carry no type and are AVRO.
 package schemaregistry

@@ -78,7 +78,7 @@ type Registry struct {
 
 type cachedSchema struct {
 	stored StoredSchema
-	parsed *ParsedSchema
+	parsed Schema
 }
 
 // New builds a registry over store; it takes ownership (Close closes it).
@@ -191,11 +191,16 @@ func (r *Registry) schemaDepth(ctx context.Context, id, depth int) (*cachedSchem
 	if err != nil {
 		return nil, storeError("read schema", err)
 	}
-	refTypes, err := r.resolveRefs(ctx, st.References, depth+1)
+	st.Type = storedType(st.Type)
+	typ, err := schemaTypeNamed(st.Type)
+	if err != nil {
+		return nil, errorf(50001, "stored schema %d is of type %s, which this node does not serve", id, st.Type)
+	}
+	refs, err := r.resolveRefs(ctx, st.References, depth+1)
 	if err != nil {
 		return nil, err
 	}
-	p, err := ParseAvro(st.Text, refTypes)
+	p, err := typ.Parse(st.Text, refs)
 	if err != nil {
 		return nil, errorf(50001, "stored schema %d does not parse: %v", id, err)
 	}
@@ -207,16 +212,15 @@ func (r *Registry) schemaDepth(ctx context.Context, id, depth int) (*cachedSchem
 	return c, nil
 }
 
-// resolveRefs loads each referenced version and collects the named types
-// it defines.
-func (r *Registry) resolveRefs(ctx context.Context, refs []Reference, depth int) (map[string]*Type, error) {
+// resolveRefs loads and parses each referenced version.
+func (r *Registry) resolveRefs(ctx context.Context, refs []Reference, depth int) ([]ParsedReference, error) {
 	if len(refs) == 0 {
 		return nil, nil
 	}
 	if depth > 32 {
 		return nil, errorf(42201, "Invalid schema: references nest more than 32 deep")
 	}
-	types := map[string]*Type{}
+	out := make([]ParsedReference, 0, len(refs))
 	for _, ref := range refs {
 		v, err := r.findVersion(ctx, ref.Subject, ref.Version, true)
 		if err != nil {
@@ -226,9 +230,9 @@ func (r *Registry) resolveRefs(ctx context.Context, refs []Reference, depth int)
 		if err != nil {
 			return nil, err
 		}
-		NamedTypes(c.parsed.Root, types)
+		out = append(out, ParsedReference{Reference: ref, Text: c.stored.Text, Schema: c.parsed})
 	}
-	return types, nil
+	return out, nil
 }
 
 // SchemaRequest is a schema given to register, look up or check.
@@ -239,12 +243,16 @@ type SchemaRequest struct {
 	// ID and Version are honoured in IMPORT mode only.
 	ID      int `json:"id,omitempty"`
 	Version int `json:"version,omitempty"`
+	// Normalize (the ?normalize=true of registration and lookup) stores
+	// the schema's canonical form instead of its text. The identity is the
+	// canonical form either way.
+	Normalize bool `json:"-"`
 }
 
 // prepared is a parsed request: references pinned to versions.
 type prepared struct {
 	stored StoredSchema
-	parsed *ParsedSchema
+	parsed Schema
 }
 
 // prepare parses a request, from the cache when the same text (and
@@ -275,6 +283,9 @@ func (r *Registry) prepare(ctx context.Context, req SchemaRequest) (*prepared, e
 func prepareKey(req SchemaRequest) (string, bool) {
 	var b strings.Builder
 	b.WriteString(strings.ToUpper(req.SchemaType))
+	if req.Normalize {
+		b.WriteString("\x00normalize")
+	}
 	b.WriteByte(0)
 	b.WriteString(req.Schema)
 	for _, ref := range req.References {
@@ -287,12 +298,9 @@ func prepareKey(req SchemaRequest) (string, bool) {
 }
 
 func (r *Registry) parseRequest(ctx context.Context, req SchemaRequest) (*prepared, error) {
-	typ := strings.ToUpper(req.SchemaType)
-	if typ == "" {
-		typ = "AVRO"
-	}
-	if typ != "AVRO" {
-		return nil, errorf(42201, "Invalid schema: schema type %s is not supported; this registry serves AVRO", req.SchemaType)
+	typ, err := schemaTypeNamed(req.SchemaType)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.Schema) == "" {
 		return nil, errorf(42201, "Invalid schema: empty schema")
@@ -314,19 +322,28 @@ func (r *Registry) parseRequest(ctx context.Context, req SchemaRequest) (*prepar
 		}
 		refs[i] = ref
 	}
-	refTypes, err := r.resolveRefs(ctx, refs, 1)
+	parsedRefs, err := r.resolveRefs(ctx, refs, 1)
 	if err != nil {
 		return nil, err
 	}
-	p, err := ParseAvro(req.Schema, refTypes)
+	for _, ref := range parsedRefs {
+		if ref.Schema.Type() != typ.Name() {
+			return nil, errorf(42201, "Invalid schema: reference %q names subject '%s' version %d, a %s schema; a %s schema references %s schemas only",
+				ref.Name, ref.Subject, ref.Version, ref.Schema.Type(), typ.Name(), typ.Name())
+		}
+	}
+	p, err := typ.Parse(req.Schema, parsedRefs)
 	if err != nil {
 		return nil, errorf(42201, "Invalid schema %s: %v", abbreviate(req.Schema), err)
 	}
-	st := StoredSchema{Type: "AVRO", Text: req.Schema, References: refs}
+	st := StoredSchema{Type: typ.Name(), Text: req.Schema, References: refs}
+	if req.Normalize {
+		st.Text = p.Canonical()
+	}
 	if len(refs) == 0 {
 		st.References = nil
 	}
-	st.Fingerprint = fingerprint(typ, p.Normalized, st.References)
+	st.Fingerprint = fingerprint(typ.Name(), p.Canonical(), st.References)
 	return &prepared{stored: st, parsed: p}, nil
 }
 
@@ -499,16 +516,11 @@ func (r *Registry) incompatibilities(ctx context.Context, subject string, p *pre
 		if err != nil {
 			return nil, err
 		}
-		found := CheckLevel(level, p.parsed.Root, old.parsed.Root)
+		found := p.parsed.Incompatibilities(level, old.parsed)
 		if len(found) == 0 {
 			continue
 		}
-		for _, f := range found {
-			msgs = append(msgs, f.String())
-		}
-		if breaking := breakingChanges(level, Diff(old.parsed.Root, p.parsed.Root)); breaking != "" {
-			msgs = append(msgs, "{breakingChanges: '"+breaking+"'}")
-		}
+		msgs = append(msgs, found...)
 		msgs = append(msgs, fmt.Sprintf("{oldSchemaVersion: %d}", olds[i].Version),
 			fmt.Sprintf("{oldSchema: '%s'}", old.stored.Text),
 			fmt.Sprintf("{compatibility: '%s'}", level))
@@ -588,13 +600,23 @@ func (r *Registry) findVersionIn(ctx context.Context, subject string, version in
 
 // SchemaInfo is a registered schema as one subject's version.
 type SchemaInfo struct {
-	Subject    string      `json:"subject"`
-	Version    int         `json:"version"`
-	ID         int         `json:"id"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+	ID      int    `json:"id"`
+	// SchemaType is omitted for AVRO, as Confluent's answers do.
 	SchemaType string      `json:"schemaType,omitempty"`
 	References []Reference `json:"references,omitempty"`
 	Schema     string      `json:"schema"`
 	Deleted    bool        `json:"-"`
+}
+
+// AnswerType is a schema type as Confluent's answers carry it: omitted
+// (empty) for AVRO.
+func AnswerType(t string) string {
+	if t = storedType(t); t == TypeAvro {
+		return ""
+	}
+	return t
 }
 
 func (r *Registry) info(ctx context.Context, v Version) (SchemaInfo, error) {
@@ -603,7 +625,7 @@ func (r *Registry) info(ctx context.Context, v Version) (SchemaInfo, error) {
 		return SchemaInfo{}, err
 	}
 	return SchemaInfo{Subject: v.Subject, Version: v.Version, ID: v.ID, Schema: c.stored.Text,
-		References: c.stored.References, Deleted: v.Deleted}, nil
+		SchemaType: AnswerType(c.stored.Type), References: c.stored.References, Deleted: v.Deleted}, nil
 }
 
 // GetVersion returns one version of a subject.
@@ -703,8 +725,23 @@ func (r *Registry) SchemaByID(ctx context.Context, id int) (StoredSchema, error)
 	return c.stored, nil
 }
 
-// ParsedByID returns the parsed schema with this id (for encoders).
+// ParsedByID returns the parsed Avro schema with this id (for encoders);
+// a schema of another type is a 40403 here.
 func (r *Registry) ParsedByID(ctx context.Context, id int) (*ParsedSchema, error) {
+	c, err := r.schema(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := c.parsed.(*avroSchema)
+	if !ok {
+		return nil, errorf(40403, "Schema %d is a %s schema, not AVRO", id, c.parsed.Type())
+	}
+	return a.ParsedSchema, nil
+}
+
+// ParsedSchemaByID returns the parsed schema with this id, of any type:
+// serializers and validators work through it.
+func (r *Registry) ParsedSchemaByID(ctx context.Context, id int) (Schema, error) {
 	c, err := r.schema(ctx, id)
 	if err != nil {
 		return nil, err

@@ -85,7 +85,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 		return ProduceResult{}, err
 	}
 	for i := range req.Records {
-		if err := b.checkValue(ctx, t, i, req.Records[i].Record.Value); err != nil {
+		if err := b.checkValue(ctx, t, i, req.Records[i].Record.Key, req.Records[i].Record.Value); err != nil {
 			return ProduceResult{}, err
 		}
 	}

@@ -110,6 +110,7 @@ var topicConfigDefs = map[string]topicConfigDef{
 	CfgSegmentMs:                     {TypeLong, "604800000", longAtLeast(1)},
 	"unclean.leader.election.enable": {TypeBoolean, "false", boolean},
 	CfgValueSchemaValidation:         {TypeBoolean, "false", oneOf("true", "false")},
+	CfgKeySchemaValidation:           {TypeBoolean, "false", oneOf("true", "false")},
 }
 
 // TopicConfigKeys lists the topic configs ferry accepts, sorted.
@@ -262,6 +263,8 @@ type topicSettings struct {
 	// validateValues: every value must be Confluent wire format with a
 	// schema of <topic>-value and decode with it.
 	validateValues bool
+	// validateKeys: the same for keys, with <topic>-key.
+	validateKeys bool
 	// compact: cleanup.policy holds compact, so every record needs a key.
 	compact bool
 	// recompress: compression.type names a codec (or uncompressed), and
@@ -363,6 +366,7 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 	s.noDownConversion = strings.EqualFold(strings.TrimSpace(cfgs["message.downconversion.enable"]), "false")
 	s.syncAppends = s.log.FlushMessages == 1
 	s.validateValues = cfgs[CfgValueSchemaValidation] == "true"
+	s.validateKeys = cfgs[CfgKeySchemaValidation] == "true"
 	s.log.MaxBatchBytes = s.maxMessageBytes
 	// validateTopicConfigs has checked them; a value stored by an older
 	// writer that does not parse throttles nothing.

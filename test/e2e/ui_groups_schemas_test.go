@@ -167,7 +167,7 @@ func TestUISchemaRegistry(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#produce-send")),
 		chromedp.WaitVisible(chromedp.CSS("#produce-result")))
 	b.waitText("#produce-result", "partition 0 at offset 0")
-	b.waitText("table.records tbody", "Avro wire format · schema 2") // without decoding: the bytes, in hex
+	b.waitText("table.records tbody", "Confluent wire format · schema 2") // without decoding: the bytes, in hex
 	b.run("decode Avro", chromedp.Click(chromedp.CSS("#msg-avro")), chromedp.Click(chromedp.CSS("#msg-load")))
 	b.waitText("table.records tbody", `"customer": "ada"`)
 	b.waitText("table.records tbody", "avro · schema 2")

@@ -40,6 +40,7 @@ func Run(t *testing.T, f Factory) {
 		{"Durability", testDurability},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Registry", testRegistry},
+		{"SchemaTypes", testSchemaTypes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
@@ -462,4 +463,53 @@ func testRegistry(t *testing.T, f Factory) {
 	withRef.References = nil
 	_, err = r.Register(ctx, "customer", withRef)
 	wantCode(t, err, 42201)
+}
+
+// testSchemaTypes keeps each schema's type through a reopen: JSON schemas
+// with a reference across subjects come back as JSON with their
+// references, and an entry stored without a type (written before the
+// registry was multi-type) reads as AVRO.
+func testSchemaTypes(t *testing.T, f Factory) {
+	s := f.Open(t)
+	legacy, err := s.AddVersion(ctx, sr.NewVersion{Subject: "legacy", Schema: sr.StoredSchema{Text: `"string"`, Fingerprint: "legacy-fp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sr.New(s, sr.Config{Logger: Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := `{"type":"object","properties":{"city":{"type":"string"}}}`
+	addrID := must(r.Register(ctx, "address", sr.SchemaRequest{Schema: addr, SchemaType: "JSON"}))(t)
+	refs := []sr.Reference{{Name: "address.json", Subject: "address", Version: 1}}
+	person := `{"type":"object","properties":{"home":{"$ref":"address.json"}}}`
+	pid := must(r.Register(ctx, "person", sr.SchemaRequest{Schema: person, SchemaType: "JSON", References: refs}))(t)
+	if pid == addrID {
+		t.Fatalf("two schemas got id %d", pid)
+	}
+	s = f.Reopen(t, s)
+	r, err = sr.New(s, sr.Config{Logger: Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := must(r.SchemaByID(ctx, pid))(t)
+	if st.Type != "JSON" || st.Text != person || len(st.References) != 1 || st.References[0] != refs[0] {
+		t.Fatalf("JSON schema after reopen: %+v", st)
+	}
+	info := must(r.GetVersion(ctx, "address", 1, false))(t)
+	if info.SchemaType != "JSON" || info.ID != addrID {
+		t.Fatalf("address after reopen: %+v", info)
+	}
+	if ids := must(r.ReferencedBy(ctx, "address", 1))(t); len(ids) != 1 || ids[0] != pid {
+		t.Fatalf("referencedby after reopen: %v", ids)
+	}
+	_, err = r.DeleteVersion(ctx, "address", 1, false)
+	wantCode(t, err, 42206)
+	old := must(r.SchemaByID(ctx, legacy.ID))(t)
+	if old.Type != "AVRO" {
+		t.Fatalf("an entry stored without a type reads as %q, want AVRO", old.Type)
+	}
+	if info := must(r.GetVersion(ctx, "legacy", 1, false))(t); info.SchemaType != "" {
+		t.Fatalf("an AVRO version answers schemaType %q; Confluent omits it", info.SchemaType)
+	}
 }

@@ -1,7 +1,8 @@
 // Messages: browse one partition from an offset, from a point in time or
 // the newest N; show keys, values (JSON pretty-printed, Avro decoded,
-// bytes as text/hex/base64) and headers; follow new records by long-polling
-// the records route; produce a record (JSON, or Avro with a registered schema).
+// JSON Schema decoded, bytes as text/hex/base64) and headers; follow new
+// records by long-polling the records route; produce a record (JSON, or Avro
+// or JSON Schema with a registered schema).
 
 import { enc, get, post } from './api.js';
 import { busy, field, fill, flash, fmtNum, fmtTime, h, num, setInvalid, showError, table } from './ui.js';
@@ -28,6 +29,9 @@ export function wireSchemaId(b) {
   return ((b[1] << 24) | (b[2] << 16) | (b[3] << 8) | b[4]) >>> 0;
 }
 
+/** SCHEMA_ENCODINGS are the encodings of keys and values the registry decoded. */
+const SCHEMA_ENCODINGS = ['avro', 'jsonschema'];
+
 /** renderBytes shows a key or value in the chosen mode (auto, text, hex, base64). */
 export function renderBytes(json, encoding, mode, schemaId) {
   if (json === null || json === undefined) return h('span', { class: 'muted' }, 'null');
@@ -37,15 +41,15 @@ export function renderBytes(json, encoding, mode, schemaId) {
   if (mode === 'auto' && binary) {
     const b = bytesOf(json, encoding);
     return h('pre', { class: 'val' }, toHex(b), ' ', h('span', { class: 'badge' }, 'binary · hex'),
-      wireSchemaId(b) ? h('span', { class: 'badge accent', title: 'Tick “Decode Avro” to read it' }, `Avro wire format · schema ${wireSchemaId(b)}`) : null);
+      wireSchemaId(b) ? h('span', { class: 'badge accent', title: 'Tick “Decode Avro” or “Decode JSON Schema” to read it' }, `Confluent wire format · schema ${wireSchemaId(b)}`) : null);
   }
   if (mode === 'auto' || (mode === 'text' && encoding !== 'base64')) {
     if (encoding === 'string') return h('pre', { class: 'val' }, json);
     const pretty = JSON.stringify(json, null, 2);
     return h('pre', { class: 'val json' }, pretty,
-      encoding === 'avro' ? h('span', { class: 'badge accent' }, `avro${schemaId ? ` · schema ${schemaId}` : ''}`) : null);
+      SCHEMA_ENCODINGS.includes(encoding) ? h('span', { class: 'badge accent' }, `${encoding}${schemaId ? ` · schema ${schemaId}` : ''}`) : null);
   }
-  const b = bytesOf(json, encoding === 'avro' ? '' : encoding);
+  const b = bytesOf(json, SCHEMA_ENCODINGS.includes(encoding) ? '' : encoding);
   if (mode === 'text') return h('pre', { class: 'val' }, new TextDecoder('utf-8', { fatal: false }).decode(b));
   if (mode === 'hex') return h('pre', { class: 'val' }, toHex(b));
   return h('pre', { class: 'val' }, toBase64(b));
@@ -72,6 +76,10 @@ export async function render(root, { segments, params }) {
   const offset = h('input', { type: 'number', id: 'msg-offset', min: 0, value: params.get('offset') || '0' });
   const when = h('input', { type: 'datetime-local', id: 'msg-time', step: 1 });
   const avro = h('input', { type: 'checkbox', id: 'msg-avro' });
+  const jsonSchema = h('input', { type: 'checkbox', id: 'msg-jsonschema' });
+  // The records route decodes one format per read: the boxes exclude each other.
+  avro.addEventListener('change', () => { if (avro.checked) jsonSchema.checked = false; });
+  jsonSchema.addEventListener('change', () => { if (jsonSchema.checked) avro.checked = false; });
   const showAs = h('select', { id: 'msg-show' },
     h('option', { value: 'auto' }, 'Auto (JSON pretty, text, binary as hex)'), h('option', { value: 'text' }, 'Text'),
     h('option', { value: 'hex' }, 'Hex'), h('option', { value: 'base64' }, 'Base64'));
@@ -119,7 +127,7 @@ export async function render(root, { segments, params }) {
   }
 
   function recordsPath(start, max, extra = '') {
-    const fmt = avro.checked ? '&format=avro' : '';
+    const fmt = avro.checked ? '&format=avro' : jsonSchema.checked ? '&format=jsonschema' : '';
     return `/kafka/${enc(topic)}/partitions/${partSel.value}/records?offset=${start}&max_records=${max}${fmt}${extra}`;
   }
 
@@ -275,6 +283,7 @@ export async function render(root, { segments, params }) {
       h('div', { class: 'actions left' },
         loadButton, liveButton,
         h('label', { class: 'check' }, avro, ' Decode Avro through the registry'),
+        h('label', { class: 'check' }, jsonSchema, ' Decode JSON Schema'),
         h('span', { class: 'spacer' }),
         h('label', { for: 'msg-show', class: 'inline-label' }, 'Show keys and values as'), showAs)),
     info, errSlot, liveStatus, listSlot, more, produceSlot);
@@ -298,7 +307,8 @@ function buildProduceForm(topic, currentPartition, onProduced) {
     h('option', { value: 'current' }, 'The partition shown above'));
   const key = h('input', { type: 'text', id: 'produce-key', autocomplete: 'off', placeholder: 'optional' });
   const value = h('textarea', { id: 'produce-value', rows: 5, spellcheck: 'false' }, '{\n  "hello": "world"\n}');
-  const format = h('select', { id: 'produce-format' }, h('option', { value: 'json' }, 'JSON'), h('option', { value: 'avro' }, 'Avro'));
+  const format = h('select', { id: 'produce-format' }, h('option', { value: 'json' }, 'JSON'), h('option', { value: 'avro' }, 'Avro'),
+    h('option', { value: 'jsonschema' }, 'JSON Schema'));
   const schemaSel = h('select', { id: 'produce-schema' });
   const schemaField = field(`Value schema (subject ${topic}-value)`, schemaSel);
   schemaField.hidden = true;
@@ -308,14 +318,15 @@ function buildProduceForm(topic, currentPartition, onProduced) {
   const submit = h('button', { type: 'submit', id: 'produce-send' }, 'Produce');
 
   format.addEventListener('change', async () => {
-    schemaField.hidden = format.value !== 'avro';
-    if (format.value !== 'avro') return;
+    schemaField.hidden = format.value === 'json';
+    if (format.value === 'json') return;
     fill(schemaSel);
+    const want = format.value === 'avro' ? 'AVRO' : 'JSON';
     try {
       const versions = await get(`/subjects/${enc(`${topic}-value`)}/versions`);
       for (const v of versions.slice().reverse()) {
         const s = await get(`/subjects/${enc(`${topic}-value`)}/versions/${v}`);
-        schemaSel.append(h('option', { value: s.id }, `version ${v} (id ${s.id})`));
+        if ((s.schemaType || 'AVRO') === want) schemaSel.append(h('option', { value: s.id }, `version ${v} (id ${s.id})`));
       }
       setInvalid(schemaSel, '');
     } catch (e) {
@@ -349,12 +360,12 @@ function buildProduceForm(topic, currentPartition, onProduced) {
       if (Object.keys(hdrs).length) rec.headers = hdrs;
       let body = { records: [rec] };
       let type = 'application/json';
-      if (format.value === 'avro') {
+      if (format.value !== 'json') {
         if (!schemaSel.value) { setInvalid(schemaSel, 'Choose a schema.'); schemaSel.focus(); return; }
         delete rec.headers;
         body = { value_schema_id: Number(schemaSel.value), records: [rec] };
-        type = 'application/vnd.kafka.avro.v2+json';
-        if (Object.keys(hdrs).length) { showError(errSlot, new Error('Headers are not sent with Avro records by the REST Proxy format; remove them.'), 'Not sent'); return; }
+        type = `application/vnd.kafka.${format.value}.v2+json`;
+        if (Object.keys(hdrs).length) { showError(errSlot, new Error('Headers are not sent with schema’d records by the REST Proxy format; remove them.'), 'Not sent'); return; }
       }
       try {
         const ans = await busy(submit, 'Producing…', () => post(`/kafka/${enc(topic)}`, body, { type }));
@@ -369,7 +380,7 @@ function buildProduceForm(topic, currentPartition, onProduced) {
   h('h2', { id: 'produce-title' }, `Produce a record to ${topic}`),
   h('div', { class: 'grid3' }, field('Format', format), field('Partition', partition), field('Key (text)', key)),
   schemaField,
-  field('Value', value, 'JSON: an object, array, number, or text in double quotes. For Avro, the Avro JSON of the chosen schema.'),
+  field('Value', value, 'JSON: an object, array, number, or text in double quotes. For Avro, the Avro JSON of the chosen schema; for JSON Schema, a document the chosen schema accepts.'),
   h('fieldset', {}, h('legend', {}, 'Headers (optional)'), headers,
     h('button', { type: 'button', class: 'secondary small', onClick: () => headerRow(headers).focus() }, 'Add header')),
   errSlot, result,

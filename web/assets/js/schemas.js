@@ -1,6 +1,7 @@
 // Schema registry: subjects, their versions with a side-by-side diff,
 // registering a version after showing the compatibility verdict, and the
-// compatibility level per subject. Confluent's routes, as clients use them.
+// compatibility level per subject, for every schema type the registry
+// serves (GET /schemas/types). Confluent's routes, as clients use them.
 
 import { ApiError, del, enc, get, mapLimit, post, put } from './api.js';
 import { busy, errorBox, field, fill, flash, h, num, link, setInvalid, showError, table } from './ui.js';
@@ -52,7 +53,7 @@ export function lineDiff(a, b) {
  * compatibility) give ''. Anything else is shown as it came.
  */
 export function reasonText(m) {
-  const desc = m.match(/description:'(.*?)'(?:, path:'(.*?)')?\}$/s);
+  const desc = m.match(/description:'(.*?)'(?:, path:'(.*?)')?\}$/s) || m.match(/description:"(.*?)['"]\}$/s);
   if (desc) return desc[1];
   const breaking = m.match(/^\{breakingChanges: '(.*)'\}$/s);
   if (breaking) return `Breaking change: ${breaking[1]}`;
@@ -83,7 +84,7 @@ async function subjectLevel(subject) {
 }
 
 export async function renderList(root) {
-  const [subjects, global] = await Promise.all([get('/subjects'), get('/config')]);
+  const [subjects, global, types] = await Promise.all([get('/subjects'), get('/config'), get('/schemas/types')]);
   const info = await mapLimit(subjects, 6, async (s) => ({ versions: await get(`/subjects/${enc(s)}/versions`), level: await subjectLevel(s) }));
   const rows = subjects.map((s, i) => h('tr', { 'data-subject': s },
     h('td', {}, link(`#/schemas/${enc(s)}`, s)),
@@ -96,14 +97,30 @@ export async function renderList(root) {
     h('div', { class: 'view-head' }, h('h1', {}, 'Schema registry'),
       h('p', { class: 'muted' }, 'Global compatibility: ', h('strong', { id: 'global-level' }, global.compatibilityLevel))),
     table(['Subject', num('Versions'), num('Latest'), 'Compatibility'], rows, { empty: 'No subjects yet. Register a schema below.', class: 'subjects' }),
-    newSubjectForm());
+    newSubjectForm(types));
 }
 
-const EXAMPLE = JSON.stringify({ type: 'record', name: 'Order', namespace: 'com.example', fields: [{ name: 'id', type: 'long' }] }, null, 2);
+/** EXAMPLES are the starting text of the new-subject form per schema type. */
+const EXAMPLES = {
+  AVRO: JSON.stringify({ type: 'record', name: 'Order', namespace: 'com.example', fields: [{ name: 'id', type: 'long' }] }, null, 2),
+  JSON: JSON.stringify({ $schema: 'http://json-schema.org/draft-07/schema#', title: 'Order', type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] }, null, 2),
+  PROTOBUF: 'syntax = "proto3";\npackage com.example;\n\nmessage Order {\n  int64 id = 1;\n}\n',
+};
 
-function newSubjectForm() {
+/** TYPE_NAMES are the schema types as people call them. */
+export const TYPE_NAMES = { AVRO: 'Avro', JSON: 'JSON Schema', PROTOBUF: 'Protobuf' };
+
+/** typeOf is a registry answer's schema type: Confluent omits AVRO. */
+export const typeOf = (s) => s.schemaType || 'AVRO';
+
+function newSubjectForm(types) {
   const subject = h('input', { type: 'text', id: 'new-subject', autocomplete: 'off', spellcheck: 'false', placeholder: 'orders-value' });
-  const schema = h('textarea', { id: 'new-schema', rows: 10, spellcheck: 'false' }, EXAMPLE);
+  const schema = h('textarea', { id: 'new-schema', rows: 10, spellcheck: 'false' }, EXAMPLES.AVRO);
+  const kind = h('select', { id: 'new-schema-type' }, types.map((t) => h('option', { value: t }, TYPE_NAMES[t] || t)));
+  // Swap the example only while the text is still an untouched example.
+  kind.addEventListener('change', () => {
+    if (Object.values(EXAMPLES).includes(schema.value)) schema.value = EXAMPLES[kind.value] || '';
+  });
   const errSlot = h('div');
   const submit = h('button', { type: 'submit', id: 'register-subject' }, 'Register schema');
   return h('form', {
@@ -114,7 +131,7 @@ function newSubjectForm() {
       setInvalid(subject, subject.value.trim() ? '' : 'Enter a subject name, e.g. <topic>-value.');
       if (!subject.value.trim()) { subject.focus(); return; }
       try {
-        const ans = await busy(submit, 'Registering…', () => post(`/subjects/${enc(subject.value.trim())}/versions`, { schema: schema.value }, { type: SR }));
+        const ans = await busy(submit, 'Registering…', () => post(`/subjects/${enc(subject.value.trim())}/versions`, { schema: schema.value, schemaType: kind.value }, { type: SR }));
         flash(`Registered under ${subject.value.trim()} with id ${ans.id}.`);
         location.hash = `#/schemas/${enc(subject.value.trim())}`;
       } catch (e) { showError(errSlot, e, 'The registry refused the schema'); }
@@ -122,7 +139,8 @@ function newSubjectForm() {
   },
   h('h2', { id: 'new-subject-title' }, 'Register a schema under a new or existing subject'),
   field('Subject', subject, 'Confluent’s serializers use <topic>-value and <topic>-key.'),
-  field('Avro schema', schema),
+  field('Schema type', kind),
+  field('Schema', schema),
   errSlot, h('div', { class: 'actions' }, submit));
 }
 
@@ -133,7 +151,8 @@ export async function renderSubject(root, { segments, params }) {
   const latest = all[all.length - 1];
   const level = await subjectLevel(subject);
   root.append(
-    h('div', { class: 'view-head' }, h('h1', {}, h('span', { class: 'muted' }, 'Subject '), subject)),
+    h('div', { class: 'view-head' }, h('h1', {}, h('span', { class: 'muted' }, 'Subject '), subject),
+      h('span', { class: 'badge accent', id: 'subject-type' }, TYPE_NAMES[typeOf(latest)] || typeOf(latest))),
     levelForm(subject, level),
     versionsSection(subject, all, Number(params.get('v')) || latest.version),
     diffSection(subject, all),
@@ -165,7 +184,9 @@ function versionsSection(subject, all, selected) {
   const show = (v) => {
     const s = all.find((x) => x.version === v) || all[all.length - 1];
     for (const a of list.querySelectorAll('a')) a.setAttribute('aria-current', String(a.dataset.v === String(s.version)));
-    fill(view, h('p', { class: 'muted' }, `Version ${s.version} · schema id ${s.id}`), h('pre', { class: 'panel schema', id: 'schema-text' }, pretty(s.schema)));
+    fill(view, h('p', { class: 'muted' }, `Version ${s.version} · schema id ${s.id} · ${TYPE_NAMES[typeOf(s)] || typeOf(s)}`,
+      (s.references || []).length ? ` · references ${s.references.map((r) => `${r.name} → ${r.subject} v${r.version}`).join(', ')}` : ''),
+    h('pre', { class: 'panel schema', id: 'schema-text' }, pretty(s.schema)));
   };
   const list = h('ul', { class: 'list-plain', 'aria-label': 'Versions' }, all.slice().reverse().map((s) => h('li', {},
     h('a', { href: `#/schemas/${enc(subject)}?v=${s.version}`, 'data-v': s.version, onClick: (ev) => { ev.preventDefault(); history.replaceState(null, '', ev.currentTarget.href); show(s.version); } },
@@ -212,6 +233,8 @@ function changesList(d) {
 
 function registerSection(subject, latest, level) {
   const schema = h('textarea', { id: 'candidate', rows: 14, spellcheck: 'false' }, pretty(latest.schema));
+  // A new version keeps the latest one's type and references.
+  const request = () => ({ schema: schema.value, schemaType: typeOf(latest), references: latest.references || [] });
   const verdict = h('div', { id: 'verdict', 'aria-live': 'polite' });
   const errSlot = h('div');
   const check = h('button', { type: 'button', class: 'secondary', id: 'check-compat' }, 'Check compatibility');
@@ -221,9 +244,9 @@ function registerSection(subject, latest, level) {
   // runCheck shows the verdict of the registry's own check against the
   // latest version under the subject's level; it returns whether it passed.
   async function runCheck(button) {
-    const ans = await busy(button, 'Checking…', () => post(`/compatibility/subjects/${enc(subject)}/versions/latest?verbose=true`, { schema: schema.value }, { type: SR }));
+    const ans = await busy(button, 'Checking…', () => post(`/compatibility/subjects/${enc(subject)}/versions/latest?verbose=true`, request(), { type: SR }));
     let changes = null;
-    try { changes = await post(`/subjects/${enc(subject)}/diff`, { schema: schema.value }, { type: SR, quiet: true }); } catch { /* the verdict stands on its own */ }
+    try { changes = await post(`/subjects/${enc(subject)}/diff`, request(), { type: SR, quiet: true }); } catch { /* the verdict stands on its own */ }
     fill(verdict, h('div', { class: `verdict ${ans.is_compatible ? 'ok' : 'bad'}`, role: ans.is_compatible ? 'status' : 'alert' },
       h('strong', {}, ans.is_compatible
         ? `Compatible with version ${latest.version} under ${level.level}.`
@@ -256,7 +279,7 @@ function registerSection(subject, latest, level) {
             verdict.append(h('p', { class: 'bad', id: 'not-registered' }, 'Not registered: fix the changes above, or change the compatibility level.'));
             return;
           }
-          const ans = await busy(submit, 'Registering…', () => post(`/subjects/${enc(subject)}/versions`, { schema: schema.value }, { type: SR }));
+          const ans = await busy(submit, 'Registering…', () => post(`/subjects/${enc(subject)}/versions`, request(), { type: SR }));
           flash(`Registered under ${subject}: schema id ${ans.id}.`);
           window.dispatchEvent(new HashChangeEvent('hashchange'));
         } catch (e) {
