@@ -9,7 +9,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	in := []snapshotProducer{
 		{id: 7, epoch: 2, lastTimestamp: 99, batches: []seqBatch{{0, 2, 10, 12}, {3, 3, 20, 20}}, txnFirst: noTxn, coordinatorEpoch: -1},
 		{id: 3, epoch: -1, lastTimestamp: -1, batches: []seqBatch{{2147483647, 1, 0, 2}}, txnFirst: 1, coordinatorEpoch: 4},
-		{id: 5, txnFirst: noTxn, coordinatorEpoch: -1}, // nothing to keep: left out
+		{id: 5, txnFirst: noTxn, coordinatorEpoch: -1},          // nothing to keep: left out
 		{id: 9, epoch: 1, txnFirst: noTxn, coordinatorEpoch: 2}, // a marker's fencing state, no batches
 	}
 	data := encodeSnapshot(21, in)
