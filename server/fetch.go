@@ -82,7 +82,10 @@ type FetchResult struct {
 	// AbortedTxns, for a ReadCommitted fetch, are the aborted transactions
 	// that overlap the range read (non-nil, maybe empty).
 	AbortedTxns []AbortedTxn
-	size        int // of the batches, in Data or in Chunks
+	// ReadEnd (ConsumerFetch only) is the offset after the last batch
+	// read, before aborted ones were dropped; -1 when none was.
+	ReadEnd int64
+	size    int // of the batches, in Data or in Chunks
 }
 
 // Fetch returns batches visible to consumers (below the high watermark;
