@@ -6,6 +6,7 @@ import (
 
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/memfs"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
@@ -47,7 +48,7 @@ func markerOffsets(t *testing.T, l *storage.Log) []int64 {
 // it once delete.retention.ms has passed.
 func TestCleanerTransactions(t *testing.T) {
 	cfg := storage.Config{SegmentBytes: 300, IndexIntervalBytes: 128}
-	l := openLog(t, "/data/c-0", cfg, nil)
+	l := openLog(t, "/data/c-0", cfg, memfs.New())
 	defer l.Close()
 	app := func(b []byte) int64 {
 		t.Helper()
