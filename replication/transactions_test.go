@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ferry-mq/ferry/storage"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
@@ -241,4 +242,42 @@ func TestTxnFollowerMatchesLeader(t *testing.T) {
 	}
 	wantAborted(t, follower, storage.AbortedTxn{ProducerID: 7, FirstOffset: 0, LastOffset: 4, LastStableOffset: 2})
 	wantLSO(t, follower, 2) // producer 8's transaction is open again
+}
+
+// A kill -9 after a snapshot at a roll: the open transaction comes from the
+// snapshot, the events after it from the log above it.
+func TestTxnStateFromSnapshotAndLogAbove(t *testing.T) {
+	p, cfg := newTestPartition(t, func(c *Config) { c.Log.SegmentBytes = 300 })
+	mustProduceTxn(t, p, txnBatch(t, 7, 0, 0, 2), 0) // open across the snapshot
+	for range 4 {                                    // plain batches until the log rolls
+		if _, err := p.Append(plainBatch(t, "padding-padding-padding-padding-padding"), storage.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.MaybeFlush(time.Now()) // snapshots the state at the roll
+	snaps := snapshotOffsets(t, cfg.Dir)
+	if len(snaps) == 0 {
+		t.Fatal("no snapshot after the roll")
+	}
+	end := p.LogEndOffset()
+	mustProduceTxn(t, p, txnBatch(t, 8, 0, 0, 1), end) // above the snapshot
+	mustMarker(t, p, 8, 0, false, end+1)
+	abort := storage.AbortedTxn{ProducerID: 8, FirstOffset: end, LastOffset: end + 1, LastStableOffset: 0}
+	wantAborted(t, p, abort)
+
+	crashed := crashCopy(t, cfg)
+	lost, _ := filepath.Glob(filepath.Join(crashed.Dir, "*.txnindex"))
+	for _, f := range lost { // as if the entry's write had not reached the disk
+		os.Remove(f)
+	}
+	c := openPartition(t, crashed)
+	wantLSO(t, c, 0)
+	wantAborted(t, c, abort)
+	states := c.Producers()
+	i := slices.IndexFunc(states, func(s ProducerState) bool { return s.ProducerID == 7 })
+	if i < 0 || states[i].CurrentTxnStartOffset != 0 {
+		t.Fatalf("producer 7 after the crash: %+v (snapshots %v)", states, snaps)
+	}
+	mustMarker(t, c, 7, 0, true, end+2)
+	wantLSO(t, c, end+3)
 }

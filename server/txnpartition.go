@@ -108,6 +108,9 @@ func (b *Broker) appendTxnMarker(m TxnMarker) (Appended, error) {
 	if err != nil {
 		return Appended{}, err
 	}
+	if err := p.CheckLeading(); err != nil {
+		return Appended{}, err // before the epoch checks: a follower's state may lag
+	}
 	if err := checkReplicas(p, AcksAll); err != nil {
 		return Appended{}, err
 	}
