@@ -127,8 +127,12 @@ func (p *Replica) AppendProducerBatch(h recordbatch.Header, batch []byte, opts s
 	if err := e.checkTxn(h, guard); err != nil {
 		return storage.AppendResult{}, fmt.Errorf("%s-%d producer %d: %w", p.topic, p.index, h.ProducerID, err)
 	}
+	opening := ps.holdLSO(e, h.ProducerID, h, p.log.LogEndOffset())
 	res, err := p.Append(batch, opts)
 	if err != nil {
+		if opening {
+			ps.releaseLSO(h.ProducerID)
+		}
 		return res, err
 	}
 	ps.beginTxn(e, h.ProducerID, h, res.BaseOffset)

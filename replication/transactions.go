@@ -94,6 +94,31 @@ func (e *producerEntry) checkTxn(h recordbatch.Header, guard TxnGuard) error {
 	return nil
 }
 
+// holdLSO, before a batch that opens a transaction is appended, holds the
+// LSO at end (the log end before the append, at or below where the batch
+// lands): the append may move the high watermark past the batch before
+// beginTxn records the real offset, and a read_committed reader must not
+// see it in between. It reports whether it held. Expects e.mu.
+func (ps *producerState) holdLSO(e *producerEntry, id int64, h recordbatch.Header, end int64) bool {
+	if !h.IsTransactional() || e.txnFirst != noTxn {
+		return false
+	}
+	ps.txn.Lock()
+	if ps.txn.ongoing == nil {
+		ps.txn.ongoing = make(map[int64]int64)
+	}
+	ps.txn.ongoing[id] = end
+	ps.txn.Unlock()
+	return true
+}
+
+// releaseLSO drops holdLSO's hold after a failed append.
+func (ps *producerState) releaseLSO(id int64) {
+	ps.txn.Lock()
+	delete(ps.txn.ongoing, id)
+	ps.txn.Unlock()
+}
+
 // beginTxn opens the producer's transaction at offset if h is
 // transactional and none is open. Expects e.mu.
 func (ps *producerState) beginTxn(e *producerEntry, id int64, h recordbatch.Header, offset int64) {

@@ -28,7 +28,10 @@ import (
 // Each entry is fsynced as it is written (aborts are rare), so every abort
 // marker below a producer state snapshot has its entry on disk, and a load
 // replays the markers above it into the index again: AppendAbortedTxn
-// ignores an entry the segment already holds. A torn or invalid tail is
+// ignores an entry the segment already holds. Concurrent aborts of
+// different producers may write their entries out of marker order, so the
+// file is in write order and the entries are sorted when read. A torn or
+// invalid tail is
 // dropped when the file is read; entries above the log end (a crash cut
 // their marker) are dropped at open and by truncation. The file goes with
 // its segment (retention, truncation, cleaning merges a group's entries
@@ -60,8 +63,8 @@ type segTxnIndex struct {
 
 func (s *segment) txnIndexPath() string { return s.logPath[:len(s.logPath)-4] + txnIndexExt }
 
-// txnEntries returns the segment's entries (the slice is never modified
-// in place, only replaced or appended to beyond its length). Expects
+// txnEntriesLocked returns the segment's entries, sorted by marker offset
+// (the slice is never modified in place, only replaced). Expects
 // s.txn.mu.
 func (s *segment) txnEntriesLocked() ([]AbortedTxn, error) {
 	if s.txn.loaded {
@@ -77,8 +80,15 @@ func (s *segment) txnEntriesLocked() ([]AbortedTxn, error) {
 }
 
 // decodeTxnIndex reads whole, valid entries up to the first that is not
-// (a torn write, a wrong version, offsets out of order).
+// (a torn write, a wrong version, offsets out of order), sorted by marker
+// offset.
 func decodeTxnIndex(b []byte) []AbortedTxn {
+	out := decodeTxnEntries(b)
+	slices.SortFunc(out, func(a, b AbortedTxn) int { return cmp.Compare(a.LastOffset, b.LastOffset) })
+	return out
+}
+
+func decodeTxnEntries(b []byte) []AbortedTxn {
 	var out []AbortedTxn
 	for ; len(b) >= txnIndexEntrySize; b = b[txnIndexEntrySize:] {
 		be := binary.BigEndian
@@ -88,8 +98,7 @@ func decodeTxnIndex(b []byte) []AbortedTxn {
 			LastOffset:       int64(be.Uint64(b[18:])),
 			LastStableOffset: int64(be.Uint64(b[26:])),
 		}
-		bad := be.Uint16(b) != 0 || a.ProducerID < 0 || a.FirstOffset < 0 || a.FirstOffset > a.LastOffset
-		if bad || len(out) > 0 && a.LastOffset <= out[len(out)-1].LastOffset {
+		if be.Uint16(b) != 0 || a.ProducerID < 0 || a.FirstOffset < 0 || a.FirstOffset > a.LastOffset {
 			break
 		}
 		out = append(out, a)
@@ -107,9 +116,8 @@ func appendTxnEntry(b []byte, a AbortedTxn) []byte {
 }
 
 // AppendAbortedTxn records an aborted transaction in the index of the
-// segment holding its marker (a.LastOffset), durably. An entry at or below
-// the segment's last one is already there (a replay after a restart) and
-// is ignored.
+// segment holding its marker (a.LastOffset), durably. An entry for the
+// same marker is already there (a replay after a restart) and is ignored.
 func (l *Log) AppendAbortedTxn(a AbortedTxn) error {
 	if a.FirstOffset < 0 || a.FirstOffset > a.LastOffset || a.ProducerID < 0 {
 		return fmt.Errorf("aborted transaction %+v: offsets out of order", a)
@@ -135,13 +143,15 @@ func (l *Log) AppendAbortedTxn(a AbortedTxn) error {
 	if err != nil {
 		return err
 	}
-	if n := len(entries); n > 0 && a.LastOffset <= entries[n-1].LastOffset {
+	at, found := slices.BinarySearchFunc(entries, a.LastOffset, func(e AbortedTxn, off int64) int { return cmp.Compare(e.LastOffset, off) })
+	if found {
 		return nil
 	}
 	if err := s.writeTxnEntries(len(entries), []AbortedTxn{a}); err != nil {
 		return err
 	}
-	s.txn.entries = append(entries, a)
+	// A new slice: readers may hold the old one (txnEntriesLocked).
+	s.txn.entries = slices.Insert(slices.Clone(entries), at, a)
 	return nil
 }
 
@@ -179,7 +189,7 @@ func (s *segment) trimTxnIndex(end int64) error {
 	if err != nil {
 		return err
 	}
-	keep := len(entries)
+	keep := len(entries) // sorted: the entries to drop are the last ones
 	for keep > 0 && entries[keep-1].LastOffset >= end {
 		keep--
 	}

@@ -27,7 +27,7 @@ func TestAbortedTxnIndex(t *testing.T) {
 	}
 	a1 := storage.AbortedTxn{ProducerID: 7, FirstOffset: 2, LastOffset: 12, LastStableOffset: 13}
 	a2 := storage.AbortedTxn{ProducerID: 8, FirstOffset: 10, LastOffset: 30, LastStableOffset: 31}
-	for _, a := range []storage.AbortedTxn{a1, a2, a1} { // the second a1 is a replay
+	for _, a := range []storage.AbortedTxn{a2, a1, a1} { // out of marker order (concurrent aborts), then a replay
 		if err := l.AppendAbortedTxn(a); err != nil {
 			t.Fatal(err)
 		}
