@@ -59,6 +59,10 @@ type producerState struct {
 		sync.Mutex
 		entries map[int64]*producerEntry // nil until a producer is seen
 	}
+	// highWatermark is the partition's (nil in tests of the state alone),
+	// to forget completed transactions as markers come even when no one
+	// reads the LSO.
+	highWatermark *atomic.Int64
 	// txn is the partition's open transactions (transactions.go); taken
 	// after an entry's mu, never before.
 	txn struct {

@@ -162,6 +162,7 @@ func Open(cfg Config) (*Replica, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
+	producers.highWatermark = &p.hw
 	p.mu.replication = cfg.Replication
 	self := []int32{cfg.BrokerID}
 	if cfg.AwaitRole {

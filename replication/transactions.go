@@ -192,6 +192,9 @@ func (ps *producerState) endTxn(log *storage.Log, e *producerEntry, id int64, ep
 	}
 	ps.txn.Lock()
 	delete(ps.txn.ongoing, id)
+	if ps.highWatermark != nil {
+		ps.pruneCompletedLocked(ps.highWatermark.Load())
+	}
 	ps.txn.completing = append(ps.txn.completing, txnSpan{first: first, marker: offset})
 	stable := offset + 1
 	for _, f := range ps.txn.ongoing {
@@ -226,15 +229,24 @@ func (ps *producerState) lastStable(hw int64) int64 {
 	for _, f := range ps.txn.ongoing {
 		lso = min(lso, f)
 	}
+	ps.pruneCompletedLocked(hw)
+	for _, c := range ps.txn.completing {
+		lso = min(lso, c.first)
+	}
+	return lso
+}
+
+// pruneCompletedLocked forgets the completed transactions whose marker is
+// below hw. Expects ps.txn.
+func (ps *producerState) pruneCompletedLocked(hw int64) {
 	kept := ps.txn.completing[:0]
 	for _, c := range ps.txn.completing {
 		if c.marker >= hw {
 			kept = append(kept, c)
-			lso = min(lso, c.first)
 		}
 	}
+	clear(ps.txn.completing[len(kept):])
 	ps.txn.completing = kept
-	return lso
 }
 
 // LastStableOffset is the offset below which every transaction is decided
