@@ -54,41 +54,45 @@ var (
 
 // Kafka protocol error codes used by the core's errors.
 const (
-	KafkaNone                         int16 = 0
-	KafkaUnknownServerError           int16 = -1
-	KafkaOffsetOutOfRange             int16 = 1
-	KafkaCorruptMessage               int16 = 2
-	KafkaUnknownTopicPartition        int16 = 3
-	KafkaMessageTooLarge              int16 = 10
-	KafkaKafkaStorageError            int16 = 56
-	KafkaInvalidTopic                 int16 = 17
-	KafkaRecordListTooLarge           int16 = 18
-	KafkaInvalidTimestamp             int16 = 32
-	KafkaTopicAlreadyExists           int16 = 36
-	KafkaInvalidPartitions            int16 = 37
-	KafkaInvalidReplication           int16 = 38
-	KafkaInvalidConfig                int16 = 40
-	KafkaInvalidRecord                int16 = 87
-	KafkaPolicyViolation              int16 = 44
-	KafkaBrokerNotAvailable           int16 = 8
-	KafkaOutOfOrderSequence           int16 = 45
-	KafkaInvalidProducerEpoch         int16 = 47
-	KafkaNotLeaderOrFollower          int16 = 6
-	KafkaRequestTimedOut              int16 = 7
-	KafkaNotEnoughReplicas            int16 = 19
-	KafkaNotEnoughAfterAppend         int16 = 20
-	KafkaFencedLeaderEpoch            int16 = 74
-	KafkaUnknownLeaderEpoch           int16 = 75
-	KafkaStaleControllerEpoch         int16 = 11
-	KafkaInvalidRequest               int16 = 42
-	KafkaNotController                int16 = 41
-	KafkaStaleBrokerEpoch             int16 = 77
-	KafkaPreferredLeaderNotAvailable  int16 = 80
-	KafkaEligibleLeadersNotAvailable  int16 = 83
-	KafkaElectionNotNeeded            int16 = 84
-	KafkaInvalidReplicaAssignment     int16 = 39
-	KafkaNoReassignmentInProgress     int16 = 85
-	KafkaReassignmentInProgress       int16 = 60
+	KafkaNone                        int16 = 0
+	KafkaUnknownServerError          int16 = -1
+	KafkaOffsetOutOfRange            int16 = 1
+	KafkaCorruptMessage              int16 = 2
+	KafkaUnknownTopicPartition       int16 = 3
+	KafkaMessageTooLarge             int16 = 10
+	KafkaKafkaStorageError           int16 = 56
+	KafkaInvalidTopic                int16 = 17
+	KafkaRecordListTooLarge          int16 = 18
+	KafkaInvalidTimestamp            int16 = 32
+	KafkaTopicAlreadyExists          int16 = 36
+	KafkaInvalidPartitions           int16 = 37
+	KafkaInvalidReplication          int16 = 38
+	KafkaInvalidConfig               int16 = 40
+	KafkaInvalidRecord               int16 = 87
+	KafkaPolicyViolation             int16 = 44
+	KafkaBrokerNotAvailable          int16 = 8
+	KafkaOutOfOrderSequence          int16 = 45
+	KafkaInvalidProducerEpoch        int16 = 47
+	KafkaNotLeaderOrFollower         int16 = 6
+	KafkaRequestTimedOut             int16 = 7
+	KafkaNotEnoughReplicas           int16 = 19
+	KafkaNotEnoughAfterAppend        int16 = 20
+	KafkaFencedLeaderEpoch           int16 = 74
+	KafkaUnknownLeaderEpoch          int16 = 75
+	KafkaStaleControllerEpoch        int16 = 11
+	KafkaInvalidRequest              int16 = 42
+	KafkaNotController               int16 = 41
+	KafkaStaleBrokerEpoch            int16 = 77
+	KafkaPreferredLeaderNotAvailable int16 = 80
+	KafkaEligibleLeadersNotAvailable int16 = 83
+	KafkaElectionNotNeeded           int16 = 84
+	KafkaInvalidReplicaAssignment    int16 = 39
+	KafkaNoReassignmentInProgress    int16 = 85
+	KafkaReassignmentInProgress      int16 = 60
+)
+
+// Kafka codes of the partition side of transactions (txnpartition.go).
+const (
 	KafkaInvalidTxnState              int16 = 48
 	KafkaTransactionCoordinatorFenced int16 = 52
 )
@@ -156,7 +160,7 @@ func KafkaCode(err error) int16 {
 		return KafkaNone
 	}
 	if ce, ok := errors.AsType[*TxnCodeError](err); ok {
-		return ce.Code
+		return ce.Code // the coordinator's answer to a KIP-890 check
 	}
 	for _, m := range kafkaCodes {
 		if errors.Is(err, m.err) {
