@@ -95,3 +95,38 @@ func TestReadIsolation(t *testing.T) {
 		t.Fatalf("after the commit: %v", got)
 	}
 }
+
+// A REST consumer created with isolation.level=read_committed skips the
+// aborted records, waits for an open transaction, and moves past the
+// markers; the default (read_uncommitted) reads every record.
+func TestRestConsumerIsolation(t *testing.T) {
+	e := newGroupsEnv(t)
+	appendTxn(t, e.broker, "rtx", 100, "a1") // 0, aborted at 2
+	appendTxn(t, e.broker, "rtx", 200, "c1") // 1, committed at 3
+	endTxn(t, e.broker, "rtx", 100, false)
+	endTxn(t, e.broker, "rtx", 200, true)
+	appendTxn(t, e.broker, "rtx", 300, "o1") // 4, open
+	values := func(recs []restRecord) []string {
+		var out []string
+		for _, r := range recs {
+			out = append(out, string(r.Value))
+		}
+		return out
+	}
+	committed := e.newInstance(t, "rc", `{"format":"json","auto.offset.reset":"earliest","isolation.level":"read_committed"}`)
+	e.subscribe(t, "rc", committed.InstanceID, `["rtx"]`)
+	if got := values(e.readAll(t, "rc", committed.InstanceID, typeRestJSON, 1)); got[0] != `"c1"` {
+		t.Fatalf("read_committed instance read %v", got)
+	}
+	endTxn(t, e.broker, "rtx", 300, true)
+	if got := values(e.readAll(t, "rc", committed.InstanceID, typeRestJSON, 1)); got[0] != `"o1"` {
+		t.Fatalf("read_committed instance after the commit read %v", got)
+	}
+	all := e.newInstance(t, "ru", `{"format":"json","auto.offset.reset":"earliest"}`)
+	e.subscribe(t, "ru", all.InstanceID, `["rtx"]`)
+	if got := values(e.readAll(t, "ru", all.InstanceID, typeRestJSON, 3)); len(got) != 3 || got[0] != `"a1"` {
+		t.Fatalf("read_uncommitted instance read %v", got)
+	}
+	bad := e.do(t, "POST", "/consumers/bad", typeRestV2, `{"isolation.level":"serializable"}`)
+	bad.wantError(t, 422, codeInvalidConsumer)
+}
