@@ -263,3 +263,49 @@ func TestTxnProduceIsVerified(t *testing.T) {
 		t.Fatalf("verifier asked for %v, want [late ok]", asked)
 	}
 }
+
+// Markers may go to __consumer_offsets (transactional offset commits end
+// there), and the group coordinator still loads that partition after a
+// restart, the markers skipped.
+func TestWriteTxnMarkersToConsumerOffsets(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	createTopic(t, ts, "t", 1)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group = "g"
+	commit.Generation = -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	cp := kmsg.NewOffsetCommitRequestTopicPartition()
+	cp.Offset = 42
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	if code := do[*kmsg.OffsetCommitResponse](c, commit, 8).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("offset commit: %d", code)
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.Committed = 5, true
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic = "__consumer_offsets"
+	for p := range int32(50) {
+		mt.Partitions = append(mt.Partitions, p)
+	}
+	m.Topics = append(m.Topics, mt)
+	req.Markers = append(req.Markers, m)
+	for _, rp := range do[*kmsg.WriteTxnMarkersResponse](c, req, 1).Markers[0].Topics[0].Partitions {
+		if rp.ErrorCode != 0 {
+			t.Fatalf("marker on __consumer_offsets-%d: error %d", rp.Partition, rp.ErrorCode)
+		}
+	}
+	ts.restart(t)
+	c = ts.dial(t)
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Group = "g"
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic, ft.Partitions = "t", []int32{0}
+	fetch.Topics = append(fetch.Topics, ft)
+	if got := do[*kmsg.OffsetFetchResponse](c, fetch, 5).Topics[0].Partitions[0]; got.Offset != 42 {
+		t.Fatalf("committed offset after the restart: %+v", got)
+	}
+}
