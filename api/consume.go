@@ -58,6 +58,8 @@ type readParams struct {
 	maxRecords int
 	maxBytes   int
 	wait       time.Duration
+	// readCommitted: isolation=read_committed.
+	readCommitted bool
 }
 
 // readRecords serves GET /kafka/{topic}/partitions/{partition}/records.
@@ -73,6 +75,7 @@ type readParams struct {
 //	@Param			max_bytes	query		integer	false	"at most about this many bytes of rendered keys, values and headers, after decompression (default 1 MiB; capped by the gateway's MaxFetchBytes); the first record comes back even when larger"	minimum(1)
 //	@Param			timeout_ms	query		integer	false	"long-poll up to this long for a first record (default 0; capped by MaxFetchWait)"	minimum(0)
 //	@Param			format		query		string	false	"avro, jsonschema: decode Confluent wire-format keys and values through the registry"	Enums(avro,jsonschema)
+//	@Param			isolation	query		string	false	"read_uncommitted (default): every record below the high watermark; read_committed: only below the last stable offset, without the records of aborted transactions. Transaction markers are never shown."	Enums(read_uncommitted,read_committed)
 //	@Success		200			{object}	avroReadAnswer
 //	@Failure		400			{object}	errorBody	"40002: a path or query parameter is not valid"
 //	@Failure		404			{object}	errorBody	"40401 no such topic, 40402 no such partition"
@@ -105,7 +108,7 @@ func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 	// from the partition's leader.
 	res, err := g.broker.ConsumerFetch(r.Context(), server.FetchRequest{
 		Topic: topicName, Partition: int32(partition), Offset: params.offset,
-		MaxBytes: params.maxBytes, MaxWait: params.wait,
+		MaxBytes: params.maxBytes, MaxWait: params.wait, ReadCommitted: params.readCommitted,
 	}, rr.fetched[:0])
 	rr.fetched = res.Data
 	if err != nil {
@@ -116,8 +119,10 @@ func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 	b := appendAnswerHead(rr.out[:0], topicName, int32(partition))
 	taken, next := 0, params.offset
 	budget := answerBudget{left: params.maxBytes}
+	stopped := false
 	err = records.Decode(res.Data, params.offset, g.broker.Config().MaxDecompressedBytes, func(rec records.Record) bool {
 		if rec.Offset >= res.HighWatermark || taken >= params.maxRecords || (taken > 0 && !budget.admits(rec)) {
+			stopped = true
 			return false
 		}
 		if taken > 0 {
@@ -128,8 +133,17 @@ func (g *Gateway) readRecords(w http.ResponseWriter, r *http.Request) {
 		taken, next = taken+1, rec.Offset+1
 		// Returning false as soon as the budget is spent keeps Decode from
 		// decompressing another batch only to drop it.
-		return budget.spend(size)
+		if !budget.spend(size) {
+			stopped = true
+			return false
+		}
+		return true
 	})
+	if !stopped && res.ReadEnd > next {
+		// Everything read was taken: continue after it, past transaction
+		// markers and aborted batches, which show no record.
+		next = res.ReadEnd
+	}
 	rr.out = b
 	if err != nil {
 		writeCoreError(w, fmt.Errorf("%w: decode %s-%d: %v", server.ErrCorruptMessage, topicName, partition, err))
@@ -169,7 +183,22 @@ func (g *Gateway) parseReadParams(r *http.Request) (readParams, error) {
 		return params, fmt.Errorf("timeout_ms: %v", err)
 	}
 	params.wait = time.Duration(waitMs) * time.Millisecond
+	if params.readCommitted, err = isolationParam(q.Get("isolation")); err != nil {
+		return params, err
+	}
 	return params, nil
+}
+
+// isolationParam reads isolation=read_committed|read_uncommitted (empty:
+// read_uncommitted, as the route always answered).
+func isolationParam(v string) (readCommitted bool, err error) {
+	switch v {
+	case "", "read_uncommitted":
+		return false, nil
+	case "read_committed":
+		return true, nil
+	}
+	return false, fmt.Errorf("isolation %q: want read_committed or read_uncommitted", v)
 }
 
 func intParam(v string, def, min, max int) (int, error) {

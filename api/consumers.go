@@ -125,6 +125,10 @@ type createConsumerBody struct {
 	AutoOffsetReset string `json:"auto.offset.reset" enums:"earliest,latest,none"`
 	// AutoCommit is true (the default) or false, as a boolean or a string.
 	AutoCommit json.RawMessage `json:"auto.commit.enable" swaggertype:"boolean"`
+	// Isolation is read_uncommitted (the default) or read_committed:
+	// records of aborted transactions skipped, none past the last stable
+	// offset.
+	Isolation string `json:"isolation.level" enums:"read_uncommitted,read_committed"`
 }
 
 // consumerInstance is POST /consumers/{group}'s answer (fields in the
@@ -149,7 +153,7 @@ type consumerInstance struct {
 //	@Failure		409		{object}	errorBody	"40902: an instance of that name exists; 40904: the group's members use another protocol"
 //	@Failure		413		{object}	errorBody	"41301: the body is over the request limit"
 //	@Failure		415		{object}	errorBody	"41501: the content type is not accepted"
-//	@Failure		422		{object}	errorBody	"42204: an invalid option (format, auto.offset.reset, auto.commit.enable, name)"
+//	@Failure		422		{object}	errorBody	"42204: an invalid option (format, auto.offset.reset, auto.commit.enable, isolation.level, name)"
 //	@Failure		503		{object}	errorBody	"50302: consumer groups are not enabled; 50301: shutting down"
 //	@Router			/consumers/{group} [post]
 func (g *Gateway) createConsumer(w http.ResponseWriter, r *http.Request) {
@@ -177,6 +181,7 @@ func (g *Gateway) createConsumer(w http.ResponseWriter, r *http.Request) {
 	groupName := pathParam(r, "group")
 	info, err := g.groups.CreateConsumer(groupName, group.ConsumerOptions{
 		Name: body.Name, Format: body.Format, AutoOffsetReset: body.AutoOffsetReset, AutoCommit: autoCommit,
+		Isolation: body.Isolation,
 	})
 	if err != nil {
 		writeGroupError(w, err)

@@ -48,6 +48,7 @@ type streamParams struct {
 	duration  time.Duration
 	heartbeat time.Duration
 	commit    time.Duration
+	isolation string
 }
 
 func parseStreamParams(r *http.Request) (streamParams, error) {
@@ -88,6 +89,10 @@ func parseStreamParams(r *http.Request) (streamParams, error) {
 		return p, fmt.Errorf("commit_interval_ms: %v", err)
 	}
 	p.commit = time.Duration(cm) * time.Millisecond
+	if _, err := isolationParam(q.Get("isolation")); err != nil {
+		return p, err
+	}
+	p.isolation = q.Get("isolation")
 	return p, nil
 }
 
@@ -103,6 +108,7 @@ func parseStreamParams(r *http.Request) (streamParams, error) {
 //	@Param			max_duration		query		string	false	"end the stream after this long: a Go duration (30s, 5m) or seconds; default 5m, at most 1h"
 //	@Param			heartbeat_ms		query		integer	false	"keepalive interval (default 15000)"	minimum(100)
 //	@Param			commit_interval_ms	query		integer	false	"auto-commit interval; 0: the client commits (default 5000)"	minimum(0)
+//	@Param			isolation			query		string	false	"read_uncommitted (default) or read_committed: skip aborted transactions' records, stop at the last stable offset"	Enums(read_uncommitted, read_committed)
 //	@Success		200					{string}	string	"text/event-stream"
 //	@Failure		400					{object}	errorBody	"40002: a query parameter is not valid"
 //	@Failure		404					{object}	errorBody	"40401: no such topic"
@@ -120,7 +126,8 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 		writeCoreError(w, err)
 		return
 	}
-	info, err := g.groups.CreateConsumer(params.group, group.ConsumerOptions{Format: "json", AutoOffsetReset: params.from})
+	info, err := g.groups.CreateConsumer(params.group, group.ConsumerOptions{Format: "json", AutoOffsetReset: params.from,
+		Isolation: params.isolation})
 	if err != nil {
 		writeGroupError(w, err)
 		return

@@ -1,6 +1,8 @@
 // Package replication owns a partition on this broker: its log, its
 // replicas, their leader epochs, in-sync set and high watermark, its
-// idempotent producers, and its lifecycle. A single-node partition is a
+// idempotent and transactional producers (the open transactions, the last
+// stable offset, the markers and the aborted-transaction index they feed:
+// transactions.go), and its lifecycle. A single-node partition is a
 // Replica with one replica, this broker; a replicated one has followers,
 // and the same type serves both.
 //
@@ -10,7 +12,7 @@
 // driven by thin layers over ZooKeeper (zookeeper) and the network. Waiting
 // requests park in the purgatory (delayed).
 //
-// A Replica's files, in <data-dir>/<topic>-<index>/: the segments
-// (storage), and <offset>.snapshot with the idempotent producer state
-// (producersnapshot.go).
+// A Replica's files, in <data-dir>/<topic>-<index>/: the segments and
+// their .txnindex (storage), and <offset>.snapshot with the producer state,
+// open transactions included (producersnapshot.go).
 package replication

@@ -29,7 +29,7 @@ func (p *Replica) AppendAsFollower(batches []byte) (storage.AppendResult, error)
 		return res, err
 	}
 	p.assignEpochsOf(batches)
-	ps.recordReplicated(batches)
+	ps.recordReplicated(p.log, batches)
 	p.mu.Lock()
 	p.mu.unacknowledgedBytes += int64(len(batches))
 	p.mu.appendedBytes += int64(len(batches))

@@ -72,6 +72,19 @@ type producerEntry struct {
 	// lastAppend is the broker's clock (ms) at the producer's last append
 	// here, or when its state was loaded; expiry counts from it.
 	lastAppend int64
+	// txnFirst is the first offset of the producer's ongoing transaction
+	// on this partition, noTxn when none (transactions.go).
+	txnFirst int64
+	// coordinatorEpoch is the coordinator epoch of the producer's last
+	// marker here (-1: none), to fence a deposed coordinator's markers.
+	coordinatorEpoch int32
+	// markers counts the markers applied since the entry was made
+	// (KIP-890's verification guard; not persisted).
+	markers uint64
+}
+
+func newProducerEntry() *producerEntry {
+	return &producerEntry{epoch: noEpoch, txnFirst: noTxn, coordinatorEpoch: -1}
 }
 
 // nextSeq is Kafka's sequence increment, wrapping at MaxInt32 to 0.
@@ -87,6 +100,14 @@ func nextSeq(seq int32, inc int32) int32 {
 // batch's header (the caller has checked it is one idempotent batch).
 // Append errors are storage's, unwrapped.
 func (p *Replica) AppendIdempotent(h recordbatch.Header, batch []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
+	return p.AppendProducerBatch(h, batch, opts, TxnGuard{})
+}
+
+// AppendProducerBatch is AppendIdempotent for a batch that may be
+// transactional: the transaction rules apply too (transactions.go), with
+// guard from TxnVerification when the batch was verified with its
+// coordinator.
+func (p *Replica) AppendProducerBatch(h recordbatch.Header, batch []byte, opts storage.AppendOptions, guard TxnGuard) (storage.AppendResult, error) {
 	ps := p.producers
 	ps.appendMu.RLock()
 	defer ps.appendMu.RUnlock()
@@ -103,10 +124,18 @@ func (p *Replica) AppendIdempotent(h recordbatch.Header, batch []byte, opts stor
 		return storage.AppendResult{BaseOffset: dup.baseOffset, LastOffset: dup.lastOffset,
 			LogAppendTime: -1, MaxTimestamp: -1}, nil
 	}
+	if err := e.checkTxn(h, guard); err != nil {
+		return storage.AppendResult{}, fmt.Errorf("%s-%d producer %d: %w", p.topic, p.index, h.ProducerID, err)
+	}
+	opening := ps.holdLSO(e, h.ProducerID, h, p.log.LogEndOffset())
 	res, err := p.Append(batch, opts)
 	if err != nil {
+		if opening {
+			ps.releaseLSO(h.ProducerID)
+		}
 		return res, err
 	}
+	ps.beginTxn(e, h.ProducerID, h, res.BaseOffset)
 	e.record(h, res.BaseOffset, res.LastOffset, time.Now().UnixMilli())
 	return res, nil
 }
@@ -125,10 +154,11 @@ func errorDetail(err error, e *producerEntry, h recordbatch.Header) string {
 // check applies the rules in the file comment. Expects e.mu.
 func (e *producerEntry) check(h recordbatch.Header) (seqBatch, bool, error) {
 	switch {
+	case e.epoch != noEpoch && h.ProducerEpoch < e.epoch:
+		// Also with no batch kept: a marker with a bumped epoch fenced it.
+		return seqBatch{}, false, ErrInvalidProducerEpoch
 	case e.epoch == noEpoch || len(e.batches) == 0:
 		return seqBatch{}, false, nil
-	case h.ProducerEpoch < e.epoch:
-		return seqBatch{}, false, ErrInvalidProducerEpoch
 	case h.ProducerEpoch > e.epoch:
 		if h.BaseSequence != 0 {
 			return seqBatch{}, false, ErrOutOfOrderSequence
@@ -174,6 +204,11 @@ type ProducerState struct {
 	ProducerEpoch int16
 	LastSequence  int32
 	LastTimestamp int64
+	// CoordinatorEpoch is the coordinator epoch of its last marker (-1).
+	CoordinatorEpoch int32
+	// CurrentTxnStartOffset is the first offset of its ongoing
+	// transaction here, -1 when none.
+	CurrentTxnStartOffset int64
 }
 
 // Producers returns the idempotent producers the partition remembers.
@@ -189,9 +224,13 @@ func (p *Replica) Producers() []ProducerState {
 	var out []ProducerState
 	for id, e := range entries {
 		e.mu.Lock()
-		if len(e.batches) > 0 {
-			out = append(out, ProducerState{ProducerID: id, ProducerEpoch: e.epoch,
-				LastSequence: e.batches[len(e.batches)-1].lastSeq, LastTimestamp: e.lastTimestamp})
+		if len(e.batches) > 0 || e.txnFirst != noTxn {
+			last := int32(-1)
+			if len(e.batches) > 0 {
+				last = e.batches[len(e.batches)-1].lastSeq
+			}
+			out = append(out, ProducerState{ProducerID: id, ProducerEpoch: e.epoch, LastSequence: last,
+				LastTimestamp: e.lastTimestamp, CoordinatorEpoch: e.coordinatorEpoch, CurrentTxnStartOffset: e.txnFirst})
 		}
 		e.mu.Unlock()
 	}

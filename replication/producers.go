@@ -59,6 +59,17 @@ type producerState struct {
 		sync.Mutex
 		entries map[int64]*producerEntry // nil until a producer is seen
 	}
+	// highWatermark is the partition's (nil in tests of the state alone),
+	// to forget completed transactions as markers come even when no one
+	// reads the LSO.
+	highWatermark *atomic.Int64
+	// txn is the partition's open transactions (transactions.go); taken
+	// after an entry's mu, never before.
+	txn struct {
+		sync.Mutex
+		ongoing    map[int64]int64 // producer id → first offset of its transaction
+		completing []txnSpan       // ended, marker not yet below the high watermark
+	}
 }
 
 func newProducerState(fsys storage.FS, dir string, expiration time.Duration, logger *slog.Logger) *producerState {
@@ -76,7 +87,7 @@ func (ps *producerState) entry(id int64) *producerEntry {
 		if ps.mu.entries == nil { // most partitions never see a producer
 			ps.mu.entries = make(map[int64]*producerEntry)
 		}
-		e = &producerEntry{epoch: noEpoch}
+		e = newProducerEntry()
 		ps.mu.entries[id] = e
 	}
 	return e
@@ -130,10 +141,19 @@ func (ps *producerState) loadSnapshot(logStart int64) int64 {
 		if len(producers) > 0 {
 			ps.mu.entries = make(map[int64]*producerEntry, len(producers))
 		}
+		ps.txn.Lock()
 		for _, p := range producers {
 			ps.mu.entries[p.id] = &producerEntry{epoch: p.epoch, batches: p.batches,
-				lastTimestamp: p.lastTimestamp, lastAppend: p.lastAppend}
+				lastTimestamp: p.lastTimestamp, lastAppend: p.lastAppend,
+				txnFirst: p.txnFirst, coordinatorEpoch: p.coordinatorEpoch}
+			if p.txnFirst != noTxn {
+				if ps.txn.ongoing == nil {
+					ps.txn.ongoing = make(map[int64]int64)
+				}
+				ps.txn.ongoing[p.id] = p.txnFirst
+			}
 		}
+		ps.txn.Unlock()
 		ps.mu.Unlock()
 		return off
 	}
@@ -182,7 +202,7 @@ func (ps *producerState) replay(log *storage.Log, from, to int64) int {
 			break
 		}
 		buf = rr.Data
-		next := ps.replayBatches(rr.Data, from)
+		next := ps.replayBatches(log, rr.Data, from)
 		if next <= from {
 			break
 		}
@@ -193,54 +213,63 @@ func (ps *producerState) replay(log *storage.Log, from, to int64) int {
 	return len(ps.mu.entries)
 }
 
-// replayBatches records the idempotent batches of data at or after from
-// and returns the offset after the last batch seen.
-func (ps *producerState) replayBatches(data []byte, from int64) int64 {
+// replayBatches records the producers' batches and transaction markers of
+// data at or after from and returns the offset after the last batch seen.
+func (ps *producerState) replayBatches(log *storage.Log, data []byte, from int64) int64 {
 	next, now := from, time.Now().UnixMilli() // expiry counts from the load
 	for len(data) >= recordbatch.HeaderSize {
 		h, err := recordbatch.ParseHeader(data)
 		if err != nil || h.Size() > int64(len(data)) {
 			break
 		}
+		batch := data[:h.Size()]
 		data = data[h.Size():]
 		if h.LastOffset() < from {
 			continue
 		}
 		next = h.LastOffset() + 1
-		const control = 0x20
-		if h.ProducerID < 0 || h.Attributes&control != 0 {
+		if h.ProducerID < 0 {
 			continue
 		}
 		e := ps.entry(h.ProducerID)
-		if e.epoch != noEpoch && h.ProducerEpoch < e.epoch {
+		if h.IsTxnMarker() {
+			ps.applyMarker(log, e, h, batch, now)
+			continue
+		}
+		if h.IsControl() || e.epoch != noEpoch && h.ProducerEpoch < e.epoch {
 			continue
 		}
 		if n := len(e.batches); n > 0 && h.BaseOffset <= e.batches[n-1].lastOffset {
 			continue // already in the snapshot
 		}
+		ps.beginTxn(e, h.ProducerID, h, h.BaseOffset)
 		e.record(h, h.BaseOffset, h.LastOffset(), now)
 	}
 	return next
 }
 
-// recordReplicated records the idempotent batches a follower copied from
-// its leader, as an append records its own. Expects appendMu held shared
-// and the state loaded.
-func (ps *producerState) recordReplicated(data []byte) {
+// recordReplicated records the producers' batches and transaction markers
+// a follower copied from its leader, as an append records its own.
+// Expects appendMu held shared and the state loaded.
+func (ps *producerState) recordReplicated(log *storage.Log, data []byte) {
 	now := time.Now().UnixMilli()
 	for len(data) >= recordbatch.HeaderSize {
 		h, err := recordbatch.ParseHeader(data)
 		if err != nil || h.Size() > int64(len(data)) {
 			return // storage validated the batches; nothing is left to record
 		}
+		batch := data[:h.Size()]
 		data = data[h.Size():]
-		const control = 0x20
-		if h.ProducerID < 0 || h.Attributes&control != 0 {
+		if h.ProducerID < 0 || h.IsControl() && !h.IsTxnMarker() {
 			continue
 		}
 		e := ps.entry(h.ProducerID)
 		e.mu.Lock()
-		if e.epoch == noEpoch || h.ProducerEpoch >= e.epoch {
+		switch {
+		case h.IsTxnMarker():
+			ps.applyMarker(log, e, h, batch, now)
+		case e.epoch == noEpoch || h.ProducerEpoch >= e.epoch:
+			ps.beginTxn(e, h.ProducerID, h, h.BaseOffset)
 			e.record(h, h.BaseOffset, h.LastOffset(), now)
 		}
 		e.mu.Unlock()
@@ -277,7 +306,8 @@ func (ps *producerState) copyEntries() []snapshotProducer {
 	for id, e := range ps.mu.entries {
 		e.mu.Lock()
 		out = append(out, snapshotProducer{id: id, epoch: e.epoch, lastTimestamp: e.lastTimestamp, lastAppend: e.lastAppend,
-			batches: append([]seqBatch(nil), e.batches...)})
+			batches:  append([]seqBatch(nil), e.batches...),
+			txnFirst: e.txnFirst, coordinatorEpoch: e.coordinatorEpoch})
 		e.mu.Unlock()
 	}
 	return out
@@ -348,6 +378,9 @@ func (ps *producerState) recover(recoverLog func() (bool, error), logEnd func() 
 	ps.mu.Lock()
 	ps.mu.entries = nil
 	ps.mu.Unlock()
+	ps.txn.Lock()
+	ps.txn.ongoing, ps.txn.completing = nil, nil
+	ps.txn.Unlock()
 	ps.baseline = logEnd()
 	ps.lastSnapshot = -1
 	ps.loaded.Store(false)
@@ -380,7 +413,9 @@ func (ps *producerState) expireLocked(now int64) int {
 	n := 0
 	for id, e := range ps.mu.entries {
 		e.mu.Lock()
-		expired := now-e.lastAppend >= limit
+		// An open transaction keeps its producer, as in Kafka: the LSO
+		// and the coordinator's marker depend on it.
+		expired := now-e.lastAppend >= limit && e.txnFirst == noTxn
 		e.mu.Unlock()
 		if expired {
 			delete(ps.mu.entries, id)

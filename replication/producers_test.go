@@ -148,7 +148,7 @@ func withExtraProducer(t *testing.T, dir string, off, id int64) {
 	if err != nil || at != off {
 		t.Fatalf("snapshot %d: at %d err %v", off, at, err)
 	}
-	producers = append(producers, snapshotProducer{id: id, epoch: 3, lastTimestamp: 7, lastAppend: time.Now().UnixMilli(),
+	producers = append(producers, snapshotProducer{id: id, epoch: 3, lastTimestamp: 7, lastAppend: time.Now().UnixMilli(), txnFirst: noTxn, coordinatorEpoch: -1,
 		batches: []seqBatch{{firstSeq: 40, lastSeq: 41, baseOffset: 0, lastOffset: 1}}})
 	if err := os.WriteFile(path, encodeSnapshot(off, producers), 0o644); err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestStaleProducerSnapshotAboveLogEndIgnored(t *testing.T) {
 	dir := p.Dir()
 	p = reopen(t, p, cfg)
 	// a snapshot of bytes a crash lost: above the log end
-	stale := encodeSnapshot(50, []snapshotProducer{{id: id, epoch: 0, batches: []seqBatch{{firstSeq: 30, lastSeq: 32, baseOffset: 40, lastOffset: 42}}}})
+	stale := encodeSnapshot(50, []snapshotProducer{{id: id, epoch: 0, txnFirst: noTxn, coordinatorEpoch: -1, batches: []seqBatch{{firstSeq: 30, lastSeq: 32, baseOffset: 40, lastOffset: 42}}}})
 	if err := os.WriteFile(filepath.Join(dir, snapshotName(50)), stale, 0o644); err != nil {
 		t.Fatal(err)
 	}

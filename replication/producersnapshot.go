@@ -14,10 +14,10 @@ import (
 // directory, next to the segments (Kafka's ProducerStateManager keeps the
 // same files, in its own format). A snapshot at offset N holds the state
 // after every idempotent batch below N, so a restart loads it and replays
-// only the batches from N on. The format is ferry's own, version 1, all
+// only the batches from N on. The format is ferry's own, version 2, all
 // integers big endian:
 //
-//	 0  version         uint8   1
+//	 0  version         uint8   2
 //	 1  crc             uint32  CRC-32C (Castagnoli, recordbatch.Checksum) of bytes 5 to the end
 //	 5  offset          int64   N; equals the file name
 //	13  producerCount   uint32
@@ -26,7 +26,11 @@ import (
 //	      producerEpoch    int16
 //	      lastTimestamp    int64   maxTimestamp of its last batch
 //	      lastAppend       int64   broker clock (ms) at its last append
-//	      batchCount       uint8   1..5, oldest first
+//	      coordinatorEpoch int32   of its last transaction marker, -1: none
+//	      txnFirstOffset   int64   its ongoing transaction's first offset,
+//	                               below N; -1: none
+//	      batchCount       uint8   0..5, oldest first; 0 only for a
+//	                               producer with transaction state
 //	      batches, each:
 //	        firstSeq         int32
 //	        lastSeq          int32
@@ -35,13 +39,14 @@ import (
 //
 // A file that fails any check (short, other version, bad CRC, counts that
 // do not fit the bytes present, offsets at or above N) is ignored and the
-// state comes from an older snapshot or from the log.
+// state comes from an older snapshot or from the log. Version 1 (before
+// transactions) is ignored so: the first load after an upgrade replays.
 
 const (
-	snapshotVersion    = 1
+	snapshotVersion    = 2
 	snapshotSuffix     = ".snapshot"
 	snapshotHeaderSize = 17
-	snapshotEntrySize  = 27
+	snapshotEntrySize  = 39
 	snapshotBatchSize  = 20
 	// snapshotsKept is how many snapshots a partition keeps: the newest
 	// and one older, in case the newest turns out unreadable.
@@ -78,16 +83,25 @@ type snapshotProducer struct {
 	lastTimestamp int64
 	lastAppend    int64
 	batches       []seqBatch
+	// Transaction state (transactions.go).
+	coordinatorEpoch int32
+	txnFirst         int64
 }
 
-// encodeSnapshot writes the state at offset; producers without batches are
-// left out.
+// snapshotted says whether the snapshot keeps p: a producer with nothing
+// to check or no transaction state is as good as unknown.
+func (p snapshotProducer) snapshotted() bool {
+	return len(p.batches) > 0 || p.txnFirst != noTxn || p.coordinatorEpoch >= 0
+}
+
+// encodeSnapshot writes the state at offset; producers without batches or
+// transaction state are left out.
 func encodeSnapshot(offset int64, producers []snapshotProducer) []byte {
 	sort.Slice(producers, func(i, j int) bool { return producers[i].id < producers[j].id })
 	size, count := snapshotHeaderSize, 0
 	for _, p := range producers {
-		if n := len(p.batches); n > 0 {
-			size += snapshotEntrySize + n*snapshotBatchSize
+		if p.snapshotted() {
+			size += snapshotEntrySize + len(p.batches)*snapshotBatchSize
 			count++
 		}
 	}
@@ -96,13 +110,15 @@ func encodeSnapshot(offset int64, producers []snapshotProducer) []byte {
 	binary.BigEndian.PutUint64(b[5:], uint64(offset))
 	binary.BigEndian.PutUint32(b[13:], uint32(count))
 	for _, p := range producers {
-		if len(p.batches) == 0 {
+		if !p.snapshotted() {
 			continue
 		}
 		b = binary.BigEndian.AppendUint64(b, uint64(p.id))
 		b = binary.BigEndian.AppendUint16(b, uint16(p.epoch))
 		b = binary.BigEndian.AppendUint64(b, uint64(p.lastTimestamp))
 		b = binary.BigEndian.AppendUint64(b, uint64(p.lastAppend))
+		b = binary.BigEndian.AppendUint32(b, uint32(p.coordinatorEpoch))
+		b = binary.BigEndian.AppendUint64(b, uint64(p.txnFirst))
 		b = append(b, byte(len(p.batches)))
 		for _, sb := range p.batches {
 			b = binary.BigEndian.AppendUint32(b, uint32(sb.firstSeq))
@@ -129,7 +145,7 @@ func decodeSnapshot(b []byte) (int64, []snapshotProducer, error) {
 	}
 	offset := int64(binary.BigEndian.Uint64(b[5:]))
 	count := binary.BigEndian.Uint32(b[13:])
-	if offset < 0 || uint64(count) > uint64(len(b)-snapshotHeaderSize)/(snapshotEntrySize+snapshotBatchSize) {
+	if offset < 0 || uint64(count) > uint64(len(b)-snapshotHeaderSize)/snapshotEntrySize {
 		return 0, nil, fmt.Errorf("%w: offset %d, %d producers in %d bytes", ErrCorruptSnapshot, offset, count, len(b))
 	}
 	producers := make([]snapshotProducer, 0, count)
@@ -160,16 +176,26 @@ func decodeSnapshotProducer(b []byte, offset int64) (snapshotProducer, int, erro
 		epoch:         int16(binary.BigEndian.Uint16(b[8:])),
 		lastTimestamp: int64(binary.BigEndian.Uint64(b[10:])),
 		lastAppend:    int64(binary.BigEndian.Uint64(b[18:])),
+		// Transaction state.
+		coordinatorEpoch: int32(binary.BigEndian.Uint32(b[26:])),
+		txnFirst:         int64(binary.BigEndian.Uint64(b[30:])),
 	}
-	n := int(b[26])
+	n := int(b[38])
 	size := snapshotEntrySize + n*snapshotBatchSize
 	switch {
 	case p.id < 0:
 		return p, 0, fmt.Errorf("producer id %d", p.id)
-	case n < 1 || n > producerBatchesKept:
+	case n > producerBatchesKept:
 		return p, 0, fmt.Errorf("%d batches", n)
+	case p.txnFirst < noTxn || p.txnFirst >= offset || p.coordinatorEpoch < -1:
+		return p, 0, fmt.Errorf("transaction from %d, coordinator epoch %d", p.txnFirst, p.coordinatorEpoch)
+	case n == 0 && p.txnFirst == noTxn && p.coordinatorEpoch < 0:
+		return p, 0, errors.New("no batches and no transaction state")
 	case len(b) < size:
 		return p, 0, errors.New("truncated")
+	}
+	if n == 0 {
+		return p, size, nil
 	}
 	p.batches = make([]seqBatch, n)
 	for i := range p.batches {

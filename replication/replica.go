@@ -162,6 +162,7 @@ func Open(cfg Config) (*Replica, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
+	producers.highWatermark = &p.hw
 	p.mu.replication = cfg.Replication
 	self := []int32{cfg.BrokerID}
 	if cfg.AwaitRole {
@@ -285,16 +286,14 @@ func (p *Replica) LogEndOffset() int64   { return p.log.LogEndOffset() }
 // consumers: acknowledged by every in-sync replica.
 func (p *Replica) HighWatermark() int64 { return p.hw.Load() }
 
-// LastStableOffset is the high watermark until transactions exist.
-func (p *Replica) LastStableOffset() int64 { return p.hw.Load() }
-func (p *Replica) LeaderEpoch() int32      { return p.role.Load().LeaderEpoch }
-func (p *Replica) Leader() int32           { return p.role.Load().Leader }
-func (p *Replica) Replicas() []int32       { return p.role.Load().Replicas }
-func (p *Replica) ISR() []int32            { return p.role.Load().ISR }
-func (p *Replica) Size() int64             { return p.log.Size() }
-func (p *Replica) SegmentCount() int       { return p.log.SegmentCount() }
-func (p *Replica) FlushedOffset() int64    { return p.log.FlushedOffset() }
-func (p *Replica) Dir() string             { return p.log.Dir() }
+func (p *Replica) LeaderEpoch() int32   { return p.role.Load().LeaderEpoch }
+func (p *Replica) Leader() int32        { return p.role.Load().Leader }
+func (p *Replica) Replicas() []int32    { return p.role.Load().Replicas }
+func (p *Replica) ISR() []int32         { return p.role.Load().ISR }
+func (p *Replica) Size() int64          { return p.log.Size() }
+func (p *Replica) SegmentCount() int    { return p.log.SegmentCount() }
+func (p *Replica) FlushedOffset() int64 { return p.log.FlushedOffset() }
+func (p *Replica) Dir() string          { return p.log.Dir() }
 
 // Reads counts the log reads since the partition opened (a diagnostic).
 func (p *Replica) Reads() int64 { return p.reads.Load() }

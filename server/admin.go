@@ -183,5 +183,5 @@ func (b *Broker) MaxTimestampOffset(topicName string, partition int32) (int64, i
 	if bestBase < 0 {
 		return -1, -1, nil
 	}
-	return b.firstRecordAtOrAfter(p, bestBase, bestTs)
+	return b.firstRecordAtOrAfter(p, bestBase, bestTs, p.HighWatermark())
 }

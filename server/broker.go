@@ -50,6 +50,8 @@ type Broker struct {
 
 	// idem owns idempotent producers' state and producer ids (idempotence.go).
 	idem idempotence
+	// txn is what the transaction coordinator plugged in (txnpartition.go).
+	txn txnHooks
 
 	// maxPartitions bounds the partitions this broker holds (partitionLimit).
 	maxPartitions int

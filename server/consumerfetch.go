@@ -82,6 +82,9 @@ func (b *Broker) source(topicName string, partition int32, offset int64) (readSo
 
 // ConsumerFetch is Fetch for consumers on any node: from a replica here
 // when it may serve the read (readFrom), else from the partition's leader.
+// A ReadCommitted fetch comes back without the aborted transactions'
+// batches and the control batches (DropAborted); ReadEnd says where the
+// batches read ended, so a reader moves past what was dropped.
 func (b *Broker) ConsumerFetch(ctx context.Context, req FetchRequest, dst []byte) (FetchResult, error) {
 	var res FetchResult
 	err := b.retryWhileLeaderMoves(ctx, req.Topic, req.Partition, req.Offset, req.MaxWait, func(ctx context.Context, src readSource) error {
@@ -93,6 +96,10 @@ func (b *Broker) ConsumerFetch(ctx context.Context, req FetchRequest, dst []byte
 		}
 		return err
 	})
+	res.ReadEnd = BatchesEnd(res.Data)
+	if err == nil && req.ReadCommitted {
+		res.Data = DropAborted(res.Data, res.AbortedTxns)
+	}
 	return res, err
 }
 

@@ -91,6 +91,12 @@ const (
 	KafkaReassignmentInProgress      int16 = 60
 )
 
+// Kafka codes of the partition side of transactions (txnpartition.go).
+const (
+	KafkaInvalidTxnState              int16 = 48
+	KafkaTransactionCoordinatorFenced int16 = 52
+)
+
 // kafkaCodes is the one table from core errors to Kafka error codes.
 var kafkaCodes = []struct {
 	err  error
@@ -144,12 +150,17 @@ var kafkaCodes = []struct {
 	{controller.ErrInvalidReplicaAssignment, KafkaInvalidReplicaAssignment},
 	{controller.ErrNoReassignmentInProgress, KafkaNoReassignmentInProgress},
 	{replication.ErrTopicReassigning, KafkaReassignmentInProgress},
+	{ErrInvalidTxnState, KafkaInvalidTxnState},
+	{ErrTxnCoordinatorFenced, KafkaTransactionCoordinatorFenced},
 }
 
 // KafkaCode returns the Kafka protocol error code for err (0 for nil).
 func KafkaCode(err error) int16 {
 	if err == nil {
 		return KafkaNone
+	}
+	if ce, ok := errors.AsType[*TxnCodeError](err); ok {
+		return ce.Code // the coordinator's answer to a KIP-890 check
 	}
 	for _, m := range kafkaCodes {
 		if errors.Is(err, m.err) {

@@ -33,6 +33,18 @@ type FetchRequest struct {
 	// the partition's assigned replicas other than this broker.
 	Follower  bool
 	ReplicaID int32
+	// ReadCommitted is Kafka's isolation_level 1: read only below the last
+	// stable offset, and learn the aborted transactions in the range
+	// (FetchResult.AbortedTxns).
+	ReadCommitted bool
+}
+
+// AbortedTxn is an aborted transaction a read_committed reader must skip:
+// its producer's transactional batches from FirstOffset on, up to its
+// abort marker (Kafka's FetchResponse AbortedTransactions).
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
 }
 
 // Chunk is a byte range of a partition's log holding whole batches, for a
@@ -67,7 +79,13 @@ type FetchResult struct {
 	HighWatermark    int64
 	LogStartOffset   int64
 	LastStableOffset int64
-	size             int // of the batches, in Data or in Chunks
+	// AbortedTxns, for a ReadCommitted fetch, are the aborted transactions
+	// that overlap the range read (non-nil, maybe empty).
+	AbortedTxns []AbortedTxn
+	// ReadEnd (ConsumerFetch only) is the offset after the last batch
+	// read, before aborted ones were dropped; -1 when none was.
+	ReadEnd int64
+	size    int // of the batches, in Data or in Chunks
 }
 
 // Fetch returns batches visible to consumers (below the high watermark;
@@ -129,8 +147,12 @@ func readVisible(p *replication.Replica, req FetchRequest, dst []byte) (FetchRes
 			req.Topic, req.Partition, req.Offset, res.LogStartOffset, p.LogEndOffset())
 	}
 	end := res.HighWatermark
-	if req.Follower {
+	switch {
+	case req.Follower:
 		end = p.ReplicaReadEnd()
+	case req.ReadCommitted:
+		end = res.LastStableOffset
+		res.AbortedTxns = []AbortedTxn{}
 	}
 	if req.Offset >= end {
 		return res, nil
@@ -150,6 +172,11 @@ func readVisible(p *replication.Replica, req FetchRequest, dst []byte) (FetchRes
 		return res, fmt.Errorf("%w: read %s-%d: %v", ErrStorage, req.Topic, req.Partition, err)
 	}
 	res.Data = rr.Data
+	if req.ReadCommitted {
+		if res.AbortedTxns, err = abortedTxns(p, req.Offset, end); err != nil {
+			return res, fmt.Errorf("%w: aborted transactions of %s-%d: %v", ErrStorage, req.Topic, req.Partition, err)
+		}
+	}
 	for i := range rr.Chunks {
 		res.size += rr.Chunks[i].Size()
 	}
@@ -178,20 +205,41 @@ const (
 	OffsetEarliest int64 = -2
 )
 
+// abortedTxns lists the aborted transactions overlapping [from, upTo).
+func abortedTxns(p *replication.Replica, from, upTo int64) ([]AbortedTxn, error) {
+	entries, err := p.AbortedTxns(from, upTo)
+	out := make([]AbortedTxn, len(entries))
+	for i, a := range entries {
+		out[i] = AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+	}
+	return out, err
+}
+
 // ListOffset returns the offset for a timestamp: OffsetEarliest (log start),
 // OffsetLatest (high watermark), or the first record whose timestamp is at
 // least ts, with that record's timestamp. With no such record it returns
 // offset -1 and timestamp -1, as Kafka does.
 func (b *Broker) ListOffset(topicName string, partition int32, ts int64) (offset, timestamp int64, err error) {
+	return b.ListOffsetIsolated(topicName, partition, ts, false)
+}
+
+// ListOffsetIsolated is ListOffset at an isolation level: for
+// readCommitted, latest is the last stable offset and a timestamp is
+// looked up below it only, as Kafka's ListOffsets does.
+func (b *Broker) ListOffsetIsolated(topicName string, partition int32, ts int64, readCommitted bool) (offset, timestamp int64, err error) {
 	p, err := b.partition(topicName, partition)
 	if err != nil {
 		return 0, 0, err
+	}
+	visible := p.HighWatermark()
+	if readCommitted {
+		visible = p.LastStableOffset()
 	}
 	switch {
 	case ts == OffsetEarliest:
 		return p.LogStartOffset(), -1, nil
 	case ts == OffsetLatest:
-		return p.HighWatermark(), -1, nil
+		return visible, -1, nil
 	case ts < 0:
 		return 0, 0, fmt.Errorf("%w: %d is not a timestamp, -1 (latest) or -2 (earliest)", ErrInvalidTimestamp, ts)
 	}
@@ -202,13 +250,12 @@ func (b *Broker) ListOffset(topicName string, partition int32, ts int64) (offset
 	if base < 0 {
 		return -1, -1, nil
 	}
-	return b.firstRecordAtOrAfter(p, base, ts)
+	return b.firstRecordAtOrAfter(p, base, ts, visible)
 }
 
-// firstRecordAtOrAfter scans batches from base for the first visible record
-// with timestamp >= ts; the time index only locates the batch.
-func (b *Broker) firstRecordAtOrAfter(p *replication.Replica, base, ts int64) (int64, int64, error) {
-	hw := p.HighWatermark()
+// firstRecordAtOrAfter scans batches from base for the first record below
+// hw with timestamp >= ts; the time index only locates the batch.
+func (b *Broker) firstRecordAtOrAfter(p *replication.Replica, base, ts, hw int64) (int64, int64, error) {
 	for base < hw {
 		data, err := readBatches(p, base, hw, 1<<20, nil)
 		if err != nil {

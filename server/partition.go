@@ -21,7 +21,9 @@ type Partition interface {
 	// HighWatermark is the offset below which records are visible to
 	// consumers: acknowledged by every in-sync replica.
 	HighWatermark() int64
-	// LastStableOffset is the high watermark until transactions exist.
+	// LastStableOffset is the offset below which every transaction is
+	// decided: the high watermark, or the first offset of the oldest open
+	// transaction when lower (read_committed readers stop there).
 	LastStableOffset() int64
 	LeaderEpoch() int32
 	Leader() int32

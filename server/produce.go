@@ -415,6 +415,9 @@ type BatchProduce struct {
 	// Timeout bounds produceBatch's wait for acks=all; 0 is
 	// DefaultProduceTimeout. AppendBatch does not wait.
 	Timeout time.Duration
+	// TransactionalID is the produce request's transactional_id, for the
+	// KIP-890 verification of a transactional batch.
+	TransactionalID string
 }
 
 // produceBatch appends a client's batches (AppendBatch) and waits for
@@ -486,11 +489,15 @@ func (b *Broker) validateAndAppend(ctx context.Context, t *topic, p *replication
 	}
 	// checkClientBatches checked every CRC; recompress computes its own.
 	opts := storage.AppendOptions{Sync: req.Sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime, ChecksumVerified: true}
-	if h, ok, err := idempotentBatch(checked); err != nil || ok {
+	if h, ok, err := producerBatch(checked); err != nil || ok {
 		if err != nil {
 			return storage.AppendResult{}, err
 		}
-		res, err := p.AppendIdempotent(h, req.Batches, opts) // duplicate and sequence rules
+		guard, err := b.verifyTxnBatch(ctx, p, h, req.TransactionalID)
+		if err != nil {
+			return storage.AppendResult{}, err
+		}
+		res, err := p.AppendProducerBatch(h, req.Batches, opts, guard) // duplicate, sequence and transaction rules
 		if err != nil && !isProducerRuleError(err) {
 			err = appendError(req.Topic, req.Partition, err)
 		}
@@ -523,7 +530,7 @@ func checkClientBatches(data []byte, maxDecompressed int) (*records.Produced, er
 // isProducerRuleError says whether err is a refusal by the idempotent
 // producer rules, which reaches the client as it is.
 func isProducerRuleError(err error) bool {
-	return errors.Is(err, ErrOutOfOrderSequence) || errors.Is(err, ErrInvalidProducerEpoch)
+	return errors.Is(err, ErrOutOfOrderSequence) || errors.Is(err, ErrInvalidProducerEpoch) || errors.Is(err, ErrInvalidTxnState)
 }
 
 // appendError keeps storage's meaning but names the partition.

@@ -111,8 +111,16 @@ type CleanResult struct {
 func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
+	var txn *txnClassifier
 	if opts.Classify == nil {
-		opts.Classify = DefaultClassify
+		// Kafka's rules for transactions (cleanertxn.go), from the
+		// aborted-transaction index.
+		aborted, err := l.AbortedTxns(0, opts.UpperBound)
+		if err != nil {
+			return CleanResult{}, err
+		}
+		txn = newTxnClassifier(aborted)
+		opts.Classify = txn.classify
 	}
 	if opts.Now == nil {
 		opts.Now = l.now
@@ -138,6 +146,9 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 		return p.res, err
 	}
 	p.res.CleanedTo = end
+	if txn != nil {
+		txn.copying = true
+	}
 	if err := p.cleanSegments(segs, end); err != nil {
 		return p.res, err
 	}
@@ -547,6 +558,8 @@ func (p *cleanPass) cleanBatch(dst []byte, h recordbatch.Header, batch []byte, e
 	case DropBatch:
 		p.res.RecordsRemoved += int64(h.RecordCount)
 		return dst, nil
+	case dropMarkerAfterHorizon:
+		return p.cleanMarker(dst, h, batch, end), nil
 	}
 	horizon, hasHorizon := h.DeleteHorizon()
 	p.keep = p.keep[:0]

@@ -22,6 +22,9 @@
 //	                                    dirty offset (compacted logs)
 //	  00000000000000001180.snapshot     producer state; written and read by
 //	                                    replication/ (its producersnapshot.go)
+//	  00000000000000001200.txnindex     aborted transactions whose abort
+//	                                    marker is in that segment (Kafka's
+//	                                    layout; txnindex.go), when any
 //
 // A segment is named by its base offset (20 digits) and holds whole record
 // batches, magic v2, back to back, as received except for the fields the
@@ -148,8 +151,10 @@
 //     segment.bytes (so small segments merge), each group into one
 //     segment named by its first base. Per batch a classification step
 //     (CleanOptions.Classify: clean its records, keep it whole, drop it
-//     whole) is where transaction markers and aborted data plug in;
-//     control batches are kept whole today. A record survives when it has
+//     whole) is where transactions plug in: by default Kafka's rules
+//     (cleanertxn.go) drop aborted data and, a delete.retention.ms after a
+//     pass found their transaction without data, markers (the marker's
+//     record timestamp becomes its horizon). A record survives when it has
 //     a key (keyless ones are dropped, as Kafka counts them invalid), no
 //     later record of its key is in the map, and it is not a tombstone
 //     whose delete horizon has passed. A batch is copied byte for byte

@@ -154,6 +154,11 @@ func (l *Log) open() error {
 	} else {
 		segs, err = l.recover(segs, rp)
 		l.mu.segs = segs
+		if err == nil {
+			// A crash may have cut markers whose index entries were written.
+			last := segs[len(segs)-1]
+			err = last.trimTxnIndex(last.view.Load().nextOffset)
+		}
 	}
 	if err != nil {
 		return err

@@ -228,6 +228,9 @@ func (l *Log) truncateSegment(s *segment, pos int64, kept []indexEntry, interval
 	if err := s.logFile.with(func(f File) error { return f.Truncate(pos) }); err != nil {
 		return fmt.Errorf("truncate segment %d to %d: %w", s.base, pos, err)
 	}
+	if err := s.trimTxnIndex(s.view.Load().nextOffset); err != nil {
+		return err
+	}
 	if err := s.logFile.with(File.Sync); err != nil {
 		return fmt.Errorf("fsync segment %d: %w", s.base, err)
 	}

@@ -62,6 +62,13 @@ type segment struct {
 	// durable as they were found or created empty).
 	indexDirty bool
 
+	// txn is the segment's aborted-transaction index (txnindex.go).
+	txn segTxnIndex
+	// keepTxnIndex: removeFiles leaves the .txnindex, which a cleaning
+	// pass has just replaced with its group's merged entries. Owned by
+	// writeMu.
+	keepTxnIndex bool
+
 	// indexSynced is owned by the syncer token (Log.mu.syncing): the
 	// segment is sealed and its files are durable.
 	indexSynced bool
@@ -148,7 +155,11 @@ func (s *segment) removeFiles() error {
 	}
 	s.deleted.Store(true)
 	var errs []error
-	for _, p := range []string{s.logPath, s.indexPath(), s.timeIndexPath()} {
+	paths := []string{s.logPath, s.indexPath(), s.timeIndexPath()}
+	if !s.keepTxnIndex {
+		paths = append(paths, s.txnIndexPath())
+	}
+	for _, p := range paths {
 		if err := s.fs.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -167,7 +178,7 @@ func (s *segment) createIndexFiles() error {
 		cf.cache.opened.Add(1)
 		cf.adopt(f)
 	}
-	return nil
+	return s.removeTxnIndex()
 }
 
 // size is the segment's byte size without forcing a lazy load.

@@ -103,6 +103,9 @@ func (l *Log) groupUnchanged(group []*segment, sizes []int64) (int, bool) {
 // files go (their .log stays open for readers in flight), the swap
 // becomes the segment. Expects writeMu.
 func (l *Log) replaceFiles(group []*segment, swap string, base int64) error {
+	if err := l.mergedTxnIndex(group); err != nil {
+		return err
+	}
 	for _, s := range group {
 		if err := s.removeFiles(); err != nil {
 			return err
@@ -155,7 +158,8 @@ func (l *Log) completeSwap(names []string, swap string, base, next int64) error 
 		}
 		b, err := strconv.ParseInt(name[:20], 10, 64)
 		ext := name[20:]
-		if err != nil || b < base || b >= next || (ext != ".log" && ext != ".index" && ext != ".timeindex") {
+		segFile := ext == ".log" || ext == ".index" || ext == ".timeindex" || ext == txnIndexExt && b > base
+		if err != nil || b < base || b >= next || !segFile {
 			continue
 		}
 		if err := l.fs.Remove(l.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -309,6 +309,9 @@ func (f *Forwarder) Fetch(ctx context.Context, leader int32, req server.FetchReq
 	kreq.MinBytes = 1
 	kreq.MaxBytes = maxBytes
 	kreq.SessionEpoch = -1 // no fetch session: a full request and answer
+	if req.ReadCommitted {
+		kreq.IsolationLevel = 1
+	}
 	kt := kmsg.NewFetchRequestTopic()
 	kt.Topic = req.Topic
 	kp := kmsg.NewFetchRequestTopicPartition()
@@ -336,6 +339,12 @@ func (f *Forwarder) Fetch(ctx context.Context, leader int32, req server.FetchReq
 		return res, answerError(req.Topic, req.Partition, leader, p.ErrorCode)
 	}
 	res.Data = append(dst[:0], p.RecordBatches...)
+	if req.ReadCommitted {
+		res.AbortedTxns = make([]server.AbortedTxn, len(p.AbortedTransactions))
+		for i, a := range p.AbortedTransactions {
+			res.AbortedTxns[i] = server.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+		}
+	}
 	return res, nil
 }
 

@@ -52,6 +52,8 @@ type instance struct {
 	format     string
 	reset      string // earliest, latest or none
 	autoCommit bool
+	// readCommitted: reads skip aborted transactions and stop at the LSO.
+	readCommitted bool
 
 	pollMu   sync.Mutex
 	lastUsed atomic.Int64 // unix ns
@@ -77,6 +79,10 @@ type ConsumerOptions struct {
 	// AutoCommit commits the positions a poll returned at the next poll
 	// and when the instance is deleted or expires.
 	AutoCommit bool
+	// Isolation is read_uncommitted (default, "") or read_committed:
+	// records of aborted transactions skipped, none at or above the last
+	// stable offset.
+	Isolation string
 }
 
 // ConsumerInfo describes an instance.
@@ -110,6 +116,11 @@ func (c *Coordinator) CreateConsumer(groupName string, o ConsumerOptions) (Consu
 	default:
 		return ConsumerInfo{}, fmt.Errorf("%w: auto.offset.reset %q: want earliest, latest or none", ErrInvalidConsumer, o.AutoOffsetReset)
 	}
+	switch o.Isolation {
+	case "", "read_uncommitted", "read_committed":
+	default:
+		return ConsumerInfo{}, fmt.Errorf("%w: isolation.level %q: want read_committed or read_uncommitted", ErrInvalidConsumer, o.Isolation)
+	}
 	if err := c.servesErr(groupName); err != nil {
 		return ConsumerInfo{}, err
 	}
@@ -117,7 +128,7 @@ func (c *Coordinator) CreateConsumer(groupName string, o ConsumerOptions) (Consu
 		o.Name = newMemberID("rest-consumer")
 	}
 	inst := &instance{group: groupName, id: o.Name, format: o.Format, reset: o.AutoOffsetReset,
-		autoCommit: o.AutoCommit, positions: map[topicPartition]int64{}}
+		autoCommit: o.AutoCommit, readCommitted: o.Isolation == "read_committed", positions: map[topicPartition]int64{}}
 	inst.lastUsed.Store(c.now().UnixNano())
 	key := instanceKey{groupName, o.Name}
 	c.mu.Lock()
@@ -562,7 +573,7 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 		}
 		// From this broker's in-sync replica or, on a cluster, the leader.
 		res, err := c.broker.ConsumerFetch(ctx, server.FetchRequest{Topic: a.tp.topic, Partition: a.tp.partition,
-			Offset: pos, MaxBytes: budget}, nil)
+			Offset: pos, MaxBytes: budget, ReadCommitted: inst.readCommitted}, nil)
 		if mine < 0 {
 			remote = true
 		}
@@ -588,8 +599,10 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 			// than spin.
 			waits[mine].Offset = res.HighWatermark
 		}
+		full := false
 		err = records.Decode(res.Data, pos, c.broker.Config().MaxDecompressedBytes, func(r records.Record) bool {
 			if r.Offset >= res.HighWatermark || len(out) >= o.MaxRecords || budget <= 0 {
+				full = true
 				return false
 			}
 			out = append(out, ConsumedRecord{Topic: a.tp.topic, Partition: a.tp.partition, Record: copyRecord(r)})
@@ -599,6 +612,10 @@ func (c *Coordinator) readAssigned(ctx context.Context, inst *instance, parts []
 		})
 		if err != nil {
 			return nil, nil, nil, false, fmt.Errorf("%w: decode %s-%d: %v", server.ErrCorruptMessage, a.tp.topic, a.tp.partition, err)
+		}
+		if !full && res.ReadEnd > positions[a.tp] {
+			// Everything read was taken: past markers and aborted batches too.
+			positions[a.tp] = res.ReadEnd
 		}
 	}
 	return out, positions, waits, remote, nil

@@ -32,6 +32,8 @@ type instanceDescriptor struct {
 	AutoOffsetReset string   `json:"auto_offset_reset"`
 	AutoCommit      bool     `json:"auto_commit"`
 	Topics          []string `json:"topics,omitempty"`
+	// ReadCommitted: the instance reads at isolation read_committed.
+	ReadCommitted bool `json:"read_committed,omitempty"`
 }
 
 func instanceRecordKey(groupName, id string) []byte {
@@ -95,7 +97,7 @@ func (c *Coordinator) persistInstance(ctx context.Context, inst *instance, topic
 	if !gone {
 		var err error
 		value, err = json.Marshal(instanceDescriptor{Format: inst.format, AutoOffsetReset: inst.reset,
-			AutoCommit: inst.autoCommit, Topics: topics})
+			AutoCommit: inst.autoCommit, Topics: topics, ReadCommitted: inst.readCommitted})
 		if err != nil {
 			return err
 		}
@@ -115,7 +117,7 @@ func (c *Coordinator) restoreInstances(table map[instanceKey]instanceDescriptor)
 	n := 0
 	for k, d := range table {
 		inst := &instance{group: k.group, id: k.id, format: d.Format, reset: d.AutoOffsetReset,
-			autoCommit: d.AutoCommit, positions: map[topicPartition]int64{}}
+			autoCommit: d.AutoCommit, readCommitted: d.ReadCommitted, positions: map[topicPartition]int64{}}
 		inst.lastUsed.Store(c.now().UnixNano())
 		c.mu.Lock()
 		if _, ok := c.mu.instances[k]; ok {

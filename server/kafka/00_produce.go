@@ -53,6 +53,10 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 	// produce, then WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for
 	// its partitions, nothing written).
 	txnDenied := req.TransactionID != nil && !s.authorized(ctx, auth.OpWrite, auth.ResourceTransactionalID, *req.TransactionID)
+	txnID := "" // for the leader's KIP-890 check of a transactional batch
+	if req.TransactionID != nil {
+		txnID = *req.TransactionID
+	}
 	var work []func()
 	// appended[k] is the append of the partition answered by answers[k].
 	var appended []server.Appended
@@ -78,7 +82,7 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 				p, topic, k := &t.Partitions[i], t.Topic, len(appended)
 				appended, answers = append(appended, server.Appended{}), append(answers, rp)
 				work = append(work, func() {
-					appended[k] = s.producePartition(ctx, req.Version, req.Acks, topic, p, rp)
+					appended[k] = s.producePartition(ctx, req.Version, req.Acks, txnID, topic, p, rp)
 				})
 			} else {
 				rp.ErrorCode = codeInvalidRequiredAcks
@@ -123,7 +127,7 @@ func failed(resp *kmsg.ProduceResponse) bool {
 
 // producePartition appends one partition's batches and fills its answer;
 // the acks=all wait comes after every partition of the request appended.
-func (s *Server) producePartition(ctx context.Context, version, acks int16, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) server.Appended {
+func (s *Server) producePartition(ctx context.Context, version, acks int16, txnID, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) server.Appended {
 	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 	switch {
 	case len(p.Records) == 0:
@@ -135,7 +139,7 @@ func (s *Server) producePartition(ctx context.Context, version, acks int16, topi
 		rp.ErrorCode, rp.ErrorMessage = code, errorMessage(err)
 		return server.Appended{}
 	}
-	a, err := s.broker.AppendBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: data, Acks: acks})
+	a, err := s.broker.AppendBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: data, Acks: acks, TransactionalID: txnID})
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
 		rp.ErrorMessage = errorMessage(err)

@@ -10,9 +10,11 @@ package kafka
 // Sessionless: every response has SessionID 0 and is a full response, which
 // KIP-227 allows (clients then send full requests); ForgottenTopics is
 // ignored. v4+ batches are sent as stored, never re-encoded.
-// Only records below the high watermark are returned; the last stable
-// offset equals the high watermark (no transactions), so read_committed
-// consumers (librdkafka's default) see everything. The fetch waits up to
+// Only records below the high watermark are returned; with IsolationLevel
+// 1 (read_committed, v4+) only those below the last stable offset, with
+// the aborted transactions that overlap them (AbortedTransactions, null
+// for read_uncommitted as in Kafka), which the client filters out; a
+// follower always reads up to the log end. The fetch waits up to
 // MaxWaitMillis across all requested partitions until MinBytes are
 // available, as a delayed fetch in the broker's purgatory
 // (replication/delayed): bytes are counted from the partitions' appends, not
@@ -89,13 +91,16 @@ type fetchAnswer struct {
 	// throttleDelay: partitions were held back by the leader replication
 	// throttle for this long.
 	throttleDelay time.Duration
+	// readCommitted: the consumer's isolation_level is read_committed.
+	readCommitted bool
 }
 
 // fetchOnce reads every requested partition once. done reports that the
 // response should be sent now (MinBytes reached or an error); otherwise
 // waits say what each partition had, taken before reading it.
 func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchAnswer, []delayed.Wait, bool) {
-	resp := &fetchAnswer{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
+	resp := &fetchAnswer{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse),
+		readCommitted: req.Version >= 4 && req.IsolationLevel == 1}
 	chunksOnly := req.Version >= firstBatchFetchVersion && requestClientFrom(ctx).sendfile
 	budget := int(req.MaxBytes) // capped by handleFetch
 	waits := make([]delayed.Wait, 0, requestedPartitions(req))
@@ -195,8 +200,16 @@ func (s *Server) fetchPartition(ctx context.Context, resp *fetchAnswer, topic st
 		return 0, wait, true, nil
 	}
 	res, err := s.broker.Fetch(ctx, server.FetchRequest{Topic: topic, Partition: fp.Partition,
-		Offset: fp.FetchOffset, MaxBytes: max(limit, 1), ChunksOnly: chunksOnly, Follower: follower, ReplicaID: replica}, nil)
+		Offset: fp.FetchOffset, MaxBytes: max(limit, 1), ChunksOnly: chunksOnly, Follower: follower, ReplicaID: replica,
+		ReadCommitted: !follower && resp.readCommitted}, nil)
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+	if res.AbortedTxns != nil {
+		rp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(res.AbortedTxns))
+		for i, a := range res.AbortedTxns {
+			rp.AbortedTransactions[i].Default()
+			rp.AbortedTransactions[i].ProducerID, rp.AbortedTransactions[i].FirstOffset = a.ProducerID, a.FirstOffset
+		}
+	}
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
 		return 0, wait, false, nil

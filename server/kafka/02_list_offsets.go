@@ -3,8 +3,9 @@ package kafka
 // ListOffsets (key 2), versions 0–9.
 //
 // v0 answers a list of offsets (02_list_offsets_legacy.go). Timestamp -2
-// is the log start offset, -1 the high watermark (which is also the last
-// stable offset, so read_committed and read_uncommitted agree), -3 (v7,
+// is the log start offset, -1 the high watermark, or with IsolationLevel 1
+// (read_committed, v2+) the last stable offset, below which a timestamp is
+// then looked up too, as Kafka does; -3 (v7,
 // KIP-734) the record with the largest timestamp, found by scanning batch
 // headers; -4 (v8, earliest local offset) is the log start offset and -5
 // (v9, latest tiered offset) is -1, as Kafka answers without remote
@@ -45,7 +46,7 @@ func (s *Server) handleListOffsets(ctx context.Context, kreq kmsg.Request) kmsg.
 			} else if req.Version == 0 {
 				s.listOldStyleOffsets(t.Topic, &p, &rp)
 			} else {
-				s.listOffset(req.Version, t.Topic, &p, &rp)
+				s.listOffset(req.Version, req.Version >= 2 && req.IsolationLevel == 1, t.Topic, &p, &rp)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -54,7 +55,7 @@ func (s *Server) handleListOffsets(ctx context.Context, kreq kmsg.Request) kmsg.
 	return resp
 }
 
-func (s *Server) listOffset(version int16, topic string, p *kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) {
+func (s *Server) listOffset(version int16, readCommitted bool, topic string, p *kmsg.ListOffsetsRequestTopicPartition, rp *kmsg.ListOffsetsResponseTopicPartition) {
 	rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
 	part, err := s.broker.Partition(topic, p.Partition)
 	if err != nil {
@@ -74,7 +75,7 @@ func (s *Server) listOffset(version int16, topic string, p *kmsg.ListOffsetsRequ
 	case p.Timestamp == offsetLatestTiered && version >= 9: // nothing is tiered
 		offset, ts = -1, -1
 	default:
-		offset, ts, err = s.broker.ListOffset(topic, p.Partition, p.Timestamp)
+		offset, ts, err = s.broker.ListOffsetIsolated(topic, p.Partition, p.Timestamp, readCommitted)
 	}
 	if err != nil {
 		rp.ErrorCode = errorCode(err)

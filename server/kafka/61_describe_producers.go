@@ -5,8 +5,9 @@ package kafka
 // Lists the idempotent producers each partition remembers (the state the
 // core keeps for duplicate detection, per partition; after a restart it
 // comes from the partition's newest snapshot file plus the log after
-// it). There are no transactions: CoordinatorEpoch and
-// CurrentTxnStartOffset are always -1.
+// it), with the coordinator epoch of each one's last transaction marker
+// and the first offset of its ongoing transaction there (-1: none), as
+// kafka-transactions.sh find-hanging reads them.
 //
 // ACLs: READ on the topic, else TOPIC_AUTHORIZATION_FAILED.
 
@@ -41,7 +42,7 @@ func (s *Server) handleDescribeProducers(ctx context.Context, kreq kmsg.Request)
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch = st.ProducerID, int32(st.ProducerEpoch)
 				ap.LastSequence, ap.LastTimestamp = st.LastSequence, st.LastTimestamp
-				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+				ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = st.CoordinatorEpoch, st.CurrentTxnStartOffset
 				rp.ActiveProducers = append(rp.ActiveProducers, ap)
 			}
 			rt.Partitions = append(rt.Partitions, rp)

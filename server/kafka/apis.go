@@ -33,7 +33,8 @@ const (
 // use send them (Burrow's ListOffsets v0, pre-0.11 clients' Fetch and
 // Produce with the old message formats).
 //
-// Not served: transactions (24–28; no transaction.version feature),
+// Not served: the coordinator's transaction APIs (24–26, 28; no
+// transaction.version feature); WriteTxnMarkers (27) is the leaders' side,
 // KIP-848 and share groups, telemetry, controller
 // and inter-broker APIs. Each range also ends at Kafka 3.9's newest version.
 var apis []api
@@ -67,6 +68,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{21, 0, 2, (*Server).handleDeleteRecords, false},
 		{22, 0, 5, (*Server).handleInitProducerID, false},
 		{23, 0, 4, (*Server).handleOffsetForLeaderEpoch, false},
+		{27, 0, 1, (*Server).handleWriteTxnMarkers, false},
 		{29, 0, 3, (*Server).handleDescribeACLs, false},
 		{30, 0, 3, (*Server).handleCreateACLs, false},
 		{31, 0, 3, (*Server).handleDeleteACLs, false},

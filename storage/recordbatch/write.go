@@ -44,3 +44,14 @@ func SetLogAppendTime(b []byte, ms int64) {
 	be.PutUint64(b[offMaxTimestamp:], uint64(ms))
 	be.PutUint32(b[offCRC:], Checksum(b[offAttributes:]))
 }
+
+// SetDeleteHorizon stamps the batch b with a KIP-534 delete horizon (ms),
+// as the cleaner does for a transaction marker it may remove once the
+// horizon passes: the attribute bit and baseTimestamp, with the CRC
+// recomputed.
+func SetDeleteHorizon(b []byte, ms int64) {
+	be := binary.BigEndian
+	be.PutUint16(b[offAttributes:], be.Uint16(b[offAttributes:])|AttrDeleteHorizon)
+	be.PutUint64(b[offBaseTimestamp:], uint64(ms))
+	be.PutUint32(b[offCRC:], Checksum(b[offAttributes:]))
+}

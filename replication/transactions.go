@@ -1,0 +1,264 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
+)
+
+// Transactions (KIP-98), the partition's side. A transactional producer's
+// batches (AttrTransactional) open a transaction on the partition at the
+// first one's offset; the coordinator's marker (a control batch,
+// recordbatch.EndTxnMarker) closes it, commit or abort. The partition
+// keeps, per producer, the first offset of its ongoing transaction and
+// the coordinator epoch of its last marker, and from them:
+//
+//   - the last stable offset (LSO): the high watermark, or the first offset
+//     of the oldest transaction still open, whichever is lower; a
+//     transaction whose marker is not yet below the high watermark still
+//     counts as open, as in Kafka (its marker could yet be lost);
+//   - the aborted-transaction index (storage's .txnindex): one entry per
+//     abort marker, written as the marker is appended (leader) or copied
+//     (follower), and again from the log above the newest snapshot when the
+//     state loads, so a crash never loses one.
+//
+// Rules, as Kafka's ProducerStateManager applies them:
+//
+//   - a marker with an older producer epoch than the producer's is
+//     INVALID_PRODUCER_EPOCH; one with an older coordinator epoch than the
+//     last marker's is TRANSACTION_COORDINATOR_FENCED (a coordinator that
+//     lost its partition);
+//   - a non-transactional batch while the producer's transaction is open is
+//     INVALID_TXN_STATE;
+//   - KIP-890 part 1: a transactional batch that would open a transaction
+//     is checked by the caller with the coordinator first
+//     (TxnVerification); a marker landing between that check and the
+//     append makes the append INVALID_TXN_STATE, so a late produce cannot
+//     open a transaction the coordinator never heard of.
+//
+// A follower applies the batches it copies without the checks: the
+// leader made them.
+
+// Errors of the transaction rules; the listeners map them to Kafka's codes.
+var (
+	ErrInvalidTxnState      = errors.New("invalid transaction state")
+	ErrTxnCoordinatorFenced = errors.New("transaction coordinator fenced")
+)
+
+// noTxn marks a producer without an ongoing transaction.
+const noTxn int64 = -1
+
+// txnSpan is a transaction completed at marker whose marker is not yet
+// below the high watermark.
+type txnSpan struct{ first, marker int64 }
+
+// TxnGuard is what TxnVerification saw of a producer, for the append to
+// tell whether a marker came in between (Kafka's VerificationGuard). The
+// zero value verifies nothing (no coordinator to ask).
+type TxnGuard struct {
+	markers  uint64
+	verified bool
+}
+
+// TxnVerification reports whether a transactional batch h must be verified
+// with its coordinator before it is appended (KIP-890 part 1): its
+// producer has no ongoing transaction on this partition. The guard is
+// passed to AppendProducerBatch once the coordinator said yes.
+func (p *Replica) TxnVerification(h recordbatch.Header) (need bool, guard TxnGuard) {
+	if !h.IsTransactional() || h.ProducerID < 0 {
+		return false, TxnGuard{}
+	}
+	ps := p.producers
+	ps.ready(p.log)
+	e := ps.entry(h.ProducerID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.txnFirst != noTxn {
+		return false, TxnGuard{}
+	}
+	return true, TxnGuard{markers: e.markers, verified: true}
+}
+
+// checkTxn applies the transaction rules to a data batch. Expects e.mu.
+func (e *producerEntry) checkTxn(h recordbatch.Header, guard TxnGuard) error {
+	switch {
+	case !h.IsTransactional() && e.txnFirst != noTxn:
+		return fmt.Errorf("%w: a non-transactional batch while the producer's transaction from offset %d is open",
+			ErrInvalidTxnState, e.txnFirst)
+	case h.IsTransactional() && e.txnFirst == noTxn && guard.verified && guard.markers != e.markers:
+		return fmt.Errorf("%w: the producer's transaction ended since the batch was verified", ErrInvalidTxnState)
+	}
+	return nil
+}
+
+// holdLSO, before a batch that opens a transaction is appended, holds the
+// LSO at end (the log end before the append, at or below where the batch
+// lands): the append may move the high watermark past the batch before
+// beginTxn records the real offset, and a read_committed reader must not
+// see it in between. It reports whether it held. Expects e.mu.
+func (ps *producerState) holdLSO(e *producerEntry, id int64, h recordbatch.Header, end int64) bool {
+	if !h.IsTransactional() || e.txnFirst != noTxn {
+		return false
+	}
+	ps.txn.Lock()
+	if ps.txn.ongoing == nil {
+		ps.txn.ongoing = make(map[int64]int64)
+	}
+	ps.txn.ongoing[id] = end
+	ps.txn.Unlock()
+	return true
+}
+
+// releaseLSO drops holdLSO's hold after a failed append.
+func (ps *producerState) releaseLSO(id int64) {
+	ps.txn.Lock()
+	delete(ps.txn.ongoing, id)
+	ps.txn.Unlock()
+}
+
+// beginTxn opens the producer's transaction at offset if h is
+// transactional and none is open. Expects e.mu.
+func (ps *producerState) beginTxn(e *producerEntry, id int64, h recordbatch.Header, offset int64) {
+	if !h.IsTransactional() || e.txnFirst != noTxn {
+		return
+	}
+	e.txnFirst = offset
+	ps.txn.Lock()
+	if ps.txn.ongoing == nil {
+		ps.txn.ongoing = make(map[int64]int64)
+	}
+	ps.txn.ongoing[id] = offset
+	ps.txn.Unlock()
+}
+
+// AppendTxnMarker appends the coordinator's marker ending producerID's
+// transaction on this partition, as the leader, after the epoch checks.
+// The aborted-transaction index has an abort's entry before it returns.
+func (p *Replica) AppendTxnMarker(producerID int64, producerEpoch int16, m recordbatch.EndTxnMarker, opts storage.AppendOptions) (storage.AppendResult, error) {
+	res, indexErr, err := p.appendTxnMarker(producerID, producerEpoch, m, opts)
+	if err != nil || indexErr == nil {
+		return res, err
+	}
+	// The marker is in the log but its abort is not indexed: a
+	// read_committed reader would take the aborted records for committed.
+	// Dropping the state makes the next use reload it from the snapshot
+	// and the log, which indexes the abort again.
+	p.logger.Error("aborted transaction index", "producer", producerID, "marker", res.BaseOffset, "err", indexErr)
+	p.producers.recover(func() (bool, error) { return true, nil }, p.log.LogEndOffset)
+	return res, fmt.Errorf("%w: %s-%d: %v", storage.ErrFailed, p.topic, p.index, indexErr)
+}
+
+func (p *Replica) appendTxnMarker(producerID int64, producerEpoch int16, m recordbatch.EndTxnMarker, opts storage.AppendOptions) (storage.AppendResult, error, error) {
+	ps := p.producers
+	ps.appendMu.RLock()
+	defer ps.appendMu.RUnlock()
+	ps.ready(p.log)
+	e := ps.entry(producerID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.epoch != noEpoch && producerEpoch < e.epoch:
+		return storage.AppendResult{}, nil, fmt.Errorf("%w: %s-%d producer %d: marker epoch %d is older than %d",
+			ErrInvalidProducerEpoch, p.topic, p.index, producerID, producerEpoch, e.epoch)
+	case m.CoordinatorEpoch < e.coordinatorEpoch:
+		return storage.AppendResult{}, nil, fmt.Errorf("%w: %s-%d producer %d: coordinator epoch %d is older than %d",
+			ErrTxnCoordinatorFenced, p.topic, p.index, producerID, m.CoordinatorEpoch, e.coordinatorEpoch)
+	}
+	batch := recordbatch.AppendEndTxnMarker(nil, producerID, producerEpoch, m, p.now().UnixMilli())
+	res, err := p.Append(batch, opts)
+	if err != nil {
+		return res, nil, err
+	}
+	return res, ps.endTxn(p.log, e, producerID, producerEpoch, m, res.BaseOffset, time.Now().UnixMilli()), nil
+}
+
+// endTxn applies a marker at offset to the producer's state and indexes an
+// abort. Expects e.mu (or a load in progress).
+func (ps *producerState) endTxn(log *storage.Log, e *producerEntry, id int64, epoch int16, m recordbatch.EndTxnMarker, offset, now int64) error {
+	first := e.txnFirst
+	if first == noTxn {
+		first = offset // a transaction that wrote nothing here
+	}
+	e.txnFirst = noTxn
+	e.coordinatorEpoch = m.CoordinatorEpoch
+	e.markers++
+	e.lastAppend = now
+	if epoch != e.epoch {
+		e.epoch = epoch
+		e.batches = e.batches[:0]
+	}
+	ps.txn.Lock()
+	delete(ps.txn.ongoing, id)
+	if ps.highWatermark != nil {
+		ps.pruneCompletedLocked(ps.highWatermark.Load())
+	}
+	ps.txn.completing = append(ps.txn.completing, txnSpan{first: first, marker: offset})
+	stable := offset + 1
+	for _, f := range ps.txn.ongoing {
+		stable = min(stable, f)
+	}
+	ps.txn.Unlock()
+	if m.Commit {
+		return nil
+	}
+	return log.AppendAbortedTxn(storage.AbortedTxn{ProducerID: id, FirstOffset: first, LastOffset: offset, LastStableOffset: stable})
+}
+
+// applyMarker applies a marker found in the log (a replay, a follower's
+// copy) without the leader's checks. Expects e.mu or a load in progress.
+func (ps *producerState) applyMarker(log *storage.Log, e *producerEntry, h recordbatch.Header, batch []byte, now int64) {
+	m, err := recordbatch.ParseEndTxnMarker(batch)
+	if err != nil {
+		ps.logger.Warn("unreadable transaction marker skipped", "offset", h.BaseOffset, "err", err)
+		return
+	}
+	if err := ps.endTxn(log, e, h.ProducerID, h.ProducerEpoch, m, h.BaseOffset, now); err != nil && !errors.Is(err, storage.ErrClosed) {
+		ps.logger.Error("aborted transaction index", "producer", h.ProducerID, "marker", h.BaseOffset, "err", err)
+	}
+}
+
+// lastStable is the LSO for high watermark hw; completed transactions whose
+// marker is below hw are forgotten.
+func (ps *producerState) lastStable(hw int64) int64 {
+	ps.txn.Lock()
+	defer ps.txn.Unlock()
+	lso := hw
+	for _, f := range ps.txn.ongoing {
+		lso = min(lso, f)
+	}
+	ps.pruneCompletedLocked(hw)
+	for _, c := range ps.txn.completing {
+		lso = min(lso, c.first)
+	}
+	return lso
+}
+
+// pruneCompletedLocked forgets the completed transactions whose marker is
+// below hw. Expects ps.txn.
+func (ps *producerState) pruneCompletedLocked(hw int64) {
+	kept := ps.txn.completing[:0]
+	for _, c := range ps.txn.completing {
+		if c.marker >= hw {
+			kept = append(kept, c)
+		}
+	}
+	clear(ps.txn.completing[len(kept):])
+	ps.txn.completing = kept
+}
+
+// LastStableOffset is the offset below which every transaction is decided
+// (Kafka's LSO): read_committed consumers read up to it.
+func (p *Replica) LastStableOffset() int64 {
+	p.producers.ready(p.log)
+	return p.producers.lastStable(p.hw.Load())
+}
+
+// AbortedTxns returns the aborted transactions overlapping [from, upTo)
+// (storage's index), for a read_committed fetch of that range.
+func (p *Replica) AbortedTxns(from, upTo int64) ([]storage.AbortedTxn, error) {
+	p.producers.ready(p.log) // a load indexes what a crash lost
+	return p.log.AbortedTxns(from, upTo)
+}

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
+)
+
+// The partition leaders' side of transactions (txn.go is the contract with
+// the coordinator): markers appended on request, KIP-890 verification of
+// transactional produces, and the listeners told of durable markers. The
+// rules themselves (open transactions, the LSO, the abort index) are the
+// partition's (replication/transactions.go).
+
+// The transaction rules' errors in the core.
+var (
+	ErrInvalidTxnState      = replication.ErrInvalidTxnState
+	ErrTxnCoordinatorFenced = replication.ErrTxnCoordinatorFenced
+)
+
+// TxnCodeError is a refusal whose Kafka error code another party decided:
+// the coordinator's answer to a KIP-890 verification. KafkaCode returns
+// Code.
+type TxnCodeError struct {
+	Code    int16
+	Message string
+}
+
+func (e *TxnCodeError) Error() string { return e.Message }
+
+// txnHooks are what the coordinator plugged into the broker.
+type txnHooks struct {
+	verifier atomic.Pointer[verifierBox]
+	mu       sync.Mutex
+	// listeners is copy-on-write under mu.
+	listeners atomic.Pointer[[]TxnMarkerListener]
+}
+
+type verifierBox struct{ v TxnVerifier }
+
+// SetTxnVerifier installs the coordinator's KIP-890 check (nil removes
+// it: transactional batches are then appended unverified, as before
+// KIP-890).
+func (b *Broker) SetTxnVerifier(v TxnVerifier) {
+	if v == nil {
+		b.txn.verifier.Store(nil)
+		return
+	}
+	b.txn.verifier.Store(&verifierBox{v})
+}
+
+// AddTxnMarkerListener adds l to those told of every marker this broker's
+// leader replicas made durable (acks=all), in log order per partition.
+func (b *Broker) AddTxnMarkerListener(l TxnMarkerListener) {
+	b.txn.mu.Lock()
+	defer b.txn.mu.Unlock()
+	var next []TxnMarkerListener
+	if cur := b.txn.listeners.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, l)
+	b.txn.listeners.Store(&next)
+}
+
+// WriteTxnMarkers appends each marker on the partition this broker leads
+// and waits until every in-sync replica has it (acks=all), then tells the
+// marker listeners. It returns one error per marker (nil: written),
+// mapped to Kafka's codes by KafkaCode: NOT_LEADER_OR_FOLLOWER,
+// UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH,
+// TRANSACTION_COORDINATOR_FENCED, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT,
+// KAFKA_STORAGE_ERROR. Markers may go to internal topics
+// (__consumer_offsets).
+func (b *Broker) WriteTxnMarkers(ctx context.Context, markers []TxnMarker) []error {
+	errs := make([]error, len(markers))
+	appended := make([]Appended, 0, len(markers))
+	which := make([]int, 0, len(markers))
+	for i, m := range markers {
+		a, err := b.appendTxnMarker(m)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		appended = append(appended, a)
+		which = append(which, i)
+	}
+	acked := b.WaitAcks(ctx, appended, DefaultProduceTimeout)
+	for k, i := range which {
+		if errs[i] = acked[k]; errs[i] == nil {
+			b.tellMarkerListeners(markers[i], appended[k].BaseOffset)
+		}
+	}
+	return errs
+}
+
+func (b *Broker) appendTxnMarker(m TxnMarker) (Appended, error) {
+	t, err := b.lookup(m.Topic)
+	if err != nil {
+		return Appended{}, b.heldElsewhere(m.Topic, m.Partition, err)
+	}
+	p, err := t.partition(m.Partition)
+	if err != nil {
+		return Appended{}, err
+	}
+	if err := p.CheckLeading(); err != nil {
+		return Appended{}, err // before the epoch checks: a follower's state may lag
+	}
+	if err := checkReplicas(p, AcksAll); err != nil {
+		return Appended{}, err
+	}
+	opts := storage.AppendOptions{Sync: t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}
+	res, err := p.AppendTxnMarker(m.ProducerID, m.ProducerEpoch,
+		recordbatch.EndTxnMarker{Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}, opts)
+	if err != nil {
+		if !isProducerRuleError(err) && !errors.Is(err, ErrTxnCoordinatorFenced) {
+			err = appendError(m.Topic, m.Partition, err)
+		}
+		return Appended{}, err
+	}
+	return Appended{AppendResult: res, partition: p, acks: AcksAll}, nil
+}
+
+func (b *Broker) tellMarkerListeners(m TxnMarker, offset int64) {
+	ls := b.txn.listeners.Load()
+	if ls == nil {
+		return
+	}
+	for _, l := range *ls {
+		l.TxnMarkerWritten(m.Topic, m.Partition, m.ProducerID, m.ProducerEpoch, m.Commit, offset)
+	}
+}
+
+// producerBatch returns the header of an idempotent or transactional
+// producer's batch. Such a request must hold exactly one batch; a
+// transactional one needs a producer id.
+func producerBatch(checked *records.Produced) (recordbatch.Header, bool, error) {
+	if checked.Batches() == 0 {
+		return recordbatch.Header{}, false, fmt.Errorf("%w: no record batch", ErrCorruptMessage)
+	}
+	h := checked.Header(0)
+	if h.ProducerID < 0 {
+		if h.IsTransactional() {
+			return h, false, fmt.Errorf("%w: a transactional batch without a producer id", ErrInvalidRecord)
+		}
+		return h, false, nil
+	}
+	if checked.Batches() != 1 {
+		return h, false, fmt.Errorf("%w: an idempotent producer sends one batch per partition", ErrInvalidRecord)
+	}
+	return h, true, nil
+}
+
+// verifyTxnBatch asks the coordinator, when the batch would open its
+// producer's transaction here, whether this partition is in it (KIP-890
+// part 1), and returns the guard the append checks.
+func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h recordbatch.Header, transactionalID string) (replication.TxnGuard, error) {
+	need, guard := p.TxnVerification(h)
+	box := b.txn.verifier.Load()
+	if !need || box == nil {
+		return replication.TxnGuard{}, nil
+	}
+	if transactionalID == "" {
+		return guard, fmt.Errorf("%w: a transactional batch without the request's transactional id", ErrInvalidTxnState)
+	}
+	code := box.v.VerifyTxnPartition(ctx, transactionalID, h.ProducerID, h.ProducerEpoch, p.Topic(), p.Index())
+	if code != KafkaNone {
+		return guard, &TxnCodeError{Code: code, Message: fmt.Sprintf(
+			"%s-%d is not in the ongoing transaction of %q (producer %d, epoch %d): the coordinator answered error %d",
+			p.Topic(), p.Index(), transactionalID, h.ProducerID, h.ProducerEpoch, code)}
+	}
+	return guard, nil
+}
