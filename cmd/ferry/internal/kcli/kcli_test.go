@@ -150,7 +150,7 @@ func TestGroupConsumeDescribeReset(t *testing.T) {
 	}
 	checkGroupLine(t, ctx, adm, "g t 0 3 5 2 - - -")
 
-	plan, err := PlanReset(ctx, adm, []string{"t"}, ResetTarget{Offset: 99})
+	plan, err := PlanReset(ctx, adm, "g", ResetScope{Topics: map[string][]int32{"t": nil}}, ResetTarget{Offset: 99})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ferry-mq/ferry/cmd/ferry/internal/kcli"
+)
+
+// withOptionalValue gives an option that jopt-simple lets stand alone
+// its default value, since Go's flags always want one
+// (kafka-console-producer.sh --compression-codec alone means gzip).
+func withOptionalValue(args []string, name, def string) []string {
+	out := make([]string, 0, len(args)+1)
+	for i, a := range args {
+		out = append(out, a)
+		if a == "--"+name && (i+1 == len(args) || strings.HasPrefix(args[i+1], "--")) {
+			out = append(out, def)
+		}
+	}
+	return out
+}
+
+// clientConfig merges a --producer.config/--consumer.config file with
+// --command-config-like properties given one by one.
+func clientConfig(file string, props stringList) (map[string]string, error) {
+	cfg, err := loadClientProperties(file)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := propertyMap(props)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(cfg, extra)
+	return cfg, nil
+}
+
+// kafkaConsoleProducer is kafka-console-producer.sh: a record per line of
+// stdin, to --bootstrap-server or the 0.8-era --broker-list.
+func kafkaConsoleProducer(args []string) error {
+	t := newKafkaTool("kafka-console-producer.sh", "This tool helps to read data from standard input and publish it to Kafka.", "", false)
+	var (
+		brokerList, topic, codec, acks, configFile string
+		props, producerProps                       stringList
+		sync                                       bool
+		batchSize, lingerMs, timeoutMs, retries    int64
+	)
+	acks = "-1"
+	t.str(&brokerList, "broker-list", "String: broker-list", "DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified. The broker list string in the form HOST1:PORT1,HOST2:PORT2.")
+	t.str(&topic, "topic", "String: topic", "REQUIRED: The topic id to produce messages to.")
+	t.flag(&sync, "sync", "If set message send requests to the brokers are synchronously, one at a time as they arrive.")
+	t.str(&codec, "compression-codec", "String: compression-codec", "The compression codec: either 'none', 'gzip', 'snappy', 'lz4', or 'zstd'. If specified without value, then it defaults to 'gzip'.")
+	t.str(&acks, "request-required-acks", "String: request required acks", "The required `acks` of the producer requests (default: -1).")
+	t.num(&batchSize, "batch-size", "Integer: size", "Number of messages to send in a single batch if they are not being sent synchronously.")
+	t.num(&lingerMs, "timeout", "Long: timeout_ms", "If set and the producer is running in asynchronous mode, this gives the maximum amount of time a message will queue awaiting sufficient batch size (ms).")
+	t.num(&timeoutMs, "request-timeout-ms", "Integer: request timeout ms", "The ack timeout of the producer requests.")
+	t.num(&retries, "message-send-max-retries", "Integer", "Brokers can fail receiving the message for multiple reasons; this is the number of retries before the producer gives up.")
+	t.list(&props, "property", "String: prop", "A mechanism to pass user-defined properties in the form key=value to the message reader: parse.key, key.separator, ignore.error, null.marker.")
+	t.list(&producerProps, "producer-property", "String: producer_prop", "A mechanism to pass user-defined properties in the form key=value to the producer.")
+	t.str(&configFile, "producer.config", "String: config file", "Producer config properties file (security.protocol, sasl.*, ssl.*, acks, compression.type).")
+	if err := t.parse(withOptionalValue(args, "compression-codec", "gzip")); err != nil {
+		return err
+	}
+	if topic == "" {
+		return t.usage("Missing required argument \"[topic]\"")
+	}
+	cfg, err := clientConfig(configFile, producerProps)
+	if err != nil {
+		return err
+	}
+	bootstrap := t.bootstrap
+	if bootstrap == "" {
+		bootstrap = brokerList
+	}
+	if bootstrap == "" {
+		return t.usage("Missing required argument \"[bootstrap-server]\"")
+	}
+	if bootstrap, err = t.bootstrapFrom(cfg, bootstrap); err != nil {
+		return err
+	}
+	reader, err := propertyMap(props)
+	if err != nil {
+		return err
+	}
+	pc := kcli.ProduceConfig{Topic: topic, Partition: -1, Acks: acks, Compression: codec}
+	if v, ok := cfg["acks"]; ok && !t.given("request-required-acks") {
+		pc.Acks = v
+	}
+	if v, ok := cfg["compression.type"]; ok && codec == "" {
+		pc.Compression = v
+	}
+	if reader["parse.key"] == "true" {
+		pc.KeySeparator = "\t"
+		if sep, ok := reader["key.separator"]; ok {
+			pc.KeySeparator = sep
+		}
+	}
+	if reader["parse.headers"] == "true" {
+		return fmt.Errorf("parse.headers: ferry's console producer reads keys and values, not headers")
+	}
+	if _, err := kcli.ProducerOpts(pc.Acks, pc.Compression); err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	_, err = kcli.Produce(ctx, bootstrap, pc, os.Stdin)
+	return err
+}
+
+// kafkaConsoleConsumer is kafka-console-consumer.sh: records to stdout,
+// formatted as Kafka's DefaultMessageFormatter does.
+func kafkaConsoleConsumer(args []string) error {
+	t := newKafkaTool("kafka-console-consumer.sh", "This tool helps to read data from Kafka topics and outputs it to standard output.", "", true)
+	var (
+		topic, include, whitelist, offset, group, configFile, isolation string
+		partition, maxMessages, timeoutMs                               int64
+		fromBeginning, skipErrors                                       bool
+		props, consumerProps                                            stringList
+		formatter, keyDeser, valueDeser                                 string
+	)
+	partition = -1
+	t.str(&topic, "topic", "String: topic", "The topic to consume on.")
+	t.str(&include, "include", "String: Java regex (String)", "Regular expression specifying list of topics to include for consumption.")
+	t.str(&whitelist, "whitelist", "String: Java regex (String)", "DEPRECATED, use --include instead.")
+	t.num(&partition, "partition", "Integer: partition", "The partition to consume from. Consumption starts from the end of the partition unless '--offset' is specified.")
+	t.str(&offset, "offset", "String: consume offset", "The offset to consume from (a non-negative number), or 'earliest' which means from beginning, or 'latest' which means from end (default: latest).")
+	t.flag(&fromBeginning, "from-beginning", "If the consumer does not already have an established offset to consume from, start with the earliest message present in the log rather than the latest message.")
+	t.num(&maxMessages, "max-messages", "Integer: num_messages", "The maximum number of messages to consume before exiting. If not set, consumption is continual.")
+	t.num(&timeoutMs, "timeout-ms", "Integer: timeout_ms", "If specified, exit if no message is available for consumption for the specified interval.")
+	t.str(&group, "group", "String: consumer group id", "The consumer group id of the consumer.")
+	t.list(&props, "property", "String: prop", "The properties to initialize the message formatter: print.timestamp, print.key, print.offset, print.partition, print.headers, print.value, key.separator, line.separator, headers.separator, null.literal.")
+	t.list(&consumerProps, "consumer-property", "String: consumer_prop", "A mechanism to pass user-defined properties in the form key=value to the consumer.")
+	t.str(&configFile, "consumer.config", "String: config file", "Consumer config properties file (security.protocol, sasl.*, ssl.*, group.id).")
+	t.str(&isolation, "isolation-level", "String", "Set to read_committed in order to filter out transactional messages which are not committed.")
+	t.flag(&skipErrors, "skip-message-on-error", "If there is an error when processing a message, skip it instead of halt.")
+	t.str(&formatter, "formatter", "String: class", "The name of a class to use for formatting Kafka messages for display (kafka.tools.DefaultMessageFormatter).")
+	t.str(&keyDeser, "key-deserializer", "String: deserializer for key", "Ignored: keys are printed as bytes.")
+	t.str(&valueDeser, "value-deserializer", "String: deserializer for values", "Ignored: values are printed as bytes.")
+	if err := t.parse(args); err != nil {
+		return err
+	}
+	if include == "" {
+		include = whitelist
+	}
+	if (topic == "") == (include == "") {
+		return t.usage("Exactly one of include/topic is required.")
+	}
+	if formatter != "" && !strings.HasSuffix(formatter, "DefaultMessageFormatter") {
+		return fmt.Errorf("--formatter %s: ferry prints with the DefaultMessageFormatter only", formatter)
+	}
+	cfg, err := clientConfig(configFile, consumerProps)
+	if err != nil {
+		return err
+	}
+	bootstrap, err := t.bootstrapFrom(cfg, t.bootstrap)
+	if err != nil {
+		return err
+	}
+	if group == "" {
+		group = cfg["group.id"]
+	}
+	formatProps, err := propertyMap(props)
+	if err != nil {
+		return err
+	}
+	cc := kcli.ConsumeConfig{Topic: topic, Group: group, Partition: int32(partition), Offset: offset,
+		FromBeginning: fromBeginning, MaxMessages: maxMessages, IdleTimeout: time.Duration(timeoutMs) * time.Millisecond,
+		Format: newMessageFormatter(formatProps).write}
+	if include != "" {
+		cc.Topic, cc.TopicRegex = strings.ReplaceAll(include, ",", "|"), true
+	}
+	if partition >= 0 && offset == "" && !fromBeginning {
+		cc.Offset = "latest"
+	}
+	if err := cc.Validate(); err != nil {
+		return t.usage("%v", err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	n, err := kcli.Consume(ctx, bootstrap, cc, os.Stdout)
+	fmt.Fprintf(os.Stderr, "Processed a total of %d messages\n", n)
+	return err
+}
+
+// messageFormatter is Kafka's DefaultMessageFormatter and its properties.
+type messageFormatter struct {
+	timestamp, key, offset, partition, headers, value bool
+	keySep, lineSep, headersSep, nullLiteral         string
+}
+
+func newMessageFormatter(p map[string]string) *messageFormatter {
+	on := func(k string, def bool) bool {
+		v, ok := p[k]
+		if !ok {
+			return def
+		}
+		return strings.EqualFold(v, "true")
+	}
+	or := func(k, def string) string {
+		if v, ok := p[k]; ok {
+			return unescapeJava(v)
+		}
+		return def
+	}
+	return &messageFormatter{
+		timestamp: on("print.timestamp", false), key: on("print.key", false), offset: on("print.offset", false),
+		partition: on("print.partition", false), headers: on("print.headers", false), value: on("print.value", true),
+		keySep: or("key.separator", "\t"), lineSep: or("line.separator", "\n"),
+		headersSep: or("headers.separator", ","), nullLiteral: or("null.literal", "null"),
+	}
+}
+
+// unescapeJava reads the escapes a shell user types for separators
+// ("\t", "\n"), as Kafka's formatter does.
+func unescapeJava(s string) string {
+	if u, err := strconv.Unquote(`"` + strings.ReplaceAll(s, `"`, `\"`) + `"`); err == nil {
+		return u
+	}
+	return s
+}
+
+func (f *messageFormatter) write(w *bufio.Writer, r *kgo.Record) {
+	var fields []string
+	if f.timestamp {
+		typ := "CreateTime"
+		if r.Attrs.TimestampType() == 1 {
+			typ = "LogAppendTime"
+		}
+		fields = append(fields, fmt.Sprintf("%s:%d", typ, r.Timestamp.UnixMilli()))
+	}
+	if f.partition {
+		fields = append(fields, fmt.Sprintf("Partition:%d", r.Partition))
+	}
+	if f.offset {
+		fields = append(fields, fmt.Sprintf("Offset:%d", r.Offset))
+	}
+	if f.headers {
+		fields = append(fields, f.formatHeaders(r.Headers))
+	}
+	if f.key {
+		fields = append(fields, f.bytes(r.Key))
+	}
+	if f.value {
+		fields = append(fields, f.bytes(r.Value))
+	}
+	w.WriteString(strings.Join(fields, f.keySep))
+	w.WriteString(f.lineSep)
+}
+
+func (f *messageFormatter) bytes(b []byte) string {
+	if b == nil {
+		return f.nullLiteral
+	}
+	return string(b)
+}
+
+func (f *messageFormatter) formatHeaders(hs []kgo.RecordHeader) string {
+	if len(hs) == 0 {
+		return "NO_HEADERS"
+	}
+	parts := make([]string, len(hs))
+	for i, h := range hs {
+		parts[i] = h.Key + ":" + f.bytes(h.Value)
+	}
+	return strings.Join(parts, f.headersSep)
+}
