@@ -241,7 +241,7 @@ func describeResourceConfigs(ctx context.Context, adm *kadm.Client, e configEnti
 	}
 	header := "Dynamic configs for " + what + " are:"
 	wanted := map[kmsg.ConfigSource]bool{kmsg.ConfigSourceDynamicTopicConfig: typ == kmsg.ConfigResourceTypeTopic,
-		kmsg.ConfigSourceDynamicBrokerConfig: name != "" && typ == kmsg.ConfigResourceTypeBroker,
+		kmsg.ConfigSourceDynamicBrokerConfig:        name != "" && typ == kmsg.ConfigResourceTypeBroker,
 		kmsg.ConfigSourceDynamicDefaultBrokerConfig: name == "" && typ == kmsg.ConfigResourceTypeBroker}
 	switch {
 	case all:

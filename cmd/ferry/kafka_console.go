@@ -193,7 +193,7 @@ func kafkaConsoleConsumer(args []string) error {
 // messageFormatter is Kafka's DefaultMessageFormatter and its properties.
 type messageFormatter struct {
 	timestamp, key, offset, partition, headers, value bool
-	keySep, lineSep, headersSep, nullLiteral         string
+	keySep, lineSep, headersSep, nullLiteral          string
 }
 
 func newMessageFormatter(p map[string]string) *messageFormatter {

@@ -20,13 +20,13 @@ import (
 // groupsOptions are kafka-consumer-groups.sh's options.
 type groupsOptions struct {
 	list, describe, delete, resetOffsets, deleteOffsets bool
-	members, state, offsets, verbose, allGroups          bool
-	groups, topics                                       stringList
-	allTopics, execute, dryRun, export                   bool
-	toEarliest, toLatest, toCurrent                      bool
-	toOffset, shiftBy                                    string
-	toDatetime, byDuration, fromFile                     string
-	timeoutMs                                            int64
+	members, state, offsets, verbose, allGroups         bool
+	groups, topics                                      stringList
+	allTopics, execute, dryRun, export                  bool
+	toEarliest, toLatest, toCurrent                     bool
+	toOffset, shiftBy                                   string
+	toDatetime, byDuration, fromFile                    string
+	timeoutMs                                           int64
 }
 
 // kafkaConsumerGroups is kafka-consumer-groups.sh.

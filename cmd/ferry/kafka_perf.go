@@ -229,7 +229,7 @@ func (s *perfStats) printTotal() {
 func kafkaConsumerPerfTest(args []string) error {
 	t := newKafkaTool("kafka-consumer-perf-test.sh", "This tool is used to verify the consumer performance.", "", false)
 	var (
-		topic, include, group, configFile, dateFormat string
+		topic, include, group, configFile, dateFormat  string
 		messages, fetchSize, timeoutMs, interval       int64
 		threads, fetchThreads                          int64
 		fromLatest, detailed, hideHeader, printMetrics bool

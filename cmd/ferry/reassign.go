@@ -44,10 +44,10 @@ func runReassign(args []string) error {
 // reassignOptions are kafka-reassign-partitions.sh's, shared by `ferry
 // reassign` and the script.
 type reassignOptions struct {
-	generate, execute, verify, cancel, list  bool
-	topicsFile, brokerList, planFile         string
-	wait                                     time.Duration
-	throttle                                 int64
+	generate, execute, verify, cancel, list bool
+	topicsFile, brokerList, planFile        string
+	wait                                    time.Duration
+	throttle                                int64
 	// failIncomplete makes --verify fail while a partition still moves
 	// (ferry's own; Kafka's tool reports it and exits 0).
 	failIncomplete bool

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 	"text/tabwriter"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
