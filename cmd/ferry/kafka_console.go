@@ -28,6 +28,27 @@ func withOptionalValue(args []string, name, def string) []string {
 	return out
 }
 
+// expandMultiValue rewrites argparse's "--name a b c" (nargs +) into
+// "--name a --name b --name c" for Go's flags.
+func expandMultiValue(args []string, name string) []string {
+	out := make([]string, 0, len(args))
+	in := false
+	for _, a := range args {
+		switch {
+		case a == "--"+name:
+			in = true
+			out = append(out, a)
+			continue
+		case strings.HasPrefix(a, "--"):
+			in = false
+		case in && len(out) > 0 && out[len(out)-1] != "--"+name:
+			out = append(out, "--"+name)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // clientConfig merges a --producer.config/--consumer.config file with
 // --command-config-like properties given one by one.
 func clientConfig(file string, props stringList) (map[string]string, error) {

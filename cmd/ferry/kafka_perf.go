@@ -45,7 +45,7 @@ func kafkaProducerPerfTest(args []string) error {
 	t.flag(&printMetrics, "print-metrics", "print out metrics at the end of the test.")
 	t.str(&txID, "transactional-id", "TRANSACTIONAL-ID", "Not supported by ferry's tool.")
 	t.num(&txDuration, "transaction-duration-ms", "TRANSACTION-DURATION", "Not supported by ferry's tool.")
-	if err := t.parse(args); err != nil {
+	if err := t.parse(expandMultiValue(args, "producer-props")); err != nil {
 		return err
 	}
 	switch {
