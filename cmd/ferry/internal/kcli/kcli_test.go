@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // newCluster starts an in-process kfake broker; these tests cover the
@@ -174,6 +175,60 @@ func TestGroupConsumeDescribeReset(t *testing.T) {
 	}
 	if err := DeleteGroup(ctx, adm, "g"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPlanResetScenarios covers the reset targets beyond a fixed offset:
+// shifting and keeping the committed offset, a time, and partition
+// scopes, each clamped to the partition's range.
+func TestPlanResetScenarios(t *testing.T) {
+	bootstrap, adm := newCluster(t)
+	ctx := testContext(t)
+	if err := CreateTopic(ctx, adm, TopicSpec{Name: "r", Partitions: 2, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for p := range 2 {
+		if _, err := Produce(ctx, bootstrap, ProduceConfig{Topic: "r", Acks: "all", Partition: int32(p)}, strings.NewReader("1\n2\n3\n4\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := adm.CommitAllOffsets(ctx, "g", kadm.OffsetsFromRecords(kgo.Record{Topic: "r", Partition: 0, Offset: 1}, kgo.Record{Topic: "r", Partition: 1, Offset: 2})); err != nil {
+		t.Fatal(err)
+	}
+	all := ResetScope{Topics: map[string][]int32{"r": nil}}
+	shift := func(n int64) *int64 { return &n }
+	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	for _, c := range []struct {
+		name  string
+		scope ResetScope
+		to    ResetTarget
+		want  map[int32]int64
+	}{
+		{"current", all, ResetTarget{Offset: -1, Current: true}, map[int32]int64{0: 2, 1: 3}},
+		{"shift +10 clamps to the end", all, ResetTarget{Offset: -1, Shift: shift(10)}, map[int32]int64{0: 4, 1: 4}},
+		{"shift -1", all, ResetTarget{Offset: -1, Shift: shift(-1)}, map[int32]int64{0: 1, 1: 2}},
+		{"shift -9 clamps to the start", all, ResetTarget{Offset: -1, Shift: shift(-9)}, map[int32]int64{0: 0, 1: 0}},
+		{"a past time: the start", all, ResetTarget{Offset: -1, At: &past}, map[int32]int64{0: 0, 1: 0}},
+		{"a future time: the end", all, ResetTarget{Offset: -1, At: &future}, map[int32]int64{0: 4, 1: 4}},
+		{"one partition", ResetScope{Topics: map[string][]int32{"r": {1}}}, ResetTarget{Latest: true}, map[int32]int64{1: 4}},
+		{"all topics of the group", ResetScope{AllTopics: true}, ResetTarget{Earliest: true}, map[int32]int64{0: 0, 1: 0}},
+	} {
+		plan, err := PlanReset(ctx, adm, "g", c.scope, c.to)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := map[int32]int64{}
+		for _, o := range plan.Sorted() {
+			got[o.Partition] = o.At
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: plan %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Kafka answers an unknown group with no offsets, kfake with
+	// GROUP_ID_NOT_FOUND: either way, no plan.
+	if _, err := PlanReset(ctx, adm, "nobody", all, ResetTarget{Offset: -1, Current: true}); err == nil {
+		t.Errorf("--to-current of a group with nothing committed: %v", err)
 	}
 }
 
