@@ -36,6 +36,11 @@ type Broker struct {
 
 	// throttle is the replication throttle's rates (throttle.go).
 	throttle replicationThrottle
+	// dynamicLog is the log defaults with the dynamic broker configs
+	// applied (log.retention.ms, …; dynamicconfigs.go); nil: cfg.Log.
+	dynamicLog atomic.Pointer[storage.Config]
+	// cleaner runs the log cleaner threads; set before Open returns.
+	cleaner *logCleaner
 
 	mu struct {
 		sync.RWMutex
@@ -333,7 +338,8 @@ func (b *Broker) startLoops() {
 	go b.every(b.cfg.FlushCheckInterval, b.flushDue)
 	go b.every(b.cfg.FailedLogProbeInterval, b.probeFailedLogs)
 	go b.deleter()
-	newLogCleaner(b).start()
+	b.cleaner = newLogCleaner(b)
+	b.cleaner.start()
 	if b.cfg.ZooKeeperSession != nil {
 		b.wg.Add(1)
 		go b.every(fenceCheckInterval, b.CheckFences)

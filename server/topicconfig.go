@@ -296,7 +296,7 @@ func (s *topicSettings) checkRecords() bool {
 
 func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 	s := topicSettings{
-		log:             b.cfg.Log,
+		log:             b.logDefaults(),
 		maxMessageBytes: b.cfg.MessageMaxBytes,
 		logAppendTime:   b.cfg.LogAppendTime,
 		minISR:          b.cfg.MinInsyncReplicas,

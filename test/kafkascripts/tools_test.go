@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferry-mq/ferry/test/harness"
 )
@@ -214,6 +215,30 @@ func scriptConfigs(t *testing.T, broker string) {
 	if out := cfg("--describe", "--broker", "2"); !strings.Contains(out, "Dynamic configs for broker 2 are:\n  leader.replication.throttled.rate=2000000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:") {
 		t.Fatalf("describe broker 2:\n%s", out)
 	}
+	// KIP-226's log defaults and cleaner threads, cluster-wide and per broker.
+	if out := cfg("--alter", "--entity-type", "brokers", "--entity-default", "--add-config", "log.cleaner.threads=2,log.retention.ms=86400000"); out != "Completed updating default config for brokers in the cluster.\n" {
+		t.Fatalf("alter dynamic log defaults printed %q", out)
+	}
+	cfg("--alter", "--broker", "3", "--add-config", "log.retention.hours=1,log.cleaner.threads=3")
+	if out := cfg("--describe", "--broker-defaults"); !strings.Contains(out, "\n  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.threads=2}\n") ||
+		!strings.Contains(out, "\n  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000}\n") {
+		t.Fatalf("describe broker defaults:\n%s", out)
+	}
+	if out := cfg("--describe", "--broker", "3"); !strings.Contains(out, "\n  log.cleaner.threads=3 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=3}\n") {
+		t.Fatalf("describe broker 3:\n%s", out)
+	}
+	harness.WaitFor(t, "every broker gives topics the dynamic log.retention.ms", 30*time.Second, func() bool {
+		for _, id := range []string{"1", "2", "3"} {
+			out := cfg("--describe", "--broker", id, "--all")
+			if !strings.Contains(out, "\n  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:") {
+				return false
+			}
+		}
+		return strings.Contains(cfg("--describe", "--topic", "grouped", "--all"), "\n  retention.ms=86400000 ")
+	})
+	cfg("--alter", "--broker", "3", "--delete-config", "log.retention.hours,log.cleaner.threads")
+	cfg("--alter", "--broker-defaults", "--delete-config", "log.cleaner.threads,log.retention.ms")
+
 	cfg("--alter", "--broker", "2", "--delete-config", "leader.replication.throttled.rate")
 	cfg("--alter", "--broker-defaults", "--delete-config", "follower.replication.throttled.rate")
 	if out := cfg("--describe", "--broker-defaults"); out != "Default configs for brokers in the cluster are:\n" {

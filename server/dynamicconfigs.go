@@ -1,0 +1,131 @@
+package server
+
+import (
+	"time"
+
+	"github.com/ferry-mq/ferry/storage"
+)
+
+// Dynamic broker configs beyond the replication throttle (KIP-226): the
+// log defaults of topics without their own value, and the cleaner's
+// thread count. Each is set for one broker (/config/brokers/<id>) or for
+// every broker (/config/brokers/<default>); a broker's own value wins,
+// then the cluster default, then server.properties. Kafka's precedence
+// among the retention keys holds: .ms over .minutes over .hours, and
+// log.roll.ms over log.roll.hours.
+
+// Dynamic broker config keys for the log defaults and the cleaner.
+const (
+	CfgLogRetentionMs      = "log.retention.ms"
+	CfgLogRetentionMinutes = "log.retention.minutes"
+	CfgLogRetentionHours   = "log.retention.hours"
+	CfgLogRetentionBytes   = "log.retention.bytes"
+	CfgLogSegmentBytes     = "log.segment.bytes"
+	CfgLogRollMs           = "log.roll.ms"
+	CfgLogRollHours        = "log.roll.hours"
+	CfgLogCleanerThreads   = "log.cleaner.threads"
+)
+
+// maxCleanerThreads bounds log.cleaner.threads set at run time.
+const maxCleanerThreads = 64
+
+// logDefaults are the log settings of a topic without overrides.
+func (b *Broker) logDefaults() storage.Config {
+	if c := b.dynamicLog.Load(); c != nil {
+		return *c
+	}
+	return b.cfg.Log
+}
+
+// dynamicValue is key's value in force: this broker's own, else the
+// cluster default's.
+func dynamicValue(own, def map[string]string, key string) (int64, bool) {
+	v, ok := own[key]
+	if !ok {
+		v, ok = def[key]
+	}
+	if !ok {
+		return 0, false
+	}
+	n, err := parseLong(v)
+	return n, err == nil
+}
+
+// effectiveLog applies the dynamic log configs to the static defaults.
+func effectiveLog(static storage.Config, own, def map[string]string) storage.Config {
+	c := static
+	val := func(key string) (int64, bool) { return dynamicValue(own, def, key) }
+	if n, ok := val(CfgLogRetentionMs); ok {
+		c.RetentionTime = msDuration(n)
+	} else if n, ok := val(CfgLogRetentionMinutes); ok {
+		c.RetentionTime = scaled(n, time.Minute)
+	} else if n, ok := val(CfgLogRetentionHours); ok {
+		c.RetentionTime = scaled(n, time.Hour)
+	}
+	if n, ok := val(CfgLogRetentionBytes); ok {
+		c.RetentionBytes = n
+	}
+	if n, ok := val(CfgLogSegmentBytes); ok {
+		c.SegmentBytes = n
+	}
+	if n, ok := val(CfgLogRollMs); ok {
+		c.SegmentMaxAge = msDuration(n)
+	} else if n, ok := val(CfgLogRollHours); ok {
+		c.SegmentMaxAge = scaled(n, time.Hour)
+	}
+	return c
+}
+
+// scaled is n units, with Kafka's -1 (unlimited) kept.
+func scaled(n int64, unit time.Duration) time.Duration {
+	if n < 0 {
+		return -1
+	}
+	return time.Duration(n) * unit
+}
+
+// applyDynamicLocked puts the dynamic log defaults and cleaner threads in
+// force; topics without their own values take the new defaults. The
+// caller holds adminMu.
+func (b *Broker) applyDynamicLocked(own, def map[string]string) {
+	next := effectiveLog(b.cfg.Log, own, def)
+	if next != b.logDefaults() {
+		b.dynamicLog.Store(&next)
+		b.logger.Info("dynamic log defaults", "retention", next.RetentionTime, "retention_bytes", next.RetentionBytes,
+			"segment_bytes", next.SegmentBytes, "roll", next.SegmentMaxAge)
+		b.reresolveTopicsLocked()
+	}
+	threads := int64(b.cfg.Cleaner.Threads)
+	if n, ok := dynamicValue(own, def, CfgLogCleanerThreads); ok {
+		threads = n
+	}
+	if b.cleaner != nil && int32(threads) != b.cleaner.want.Load() {
+		b.logger.Info("log cleaner threads", "threads", threads)
+		b.cleaner.setThreads(int(threads))
+	}
+}
+
+// reresolveTopicsLocked recomputes every topic's settings from its own
+// configs over the current defaults and hands them to its replicas. The
+// caller holds adminMu, so no topic config changes meanwhile.
+func (b *Broker) reresolveTopicsLocked() {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return
+	}
+	changed := make([]*topic, 0, len(b.mu.topics))
+	for name, t := range b.mu.topics {
+		next := &topic{meta: t.meta, settings: b.resolveSettings(t.meta.Configs), partitions: t.partitions}
+		b.mu.topics[name] = next
+		changed = append(changed, next)
+	}
+	b.mu.Unlock()
+	for _, t := range changed {
+		for _, p := range t.partitions {
+			if p != nil {
+				p.SetConfig(t.settings.log)
+			}
+		}
+	}
+}
