@@ -59,7 +59,10 @@ func TestSeedGuideSequences(t *testing.T) {
 	}
 	// Create idoall, delete it, list again.
 	ok(t, "", "kafka-topics.sh", "--create", "--topic", "idoall", "--replication-factor", "3", "--partitions", "2", "--zookeeper", zk)
-	ok(t, "", "kafka-topics.sh", "--delete", "--topic", "idoall", "--zookeeper", zk)
+	// kafka-run-class.sh kafka.admin.DeleteTopicCommand --topic idoall --zookeeper m2:2181
+	if out := ok(t, "", "kafka-run-class.sh", "kafka.admin.DeleteTopicCommand", "--topic", "idoall", "--zookeeper", zk); out != "deletion succeeded!\n" {
+		t.Fatalf("DeleteTopicCommand printed %q", out)
+	}
 	harness.WaitFor(t, "idoall is gone from --list", 30*time.Second, func() bool {
 		return !strings.Contains("\n"+ok(t, "", "kafka-topics.sh", "--list", "--zookeeper", zk), "\nidoall\n")
 	})

@@ -136,6 +136,15 @@ func TestScriptsHelpAndUsageErrors(t *testing.T) {
 			t.Errorf("%s %s: exit %d, stderr %q; want 1 and %q", c.name, strings.Join(c.args, " "), res.code, res.stderr, c.want)
 		}
 	}
+	if res := run(t, "", "kafka-run-class.sh", "--help"); res.code != 0 || !strings.Contains(res.stdout, "kafka.admin.DeleteTopicCommand") {
+		t.Errorf("kafka-run-class.sh --help: exit %d, %q", res.code, res.stdout)
+	}
+	if res := run(t, "", "kafka-run-class.sh", "kafka.NoSuchClass"); res.code != 1 || !strings.Contains(res.stderr, "Could not find or load main class kafka.NoSuchClass") {
+		t.Errorf("kafka-run-class.sh kafka.NoSuchClass: exit %d, %q", res.code, res.stderr)
+	}
+	if out := ok(t, "", "kafka-run-class.sh", "kafka.admin.TopicCommand", "--help"); !strings.Contains(out, "--replication-factor") {
+		t.Errorf("kafka-run-class.sh kafka.admin.TopicCommand --help:\n%s", out)
+	}
 	bin := harness.Binary(t)
 	for _, group := range []string{"topics", "groups", "acls", "quotas", "users", "tokens", "brokers", "bench"} {
 		out, err := exec.Command(bin, group, "-h").CombinedOutput()
