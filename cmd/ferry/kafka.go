@@ -61,6 +61,7 @@ func runKafkaScript(argv0 string, args []string) bool {
 	if !ok {
 		return false
 	}
+	kcli.UnreachableHint = "is a broker listening there? check --bootstrap-server"
 	exitKafka(name, run(args))
 	return true
 }

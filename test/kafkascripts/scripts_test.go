@@ -136,6 +136,15 @@ func TestScriptsHelpAndUsageErrors(t *testing.T) {
 			t.Errorf("%s %s: exit %d, stderr %q; want 1 and %q", c.name, strings.Join(c.args, " "), res.code, res.stderr, c.want)
 		}
 	}
+	closed := "127.0.0.1:" + strconv.Itoa(harness.FreePort(t))
+	for _, name := range []string{"kafka-topics.sh", "kafka-consumer-groups.sh"} {
+		res := run(t, "", name, "--list", "--bootstrap-server", closed)
+		// TopicCommand prints its errors on stdout, the others on stderr.
+		printed := res.stdout + res.stderr
+		if res.code != 1 || !strings.Contains(printed, "no bootstrap broker is reachable at "+closed) || !strings.Contains(printed, "check --bootstrap-server") {
+			t.Errorf("%s against a closed port: exit %d, stdout %q, stderr %q", name, res.code, res.stdout, res.stderr)
+		}
+	}
 	if res := run(t, "", "kafka-run-class.sh", "--help"); res.code != 0 || !strings.Contains(res.stdout, "kafka.admin.DeleteTopicCommand") {
 		t.Errorf("kafka-run-class.sh --help: exit %d, %q", res.code, res.stdout)
 	}
