@@ -130,6 +130,15 @@ func kafkaConsoleProducer(args []string) error {
 	if _, err := kcli.ProducerOpts(pc.Acks, pc.Compression); err != nil {
 		return err
 	}
+	// The old producer's flags are its properties by other names.
+	for flag, key := range map[string]string{"timeout": "linger.ms", "request-timeout-ms": "request.timeout.ms", "message-send-max-retries": "retries"} {
+		if v := t.fs.Lookup(flag).Value.String(); t.given(flag) {
+			cfg[key] = v
+		}
+	}
+	if pc.Opts, err = producerPropertyOpts(cfg); err != nil {
+		return err
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	_, err = kcli.Produce(ctx, bootstrap, pc, os.Stdin)
@@ -188,13 +197,23 @@ func kafkaConsoleConsumer(args []string) error {
 	if group == "" {
 		group = cfg["group.id"]
 	}
+	if isolation != "" {
+		cfg["isolation.level"] = isolation
+	}
+	opts, err := consumerPropertyOpts(cfg)
+	if err != nil {
+		return err
+	}
+	if strings.EqualFold(cfg["auto.offset.reset"], "earliest") && group != "" && offset == "" {
+		fromBeginning = true
+	}
 	formatProps, err := propertyMap(props)
 	if err != nil {
 		return err
 	}
 	cc := kcli.ConsumeConfig{Topic: topic, Group: group, Partition: int32(partition), Offset: offset,
 		FromBeginning: fromBeginning, MaxMessages: maxMessages, IdleTimeout: time.Duration(timeoutMs) * time.Millisecond,
-		Format: newMessageFormatter(formatProps).write}
+		Format: newMessageFormatter(formatProps).write, Opts: opts}
 	if include != "" {
 		cc.Topic, cc.TopicRegex = strings.ReplaceAll(include, ",", "|"), true
 	}

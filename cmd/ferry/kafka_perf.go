@@ -85,11 +85,11 @@ func kafkaProducerPerfTest(args []string) error {
 		return err
 	}
 	opts = append(opts, kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(), kgo.MaxBufferedRecords(32<<10))
-	if cfg["linger.ms"] != "" {
-		var ms int64
-		fmt.Sscan(cfg["linger.ms"], &ms)
-		opts = append(opts, kgo.ProducerLinger(time.Duration(ms)*time.Millisecond))
+	more, err := producerPropertyOpts(cfg)
+	if err != nil {
+		return err
 	}
+	opts = append(opts, more...)
 	ctx, stop := signalContext()
 	defer stop()
 	cl, err := kcli.Dial(ctx, bootstrap, opts...)
@@ -263,6 +263,10 @@ func kafkaConsumerPerfTest(args []string) error {
 	if err != nil {
 		return err
 	}
+	more, err := consumerPropertyOpts(cfg)
+	if err != nil {
+		return err
+	}
 	if t.bootstrap == "" {
 		t.bootstrap = brokerList
 	}
@@ -279,7 +283,7 @@ func kafkaConsumerPerfTest(args []string) error {
 		topics = []kgo.Opt{kgo.ConsumeTopics("^(?:" + include + ")$"), kgo.ConsumeRegex()}
 	}
 	assigned := make(chan time.Time, 1)
-	opts := append(topics, kgo.ConsumerGroup(group), kgo.ConsumeResetOffset(reset), kgo.FetchMaxBytes(int32(max(fetchSize, 1024))),
+	opts := append(append(topics, more...), kgo.ConsumerGroup(group), kgo.ConsumeResetOffset(reset), kgo.FetchMaxBytes(int32(max(fetchSize, 1024))),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
 			select {
 			case assigned <- time.Now():

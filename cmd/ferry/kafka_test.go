@@ -200,3 +200,24 @@ func TestFormatJavaDate(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestClientPropertyOpts(t *testing.T) {
+	opts, err := producerPropertyOpts(map[string]string{"client.id": "ops", "linger.ms": "5", "batch.size": "16384",
+		"request.timeout.ms": "30000", "retries": "3", "enable.idempotence": "false", "bootstrap.servers": "ignored:1"})
+	if err != nil || len(opts) != 6 {
+		t.Fatalf("producer options: %d, %v", len(opts), err)
+	}
+	if opts, err := consumerPropertyOpts(map[string]string{"isolation.level": "read_committed", "fetch.max.bytes": "1048576", "group.id": "ignored"}); err != nil || len(opts) != 2 {
+		t.Fatalf("consumer options: %d, %v", len(opts), err)
+	}
+	for _, bad := range []map[string]string{{"linger.ms": "soon"}, {"batch.size": "0"}, {"retries": "-1"}} {
+		if _, err := producerPropertyOpts(bad); err == nil {
+			t.Errorf("producer %v accepted", bad)
+		}
+	}
+	for _, bad := range []map[string]string{{"isolation.level": "serializable"}, {"fetch.max.bytes": "0"}} {
+		if _, err := consumerPropertyOpts(bad); err == nil {
+			t.Errorf("consumer %v accepted", bad)
+		}
+	}
+}

@@ -152,7 +152,8 @@ func seedReassign(t *testing.T, zk, broker, dir string) {
 			t.Fatalf("describe after the move lacks %q:\n%s", want, out)
 		}
 	}
-	res := run(t, "", "kafka-console-consumer.sh", "--bootstrap-server", broker, "--topic", "moving", "--from-beginning", "--max-messages", "4", "--timeout-ms", "20000")
+	res := run(t, "", "kafka-console-consumer.sh", "--bootstrap-server", broker, "--topic", "moving", "--from-beginning", "--max-messages", "4", "--timeout-ms", "20000",
+		"--isolation-level", "read_committed", "--consumer-property", "client.id=ops")
 	if got := sortedLines(res.stdout); res.code != 0 || strings.Join(got, ",") != "a,b,c,d" {
 		t.Fatalf("records after the move: exit %d, %q, stderr %q", res.code, res.stdout, res.stderr)
 	}

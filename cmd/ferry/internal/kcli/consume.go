@@ -30,6 +30,8 @@ type ConsumeConfig struct {
 	TopicRegex bool
 	// Format prints one record; nil: the value (and key with PrintKey).
 	Format func(*bufio.Writer, *kgo.Record)
+	// Opts are more client options (isolation level, client id, …).
+	Opts []kgo.Opt
 }
 
 // Validate rejects combinations kafka-console-consumer.sh also rejects.
@@ -100,7 +102,7 @@ func Consume(ctx context.Context, bootstrap string, cfg ConsumeConfig, out io.Wr
 		return 0, err
 	}
 	assigned := make(chan struct{})
-	cl, err := Dial(ctx, bootstrap, cfg.clientOpts(assigned)...)
+	cl, err := Dial(ctx, bootstrap, append(cfg.clientOpts(assigned), cfg.Opts...)...)
 	if err != nil {
 		return 0, err
 	}

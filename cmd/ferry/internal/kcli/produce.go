@@ -23,6 +23,7 @@ type ProduceConfig struct {
 	Compression  string
 	Partition    int32     // -1: the default partitioner (murmur2 of the key, sticky without one)
 	Verbose      io.Writer // nil: silent; else one "topic partition offset" line per record
+	Opts         []kgo.Opt // more client options (linger, retries, client id, …)
 }
 
 // produceState collects the outcome of asynchronous produces.
@@ -68,7 +69,7 @@ func Produce(ctx context.Context, bootstrap string, cfg ProduceConfig, in io.Rea
 	if cfg.Partition >= 0 {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
-	cl, err := Dial(ctx, bootstrap, opts...)
+	cl, err := Dial(ctx, bootstrap, append(opts, cfg.Opts...)...)
 	if err != nil {
 		return 0, err
 	}
