@@ -200,6 +200,19 @@ func configResource(e configEntity) (kmsg.ConfigResourceType, string, string, er
 }
 
 func describeResourceConfigs(ctx context.Context, adm *kadm.Client, e configEntity, all bool) error {
+	if e.typ == "topics" && e.name == nil {
+		// No topic named: every topic, as Kafka's tool does.
+		names, err := matchTopics(ctx, adm, "", false)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := describeResourceConfigs(ctx, adm, configEntity{typ: "topics", name: &n}, all); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	typ, name, what, err := configResource(e)
 	if err != nil {
 		return err

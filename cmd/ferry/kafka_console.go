@@ -80,7 +80,7 @@ func kafkaConsoleProducer(args []string) error {
 	t.flag(&sync, "sync", "If set message send requests to the brokers are synchronously, one at a time as they arrive.")
 	t.str(&codec, "compression-codec", "String: compression-codec", "The compression codec: either 'none', 'gzip', 'snappy', 'lz4', or 'zstd'. If specified without value, then it defaults to 'gzip'.")
 	t.str(&acks, "request-required-acks", "String: request required acks", "The required `acks` of the producer requests (default: -1).")
-	t.num(&batchSize, "batch-size", "Integer: size", "Number of messages to send in a single batch if they are not being sent synchronously.")
+	t.num(&batchSize, "batch-size", "Integer: size", "Number of messages to send in a single batch if they are not being sent synchronously (accepted; batches are bounded by batch.size bytes).")
 	t.num(&lingerMs, "timeout", "Long: timeout_ms", "If set and the producer is running in asynchronous mode, this gives the maximum amount of time a message will queue awaiting sufficient batch size (ms).")
 	t.num(&timeoutMs, "request-timeout-ms", "Integer: request timeout ms", "The ack timeout of the producer requests.")
 	t.num(&retries, "message-send-max-retries", "Integer", "Brokers can fail receiving the message for multiple reasons; this is the number of retries before the producer gives up.")

@@ -51,7 +51,7 @@ func kafkaTopics(args []string) error {
 	t.flag(&o.underMinISR, "under-min-isr-partitions", "If set when describing topics, only show partitions whose isr count is less than the configured minimum.")
 	t.flag(&o.atMinISR, "at-min-isr-partitions", "If set when describing topics, only show partitions whose isr count is equal to the configured minimum.")
 	t.flag(&o.unavailable, "unavailable-partitions", "If set when describing topics, only show partitions whose leader is not available.")
-	t.flag(&o.disableRackAware, "disable-rack-aware", "Disable rack aware replica assignment.")
+	t.flag(&o.disableRackAware, "disable-rack-aware", "Disable rack aware replica assignment (accepted; the brokers place replicas).")
 	if err := t.parse(args); err != nil {
 		return err
 	}
@@ -342,6 +342,9 @@ func topicsAlterKafka(ctx context.Context, adm *kadm.Client, o topicsOptions) er
 	set, err := propertyMap(o.configs)
 	if err != nil {
 		return err
+	}
+	if o.replicaAssignment != "" {
+		return fmt.Errorf("--replica-assignment with --alter: ferry places added partitions itself (move them afterwards with kafka-reassign-partitions.sh)")
 	}
 	if o.partitions < 0 && len(set) == 0 && len(o.deleteConfigs) == 0 {
 		return fmt.Errorf("--alter needs --partitions, --config or --delete-config")

@@ -195,6 +195,10 @@ func scriptConfigs(t *testing.T, broker string) {
 			t.Fatalf("describe topic lacks %q:\n%s", want, out)
 		}
 	}
+	if out := cfg("--describe", "--entity-type", "topics"); !strings.Contains(out, "Dynamic configs for topic grouped are:\n") ||
+		!strings.Contains(out, "Dynamic configs for topic idoall_testTopic are:\n  cleanup.policy=delete") {
+		t.Fatalf("describe every topic:\n%s", out)
+	}
 	if out := ok(t, "", "kafka-topics.sh", "--bootstrap-server", broker, "--describe", "--topic", "idoall_testTopic"); !strings.Contains(out, "retention.ms=3600000") {
 		t.Fatalf("topics --describe lacks the override:\n%s", out)
 	}
