@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/auth"
 )
 
 // configEntity is one --entity-type with its --entity-name or
@@ -86,7 +88,7 @@ func (c *configEntities) register(t *kafkaTool) {
 // (KIP-226 dynamic per-broker and cluster-default) and client quota
 // configs, and SCRAM credentials.
 func kafkaConfigs(args []string) error {
-	t := newKafkaTool("kafka-configs.sh", "This tool helps to manipulate and describe entity config for a topic, client, user, broker or ip.", "command-config", false)
+	t := newKafkaTool("kafka-configs.sh", "This tool helps to manipulate and describe entity config for a topic, client, user, broker or ip.", "command-config", true)
 	var ents configEntities
 	var describe, alter, all, force bool
 	var addConfig, deleteConfig, addConfigFile string
@@ -127,11 +129,16 @@ func kafkaConfigs(args []string) error {
 	if alter && len(set) == 0 && len(del) == 0 {
 		return t.usage("At least one of --add-config, --add-config-file, or --delete-config must be specified with --alter")
 	}
+	e := ents.list[0]
+	if t.zookeeper != "" && e.typ == "users" && len(ents.list) == 1 && e.name != nil && onlySCRAM(set, del, describe) {
+		// As Kafka 3.9 still allows: SCRAM credentials written to
+		// ZooKeeper directly, so brokers can start with them.
+		return scramInZooKeeper(t.zookeeper, *e.name, set, del, describe)
+	}
 	bootstrap, err := t.connect()
 	if err != nil {
 		return err
 	}
-	e := ents.list[0]
 	return withAdmin(bootstrap, func(ctx context.Context, adm *kadm.Client) error {
 		switch e.typ {
 		case "topics", "brokers":
@@ -426,26 +433,11 @@ func alterSCRAM(ctx context.Context, adm *kadm.Client, list []configEntity, set 
 		if err != nil {
 			return err
 		}
-		u := kadm.UpsertSCRAM{User: user, Mechanism: m, Iterations: 4096}
-		for _, kv := range strings.Split(v, ",") {
-			k, val, _ := strings.Cut(kv, "=")
-			switch strings.TrimSpace(k) {
-			case "password":
-				u.Password = val
-			case "iterations":
-				n, err := strconv.Atoi(val)
-				if err != nil {
-					return fmt.Errorf("%s iterations %q: want a number", mech, val)
-				}
-				u.Iterations = int32(n)
-			default:
-				return fmt.Errorf("%s: unknown setting %q (want iterations, password)", mech, k)
-			}
+		password, iterations, err := scramSetting(mech, v)
+		if err != nil {
+			return err
 		}
-		if u.Password == "" {
-			return fmt.Errorf("%s: a password is needed", mech)
-		}
-		upserts = append(upserts, u)
+		upserts = append(upserts, kadm.UpsertSCRAM{User: user, Mechanism: m, Iterations: int32(iterations), Password: password})
 	}
 	var dels []kadm.DeleteSCRAM
 	for _, k := range del {
@@ -523,4 +515,95 @@ func describeQuotaConfigs(ctx context.Context, adm *kadm.Client, list []configEn
 		fmt.Fprintln(os.Stderr, "No quota configs found.")
 	}
 	return nil
+}
+
+// onlySCRAM reports a change (or a describe) of SCRAM credentials alone.
+func onlySCRAM(set map[string]string, del []string, describe bool) bool {
+	if describe {
+		return true
+	}
+	for k := range set {
+		if !strings.HasPrefix(k, "SCRAM-") {
+			return false
+		}
+	}
+	for _, k := range del {
+		if !strings.HasPrefix(k, "SCRAM-") {
+			return false
+		}
+	}
+	return true
+}
+
+// scramInZooKeeper changes or describes a user's SCRAM credentials in the
+// cluster's ZooKeeper, where every broker reads them.
+func scramInZooKeeper(connect, user string, set map[string]string, del []string, describe bool) error {
+	store, closeStore, err := (&userStoreFlags{zookeeper: connect}).offline(!describe)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	if describe {
+		creds, err := storedCredentials(store, []string{user})
+		if err != nil {
+			return err
+		}
+		var parts []string
+		for _, c := range creds {
+			parts = append(parts, fmt.Sprintf("%s=iterations=%d", c.Mechanism, c.Iterations))
+		}
+		fmt.Printf("Configs for user-principal '%s' are %s\n", user, strings.Join(parts, ","))
+		return nil
+	}
+	for mech, v := range set {
+		m, err := auth.ParseScramMechanism(mech)
+		if err != nil {
+			return err
+		}
+		password, iterations, err := scramSetting(mech, v)
+		if err != nil {
+			return err
+		}
+		cred, err := auth.NewScramCredential(m, password, iterations)
+		if err != nil {
+			return err
+		}
+		if err := store.Upsert(user, cred); err != nil {
+			return err
+		}
+	}
+	for _, k := range del {
+		m, err := auth.ParseScramMechanism(k)
+		if err != nil {
+			return err
+		}
+		if err := store.Delete(user, m); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("Completed updating config for user %s.\n", user)
+	return nil
+}
+
+// scramSetting reads "iterations=8192,password=p" (iterations default
+// 4096, Kafka's).
+func scramSetting(mech, v string) (password string, iterations int, err error) {
+	iterations = 4096
+	for _, kv := range strings.Split(v, ",") {
+		k, val, _ := strings.Cut(kv, "=")
+		switch strings.TrimSpace(k) {
+		case "password":
+			password = val
+		case "iterations":
+			if iterations, err = strconv.Atoi(val); err != nil {
+				return "", 0, fmt.Errorf("%s iterations %q: want a number", mech, val)
+			}
+		default:
+			return "", 0, fmt.Errorf("%s: unknown setting %q (want iterations, password)", mech, k)
+		}
+	}
+	if password == "" {
+		return "", 0, fmt.Errorf("%s: a password is needed", mech)
+	}
+	return password, iterations, nil
 }

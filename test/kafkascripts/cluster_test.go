@@ -76,7 +76,7 @@ func TestSeedGuideSequences(t *testing.T) {
 	})
 	t.Run("consumer-groups", func(t *testing.T) { scriptGroups(t, broker) })
 	t.Run("offsets-and-records", func(t *testing.T) { scriptOffsets(t, nodes, dir) })
-	t.Run("configs", func(t *testing.T) { scriptConfigs(t, broker) })
+	t.Run("configs", func(t *testing.T) { scriptConfigs(t, broker, zk) })
 	t.Run("acls", func(t *testing.T) { scriptACLs(t, broker) })
 	t.Run("perf", func(t *testing.T) { scriptPerf(t, broker) })
 	t.Run("command-config", func(t *testing.T) {

@@ -180,7 +180,7 @@ func scriptOffsets(t *testing.T, nodes []*harness.Node, dir string) {
 	}
 }
 
-func scriptConfigs(t *testing.T, broker string) {
+func scriptConfigs(t *testing.T, broker, zk string) {
 	cfg := func(args ...string) string {
 		return ok(t, "", "kafka-configs.sh", append([]string{"--bootstrap-server", broker}, args...)...)
 	}
@@ -263,6 +263,16 @@ func scriptConfigs(t *testing.T, broker string) {
 	if out := cfg("--describe", "--user", "bob"); !strings.Contains(out, "SCRAM credential configs for user-principal 'bob' are SCRAM-SHA-256=iterations=8192\n") {
 		t.Fatalf("describe SCRAM user:\n%s", out)
 	}
+	// Through ZooKeeper, as before brokers start; the brokers see it.
+	if out := ok(t, "", "kafka-configs.sh", "--zookeeper", zk, "--alter", "--add-config", "SCRAM-SHA-512=[password=carol-secret]", "--entity-type", "users", "--entity-name", "carol"); out != "Completed updating config for user carol.\n" {
+		t.Fatalf("SCRAM through --zookeeper printed %q", out)
+	}
+	if out := ok(t, "", "kafka-configs.sh", "--zookeeper", zk, "--describe", "--entity-type", "users", "--entity-name", "carol"); out != "Configs for user-principal 'carol' are SCRAM-SHA-512=iterations=4096\n" {
+		t.Fatalf("describe through --zookeeper printed %q", out)
+	}
+	harness.WaitFor(t, "the brokers know carol", 30*time.Second, func() bool {
+		return strings.Contains(cfg("--describe", "--user", "carol"), "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-512=iterations=4096")
+	})
 }
 
 func scriptACLs(t *testing.T, broker string) {
