@@ -84,7 +84,7 @@ func kafkaConsoleProducer(args []string) error {
 	t.num(&lingerMs, "timeout", "Long: timeout_ms", "If set and the producer is running in asynchronous mode, this gives the maximum amount of time a message will queue awaiting sufficient batch size (ms).")
 	t.num(&timeoutMs, "request-timeout-ms", "Integer: request timeout ms", "The ack timeout of the producer requests.")
 	t.num(&retries, "message-send-max-retries", "Integer", "Brokers can fail receiving the message for multiple reasons; this is the number of retries before the producer gives up.")
-	t.list(&props, "property", "String: prop", "A mechanism to pass user-defined properties in the form key=value to the message reader: parse.key, key.separator, ignore.error, null.marker.")
+	t.list(&props, "property", "String: prop", "A mechanism to pass user-defined properties in the form key=value to the message reader: parse.key, key.separator, parse.headers, headers.delimiter, headers.separator, headers.key.separator, ignore.error, null.marker.")
 	t.list(&producerProps, "producer-property", "String: producer_prop", "A mechanism to pass user-defined properties in the form key=value to the producer.")
 	t.str(&configFile, "producer.config", "String: config file", "Producer config properties file (security.protocol, sasl.*, ssl.*, acks, compression.type).")
 	if err := t.parse(withOptionalValue(args, "compression-codec", "gzip")); err != nil {
@@ -118,14 +118,10 @@ func kafkaConsoleProducer(args []string) error {
 	if v, ok := cfg["compression.type"]; ok && codec == "" {
 		pc.Compression = v
 	}
-	if reader["parse.key"] == "true" {
-		pc.KeySeparator = "\t"
-		if sep, ok := reader["key.separator"]; ok {
-			pc.KeySeparator = sep
-		}
-	}
-	if reader["parse.headers"] == "true" {
-		return fmt.Errorf("parse.headers: ferry's console producer reads keys and values, not headers")
+	if lf, sep, err := lineFormat(reader); err != nil {
+		return t.usage("%v", err)
+	} else {
+		pc.Lines, pc.KeySeparator = lf, sep
 	}
 	if _, err := kcli.ProducerOpts(pc.Acks, pc.Compression); err != nil {
 		return err
@@ -143,6 +139,37 @@ func kafkaConsoleProducer(args []string) error {
 	defer stop()
 	_, err = kcli.Produce(ctx, bootstrap, pc, os.Stdin)
 	return err
+}
+
+// lineFormat reads the console producer's line reader properties.
+func lineFormat(p map[string]string) (kcli.LineFormat, string, error) {
+	or := func(k, def string) string {
+		if v, ok := p[k]; ok {
+			return unescapeJava(v)
+		}
+		return def
+	}
+	f := kcli.LineFormat{
+		ParseHeaders:     strings.EqualFold(p["parse.headers"], "true"),
+		HeadersDelimiter: or("headers.delimiter", "\t"), HeadersSeparator: or("headers.separator", ","),
+		HeaderKeySeparator: or("headers.key.separator", ":"),
+		IgnoreError:        strings.EqualFold(p["ignore.error"], "true"),
+	}
+	if v, ok := p["null.marker"]; ok {
+		f.NullMarker = &v
+	}
+	for _, sep := range []string{f.HeadersDelimiter, f.HeadersSeparator, f.HeaderKeySeparator} {
+		if sep == "" {
+			return f, "", fmt.Errorf("the header separators must not be empty")
+		}
+	}
+	keySep := ""
+	if strings.EqualFold(p["parse.key"], "true") {
+		if keySep = or("key.separator", "\t"); keySep == "" {
+			return f, "", fmt.Errorf("key.separator must not be empty")
+		}
+	}
+	return f, keySep, nil
 }
 
 // kafkaConsoleConsumer is kafka-console-consumer.sh: records to stdout,

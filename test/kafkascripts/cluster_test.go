@@ -79,6 +79,21 @@ func TestSeedGuideSequences(t *testing.T) {
 	t.Run("configs", func(t *testing.T) { scriptConfigs(t, broker, zk) })
 	t.Run("acls", func(t *testing.T) { scriptACLs(t, broker) })
 	t.Run("perf", func(t *testing.T) { scriptPerf(t, broker) })
+	t.Run("headers-and-nulls", func(t *testing.T) {
+		ok(t, "", "kafka-topics.sh", "--bootstrap-server", broker, "--create", "--topic", "headed", "--partitions", "1", "--replication-factor", "3")
+		ok(t, "trace:abc,app:web|k1|v1\napp:cli|k2|NULL\n", "kafka-console-producer.sh", "--bootstrap-server", broker, "--topic", "headed",
+			"--property", "parse.headers=true", "--property", "headers.delimiter=|", "--property", "parse.key=true",
+			"--property", "key.separator=|", "--property", "null.marker=NULL")
+		out := ok(t, "", "kafka-console-consumer.sh", "--bootstrap-server", broker, "--topic", "headed", "--from-beginning", "--max-messages", "2",
+			"--property", "print.headers=true", "--property", "print.key=true", "--property", "print.offset=true", "--property", "null.literal=<none>")
+		if want := "Offset:0\ttrace:abc,app:web\tk1\tv1\nOffset:1\tapp:cli\tk2\t<none>\n"; out != want {
+			t.Fatalf("consumed %q, want %q", out, want)
+		}
+		res := run(t, "no-separator\n", "kafka-console-producer.sh", "--bootstrap-server", broker, "--topic", "headed", "--property", "parse.key=true")
+		if res.code != 1 || !strings.Contains(res.stderr, "no key separator") {
+			t.Fatalf("a line without its key: exit %d, stderr %q", res.code, res.stderr)
+		}
+	})
 	t.Run("command-config", func(t *testing.T) {
 		props := filepath.Join(dir, "client.properties")
 		if err := os.WriteFile(props, []byte("security.protocol=PLAINTEXT\nclient.id=ops\n"), 0o600); err != nil {

@@ -270,3 +270,42 @@ func TestDialUnreachable(t *testing.T) {
 		t.Fatalf("took %v", time.Since(start))
 	}
 }
+
+// The console producer's line reader: headers, keys, lenient lines and
+// the null marker, as kafka-console-producer.sh's properties ask.
+func TestLineRecord(t *testing.T) {
+	null := "<null>"
+	full := LineFormat{ParseHeaders: true, HeadersDelimiter: "|", HeadersSeparator: ",", HeaderKeySeparator: "=", NullMarker: &null}
+	for _, c := range []struct {
+		line, sep string
+		f         LineFormat
+		want      string // key/value/headers as %q of each, or the error's start
+	}{
+		{"v", "", LineFormat{}, `"" "v" []`},
+		{"k\tv\tw", "\t", LineFormat{}, `"k" "v\tw" []`},
+		{"a=1,b=<null>|k\t<null>", "\t", full, `"k" "" [a="1" b=""]`},
+		{"<null>\tv", "\t", full, "line 1: no headers delimiter"},
+		{"a|k\tv", "\t", full, "line 1: no header key separator"},
+		{"novalue", "\t", LineFormat{}, "line 1: no key separator"},
+		{"novalue", "\t", LineFormat{IgnoreError: true}, `"" "novalue" []`},
+		{"a|k:v", ":", LineFormat{ParseHeaders: true, HeadersDelimiter: "|", HeadersSeparator: ",", HeaderKeySeparator: "=", IgnoreError: true}, `"k" "v" [a=""]`},
+	} {
+		r, err := lineRecord(c.line, 1, ProduceConfig{KeySeparator: c.sep, Lines: c.f, Partition: -1})
+		var got string
+		if err != nil {
+			got = err.Error()
+		} else {
+			var hs []string
+			for _, h := range r.Headers {
+				hs = append(hs, fmt.Sprintf("%s=%q", h.Key, h.Value))
+			}
+			got = fmt.Sprintf("%q %q %v", r.Key, r.Value, hs)
+			if c.f.NullMarker != nil && strings.Contains(c.line, "\t<null>") && r.Value != nil {
+				t.Errorf("%q: the null marker gave %q, not null", c.line, r.Value)
+			}
+		}
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%q: %s, want %s", c.line, got, c.want)
+		}
+	}
+}
