@@ -31,7 +31,7 @@ type ProduceConfig struct {
 // headers before the key, lenient lines, and a marker for null.
 type LineFormat struct {
 	// ParseHeaders reads "k1:v1,k2:v2<HeadersDelimiter>" first.
-	ParseHeaders                                          bool
+	ParseHeaders                                           bool
 	HeadersDelimiter, HeadersSeparator, HeaderKeySeparator string
 	// IgnoreError takes a line without a key separator as a value with a
 	// null key, and a header without a key separator as a null header.
