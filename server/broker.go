@@ -39,6 +39,9 @@ type Broker struct {
 	// dynamicLog is the log defaults with the dynamic broker configs
 	// applied (log.retention.ms, …; dynamicconfigs.go); nil: cfg.Log.
 	dynamicLog atomic.Pointer[storage.Config]
+	// dynamicSources says which log defaults are dynamic, and at which
+	// level, for describing topic configs' synonyms.
+	dynamicSources atomic.Pointer[map[string]string]
 	// cleaner runs the log cleaner threads; set before Open returns.
 	cleaner *logCleaner
 

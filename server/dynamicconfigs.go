@@ -84,10 +84,49 @@ func scaled(n int64, unit time.Duration) time.Duration {
 	return time.Duration(n) * unit
 }
 
+// dynamicLogSources names, for each broker log key a topic config falls
+// back to (log.retention.ms, log.segment.bytes, log.roll.ms, …), whether
+// its value in force is this broker's dynamic one or the cluster
+// default's; keys without a dynamic value are absent.
+func (b *Broker) dynamicLogSources() map[string]string {
+	if m := b.dynamicSources.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+// logKeyFamilies are the dynamic keys behind each broker log key topics
+// name as their synonym, most precise first.
+var logKeyFamilies = map[string][]string{
+	CfgLogRetentionMs:    {CfgLogRetentionMs, CfgLogRetentionMinutes, CfgLogRetentionHours},
+	CfgLogRetentionBytes: {CfgLogRetentionBytes},
+	CfgLogSegmentBytes:   {CfgLogSegmentBytes},
+	CfgLogRollMs:         {CfgLogRollMs, CfgLogRollHours},
+}
+
+func dynamicSourcesOf(own, def map[string]string) map[string]string {
+	out := map[string]string{}
+	for key, family := range logKeyFamilies {
+		for _, k := range family {
+			if _, ok := own[k]; ok {
+				out[key] = SourceDynamicBroker
+				break
+			}
+			if _, ok := def[k]; ok {
+				out[key] = SourceDynamicDefaultBroker
+				break
+			}
+		}
+	}
+	return out
+}
+
 // applyDynamicLocked puts the dynamic log defaults and cleaner threads in
 // force; topics without their own values take the new defaults. The
 // caller holds adminMu.
 func (b *Broker) applyDynamicLocked(own, def map[string]string) {
+	sources := dynamicSourcesOf(own, def)
+	b.dynamicSources.Store(&sources)
 	next := effectiveLog(b.cfg.Log, own, def)
 	if next != b.logDefaults() {
 		b.dynamicLog.Store(&next)

@@ -74,8 +74,19 @@ func TestDynamicLogDefaultsAndCleanerThreads(t *testing.T) {
 	if got := b.cleanerRunning(); got != 3 {
 		t.Errorf("%d cleaner threads, want 3", got)
 	}
-	if v := b.brokerTopicValues()[CfgRetentionMs]; v != "3600000" {
-		t.Errorf("topics describe retention.ms from the broker as %s", v)
+	sourceOf := func(key string) (string, string) {
+		for _, e := range b.describeConfigs(nil) {
+			if e.Name == key {
+				return e.Value, e.Source
+			}
+		}
+		return "", ""
+	}
+	if v, src := sourceOf(CfgRetentionMs); v != "3600000" || src != SourceDynamicDefaultBroker {
+		t.Errorf("topics describe retention.ms from the broker as %s (%s)", v, src)
+	}
+	if v, src := sourceOf(CfgRetentionBytes); src != SourceDefault {
+		t.Errorf("retention.bytes, not changed, reads %s (%s)", v, src)
 	}
 
 	// This broker's own hours lose to the default's ms; its own ms wins.
@@ -86,6 +97,9 @@ func TestDynamicLogDefaultsAndCleanerThreads(t *testing.T) {
 	change("0", ConfigOp{Name: CfgLogRetentionMs, Op: ConfigSet, Value: "60000"})
 	if c := logOf("plain", 0); c.RetentionTime != time.Minute {
 		t.Errorf("with own ms: %v, want 1m", c.RetentionTime)
+	}
+	if v, src := sourceOf(CfgRetentionMs); v != "60000" || src != SourceDynamicBroker {
+		t.Errorf("with own ms, topics describe retention.ms as %s (%s)", v, src)
 	}
 
 	change("0", ConfigOp{Name: CfgLogRetentionMs, Op: ConfigDelete}, ConfigOp{Name: CfgLogRetentionHours, Op: ConfigDelete})

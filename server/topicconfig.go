@@ -57,6 +57,11 @@ const (
 	SourceTopic   = "DYNAMIC_TOPIC_CONFIG"
 	SourceBroker  = "STATIC_BROKER_CONFIG"
 	SourceDefault = "DEFAULT_CONFIG"
+	// SourceDynamicBroker and SourceDynamicDefaultBroker are a broker
+	// setting changed at run time for this broker or for every broker
+	// (dynamicconfigs.go).
+	SourceDynamicBroker        = "DYNAMIC_BROKER_CONFIG"
+	SourceDynamicDefaultBroker = "DYNAMIC_DEFAULT_BROKER_CONFIG"
 )
 
 // topicConfigDef is one topic config: Kafka's type, default and validator.
@@ -473,6 +478,7 @@ func (b *Broker) brokerTopicValues() map[string]string {
 
 func (b *Broker) describeConfigs(cfgs map[string]string) []ConfigEntry {
 	broker := b.brokerTopicValues()
+	dynamic := b.dynamicLogSources()
 	keys := TopicConfigKeys()
 	out := make([]ConfigEntry, 0, len(keys))
 	for _, k := range keys {
@@ -482,7 +488,9 @@ func (b *Broker) describeConfigs(cfgs map[string]string) []ConfigEntry {
 			e.Synonyms = append(e.Synonyms, ConfigSynonym{k, v, SourceTopic})
 		}
 		key, hasKey := brokerKeys[k]
-		if v, ok := broker[k]; ok && v != def.def {
+		if v, ok := broker[k]; ok && dynamic[key] != "" {
+			e.Synonyms = append(e.Synonyms, ConfigSynonym{key, v, dynamic[key]})
+		} else if ok && v != def.def {
 			e.Synonyms = append(e.Synonyms, ConfigSynonym{key, v, SourceBroker})
 		}
 		if !hasKey {

@@ -238,7 +238,7 @@ func scriptConfigs(t *testing.T, broker, zk string) {
 				return false
 			}
 		}
-		return strings.Contains(cfg("--describe", "--topic", "grouped", "--all"), "\n  retention.ms=86400000 ")
+		return strings.Contains(cfg("--describe", "--topic", "grouped", "--all"), "\n  retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000, DEFAULT_CONFIG:log.retention.ms=604800000}\n")
 	})
 	cfg("--alter", "--broker", "3", "--delete-config", "log.retention.hours,log.cleaner.threads")
 	cfg("--alter", "--broker-defaults", "--delete-config", "log.cleaner.threads,log.retention.ms")
