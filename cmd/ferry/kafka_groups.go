@@ -197,7 +197,7 @@ func printGroupOffsets(g kadm.DescribedGroupLag) {
 	for _, l := range rows {
 		topics = append(topics, l.Topic)
 		if !l.IsEmpty() {
-			members, hosts = append(members, l.Member.MemberID), append(hosts, "/"+l.Member.ClientHost)
+			members, hosts = append(members, l.Member.MemberID), append(hosts, l.Member.ClientHost)
 		}
 	}
 	gw, tw, mw, hw := colWidth(groups...), colWidth(topics...), colWidth(members...), colWidth(hosts...)
@@ -208,7 +208,7 @@ func printGroupOffsets(g kadm.DescribedGroupLag) {
 	for _, l := range rows {
 		member, host, client := "-", "-", "-"
 		if !l.IsEmpty() {
-			member, host, client = l.Member.MemberID, "/"+l.Member.ClientHost, l.Member.ClientID
+			member, host, client = l.Member.MemberID, l.Member.ClientHost, l.Member.ClientID
 		}
 		lag := dashIfNegative(l.Lag)
 		if l.Commit.At < 0 {
@@ -230,7 +230,7 @@ func dashIfNegative(n int64) string {
 func printGroupMembers(g kadm.DescribedGroupLag) {
 	ids, hosts, clients := []string{}, []string{}, []string{}
 	for _, m := range g.Members {
-		ids, hosts, clients = append(ids, m.MemberID), append(hosts, "/"+m.ClientHost), append(clients, m.ClientID)
+		ids, hosts, clients = append(ids, m.MemberID), append(hosts, m.ClientHost), append(clients, m.ClientID)
 	}
 	gw, iw, hw, cw := colWidth(g.Group), colWidth(ids...), colWidth(hosts...), colWidth(clients...)
 	fmt.Printf("\n%-*s %-*s %-*s %-*s %-12s", gw, "GROUP", iw, "CONSUMER-ID", hw, "HOST", cw, "CLIENT-ID", "#PARTITIONS")
@@ -241,7 +241,7 @@ func printGroupMembers(g kadm.DescribedGroupLag) {
 				n += len(t.Partitions)
 			}
 		}
-		fmt.Printf("\n%-*s %-*s %-*s %-*s %-12d", gw, g.Group, iw, m.MemberID, hw, "/"+m.ClientHost, cw, m.ClientID, n)
+		fmt.Printf("\n%-*s %-*s %-*s %-*s %-12d", gw, g.Group, iw, m.MemberID, hw, m.ClientHost, cw, m.ClientID, n)
 	}
 	fmt.Println()
 	fmt.Println()

@@ -1,9 +1,11 @@
 package kafkascripts_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -91,12 +93,50 @@ func scriptGroups(t *testing.T, broker string) {
 	if rows["grouped-0"][0] != "2" {
 		t.Fatalf("a dry run committed: %v", rows)
 	}
+	scriptActiveGroup(t, broker)
 	if out := ok(t, "", "kafka-consumer-groups.sh", "--bootstrap-server", broker, "--delete", "--group", "cg"); out != "Deletion of requested consumer groups ('cg') was successful.\n" {
 		t.Fatalf("--delete printed %q", out)
 	}
 	res = run(t, "", "kafka-consumer-groups.sh", "--bootstrap-server", broker, "--describe", "--group", "cg")
 	if res.code != 1 || !strings.Contains(res.stderr, "Error: Consumer group 'cg' does not exist.") {
 		t.Fatalf("describe after delete: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
+
+// scriptActiveGroup describes a group while a console consumer is its
+// member: the member's columns, --members and --state, and a reset
+// refused while it is active.
+func scriptActiveGroup(t *testing.T, broker string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	consumer := exec.CommandContext(ctx, filepath.Join(scriptsDir(t), "kafka-console-consumer.sh"), "--bootstrap-server", broker,
+		"--topic", "grouped", "--group", "live", "--consumer-property", "client.id=live-client")
+	if err := consumer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); consumer.Wait() }()
+	var out string
+	harness.WaitFor(t, "the console consumer owns both partitions", 60*time.Second, func() bool {
+		res := run(t, "", "kafka-consumer-groups.sh", "--bootstrap-server", broker, "--describe", "--group", "live")
+		out = res.stdout
+		return res.code == 0 && strings.Count(out, " live-client\n") == 2
+	})
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(l)
+		if len(f) != 9 || f[0] != "live" || !strings.HasPrefix(f[6], "live-client-") || f[7] != "/127.0.0.1" || f[8] != "live-client" {
+			t.Fatalf("member row %q:\n%s", l, out)
+		}
+	}
+	members := squeeze(ok(t, "", "kafka-consumer-groups.sh", "--bootstrap-server", broker, "--describe", "--group", "live", "--members"))
+	if !regexp.MustCompile(`(?m)^GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS\nlive live-client-\S+ /127.0.0.1 live-client 2$`).MatchString(members) {
+		t.Fatalf("--members:\n%s", members)
+	}
+	state := squeeze(ok(t, "", "kafka-consumer-groups.sh", "--bootstrap-server", broker, "--describe", "--group", "live", "--state"))
+	if !regexp.MustCompile(`(?m)^live 127.0.0.1:\d+ \([123]\) (range|cooperative-sticky|sticky|roundrobin) Stable 1$`).MatchString(state) {
+		t.Fatalf("--state:\n%s", state)
+	}
+	res := run(t, "", "kafka-consumer-groups.sh", "--bootstrap-server", broker, "--group", "live", "--reset-offsets", "--to-earliest", "--all-topics", "--execute")
+	if res.code != 1 || !strings.Contains(res.stderr, "Assignments can only be reset if the group 'live' is inactive") {
+		t.Fatalf("reset of an active group: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
 }
 
