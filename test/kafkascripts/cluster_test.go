@@ -160,13 +160,18 @@ func seedReassign(t *testing.T, zk, broker, dir string) {
 			strings.Contains(out, "Reassignment of partition moving-0 is completed.") &&
 			strings.Contains(out, "Reassignment of partition moving-1 is completed.")
 	})
-	out = ok(t, "", "kafka-topics.sh", "--describe", "--bootstrap-server", broker, "--topic", "moving")
-	for _, p := range proposed.Partitions {
-		want := fmt.Sprintf("\tTopic: moving\tPartition: %d\tLeader: %d\tReplicas: %d\tIsr: %d\t", p.Partition, p.Replicas[0], p.Replicas[0], p.Replicas[0])
-		if !strings.Contains(out, want) {
-			t.Fatalf("describe after the move lacks %q:\n%s", want, out)
+	// The broker answering learns the new leaders from the controller's
+	// UpdateMetadata, a moment after the move completes.
+	harness.WaitFor(t, "describe shows the partitions on their new brokers", 30*time.Second, func() bool {
+		out = ok(t, "", "kafka-topics.sh", "--describe", "--bootstrap-server", broker, "--topic", "moving")
+		for _, p := range proposed.Partitions {
+			want := fmt.Sprintf("\tTopic: moving\tPartition: %d\tLeader: %d\tReplicas: %d\tIsr: %d\t", p.Partition, p.Replicas[0], p.Replicas[0], p.Replicas[0])
+			if !strings.Contains(out, want) {
+				return false
+			}
 		}
-	}
+		return true
+	})
 	res := run(t, "", "kafka-console-consumer.sh", "--bootstrap-server", broker, "--topic", "moving", "--from-beginning", "--max-messages", "4", "--timeout-ms", "20000",
 		"--isolation-level", "read_committed", "--consumer-property", "client.id=ops")
 	if got := sortedLines(res.stdout); res.code != 0 || strings.Join(got, ",") != "a,b,c,d" {
