@@ -51,12 +51,17 @@ func TestSeedGuideSequences(t *testing.T) {
 		t.Fatalf("consume: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
 	// kafka-topics.sh --describe: the lines scripts parse.
-	out = ok(t, "", "kafka-topics.sh", "--describe", "--zookeeper", zk, "--topic", "idoall_testTopic")
 	summary := regexp.MustCompile(`(?m)^Topic: idoall_testTopic\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 2\tReplicationFactor: 3\tConfigs: .*$`)
 	partition := regexp.MustCompile(`(?m)^\tTopic: idoall_testTopic\tPartition: ([01])\tLeader: [123]\tReplicas: [123],[123],[123]\tIsr: [123],[123],[123]\tElr: N/A\tLastKnownElr: N/A$`)
-	if !summary.MatchString(out) || len(partition.FindAllString(out, -1)) != 2 {
+	out = ok(t, "", "kafka-topics.sh", "--describe", "--zookeeper", zk, "--topic", "idoall_testTopic")
+	if !summary.MatchString(out) || len(strings.Split(strings.TrimSpace(out), "\n")) != 3 {
 		t.Fatalf("describe:\n%s", out)
 	}
+	// Every replica is in sync once the followers have fetched.
+	harness.WaitFor(t, "both partitions described with three in-sync replicas", 30*time.Second, func() bool {
+		out = ok(t, "", "kafka-topics.sh", "--describe", "--zookeeper", zk, "--topic", "idoall_testTopic")
+		return len(partition.FindAllString(out, -1)) == 2
+	})
 	// Create idoall, delete it, list again.
 	ok(t, "", "kafka-topics.sh", "--create", "--topic", "idoall", "--replication-factor", "3", "--partitions", "2", "--zookeeper", zk)
 	// kafka-run-class.sh kafka.admin.DeleteTopicCommand --topic idoall --zookeeper m2:2181
