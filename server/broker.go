@@ -42,6 +42,10 @@ type Broker struct {
 	// dynamicSources says which log defaults are dynamic, and at which
 	// level, for describing topic configs' synonyms.
 	dynamicSources atomic.Pointer[map[string]string]
+	// dynamicCleaner and dynamicMinISR are the cleaner settings and
+	// min.insync.replicas in force (nil, 0: cfg's).
+	dynamicCleaner atomic.Pointer[CleanerConfig]
+	dynamicMinISR  atomic.Int32
 	// cleaner runs the log cleaner threads; set before Open returns.
 	cleaner *logCleaner
 

@@ -87,7 +87,7 @@ func (c *logCleaner) run(i int) {
 			select {
 			case <-c.b.stop:
 				return
-			case <-time.After(c.cfg.Backoff):
+			case <-time.After(c.b.cleanerDefaults().Backoff):
 			}
 			continue
 		}

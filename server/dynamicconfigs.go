@@ -1,6 +1,9 @@
 package server
 
 import (
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ferry-mq/ferry/storage"
@@ -24,6 +27,16 @@ const (
 	CfgLogRollMs           = "log.roll.ms"
 	CfgLogRollHours        = "log.roll.hours"
 	CfgLogCleanerThreads   = "log.cleaner.threads"
+
+	CfgLogFlushMessages     = "log.flush.interval.messages"
+	CfgLogFlushMs           = "log.flush.interval.ms"
+	CfgLogIndexInterval     = "log.index.interval.bytes"
+	CfgBrokerMinISR         = "min.insync.replicas"
+	CfgCleanerBackoffMs     = "log.cleaner.backoff.ms"
+	CfgCleanerDeleteRetMs   = "log.cleaner.delete.retention.ms"
+	CfgCleanerMinLagMs      = "log.cleaner.min.compaction.lag.ms"
+	CfgCleanerMaxLagMs      = "log.cleaner.max.compaction.lag.ms"
+	CfgCleanerMinCleanRatio = "log.cleaner.min.cleanable.ratio"
 )
 
 // maxCleanerThreads bounds log.cleaner.threads set at run time.
@@ -73,7 +86,61 @@ func effectiveLog(static storage.Config, own, def map[string]string) storage.Con
 	} else if n, ok := val(CfgLogRollHours); ok {
 		c.SegmentMaxAge = scaled(n, time.Hour)
 	}
+	if n, ok := val(CfgLogFlushMessages); ok {
+		c.FlushMessages = n
+	}
+	if n, ok := val(CfgLogFlushMs); ok {
+		c.FlushInterval = msDuration(n)
+	}
+	if n, ok := val(CfgLogIndexInterval); ok {
+		c.IndexIntervalBytes = int(n)
+	}
 	return c
+}
+
+// effectiveCleaner applies the dynamic cleaner configs to the static
+// ones: the compaction defaults of topics without their own, and the
+// threads' backoff.
+func effectiveCleaner(static CleanerConfig, own, def map[string]string) CleanerConfig {
+	c := static
+	ms := func(key string, dst *time.Duration) {
+		if n, ok := dynamicValue(own, def, key); ok {
+			*dst = msDuration(n)
+		}
+	}
+	ms(CfgCleanerBackoffMs, &c.Backoff)
+	ms(CfgCleanerDeleteRetMs, &c.DeleteRetention)
+	ms(CfgCleanerMinLagMs, &c.MinCompactionLag)
+	if n, ok := dynamicValue(own, def, CfgCleanerMaxLagMs); ok {
+		c.MaxCompactionLag = msDuration(n)
+		if n == math.MaxInt64 {
+			c.MaxCompactionLag = 0 // Kafka's default: never forced
+		}
+	}
+	v, ok := own[CfgCleanerMinCleanRatio]
+	if !ok {
+		v, ok = def[CfgCleanerMinCleanRatio]
+	}
+	if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); ok && err == nil && f >= 0 && f <= 1 {
+		c.MinCleanableRatio = f
+	}
+	return c
+}
+
+// cleanerDefaults are the cleaner settings in force.
+func (b *Broker) cleanerDefaults() CleanerConfig {
+	if c := b.dynamicCleaner.Load(); c != nil {
+		return *c
+	}
+	return b.cfg.Cleaner
+}
+
+// minISRDefault is min.insync.replicas of topics without their own.
+func (b *Broker) minISRDefault() int {
+	if n := b.dynamicMinISR.Load(); n > 0 {
+		return int(n)
+	}
+	return b.cfg.MinInsyncReplicas
 }
 
 // scaled is n units, with Kafka's -1 (unlimited) kept.
@@ -102,6 +169,10 @@ var logKeyFamilies = map[string][]string{
 	CfgLogRetentionBytes: {CfgLogRetentionBytes},
 	CfgLogSegmentBytes:   {CfgLogSegmentBytes},
 	CfgLogRollMs:         {CfgLogRollMs, CfgLogRollHours},
+	CfgLogFlushMessages:  {CfgLogFlushMessages},
+	CfgLogFlushMs:        {CfgLogFlushMs},
+	CfgLogIndexInterval:  {CfgLogIndexInterval},
+	CfgBrokerMinISR:      {CfgBrokerMinISR},
 }
 
 func dynamicSourcesOf(own, def map[string]string) map[string]string {
@@ -128,10 +199,14 @@ func (b *Broker) applyDynamicLocked(own, def map[string]string) {
 	sources := dynamicSourcesOf(own, def)
 	b.dynamicSources.Store(&sources)
 	next := effectiveLog(b.cfg.Log, own, def)
-	if next != b.logDefaults() {
+	cleaner := effectiveCleaner(b.cfg.Cleaner, own, def)
+	minISR, _ := dynamicValue(own, def, CfgBrokerMinISR)
+	if next != b.logDefaults() || cleaner != b.cleanerDefaults() || int(minISR) != int(b.dynamicMinISR.Load()) {
 		b.dynamicLog.Store(&next)
+		b.dynamicCleaner.Store(&cleaner)
+		b.dynamicMinISR.Store(int32(min(max(minISR, 0), math.MaxInt32)))
 		b.logger.Info("dynamic log defaults", "retention", next.RetentionTime, "retention_bytes", next.RetentionBytes,
-			"segment_bytes", next.SegmentBytes, "roll", next.SegmentMaxAge)
+			"segment_bytes", next.SegmentBytes, "roll", next.SegmentMaxAge, "min_insync_replicas", b.minISRDefault())
 		b.reresolveTopicsLocked()
 	}
 	threads := int64(b.cfg.Cleaner.Threads)
@@ -153,17 +228,21 @@ func (b *Broker) reresolveTopicsLocked() {
 		b.mu.Unlock()
 		return
 	}
-	changed := make([]*topic, 0, len(b.mu.topics))
+	changed := make(map[string]*topic, len(b.mu.topics))
 	for name, t := range b.mu.topics {
 		next := &topic{meta: t.meta, settings: b.resolveSettings(t.meta.Configs), partitions: t.partitions}
 		b.mu.topics[name] = next
-		changed = append(changed, next)
+		changed[name] = next
 	}
 	b.mu.Unlock()
-	for _, t := range changed {
+	for name, t := range changed {
 		for _, p := range t.partitions {
-			if p != nil {
-				p.SetConfig(t.settings.log)
+			if p == nil {
+				continue
+			}
+			p.SetConfig(t.settings.log)
+			if err := p.SetReplicationConfig(t.settings.replication(b.cfg.ReplicaLagTimeMax)); err != nil {
+				b.logger.Warn("dynamic min.insync.replicas not applied", "topic", name, "partition", p.Index(), "err", err)
 			}
 		}
 	}

@@ -89,6 +89,20 @@ func TestDynamicLogDefaultsAndCleanerThreads(t *testing.T) {
 		t.Errorf("retention.bytes, not changed, reads %s (%s)", v, src)
 	}
 
+	change("", ConfigOp{Name: CfgBrokerMinISR, Op: ConfigSet, Value: "2"}, ConfigOp{Name: CfgCleanerMinCleanRatio, Op: ConfigSet, Value: "0.2"},
+		ConfigOp{Name: CfgLogFlushMessages, Op: ConfigSet, Value: "1000"}, ConfigOp{Name: CfgCleanerMinLagMs, Op: ConfigSet, Value: "5000"})
+	if c := logOf("plain", 0); c.FlushMessages != 1000 || c.Compaction.MinCleanableRatio != 0.2 || c.Compaction.MinLag != 5*time.Second {
+		t.Errorf("flush messages %d, cleanable ratio %v, min lag %v; want 1000, 0.2, 5s", c.FlushMessages, c.Compaction.MinCleanableRatio, c.Compaction.MinLag)
+	}
+	if v, src := sourceOf(CfgMinInsyncReplicas); v != "2" || src != SourceDynamicDefaultBroker {
+		t.Errorf("min.insync.replicas reads %s (%s), want the dynamic default 2", v, src)
+	}
+	change("", ConfigOp{Name: CfgBrokerMinISR, Op: ConfigDelete}, ConfigOp{Name: CfgCleanerMinCleanRatio, Op: ConfigDelete},
+		ConfigOp{Name: CfgLogFlushMessages, Op: ConfigDelete}, ConfigOp{Name: CfgCleanerMinLagMs, Op: ConfigDelete})
+	if v, src := sourceOf(CfgMinInsyncReplicas); v != "1" || src != SourceDefault {
+		t.Errorf("min.insync.replicas after the delete reads %s (%s)", v, src)
+	}
+
 	// This broker's own hours lose to the default's ms; its own ms wins.
 	change("0", ConfigOp{Name: CfgLogRetentionHours, Op: ConfigSet, Value: "2"})
 	if c := logOf("plain", 0); c.RetentionTime != time.Hour {
@@ -117,6 +131,7 @@ func TestDynamicLogDefaultsAndCleanerThreads(t *testing.T) {
 	}
 
 	for _, bad := range []ConfigOp{{Name: CfgLogCleanerThreads, Op: ConfigSet, Value: "0"}, {Name: CfgLogSegmentBytes, Op: ConfigSet, Value: "10"},
+		{Name: CfgCleanerMinCleanRatio, Op: ConfigSet, Value: "1.5"}, {Name: CfgBrokerMinISR, Op: ConfigSet, Value: "0"},
 		{Name: CfgLogRetentionHours, Op: ConfigSet, Value: "soon"}, {Name: "log.dirs", Op: ConfigSet, Value: "/x"}} {
 		if err := b.ChangeBrokerConfigs("", []ConfigOp{bad}, false); err == nil {
 			t.Errorf("%s=%s accepted", bad.Name, bad.Value)

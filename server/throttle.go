@@ -58,6 +58,15 @@ var dynamicBrokerConfigs = map[string]func(string) error{
 	CfgLogRollMs:             longAtLeast(1),
 	CfgLogRollHours:          intBetween(1, math.MaxInt32),
 	CfgLogCleanerThreads:     intBetween(1, maxCleanerThreads),
+	CfgLogFlushMessages:      longAtLeast(1),
+	CfgLogFlushMs:            longAtLeast(0),
+	CfgLogIndexInterval:      intBetween(0, math.MaxInt32),
+	CfgBrokerMinISR:          intBetween(1, math.MaxInt32),
+	CfgCleanerBackoffMs:      longAtLeast(0),
+	CfgCleanerDeleteRetMs:    longAtLeast(0),
+	CfgCleanerMinLagMs:       longAtLeast(0),
+	CfgCleanerMaxLagMs:       longAtLeast(1),
+	CfgCleanerMinCleanRatio:  doubleBetween(0, 1),
 }
 
 // replicationThrottle holds the broker's two rates.
@@ -94,6 +103,11 @@ func (b *Broker) changeBrokerEntity(entity string, ops []ConfigOp, validateOnly 
 		case op.Op == ConfigSet:
 			if err := check(op.Value); err != nil {
 				return fmt.Errorf("%w: %s=%q: %v", ErrInvalidConfig, op.Name, op.Value, err)
+			}
+			if n, _ := parseLong(op.Value); op.Name == CfgLogCleanerThreads && b.cfg.Cleaner.DedupeBufferSize/n < 1<<10 {
+				// Each thread's offset map is its share of the buffer.
+				return fmt.Errorf("%w: %s=%d: log.cleaner.dedupe.buffer.size %d is too small for that many threads",
+					ErrInvalidConfig, op.Name, n, b.cfg.Cleaner.DedupeBufferSize)
 			}
 		}
 	}

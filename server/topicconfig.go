@@ -304,7 +304,7 @@ func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 		log:             b.logDefaults(),
 		maxMessageBytes: b.cfg.MessageMaxBytes,
 		logAppendTime:   b.cfg.LogAppendTime,
-		minISR:          b.cfg.MinInsyncReplicas,
+		minISR:          b.minISRDefault(),
 	}
 	num := func(k string) (int64, bool) {
 		v, ok := cfgs[k]
@@ -533,7 +533,7 @@ func flushMessagesDefault(n int64) int64 {
 // compaction resolves a topic's compaction settings over the broker's
 // log.cleaner.* defaults.
 func (b *Broker) compaction(enabled bool, cfgs map[string]string) storage.Compaction {
-	cc := b.cfg.Cleaner
+	cc := b.cleanerDefaults()
 	c := storage.Compaction{Enabled: enabled, MinCleanableRatio: cc.MinCleanableRatio,
 		MinLag: cc.MinCompactionLag, MaxLag: cc.MaxCompactionLag, DeleteRetention: cc.DeleteRetention}
 	ms := func(k string, dst *time.Duration) {

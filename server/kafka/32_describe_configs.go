@@ -218,9 +218,19 @@ func (s *Server) brokerConfigs() ([]configEntry, error) {
 			}
 		}
 	}
-	for _, name := range []string{server.CfgLogRetentionMinutes, server.CfgLogRetentionHours, server.CfgLogRollHours} {
-		if _, ok := set[name]; ok {
-			entries = append(entries, rate(name))
+	// Dynamic configs without a static entry above (log.retention.hours,
+	// the cleaner's compaction defaults, …) show where set.
+	listed := map[string]bool{}
+	for _, e := range entries {
+		listed[e.Name] = true
+	}
+	for name := range set {
+		if !listed[name] {
+			e := rate(name)
+			if name == server.CfgCleanerMinCleanRatio {
+				e.Type = kmsg.ConfigTypeDouble
+			}
+			entries = append(entries, e)
 		}
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
