@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,18 @@ const (
 	CfgCleanerMaxLagMs      = "log.cleaner.max.compaction.lag.ms"
 	CfgCleanerMinCleanRatio = "log.cleaner.min.cleanable.ratio"
 )
+
+// DynamicBrokerConfigNames are the broker configs that change at run
+// time, sorted: what AlterConfigs, which replaces them all, clears when
+// not given.
+func DynamicBrokerConfigNames() []string {
+	names := make([]string, 0, len(dynamicBrokerConfigs))
+	for k := range dynamicBrokerConfigs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
 
 // maxCleanerThreads bounds log.cleaner.threads set at run time.
 const maxCleanerThreads = 64
