@@ -182,6 +182,15 @@ func seedReassign(t *testing.T, zk, broker, dir string) {
 	if got := sortedLines(res.stdout); res.code != 0 || strings.Join(got, ",") != "a,b,c,d" {
 		t.Fatalf("records after the move: exit %d, %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
+	// The partition filters print partition lines only.
+	if out := ok(t, "", "kafka-topics.sh", "--describe", "--bootstrap-server", broker, "--at-min-isr-partitions"); strings.Count(out, "\tTopic: moving\t") != 2 || strings.Contains(out, "PartitionCount") || strings.Contains(out, "idoall_testTopic") {
+		t.Fatalf("--at-min-isr-partitions (moving has one replica, min.insync.replicas 1):\n%s", out)
+	}
+	for _, filter := range []string{"--under-replicated-partitions", "--unavailable-partitions", "--under-min-isr-partitions"} {
+		if out := ok(t, "", "kafka-topics.sh", "--describe", "--bootstrap-server", broker, filter); out != "" {
+			t.Fatalf("%s on a healthy cluster:\n%s", filter, out)
+		}
+	}
 	if out := ok(t, "", "kafka-reassign-partitions.sh", "--bootstrap-server", broker, "--list"); out != "No partition reassignments found.\n" {
 		t.Fatalf("--list printed %q", out)
 	}
