@@ -62,7 +62,7 @@ func runKafkaScript(argv0 string, args []string) bool {
 		return false
 	}
 	kcli.UnreachableHint = "is a broker listening there? check --bootstrap-server"
-	exitKafka(name, run(args))
+	exitKafka(run(args))
 	return true
 }
 
@@ -108,7 +108,9 @@ type kafkaUsageError struct {
 
 func (e *kafkaUsageError) Error() string { return e.msg }
 
-func exitKafka(name string, err error) {
+// exitKafka ends the process as Kafka's tools do: 0 for success or help,
+// 1 with the message for anything else.
+func exitKafka(err error) {
 	var ue *kafkaUsageError
 	var ke *kafkaError
 	switch {
