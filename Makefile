@@ -6,8 +6,11 @@ TEST_FLAGS ?= -race -timeout 20m
 
 .PHONY: build run test test-long test-deps vet fmt-check bench bench-go bench-http bench-kafka bench-cluster bench-registry bench-tls fuzz clean openapi
 
+# Kafka's script names (kafka-topics.sh, …) are links to the binary, which
+# behaves by the name it is run as.
 build:
 	$(GO) build -o $(BIN) ./cmd/ferry
+	./$(BIN) install-scripts $(dir $(BIN))
 
 run: build
 	./$(BIN) serve

@@ -36,6 +36,18 @@ type Broker struct {
 
 	// throttle is the replication throttle's rates (throttle.go).
 	throttle replicationThrottle
+	// dynamicLog is the log defaults with the dynamic broker configs
+	// applied (log.retention.ms, …; dynamicconfigs.go); nil: cfg.Log.
+	dynamicLog atomic.Pointer[storage.Config]
+	// dynamicSources says which log defaults are dynamic, and at which
+	// level, for describing topic configs' synonyms.
+	dynamicSources atomic.Pointer[map[string]string]
+	// dynamicCleaner and dynamicMinISR are the cleaner settings and
+	// min.insync.replicas in force (nil, 0: cfg's).
+	dynamicCleaner atomic.Pointer[CleanerConfig]
+	dynamicMinISR  atomic.Int32
+	// cleaner runs the log cleaner threads; set before Open returns.
+	cleaner *logCleaner
 
 	mu struct {
 		sync.RWMutex
@@ -335,7 +347,8 @@ func (b *Broker) startLoops() {
 	go b.every(b.cfg.FlushCheckInterval, b.flushDue)
 	go b.every(b.cfg.FailedLogProbeInterval, b.probeFailedLogs)
 	go b.deleter()
-	newLogCleaner(b).start()
+	b.cleaner = newLogCleaner(b)
+	b.cleaner.start()
 	if b.cfg.ZooKeeperSession != nil {
 		b.wg.Add(1)
 		go b.every(fenceCheckInterval, b.CheckFences)

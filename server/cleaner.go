@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-mq/ferry/replication"
@@ -19,15 +20,21 @@ type logCleaner struct {
 	b   *Broker
 	cfg CleanerConfig
 
+	// want is how many threads should run (log.cleaner.threads, which a
+	// dynamic broker config changes): thread i ends once i >= want.
+	want atomic.Int32
+
 	mu struct {
 		sync.Mutex
-		busy   map[*replication.Replica]bool
-		bucket throttle.Bucket // log.cleaner.io.max.bytes.per.second, all threads
+		busy    map[*replication.Replica]bool
+		bucket  throttle.Bucket // log.cleaner.io.max.bytes.per.second, all threads
+		running int             // threads started and not yet ended
 	}
 }
 
 func newLogCleaner(b *Broker) *logCleaner {
 	c := &logCleaner{b: b, cfg: b.cfg.Cleaner}
+	c.want.Store(int32(c.cfg.Threads))
 	c.mu.busy = map[*replication.Replica]bool{}
 	if c.cfg.throttled() {
 		rate := c.cfg.IOMaxBytesPerSecond
@@ -37,32 +44,55 @@ func newLogCleaner(b *Broker) *logCleaner {
 }
 
 // start launches the threads, tracked by the broker's wait group.
-func (c *logCleaner) start() {
-	if c.cfg.Disabled {
+func (c *logCleaner) start() { c.setThreads(int(c.want.Load())) }
+
+// setThreads makes n threads run: more start now, extra ones end after
+// their current pass. A disabled cleaner stays off.
+func (c *logCleaner) setThreads(n int) {
+	if c.cfg.Disabled || n < 1 {
 		return
 	}
-	for range c.cfg.Threads {
+	c.want.Store(int32(n))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ; c.mu.running < n; c.mu.running++ {
 		c.b.wg.Add(1)
-		go c.run()
+		go c.run(c.mu.running)
 	}
 }
 
-// run is one cleaner thread; its offset map is allocated on its first pass.
-func (c *logCleaner) run() {
+// retire ends thread i if the wanted count dropped to i or below; only
+// the highest-numbered thread retires, so the numbers stay dense.
+func (c *logCleaner) retire(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i < int(c.want.Load()) || i != c.mu.running-1 {
+		return false
+	}
+	c.mu.running--
+	return true
+}
+
+// run is cleaner thread i; its offset map, its share of
+// log.cleaner.dedupe.buffer.size, is allocated on its first pass.
+func (c *logCleaner) run(i int) {
 	defer c.b.wg.Done()
 	var m *storage.OffsetMap
 	for {
+		if c.retire(i) {
+			return
+		}
 		p, cfg := c.grab(time.Now())
 		if p == nil {
 			select {
 			case <-c.b.stop:
 				return
-			case <-time.After(c.cfg.Backoff):
+			case <-time.After(c.b.cleanerDefaults().Backoff):
 			}
 			continue
 		}
 		if m == nil {
-			m = storage.NewOffsetMap(int(c.cfg.DedupeBufferSize / int64(c.cfg.Threads)))
+			m = storage.NewOffsetMap(int(c.cfg.DedupeBufferSize / int64(max(c.want.Load(), 1))))
 		}
 		c.clean(p, cfg, m)
 		c.release(p)

@@ -3,8 +3,10 @@ package server
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ferry-mq/ferry/replication/throttle"
@@ -43,10 +45,28 @@ type BrokerConfigStore interface {
 }
 
 // dynamicBrokerConfigs are the broker configs a cluster changes at run
-// time, with their checks.
+// time, with their checks: the replication throttle rates here, the log
+// defaults and cleaner threads of dynamicconfigs.go.
 var dynamicBrokerConfigs = map[string]func(string) error{
 	CfgLeaderThrottledRate:   longAtLeast(0),
 	CfgFollowerThrottledRate: longAtLeast(0),
+	CfgLogRetentionMs:        longAtLeast(-1),
+	CfgLogRetentionMinutes:   intBetween(-1, math.MaxInt32),
+	CfgLogRetentionHours:     intBetween(-1, math.MaxInt32),
+	CfgLogRetentionBytes:     longAtLeast(-1),
+	CfgLogSegmentBytes:       intBetween(14, math.MaxInt32),
+	CfgLogRollMs:             longAtLeast(1),
+	CfgLogRollHours:          intBetween(1, math.MaxInt32),
+	CfgLogCleanerThreads:     intBetween(1, maxCleanerThreads),
+	CfgLogFlushMessages:      longAtLeast(1),
+	CfgLogFlushMs:            longAtLeast(0),
+	CfgLogIndexInterval:      intBetween(0, math.MaxInt32),
+	CfgBrokerMinISR:          intBetween(1, math.MaxInt32),
+	CfgCleanerBackoffMs:      longAtLeast(0),
+	CfgCleanerDeleteRetMs:    longAtLeast(0),
+	CfgCleanerMinLagMs:       longAtLeast(0),
+	CfgCleanerMaxLagMs:       longAtLeast(1),
+	CfgCleanerMinCleanRatio:  doubleBetween(0, 1),
 }
 
 // replicationThrottle holds the broker's two rates.
@@ -76,18 +96,23 @@ func (b *Broker) changeBrokerEntity(entity string, ops []ConfigOp, validateOnly 
 		check, ok := dynamicBrokerConfigs[op.Name]
 		switch {
 		case !ok:
-			return fmt.Errorf("%w: broker config %q cannot be changed while the broker runs; the dynamic ones are %s and %s",
-				ErrInvalidConfig, op.Name, CfgLeaderThrottledRate, CfgFollowerThrottledRate)
+			return fmt.Errorf("%w: broker config %q cannot be changed while the broker runs; the dynamic ones are %s",
+				ErrInvalidConfig, op.Name, strings.Join(slices.Sorted(maps.Keys(dynamicBrokerConfigs)), ", "))
 		case op.Op != ConfigSet && op.Op != ConfigDelete:
-			return fmt.Errorf("%w: %q is a LONG config; only SET and DELETE apply", ErrInvalidConfig, op.Name)
+			return fmt.Errorf("%w: %q is a number; only SET and DELETE apply", ErrInvalidConfig, op.Name)
 		case op.Op == ConfigSet:
 			if err := check(op.Value); err != nil {
 				return fmt.Errorf("%w: %s=%q: %v", ErrInvalidConfig, op.Name, op.Value, err)
 			}
+			if n, _ := parseLong(op.Value); op.Name == CfgLogCleanerThreads && b.cfg.Cleaner.DedupeBufferSize/n < 1<<10 {
+				// Each thread's offset map is its share of the buffer.
+				return fmt.Errorf("%w: %s=%d: log.cleaner.dedupe.buffer.size %d is too small for that many threads",
+					ErrInvalidConfig, op.Name, n, b.cfg.Cleaner.DedupeBufferSize)
+			}
 		}
 	}
 	if b.cfg.BrokerConfigs == nil {
-		return fmt.Errorf("%w: dynamic broker configs (the replication throttles) need a cluster (--zookeeper)", ErrInvalidRequest)
+		return fmt.Errorf("%w: dynamic broker configs need a cluster (--zookeeper)", ErrInvalidRequest)
 	}
 	if validateOnly {
 		return nil
@@ -164,6 +189,7 @@ func (b *Broker) reloadBrokerConfigsLocked() error {
 	}
 	b.throttle.leader.SetLimit(leader, now)
 	b.throttle.follower.SetLimit(follower, now)
+	b.applyDynamicLocked(own, def)
 	return nil
 }
 

@@ -57,6 +57,11 @@ const (
 	SourceTopic   = "DYNAMIC_TOPIC_CONFIG"
 	SourceBroker  = "STATIC_BROKER_CONFIG"
 	SourceDefault = "DEFAULT_CONFIG"
+	// SourceDynamicBroker and SourceDynamicDefaultBroker are a broker
+	// setting changed at run time for this broker or for every broker
+	// (dynamicconfigs.go).
+	SourceDynamicBroker        = "DYNAMIC_BROKER_CONFIG"
+	SourceDynamicDefaultBroker = "DYNAMIC_DEFAULT_BROKER_CONFIG"
 )
 
 // topicConfigDef is one topic config: Kafka's type, default and validator.
@@ -299,10 +304,10 @@ func (s *topicSettings) checkRecords() bool {
 
 func (b *Broker) resolveSettings(cfgs map[string]string) topicSettings {
 	s := topicSettings{
-		log:             b.cfg.Log,
+		log:             b.logDefaults(),
 		maxMessageBytes: b.cfg.MessageMaxBytes,
 		logAppendTime:   b.cfg.LogAppendTime,
-		minISR:          b.cfg.MinInsyncReplicas,
+		minISR:          b.minISRDefault(),
 	}
 	num := func(k string) (int64, bool) {
 		v, ok := cfgs[k]
@@ -477,6 +482,7 @@ func (b *Broker) brokerTopicValues() map[string]string {
 
 func (b *Broker) describeConfigs(cfgs map[string]string) []ConfigEntry {
 	broker := b.brokerTopicValues()
+	dynamic := b.dynamicLogSources()
 	keys := TopicConfigKeys()
 	out := make([]ConfigEntry, 0, len(keys))
 	for _, k := range keys {
@@ -486,7 +492,9 @@ func (b *Broker) describeConfigs(cfgs map[string]string) []ConfigEntry {
 			e.Synonyms = append(e.Synonyms, ConfigSynonym{k, v, SourceTopic})
 		}
 		key, hasKey := brokerKeys[k]
-		if v, ok := broker[k]; ok && v != def.def {
+		if v, ok := broker[k]; ok && dynamic[key] != "" {
+			e.Synonyms = append(e.Synonyms, ConfigSynonym{key, v, dynamic[key]})
+		} else if ok && v != def.def {
 			e.Synonyms = append(e.Synonyms, ConfigSynonym{key, v, SourceBroker})
 		}
 		if !hasKey {
@@ -529,7 +537,7 @@ func flushMessagesDefault(n int64) int64 {
 // compaction resolves a topic's compaction settings over the broker's
 // log.cleaner.* defaults.
 func (b *Broker) compaction(enabled bool, cfgs map[string]string) storage.Compaction {
-	cc := b.cfg.Cleaner
+	cc := b.cleanerDefaults()
 	c := storage.Compaction{Enabled: enabled, MinCleanableRatio: cc.MinCleanableRatio,
 		MinLag: cc.MinCompactionLag, MaxLag: cc.MaxCompactionLag, DeleteRetention: cc.DeleteRetention}
 	ms := func(k string, dst *time.Duration) {

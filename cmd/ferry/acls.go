@@ -27,6 +27,17 @@ func runACLs(args []string) error {
 func aclFlags(name string) (*flag.FlagSet, *string, *kcli.ACLSpec) {
 	fs, bootstrap := newClientFlags("acls " + name)
 	spec := &kcli.ACLSpec{}
+	registerACLFlags(fs, spec)
+	return fs, bootstrap, spec
+}
+
+// aclFlagNames are the options registerACLFlags adds, for help listings.
+var aclFlagNames = []string{"allow-principal", "deny-principal", "allow-host", "deny-host", "operation",
+	"topic", "group", "transactional-id", "subject", "cluster", "resource-pattern-type"}
+
+// registerACLFlags adds kafka-acls.sh's principal, host, operation and
+// resource flags to fs, filling spec.
+func registerACLFlags(fs *flag.FlagSet, spec *kcli.ACLSpec) {
 	fs.Var((*stringList)(&spec.AllowPrincipals), "allow-principal", "principal to allow, Type:Name like User:alice (repeatable; User:* for everyone)")
 	fs.Var((*stringList)(&spec.DenyPrincipals), "deny-principal", "principal to deny (repeatable)")
 	fs.Var((*stringList)(&spec.AllowHosts), "allow-host", "IP address the allowed principals connect from (repeatable; default *)")
@@ -41,7 +52,6 @@ func aclFlags(name string) (*flag.FlagSet, *string, *kcli.ACLSpec) {
 		return nil
 	})
 	fs.StringVar(&spec.PatternType, "resource-pattern-type", "", "literal or prefixed; list and remove also take any or match (default literal)")
-	return fs, bootstrap, spec
 }
 
 // resourceFlag appends one resource of its type per use.

@@ -80,6 +80,6 @@ func brokersDecommission(args []string) error {
 		if *wait <= 0 {
 			return nil
 		}
-		return reassignVerify(ctx, adm, plan, *wait)
+		return reassignVerify(ctx, adm, plan, *wait, true)
 	})
 }

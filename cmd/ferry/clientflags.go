@@ -135,6 +135,12 @@ func subcommand(group string, args []string, cmds map[string]func([]string) erro
 	if len(args) == 0 {
 		return usageErr("ferry %s: want one of %s", group, commandNames(cmds))
 	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Printf("Usage: ferry %s COMMAND [flags]\n\nCommands: %s\n\nferry %s COMMAND -h prints the flags of one.\n",
+			group, commandNames(cmds), group)
+		return flag.ErrHelp
+	}
 	run, ok := cmds[args[0]]
 	if !ok {
 		return usageErr("ferry %s: unknown command %q; want one of %s", group, args[0], commandNames(cmds))

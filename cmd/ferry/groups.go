@@ -80,7 +80,7 @@ func groupsResetOffsets(args []string) error {
 	fs, bootstrap := newClientFlags("groups reset-offsets GROUP --topic T --to-earliest|--to-latest|--to-offset N")
 	var topics stringList
 	fs.Var(&topics, "topic", "topic whose partitions are reset (required, repeatable)")
-	var to kcli.ResetTarget
+	to := kcli.ResetTarget{Offset: -1}
 	fs.BoolVar(&to.Earliest, "to-earliest", false, "reset to each partition's start offset")
 	fs.BoolVar(&to.Latest, "to-latest", false, "reset to each partition's end offset")
 	fs.Int64Var(&to.Offset, "to-offset", -1, "reset to this offset, clamped to each partition's range")
@@ -93,7 +93,11 @@ func groupsResetOffsets(args []string) error {
 		return err
 	}
 	return withAdmin(*bootstrap, func(ctx context.Context, adm *kadm.Client) error {
-		plan, err := kcli.PlanReset(ctx, adm, topics, to)
+		scope := kcli.ResetScope{Topics: map[string][]int32{}}
+		for _, t := range topics {
+			scope.Topics[t] = nil
+		}
+		plan, err := kcli.PlanReset(ctx, adm, pos[0], scope, to)
 		if err != nil {
 			return err
 		}

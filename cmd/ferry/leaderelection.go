@@ -46,17 +46,27 @@ func runLeaderElection(args []string) error {
 	default:
 		return usageError(fs, "name a partition (--topic and --partition) or --all-topic-partitions")
 	}
-	return withAdmin(*bootstrap, func(ctx context.Context, adm *kadm.Client) error {
+	return electLeaders(*bootstrap, how, set)
+}
+
+// electLeaders runs the elections (set nil: every partition) and prints
+// their outcome as kafka-leader-election.sh does.
+func electLeaders(bootstrap string, how kadm.ElectLeadersHow, set kadm.TopicsSet) error {
+	typ := "PREFERRED"
+	if how == kadm.ElectLiveReplica {
+		typ = "UNCLEAN"
+	}
+	return withAdmin(bootstrap, func(ctx context.Context, adm *kadm.Client) error {
 		results, err := adm.ElectLeaders(ctx, how, set)
 		if err != nil {
 			return err
 		}
-		return writeElections(results, strings.ToUpper(*typ))
+		return writeElections(results, typ)
 	})
 }
 
 func electionHow(typ string) (kadm.ElectLeadersHow, error) {
-	switch typ {
+	switch strings.ToLower(typ) {
 	case "preferred":
 		return kadm.ElectPreferredReplica, nil
 	case "unclean":

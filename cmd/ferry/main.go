@@ -56,12 +56,20 @@ env FERRY_BOOTSTRAP; on a SASL listener --sasl-mechanism M --sasl-username U
   ferry quotas remove …entity… --delete-config K[,K…] | list [--entity-type T [--entity-name N | --entity-default]]…
   ferry bench produce|consume [--topic T] [--records N] [--record-size B] [--duration D] …
 
+Kafka's scripts, with Kafka 3.9's flags (and --zookeeper/--broker-list of 0.8):
+  ferry install-scripts DIR   link kafka-topics.sh, kafka-console-producer.sh, … in DIR
+                          to this binary (make build does it in bin/); run by those
+                          names it behaves as they do (--help on each)
+
 `
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	if runKafkaScript(os.Args[0], os.Args[1:]) {
+		return
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
@@ -94,6 +102,8 @@ func main() {
 		err = runLeaderElection(os.Args[2:])
 	case "acls":
 		err = runACLs(os.Args[2:])
+	case "install-scripts":
+		err = runInstallScripts(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("ferry", version)
 	case "help", "-h", "--help":

@@ -20,15 +20,16 @@ import (
 // --cancel returns partitions to their original replicas.
 func runReassign(args []string) error {
 	fs, bootstrap := newClientFlags("reassign --generate|--execute|--verify|--cancel …")
-	generate := fs.Bool("generate", false, "print the current assignment and a proposed one for --topics-to-move-json-file over --broker-list")
-	execute := fs.Bool("execute", false, "start the reassignment in --reassignment-json-file")
-	verify := fs.Bool("verify", false, "report each partition of --reassignment-json-file: completed, in progress or failed")
-	cancel := fs.Bool("cancel", false, "cancel the reassignments of the partitions in --reassignment-json-file")
-	topicsFile := fs.String("topics-to-move-json-file", "", `{"topics":[{"topic":"t"}],"version":1}`)
-	brokerList := fs.String("broker-list", "", "brokers to place the topics on, e.g. 3,4")
-	planFile := fs.String("reassignment-json-file", "", `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3,4]}]}`)
-	wait := fs.Duration("wait", 0, "with --execute or --verify: wait up to this long for the reassignment to complete, showing its progress")
-	throttle := fs.Int64("throttle", 0, "with --execute: bytes/s the brokers taking part may spend copying the moved replicas (removed by --verify once done)")
+	var o reassignOptions
+	fs.BoolVar(&o.generate, "generate", false, "print the current assignment and a proposed one for --topics-to-move-json-file over --broker-list")
+	fs.BoolVar(&o.execute, "execute", false, "start the reassignment in --reassignment-json-file")
+	fs.BoolVar(&o.verify, "verify", false, "report each partition of --reassignment-json-file: completed, in progress or failed")
+	fs.BoolVar(&o.cancel, "cancel", false, "cancel the reassignments of the partitions in --reassignment-json-file")
+	fs.StringVar(&o.topicsFile, "topics-to-move-json-file", "", `{"topics":[{"topic":"t"}],"version":1}`)
+	fs.StringVar(&o.brokerList, "broker-list", "", "brokers to place the topics on, e.g. 3,4")
+	fs.StringVar(&o.planFile, "reassignment-json-file", "", `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3,4]}]}`)
+	fs.DurationVar(&o.wait, "wait", 0, "with --execute or --verify: wait up to this long for the reassignment to complete, showing its progress")
+	fs.Int64Var(&o.throttle, "throttle", 0, "with --execute: bytes/s the brokers taking part may spend copying the moved replicas (removed by --verify once done)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -36,25 +37,39 @@ func runReassign(args []string) error {
 	if err := wantArgs(pos, 0, 0, "no arguments"); err != nil {
 		return err
 	}
-	modes := 0
-	for _, m := range []bool{*generate, *execute, *verify, *cancel} {
-		if m {
-			modes++
-		}
+	o.failIncomplete = true
+	return reassign(*bootstrap, o, func(msg string) error { return usageError(fs, msg) })
+}
+
+// reassignOptions are kafka-reassign-partitions.sh's, shared by `ferry
+// reassign` and the script.
+type reassignOptions struct {
+	generate, execute, verify, cancel, list bool
+	topicsFile, brokerList, planFile        string
+	wait                                    time.Duration
+	throttle                                int64
+	// failIncomplete makes --verify fail while a partition still moves
+	// (ferry's own; Kafka's tool reports it and exits 0).
+	failIncomplete bool
+}
+
+func reassign(bootstrap string, o reassignOptions, usage func(string) error) error {
+	if countTrue(o.generate, o.execute, o.verify, o.cancel, o.list) != 1 {
+		return usage("give exactly one of --generate, --execute, --verify, --cancel")
 	}
-	if modes != 1 {
-		return usageError(fs, "give exactly one of --generate, --execute, --verify, --cancel")
+	if o.throttle < 0 || o.throttle > 0 && !o.execute {
+		return usage("--throttle is a positive number of bytes/s, with --execute")
 	}
-	if *throttle < 0 || *throttle > 0 && !*execute {
-		return usageError(fs, "--throttle is a positive number of bytes/s, with --execute")
+	if o.generate {
+		return reassignGenerate(bootstrap, o.topicsFile, o.brokerList)
 	}
-	if *generate {
-		return reassignGenerate(*bootstrap, *topicsFile, *brokerList)
+	if o.list {
+		return withAdmin(bootstrap, reassignList)
 	}
-	if *planFile == "" {
-		return usageError(fs, "--reassignment-json-file is needed")
+	if o.planFile == "" {
+		return usage("--reassignment-json-file is needed")
 	}
-	f, err := os.Open(*planFile)
+	f, err := os.Open(o.planFile)
 	if err != nil {
 		return err
 	}
@@ -63,12 +78,12 @@ func runReassign(args []string) error {
 	if err != nil {
 		return err
 	}
-	return withAdmin(*bootstrap, func(ctx context.Context, adm *kadm.Client) error {
+	return withAdmin(bootstrap, func(ctx context.Context, adm *kadm.Client) error {
 		switch {
-		case *execute:
-			return reassignExecute(ctx, adm, plan, *throttle, *wait)
-		case *verify:
-			return reassignVerify(ctx, adm, plan, *wait)
+		case o.execute:
+			return reassignExecute(ctx, adm, plan, o.throttle, o.wait, o.failIncomplete)
+		case o.verify:
+			return reassignVerify(ctx, adm, plan, o.wait, o.failIncomplete)
 		default:
 			if err := kcli.Cancel(ctx, adm, plan); err != nil {
 				return err
@@ -77,6 +92,31 @@ func runReassign(args []string) error {
 			return nil
 		}
 	})
+}
+
+// reassignList prints the reassignments under way, as --list does.
+func reassignList(ctx context.Context, adm *kadm.Client) error {
+	moving, err := kcli.ListReassignments(ctx, adm)
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for topic, parts := range moving {
+		for p, r := range parts {
+			lines = append(lines, fmt.Sprintf("%s-%d: replicas: %s. adding: %s. removing: %s.",
+				topic, p, joinIDs(r.Replicas), joinIDs(r.AddingReplicas), joinIDs(r.RemovingReplicas)))
+		}
+	}
+	if len(lines) == 0 {
+		fmt.Println("No partition reassignments found.")
+		return nil
+	}
+	slices.Sort(lines)
+	fmt.Println("Current partition reassignments:")
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	return nil
 }
 
 func reassignGenerate(bootstrap, topicsFile, brokerList string) error {
@@ -118,7 +158,7 @@ func reassignGenerate(bootstrap, topicsFile, brokerList string) error {
 	})
 }
 
-func reassignExecute(ctx context.Context, adm *kadm.Client, plan kcli.Reassignment, throttle int64, wait time.Duration) error {
+func reassignExecute(ctx context.Context, adm *kadm.Client, plan kcli.Reassignment, throttle int64, wait time.Duration, failIncomplete bool) error {
 	var topics []string
 	for _, p := range plan.Partitions {
 		topics = append(topics, p.Topic)
@@ -148,7 +188,7 @@ func reassignExecute(ctx context.Context, adm *kadm.Client, plan kcli.Reassignme
 	}
 	fmt.Printf("Successfully started partition reassignments for %s\n", partitionNames(plan))
 	if wait > 0 {
-		return reassignVerify(ctx, adm, plan, wait)
+		return reassignVerify(ctx, adm, plan, wait, failIncomplete)
 	}
 	return nil
 }
@@ -157,7 +197,7 @@ func reassignExecute(ctx context.Context, adm *kadm.Client, plan kcli.Reassignme
 // them to complete and showing the copy's progress meanwhile; it fails
 // when one failed or is still moving. Once all are done it removes the
 // replication throttle, as Kafka's --verify does.
-func reassignVerify(ctx context.Context, adm *kadm.Client, plan kcli.Reassignment, wait time.Duration) error {
+func reassignVerify(ctx context.Context, adm *kadm.Client, plan kcli.Reassignment, wait time.Duration, failIncomplete bool) error {
 	deadline := time.Now().Add(wait)
 	var shown time.Time
 	for {
@@ -175,8 +215,11 @@ func reassignVerify(ctx context.Context, adm *kadm.Client, plan kcli.Reassignmen
 		}
 		if last {
 			fmt.Print(out.String())
-			if !done {
+			if !done && failIncomplete {
 				return fmt.Errorf("the reassignment is not complete")
+			}
+			if !done {
+				return nil
 			}
 			removed, err := kcli.ClearThrottles(ctx, adm, planTopics(plan))
 			if err != nil {

@@ -132,6 +132,10 @@ func configSource(source string) kmsg.ConfigSource {
 		return kmsg.ConfigSourceDynamicTopicConfig
 	case server.SourceBroker:
 		return kmsg.ConfigSourceStaticBrokerConfig
+	case server.SourceDynamicBroker:
+		return kmsg.ConfigSourceDynamicBrokerConfig
+	case server.SourceDynamicDefaultBroker:
+		return kmsg.ConfigSourceDynamicDefaultBrokerConfig
 	}
 	return kmsg.ConfigSourceDefaultConfig
 }

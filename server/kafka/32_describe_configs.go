@@ -8,8 +8,11 @@ package kafka
 // give (log.retention.ms, message.max.bytes, …) STATIC_BROKER_CONFIG, and
 // anything else Kafka's default with DEFAULT_CONFIG and IsDefault.
 // The broker resource (name "" or this broker's id) lists the broker's
-// settings with source STATIC_BROKER_CONFIG, read-only: ferry has no
-// dynamic broker configs. Synonyms, when asked for, list a topic config's
+// settings with source STATIC_BROKER_CONFIG, read-only, but for the
+// dynamic ones (KIP-226: the replication throttle rates, the log defaults
+// log.retention.*, log.segment.bytes, log.roll.*, and log.cleaner.threads),
+// which show DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG where
+// set for this broker or for every broker. Synonyms, when asked for, list a topic config's
 // override, the broker setting by its broker key (log.retention.ms, …) and
 // the default, most specific first, as Kafka does; a broker config's
 // synonym is the entry itself. Documentation is not provided (null). Other resource types
@@ -22,6 +25,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -177,7 +181,7 @@ func (s *Server) brokerConfigs() ([]configEntry, error) {
 		}
 		return e
 	}
-	return []configEntry{
+	entries := []configEntry{
 		entry("advertised.listeners", s.listenerList(true), kmsg.ConfigTypeString),
 		entry("auto.create.topics.enable", strconv.FormatBool(c.AutoCreateTopics), kmsg.ConfigTypeBoolean),
 		entry("broker.id", i64(int64(c.BrokerID)), kmsg.ConfigTypeInt),
@@ -202,7 +206,35 @@ func (s *Server) brokerConfigs() ([]configEntry, error) {
 		entry("num.partitions", i64(int64(c.NumPartitions)), kmsg.ConfigTypeInt),
 		entry("producer.id.expiration.ms", ms(c.ProducerIDExpiration), kmsg.ConfigTypeInt),
 		entry("socket.request.max.bytes", i64(int64(s.cfg.MaxRequestBytes)), kmsg.ConfigTypeInt),
-	}, nil
+		entry(server.CfgLogCleanerThreads, i64(int64(c.Cleaner.Threads)), kmsg.ConfigTypeInt),
+	}
+	// The log defaults and cleaner threads change at run time: their
+	// dynamic values, where set, replace server.properties'.
+	for i, e := range entries {
+		if d, ok := set[e.Name]; ok && e.Source == kmsg.ConfigSourceStaticBrokerConfig {
+			entries[i].Value, entries[i].Source, entries[i].ReadOnly = d.Value, kmsg.ConfigSourceDynamicBrokerConfig, false
+			if d.Default {
+				entries[i].Source = kmsg.ConfigSourceDynamicDefaultBrokerConfig
+			}
+		}
+	}
+	// Dynamic configs without a static entry above (log.retention.hours,
+	// the cleaner's compaction defaults, …) show where set.
+	listed := map[string]bool{}
+	for _, e := range entries {
+		listed[e.Name] = true
+	}
+	for name := range set {
+		if !listed[name] {
+			e := rate(name)
+			if name == server.CfgCleanerMinCleanRatio {
+				e.Type = kmsg.ConfigTypeDouble
+			}
+			entries = append(entries, e)
+		}
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	return entries, nil
 }
 
 // configDenied is the ACL check of the config APIs: op on the topic

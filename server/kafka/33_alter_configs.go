@@ -6,7 +6,8 @@ package kafka
 // broker default), as Kafka's legacy AlterConfigs does. A null value is
 // INVALID_REQUEST; unknown keys and bad values are INVALID_CONFIG.
 // ValidateOnly checks without changing anything. A broker resource
-// replaces the dynamic broker configs (the replication throttle rates) as
+// replaces the dynamic broker configs (server.DynamicBrokerConfigNames:
+// the replication throttle rates, the log defaults, the cleaner's) as
 // IncrementalAlterConfigs sets them; the other broker settings are static
 // (flags, env, server.properties).
 //
@@ -73,7 +74,7 @@ func replaceBrokerConfigs(set map[string]string) []server.ConfigOp {
 	for k, v := range set {
 		ops = append(ops, server.ConfigOp{Name: k, Op: server.ConfigSet, Value: v})
 	}
-	for _, k := range []string{server.CfgLeaderThrottledRate, server.CfgFollowerThrottledRate} {
+	for _, k := range server.DynamicBrokerConfigNames() {
 		if _, ok := set[k]; !ok {
 			ops = append(ops, server.ConfigOp{Name: k, Op: server.ConfigDelete})
 		}

@@ -9,7 +9,10 @@ package kafka
 // default; on other configs they are INVALID_CONFIG, as in Kafka. A config
 // named twice in one resource is INVALID_REQUEST. ValidateOnly checks
 // without changing. Broker resources change the dynamic broker configs
-// (the replication throttle rates, SET and DELETE) of the broker named,
+// (KIP-226's that ferry has: the replication throttle rates, the log
+// defaults log.retention.*, log.segment.bytes, log.roll.*, log.flush.*,
+// log.index.interval.bytes, min.insync.replicas, and the cleaner's
+// threads, backoff and compaction defaults; SET and DELETE) of the broker named,
 // which must be this one, or of every broker (name ""); a cluster keeps
 // them in ZooKeeper. Other broker settings are static: INVALID_CONFIG.
 //

@@ -26,7 +26,9 @@ func TestBrokerConfigChangesAreRefusedWithKafkasCodes(t *testing.T) {
 	}{
 		{"0", "leader.replication.throttled.rate", "1048576", kerr.InvalidRequest.Code},
 		{"", "follower.replication.throttled.rate", "1048576", kerr.InvalidRequest.Code},
-		{"0", "log.retention.ms", "1000", kerr.InvalidConfig.Code},
+		{"0", "log.retention.ms", "1000", kerr.InvalidRequest.Code},
+		{"0", "log.dirs", "/tmp", kerr.InvalidConfig.Code},
+		{"0", "log.cleaner.threads", "0", kerr.InvalidConfig.Code},
 		{"0", "leader.replication.throttled.rate", "-5", kerr.InvalidConfig.Code},
 		{"0", "leader.replication.throttled.rate", "fast", kerr.InvalidConfig.Code},
 		{"7", "leader.replication.throttled.rate", "1", kerr.InvalidRequest.Code},

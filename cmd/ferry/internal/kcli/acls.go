@@ -297,6 +297,15 @@ func kerrWithMessage(code int16, msg *string) error {
 // WriteBindings prints bindings grouped by resource pattern, as
 // kafka-acls.sh --list does.
 func WriteBindings(w io.Writer, bs []acl.Binding) {
+	WriteBindingsHeaded(w, "Current ACLs for resource", bs)
+	if len(bs) == 0 {
+		fmt.Fprintln(w, "No ACLs found.")
+	}
+}
+
+// WriteBindingsHeaded prints bindings grouped by resource, each group
+// under heading (kafka-acls.sh's "Adding ACLs for resource").
+func WriteBindingsHeaded(w io.Writer, heading string, bs []acl.Binding) {
 	var last *acl.Pattern
 	for i := range bs {
 		b := &bs[i]
@@ -304,14 +313,11 @@ func WriteBindings(w io.Writer, bs []acl.Binding) {
 			if last != nil {
 				fmt.Fprintln(w)
 			}
-			fmt.Fprintf(w, "Current ACLs for resource `ResourcePattern(resourceType=%s, name=%s, patternType=%s)`:\n",
-				b.Pattern.Type, b.Pattern.Name, acl.PatternTypeName(b.Pattern.PatternType))
+			fmt.Fprintf(w, "%s `ResourcePattern(resourceType=%s, name=%s, patternType=%s)`:\n",
+				heading, b.Pattern.Type, b.Pattern.Name, acl.PatternTypeName(b.Pattern.PatternType))
 			last = &b.Pattern
 		}
 		fmt.Fprintf(w, " \t(principal=%s, host=%s, operation=%s, permissionType=%s)\n",
 			b.Entry.Principal, b.Entry.Host, b.Entry.Operation, acl.PermissionName(b.Entry.Permission))
-	}
-	if len(bs) == 0 {
-		fmt.Fprintln(w, "No ACLs found.")
 	}
 }

@@ -16,6 +16,10 @@ import (
 // TCP connection.
 var ErrUnreachable = errors.New("no bootstrap broker is reachable")
 
+// UnreachableHint ends the unreachable error: what the user may fix.
+// Kafka's script names say their own flag.
+var UnreachableHint = "is `ferry serve` running? set --bootstrap or FERRY_BOOTSTRAP"
+
 // dialTimeout bounds the reachability check of each bootstrap address.
 const dialTimeout = 3 * time.Second
 
@@ -77,6 +81,5 @@ func checkReachable(ctx context.Context, seeds []string) error {
 		}
 		errs = append(errs, err)
 	}
-	return fmt.Errorf("%w at %s: %w (is `ferry serve` running? set --bootstrap or FERRY_BOOTSTRAP)",
-		ErrUnreachable, strings.Join(seeds, ","), errors.Join(errs...))
+	return fmt.Errorf("%w at %s: %w (%s)", ErrUnreachable, strings.Join(seeds, ","), errors.Join(errs...), UnreachableHint)
 }

@@ -25,10 +25,20 @@ type ConsumeConfig struct {
 	IdleTimeout   time.Duration
 	PrintKey      bool
 	KeySeparator  string
+	// TopicRegex reads every topic whose name Topic matches (anchored),
+	// as kafka-console-consumer.sh --include does.
+	TopicRegex bool
+	// Format prints one record; nil: the value (and key with PrintKey).
+	Format func(*bufio.Writer, *kgo.Record)
+	// Opts are more client options (isolation level, client id, …).
+	Opts []kgo.Opt
 }
 
 // Validate rejects combinations kafka-console-consumer.sh also rejects.
 func (c ConsumeConfig) Validate() error {
+	if c.TopicRegex && c.Partition >= 0 {
+		return errors.New("--partition needs --topic, not --include")
+	}
 	if c.Group != "" && (c.Partition >= 0 || c.Offset != "") {
 		return errors.New("--partition and --offset cannot be used with --group")
 	}
@@ -68,12 +78,19 @@ func (c ConsumeConfig) clientOpts(assigned chan struct{}) []kgo.Opt {
 	case c.Group != "":
 		var once sync.Once
 		onAssigned := func(context.Context, *kgo.Client, map[string][]int32) { once.Do(func() { close(assigned) }) }
-		return []kgo.Opt{kgo.ConsumerGroup(c.Group), kgo.ConsumeTopics(c.Topic),
-			kgo.ConsumeResetOffset(start), kgo.AutoCommitMarks(), kgo.OnPartitionsAssigned(onAssigned)}
+		return append(c.topicOpts(), kgo.ConsumerGroup(c.Group),
+			kgo.ConsumeResetOffset(start), kgo.AutoCommitMarks(), kgo.OnPartitionsAssigned(onAssigned))
 	case c.Partition >= 0:
 		return []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.Topic: {c.Partition: start}})}
 	}
-	return []kgo.Opt{kgo.ConsumeTopics(c.Topic), kgo.ConsumeResetOffset(start)}
+	return append(c.topicOpts(), kgo.ConsumeResetOffset(start))
+}
+
+func (c ConsumeConfig) topicOpts() []kgo.Opt {
+	if c.TopicRegex {
+		return []kgo.Opt{kgo.ConsumeTopics("^(?:" + c.Topic + ")$"), kgo.ConsumeRegex()}
+	}
+	return []kgo.Opt{kgo.ConsumeTopics(c.Topic)}
 }
 
 // Consume prints record values, one per line (keys too with PrintKey),
@@ -85,13 +102,15 @@ func Consume(ctx context.Context, bootstrap string, cfg ConsumeConfig, out io.Wr
 		return 0, err
 	}
 	assigned := make(chan struct{})
-	cl, err := Dial(ctx, bootstrap, cfg.clientOpts(assigned)...)
+	cl, err := Dial(ctx, bootstrap, append(cfg.clientOpts(assigned), cfg.Opts...)...)
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	if err := checkTopic(ctx, kadm.NewClient(cl), cfg.Topic); err != nil {
-		return 0, err
+	if !cfg.TopicRegex {
+		if err := checkTopic(ctx, kadm.NewClient(cl), cfg.Topic); err != nil {
+			return 0, err
+		}
 	}
 	if cfg.Group != "" {
 		if err := waitAssigned(ctx, cfg.Group, assigned); err != nil {
@@ -188,6 +207,10 @@ func fetchError(fetches kgo.Fetches) error {
 }
 
 func writeRecord(w *bufio.Writer, r *kgo.Record, cfg ConsumeConfig) {
+	if cfg.Format != nil {
+		cfg.Format(w, r)
+		return
+	}
 	if cfg.PrintKey {
 		writeBytes(w, r.Key)
 		w.WriteString(cfg.KeySeparator)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -48,10 +50,13 @@ var ErrNoGroup = errors.New("no such consumer group")
 // DeleteGroup deletes a group with no members and its committed offsets.
 func DeleteGroup(ctx context.Context, adm *kadm.Client, group string) error {
 	resp, err := adm.DeleteGroup(ctx, group)
+	if resp.Err != nil {
+		return brokerErr("delete group", group, resp.Err, resp.ErrMessage)
+	}
 	if err != nil {
 		return fmt.Errorf("delete group %q: %w", group, err)
 	}
-	return brokerErr("delete group", group, resp.Err, resp.ErrMessage)
+	return nil
 }
 
 // WriteGroup prints a group as kafka-consumer-groups.sh --describe does
@@ -104,48 +109,135 @@ func dashIfNeg(n int64) string {
 	return fmt.Sprint(n)
 }
 
-// ResetTarget says where `groups reset-offsets` moves a group.
+// ResetTarget says where `groups reset-offsets` moves a group: exactly
+// one of its fields is set.
 type ResetTarget struct {
-	Earliest, Latest bool
-	Offset           int64 // used when neither Earliest nor Latest
+	Earliest, Latest, Current bool
+	Offset                    int64      // --to-offset; -1 when not given
+	Shift                     *int64     // --shift-by: the committed offset plus this
+	At                        *time.Time // --to-datetime, --by-duration: the first offset at or after
 }
 
-// PlanReset computes the new committed offset of every partition of the
-// topics for a group. Like Kafka, an explicit offset is clamped to each
-// partition's [start, end] range.
-func PlanReset(ctx context.Context, adm *kadm.Client, topics []string, to ResetTarget) (kadm.Offsets, error) {
+// ResetScope names the partitions to reset: each topic's listed
+// partitions (none listed: all of them), or with AllTopics every topic
+// the group has committed offsets for.
+type ResetScope struct {
+	Topics    map[string][]int32
+	AllTopics bool
+}
+
+// PlanReset computes the new committed offset of every partition in scope
+// for a group. Like Kafka, every target is clamped to each partition's
+// [start, end] range.
+func PlanReset(ctx context.Context, adm *kadm.Client, group string, scope ResetScope, to ResetTarget) (kadm.Offsets, error) {
+	var committed kadm.OffsetResponses
+	if scope.AllTopics || to.Current || to.Shift != nil {
+		var err error
+		if committed, err = adm.FetchOffsets(ctx, group); err == nil {
+			err = committed.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fetch committed offsets of group %q: %w", group, err)
+		}
+	}
+	topics := scopeTopics(scope, committed)
 	for _, topic := range topics {
 		if err := checkTopic(ctx, adm, topic); err != nil {
 			return nil, err
 		}
 	}
-	starts, err := adm.ListStartOffsets(ctx, topics...)
-	if err == nil {
+	starts, ends, err := offsetBounds(ctx, adm, topics)
+	if err != nil {
+		return nil, err
+	}
+	var atTime kadm.ListedOffsets
+	if to.At != nil {
+		if atTime, err = adm.ListOffsetsAfterMilli(ctx, to.At.UnixMilli(), topics...); err == nil {
+			err = atTime.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list offsets at %v: %w", to.At, err)
+		}
+	}
+	plan := make(kadm.Offsets)
+	var planErr error
+	starts.Each(func(s kadm.ListedOffset) {
+		if !inScope(scope, committed, s.Topic, s.Partition) {
+			return
+		}
+		end, _ := ends.Lookup(s.Topic, s.Partition)
+		at, err := resetOffset(to, s, end.Offset, committed, atTime)
+		if err != nil && planErr == nil {
+			planErr = err
+		}
+		plan.AddOffset(s.Topic, s.Partition, min(max(at, s.Offset), end.Offset), -1)
+	})
+	return plan, planErr
+}
+
+func scopeTopics(scope ResetScope, committed kadm.OffsetResponses) []string {
+	var topics []string
+	if scope.AllTopics {
+		for t := range committed {
+			topics = append(topics, t)
+		}
+	} else {
+		for t := range scope.Topics {
+			topics = append(topics, t)
+		}
+	}
+	sort.Strings(topics)
+	return topics
+}
+
+func inScope(scope ResetScope, committed kadm.OffsetResponses, topic string, p int32) bool {
+	if scope.AllTopics {
+		_, ok := committed.Lookup(topic, p)
+		return ok
+	}
+	parts := scope.Topics[topic]
+	return len(parts) == 0 || slices.Contains(parts, p)
+}
+
+func offsetBounds(ctx context.Context, adm *kadm.Client, topics []string) (starts, ends kadm.ListedOffsets, err error) {
+	if starts, err = adm.ListStartOffsets(ctx, topics...); err == nil {
 		err = starts.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list start offsets: %w", err)
+		return nil, nil, fmt.Errorf("list start offsets: %w", err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, topics...)
-	if err == nil {
+	if ends, err = adm.ListEndOffsets(ctx, topics...); err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list end offsets: %w", err)
+		return nil, nil, fmt.Errorf("list end offsets: %w", err)
 	}
-	plan := make(kadm.Offsets)
-	starts.Each(func(s kadm.ListedOffset) {
-		end, _ := ends.Lookup(s.Topic, s.Partition)
-		at := min(max(to.Offset, s.Offset), end.Offset)
-		switch {
-		case to.Earliest:
-			at = s.Offset
-		case to.Latest:
-			at = end.Offset
+	return starts, ends, nil
+}
+
+// resetOffset is one partition's target before clamping.
+func resetOffset(to ResetTarget, start kadm.ListedOffset, end int64, committed kadm.OffsetResponses, atTime kadm.ListedOffsets) (int64, error) {
+	switch {
+	case to.Earliest:
+		return start.Offset, nil
+	case to.Latest:
+		return end, nil
+	case to.At != nil:
+		if o, ok := atTime.Lookup(start.Topic, start.Partition); ok && o.Err == nil && o.Offset >= 0 {
+			return o.Offset, nil
 		}
-		plan.AddOffset(s.Topic, s.Partition, at, -1)
-	})
-	return plan, nil
+		return end, nil
+	case to.Current || to.Shift != nil:
+		c, ok := committed.Lookup(start.Topic, start.Partition)
+		if !ok || c.At < 0 {
+			return start.Offset, fmt.Errorf("partition %s-%d has no committed offset to reset from", start.Topic, start.Partition)
+		}
+		if to.Shift != nil {
+			return c.At + *to.Shift, nil
+		}
+		return c.At, nil
+	}
+	return to.Offset, nil
 }
 
 // ErrGroupActive is returned by ExecuteReset when the group has members.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // newCluster starts an in-process kfake broker; these tests cover the
@@ -150,7 +151,7 @@ func TestGroupConsumeDescribeReset(t *testing.T) {
 	}
 	checkGroupLine(t, ctx, adm, "g t 0 3 5 2 - - -")
 
-	plan, err := PlanReset(ctx, adm, []string{"t"}, ResetTarget{Offset: 99})
+	plan, err := PlanReset(ctx, adm, "g", ResetScope{Topics: map[string][]int32{"t": nil}}, ResetTarget{Offset: 99})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,6 +175,60 @@ func TestGroupConsumeDescribeReset(t *testing.T) {
 	}
 	if err := DeleteGroup(ctx, adm, "g"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPlanResetScenarios covers the reset targets beyond a fixed offset:
+// shifting and keeping the committed offset, a time, and partition
+// scopes, each clamped to the partition's range.
+func TestPlanResetScenarios(t *testing.T) {
+	bootstrap, adm := newCluster(t)
+	ctx := testContext(t)
+	if err := CreateTopic(ctx, adm, TopicSpec{Name: "r", Partitions: 2, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for p := range 2 {
+		if _, err := Produce(ctx, bootstrap, ProduceConfig{Topic: "r", Acks: "all", Partition: int32(p)}, strings.NewReader("1\n2\n3\n4\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := adm.CommitAllOffsets(ctx, "g", kadm.OffsetsFromRecords(kgo.Record{Topic: "r", Partition: 0, Offset: 1}, kgo.Record{Topic: "r", Partition: 1, Offset: 2})); err != nil {
+		t.Fatal(err)
+	}
+	all := ResetScope{Topics: map[string][]int32{"r": nil}}
+	shift := func(n int64) *int64 { return &n }
+	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	for _, c := range []struct {
+		name  string
+		scope ResetScope
+		to    ResetTarget
+		want  map[int32]int64
+	}{
+		{"current", all, ResetTarget{Offset: -1, Current: true}, map[int32]int64{0: 2, 1: 3}},
+		{"shift +10 clamps to the end", all, ResetTarget{Offset: -1, Shift: shift(10)}, map[int32]int64{0: 4, 1: 4}},
+		{"shift -1", all, ResetTarget{Offset: -1, Shift: shift(-1)}, map[int32]int64{0: 1, 1: 2}},
+		{"shift -9 clamps to the start", all, ResetTarget{Offset: -1, Shift: shift(-9)}, map[int32]int64{0: 0, 1: 0}},
+		{"a past time: the start", all, ResetTarget{Offset: -1, At: &past}, map[int32]int64{0: 0, 1: 0}},
+		{"a future time: the end", all, ResetTarget{Offset: -1, At: &future}, map[int32]int64{0: 4, 1: 4}},
+		{"one partition", ResetScope{Topics: map[string][]int32{"r": {1}}}, ResetTarget{Latest: true}, map[int32]int64{1: 4}},
+		{"all topics of the group", ResetScope{AllTopics: true}, ResetTarget{Earliest: true}, map[int32]int64{0: 0, 1: 0}},
+	} {
+		plan, err := PlanReset(ctx, adm, "g", c.scope, c.to)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := map[int32]int64{}
+		for _, o := range plan.Sorted() {
+			got[o.Partition] = o.At
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: plan %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Kafka answers an unknown group with no offsets, kfake with
+	// GROUP_ID_NOT_FOUND: either way, no plan.
+	if _, err := PlanReset(ctx, adm, "nobody", all, ResetTarget{Offset: -1, Current: true}); err == nil {
+		t.Errorf("--to-current of a group with nothing committed: %v", err)
 	}
 }
 
@@ -213,5 +268,44 @@ func TestDialUnreachable(t *testing.T) {
 	}
 	if time.Since(start) > 5*time.Second {
 		t.Fatalf("took %v", time.Since(start))
+	}
+}
+
+// The console producer's line reader: headers, keys, lenient lines and
+// the null marker, as kafka-console-producer.sh's properties ask.
+func TestLineRecord(t *testing.T) {
+	null := "<null>"
+	full := LineFormat{ParseHeaders: true, HeadersDelimiter: "|", HeadersSeparator: ",", HeaderKeySeparator: "=", NullMarker: &null}
+	for _, c := range []struct {
+		line, sep string
+		f         LineFormat
+		want      string // key/value/headers as %q of each, or the error's start
+	}{
+		{"v", "", LineFormat{}, `"" "v" []`},
+		{"k\tv\tw", "\t", LineFormat{}, `"k" "v\tw" []`},
+		{"a=1,b=<null>|k\t<null>", "\t", full, `"k" "" [a="1" b=""]`},
+		{"<null>\tv", "\t", full, "line 1: no headers delimiter"},
+		{"a|k\tv", "\t", full, "line 1: no header key separator"},
+		{"novalue", "\t", LineFormat{}, "line 1: no key separator"},
+		{"novalue", "\t", LineFormat{IgnoreError: true}, `"" "novalue" []`},
+		{"a|k:v", ":", LineFormat{ParseHeaders: true, HeadersDelimiter: "|", HeadersSeparator: ",", HeaderKeySeparator: "=", IgnoreError: true}, `"k" "v" [a=""]`},
+	} {
+		r, err := lineRecord(c.line, 1, ProduceConfig{KeySeparator: c.sep, Lines: c.f, Partition: -1})
+		var got string
+		if err != nil {
+			got = err.Error()
+		} else {
+			var hs []string
+			for _, h := range r.Headers {
+				hs = append(hs, fmt.Sprintf("%s=%q", h.Key, h.Value))
+			}
+			got = fmt.Sprintf("%q %q %v", r.Key, r.Value, hs)
+			if c.f.NullMarker != nil && strings.Contains(c.line, "\t<null>") && r.Value != nil {
+				t.Errorf("%q: the null marker gave %q, not null", c.line, r.Value)
+			}
+		}
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%q: %s, want %s", c.line, got, c.want)
+		}
 	}
 }

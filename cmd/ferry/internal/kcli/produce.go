@@ -23,6 +23,21 @@ type ProduceConfig struct {
 	Compression  string
 	Partition    int32     // -1: the default partitioner (murmur2 of the key, sticky without one)
 	Verbose      io.Writer // nil: silent; else one "topic partition offset" line per record
+	Opts         []kgo.Opt // more client options (linger, retries, client id, …)
+	Lines        LineFormat
+}
+
+// LineFormat is the rest of kafka-console-producer.sh's line reader:
+// headers before the key, lenient lines, and a marker for null.
+type LineFormat struct {
+	// ParseHeaders reads "k1:v1,k2:v2<HeadersDelimiter>" first.
+	ParseHeaders                                           bool
+	HeadersDelimiter, HeadersSeparator, HeaderKeySeparator string
+	// IgnoreError takes a line without a key separator as a value with a
+	// null key, and a header without a key separator as a null header.
+	IgnoreError bool
+	// NullMarker, when set, is read as null in a key, value or header.
+	NullMarker *string
 }
 
 // produceState collects the outcome of asynchronous produces.
@@ -68,7 +83,7 @@ func Produce(ctx context.Context, bootstrap string, cfg ProduceConfig, in io.Rea
 	if cfg.Partition >= 0 {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
-	cl, err := Dial(ctx, bootstrap, opts...)
+	cl, err := Dial(ctx, bootstrap, append(opts, cfg.Opts...)...)
 	if err != nil {
 		return 0, err
 	}
@@ -103,13 +118,56 @@ func produceLines(ctx context.Context, cl *kgo.Client, cfg ProduceConfig, in io.
 }
 
 func lineRecord(line string, n int, cfg ProduceConfig) (*kgo.Record, error) {
-	r := &kgo.Record{Partition: cfg.Partition, Value: []byte(line)}
+	f := cfg.Lines
+	r := &kgo.Record{Partition: cfg.Partition}
+	rest := line
+	if f.ParseHeaders {
+		head, body, ok := strings.Cut(rest, f.HeadersDelimiter)
+		switch {
+		case ok:
+			hs, err := parseHeaders(head, n, f)
+			if err != nil {
+				return nil, err
+			}
+			r.Headers, rest = hs, body
+		case !f.IgnoreError:
+			return nil, fmt.Errorf("line %d: no headers delimiter %q", n, f.HeadersDelimiter)
+		}
+	}
+	value := rest
 	if cfg.KeySeparator != "" {
-		key, value, ok := strings.Cut(line, cfg.KeySeparator)
-		if !ok {
+		key, v, ok := strings.Cut(rest, cfg.KeySeparator)
+		switch {
+		case ok:
+			r.Key, value = f.bytes(key), v
+		case !f.IgnoreError:
 			return nil, fmt.Errorf("line %d: no key separator %q", n, cfg.KeySeparator)
 		}
-		r.Key, r.Value = []byte(key), []byte(value)
 	}
+	r.Value = f.bytes(value)
 	return r, nil
+}
+
+func parseHeaders(s string, n int, f LineFormat) ([]kgo.RecordHeader, error) {
+	var hs []kgo.RecordHeader
+	for _, pair := range strings.Split(s, f.HeadersSeparator) {
+		k, v, ok := strings.Cut(pair, f.HeaderKeySeparator)
+		switch {
+		case ok:
+			hs = append(hs, kgo.RecordHeader{Key: k, Value: f.bytes(v)})
+		case f.IgnoreError:
+			hs = append(hs, kgo.RecordHeader{Key: pair})
+		default:
+			return nil, fmt.Errorf("line %d: no header key separator %q in %q", n, f.HeaderKeySeparator, pair)
+		}
+	}
+	return hs, nil
+}
+
+// bytes is s, or nil when s is the null marker.
+func (f LineFormat) bytes(s string) []byte {
+	if f.NullMarker != nil && s == *f.NullMarker {
+		return nil
+	}
+	return []byte(s)
 }

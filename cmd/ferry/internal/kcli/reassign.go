@@ -242,6 +242,7 @@ func Verify(ctx context.Context, adm *kadm.Client, r Reassignment, w io.Writer) 
 		return false, err
 	}
 	done = true
+	fmt.Fprintln(w, "Status of partition reassignment:")
 	for _, p := range r.Partitions {
 		name := fmt.Sprintf("%s-%d", p.Topic, p.Partition)
 		if _, ok := moving[p.Topic][p.Partition]; ok {
@@ -258,11 +259,20 @@ func Verify(ctx context.Context, adm *kadm.Client, r Reassignment, w io.Writer) 
 		if slices.Equal(now, p.Replicas) {
 			fmt.Fprintf(w, "Reassignment of partition %s is completed.\n", name)
 		} else {
-			fmt.Fprintf(w, "Reassignment of partition %s failed: its replicas are %v, not %v.\n", name, now, p.Replicas)
+			fmt.Fprintf(w, "There is no active reassignment of partition %s, but replica set is %s rather than %s.\n", name, javaList(now), javaList(p.Replicas))
 			done = false
 		}
 	}
 	return done, nil
+}
+
+// javaList prints ids as Java prints a list: [1, 2, 3].
+func javaList(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return "[" + strings.Join(s, ", ") + "]"
 }
 
 // ListReassignments lists the partitions of topics (none: every topic)

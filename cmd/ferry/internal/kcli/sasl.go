@@ -20,6 +20,9 @@ type Auth struct {
 	Mechanism    string
 	User         string
 	PasswordFile string
+	// Password is used when PasswordFile is empty: a Kafka client
+	// config's sasl.jaas.config holds the password itself.
+	Password string
 }
 
 // DefaultAuth is what Dial authenticates with; the flags of every client
@@ -29,17 +32,20 @@ var DefaultAuth Auth
 // Opt is the client option for a, none when no mechanism is set.
 func (a Auth) Opt() ([]kgo.Opt, error) {
 	if a.Mechanism == "" {
-		if a.User != "" || a.PasswordFile != "" {
+		if a.User != "" || a.PasswordFile != "" || a.Password != "" {
 			return nil, fmt.Errorf("--sasl-username and --sasl-password-file need --sasl-mechanism")
 		}
 		return nil, nil
 	}
-	if a.User == "" || a.PasswordFile == "" {
+	if a.User == "" || a.PasswordFile == "" && a.Password == "" {
 		return nil, fmt.Errorf("--sasl-mechanism %s needs --sasl-username and --sasl-password-file", a.Mechanism)
 	}
-	pass, err := ReadPasswordFile(a.PasswordFile)
-	if err != nil {
-		return nil, err
+	pass := a.Password
+	if a.PasswordFile != "" {
+		var err error
+		if pass, err = ReadPasswordFile(a.PasswordFile); err != nil {
+			return nil, err
+		}
 	}
 	switch strings.ToUpper(a.Mechanism) {
 	case "PLAIN":

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -18,6 +20,10 @@ type TopicSpec struct {
 	Partitions        int32 // -1: the broker's num.partitions
 	ReplicationFactor int16 // -1: the broker's default
 	Configs           map[string]string
+	// Assignment, when set, places partition i on Assignment[i]
+	// (kafka-topics.sh --replica-assignment); Partitions and
+	// ReplicationFactor are then -1.
+	Assignment [][]int32
 }
 
 // TopicAlter is what `ferry topics alter` asks for; zero fields change nothing.
@@ -37,9 +43,41 @@ type PartitionInfo struct {
 // TopicInfo describes one topic for `ferry topics describe`.
 type TopicInfo struct {
 	Name       string
+	ID         kadm.TopicID
+	Internal   bool
 	Partitions []PartitionInfo
 	Configs    []kadm.Config
 	Err        error
+}
+
+// BrokerError is a per-resource error a broker answered, with its
+// message, if any.
+type BrokerError struct {
+	Op, Name string
+	Err      error // the Kafka error code's error (kerr)
+	Message  string
+}
+
+func (e *BrokerError) Error() string {
+	if e.Message != "" && !strings.Contains(e.Err.Error(), e.Message) {
+		return fmt.Sprintf("%s %q: %v: %s", e.Op, e.Name, e.Err, e.Message)
+	}
+	return fmt.Sprintf("%s %q: %v", e.Op, e.Name, e.Err)
+}
+
+func (e *BrokerError) Unwrap() error { return e.Err }
+
+// Words is what Kafka's tools print for the error: the broker's message,
+// or the error code's description.
+func (e *BrokerError) Words() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	var ke *kerr.Error
+	if errors.As(e.Err, &ke) {
+		return ke.Description
+	}
+	return e.Err.Error()
 }
 
 // brokerErr joins a per-resource error with the broker's message, if any.
@@ -47,10 +85,7 @@ func brokerErr(op, name string, err error, msg string) error {
 	if err == nil {
 		return nil
 	}
-	if msg != "" && !strings.Contains(err.Error(), msg) {
-		return fmt.Errorf("%s %q: %w: %s", op, name, err, msg)
-	}
-	return fmt.Errorf("%s %q: %w", op, name, err)
+	return &BrokerError{Op: op, Name: name, Err: err, Message: msg}
 }
 
 // CreateTopic creates one topic.
@@ -60,10 +95,46 @@ func CreateTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec) error {
 		configs[k] = &v
 	}
 	resp, err := adm.CreateTopic(ctx, spec.Partitions, spec.ReplicationFactor, configs, spec.Name)
+	if resp.Err != nil {
+		return brokerErr("create topic", spec.Name, resp.Err, resp.ErrMessage)
+	}
 	if err != nil {
 		return fmt.Errorf("create topic %q: %w", spec.Name, err)
 	}
-	return brokerErr("create topic", spec.Name, resp.Err, resp.ErrMessage)
+	return nil
+}
+
+// CreateTopicAssigned creates a topic with its replicas placed by hand
+// (spec.Assignment), which kadm's CreateTopics cannot ask for.
+func CreateTopicAssigned(ctx context.Context, cl *kgo.Client, spec TopicSpec) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = spec.Name, -1, -1
+	for i, replicas := range spec.Assignment {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(i), replicas
+		t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+	}
+	for k, v := range spec.Configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, &v
+		t.Configs = append(t.Configs, c)
+	}
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("create topic %q: %w", spec.Name, err)
+	}
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("create topic %q: %d topics in the answer", spec.Name, len(resp.Topics))
+	}
+	r := resp.Topics[0]
+	msg := ""
+	if r.ErrorMessage != nil {
+		msg = *r.ErrorMessage
+	}
+	return brokerErr("create topic", spec.Name, kerr.ErrorForCode(r.ErrorCode), msg)
 }
 
 // ListTopics returns the names of the non-internal topics, sorted.
@@ -80,10 +151,13 @@ func ListTopics(ctx context.Context, adm *kadm.Client) ([]string, error) {
 // DeleteTopic deletes one topic.
 func DeleteTopic(ctx context.Context, adm *kadm.Client, name string) error {
 	resp, err := adm.DeleteTopic(ctx, name)
+	if resp.Err != nil {
+		return brokerErr("delete topic", name, resp.Err, resp.ErrMessage)
+	}
 	if err != nil {
 		return fmt.Errorf("delete topic %q: %w", name, err)
 	}
-	return brokerErr("delete topic", name, resp.Err, resp.ErrMessage)
+	return nil
 }
 
 // AlterTopic grows the partition count and sets or deletes configs.
@@ -128,6 +202,11 @@ func DescribeTopics(ctx context.Context, adm *kadm.Client, names ...string) ([]T
 	if err != nil {
 		return nil, fmt.Errorf("describe topics: %w", err)
 	}
+	return DescribeTopicDetails(ctx, adm, details)
+}
+
+// DescribeTopicDetails is DescribeTopics for topics already listed.
+func DescribeTopicDetails(ctx context.Context, adm *kadm.Client, details kadm.TopicDetails) ([]TopicInfo, error) {
 	var found []string
 	for _, d := range details {
 		if d.Err == nil {
@@ -140,7 +219,7 @@ func DescribeTopics(ctx context.Context, adm *kadm.Client, names ...string) ([]T
 	}
 	var infos []TopicInfo
 	for _, d := range details.Sorted() {
-		info := TopicInfo{Name: d.Topic, Err: d.Err}
+		info := TopicInfo{Name: d.Topic, ID: d.ID, Internal: d.IsInternal, Err: d.Err}
 		for _, p := range d.Partitions.Sorted() {
 			info.Partitions = append(info.Partitions, PartitionInfo{PartitionDetail: p,
 				StartOffset: offsetOf(starts, d.Topic, p.Partition), EndOffset: offsetOf(ends, d.Topic, p.Partition)})
