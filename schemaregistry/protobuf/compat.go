@@ -46,13 +46,21 @@ const (
 // compatibleDiffs are the differences a reader tolerates (Confluent's
 // SchemaDiff.COMPATIBLE_CHANGES); every other one fails a check.
 var compatibleDiffs = map[DiffType]bool{
-	MessageAdded: true, MessageMoved: true,
-	EnumAdded: true, EnumRemoved: true,
-	EnumConstAdded: true, EnumConstChanged: true, EnumConstRemoved: true,
-	FieldAdded: true, FieldRemoved: true, FieldNameChanged: true,
+	MessageAdded:                  true,
+	MessageMoved:                  true,
+	EnumAdded:                     true,
+	EnumRemoved:                   true,
+	EnumConstAdded:                true,
+	EnumConstChanged:              true,
+	EnumConstRemoved:              true,
+	FieldAdded:                    true,
+	FieldRemoved:                  true,
+	FieldNameChanged:              true,
 	FieldStringOrBytesLabelChange: true,
-	OneofAdded: true, OneofRemoved: true, OneofFieldAdded: true,
-	OneofFieldMovedToTopLevel: true,
+	OneofAdded:                    true,
+	OneofRemoved:                  true,
+	OneofFieldAdded:               true,
+	OneofFieldMovedToTopLevel:     true,
 }
 
 // Compatible reports whether a reader tolerates the difference.
