@@ -126,7 +126,7 @@ func Check(reader, writer *File) []Problem {
 // Diff lists every difference from original to update, as Confluent's
 // SchemaDiff.compare(original, update) does, compatible ones included.
 func Diff(original, update *File) []Difference {
-	d := &differ{orig: original, upd: update, entered: map[protoreflect.FullName]bool{}}
+	d := &differ{orig: original, upd: update, entered: map[protoreflect.FullName]bool{}, compared: map[[2]protoreflect.FullName]*comparison{}}
 	if original.fd.Package() != update.fd.Package() {
 		d.add(PackageChanged)
 	}
@@ -141,7 +141,15 @@ type differ struct {
 	// entered holds the original messages being compared, so that a
 	// recursive type is compared once (Confluent's SchemaScope).
 	entered map[protoreflect.FullName]bool
+	// compared holds each pair of referenced types already compared:
+	// Confluent compares a referenced type again at every field that uses
+	// it, which is exponential in a chain of types that each use the next
+	// several times; the verdict of a pair does not depend on where it is
+	// used, so it is computed once and its differences reported once.
+	compared map[[2]protoreflect.FullName]*comparison
 }
+
+type comparison struct{ incompatible bool }
 
 func (d *differ) add(t DiffType) {
 	d.diffs = append(d.diffs, Difference{Type: t, Path: "#/" + strings.Join(d.path, "/")})
@@ -528,10 +536,22 @@ func (d *differ) messageTypes(orig, upd protoreflect.MessageDescriptor) {
 	if orig.ParentFile().Path() == d.orig.fd.Path() && upd.ParentFile().Path() == d.upd.fd.Path() {
 		return
 	}
-	sub := &differ{orig: d.orig, upd: d.upd, path: strings.Split(on, "."), entered: d.entered}
+	key := [2]protoreflect.FullName{orig.FullName(), upd.FullName()}
+	if c, ok := d.compared[key]; ok {
+		// Done, or under way further up (a recursive type, which
+		// Confluent's SchemaScope also skips).
+		if c.incompatible {
+			d.add(FieldNamedTypeChanged)
+		}
+		return
+	}
+	c := &comparison{}
+	d.compared[key] = c
+	sub := &differ{orig: d.orig, upd: d.upd, path: strings.Split(on, "."), entered: d.entered, compared: d.compared}
 	sub.message(orig, upd)
 	d.diffs = append(d.diffs, sub.diffs...)
-	if sub.incompatible() {
+	c.incompatible = sub.incompatible()
+	if c.incompatible {
 		d.add(FieldNamedTypeChanged)
 	}
 }

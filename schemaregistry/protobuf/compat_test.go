@@ -1,10 +1,12 @@
 package protobuf
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mustParse(t testing.TB, text string, deps map[string]string) *File {
@@ -395,5 +397,45 @@ func TestCheckProblemNamesFieldAndRule(t *testing.T) {
 	}
 	if s := p.String(); !strings.Contains(s, "#/Order/Line/3") || !strings.Contains(s, "FIELD_SCALAR_KIND_CHANGED") || !strings.Contains(s, "wire-compatible") {
 		t.Errorf("String() = %q does not name path, rule and reason", s)
+	}
+}
+
+// TestCheckReferencedTypeChainIsLinear: each type uses the next one ten
+// times; comparing every use anew, as Confluent does, would take 10^30
+// comparisons.
+func TestCheckReferencedTypeChainIsLinear(t *testing.T) {
+	chain := func(lastType string) string {
+		var sb strings.Builder
+		sb.WriteString(p3 + "package c;\n")
+		for i := 0; i < 30; i++ {
+			fmt.Fprintf(&sb, "message T%d {", i)
+			for j := 1; j <= 10; j++ {
+				fmt.Fprintf(&sb, " T%d f%d = %d;", i+1, j, j)
+			}
+			sb.WriteString(" }\n")
+		}
+		sb.WriteString("message T30 { " + lastType + " v = 1; }\n")
+		return sb.String()
+	}
+	main := p3 + "import \"chain.proto\"; message M { c.T0 root = 1; }"
+	oldF := mustParse(t, main, map[string]string{"chain.proto": chain("int32")})
+	newF := mustParse(t, main, map[string]string{"chain.proto": chain("string")})
+	start := time.Now()
+	problems := Check(newF, oldF)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Check took %v", d)
+	}
+	want := map[string]bool{"#/T30/1 FIELD_SCALAR_KIND_CHANGED": true, "#/M/1 FIELD_NAMED_TYPE_CHANGED": true}
+	found := map[string]bool{}
+	for _, p := range problems {
+		found[p.Path+" "+p.Rule] = true
+	}
+	for w := range want {
+		if !found[w] {
+			t.Errorf("problems %v lack %s", problems, w)
+		}
+	}
+	if len(problems) > 400 {
+		t.Errorf("%d problems: a pair of types was reported more than once per use site", len(problems))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -96,17 +97,18 @@ func indexedMessages(msgs protoreflect.MessageDescriptors) []protoreflect.Messag
 }
 
 // isGroupBody reports whether md is the message a proto2 group declares.
+// A group's field is named after its message in lower case, so one lookup
+// finds it.
 func isGroupBody(md protoreflect.MessageDescriptor) bool {
-	parent, ok := md.Parent().(protoreflect.MessageDescriptor)
-	if !ok {
-		return false
+	name := protoreflect.Name(strings.ToLower(string(md.Name())))
+	isBody := func(fd protoreflect.FieldDescriptor) bool {
+		return fd != nil && fd.Kind() == protoreflect.GroupKind && fd.Message().FullName() == md.FullName()
 	}
-	fields := parent.Fields()
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		if fd.Kind() == protoreflect.GroupKind && fd.Message() != nil && fd.Message().FullName() == md.FullName() {
-			return true
-		}
+	switch parent := md.Parent().(type) {
+	case protoreflect.MessageDescriptor:
+		return isBody(parent.Fields().ByName(name)) || isBody(parent.Extensions().ByName(name))
+	case protoreflect.FileDescriptor:
+		return isBody(parent.Extensions().ByName(name))
 	}
 	return false
 }

@@ -1,6 +1,8 @@
 package protobuf
 
 import (
+	"fmt"
+
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
@@ -21,21 +23,55 @@ const nameBound = 6
 // messages) before rendering it.
 func jsonBound(msg protoreflect.Message, budget int, resolver interface {
 	FindMessageByURL(string) (protoreflect.MessageType, error)
-}) (int, bool) {
+}) (size int, ok bool, err error) {
 	b := bounder{budget: budget, resolver: resolver}
 	b.message(msg, 0)
-	return b.total, b.total <= budget
+	if b.work > maxRenderWork {
+		return b.total, false, fmt.Errorf("rendering visits more than %d fields", maxRenderWork)
+	}
+	return b.total, b.total <= budget, nil
 }
 
 type bounder struct {
-	total    int
-	budget   int
+	total  int
+	budget int
+	// work counts the fields protojson will visit: with default values on,
+	// it visits every field of every message, set or not.
+	work int
+	// defaults caches, per message type, what its unset fields without
+	// presence cost, so a message costs its set fields, not all of them.
+	defaults map[protoreflect.FullName]int
 	resolver interface {
 		FindMessageByURL(string) (protoreflect.MessageType, error)
 	}
 }
 
-func (b *bounder) over() bool { return b.total > b.budget }
+// maxRenderWork bounds the fields protojson visits for one rendering: a
+// wide message repeated many times is cheap on the wire and in bytes out
+// (unset message fields print nothing) yet costly to walk.
+const maxRenderWork = 1 << 24
+
+func (b *bounder) over() bool { return b.total > b.budget || b.work > maxRenderWork }
+
+// defaultCost is what a message's unset fields without presence add to
+// the JSON when every field is unset.
+func (b *bounder) defaultCost(md protoreflect.MessageDescriptor) int {
+	if cost, ok := b.defaults[md.FullName()]; ok {
+		return cost
+	}
+	cost := 0
+	fields := md.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if fd := fields.Get(i); !fd.HasPresence() {
+			cost += nameBound + len(fd.JSONName()) + defaultBound(fd)
+		}
+	}
+	if b.defaults == nil {
+		b.defaults = map[protoreflect.FullName]int{}
+	}
+	b.defaults[md.FullName()] = cost
+	return cost
+}
 
 func (b *bounder) message(msg protoreflect.Message, depth int) {
 	b.total += 2
@@ -44,21 +80,13 @@ func (b *bounder) message(msg protoreflect.Message, depth int) {
 		b.any(msg, depth)
 		return
 	}
-	fields := md.Fields()
-	for i := 0; i < fields.Len() && !b.over(); i++ {
-		fd := fields.Get(i)
-		if !msg.Has(fd) {
-			if !fd.HasPresence() {
-				b.total += nameBound + len(fd.JSONName()) + defaultBound(fd)
-			}
-			continue
-		}
-		b.field(fd, msg.Get(fd), depth)
-	}
+	b.work += md.Fields().Len()
+	b.total += b.defaultCost(md)
 	msg.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.IsExtension() {
-			b.field(fd, v, depth)
+		if !fd.HasPresence() && !fd.IsExtension() {
+			b.total -= nameBound + len(fd.JSONName()) + defaultBound(fd)
 		}
+		b.field(fd, v, depth)
 		return !b.over()
 	})
 }

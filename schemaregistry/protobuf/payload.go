@@ -61,7 +61,11 @@ func (f *File) ToJSON(indexes []int, payload []byte, maxBytes int) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	if bound, ok := jsonBound(msg, maxBytes, f.resolver); !ok {
+	bound, ok, err := jsonBound(msg, maxBytes, f.resolver)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadPayload, msg.Descriptor().FullName(), err)
+	}
+	if !ok {
 		return nil, fmt.Errorf("%w: the JSON of %s could take %d bytes, more than the %d allowed", ErrBadPayload, msg.Descriptor().FullName(), bound, maxBytes)
 	}
 	out, err := protojson.MarshalOptions{EmitDefaultValues: true, Resolver: f.resolver}.Marshal(msg)

@@ -3,8 +3,10 @@ package protobuf
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -198,10 +200,13 @@ func nestNodes(depth int) []byte {
 }
 
 // manyLines builds an Order with n empty lines: two bytes each.
-func manyLines(n int) []byte {
+func manyLines(n int) []byte { return repeatedEmpty(2, n) }
+
+// repeatedEmpty is n empty messages in field num.
+func repeatedEmpty(num protowire.Number, n int) []byte {
 	b := make([]byte, 0, 2*n)
 	for i := 0; i < n; i++ {
-		b = protowire.AppendBytes(protowire.AppendTag(b, 2, protowire.BytesType), nil)
+		b = protowire.AppendBytes(protowire.AppendTag(b, num, protowire.BytesType), nil)
 	}
 	return b
 }
@@ -231,11 +236,32 @@ func TestJSONBoundIsAnUpperBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, ok := jsonBound(msg, 1<<20, f.resolver)
-	if !ok || bound < len(js) {
+	bound, ok, err := jsonBound(msg, 1<<20, f.resolver)
+	if err != nil || !ok || bound < len(js) {
 		t.Fatalf("bound %d (ok %v) below the real size %d", bound, ok, len(js))
 	}
 	if _, err := f.ToJSON(nil, payload, len(js)-1); err == nil {
 		t.Error("ToJSON fitted a budget smaller than its output")
+	}
+}
+
+func TestToJSONRefusesWideMessageBomb(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString(p3 + "message M { repeated W ws = 1; } message E {} message W {")
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&sb, " E f%d = %d;", i, i)
+	}
+	sb.WriteString(" }")
+	f := mustParse(t, sb.String(), nil)
+	// 10,000 empty W: 20 KB on the wire and 20 KB of JSON, but protojson
+	// would visit 20 million unset fields.
+	payload := repeatedEmpty(1, 10000)
+	start := time.Now()
+	_, err := f.ToJSON(nil, payload, 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "fields") {
+		t.Fatalf("ToJSON of a wide-message bomb: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusing took %v", d)
 	}
 }
