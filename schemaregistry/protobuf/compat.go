@@ -87,6 +87,9 @@ var ruleMessages = map[DiffType]string{
 type Difference struct {
 	Type DiffType
 	Path string
+	// Field is the name of the field the difference is about, when it is
+	// about one (the updated schema's name when both have the field).
+	Field string
 }
 
 func (d Difference) String() string { return string(d.Type) + " " + d.Path }
@@ -114,11 +117,11 @@ func Check(reader, writer *File) []Problem {
 		if d.Type.Compatible() {
 			continue
 		}
-		problems = append(problems, Problem{
-			Path:    d.Path,
-			Rule:    string(d.Type),
-			Message: ruleMessages[d.Type],
-		})
+		msg := ruleMessages[d.Type]
+		if d.Field != "" {
+			msg = "field " + d.Field + ": " + msg
+		}
+		problems = append(problems, Problem{Path: d.Path, Rule: string(d.Type), Message: msg})
 	}
 	return problems
 }
@@ -138,6 +141,8 @@ type differ struct {
 	orig, upd *File
 	path      []string
 	diffs     []Difference
+	// fieldName is the field being compared, for messages.
+	fieldName string
 	// entered holds the original messages being compared, so that a
 	// recursive type is compared once (Confluent's SchemaScope).
 	entered map[protoreflect.FullName]bool
@@ -152,7 +157,7 @@ type differ struct {
 type comparison struct{ incompatible bool }
 
 func (d *differ) add(t DiffType) {
-	d.diffs = append(d.diffs, Difference{Type: t, Path: "#/" + strings.Join(d.path, "/")})
+	d.diffs = append(d.diffs, Difference{Type: t, Path: "#/" + strings.Join(d.path, "/"), Field: d.fieldName})
 }
 
 func (d *differ) enter(p string) { d.path = append(d.path, p) }
@@ -318,6 +323,11 @@ func (d *differ) messageFields(orig, upd protoreflect.MessageDescriptor) {
 		uf, inUpd := u.byNumber[num]
 		origOneof, updOneof := o.oneofOf[num], u.oneofOf[num]
 		tag := strconv.Itoa(int(num))
+		if inUpd {
+			d.fieldName = string(uf.Name())
+		} else {
+			d.fieldName = string(of.Name())
+		}
 		switch {
 		case !inUpd && origOneof != "":
 			if !deleted[origOneof] {
@@ -351,6 +361,7 @@ func (d *differ) messageFields(orig, upd protoreflect.MessageDescriptor) {
 				d.leave()
 			}
 		}
+		d.fieldName = ""
 	}
 }
 

@@ -395,6 +395,9 @@ func TestCheckProblemNamesFieldAndRule(t *testing.T) {
 	if p.Path != "#/Order/Line/3" || p.Rule != "FIELD_SCALAR_KIND_CHANGED" {
 		t.Errorf("problem = %+v, want path #/Order/Line/3 and rule FIELD_SCALAR_KIND_CHANGED", p)
 	}
+	if !strings.Contains(p.Message, "qty") {
+		t.Errorf("message %q does not name the field", p.Message)
+	}
 	if s := p.String(); !strings.Contains(s, "#/Order/Line/3") || !strings.Contains(s, "FIELD_SCALAR_KIND_CHANGED") || !strings.Contains(s, "wire-compatible") {
 		t.Errorf("String() = %q does not name path, rule and reason", s)
 	}
