@@ -79,10 +79,10 @@ func (c *canonicalizer) file(fp *descriptorpb.FileDescriptorProto) string {
 		}
 	}
 	msgs := c.f.fd.Messages()
-	if len(fp.MessageType)+len(fp.EnumType) > 0 {
+	if len(indexedMessages(msgs))+len(fp.EnumType) > 0 {
 		sb.WriteString("\n")
-		for i, m := range fp.MessageType {
-			sb.WriteString(c.message(m, msgs.Get(i)))
+		for _, md := range indexedMessages(msgs) {
+			sb.WriteString(c.message(fp.MessageType[md.Index()], md))
 		}
 		for _, e := range fp.EnumType {
 			sb.WriteString(c.enum(e))
@@ -241,10 +241,10 @@ func (c *canonicalizer) oneofs(m *descriptorpb.DescriptorProto, md protoreflect.
 }
 
 func (c *canonicalizer) group(fp *descriptorpb.FieldDescriptorProto, md protoreflect.MessageDescriptor) string {
-	fd := md.Fields().ByNumber(protoreflect.FieldNumber(fp.GetNumber()))
-	if fd == nil {
-		fd = md.Extensions().ByName(protoreflect.Name(fp.GetName()))
-	}
+	return c.groupOf(fp, md.Fields().ByNumber(protoreflect.FieldNumber(fp.GetNumber())))
+}
+
+func (c *canonicalizer) groupOf(fp *descriptorpb.FieldDescriptorProto, fd protoreflect.FieldDescriptor) string {
 	var sb strings.Builder
 	if label := fieldLabel(fd); label != "" {
 		sb.WriteString(label + " ")
@@ -435,6 +435,10 @@ func (c *canonicalizer) extends(fields []*descriptorpb.FieldDescriptorProto, ext
 		sb.WriteString("extend " + extendee + " {\n")
 		for _, fp := range byNumber(byExtendee[extendee]) {
 			fd := exts.ByName(protoreflect.Name(fp.GetName()))
+			if fd.Kind() == protoreflect.GroupKind {
+				sb.WriteString(indent(c.groupOf(fp, fd)))
+				continue
+			}
 			line := ""
 			if label := fieldLabel(fd); label != "" {
 				line = label + " "

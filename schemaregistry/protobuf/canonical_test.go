@@ -1,6 +1,7 @@
 package protobuf
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -122,5 +123,38 @@ message Money {
 `
 	if got := f.Canonical(); got != want {
 		t.Errorf("Canonical() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestCanonicalExoticConstructsAreStable: groups (in oneofs and extends),
+// defaults with escapes, repeated and message-valued custom options, maps
+// of the message itself and services all survive a parse of their
+// normalized form unchanged and compatible.
+func TestCanonicalExoticConstructsAreStable(t *testing.T) {
+	schemas := []string{
+		p2 + `package x; message M { oneof o { group G = 1 { optional int32 a = 1; } string s = 2; } extensions 10 to 20; }
+			extend M { optional group E = 10 { optional int32 b = 1; } }`,
+		p2 + `message M { optional bytes b = 1 [default = "\001\377a\"b"]; optional string s = 2 [default = "tab\there"];
+			optional double d = 3 [default = inf]; optional float f = 4 [default = -1e10]; optional E e = 5 [default = B]; }
+			enum E { A = 0; B = 1; }`,
+		p3 + `package y; import "google/protobuf/descriptor.proto";
+			extend google.protobuf.FieldOptions { repeated string tags = 5001; Rule rule = 5002; }
+			message Rule { int32 min = 1; repeated string names = 2; }
+			message M { string a = 1 [(tags) = "x", (tags) = "y", (rule) = { min: 3 names: ["a", "b"] }]; }`,
+		p3 + `service S { rpc A (M) returns (stream M) { option deprecated = true; } } message M { map<int32, M> m = 1; }`,
+	}
+	for _, text := range schemas {
+		f := mustParse(t, text, nil)
+		canonical := f.Canonical()
+		again := mustParse(t, canonical, nil)
+		if again.Canonical() != canonical {
+			t.Errorf("unstable:\n%s\n---\n%s", canonical, again.Canonical())
+		}
+		if problems := append(Check(f, again), Check(again, f)...); len(problems) > 0 {
+			t.Errorf("normalized form incompatible with its schema: %v\n%s", problems, canonical)
+		}
+		if strings.Contains(canonical, "message E") {
+			t.Errorf("a group body is written as a message:\n%s", canonical)
+		}
 	}
 }
