@@ -29,7 +29,7 @@ import (
 // option values are written in Go's shortest form.
 func (f *File) Canonical() string {
 	c := canonicalizer{f: f}
-	return c.file(fileProto(f.fd))
+	return c.file(fileProto(f.source))
 }
 
 func fileProto(fd linker.File) *descriptorpb.FileDescriptorProto {

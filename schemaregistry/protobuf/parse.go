@@ -11,7 +11,11 @@ import (
 	"github.com/bufbuild/protocompile"
 	"github.com/bufbuild/protocompile/linker"
 	"github.com/bufbuild/protocompile/reporter"
+	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
 )
 
 // Bounds on an untrusted schema. They are far above any schema seen in
@@ -39,10 +43,17 @@ var ErrInvalidSchema = errors.New("invalid protobuf schema")
 
 // File is a parsed, linked Protobuf schema. It is immutable.
 type File struct {
-	fd linker.File
+	// fd is the schema rebuilt with google.golang.org/protobuf's own
+	// descriptors: protocompile's find fields by number and name with a
+	// linear scan, which makes decoding a payload of a wide message
+	// quadratic; these index them.
+	fd protoreflect.FileDescriptor
+	// source is protocompile's result, kept for what only the source
+	// says (the descriptor proto as written, for the normalized form).
+	source linker.File
 	// resolver finds every type of the schema and of its dependencies, for
 	// Any, extensions and protojson.
-	resolver linker.Resolver
+	resolver *dynamicpb.Types
 	// imports of the schema file itself, in declaration order.
 	imports []string
 }
@@ -73,7 +84,11 @@ func Parse(text string, deps map[string]string) (*File, error) {
 	if err := checkCompiledBounds(fd); err != nil {
 		return nil, err
 	}
-	f := &File{fd: fd, resolver: linker.ResolverFromFile(fd)}
+	std, files, err := standardDescriptors(fd)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{fd: std, source: fd, resolver: dynamicpb.NewTypes(files)}
 	imps := fd.Imports()
 	for i := 0; i < imps.Len(); i++ {
 		f.imports = append(f.imports, imps.Get(i).Path())
@@ -190,6 +205,35 @@ func compile(name, text string, deps map[string]string) (linker.File, error) {
 		return nil, invalid("%v", err)
 	}
 	return files[0], nil
+}
+
+// standardDescriptors rebuilds the compiled file and everything it imports
+// as google.golang.org/protobuf descriptors in a registry of their own.
+func standardDescriptors(fd linker.File) (protoreflect.FileDescriptor, *protoregistry.Files, error) {
+	set := &descriptorpb.FileDescriptorSet{}
+	seen := map[string]bool{}
+	var add func(f protoreflect.FileDescriptor)
+	add = func(f protoreflect.FileDescriptor) {
+		if seen[f.Path()] {
+			return
+		}
+		seen[f.Path()] = true
+		imps := f.Imports()
+		for i := 0; i < imps.Len(); i++ {
+			add(imps.Get(i).FileDescriptor)
+		}
+		set.File = append(set.File, protodesc.ToFileDescriptorProto(f))
+	}
+	add(fd)
+	files, err := protodesc.NewFiles(set)
+	if err != nil {
+		return nil, nil, invalid("%v", err)
+	}
+	std, err := files.FindFileByPath(fd.Path())
+	if err != nil {
+		return nil, nil, invalid("%v", err)
+	}
+	return std, files, nil
 }
 
 func checkCompiledBounds(fd linker.File) error {
