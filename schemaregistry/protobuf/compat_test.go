@@ -1,6 +1,7 @@
 package protobuf
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -13,6 +14,12 @@ func mustParse(t testing.TB, text string, deps map[string]string) *File {
 	t.Helper()
 	f, err := Parse(text, deps)
 	if err != nil {
+		if len(text) > 2000 {
+			text = text[:2000] + "…"
+		}
+		if msg := err.Error(); len(msg) > 2000 {
+			err = errors.New(msg[:2000] + "…")
+		}
 		t.Fatalf("Parse: %v\n%s", err, text)
 	}
 	return f
