@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 )
 
@@ -208,32 +207,55 @@ func compile(name, text string, deps map[string]string) (linker.File, error) {
 }
 
 // standardDescriptors rebuilds the compiled file and everything it imports
-// as google.golang.org/protobuf descriptors in a registry of their own.
+// as google.golang.org/protobuf descriptors in a registry of their own. The
+// well-known types protocompile took from this binary are reused as they
+// are.
 func standardDescriptors(fd linker.File) (protoreflect.FileDescriptor, *protoregistry.Files, error) {
-	set := &descriptorpb.FileDescriptorSet{}
-	seen := map[string]bool{}
-	var add func(f protoreflect.FileDescriptor)
-	add = func(f protoreflect.FileDescriptor) {
-		if seen[f.Path()] {
-			return
+	files := new(protoregistry.Files)
+	built := map[string]protoreflect.FileDescriptor{}
+	var build func(f protoreflect.FileDescriptor) (protoreflect.FileDescriptor, error)
+	build = func(f protoreflect.FileDescriptor) (protoreflect.FileDescriptor, error) {
+		if std, ok := built[f.Path()]; ok {
+			return std, nil
 		}
-		seen[f.Path()] = true
 		imps := f.Imports()
 		for i := 0; i < imps.Len(); i++ {
-			add(imps.Get(i).FileDescriptor)
+			if _, err := build(imps.Get(i).FileDescriptor); err != nil {
+				return nil, err
+			}
 		}
-		set.File = append(set.File, protodesc.ToFileDescriptorProto(f))
+		std := unwrapGlobal(f)
+		if std == nil {
+			var err error
+			if std, err = protodesc.NewFile(protodesc.ToFileDescriptorProto(f), files); err != nil {
+				return nil, invalid("%v", err)
+			}
+		}
+		if err := files.RegisterFile(std); err != nil {
+			return nil, invalid("%v", err)
+		}
+		built[f.Path()] = std
+		return std, nil
 	}
-	add(fd)
-	files, err := protodesc.NewFiles(set)
+	std, err := build(fd)
 	if err != nil {
-		return nil, nil, invalid("%v", err)
-	}
-	std, err := files.FindFileByPath(fd.Path())
-	if err != nil {
-		return nil, nil, invalid("%v", err)
+		return nil, nil, err
 	}
 	return std, files, nil
+}
+
+// unwrapGlobal returns the descriptor compiled into this binary that
+// protocompile served for a well-known import, or nil.
+func unwrapGlobal(f protoreflect.FileDescriptor) protoreflect.FileDescriptor {
+	if u, ok := f.(interface {
+		Unwrap() protoreflect.FileDescriptor
+	}); ok {
+		f = u.Unwrap()
+	}
+	if global, err := protoregistry.GlobalFiles.FindFileByPath(f.Path()); err == nil && global == f {
+		return global
+	}
+	return nil
 }
 
 func checkCompiledBounds(fd linker.File) error {
