@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
 func TestParseErrors(t *testing.T) {
@@ -124,5 +126,17 @@ func TestParseProto2Features(t *testing.T) {
 		extend M { optional string note = 100; }`, nil)
 	if got := f.MessageNames(); !slices.Equal(got, []string{"legacy.M"}) {
 		t.Errorf("MessageNames() = %q: a group body is not a message of the text", got)
+	}
+}
+
+func TestParseReusesWellKnownDescriptors(t *testing.T) {
+	f := mustParse(t, orderSchema, nil)
+	imps := f.Descriptor().Imports()
+	for i := 0; i < imps.Len(); i++ {
+		imp := imps.Get(i).FileDescriptor
+		global, err := protoregistry.GlobalFiles.FindFileByPath(imp.Path())
+		if err != nil || global != imp {
+			t.Errorf("%s was rebuilt instead of reused", imp.Path())
+		}
 	}
 }
