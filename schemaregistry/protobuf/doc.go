@@ -6,10 +6,12 @@
 //
 // Data flow: the registry hands Parse the schema text and the text of every
 // referenced subject's schema, keyed by import path. Parse bounds the input
-// (MaxSchemaBytes, MaxDepth, the counts in Limits) before and after
-// compiling it with protocompile, so hostile text costs at most a linear
-// pass and a parse of a bounded size. The resulting *File is immutable and
-// safe for concurrent use.
+// (MaxSchemaBytes, MaxDepth, MaxImports, MaxTypes, MaxFields) before and
+// after compiling it with protocompile, so hostile text costs at most a
+// linear pass and a parse of a bounded size; the result is rebuilt as
+// google.golang.org/protobuf descriptors, whose field lookups are indexed
+// (protocompile's scan). The resulting *File is immutable and safe for
+// concurrent use.
 //
 // Compatibility (compat.go) follows Confluent's protobuf-provider
 // (SchemaDiff, MessageSchemaDiff, FieldSchemaDiff, EnumSchemaDiff): Diff
@@ -23,8 +25,8 @@
 // list (EncodeIndexes / DecodeIndexes) that names which message of the
 // schema follows, then the message in Protobuf binary. Validate, ToJSON and
 // FromJSON work on that message. Every decode first walks the bytes
-// without allocating per value (walkMessage): depth, the number of nested
-// messages and of values are bounded before dynamicpb allocates anything,
-// and ToJSON proves the rendering fits the caller's budget before it
-// renders.
+// without allocating per value (walker): depth and the number of nested
+// messages are bounded before dynamicpb allocates anything, and ToJSON
+// proves the rendering fits the caller's budget, in bytes and in fields
+// visited, before it renders (jsonbound.go).
 package protobuf
