@@ -138,34 +138,7 @@ func (c *canonicalizer) message(m *descriptorpb.DescriptorProto, md protoreflect
 			sb.WriteString(indent("option " + o + ";"))
 		}
 	}
-	var plain, groups []*descriptorpb.FieldDescriptorProto
-	oneofFields := make([][]*descriptorpb.FieldDescriptorProto, len(m.OneofDecl))
-	for _, fp := range m.Field {
-		fd := md.Fields().ByNumber(protoreflect.FieldNumber(fp.GetNumber()))
-		switch {
-		case fd.ContainingOneof() != nil && !fd.ContainingOneof().IsSynthetic():
-			oneofFields[fp.GetOneofIndex()] = append(oneofFields[fp.GetOneofIndex()], fp)
-		case fp.GetType() == descriptorpb.FieldDescriptorProto_TYPE_GROUP:
-			groups = append(groups, fp)
-		default:
-			plain = append(plain, fp)
-		}
-	}
-	if len(plain) > 0 {
-		sb.WriteString("\n")
-		for _, fp := range byNumber(plain) {
-			sb.WriteString(indent(c.field(fp, md)))
-		}
-	}
-	if oneofs := c.oneofs(m, md, oneofFields); oneofs != "" {
-		sb.WriteString("\n" + oneofs)
-	}
-	if len(groups) > 0 {
-		sb.WriteString("\n")
-		for _, fp := range byNumber(groups) {
-			sb.WriteString(indent(c.group(fp, md)))
-		}
-	}
+	sb.WriteString(c.members(m, md))
 	if len(m.ExtensionRange) > 0 {
 		sb.WriteString("\n")
 		var ranges []*descriptorpb.DescriptorProto_ReservedRange
@@ -191,6 +164,41 @@ func (c *canonicalizer) message(m *descriptorpb.DescriptorProto, md protoreflect
 		}
 	}
 	sb.WriteString("}\n")
+	return sb.String()
+}
+
+// members writes a message's fields by number, then its oneofs, then its
+// groups, each section after a blank line, as Confluent's formatter does.
+func (c *canonicalizer) members(m *descriptorpb.DescriptorProto, md protoreflect.MessageDescriptor) string {
+	var plain, groups []*descriptorpb.FieldDescriptorProto
+	oneofFields := make([][]*descriptorpb.FieldDescriptorProto, len(m.OneofDecl))
+	for _, fp := range m.Field {
+		fd := md.Fields().ByNumber(protoreflect.FieldNumber(fp.GetNumber()))
+		switch {
+		case fd.ContainingOneof() != nil && !fd.ContainingOneof().IsSynthetic():
+			oneofFields[fp.GetOneofIndex()] = append(oneofFields[fp.GetOneofIndex()], fp)
+		case fp.GetType() == descriptorpb.FieldDescriptorProto_TYPE_GROUP:
+			groups = append(groups, fp)
+		default:
+			plain = append(plain, fp)
+		}
+	}
+	var sb strings.Builder
+	if len(plain) > 0 {
+		sb.WriteString("\n")
+		for _, fp := range byNumber(plain) {
+			sb.WriteString(indent(c.field(fp, md)))
+		}
+	}
+	if oneofs := c.oneofs(m, md, oneofFields); oneofs != "" {
+		sb.WriteString("\n" + oneofs)
+	}
+	if len(groups) > 0 {
+		sb.WriteString("\n")
+		for _, fp := range byNumber(groups) {
+			sb.WriteString(indent(c.group(fp, md)))
+		}
+	}
 	return sb.String()
 }
 

@@ -319,49 +319,50 @@ func (d *differ) messageFields(orig, upd protoreflect.MessageDescriptor) {
 	}
 	deleted := completelyDeletedOneofs(o, u)
 	for _, num := range unionKeys(o.byNumber, u.byNumber) {
-		of, inOrig := o.byNumber[num]
-		uf, inUpd := u.byNumber[num]
-		origOneof, updOneof := o.oneofOf[num], u.oneofOf[num]
-		tag := strconv.Itoa(int(num))
-		if inUpd {
-			d.fieldName = string(uf.Name())
-		} else {
-			d.fieldName = string(of.Name())
+		d.fieldByNumber(num, o, u, deleted)
+	}
+}
+
+// fieldByNumber compares the fields with one number across the whole
+// message, wherever they sit (top level or any oneof), so that moving a
+// field between oneofs cannot hide a change of its type.
+func (d *differ) fieldByNumber(num protoreflect.FieldNumber, o, u messageShape, deleted map[string]bool) {
+	of, inOrig := o.byNumber[num]
+	uf, inUpd := u.byNumber[num]
+	origOneof, updOneof := o.oneofOf[num], u.oneofOf[num]
+	tag := strconv.Itoa(int(num))
+	if inUpd {
+		d.fieldName = string(uf.Name())
+	} else {
+		d.fieldName = string(of.Name())
+	}
+	defer func() { d.fieldName = "" }()
+	switch {
+	case !inUpd && origOneof != "":
+		if !deleted[origOneof] {
+			d.addAt(OneofFieldRemoved, origOneof, tag)
 		}
-		switch {
-		case !inUpd && origOneof != "":
-			if !deleted[origOneof] {
-				d.addAt(OneofFieldRemoved, origOneof, tag)
-			}
-		case !inUpd:
-			if of.Cardinality() == protoreflect.Required {
-				d.addAt(RequiredFieldRemoved, tag)
-			} else {
-				d.addAt(FieldRemoved, tag)
-			}
-		case !inOrig && updOneof != "":
-			d.addAt(OneofFieldAdded, updOneof, tag)
-		case !inOrig:
-			if uf.Cardinality() == protoreflect.Required {
-				d.addAt(RequiredFieldAdded, tag)
-			} else {
-				d.addAt(FieldAdded, tag)
-			}
-		default:
-			if origOneof != "" && updOneof == "" {
-				d.addAt(OneofFieldMovedToTopLevel, tag)
-			}
-			if updOneof != "" {
-				d.enter(updOneof)
-			}
-			d.enter(tag)
-			d.field(of, uf)
-			d.leave()
-			if updOneof != "" {
-				d.leave()
-			}
+	case !inUpd && of.Cardinality() == protoreflect.Required:
+		d.addAt(RequiredFieldRemoved, tag)
+	case !inUpd:
+		d.addAt(FieldRemoved, tag)
+	case !inOrig && updOneof != "":
+		d.addAt(OneofFieldAdded, updOneof, tag)
+	case !inOrig && uf.Cardinality() == protoreflect.Required:
+		d.addAt(RequiredFieldAdded, tag)
+	case !inOrig:
+		d.addAt(FieldAdded, tag)
+	default:
+		if origOneof != "" && updOneof == "" {
+			d.addAt(OneofFieldMovedToTopLevel, tag)
 		}
-		d.fieldName = ""
+		path := []string{tag}
+		if updOneof != "" {
+			path = []string{updOneof, tag}
+		}
+		d.path = append(d.path, path...)
+		d.field(of, uf)
+		d.path = d.path[:len(d.path)-len(path)]
 	}
 }
 
