@@ -113,40 +113,39 @@ func isGroupBody(md protoreflect.MessageDescriptor) bool {
 	return false
 }
 
+// descriptorMessages is the message tree of a schema without explicit
+// map entries: its descriptor's messages less map entries and group bodies.
+func descriptorMessages(msgs protoreflect.MessageDescriptors) []textMessage {
+	list := indexedMessages(msgs)
+	out := make([]textMessage, len(list))
+	for i, md := range list {
+		out[i] = textMessage{name: string(md.Name()), children: descriptorMessages(md.Messages())}
+	}
+	return out
+}
+
 // MessageIndexes returns the message-index list that names fullName (with
 // or without the package) in this schema.
 func (f *File) MessageIndexes(fullName string) ([]int, error) {
 	name := fullName
-	if pkg := f.Package(); pkg != "" && len(name) > len(pkg)+1 && name[:len(pkg)+1] == pkg+"." {
+	if pkg := f.Package(); pkg != "" && strings.HasPrefix(name, pkg+".") {
 		name = name[len(pkg)+1:]
 	}
-	msgs := f.fd.Messages()
+	msgs := f.messages
 	var indexes []int
-	for len(name) > 0 && len(indexes) <= MaxIndexes {
-		part, rest := name, ""
-		for i := 0; i < len(name); i++ {
-			if name[i] == '.' {
-				part, rest = name[:i], name[i+1:]
-				break
-			}
-		}
+	for _, part := range strings.Split(name, ".") {
 		found := -1
-		list := indexedMessages(msgs)
-		for i, md := range list {
-			if string(md.Name()) == part {
+		for i, m := range msgs {
+			if m.name == part {
 				found = i
-				msgs = md.Messages()
 				break
 			}
 		}
-		if found < 0 {
+		if found < 0 || len(indexes) >= MaxIndexes {
 			return nil, fmt.Errorf("%w: no message %q in the schema", ErrBadIndexes, fullName)
 		}
 		indexes = append(indexes, found)
-		name = rest
-	}
-	if len(indexes) == 0 {
-		return nil, fmt.Errorf("%w: no message %q in the schema", ErrBadIndexes, fullName)
+		msgs = msgs[found].children
 	}
 	return indexes, nil
 }
@@ -160,15 +159,18 @@ func (f *File) messageAt(indexes []int) (protoreflect.MessageDescriptor, error) 
 	if len(indexes) > MaxIndexes {
 		return nil, fmt.Errorf("%w: %d indexes, more than %d", ErrBadIndexes, len(indexes), MaxIndexes)
 	}
-	msgs := f.fd.Messages()
+	msgs := f.messages
+	descs := f.fd.Messages()
 	var md protoreflect.MessageDescriptor
 	for level, idx := range indexes {
-		list := indexedMessages(msgs)
-		if idx < 0 || idx >= len(list) {
-			return nil, fmt.Errorf("%w: index %d at level %d, but there are %d messages", ErrBadIndexes, idx, level, len(list))
+		if idx < 0 || idx >= len(msgs) {
+			return nil, fmt.Errorf("%w: index %d at level %d, but there are %d messages", ErrBadIndexes, idx, level, len(msgs))
 		}
-		md = list[idx]
-		msgs = md.Messages()
+		md = descs.ByName(protoreflect.Name(msgs[idx].name))
+		if md == nil {
+			return nil, fmt.Errorf("%w: message %s has no descriptor", ErrBadIndexes, msgs[idx].name)
+		}
+		msgs, descs = msgs[idx].children, md.Messages()
 	}
 	return md, nil
 }

@@ -8,6 +8,7 @@ import (
 
 func FuzzParse(f *testing.F) {
 	f.Add(orderSchema, "")
+	f.Add(explicitEntrySchema, explicitEntrySchema)
 	f.Add(nestedSchema, p3+"package d; message D {}")
 	f.Add(p2+"message M { required int32 a = 1 [default = 3]; optional group G = 2 { } extensions 10 to max; }", "")
 	f.Add(p3+"import \"dep.proto\"; message M { d.D x = 1; }", p3+"package d; message D { oneof o { int32 a = 1; } }")
@@ -83,6 +84,18 @@ func FuzzValidate(f *testing.F) {
 		}
 		if err != nil && jerr == nil {
 			t.Fatalf("ToJSON accepted what Validate refused: %v", err)
+		}
+	})
+}
+
+func FuzzReadTextForm(f *testing.F) {
+	f.Add(explicitEntrySchema)
+	f.Add(mapFieldSchema)
+	f.Add("message A { repeated E e = 1; message E { option map_entry = true; int32 key = 1; string value = 2; } }")
+	f.Fuzz(func(t *testing.T, text string) {
+		form := readTextForm("x.proto", text)
+		if form.rewritten != "" && len(form.rewritten) > len(text)+len(text)/2+64 {
+			t.Fatalf("rewrite grew %d bytes to %d", len(text), len(form.rewritten))
 		}
 	})
 }

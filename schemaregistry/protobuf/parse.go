@@ -55,6 +55,8 @@ type File struct {
 	resolver *dynamicpb.Types
 	// imports of the schema file itself, in declaration order.
 	imports []string
+	// messages is the tree of messages that message indexes count.
+	messages []textMessage
 }
 
 // mainFileName is the path the schema compiles under; it only shows in
@@ -76,7 +78,15 @@ func Parse(text string, deps map[string]string) (*File, error) {
 		}
 		name = fmt.Sprintf("schema-%d.proto", i)
 	}
-	fd, err := compile(name, text, deps)
+	form := textForm{}
+	compiled := text
+	if strings.Contains(text, "map_entry") {
+		form = readTextForm(name, text)
+		if form.rewritten != "" {
+			compiled = form.rewritten
+		}
+	}
+	fd, err := compile(name, compiled, deps)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +97,10 @@ func Parse(text string, deps map[string]string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{fd: std, source: fd, resolver: dynamicpb.NewTypes(files)}
+	f := &File{fd: std, source: fd, resolver: dynamicpb.NewTypes(files), messages: form.messages}
+	if form.messages == nil {
+		f.messages = descriptorMessages(std.Messages())
+	}
 	imps := fd.Imports()
 	for i := 0; i < imps.Len(); i++ {
 		f.imports = append(f.imports, imps.Get(i).Path())
@@ -173,6 +186,11 @@ func compile(name, text string, deps map[string]string) (linker.File, error) {
 			return io.NopCloser(strings.NewReader(text)), nil
 		}
 		if dep, ok := deps[path]; ok {
+			if strings.Contains(dep, "map_entry") {
+				if form := readTextForm(path, dep); form.rewritten != "" {
+					dep = form.rewritten
+				}
+			}
 			return io.NopCloser(strings.NewReader(dep)), nil
 		}
 		if builtin, ok := confluentBuiltins[path]; ok {
@@ -326,14 +344,18 @@ func (f *File) Descriptor() protoreflect.FileDescriptor { return f.fd }
 // included (map entries excluded), in the order of their message indexes.
 func (f *File) MessageNames() []string {
 	var names []string
-	var walk func(msgs protoreflect.MessageDescriptors)
-	walk = func(msgs protoreflect.MessageDescriptors) {
-		for _, md := range indexedMessages(msgs) {
-			names = append(names, string(md.FullName()))
-			walk(md.Messages())
+	var walk func(prefix string, msgs []textMessage)
+	walk = func(prefix string, msgs []textMessage) {
+		for _, m := range msgs {
+			names = append(names, prefix+m.name)
+			walk(prefix+m.name+".", m.children)
 		}
 	}
-	walk(f.fd.Messages())
+	prefix := ""
+	if pkg := f.Package(); pkg != "" {
+		prefix = pkg + "."
+	}
+	walk(prefix, f.messages)
 	return names
 }
 
