@@ -214,6 +214,11 @@ func compile(name, text string, deps map[string]string) (linker.File, error) {
 	if len(errs) > 0 {
 		return nil, invalid("%s", strings.Join(errs, "; "))
 	}
+	var crashed protocompile.PanicError
+	if errors.As(err, &crashed) {
+		// protocompile's lexer panics on some malformed literals.
+		return nil, invalid("%s: malformed text the parser cannot read (check string literals)", crashed.File)
+	}
 	if err != nil {
 		var notFound interface{ Unwrap() error }
 		if errors.As(err, &notFound) && errors.Is(err, os.ErrNotExist) {

@@ -34,6 +34,7 @@ func TestParseErrors(t *testing.T) {
 		{"nesting in a reference", p3 + "import \"d.proto\";", map[string]string{"d.proto": deep}, []string{"d.proto", "deeper than"}},
 		{"too many types", many.String(), nil, []string{"more than", "messages and enums"}},
 		{"editions", "edition = \"2023\"; message M { int32 a = 1; }", nil, []string{"proto2 and proto3"}},
+		{"literal that crashes the lexer", "\"\\\xab", nil, []string{"malformed", "schema.proto"}},
 		{"unknown syntax", "syntax = \"proto4\"; message M {}", nil, []string{"syntax", "proto2"}},
 	}
 	for _, c := range cases {
