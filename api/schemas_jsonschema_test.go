@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func jsonSchemaBody(field, schema string) string {
 // rules in verbose form; AVRO answers carry no schemaType, as Confluent's.
 func TestJSONSchemaRoutes(t *testing.T) {
 	e := newSchemaEnv(t)
-	e.do(t, "GET", "/schemas/types", "", "").wantJSON(t, `["AVRO","JSON"]`)
+	e.do(t, "GET", "/schemas/types", "", "").wantJSON(t, `["AVRO","JSON","PROTOBUF"]`)
 	addr := `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`
 	a := e.do(t, "POST", "/subjects/address/versions", srType, jsonSchemaBody(`"schema"`, addr))
 	var reg struct{ ID int }
@@ -98,7 +99,7 @@ func TestJSONSchemaRoutes(t *testing.T) {
 	if raw := e.do(t, "GET", "/subjects/norm/versions/1/schema", "", ""); string(raw.body) != `{"maxLength":3,"type":"string"}` {
 		t.Fatalf("normalized schema stored as %s", raw.body)
 	}
-	e.do(t, "POST", "/subjects/p/versions", srType, `{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\";"}`).wantError(t, 422, 42201)
+	e.do(t, "POST", "/subjects/p/versions", srType, `{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\"; message {"}`).wantError(t, 422, 42201)
 	e.do(t, "POST", "/subjects/j/versions", srType, jsonSchemaBody(`"schema"`, `{"type":"nope"}`)).wantError(t, 422, 42201)
 }
 
@@ -158,9 +159,18 @@ func TestJSONSchemaProduceAndRead(t *testing.T) {
 		string(read.Records[0].Value) != `{"id":1,"item":"book","note":null}` || string(read.Records[0].Key) != `"k1"` || read.Records[0].KeyEncoding != "jsonschema" {
 		t.Fatalf("format=jsonschema read: %s", a.body)
 	}
-	// Protobuf's content type is recognised but its type is not served yet.
-	proto := `{"value_schema":"syntax = \"proto3\"; message M { int32 a = 1; }","records":[{"value":{"a":1}}]}`
-	e.do(t, "POST", "/topics/orders", typeRestProtobuf, proto).wantError(t, 422, 42201)
+	// Protobuf: the schema's first message, framed with its message
+	// indexes, and read back through the registry.
+	proto := `{"value_schema":"syntax = \"proto3\"; message M { int32 a = 1; string b = 2; }","records":[{"value":{"a":7,"b":"x"}}]}`
+	if a := e.do(t, "POST", "/topics/pb", typeRestProtobuf, proto); a.status != 200 {
+		t.Fatalf("protobuf produce: %d %s", a.status, a.body)
+	}
+	e.do(t, "POST", "/topics/pb", typeRestProtobuf, `{"value_schema_id":999999,"records":[{"value":{"a":1}}]}`).wantError(t, 404, 40403)
+	e.do(t, "POST", "/topics/pb", typeRestProtobuf, `{"value_schema":"syntax = \"proto3\"; message M { int32 a = 1; string b = 2; }","records":[{"value":{"nope":1}}]}`).wantError(t, 422, 42205)
+	pb := e.do(t, "GET", "/kafka/pb/partitions/0/records?format=protobuf", "", "")
+	if !strings.Contains(string(pb.body), `"a":7`) || !strings.Contains(string(pb.body), `"b":"x"`) {
+		t.Fatalf("format=protobuf read: %s", pb.body)
+	}
 	// format=avro leaves JSON Schema records as the plain read renders them.
 	a = e.do(t, "GET", "/kafka/orders/partitions/0/records?format=avro", "", "")
 	a.decode(t, &read)
@@ -187,7 +197,7 @@ func TestFranzGoSerdeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	types, err := cl.SupportedTypes(ctx)
-	if err != nil || len(types) != 2 || types[1] != sr.TypeJSON {
+	if err != nil || !slices.Contains(types, sr.TypeJSON) || !slices.Contains(types, sr.TypeProtobuf) {
 		t.Fatalf("supported types: %v %v", types, err)
 	}
 	if err := e.broker.CreateTopic(server.TopicSpec{Name: "orders", Partitions: 1, Configs: map[string]string{

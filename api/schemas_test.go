@@ -121,7 +121,7 @@ func TestSchemaRegisterAndRead(t *testing.T) {
 	e.register(t, "copy", orderV1)
 	e.do(t, "GET", fmt.Sprintf("/schemas/ids/%d/versions", id), "", "").wantJSON(t, `[{"subject":"copy","version":1},{"subject":"orders-value","version":1}]`)
 	e.do(t, "GET", fmt.Sprintf("/schemas/ids/%d/subjects", id), "", "").wantJSON(t, `["copy","orders-value"]`)
-	e.do(t, "GET", "/schemas/types", "", "").wantJSON(t, `["AVRO","JSON"]`)
+	e.do(t, "GET", "/schemas/types", "", "").wantJSON(t, `["AVRO","JSON","PROTOBUF"]`)
 	e.do(t, "GET", "/subjects?subjectPrefix=ord", "", "").wantJSON(t, `["orders-value"]`)
 
 	e.do(t, "POST", "/subjects/orders-value", srType, body(" "+orderV2)).wantJSON(t,

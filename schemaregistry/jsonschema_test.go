@@ -263,8 +263,11 @@ func TestJSONSchemaRegistry(t *testing.T) {
 	if !errors.Is(err, ErrInvalidSchema) {
 		t.Fatalf("JSON referencing Avro: %v", err)
 	}
-	if _, err := r.Register(ctx, "p", SchemaRequest{Schema: `syntax = "proto3";`, SchemaType: "PROTOBUF"}); !errors.Is(err, ErrInvalidSchema) {
-		t.Fatalf("PROTOBUF before it is plugged in: %v", err)
+	if _, err := r.Register(ctx, "p", SchemaRequest{Schema: `syntax = "proto3"; message M { int32 a = 1; }`, SchemaType: "PROTOBUF"}); err != nil {
+		t.Fatalf("PROTOBUF: %v", err)
+	}
+	if _, err := r.Register(ctx, "p", SchemaRequest{Schema: `syntax = "proto3"; message {`, SchemaType: "PROTOBUF"}); !errors.Is(err, ErrInvalidSchema) {
+		t.Fatalf("a broken .proto: %v", err)
 	}
 	r.Close()
 

@@ -1,13 +1,5 @@
-//go:build ferry_protobuf
-
-// PROTOBUF, for the integrator: package schemaregistry/protobuf behind the
-// SchemaType and Schema interfaces. This file is compiled only with the
-// ferry_protobuf build tag, because that package is written on another
-// branch; once it is merged, delete the //go:build line above and run
-// go test ./schemaregistry/... ./api/... — init below adds PROTOBUF to the
-// served types (GET /schemas/types, registration, compatibility, REST
-// produce with application/vnd.kafka.protobuf.v2+json, format=protobuf
-// reads, broker validation); nothing else in the registry or api changes.
+// PROTOBUF: package schemaregistry/protobuf behind the SchemaType and
+// Schema interfaces.
 
 package schemaregistry
 
@@ -90,20 +82,17 @@ func (s *protobufSchema) RenderJSON(payload []byte, maxBytes int) ([]byte, error
 }
 
 // EncodeJSON encodes as the schema's first message, as Confluent's REST
-// Proxy does. The File API agreed for this round cannot name the first
-// message; the protobuf package needs `MessageNames() []string` (in
-// declaration order) for REST produce to work.
+// Proxy does.
 func (s *protobufSchema) EncodeJSON(js []byte) ([]byte, error) {
-	lister, ok := any(s.file).(interface{ MessageNames() []string })
-	if !ok || len(lister.MessageNames()) == 0 {
-		return nil, errors.New("REST produce of Protobuf needs protobuf.File.MessageNames, which this build lacks")
+	names := s.file.MessageNames()
+	if len(names) == 0 {
+		return nil, errors.New("the schema declares no message")
 	}
-	name := lister.MessageNames()[0]
-	indexes, err := s.file.MessageIndexes(name)
+	indexes, err := s.file.MessageIndexes(names[0])
 	if err != nil {
 		return nil, err
 	}
-	msg, err := s.file.FromJSON(name, js)
+	msg, err := s.file.FromJSON(names[0], js)
 	if err != nil {
 		return nil, err
 	}
