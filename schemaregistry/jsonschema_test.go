@@ -283,7 +283,7 @@ func TestJSONSchemaRegistry(t *testing.T) {
 		t.Fatalf("after reopen: %+v %v", st, err)
 	}
 	list, err := r.ListSchemas(ctx, ListSchemasOptions{})
-	if err != nil || len(list) != 3 {
+	if err != nil || len(list) != 4 {
 		t.Fatalf("list: %+v %v", list, err)
 	}
 }
