@@ -263,7 +263,7 @@ func (c *Coordinator) Tick() {
 // emptyGroupMemory after its last member left, so a consumer that comes
 // back soon finds the size of its last generation (lastGenerationBack).
 func (g *group) removable(now time.Time) bool {
-	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && g.committing == 0 &&
+	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && g.committing == 0 && len(g.txnOffsets) == 0 &&
 		(g.lastSize == 0 || now.Sub(g.emptySince) >= emptyGroupMemory)
 }
 

@@ -268,8 +268,9 @@ func (c *Coordinator) offsetCommitGate(req *kmsg.OffsetCommitRequest) int16 {
 
 // HandleOffsetFetch serves OffsetFetch v1–v8 (v0 too): v2+ null topics
 // means every committed partition, v5+ leader epochs, v8 several groups.
-// RequireStable (v7+) never waits: there are no pending transactional
-// offsets.
+// RequireStable (v7+, KIP-447) answers UNSTABLE_OFFSET_COMMIT for a
+// partition whose transactional commit awaits its marker (the client
+// retries).
 func (c *Coordinator) HandleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
@@ -283,7 +284,7 @@ func (c *Coordinator) HandleOffsetFetch(ctx context.Context, req *kmsg.OffsetFet
 					topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
 				}
 			}
-			code, answer := c.fetchOffsets(rg.Group, topics)
+			code, answer := c.fetchOffsets(rg.Group, topics, req.RequireStable)
 			out.ErrorCode = code
 			for _, t := range answer {
 				ot := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -304,7 +305,7 @@ func (c *Coordinator) HandleOffsetFetch(ctx context.Context, req *kmsg.OffsetFet
 	if req.Version < 2 && topics == nil {
 		topics = []kmsg.OffsetFetchRequestTopic{}
 	}
-	code, answer := c.fetchOffsets(req.Group, topics)
+	code, answer := c.fetchOffsets(req.Group, topics, req.Version >= 7 && req.RequireStable)
 	resp.Topics = answer
 	if req.Version >= 2 {
 		resp.ErrorCode = code
@@ -319,7 +320,7 @@ func (c *Coordinator) HandleOffsetFetch(ctx context.Context, req *kmsg.OffsetFet
 }
 
 // fetchOffsets answers one group; nil topics means all committed.
-func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequestTopic) (int16, []kmsg.OffsetFetchResponseTopic) {
+func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequestTopic, requireStable bool) (int16, []kmsg.OffsetFetchResponseTopic) {
 	if code := c.serves(name); code != errNone {
 		return code, nil
 	}
@@ -327,6 +328,10 @@ func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequest
 		return errInvalidGroupID, nil
 	}
 	committed := c.Committed(name)
+	var unstable map[topicPartition]bool
+	if requireStable {
+		unstable = c.unstableOffsets(name)
+	}
 	if topics == nil {
 		byTopic := map[string][]int32{}
 		for _, tp := range sortedTPs(committed) {
@@ -345,7 +350,9 @@ func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequest
 			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
 			empty := ""
 			rp.Metadata = &empty
-			if e, ok := committed[topicPartition{t.Topic, p}]; ok {
+			if unstable[topicPartition{t.Topic, p}] {
+				rp.ErrorCode = errUnstableOffsetCommit
+			} else if e, ok := committed[topicPartition{t.Topic, p}]; ok {
 				md := e.metadata
 				rp.Offset, rp.LeaderEpoch, rp.Metadata = e.offset, e.leaderEpoch, &md
 			}
