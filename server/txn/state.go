@@ -209,12 +209,12 @@ func (t Txn) InitProducerID(timeoutMs int32, expected ProducerIDAndEpoch, nowMs 
 }
 
 // validProducer is Kafka's isValidProducerId for a KIP-360 request: the
-// id has no epoch yet, or the producer is the current one, or it is the
-// previous one retrying.
+// id has no epoch yet, or the producer id is the current one (its epoch
+// is checked by the bump), or the previous one whose epoch ran out (a
+// retry of the rotation to a new producer id).
 func (t *Txn) validProducer(p ProducerIDAndEpoch) bool {
-	return t.ProducerEpoch == noEpoch ||
-		p.ID == t.ProducerID && p.Epoch == t.ProducerEpoch ||
-		p.ID == t.PrevProducerID && p.Epoch == t.LastProducerEpoch
+	return t.ProducerEpoch == noEpoch || p.ID == t.ProducerID ||
+		p.ID == t.PrevProducerID && p.Epoch >= math.MaxInt16-1
 }
 
 // fenceAndAbort bumps the epoch (unless used up) and prepares the abort of
