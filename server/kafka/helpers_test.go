@@ -75,9 +75,9 @@ type testServer struct {
 	// (newTxnTestServer).
 	txns       *txn.Coordinator
 	txnMarkers txn.MarkerWriter
-	logs   *logSink
-	addr   string
-	cfg    server.Config
+	logs       *logSink
+	addr       string
+	cfg        server.Config
 }
 
 // newTestServer starts a broker, a coordinator and a listener on
