@@ -276,7 +276,10 @@ func cloneBytes(b []byte) []byte {
 // EndTxnMarker key: version int16, type int16, 0 abort and 1 commit).
 // Control batches are never compressed. ok is false for anything else.
 func controlCommit(batch []byte) (commit, ok bool) {
-	if len(batch) <= recordbatch.HeaderSize || recordbatch.ReadHeader(batch).Codec() != 0 {
+	if len(batch) <= recordbatch.HeaderSize {
+		return false, false
+	}
+	if h := recordbatch.ReadHeader(batch); !h.IsControl() || h.Codec() != 0 {
 		return false, false
 	}
 	rec := batch[recordbatch.HeaderSize:]
