@@ -75,9 +75,11 @@ type testServer struct {
 	// (newTxnTestServer).
 	txns       *txn.Coordinator
 	txnMarkers txn.MarkerWriter
-	logs       *logSink
-	addr       string
-	cfg        server.Config
+	// txnTune changes the coordinator's config (newTxnTestServer).
+	txnTune func(*txn.Config)
+	logs    *logSink
+	addr    string
+	cfg     server.Config
 }
 
 // newTestServer starts a broker, a coordinator and a listener on
@@ -133,12 +135,17 @@ func (ts *testServer) start(t testing.TB, logger *slog.Logger, mutate ...func(*C
 	}
 	cfg := Config{Addr: "127.0.0.1:0", Logger: logger}
 	if ts.txnMarkers != nil {
-		tc, err := txn.New(b, txn.Config{Logger: logger, Markers: ts.txnMarkers, StatePartitions: 3,
-			MarkerRetryBackoff: 10 * time.Millisecond, MaxTimeout: time.Hour})
+		tcfg := txn.Config{Logger: logger, Markers: ts.txnMarkers, StatePartitions: 3,
+			MarkerRetryBackoff: 10 * time.Millisecond, MaxTimeout: time.Hour}
+		if ts.txnTune != nil {
+			ts.txnTune(&tcfg)
+		}
+		tc, err := txn.New(b, tcfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.Txns, ts.txns = tc, tc
+		wirePartitionSide(b, g, tc)
 	}
 	for _, m := range mutate {
 		m(&cfg)

@@ -11,12 +11,14 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/group"
+	"github.com/ferry-mq/ferry/server/txn"
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
-// markerSink stands in for the partition leaders until Broker's
-// WriteTxnMarkers exists: it records each marker and, for
-// __consumer_offsets, tells the group coordinator as the broker's marker
+// markerSink records every marker the coordinator sends and writes it
+// with the broker's WriteTxnMarkers once the partition side provides it
+// (txnlog's branch). Until then it stands in for it: it tells the group
+// coordinator of __consumer_offsets markers, as the broker's marker
 // listener will.
 type markerSink struct {
 	mu      sync.Mutex
@@ -24,14 +26,36 @@ type markerSink struct {
 	written []server.TxnMarker
 }
 
-func (m *markerSink) WriteTxnMarkers(_ context.Context, ms []server.TxnMarker) []error {
+func (m *markerSink) WriteTxnMarkers(ctx context.Context, ms []server.TxnMarker) []error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.written = append(m.written, ms...)
+	m.mu.Unlock()
+	if real, ok := partitionSide(m.ts.broker); ok {
+		return real.WriteTxnMarkers(ctx, ms)
+	}
 	for _, mk := range ms {
-		m.written = append(m.written, mk)
 		m.ts.groups.TxnMarkerWritten(mk.Topic, mk.Partition, mk.ProducerID, mk.ProducerEpoch, mk.Commit, -1)
 	}
 	return make([]error, len(ms))
+}
+
+// partitionSide is the broker's marker writer, when it has one.
+func partitionSide(b *server.Broker) (txn.MarkerWriter, bool) {
+	mw, ok := any(b).(txn.MarkerWriter)
+	return mw, ok
+}
+
+// wirePartitionSide connects the coordinators to the broker's partition
+// side as cmd/ferry's serve does, when the broker has it.
+func wirePartitionSide(b *server.Broker, g *group.Coordinator, tc *txn.Coordinator) {
+	if l, ok := any(b).(interface {
+		AddTxnMarkerListener(server.TxnMarkerListener)
+	}); ok {
+		l.AddTxnMarkerListener(g)
+	}
+	if v, ok := any(b).(interface{ SetTxnVerifier(server.TxnVerifier) }); ok {
+		v.SetTxnVerifier(&txn.Verifier{Coordinator: tc})
+	}
 }
 
 func (m *markerSink) markers() []server.TxnMarker {
@@ -42,8 +66,13 @@ func (m *markerSink) markers() []server.TxnMarker {
 
 func newTxnTestServer(t *testing.T, mutate ...func(*Config)) (*testServer, *markerSink) {
 	t.Helper()
+	return newTxnTestServerTuned(t, nil, mutate...)
+}
+
+func newTxnTestServerTuned(t *testing.T, tune func(*txn.Config), mutate ...func(*Config)) (*testServer, *markerSink) {
+	t.Helper()
 	sink := &markerSink{}
-	ts := &testServer{cfg: server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}, txnMarkers: sink}
+	ts := &testServer{cfg: server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}, txnMarkers: sink, txnTune: tune}
 	sink.ts = ts
 	startTestServer(t, ts, mutate...)
 	return ts, sink
