@@ -60,9 +60,9 @@ func clusterBroker(t *testing.T) *server.Broker {
 	}
 	t.Cleanup(func() { b.Close() })
 	view := map[server.TopicPartition]server.PartitionView{
-		{Topic: "orders", Partition: 0}: {Leader: 1, Replicas: []int32{1}},
-		{Topic: "orders", Partition: 1}: {Leader: 2, Replicas: []int32{2}},
-		{Topic: "orders", Partition: 2}: {Leader: -1, Replicas: []int32{3}},
+		{Topic: "orders", Partition: 0}:   {Leader: 1, Replicas: []int32{1}},
+		{Topic: "orders", Partition: 1}:   {Leader: 2, Replicas: []int32{2}},
+		{Topic: "orders", Partition: 2}:   {Leader: -1, Replicas: []int32{3}},
 		{Topic: StateTopic, Partition: 0}: {Leader: 3, Replicas: []int32{3}},
 	}
 	brokers := []server.ClusterBroker{{ID: 1, Host: "h1", Port: 1}, {ID: 2, Host: "h2", Port: 2}, {ID: 3, Host: "h3", Port: 3}}
