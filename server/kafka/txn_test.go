@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/acl"
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/txn"
 	"github.com/ferry-mq/ferry/test/harness"
@@ -404,4 +406,63 @@ func TestTxnOffsetCommitDroppedOnAbortAndKeptPendingAcrossRestart(t *testing.T) 
 		code, off := stableOffset(c, "etl", "in")
 		return code == 0 && off == -1
 	})
+}
+
+// ACLs as Kafka's: WRITE on the transactional id for the producer's
+// requests, WRITE on each topic added, READ on the group, DESCRIBE to see
+// an id, CLUSTER_ACTION for a broker's verifyOnly batches.
+func TestTxnAPIsEnforceACLs(t *testing.T) {
+	m := acl.NewManager(acl.New(acl.Config{}), &acl.MemoryStore{})
+	for _, err := range m.Create([]acl.Binding{
+		allowAnon(auth.ResourceTransactionalID, "ok", auth.PatternLiteral, auth.OpWrite),
+		allowAnon(auth.ResourceTransactionalID, "write-only", auth.PatternLiteral, auth.OpWrite),
+		allowAnon(auth.ResourceTopic, "allowed", auth.PatternLiteral, auth.OpAll),
+		allowAnon(auth.ResourceGroup, "g", auth.PatternLiteral, auth.OpRead),
+		allowAnon(auth.ResourceCluster, "kafka-cluster", auth.PatternLiteral, auth.OpCreate),
+	}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts, _ := newTxnTestServer(t, func(c *Config) { c.ACLs = m })
+	c := ts.dial(t)
+	createTopic(t, ts, "allowed", 1)
+	createTopic(t, ts, "denied", 1)
+
+	expectCode(t, "init without WRITE", do[*kmsg.InitProducerIDResponse](c, initTxnReq("nope", 1000), 4).ErrorCode, codeTxnIDAuthFailed)
+	pid, epoch := startTxn(t, c, "ok")
+	startTxn(t, c, "write-only") // WRITE implies DESCRIBE, as in Kafka
+	req := addPartitionsReq("ok", pid, epoch, "allowed", 0)
+	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+	rt.Topic, rt.Partitions = "denied", []int32{0}
+	req.Topics = append(req.Topics, rt)
+	resp := do[*kmsg.AddPartitionsToTxnResponse](c, req, 3)
+	expectCode(t, "allowed topic", resp.Topics[0].Partitions[0].ErrorCode, codeOperationNotAttempted)
+	expectCode(t, "denied topic", resp.Topics[1].Partitions[0].ErrorCode, codeTopicAuthFailed)
+	expectCode(t, "add for another id",
+		do[*kmsg.AddPartitionsToTxnResponse](c, addPartitionsReq("nope", pid, epoch, "allowed", 0), 3).Topics[0].Partitions[0].ErrorCode,
+		codeTxnIDAuthFailed)
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "ok", pid, epoch, "other-group"
+	expectCode(t, "add offsets without READ on the group", do[*kmsg.AddOffsetsToTxnResponse](c, add, 3).ErrorCode, codeGroupAuthFailed)
+	expectCode(t, "end another id", do[*kmsg.EndTxnResponse](c, endTxnReq("nope", pid, epoch, true), 3).ErrorCode, codeTxnIDAuthFailed)
+	commit := txnOffsetCommitReq("ok", "g", pid, epoch, "denied", 1)
+	expectCode(t, "txn offset commit of a denied topic",
+		do[*kmsg.TxnOffsetCommitResponse](c, commit, 3).Topics[0].Partitions[0].ErrorCode, codeTopicAuthFailed)
+	if d := describeTxn(c, "nope"); d.ErrorCode != codeTxnIDAuthFailed {
+		t.Fatalf("describe without DESCRIBE: %+v", d)
+	}
+	if _, _, code := ts.txns.InitProducerID(context.Background(), "hidden", 1000, txn.ProducerIDAndEpoch{ID: -1}); code != 0 {
+		t.Fatal(codeName(code))
+	}
+	list := do[*kmsg.ListTransactionsResponse](c, kmsg.NewPtrListTransactionsRequest(), 0)
+	if len(list.TransactionStates) != 2 || list.TransactionStates[0].TransactionalID == "hidden" || list.TransactionStates[1].TransactionalID == "hidden" {
+		t.Fatalf("list shows ids without DESCRIBE: %+v", list.TransactionStates)
+	}
+	v4 := kmsg.NewPtrAddPartitionsToTxnRequest()
+	v4.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: "ok", ProducerID: pid, ProducerEpoch: epoch, VerifyOnly: true}}
+	expectCode(t, "v4 without CLUSTER_ACTION", do[*kmsg.AddPartitionsToTxnResponse](c, v4, 4).ErrorCode, codeClusterAuthFailed)
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.CoordinatorType, find.CoordinatorKey = 1, "nope"
+	expectCode(t, "find without DESCRIBE", do[*kmsg.FindCoordinatorResponse](c, find, 3).ErrorCode, codeTxnIDAuthFailed)
 }
