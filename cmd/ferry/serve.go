@@ -33,6 +33,7 @@ import (
 	"github.com/ferry-mq/ferry/server/kafka"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/tlsconf"
+	"github.com/ferry-mq/ferry/server/txn"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
@@ -85,6 +86,8 @@ type serveSettings struct {
 	// offsetsRetention and offsetsRetentionCheck are offsets.retention.minutes
 	// and offsets.retention.check.interval.ms.
 	offsetsRetention, offsetsRetentionCheck time.Duration
+	// txn is the transaction coordinator's settings (txnserve.go).
+	txn txn.Config
 	// schemasReplicationFactor is kafkastore.topic.replication.factor.
 	schemasReplicationFactor int16
 	// httpAuth is the HTTP gateway's authentication (httpauth.go).
@@ -478,7 +481,7 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 // allServeOptions is every serve option: the list above and those kept
 // beside the feature they configure.
 func allServeOptions() []option {
-	return slices.Concat(serveOptions, httpAuthOptions, interBrokerOptions, cleanerOptions)
+	return slices.Concat(serveOptions, httpAuthOptions, interBrokerOptions, cleanerOptions, txnOptions)
 }
 
 // switchOptions are the options given as a bare --flag (true), or
