@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
@@ -152,6 +153,9 @@ type Coordinator struct {
 		sync.Mutex
 		parts map[int32]ownedPartition
 	}
+
+	// txnVerifier checks TxnOffsetCommits (txnoffsets.go); nil: none.
+	txnVerifier atomic.Pointer[verifierBox]
 
 	closing chan struct{}
 	wg      sync.WaitGroup

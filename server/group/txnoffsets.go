@@ -29,6 +29,39 @@ var (
 
 var _ server.TxnMarkerListener = (*Coordinator)(nil)
 
+// verifierBox holds the transaction verifier (an interface in an atomic
+// pointer).
+type verifierBox struct{ v server.TxnVerifier }
+
+// SetTxnVerifier makes TxnOffsetCommit check, before writing, that the
+// group's __consumer_offsets partition is in the producer's ongoing
+// transaction at its current epoch (KIP-890 part 1, as Kafka's group
+// coordinator does): a fenced zombie's commit is refused instead of
+// waiting for a later marker of the same producer id. nil: no check.
+func (c *Coordinator) SetTxnVerifier(v server.TxnVerifier) {
+	if v == nil {
+		c.txnVerifier.Store(nil)
+		return
+	}
+	c.txnVerifier.Store(&verifierBox{v})
+}
+
+// verifyTxnCommit asks the transaction coordinator about the commit's
+// producer; coordinator lookup errors of the transaction side become
+// COORDINATOR_NOT_AVAILABLE, which the client retries.
+func (c *Coordinator) verifyTxnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
+	box := c.txnVerifier.Load()
+	if box == nil {
+		return errNone
+	}
+	code := box.v.VerifyTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, c.offsetsPartition(req.Group))
+	switch code {
+	case errNotCoordinator, errCoordinatorLoadInProgress:
+		return errCoordinatorNotAvailable
+	}
+	return code
+}
+
 // HandleTxnOffsetCommit serves TxnOffsetCommit v0–v4: v2+ leader epochs,
 // v3+ the member's generation, id and instance id (KIP-447), checked only
 // when given. The commits are answered once durable (fsync, acks=all) and
@@ -36,6 +69,9 @@ var _ server.TxnMarkerListener = (*Coordinator)(nil)
 func (c *Coordinator) HandleTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	code := c.txnCommitGate(req)
+	if code == errNone {
+		code = c.verifyTxnCommit(ctx, req)
+	}
 	codes := map[topicPartition]int16{}
 	set := map[topicPartition]offsetEntry{}
 	now := c.now().UnixMilli()

@@ -50,6 +50,7 @@ func partitionSide(b *server.Broker) (txn.MarkerWriter, bool) {
 // wirePartitionSide connects the coordinators to the broker's partition
 // side as cmd/ferry's serve does, when the broker has it.
 func wirePartitionSide(b *server.Broker, g *group.Coordinator, tc *txn.Coordinator) {
+	g.SetTxnVerifier(&txn.Verifier{Coordinator: tc})
 	if l, ok := any(b).(interface {
 		AddTxnMarkerListener(server.TxnMarkerListener)
 	}); ok {
@@ -348,10 +349,14 @@ func TestTxnOffsetCommitMaterializesOnCommitMarker(t *testing.T) {
 	find := kmsg.NewPtrFindCoordinatorRequest()
 	find.CoordinatorKey = "etl"
 	do[*kmsg.FindCoordinatorResponse](c, find, 3) // creates __consumer_offsets
-	pid, epoch := startTxn(t, c, "tx")
+	startTxn(t, c, "tx")
+	pid, epoch := startTxn(t, c, "tx") // epoch 1: epoch 0 is a zombie's
 	add := kmsg.NewPtrAddOffsetsToTxnRequest()
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "tx", pid, epoch, ""
 	expectCode(t, "no group", do[*kmsg.AddOffsetsToTxnResponse](c, add, 3).ErrorCode, kerr.InvalidGroupID.Code)
+	expectCode(t, "txn offset commit before AddOffsetsToTxn (KIP-890)",
+		do[*kmsg.TxnOffsetCommitResponse](c, txnOffsetCommitReq("tx", "etl", pid, epoch, "in", 1), 3).Topics[0].Partitions[0].ErrorCode,
+		kerr.InvalidTxnState.Code)
 	add.Group = "etl"
 	add.ProducerEpoch = epoch + 1
 	expectCode(t, "v1 fenced", do[*kmsg.AddOffsetsToTxnResponse](c, add, 1).ErrorCode, kerr.InvalidProducerEpoch.Code)
@@ -361,6 +366,9 @@ func TestTxnOffsetCommitMaterializesOnCommitMarker(t *testing.T) {
 	if len(d.Topics) != 1 || d.Topics[0].Topic != group.OffsetsTopic {
 		t.Fatalf("the group's partition is not in the transaction: %+v", d)
 	}
+	zombie := txnOffsetCommitReq("tx", "etl", pid, epoch-1, "in", 41)
+	expectCode(t, "v3 zombie", do[*kmsg.TxnOffsetCommitResponse](c, zombie, 3).Topics[0].Partitions[0].ErrorCode, kerr.ProducerFenced.Code)
+	expectCode(t, "v2 zombie", do[*kmsg.TxnOffsetCommitResponse](c, zombie, 2).Topics[0].Partitions[0].ErrorCode, kerr.InvalidProducerEpoch.Code)
 	resp := do[*kmsg.TxnOffsetCommitResponse](c, txnOffsetCommitReq("tx", "etl", pid, epoch, "in", 42), 3)
 	expectCode(t, "txn offset commit", resp.Topics[0].Partitions[0].ErrorCode, 0)
 	code, _ := stableOffset(c, "etl", "in")
