@@ -38,10 +38,16 @@ func (c *Coordinator) transition(ctx context.Context, id string, create bool, de
 		return Txn{}, errConcurrentTransactions
 	}
 	var out Outcome
-	if e.written {
+	switch {
+	case e.written:
 		out = decide(&e.txn)
-	} else {
+	case create:
 		out = decide(nil)
+	default:
+		// Created by an InitProducerId whose write failed, not yet
+		// forgotten: as unknown.
+		e.mu.Unlock()
+		return Txn{}, errInvalidProducerMapping
 	}
 	if !out.Write {
 		cur := e.txn
@@ -66,7 +72,8 @@ func (c *Coordinator) transition(ctx context.Context, id string, create bool, de
 		}
 		return Txn{}, writeCode(err)
 	}
-	if _, stillEpoch, code := c.serves(id); code != 0 || stillEpoch != epoch {
+	_, epoch, code = c.serves(id)
+	if code != 0 {
 		// Deposed while writing: the next coordinator reads the log.
 		e.mu.Unlock()
 		return Txn{}, errNotCoordinator
