@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -161,5 +162,64 @@ func TestFranzGoTransactionTimeoutAborts(t *testing.T) {
 		if got := readAll(t, ts, kgo.ReadCommitted(), 1); len(got) != 0 {
 			t.Fatalf("read_committed sees the aborted %v", got)
 		}
+	})
+}
+
+// franz-go's consume-transform-produce session (as its TestTxnEtl): each
+// input record copied once to the output and its offset committed in the
+// same transaction.
+func TestFranzGoGroupTransactSession(t *testing.T) {
+	ts, _ := newTxnTestServer(t)
+	needPartitionSide(t, ts)
+	createTopic(t, ts, "etl-in", 1)
+	createTopic(t, ts, "txn-out", 1)
+	in, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.DefaultProduceTopic("etl-in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 50
+	for i := range n {
+		if err := in.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(ts.addr), kgo.TransactionalID("etl-session"),
+		kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("etl-in"), kgo.DefaultProduceTopic("txn-out"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	copied := 0
+	for copied < n && ctx.Err() == nil {
+		fetches := sess.PollFetches(ctx)
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			sess.Produce(ctx, &kgo.Record{Value: r.Value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatalf("end: %v", err)
+		}
+		if committed {
+			copied += fetches.NumRecords()
+		}
+	}
+	if got := readAll(t, ts, kgo.ReadCommitted(), n); len(got) != n {
+		t.Fatalf("read_committed holds %d records, want %d", len(got), n)
+	}
+	harness.WaitFor(t, "the group's offset is committed", 10*time.Second, func() bool {
+		offs, err := kadm.NewClient(in).FetchOffsets(ctx, "etl")
+		o, ok := offs.Lookup("etl-in", 0)
+		return err == nil && ok && o.At == n
 	})
 }

@@ -75,7 +75,10 @@ func newTxnTestServer(t *testing.T, mutate ...func(*Config)) (*testServer, *mark
 func newTxnTestServerTuned(t *testing.T, tune func(*txn.Config), mutate ...func(*Config)) (*testServer, *markerSink) {
 	t.Helper()
 	sink := &markerSink{}
-	ts := &testServer{cfg: server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}, txnMarkers: sink, txnTune: tune}
+	// The group coordinator names itself by the advertised address (the
+	// listener then answers its own endpoint): one must be set.
+	ts := &testServer{cfg: server.Config{DataDir: t.TempDir(), AutoCreateTopics: true, AdvertisedKafkaAddr: "127.0.0.1:9092"},
+		txnMarkers: sink, txnTune: tune}
 	sink.ts = ts
 	startTestServer(t, ts, mutate...)
 	return ts, sink
