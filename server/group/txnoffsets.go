@@ -79,7 +79,7 @@ func (c *Coordinator) HandleTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOf
 		count := c.partitionCount(t.Topic)
 		for _, p := range t.Partitions {
 			tp := topicPartition{t.Topic, p.Partition}
-			e := offsetEntry{offset: p.Offset, leaderEpoch: -1, commitTime: now}
+			e := offsetEntry{offset: p.Offset, leaderEpoch: -1, commitTime: now, logOffset: -1}
 			if req.Version >= 2 {
 				e.leaderEpoch = p.LeaderEpoch
 			}
@@ -159,13 +159,7 @@ func (c *Coordinator) storeTxnOffsets(ctx context.Context, name string, pid int6
 	defer g.commitMu.Unlock()
 	req := &server.ProduceRequest{Topic: OffsetsTopic, Sync: true, Internal: true,
 		Transaction: &server.ProduceTransaction{ProducerID: pid, ProducerEpoch: epoch}}
-	p := c.offsetsPartition(name)
-	now := c.now().UnixMilli()
-	for _, tp := range sortedTPs(set) {
-		req.Records = append(req.Records, server.ProduceRecord{Partition: p,
-			Record: records.Record{Key: offsetKey(name, tp), Value: offsetValue(set[tp]), Timestamp: now}})
-	}
-	if _, err := c.broker.Produce(ctx, req); err != nil {
+	if err := c.appendOffsets(ctx, req, name, set, nil); err != nil {
 		return err
 	}
 	g.mu.Lock()
@@ -199,13 +193,23 @@ func (c *Coordinator) TxnMarkerWritten(topic string, partition int32, producerID
 		if pending, ok := g.txnOffsets[producerID]; ok {
 			if commit {
 				for tp, e := range pending {
-					g.offsets[tp] = e
+					materialize(g.offsets, tp, e)
 				}
 			}
 			delete(g.txnOffsets, producerID)
 		}
 		g.mu.Unlock()
 	}
+}
+
+// materialize makes a committed transaction's commit of tp the offset,
+// unless a plain commit was written after it in the log (Kafka's rule:
+// the later record wins, whenever the marker lands).
+func materialize(offsets map[topicPartition]offsetEntry, tp topicPartition, e offsetEntry) {
+	if cur, ok := offsets[tp]; ok && e.logOffset >= 0 && cur.logOffset > e.logOffset {
+		return
+	}
+	offsets[tp] = e
 }
 
 // unstableOffsets are the group's partitions whose transactional commit
@@ -259,8 +263,17 @@ func (r *txnReplay) batch(h recordbatch.Header, batch []byte, from int64, maxDec
 		commit, ok := controlCommit(batch)
 		if ok {
 			if commit {
+				decided := map[string]map[topicPartition]offsetEntry{}
 				for _, rec := range r.open[h.ProducerID] {
-					applyOffsetRecord(table, rec)
+					applyOffsetRecord(decided, rec)
+				}
+				for name, offs := range decided {
+					if table[name] == nil {
+						table[name] = map[topicPartition]offsetEntry{}
+					}
+					for tp, e := range offs {
+						materialize(table[name], tp, e)
+					}
 				}
 			}
 			delete(r.open, h.ProducerID)

@@ -100,3 +100,39 @@ func FuzzControlCommit(f *testing.F) {
 		controlCommit(batch) // must not panic on any input
 	})
 }
+
+// A plain commit written after a transactional one of the same partition
+// wins, though the transaction's marker comes later (Kafka's order).
+func TestTxnCommitYieldsToLaterPlainCommit(t *testing.T) {
+	var bld records.Builder
+	bld.Add(records.Record{Key: offsetKey("g", topicPartition{"in", 0}),
+		Value: offsetValue(offsetEntry{offset: 20, leaderEpoch: -1, commitTime: 1}), Timestamp: 1})
+	plain, err := bld.AppendBatch(nil, records.BatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordbatch.SetBaseOffset(plain, 1)
+	table := map[string]map[topicPartition]offsetEntry{}
+	var r txnReplay
+	for _, b := range [][]byte{txnCommitBatch(t, 0, 1, "g", 10), plain, controlBatch(t, 2, 1, true)} {
+		h := recordbatch.ReadHeader(b)
+		done, err := r.batch(h, b, 0, 0, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !done {
+			if err := records.Decode(b, 0, 0, func(rec records.Record) bool { applyOffsetRecord(table, rec); return true }); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := table["g"][topicPartition{"in", 0}].offset; got != 20 {
+		t.Fatalf("replayed offset %d, want the later plain commit's 20", got)
+	}
+	live := map[topicPartition]offsetEntry{{"in", 0}: {offset: 20, logOffset: 1}}
+	materialize(live, topicPartition{"in", 0}, offsetEntry{offset: 10, logOffset: 0})
+	materialize(live, topicPartition{"in", 1}, offsetEntry{offset: 5, logOffset: 3})
+	if live[topicPartition{"in", 0}].offset != 20 || live[topicPartition{"in", 1}].offset != 5 {
+		t.Fatalf("live %+v", live)
+	}
+}
