@@ -384,3 +384,46 @@ func fmtIDs(ids []string) string {
 	}
 	return s + "]"
 }
+
+// Requests racing on one id are serialised: each either lands or is told
+// CONCURRENT_TRANSACTIONS (and retries), and no add is lost.
+func TestCoordinatorConcurrentAdds(t *testing.T) {
+	n := newNode(t, t.TempDir(), &markerLog{}, &clock{now: time.UnixMilli(1_700_000_000_000)})
+	if err := n.broker.CreateTopic(server.TopicSpec{Name: "wide", Partitions: 16}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pid, e, _ := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	concurrent := 0
+	for p := range int32(16) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				code := n.c.AddPartitions(ctx, "tx", pid, e, []TopicPartition{{"wide", p}})
+				if code == 0 {
+					return
+				}
+				if code != kerr.ConcurrentTransactions.Code {
+					t.Errorf("add %d: %v", p, kerr.ErrorForCode(code))
+					return
+				}
+				mu.Lock()
+				concurrent++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	tx, _ := n.c.Describe("tx")
+	if len(tx.Partitions) != 16 {
+		t.Fatalf("%d partitions after 16 adds (%d CONCURRENT_TRANSACTIONS answers)", len(tx.Partitions), concurrent)
+	}
+	n.stop()
+	n = newNode(t, n.dir, &markerLog{}, n.clock)
+	if tx, _ := n.c.Describe("tx"); len(tx.Partitions) != 16 || tx.State != Ongoing {
+		t.Fatalf("after a restart: %+v", tx)
+	}
+}
