@@ -135,6 +135,7 @@ type Coordinator struct {
 	own struct {
 		sync.Mutex
 		parts map[int32]ownedPartition
+		terms uint64
 	}
 
 	closing chan struct{}

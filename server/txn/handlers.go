@@ -88,7 +88,7 @@ func (c *Coordinator) transition(ctx context.Context, id string, create bool, de
 		c.forget(id, e)
 	}
 	if startMarkers {
-		c.startCompletion(e, out.Next, p, epoch)
+		c.startCompletion(e, out.Next, p, epoch, c.termOf(p))
 	}
 	return out.Next, out.Code
 }

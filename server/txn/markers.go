@@ -31,7 +31,7 @@ func fencedMarker(err error) bool {
 
 // startCompletion sends t's markers, then records its completion. It runs
 // while this broker leads p; a later leader completes what it leaves.
-func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32) {
+func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32, term uint64) {
 	if c.closed() {
 		return
 	}
@@ -43,30 +43,40 @@ func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32
 			e.completing = false
 			e.mu.Unlock()
 		}()
-		if c.sendMarkers(t, p, coordinatorEpoch) {
-			c.recordCompletion(t, p)
+		if c.sendMarkers(t, p, coordinatorEpoch, term) {
+			c.recordCompletion(t, p, term)
 		}
 	}()
 }
 
-// leads: this broker serves partition p now.
-func (c *Coordinator) leads(p int32) bool {
+// leads: this broker serves partition p now, in the same term.
+func (c *Coordinator) leads(p int32, term uint64) bool {
 	c.own.Lock()
 	defer c.own.Unlock()
 	op, ok := c.own.parts[p]
-	return ok && op.state == serving
+	return ok && op.state == serving && op.term == term
+}
+
+// termOf is the term this broker serves p in (0: it does not).
+func (c *Coordinator) termOf(p int32) uint64 {
+	c.own.Lock()
+	defer c.own.Unlock()
+	if op, ok := c.own.parts[p]; ok && op.state == serving {
+		return op.term
+	}
+	return 0
 }
 
 // sendMarkers writes t's markers until each is written or its partition
 // is gone; false when this broker stopped coordinating first.
-func (c *Coordinator) sendMarkers(t Txn, p, coordinatorEpoch int32) bool {
+func (c *Coordinator) sendMarkers(t Txn, p, coordinatorEpoch int32, term uint64) bool {
 	pending := make([]server.TxnMarker, 0, len(t.Partitions))
 	for _, tp := range t.Partitions {
 		pending = append(pending, server.TxnMarker{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch,
 			Commit: t.State == PrepareCommit, CoordinatorEpoch: coordinatorEpoch, Topic: tp.Topic, Partition: tp.Partition})
 	}
 	for attempt := 0; len(pending) > 0; attempt++ {
-		if c.closed() || !c.leads(p) {
+		if c.closed() || !c.leads(p, term) {
 			return false
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -105,7 +115,7 @@ func (c *Coordinator) sendMarkers(t Txn, p, coordinatorEpoch int32) bool {
 
 // recordCompletion writes CompleteCommit or CompleteAbort after the
 // markers, retried while this broker leads p.
-func (c *Coordinator) recordCompletion(t Txn, p int32) {
+func (c *Coordinator) recordCompletion(t Txn, p int32, term uint64) {
 	for attempt := 0; ; attempt++ {
 		now := c.nowMs()
 		_, code := c.transition(context.Background(), t.ID, false, func(cur *Txn) Outcome {
@@ -117,7 +127,7 @@ func (c *Coordinator) recordCompletion(t Txn, p int32) {
 		switch {
 		case code == 0:
 			return
-		case code == errNotCoordinator || c.closed() || !c.leads(p):
+		case code == errNotCoordinator || c.closed() || !c.leads(p, term):
 			return
 		}
 		if attempt%50 == 0 {

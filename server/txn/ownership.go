@@ -38,6 +38,10 @@ const (
 type ownedPartition struct {
 	leaderEpoch int32
 	state       loadState
+	// term counts this broker's leaderships of partitions: a completer
+	// started under one stops when the partition was lost and loaded
+	// again (the new load starts its own).
+	term uint64
 }
 
 // onLeadership follows this broker's leadership of __transaction_state;
@@ -55,7 +59,8 @@ func (c *Coordinator) onLeadership(ch server.LeadershipChange) {
 		}
 		c.own.Unlock()
 	case ch.Leading:
-		c.own.parts[ch.Partition] = ownedPartition{leaderEpoch: ch.LeaderEpoch, state: loading}
+		c.own.terms++
+		c.own.parts[ch.Partition] = ownedPartition{leaderEpoch: ch.LeaderEpoch, state: loading, term: c.own.terms}
 		c.own.Unlock()
 		if c.closed() {
 			return
@@ -133,7 +138,7 @@ func (c *Coordinator) install(p, leaderEpoch int32, table map[string]Txn) (int, 
 	c.own.parts[p] = cur
 	c.own.Unlock()
 	for _, e := range prepared {
-		c.startCompletion(e, e.txn, p, leaderEpoch)
+		c.startCompletion(e, e.txn, p, leaderEpoch, cur.term)
 	}
 	return len(table), true
 }
@@ -208,7 +213,8 @@ func (c *Coordinator) loadLedPartitions() error {
 			c.own.Unlock()
 			continue // the watcher got it first
 		}
-		c.own.parts[p] = ownedPartition{leaderEpoch: epoch, state: loading}
+		c.own.terms++
+		c.own.parts[p] = ownedPartition{leaderEpoch: epoch, state: loading, term: c.own.terms}
 		c.own.Unlock()
 		table, err := c.loadPartition(p)
 		if err != nil {
