@@ -23,10 +23,14 @@ type MarkerWriter interface {
 // deleted); the coordinator drops the marker, as Kafka does.
 var ErrPartitionGone = errors.New("txn: the partition no longer exists")
 
-// errFenced: a partition leader has seen a newer coordinator epoch; this
-// coordinator stops completing (the newer one does).
+// fencedMarker: a partition leader has seen a newer coordinator epoch or
+// producer epoch (TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH,
+// from a remote leader or the core's own errors); this coordinator stops
+// sending, as Kafka's does: a newer coordinator completes the transaction.
 func fencedMarker(err error) bool {
-	return errors.Is(err, kerr.TransactionCoordinatorFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
+	code := server.KafkaCode(err)
+	return errors.Is(err, kerr.TransactionCoordinatorFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		code == kerr.TransactionCoordinatorFenced.Code || code == kerr.InvalidProducerEpoch.Code
 }
 
 // startCompletion sends t's markers, then records its completion. It runs
@@ -95,7 +99,8 @@ func (c *Coordinator) sendMarkers(t Txn, p, coordinatorEpoch int32, term uint64)
 			case errors.Is(err, ErrPartitionGone):
 				c.logger.Info("dropped the marker of a deleted partition", "transactional_id", t.ID, "topic", m.Topic, "partition", m.Partition)
 			case fencedMarker(err):
-				c.logger.Warn("a newer coordinator completes the transaction", "transactional_id", t.ID, "err", err)
+				c.logger.Error("a partition leader fenced this coordinator's marker; the transaction stays prepared until a newer coordinator completes it",
+					"transactional_id", t.ID, "topic", m.Topic, "partition", m.Partition, "err", err)
 				return false
 			default:
 				if attempt%50 == 0 {

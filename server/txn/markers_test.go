@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 func TestMarkersRequestGroupsByProducerAndTopic(t *testing.T) {
@@ -158,5 +159,30 @@ func TestVerifyAnswerReadsThePartition(t *testing.T) {
 	resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 	if got := verifyAnswer(resp, "orders", 3); got != resp.ErrorCode {
 		t.Fatalf("top-level error: %d", got)
+	}
+}
+
+// A leader that fenced the coordinator's marker stops its sending: no
+// retry loop against a newer coordinator, no completion written.
+func TestFencedMarkerStopsCompletion(t *testing.T) {
+	ml := &markerLog{failing: kerr.TransactionCoordinatorFenced}
+	n := newNode(t, t.TempDir(), ml, &clock{now: time.Now()})
+	ctx := context.Background()
+	pid, e, _ := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
+	must(t, "add", n.c.AddPartitions(ctx, "tx", pid, e, []TopicPartition{{"orders", 0}}))
+	must(t, "commit", n.c.EndTxn(ctx, "tx", pid, e, true))
+	harness.WaitFor(t, "the completer gives up", 10*time.Second, func() bool {
+		n.c.mu.Lock()
+		en := n.c.mu.txns["tx"]
+		n.c.mu.Unlock()
+		en.mu.Lock()
+		defer en.mu.Unlock()
+		return !en.completing
+	})
+	if _, calls := ml.snapshot(); calls != 1 {
+		t.Fatalf("%d marker attempts after a fence", calls)
+	}
+	if tx, _ := n.c.Describe("tx"); tx.State != PrepareCommit {
+		t.Fatalf("state %v", tx.State)
 	}
 }
