@@ -49,7 +49,7 @@ func checkAdvertised(t *testing.T, keys []kmsg.ApiVersionsResponseApiKey) {
 		}
 	}
 	for _, k := range keys {
-		if txnAPIs[k.ApiKey] || k.ApiKey == 27 {
+		if txnAPIs[k.ApiKey] {
 			t.Fatalf("transaction API %d advertised", k.ApiKey)
 		}
 	}
