@@ -39,6 +39,19 @@ type ProduceRequest struct {
 	// Timeout bounds the wait for every in-sync replica (these requests
 	// are acks=all); 0 is DefaultProduceTimeout.
 	Timeout time.Duration
+	// Transaction, for an Internal writer only (the group coordinator's
+	// TxnOffsetCommit), makes the batch transactional for this producer:
+	// its id and epoch, no sequence, the transactional attribute, as
+	// Kafka's coordinator writes them, so the partition's commit or abort
+	// marker decides its records.
+	Transaction *ProduceTransaction
+}
+
+// ProduceTransaction is the producer an internal transactional write
+// belongs to.
+type ProduceTransaction struct {
+	ProducerID    int64
+	ProducerEpoch int16
 }
 
 // RecordOffset is where one produced record landed.
@@ -98,7 +111,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 	if err != nil {
 		return ProduceResult{}, err
 	}
-	if err := b.encodeBatches(t, batches, req.Records); err != nil {
+	if err := b.encodeBatches(t, batches, req.Records, batchOptionsFor(req)); err != nil {
 		return ProduceResult{}, err
 	}
 	timeout := cmp.Or(req.Timeout, DefaultProduceTimeout)
@@ -322,10 +335,21 @@ func (b *Broker) buildBatches(t *topic, n int32, recs []ProduceRecord) ([]partit
 	return batches, nil
 }
 
+// batchOptionsFor is the producer fields of req's batches: none, or an
+// internal writer's transaction (no sequence, as Kafka's coordinators
+// write them).
+func batchOptionsFor(req *ProduceRequest) records.BatchOptions {
+	if !req.Internal || req.Transaction == nil {
+		return records.BatchOptions{}
+	}
+	return records.BatchOptions{ProducerID: req.Transaction.ProducerID, ProducerEpoch: req.Transaction.ProducerEpoch,
+		BaseSequence: -1, Transactional: true}
+}
+
 // encodeBatches encodes the batch of each local partition and checks
 // every partition's records against max.message.bytes, forwarded ones
 // included, so a request the leader would refuse writes nothing anywhere.
-func (b *Broker) encodeBatches(t *topic, batches []partitionBatch, recs []ProduceRecord) error {
+func (b *Broker) encodeBatches(t *topic, batches []partitionBatch, recs []ProduceRecord, opts records.BatchOptions) error {
 	builder := builderPool.Get().(*records.Builder)
 	largest := 0
 	defer func() {
@@ -344,7 +368,8 @@ func (b *Broker) encodeBatches(t *topic, batches []partitionBatch, recs []Produc
 		for _, idx := range pb.indexes {
 			builder.Add(recs[idx].Record)
 		}
-		data, err := builder.AppendBatch(nil, records.BatchOptions{Codec: t.settings.codec, Level: t.settings.level})
+		opts.Codec, opts.Level = t.settings.codec, t.settings.level
+		data, err := builder.AppendBatch(nil, opts)
 		largest = max(largest, len(data))
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidRecord, err)

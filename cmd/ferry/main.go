@@ -30,6 +30,10 @@ env FERRY_BOOTSTRAP; on a SASL listener --sasl-mechanism M --sasl-username U
                           [--print-key] [--key-separator S]
   ferry groups list | describe GROUP | delete GROUP
   ferry groups reset-offsets GROUP --topic T… --to-earliest|--to-latest|--to-offset N [--execute]
+  ferry transactions list [--state S]… [--producer-id I] | describe --transactional-id X
+  ferry transactions describe-producers --topic T --partition P | find-hanging [--topic T]…
+  ferry transactions abort --topic T --partition P (--start-offset N |
+                          --producer-id I --producer-epoch E --coordinator-epoch C)
   ferry reassign --generate --topics-to-move-json-file F --broker-list 3,4
   ferry reassign --execute|--verify|--cancel --reassignment-json-file F [--wait D]
                           (kafka-reassign-partitions.sh's JSON files)
@@ -86,6 +90,8 @@ func main() {
 		err = runConsume(os.Args[2:])
 	case "groups":
 		err = runGroups(os.Args[2:])
+	case "transactions":
+		err = runTransactions(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
 	case "brokers":

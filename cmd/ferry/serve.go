@@ -34,6 +34,7 @@ import (
 	"github.com/ferry-mq/ferry/server/kafka"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/tlsconf"
+	"github.com/ferry-mq/ferry/server/txn"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
@@ -90,6 +91,8 @@ type serveSettings struct {
 	// offsetsRetention and offsetsRetentionCheck are offsets.retention.minutes
 	// and offsets.retention.check.interval.ms.
 	offsetsRetention, offsetsRetentionCheck time.Duration
+	// txn is the transaction coordinator's settings (txnserve.go).
+	txn txn.Config
 	// schemasReplicationFactor is kafkastore.topic.replication.factor.
 	schemasReplicationFactor int16
 	// httpAuth is the HTTP gateway's authentication (httpauth.go).
@@ -499,7 +502,7 @@ func loadServeSettings(args []string) (serveSettings, []string, error) {
 // allServeOptions is every serve option: the list above and those kept
 // beside the feature they configure.
 func allServeOptions() []option {
-	return slices.Concat(serveOptions, httpAuthOptions, interBrokerOptions, cleanerOptions)
+	return slices.Concat(serveOptions, httpAuthOptions, interBrokerOptions, cleanerOptions, txnOptions)
 }
 
 // switchOptions are the options given as a bare --flag (true), or
@@ -728,8 +731,19 @@ func runServe(args []string) error {
 		broker.Close()
 		return err
 	}
-	closeCore := func() { idem.Close(); groups.Close(); broker.Close() }
+	txns, txnVerifier, err := startTxnCoordinator(s, broker, broker, fwd, logger)
+	if err != nil {
+		idem.Close()
+		groups.Close()
+		broker.Close()
+		return err
+	}
+	broker.SetTxnVerifier(txnVerifier)
+	broker.AddTxnMarkerListener(groups)
+	groups.SetTxnVerifier(txnVerifier)
+	closeCore := func() { txns.Close(); idem.Close(); groups.Close(); broker.Close() }
 	kcfg := s.kafkaLimits
+	kcfg.Txns = txns
 	kcfg.Listeners, kcfg.Logger, kcfg.Metrics = listeners, logger, m
 	kcfg.InterBroker, kcfg.InterBrokerListener = node != nil, s.interBroker
 	if err := openCredentials(&kcfg, s, node); err != nil {
@@ -848,6 +862,7 @@ func runServe(args []string) error {
 	if shutErr := kafkaServer.Shutdown(ctx); shutErr != nil {
 		logger.Warn("kafka shutdown", "err", shutErr)
 	}
+	txns.Close()
 	idem.Close()
 	if closeErr := groups.Close(); closeErr != nil {
 		logger.Warn("close group coordinator", "err", closeErr)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
@@ -153,6 +154,9 @@ type Coordinator struct {
 		parts map[int32]ownedPartition
 	}
 
+	// txnVerifier checks TxnOffsetCommits (txnoffsets.go); nil: none.
+	txnVerifier atomic.Pointer[verifierBox]
+
 	closing chan struct{}
 	wg      sync.WaitGroup
 }
@@ -263,7 +267,7 @@ func (c *Coordinator) Tick() {
 // emptyGroupMemory after its last member left, so a consumer that comes
 // back soon finds the size of its last generation (lastGenerationBack).
 func (g *group) removable(now time.Time) bool {
-	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && g.committing == 0 &&
+	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && g.committing == 0 && len(g.txnOffsets) == 0 &&
 		(g.lastSize == 0 || now.Sub(g.emptySince) >= emptyGroupMemory)
 }
 

@@ -160,6 +160,11 @@ type group struct {
 	// commit has no offsets until its write lands, and Tick must not
 	// forget it meanwhile (the commit would land in a detached group).
 	committing int
+	// txnOffsets are the transactional offset commits (TxnOffsetCommit)
+	// written but not yet decided, per producer id: a commit marker on
+	// the group's __consumer_offsets partition makes them committed, an
+	// abort drops them (txnoffsets.go).
+	txnOffsets map[int64]map[topicPartition]offsetEntry
 	// changed is closed on every state or assignment change (for pollers).
 	changed chan struct{}
 }

@@ -710,13 +710,13 @@ func (c *Coordinator) commitInstance(ctx context.Context, inst *instance, offset
 		if len(o.Metadata) > c.cfg.OffsetMetadataMaxBytes {
 			return fmt.Errorf("%w: metadata of %d bytes is over %d", ErrCommitRejected, len(o.Metadata), c.cfg.OffsetMetadataMaxBytes)
 		}
-		set[topicPartition{o.Topic, o.Partition}] = offsetEntry{offset: o.Offset, leaderEpoch: -1, metadata: o.Metadata, commitTime: now}
+		set[topicPartition{o.Topic, o.Partition}] = offsetEntry{offset: o.Offset, leaderEpoch: -1, metadata: o.Metadata, commitTime: now, logOffset: -1}
 	}
 	g := c.lockGroup(inst.group, true)
 	if offsets == nil {
 		for tp, pos := range inst.positions {
 			if e, ok := g.offsets[tp]; !ok || e.offset != pos {
-				set[tp] = offsetEntry{offset: pos, leaderEpoch: -1, commitTime: now}
+				set[tp] = offsetEntry{offset: pos, leaderEpoch: -1, commitTime: now, logOffset: -1}
 			}
 		}
 	}

@@ -28,6 +28,11 @@ type offsetEntry struct {
 	leaderEpoch int32
 	metadata    string
 	commitTime  int64 // ms
+	// logOffset is where the commit's record sits in __consumer_offsets
+	// (-1: unknown): a transactional commit decided by a later marker
+	// replaces a plain commit only if it was written after it, as Kafka
+	// orders them (txnoffsets.go).
+	logOffset int64
 }
 
 // offsetsPartition is the partition of __consumer_offsets holding group's
@@ -78,7 +83,7 @@ func applyOffsetRecord(table map[string]map[topicPartition]offsetEntry, r record
 	if v.ReadFrom(r.Value) != nil {
 		return
 	}
-	e := offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTime: v.CommitTimestamp}
+	e := offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTime: v.CommitTimestamp, logOffset: r.Offset}
 	if v.Version >= 3 {
 		e.leaderEpoch = v.LeaderEpoch
 	}
@@ -98,23 +103,40 @@ func offsetValue(e offsetEntry) []byte {
 
 // writeOffsets appends commits (nil entry: tombstone) to __consumer_offsets
 // as one batch, acknowledged after fsync. Callers hold g.commitMu, not g.mu.
+// The entries of set get the log offsets their records were written at.
 func (c *Coordinator) writeOffsets(ctx context.Context, g *group, set map[topicPartition]offsetEntry, del []topicPartition) error {
-	req := &server.ProduceRequest{Topic: OffsetsTopic, Sync: true, Internal: true}
-	p := c.offsetsPartition(g.name)
+	return c.appendOffsets(ctx, &server.ProduceRequest{Topic: OffsetsTopic, Sync: true, Internal: true}, g.name, set, del)
+}
+
+// appendOffsets appends set's commits and del's tombstones to name's
+// partition with req as one batch, and records in set where each landed.
+func (c *Coordinator) appendOffsets(ctx context.Context, req *server.ProduceRequest, name string, set map[topicPartition]offsetEntry, del []topicPartition) error {
+	p := c.offsetsPartition(name)
 	now := c.now().UnixMilli()
-	for _, tp := range sortedTPs(set) {
+	tps := sortedTPs(set)
+	for _, tp := range tps {
 		req.Records = append(req.Records, server.ProduceRecord{Partition: p,
-			Record: records.Record{Key: offsetKey(g.name, tp), Value: offsetValue(set[tp]), Timestamp: now}})
+			Record: records.Record{Key: offsetKey(name, tp), Value: offsetValue(set[tp]), Timestamp: now}})
 	}
 	for _, tp := range del {
 		req.Records = append(req.Records, server.ProduceRecord{Partition: p,
-			Record: records.Record{Key: offsetKey(g.name, tp), Timestamp: now}})
+			Record: records.Record{Key: offsetKey(name, tp), Timestamp: now}})
 	}
 	if len(req.Records) == 0 {
 		return nil
 	}
-	_, err := c.broker.Produce(ctx, req)
-	return err
+	res, err := c.broker.Produce(ctx, req)
+	if err != nil {
+		return err
+	}
+	for i, tp := range tps {
+		if i < len(res.Offsets) {
+			e := set[tp]
+			e.logOffset = res.Offsets[i].Offset
+			set[tp] = e
+		}
+	}
+	return nil
 }
 
 func sortedTPs[V any](m map[topicPartition]V) []topicPartition {
@@ -197,7 +219,7 @@ func (c *Coordinator) HandleOffsetCommit(ctx context.Context, req *kmsg.OffsetCo
 		count := c.partitionCount(t.Topic)
 		for _, p := range t.Partitions {
 			tp := topicPartition{t.Topic, p.Partition}
-			e := offsetEntry{offset: p.Offset, leaderEpoch: -1, commitTime: now}
+			e := offsetEntry{offset: p.Offset, leaderEpoch: -1, commitTime: now, logOffset: -1}
 			if req.Version >= 6 {
 				e.leaderEpoch = p.LeaderEpoch
 			}
@@ -268,8 +290,9 @@ func (c *Coordinator) offsetCommitGate(req *kmsg.OffsetCommitRequest) int16 {
 
 // HandleOffsetFetch serves OffsetFetch v1–v8 (v0 too): v2+ null topics
 // means every committed partition, v5+ leader epochs, v8 several groups.
-// RequireStable (v7+) never waits: there are no pending transactional
-// offsets.
+// RequireStable (v7+, KIP-447) answers UNSTABLE_OFFSET_COMMIT for a
+// partition whose transactional commit awaits its marker (the client
+// retries).
 func (c *Coordinator) HandleOffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
@@ -283,7 +306,7 @@ func (c *Coordinator) HandleOffsetFetch(ctx context.Context, req *kmsg.OffsetFet
 					topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
 				}
 			}
-			code, answer := c.fetchOffsets(rg.Group, topics)
+			code, answer := c.fetchOffsets(rg.Group, topics, req.RequireStable)
 			out.ErrorCode = code
 			for _, t := range answer {
 				ot := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -304,7 +327,7 @@ func (c *Coordinator) HandleOffsetFetch(ctx context.Context, req *kmsg.OffsetFet
 	if req.Version < 2 && topics == nil {
 		topics = []kmsg.OffsetFetchRequestTopic{}
 	}
-	code, answer := c.fetchOffsets(req.Group, topics)
+	code, answer := c.fetchOffsets(req.Group, topics, req.Version >= 7 && req.RequireStable)
 	resp.Topics = answer
 	if req.Version >= 2 {
 		resp.ErrorCode = code
@@ -319,7 +342,7 @@ func (c *Coordinator) HandleOffsetFetch(ctx context.Context, req *kmsg.OffsetFet
 }
 
 // fetchOffsets answers one group; nil topics means all committed.
-func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequestTopic) (int16, []kmsg.OffsetFetchResponseTopic) {
+func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequestTopic, requireStable bool) (int16, []kmsg.OffsetFetchResponseTopic) {
 	if code := c.serves(name); code != errNone {
 		return code, nil
 	}
@@ -327,6 +350,10 @@ func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequest
 		return errInvalidGroupID, nil
 	}
 	committed := c.Committed(name)
+	var unstable map[topicPartition]bool
+	if requireStable {
+		unstable = c.unstableOffsets(name)
+	}
 	if topics == nil {
 		byTopic := map[string][]int32{}
 		for _, tp := range sortedTPs(committed) {
@@ -345,7 +372,9 @@ func (c *Coordinator) fetchOffsets(name string, topics []kmsg.OffsetFetchRequest
 			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
 			empty := ""
 			rp.Metadata = &empty
-			if e, ok := committed[topicPartition{t.Topic, p}]; ok {
+			if unstable[topicPartition{t.Topic, p}] {
+				rp.ErrorCode = errUnstableOffsetCommit
+			} else if e, ok := committed[topicPartition{t.Topic, p}]; ok {
 				md := e.metadata
 				rp.Offset, rp.LeaderEpoch, rp.Metadata = e.offset, e.leaderEpoch, &md
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
 // A group is served by the broker leading its __consumer_offsets partition
@@ -93,7 +94,7 @@ func (c *Coordinator) loadOwned(p, leaderEpoch int32) {
 		start := time.Now()
 		table := map[string]map[topicPartition]offsetEntry{}
 		instances := map[instanceKey]instanceDescriptor{}
-		err := c.loadPartition(p, table, instances)
+		pending, err := c.loadPartition(p, table, instances)
 		if err == nil {
 			c.own.Lock()
 			cur, ok := c.own.parts[p]
@@ -102,12 +103,13 @@ func (c *Coordinator) loadOwned(p, leaderEpoch int32) {
 				return
 			}
 			groups, offsets := c.install(p, table)
+			producers := c.installTxn(pending)
 			cur.state = serving
 			c.own.parts[p] = cur
 			c.own.Unlock()
 			restored := c.restoreInstances(instances)
 			c.logger.Info("group coordinator serves a partition", "partition", p, "leader_epoch", leaderEpoch,
-				"groups", groups, "offsets", offsets, "consumer_instances", restored, "took", time.Since(start))
+				"groups", groups, "offsets", offsets, "pending_transactional_commits", producers, "consumer_instances", restored, "took", time.Since(start))
 			return
 		}
 		c.logger.Warn("loading committed offsets failed", "partition", p, "attempt", attempt, "err", err)
@@ -299,40 +301,60 @@ func (c *Coordinator) createOffsetsTopic() error {
 
 // loadPartition reads partition p of __consumer_offsets from its log start
 // to its log end into table: the last record per key wins, a tombstone
-// deletes. It reads past the high watermark: a new leader's log holds every
-// commit the old one acknowledged, some not yet below its high watermark.
-func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition]offsetEntry, instances map[instanceKey]instanceDescriptor) error {
+// deletes, a transactional batch's records wait for their producer's
+// marker (what is still undecided is returned). It reads past the high
+// watermark: a new leader's log holds every commit the old one
+// acknowledged, some not yet below its high watermark.
+func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition]offsetEntry, instances map[instanceKey]instanceDescriptor) (loadedTxn, error) {
 	part, err := c.broker.Partition(OffsetsTopic, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	next, end := part.LogStartOffset(), part.LogEndOffset()
 	maxDecompressed := c.broker.Config().MaxDecompressedBytes
+	var replay txnReplay
 	var buf []byte
 	for next < end {
 		data, err := c.broker.ReadBatches(OffsetsTopic, p, next, end, 1<<20, buf[:0])
 		if err != nil {
-			return fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, next, err)
+			return nil, fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, next, err)
 		}
 		if len(data) == 0 {
 			break
 		}
 		buf = data
 		from := next
-		err = records.Decode(data, from, maxDecompressed, func(r records.Record) bool {
-			applyOffsetRecord(table, r)
-			applyInstanceRecord(instances, r)
-			next = r.Offset + 1
-			return true
-		})
-		if err != nil {
-			return fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, from, err)
+		for len(data) > 0 {
+			batch, rest, err := recordbatch.Next(data)
+			if err != nil {
+				return nil, fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, next, err)
+			}
+			if batch == nil {
+				break // a truncated last batch: read again from it
+			}
+			data = rest
+			h := recordbatch.ReadHeader(batch)
+			if h.LastOffset() < next {
+				continue
+			}
+			done, err := replay.batch(h, batch, next, maxDecompressed, table)
+			if err == nil && !done {
+				err = records.Decode(batch, next, maxDecompressed, func(r records.Record) bool {
+					applyOffsetRecord(table, r)
+					applyInstanceRecord(instances, r)
+					return true
+				})
+			}
+			if err != nil {
+				return nil, fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, h.BaseOffset, err)
+			}
+			next = h.LastOffset() + 1
 		}
 		if next == from {
 			break
 		}
 	}
-	return nil
+	return replay.pending(), nil
 }
 
 // loadLedPartitions loads, before New returns, the partitions this broker
@@ -349,11 +371,13 @@ func (c *Coordinator) loadLedPartitions(ctx context.Context) (groups, offsets in
 		}
 		table := map[string]map[topicPartition]offsetEntry{}
 		// A single node keeps no instances (persistInstance): none to read.
-		if err := c.loadPartition(p, table, map[instanceKey]instanceDescriptor{}); err != nil {
+		pending, err := c.loadPartition(p, table, map[instanceKey]instanceDescriptor{})
+		if err != nil {
 			return groups, offsets, err
 		}
 		c.own.Lock()
 		g, o := c.install(p, table)
+		c.installTxn(pending)
 		c.own.parts[p] = ownedPartition{leaderEpoch: part.LeaderEpoch(), state: serving}
 		c.own.Unlock()
 		groups, offsets = groups+g, offsets+o

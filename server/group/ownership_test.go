@@ -47,7 +47,7 @@ func TestCoordinatorFollowsLeadershipOfItsPartition(t *testing.T) {
 		return c.HandleOffsetCommit(ctx, req).Topics[0].Partitions[0].ErrorCode
 	}
 	fetch := func() (int16, int64) {
-		code, topics := c.fetchOffsets("billing", []kmsg.OffsetFetchRequestTopic{{Topic: "orders", Partitions: []int32{0}}})
+		code, topics := c.fetchOffsets("billing", []kmsg.OffsetFetchRequestTopic{{Topic: "orders", Partitions: []int32{0}}}, false)
 		if code != errNone {
 			return code, -1
 		}

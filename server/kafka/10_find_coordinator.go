@@ -8,7 +8,8 @@ package kafka
 // answers the coordinator's endpoint on the listener the request came
 // on, as Kafka does: a coordinator without that listener answers
 // COORDINATOR_NOT_AVAILABLE (retriable).
-// This node coordinates every group; transaction coordinators (key type 1) are the coordinator's to refuse.
+// Transactional ids (key type 1) are server/txn.Coordinator's, when
+// Config.Txns is set; without it they answer COORDINATOR_NOT_AVAILABLE.
 //
 // ACLs: DESCRIBE on the group (or, for a transaction coordinator, the
 // transactional id), else GROUP_AUTHORIZATION_FAILED
@@ -63,7 +64,7 @@ func (s *Server) findAuthorizedCoordinators(ctx context.Context, r *kmsg.FindCoo
 			resp.Version, resp.ErrorCode, resp.NodeID, resp.Port = r.Version, denied, -1, -1
 			return resp
 		}
-		return s.groups.HandleFindCoordinator(ctx, r)
+		return s.lookupCoordinators(ctx, r)
 	}
 	var refused []string
 	keys := r.CoordinatorKeys[:0:0]
@@ -75,12 +76,12 @@ func (s *Server) findAuthorizedCoordinators(ctx context.Context, r *kmsg.FindCoo
 		}
 	}
 	if len(refused) == 0 {
-		return s.groups.HandleFindCoordinator(ctx, r)
+		return s.lookupCoordinators(ctx, r)
 	}
 	r.CoordinatorKeys = keys
 	var resp *kmsg.FindCoordinatorResponse
 	if len(keys) > 0 {
-		resp = s.groups.HandleFindCoordinator(ctx, r)
+		resp = s.lookupCoordinators(ctx, r)
 	} else {
 		resp = r.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	}
@@ -90,4 +91,13 @@ func (s *Server) findAuthorizedCoordinators(ctx context.Context, r *kmsg.FindCoo
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	return resp
+}
+
+// lookupCoordinators sends transactional ids to the transaction
+// coordinator, groups to the group coordinator.
+func (s *Server) lookupCoordinators(ctx context.Context, r *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	if r.CoordinatorType == 1 && s.cfg.Txns != nil {
+		return s.cfg.Txns.HandleFindCoordinator(r)
+	}
+	return s.groups.HandleFindCoordinator(ctx, r)
 }

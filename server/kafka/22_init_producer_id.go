@@ -7,9 +7,13 @@ package kafka
 // new producer id (never reused, also across restarts) with epoch 0; with
 // the producer's current id and epoch (v3+, KIP-360) the epoch is bumped.
 // Unlike Kafka, the current id and epoch are not checked against a
-// transaction coordinator's record (there is none). A non-empty
-// transactional id is refused with INVALID_REQUEST: ferry has no
-// transaction coordinator and advertises no transaction APIs.
+// transaction coordinator's record (there is none).
+//
+// A transactional id goes to the transaction coordinator (Config.Txns;
+// without one it is refused with INVALID_REQUEST): a new producer id, or
+// the id's epoch bumped and its previous producer fenced, KIP-360's
+// current id and epoch checked (v3+). PRODUCER_FENCED is answered
+// INVALID_PRODUCER_EPOCH below v4, which older clients know (KIP-588).
 //
 // ACLs: WRITE on the transactional id; without one, IDEMPOTENT_WRITE on
 // the cluster or WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED.
@@ -20,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server/auth"
+	"github.com/ferry-mq/ferry/server/txn"
 )
 
 func (s *Server) handleInitProducerID(ctx context.Context, kreq kmsg.Request) kmsg.Response {
@@ -31,7 +36,16 @@ func (s *Server) handleInitProducerID(ctx context.Context, kreq kmsg.Request) km
 		return resp
 	}
 	if req.TransactionalID != nil && *req.TransactionalID != "" {
-		resp.ErrorCode = codeInvalidRequest
+		if s.cfg.Txns == nil {
+			resp.ErrorCode = codeInvalidRequest
+			return resp
+		}
+		expected := txn.ProducerIDAndEpoch{ID: req.ProducerID, Epoch: req.ProducerEpoch}
+		if req.Version < 3 {
+			expected.ID = -1
+		}
+		id, epoch, code := s.cfg.Txns.InitProducerID(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, expected)
+		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = id, epoch, fencedCode(code, req.Version < 4)
 		return resp
 	}
 	id, epoch, err := s.broker.InitProducerID(req.ProducerID, req.ProducerEpoch)

@@ -33,9 +33,9 @@ const (
 // use send them (Burrow's ListOffsets v0, pre-0.11 clients' Fetch and
 // Produce with the old message formats).
 //
-// Not served: the coordinator's transaction APIs (24–26, 28; no
-// transaction.version feature); WriteTxnMarkers (27) is the leaders' side,
-// KIP-848 and share groups, telemetry, controller
+// The transaction APIs (24–26, 28, 65, 66) are served only with a
+// transaction coordinator (Config.Txns); WriteTxnMarkers (27) is the
+// partition side's. Not served: KIP-848 and share groups, telemetry, controller
 // and inter-broker APIs. Each range also ends at Kafka 3.9's newest version.
 var apis []api
 
@@ -68,7 +68,11 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{21, 0, 2, (*Server).handleDeleteRecords, false},
 		{22, 0, 5, (*Server).handleInitProducerID, false},
 		{23, 0, 4, (*Server).handleOffsetForLeaderEpoch, false},
+		{24, 0, 5, (*Server).handleAddPartitionsToTxn, false},
+		{25, 0, 4, (*Server).handleAddOffsetsToTxn, false},
+		{26, 0, 4, (*Server).handleEndTxn, false},
 		{27, 0, 1, (*Server).handleWriteTxnMarkers, false},
+		{28, 0, 4, (*Server).handleTxnOffsetCommit, false},
 		{29, 0, 3, (*Server).handleDescribeACLs, false},
 		{30, 0, 3, (*Server).handleCreateACLs, false},
 		{31, 0, 3, (*Server).handleDeleteACLs, false},
@@ -89,6 +93,8 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{51, 0, 0, (*Server).handleAlterUserScramCredentials, false},
 		{60, 0, 1, (*Server).handleDescribeCluster, false},
 		{61, 0, 0, (*Server).handleDescribeProducers, false},
+		{65, 0, 0, (*Server).handleDescribeTransactions, false},
+		{66, 0, 1, (*Server).handleListTransactions, false},
 	}
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {
@@ -105,7 +111,12 @@ func lookupAPI(key int16) *api { return apiByKey[key] }
 
 // serves reports whether this listener serves a: inter-broker APIs only on
 // a cluster's broker.
-func (s *Server) serves(a *api) bool { return a != nil && (!a.interBroker || s.cfg.InterBroker) }
+func (s *Server) serves(a *api) bool {
+	return a != nil && (!a.interBroker || s.cfg.InterBroker) && (!txnAPIs[a.key] || s.cfg.Txns != nil)
+}
+
+// txnAPIs are served only with a transaction coordinator.
+var txnAPIs = map[int16]bool{24: true, 25: true, 26: true, 28: true, 65: true, 66: true}
 
 func inRange(key, version int16) bool {
 	a := lookupAPI(key)

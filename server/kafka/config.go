@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/quota"
+	"github.com/ferry-mq/ferry/server/txn"
 )
 
 // Kafka's defaults for the listener settings.
@@ -102,6 +103,12 @@ type Config struct {
 	// only (Admin.AtThisBroker: another broker's requests answer
 	// NOT_CONTROLLER, as in Kafka); nil: a single node's.
 	Admin *server.Admin
+	// Txns is the transaction coordinator behind FindCoordinator key type
+	// 1, InitProducerId with a transactional id, AddPartitionsToTxn,
+	// AddOffsetsToTxn, EndTxn, DescribeTransactions and ListTransactions;
+	// nil: transactional producers are refused as before (INVALID_REQUEST,
+	// COORDINATOR_NOT_AVAILABLE) and those APIs are not advertised.
+	Txns *txn.Coordinator
 	// ACLs are the authorizer's bindings and the store behind DescribeAcls,
 	// CreateAcls and DeleteAcls (authorizer.class.name set); nil: ACLs
 	// are off, every request is allowed and those APIs answer

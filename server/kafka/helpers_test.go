@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/server/txn"
 )
 
 // logSink routes logs to t.Log and remembers whether a handler panicked.
@@ -70,9 +71,15 @@ type testServer struct {
 	*Server
 	broker *server.Broker
 	groups *group.Coordinator
-	logs   *logSink
-	addr   string
-	cfg    server.Config
+	// txns is the transaction coordinator, started when txnMarkers is set
+	// (newTxnTestServer).
+	txns       *txn.Coordinator
+	txnMarkers txn.MarkerWriter
+	// txnTune changes the coordinator's config (newTxnTestServer).
+	txnTune func(*txn.Config)
+	logs    *logSink
+	addr    string
+	cfg     server.Config
 }
 
 // newTestServer starts a broker, a coordinator and a listener on
@@ -86,16 +93,23 @@ func newTestServer(t testing.TB, mutate ...func(*Config)) *testServer {
 // newTestServerWith also lets the test change the broker core's config.
 func newTestServerWith(t testing.TB, core func(*server.Config), mutate ...func(*Config)) *testServer {
 	t.Helper()
+	bcfg := server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}
+	if core != nil {
+		core(&bcfg)
+	}
+	return startTestServer(t, &testServer{cfg: bcfg}, mutate...)
+}
+
+// startTestServer starts ts (its cfg and txnMarkers set) as
+// newTestServerWith does.
+func startTestServer(t testing.TB, ts *testServer, mutate ...func(*Config)) *testServer {
+	t.Helper()
 	sink := &logSink{t: t}
 	if _, fuzzing := t.(*testing.F); fuzzing {
 		sink.done = true // f.Log is not allowed inside the fuzz function
 	}
 	logger := slog.New(slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	bcfg := server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}
-	if core != nil {
-		core(&bcfg)
-	}
-	ts := &testServer{logs: sink, cfg: bcfg}
+	ts.logs = sink
 	ts.start(t, logger, mutate...)
 	t.Cleanup(func() {
 		ts.stop(t)
@@ -120,6 +134,19 @@ func (ts *testServer) start(t testing.TB, logger *slog.Logger, mutate ...func(*C
 		t.Fatal(err)
 	}
 	cfg := Config{Addr: "127.0.0.1:0", Logger: logger}
+	if ts.txnMarkers != nil {
+		tcfg := txn.Config{Logger: logger, Markers: ts.txnMarkers, StatePartitions: 3,
+			MarkerRetryBackoff: 10 * time.Millisecond, MaxTimeout: time.Hour}
+		if ts.txnTune != nil {
+			ts.txnTune(&tcfg)
+		}
+		tc, err := txn.New(b, tcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Txns, ts.txns = tc, tc
+		wirePartitionSide(b, g, tc)
+	}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -144,6 +171,9 @@ func (ts *testServer) stop(t testing.TB) {
 	defer cancel()
 	if err := ts.Shutdown(ctx); err != nil {
 		t.Errorf("shutdown: %v", err)
+	}
+	if ts.txns != nil {
+		ts.txns.Close()
 	}
 	ts.groups.Close()
 	ts.broker.Close()

@@ -84,6 +84,9 @@ func (b *Builder) putHeader(batch []byte, opts BatchOptions) {
 	}
 	if opts.ProducerID != 0 {
 		h.ProducerID, h.ProducerEpoch, h.BaseSequence = opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence
+		if opts.Transactional {
+			h.Attributes |= recordbatch.AttrTransactional
+		}
 	}
 	h.Put(batch)
 }

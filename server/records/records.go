@@ -92,4 +92,8 @@ type BatchOptions struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	BaseSequence  int32
+	// Transactional sets the batch's transactional attribute (with a
+	// ProducerID): its records belong to that producer's open transaction
+	// until a marker ends it.
+	Transactional bool
 }

@@ -1,0 +1,373 @@
+package group
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
+)
+
+// Transactional offset commits (KIP-98): TxnOffsetCommit writes a
+// producer's commits to the group's __consumer_offsets partition as a
+// transactional batch of that producer (Kafka's own format: offset commit
+// records, the producer's id and epoch, no sequence), then holds them as
+// pending. The transaction coordinator's marker on that partition decides
+// them: the broker tells TxnMarkerWritten, and a commit makes them the
+// group's committed offsets, an abort drops them. A coordinator loading
+// the partition replays the same rule from the log: the records of a
+// transactional batch wait for their producer's next control batch.
+
+var (
+	errUnstableOffsetCommit = kerr.UnstableOffsetCommit.Code
+	errInvalidProducerEpoch = kerr.InvalidProducerEpoch.Code
+)
+
+var _ server.TxnMarkerListener = (*Coordinator)(nil)
+
+// verifierBox holds the transaction verifier (an interface in an atomic
+// pointer).
+type verifierBox struct{ v server.TxnVerifier }
+
+// SetTxnVerifier makes TxnOffsetCommit check, before writing, that the
+// group's __consumer_offsets partition is in the producer's ongoing
+// transaction at its current epoch (KIP-890 part 1, as Kafka's group
+// coordinator does): a fenced zombie's commit is refused instead of
+// waiting for a later marker of the same producer id. nil: no check.
+func (c *Coordinator) SetTxnVerifier(v server.TxnVerifier) {
+	if v == nil {
+		c.txnVerifier.Store(nil)
+		return
+	}
+	c.txnVerifier.Store(&verifierBox{v})
+}
+
+// verifyTxnCommit asks the transaction coordinator about the commit's
+// producer; coordinator lookup errors of the transaction side become
+// COORDINATOR_NOT_AVAILABLE, which the client retries.
+func (c *Coordinator) verifyTxnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
+	box := c.txnVerifier.Load()
+	if box == nil {
+		return errNone
+	}
+	code := box.v.VerifyTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, c.offsetsPartition(req.Group))
+	switch code {
+	case errNotCoordinator, errCoordinatorLoadInProgress:
+		return errCoordinatorNotAvailable
+	}
+	return code
+}
+
+// HandleTxnOffsetCommit serves TxnOffsetCommit v0–v4: v2+ leader epochs,
+// v3+ the member's generation, id and instance id (KIP-447), checked only
+// when given. The commits are answered once durable (fsync, acks=all) and
+// stay pending until the producer's transaction ends.
+func (c *Coordinator) HandleTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	code := c.txnCommitGate(req)
+	if code == errNone {
+		code = c.verifyTxnCommit(ctx, req)
+	}
+	codes := map[topicPartition]int16{}
+	set := map[topicPartition]offsetEntry{}
+	now := c.now().UnixMilli()
+	for _, t := range req.Topics {
+		count := c.partitionCount(t.Topic)
+		for _, p := range t.Partitions {
+			tp := topicPartition{t.Topic, p.Partition}
+			e := offsetEntry{offset: p.Offset, leaderEpoch: -1, commitTime: now, logOffset: -1}
+			if req.Version >= 2 {
+				e.leaderEpoch = p.LeaderEpoch
+			}
+			if p.Metadata != nil {
+				e.metadata = *p.Metadata
+			}
+			switch {
+			case code != errNone:
+				codes[tp] = code
+			case p.Partition < 0 || p.Partition >= count:
+				codes[tp] = errUnknownTopicOrPartition
+			case len(e.metadata) > c.cfg.OffsetMetadataMaxBytes:
+				codes[tp] = errOffsetMetadataTooLarge
+			default:
+				set[tp] = e
+			}
+		}
+	}
+	if len(set) > 0 {
+		if err := c.storeTxnOffsets(ctx, req.Group, req.ProducerID, req.ProducerEpoch, set); err != nil {
+			c.logger.Warn("transactional offset commit failed", "group", req.Group, "producer_id", req.ProducerID, "err", err)
+			for tp := range set {
+				codes[tp] = commitCode(err)
+			}
+		}
+	}
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codes[topicPartition{t.Topic, p.Partition}]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// txnCommitGate is Kafka's check of a transactional commit: the
+// coordinator serves the group, and a v3+ commit naming a member or a
+// generation is from the group's current generation.
+func (c *Coordinator) txnCommitGate(req *kmsg.TxnOffsetCommitRequest) int16 {
+	if code := c.serves(req.Group); code != errNone {
+		return code
+	}
+	if req.Group == "" {
+		return errInvalidGroupID
+	}
+	if req.ProducerID < 0 || req.ProducerEpoch < 0 {
+		return errInvalidProducerEpoch
+	}
+	var instanceID string
+	if req.InstanceID != nil {
+		instanceID = *req.InstanceID
+	}
+	if req.Version < 3 || (req.Generation < 0 && req.MemberID == "" && instanceID == "") {
+		return errNone
+	}
+	g := c.lockGroup(req.Group, true)
+	defer g.mu.Unlock()
+	return g.commitCheck(req.MemberID, instanceID, req.Generation)
+}
+
+// storeTxnOffsets writes a producer's commits as one transactional batch,
+// then holds them pending.
+func (c *Coordinator) storeTxnOffsets(ctx context.Context, name string, pid int64, epoch int16, set map[topicPartition]offsetEntry) error {
+	g := c.lockGroup(name, true)
+	g.committing++
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.committing--
+		g.mu.Unlock()
+	}()
+	g.commitMu.Lock()
+	defer g.commitMu.Unlock()
+	req := &server.ProduceRequest{Topic: OffsetsTopic, Sync: true, Internal: true,
+		Transaction: &server.ProduceTransaction{ProducerID: pid, ProducerEpoch: epoch}}
+	if err := c.appendOffsets(ctx, req, name, set, nil); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.txnOffsets == nil {
+		g.txnOffsets = map[int64]map[topicPartition]offsetEntry{}
+	}
+	pending := g.txnOffsets[pid]
+	if pending == nil {
+		pending = map[topicPartition]offsetEntry{}
+		g.txnOffsets[pid] = pending
+	}
+	for tp, e := range set {
+		pending[tp] = e
+	}
+	return nil
+}
+
+// TxnMarkerWritten implements server.TxnMarkerListener: a marker on a
+// __consumer_offsets partition decides the pending commits of its
+// producer in every group of that partition.
+func (c *Coordinator) TxnMarkerWritten(topic string, partition int32, producerID int64, _ int16, commit bool, _ int64) {
+	if topic != OffsetsTopic {
+		return
+	}
+	for _, g := range c.groupList() {
+		if c.offsetsPartition(g.name) != partition {
+			continue
+		}
+		g.mu.Lock()
+		if pending, ok := g.txnOffsets[producerID]; ok {
+			if commit {
+				for tp, e := range pending {
+					materialize(g.offsets, tp, e)
+				}
+			}
+			delete(g.txnOffsets, producerID)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// materialize makes a committed transaction's commit of tp the offset,
+// unless a plain commit was written after it in the log (Kafka's rule:
+// the later record wins, whenever the marker lands).
+func materialize(offsets map[topicPartition]offsetEntry, tp topicPartition, e offsetEntry) {
+	if cur, ok := offsets[tp]; ok && e.logOffset >= 0 && cur.logOffset > e.logOffset {
+		return
+	}
+	offsets[tp] = e
+}
+
+// unstableOffsets are the group's partitions whose transactional commit
+// awaits its marker (OffsetFetch's require_stable).
+func (c *Coordinator) unstableOffsets(name string) map[topicPartition]bool {
+	g := c.lockGroup(name, false)
+	if g == nil {
+		return nil
+	}
+	defer g.mu.Unlock()
+	out := map[topicPartition]bool{}
+	for _, pending := range g.txnOffsets {
+		for tp := range pending {
+			out[tp] = true
+		}
+	}
+	return out
+}
+
+// PendingTxnOffsets reports, per producer id, how many transactional
+// commits of group await their marker.
+func (c *Coordinator) PendingTxnOffsets(name string) map[int64]int {
+	g := c.lockGroup(name, false)
+	if g == nil {
+		return nil
+	}
+	defer g.mu.Unlock()
+	out := map[int64]int{}
+	for pid, pending := range g.txnOffsets {
+		out[pid] = len(pending)
+	}
+	return out
+}
+
+// loadedTxn is what a partition's replay leaves pending: per group, per
+// producer id, the commits written in a transaction not yet ended.
+type loadedTxn map[string]map[int64]map[topicPartition]offsetEntry
+
+// txnReplay follows a __consumer_offsets log's transactional batches in
+// order: their records wait per producer until its control batch.
+type txnReplay struct {
+	open map[int64][]records.Record // copies
+}
+
+// batch handles one batch of the log: false when it is a plain batch the
+// caller applies itself.
+func (r *txnReplay) batch(h recordbatch.Header, batch []byte, from int64, maxDecompressed int,
+	table map[string]map[topicPartition]offsetEntry) (bool, error) {
+	switch {
+	case h.IsControl():
+		commit, ok := controlCommit(batch)
+		if ok {
+			if commit {
+				decided := map[string]map[topicPartition]offsetEntry{}
+				for _, rec := range r.open[h.ProducerID] {
+					applyOffsetRecord(decided, rec)
+				}
+				for name, offs := range decided {
+					if table[name] == nil {
+						table[name] = map[topicPartition]offsetEntry{}
+					}
+					for tp, e := range offs {
+						materialize(table[name], tp, e)
+					}
+				}
+			}
+			delete(r.open, h.ProducerID)
+		}
+		return true, nil
+	case h.Attributes&recordbatch.AttrTransactional != 0 && h.ProducerID >= 0:
+		err := records.Decode(batch, from, maxDecompressed, func(rec records.Record) bool {
+			rec.Key, rec.Value, rec.Headers = cloneBytes(rec.Key), cloneBytes(rec.Value), nil
+			if r.open == nil {
+				r.open = map[int64][]records.Record{}
+			}
+			r.open[h.ProducerID] = append(r.open[h.ProducerID], rec)
+			return true
+		})
+		return true, err
+	}
+	return false, nil
+}
+
+// pending is what the replay leaves undecided, by group and producer.
+func (r *txnReplay) pending() loadedTxn {
+	out := loadedTxn{}
+	for pid, recs := range r.open {
+		table := map[string]map[topicPartition]offsetEntry{}
+		for _, rec := range recs {
+			applyOffsetRecord(table, rec)
+		}
+		for name, offs := range table {
+			if len(offs) == 0 {
+				continue
+			}
+			if out[name] == nil {
+				out[name] = map[int64]map[topicPartition]offsetEntry{}
+			}
+			out[name][pid] = offs
+		}
+	}
+	return out
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+// controlCommit reads a control batch's first record key (Kafka's
+// EndTxnMarker key: version int16, type int16, 0 abort and 1 commit).
+// Control batches are never compressed. ok is false for anything else.
+func controlCommit(batch []byte) (commit, ok bool) {
+	if len(batch) <= recordbatch.HeaderSize {
+		return false, false
+	}
+	if h := recordbatch.ReadHeader(batch); !h.IsControl() || h.Codec() != 0 {
+		return false, false
+	}
+	rec := batch[recordbatch.HeaderSize:]
+	for _, skip := range []int{0, -1, 0, 0} { // length, attributes (1 byte), timestamp delta, offset delta
+		if skip < 0 {
+			if len(rec) < 1 {
+				return false, false
+			}
+			rec = rec[1:]
+			continue
+		}
+		_, n := binary.Varint(rec)
+		if n <= 0 {
+			return false, false
+		}
+		rec = rec[n:]
+	}
+	keyLen, n := binary.Varint(rec)
+	if n <= 0 || keyLen < 4 || int64(len(rec)-n) < keyLen {
+		return false, false
+	}
+	key := rec[n : n+int(keyLen)]
+	switch binary.BigEndian.Uint16(key[2:4]) {
+	case 0:
+		return false, true
+	case 1:
+		return true, true
+	}
+	return false, false
+}
+
+// installTxn makes the loaded pending commits the groups'. Callers hold own.
+func (c *Coordinator) installTxn(pending loadedTxn) int {
+	n := 0
+	for name, byProducer := range pending {
+		g := c.lockGroup(name, true)
+		g.txnOffsets = byProducer
+		g.mu.Unlock()
+		n += len(byProducer)
+	}
+	return n
+}

@@ -1,0 +1,309 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+// Config holds the coordinator's settings. The zero value gives Kafka's
+// defaults.
+type Config struct {
+	Logger *slog.Logger
+	// Markers writes commit and abort markers to the transaction's
+	// partitions (their leaders, here or on other brokers). Required.
+	Markers MarkerWriter
+	// StatePartitions is transaction.state.log.num.partitions, used when
+	// creating __transaction_state. Default 50.
+	StatePartitions int32
+	// StateReplicationFactor is transaction.state.log.replication.factor:
+	// the replicas of __transaction_state when a cluster creates it (on the
+	// first FindCoordinator of a transaction). Default 3; a single node
+	// uses 1.
+	StateReplicationFactor int16
+	// StateMinISR is transaction.state.log.min.isr, the topic's
+	// min.insync.replicas. Default 2 (1 on a single node).
+	StateMinISR int
+	// StateSegmentBytes is transaction.state.log.segment.bytes. Default
+	// 100 MiB.
+	StateSegmentBytes int32
+	// MaxTimeout is transaction.max.timeout.ms: an InitProducerId asking a
+	// longer transaction.timeout.ms is answered INVALID_TRANSACTION_TIMEOUT.
+	// Default 15 minutes.
+	MaxTimeout time.Duration
+	// IDExpiration is transactional.id.expiration.ms: an id without an
+	// open transaction that sees no request this long is removed. Default
+	// 7 days.
+	IDExpiration time.Duration
+	// AbortTimedOutInterval is
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms. Default 10 s.
+	AbortTimedOutInterval time.Duration
+	// RemoveExpiredInterval is
+	// transaction.remove.expired.transaction.cleanup.interval.ms. Default 1 h.
+	RemoveExpiredInterval time.Duration
+	// MarkerRetryBackoff is the wait before markers that failed are sent
+	// again. Default 100 ms.
+	MarkerRetryBackoff time.Duration
+	// Now is the clock; tests inject one. Default time.Now.
+	Now func() time.Time
+	// ManualTick turns off the background loop; tests call Tick.
+	ManualTick bool
+}
+
+// Defaults fills zero fields.
+func (c *Config) Defaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.StatePartitions == 0 {
+		c.StatePartitions = 50
+	}
+	if c.StateReplicationFactor == 0 {
+		c.StateReplicationFactor = 3
+	}
+	if c.StateMinISR == 0 {
+		c.StateMinISR = 2
+	}
+	if c.StateSegmentBytes == 0 {
+		c.StateSegmentBytes = 100 << 20
+	}
+	if c.MaxTimeout == 0 {
+		c.MaxTimeout = 15 * time.Minute
+	}
+	if c.IDExpiration == 0 {
+		c.IDExpiration = 7 * 24 * time.Hour
+	}
+	if c.AbortTimedOutInterval == 0 {
+		c.AbortTimedOutInterval = 10 * time.Second
+	}
+	if c.RemoveExpiredInterval == 0 {
+		c.RemoveExpiredInterval = time.Hour
+	}
+	if c.MarkerRetryBackoff == 0 {
+		c.MarkerRetryBackoff = 100 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports the first invalid field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Markers == nil:
+		return errors.New("txn: a MarkerWriter is required")
+	case c.StatePartitions < 1:
+		return fmt.Errorf("transaction.state.log.num.partitions %d: must be >= 1", c.StatePartitions)
+	case c.StateReplicationFactor < 1:
+		return fmt.Errorf("transaction.state.log.replication.factor %d: must be >= 1", c.StateReplicationFactor)
+	case c.StateMinISR < 1:
+		return fmt.Errorf("transaction.state.log.min.isr %d: must be >= 1", c.StateMinISR)
+	case c.StateSegmentBytes < 1024:
+		return fmt.Errorf("transaction.state.log.segment.bytes %d: must be >= 1024", c.StateSegmentBytes)
+	case c.MaxTimeout < time.Millisecond:
+		return fmt.Errorf("transaction.max.timeout.ms %v: must be >= 1", c.MaxTimeout)
+	case c.IDExpiration < time.Millisecond:
+		return fmt.Errorf("transactional.id.expiration.ms %v: must be >= 1", c.IDExpiration)
+	case c.AbortTimedOutInterval <= 0 || c.RemoveExpiredInterval <= 0 || c.MarkerRetryBackoff <= 0:
+		return errors.New("txn: cleanup intervals and the marker backoff must be > 0")
+	}
+	return nil
+}
+
+// Coordinator is this broker's transaction coordinator: it serves the
+// transactional ids whose __transaction_state partition it leads.
+//
+// Lock order: own, then mu, then an entry's mu. No lock is held across a
+// log write or a marker request.
+type Coordinator struct {
+	broker *server.Broker
+	cfg    Config
+	logger *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		txns map[string]*entry
+	}
+	// own is the __transaction_state partitions this broker leads
+	// (ownership.go).
+	own struct {
+		sync.Mutex
+		parts map[int32]ownedPartition
+		terms uint64
+	}
+
+	closing chan struct{}
+	wg      sync.WaitGroup
+}
+
+// entry is one transactional id's metadata, owned by its mu.
+type entry struct {
+	mu  sync.Mutex
+	txn Txn
+	// written: the metadata is in the log (a first InitProducerId that
+	// failed to write leaves none).
+	written bool
+	// busy: a transition is being written; other requests are answered
+	// CONCURRENT_TRANSACTIONS, as Kafka's pendingState does.
+	busy bool
+	// completing: markers are being sent for the Prepare* state.
+	completing bool
+}
+
+// New starts the coordinator. On a single node it creates
+// __transaction_state if missing and loads it before returning, completing
+// the transactions left prepared; on a cluster it serves the partitions
+// the controller makes this broker lead, each once loaded.
+func New(b *server.Broker, cfg Config) (*Coordinator, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "txn"), closing: make(chan struct{})}
+	c.mu.txns = map[string]*entry{}
+	c.own.parts = map[int32]ownedPartition{}
+	b.WatchLeadership(StateTopic, c.onLeadership)
+	if !c.clustered() {
+		if err := c.createStateTopic(); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.loadLedPartitions(); err != nil {
+		return nil, err
+	}
+	if !cfg.ManualTick {
+		c.wg.Add(1)
+		go c.tickLoop()
+	}
+	return c, nil
+}
+
+// Close stops the tick loop, the loads and the marker senders. Prepared
+// transactions are completed by the next coordinator (or this one after a
+// restart).
+func (c *Coordinator) Close() error {
+	select {
+	case <-c.closing:
+		return nil
+	default:
+	}
+	close(c.closing)
+	c.wg.Wait()
+	return nil
+}
+
+func (c *Coordinator) closed() bool {
+	select {
+	case <-c.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
+
+func (c *Coordinator) tickLoop() {
+	defer c.wg.Done()
+	abort := time.NewTicker(c.cfg.AbortTimedOutInterval)
+	defer abort.Stop()
+	expire := time.NewTicker(c.cfg.RemoveExpiredInterval)
+	defer expire.Stop()
+	for {
+		select {
+		case <-c.closing:
+			return
+		case <-abort.C:
+			c.AbortTimedOut()
+		case <-expire.C:
+			c.RemoveExpired()
+		}
+	}
+}
+
+// Tick runs both cleanups at the clock's time; tests with ManualTick call it.
+func (c *Coordinator) Tick() {
+	c.AbortTimedOut()
+	c.RemoveExpired()
+}
+
+// AbortTimedOut fences and aborts every Ongoing transaction older than its
+// timeout (Kafka's abortTimedOutTransactions).
+func (c *Coordinator) AbortTimedOut() {
+	now := c.nowMs()
+	for _, e := range c.entries() {
+		e.mu.Lock()
+		due := e.written && !e.busy && e.txn.TimedOut(now)
+		id := e.txn.ID
+		e.mu.Unlock()
+		if !due {
+			continue
+		}
+		_, code := c.transition(context.Background(), id, false, func(t *Txn) Outcome {
+			if !t.TimedOut(now) {
+				return answer(0)
+			}
+			return t.AbortTimedOut(now)
+		})
+		if code != 0 {
+			c.logger.Warn("aborting a timed-out transaction failed", "transactional_id", id, "code", code)
+			continue
+		}
+		c.logger.Info("aborted a timed-out transaction", "transactional_id", id)
+	}
+}
+
+// RemoveExpired removes the ids idle for transactional.id.expiration.ms,
+// writing a tombstone for each.
+func (c *Coordinator) RemoveExpired() {
+	now := c.nowMs()
+	exp := c.cfg.IDExpiration.Milliseconds()
+	for _, e := range c.entries() {
+		e.mu.Lock()
+		due := e.written && !e.busy && e.txn.Expired(now, exp)
+		id := e.txn.ID
+		e.mu.Unlock()
+		if !due {
+			continue
+		}
+		next, code := c.transition(context.Background(), id, false, func(t *Txn) Outcome {
+			if !t.Expired(now, exp) {
+				return answer(0)
+			}
+			return t.Expire(now)
+		})
+		if code == 0 && next.State == Dead {
+			c.logger.Info("removed an expired transactional id", "transactional_id", id)
+		}
+	}
+}
+
+func (c *Coordinator) entries() []*entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	es := make([]*entry, 0, len(c.mu.txns))
+	for _, e := range c.mu.txns {
+		es = append(es, e)
+	}
+	return es
+}
+
+// Transactions lists the ids this broker coordinates now, sorted.
+func (c *Coordinator) Transactions() []Txn {
+	var out []Txn
+	for _, e := range c.entries() {
+		e.mu.Lock()
+		if e.written {
+			out = append(out, e.txn)
+		}
+		e.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -1,0 +1,66 @@
+// Package txn is ferry's transaction coordinator (KIP-98, with KIP-360's
+// epoch bumps and KIP-890 part 1's verification): InitProducerId for a
+// transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+// DescribeTransactions, ListTransactions and FindCoordinator's key type 1,
+// which server/kafka serves by calling the methods here.
+//
+// # The state machine
+//
+// state.go holds Kafka's TransactionMetadata as plain code: a Txn (one
+// transactional id's producer id and epoch, timeout, state, partitions,
+// timestamps) and its decisions (InitProducerID, AddPartitions, EndTxn,
+// Complete, AbortTimedOut, Expire, VerifyPartition), each returning an
+// Outcome: the metadata to write, the code to answer once it is durable,
+// and whether markers must now be sent. The decisions do no I/O and read
+// no clock; tests feed them scripted events.
+//
+// States are Kafka's (Empty, Ongoing, PrepareCommit, PrepareAbort,
+// CompleteCommit, CompleteAbort, Dead, PrepareEpochFence) with its legal
+// transitions (ValidTransition). Kafka fences a producer in two steps
+// (PrepareEpochFence in memory, then PrepareAbort written); ferry writes
+// the bumped epoch and PrepareAbort as one transition, which a restart
+// sees the same way.
+//
+// # __transaction_state
+//
+// Every decision that changes the metadata is written, acks=all and
+// fsynced, to __transaction_state before the request is answered, in
+// Kafka's record formats (key v0: the transactional id; value v0 written,
+// v0 and v1 read; a tombstone for an expired id), to partition
+// abs(javaHash(id)) % transaction.state.log.num.partitions. The topic is
+// compacted (the log cleaner keeps the last record per id). The broker
+// leading a partition coordinates its ids (ownership.go): it loads the
+// partition when it starts leading (COORDINATOR_LOAD_IN_PROGRESS
+// meanwhile), answers NOT_COORDINATOR once it stops, and completes the
+// transactions the log left in PrepareCommit or PrepareAbort. The
+// partition's leader epoch is the coordinator epoch markers carry.
+//
+// # Ownership and goroutines
+//
+// Each id's metadata is owned by its entry's mu; a transition being
+// written marks the entry busy (other requests get
+// CONCURRENT_TRANSACTIONS, Kafka's pendingState). No lock is held across
+// a log write or a marker request. Lock order: own, mu, entry.mu.
+//
+// Long-lived goroutines, all stopped by Close: the tick loop (timed-out
+// transactions every transaction.abort.timed.out.transaction.cleanup.interval.ms,
+// expired ids every transaction.remove.expired.transaction.cleanup.interval.ms;
+// ManualTick turns it off for tests), one loader per partition being
+// loaded, and one completer per prepared transaction, which sends its
+// markers through Config.Markers until each is written (retrying with
+// backoff while this broker leads the partition; markers of deleted
+// partitions are dropped) and then writes CompleteCommit or CompleteAbort.
+//
+// # Markers and verification across brokers
+//
+// ClusterMarkers is the MarkerWriter of a node: markers of partitions led
+// here go to the broker's own WriteTxnMarkers, the others' are batched
+// into one WriteTxnMarkers request (key 27) per leader over the
+// inter-broker client (forward.Forwarder.Request). Verifier implements
+// server.TxnVerifier: the local coordinator answers for its ids, other
+// coordinators are asked with AddPartitionsToTxn v4 verifyOnly.
+//
+// Not done: KIP-890 part 2 (an epoch bump per transaction, EndTxn v5),
+// KIP-939 two-phase commit, KIP-994's transactional-id pattern filter
+// (ListTransactions v2).
+package txn

@@ -1,0 +1,326 @@
+package txn
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/records"
+)
+
+var (
+	errInvalidRequest        = kerr.InvalidRequest.Code
+	errInvalidTxnTimeout     = kerr.InvalidTransactionTimeout.Code
+	errUnknownProducerID     = kerr.UnknownProducerID.Code
+	errTransactionalIDNotFnd = kerr.TransactionalIDNotFound.Code
+)
+
+// transition runs one decision for id: the gate (this broker coordinates
+// id), the decision on the current metadata (nil when the id is new, then
+// only when create), the write of its outcome, acknowledged after fsync
+// by every in-sync replica, and only then the change in memory. Markers
+// of a prepared commit or abort are sent after, in the background.
+func (c *Coordinator) transition(ctx context.Context, id string, create bool, decide func(t *Txn) Outcome) (Txn, int16) {
+	p, epoch, code := c.serves(id)
+	if code != 0 {
+		return Txn{}, code
+	}
+	e, ok := c.lookup(id, create)
+	if !ok {
+		return Txn{}, errInvalidProducerMapping
+	}
+	e.mu.Lock()
+	if e.busy {
+		e.mu.Unlock()
+		return Txn{}, errConcurrentTransactions
+	}
+	var out Outcome
+	switch {
+	case e.written:
+		out = decide(&e.txn)
+	case create:
+		out = decide(nil)
+	default:
+		// Created by an InitProducerId whose write failed, not yet
+		// forgotten: as unknown.
+		e.mu.Unlock()
+		return Txn{}, errInvalidProducerMapping
+	}
+	if !out.Write {
+		cur := e.txn
+		e.mu.Unlock()
+		if !e.written {
+			c.forget(id, e)
+		}
+		return cur, out.Code
+	}
+	e.busy = true
+	e.mu.Unlock()
+
+	err := c.write(ctx, p, &out.Next)
+
+	e.mu.Lock()
+	e.busy = false
+	if err != nil {
+		e.mu.Unlock()
+		c.logger.Warn("writing transaction state failed", "transactional_id", id, "state", out.Next.State, "err", err)
+		if !e.written {
+			c.forget(id, e)
+		}
+		return Txn{}, writeCode(err)
+	}
+	_, epoch, code = c.serves(id)
+	if code != 0 {
+		// Deposed while writing: the next coordinator reads the log.
+		e.mu.Unlock()
+		return Txn{}, errNotCoordinator
+	}
+	e.txn, e.written = out.Next, true
+	startMarkers := out.Markers && !e.completing
+	if startMarkers {
+		e.completing = true
+	}
+	e.mu.Unlock()
+	if out.Next.State == Dead {
+		c.forget(id, e)
+	}
+	if startMarkers {
+		c.startCompletion(e, out.Next, p, epoch, c.termOf(p))
+	}
+	return out.Next, out.Code
+}
+
+// lookup returns id's entry, creating an unwritten one when create.
+func (c *Coordinator) lookup(id string, create bool) (*entry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.mu.txns[id]
+	if !ok && create {
+		e = &entry{}
+		c.mu.txns[id] = e
+		ok = true
+	}
+	return e, ok
+}
+
+// forget removes e unless it is busy or was replaced.
+func (c *Coordinator) forget(id string, e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c.mu.txns[id] == e && !e.busy && (!e.written || e.txn.State == Dead) {
+		delete(c.mu.txns, id)
+	}
+}
+
+// write appends t's record to partition p as one acks=all, fsynced batch.
+func (c *Coordinator) write(ctx context.Context, p int32, t *Txn) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req := &server.ProduceRequest{Topic: StateTopic, Sync: true, Internal: true,
+		Records: []server.ProduceRecord{{Partition: p,
+			Record: records.Record{Key: stateKey(t.ID), Value: stateValue(t), Timestamp: c.nowMs()}}}}
+	_, err := c.broker.Produce(ctx, req)
+	return err
+}
+
+// InitProducerID serves InitProducerId for a transactional id: a new
+// producer id for a new id, else the epoch bumped (fencing the previous
+// producer, whose open transaction is aborted first: the caller is told
+// CONCURRENT_TRANSACTIONS and retries). expected is KIP-360's current
+// producer id and epoch (ID -1: none).
+func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs int32, expected ProducerIDAndEpoch) (int64, int16, int16) {
+	if id == "" {
+		return -1, -1, errInvalidRequest
+	}
+	if timeoutMs <= 0 || int64(timeoutMs) > c.cfg.MaxTimeout.Milliseconds() {
+		return -1, -1, errInvalidTxnTimeout
+	}
+	now := c.nowMs()
+	next, code := c.transition(ctx, id, true, func(t *Txn) Outcome {
+		if t == nil {
+			pid, err := c.newProducerID()
+			if err != nil {
+				return answer(errCoordinatorUnavailable)
+			}
+			return NewTxn(id, pid, timeoutMs, now).InitProducerID(timeoutMs, expected, now, c.newProducerID)
+		}
+		return t.InitProducerID(timeoutMs, expected, now, c.newProducerID)
+	})
+	if code != 0 {
+		return -1, -1, code
+	}
+	return next.ProducerID, next.ProducerEpoch, 0
+}
+
+func (c *Coordinator) newProducerID() (int64, error) {
+	pid, _, err := c.broker.InitProducerID(-1, -1)
+	return pid, err
+}
+
+// AddPartitions serves AddPartitionsToTxn (and AddOffsetsToTxn, whose one
+// partition is the group's __consumer_offsets partition).
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []TopicPartition) int16 {
+	if id == "" {
+		return errInvalidRequest
+	}
+	now := c.nowMs()
+	_, code := c.transition(ctx, id, false, func(t *Txn) Outcome {
+		return t.AddPartitions(producerID, epoch, tps, now)
+	})
+	return code
+}
+
+// VerifyPartitions answers AddPartitionsToTxn v4's verifyOnly batches
+// (KIP-890): one code per partition, nothing written.
+func (c *Coordinator) VerifyPartitions(id string, producerID int64, epoch int16, tps []TopicPartition) []int16 {
+	codes := make([]int16, len(tps))
+	fill := func(code int16) []int16 {
+		for i := range codes {
+			codes[i] = code
+		}
+		return codes
+	}
+	if _, _, code := c.serves(id); code != 0 {
+		return fill(code)
+	}
+	e, ok := c.lookup(id, false)
+	if !ok {
+		return fill(errInvalidProducerMapping)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.written {
+		return fill(errInvalidProducerMapping)
+	}
+	for i, tp := range tps {
+		codes[i] = e.txn.VerifyPartition(producerID, epoch, tp)
+	}
+	return codes
+}
+
+// VerifyTxnPartition implements server.TxnVerifier for an id this broker
+// coordinates.
+func (c *Coordinator) VerifyTxnPartition(_ context.Context, id string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	return c.VerifyPartitions(id, producerID, epoch, []TopicPartition{{topic, partition}})[0]
+}
+
+// EndTxn serves EndTxn: the commit or abort is prepared and written, the
+// caller answered, and the markers sent in the background; the id is
+// CONCURRENT_TRANSACTIONS to its producer until every marker is written
+// and the completion recorded. It needs no InitProducerId on the caller's
+// connection: Flink resumes a transaction with its stored id and epoch.
+func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, epoch int16, commit bool) int16 {
+	if id == "" {
+		return errInvalidRequest
+	}
+	now := c.nowMs()
+	_, code := c.transition(ctx, id, false, func(t *Txn) Outcome {
+		return t.EndTxn(producerID, epoch, commit, now)
+	})
+	return code
+}
+
+// Describe is DescribeTransactions for one id.
+func (c *Coordinator) Describe(id string) (Txn, int16) {
+	if _, _, code := c.serves(id); code != 0 {
+		return Txn{}, code
+	}
+	e, ok := c.lookup(id, false)
+	if !ok {
+		return Txn{}, errTransactionalIDNotFnd
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.written {
+		return Txn{}, errTransactionalIDNotFnd
+	}
+	return e.txn, 0
+}
+
+// ListFilter selects ListTransactions' answer; empty fields match all.
+type ListFilter struct {
+	States      []State
+	ProducerIDs []int64
+	// MinDuration (v1, KIP-994): only transactions open at least this long.
+	MinDuration time.Duration
+}
+
+// List is ListTransactions: the ids this broker coordinates, filtered.
+func (c *Coordinator) List(f ListFilter) []Txn {
+	now := c.nowMs()
+	var out []Txn
+	for _, t := range c.Transactions() {
+		if len(f.States) > 0 && !containsState(f.States, t.State) {
+			continue
+		}
+		if len(f.ProducerIDs) > 0 && !containsID(f.ProducerIDs, t.ProducerID) {
+			continue
+		}
+		if f.MinDuration > 0 && (t.State != Ongoing || t.StartMs < 0 || now-t.StartMs < f.MinDuration.Milliseconds()) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func containsState(ss []State, s State) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsID(ids []int64, id int64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// HandleFindCoordinator answers FindCoordinator for transactional ids
+// (key type 1), every version: the node id of each id's coordinator. The
+// Kafka listener fills in the host and port of its own listener.
+func (c *Coordinator) HandleFindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	find := func(key string) (int32, int16, string) {
+		if key == "" {
+			return -1, errInvalidRequest, "an empty transactional id has no coordinator"
+		}
+		id, err := c.CoordinatorOf(key)
+		if err != nil {
+			return -1, errCoordinatorUnavailable, err.Error()
+		}
+		return id, 0, ""
+	}
+	if req.Version >= 4 {
+		for _, key := range req.CoordinatorKeys {
+			id, code, msg := find(key)
+			rc := kmsg.NewFindCoordinatorResponseCoordinator()
+			rc.Key, rc.NodeID, rc.ErrorCode = key, id, code
+			if code != 0 {
+				rc.Port, rc.ErrorMessage = -1, &msg
+			}
+			resp.Coordinators = append(resp.Coordinators, rc)
+		}
+		return resp
+	}
+	id, code, msg := find(req.CoordinatorKey)
+	resp.NodeID, resp.ErrorCode = id, code
+	if code != 0 {
+		resp.Port = -1
+		if req.Version >= 1 {
+			resp.ErrorMessage = &msg
+		}
+	}
+	return resp
+}

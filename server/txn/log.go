@@ -1,0 +1,118 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// StateTopic is the internal topic holding every transactional id's
+// metadata, in Kafka's record formats: key version 0 (the transactional
+// id), value version 0 (or 1, flexible, when read), a null value
+// (tombstone) for an expired id.
+const StateTopic = "__transaction_state"
+
+// StatePartition is Kafka's choice of an id's partition among n:
+// abs(transactionalId.hashCode) % n, with Java's String.hashCode, so
+// tools that compute it agree.
+func StatePartition(id string, n int32) int32 {
+	var h int32
+	for _, r := range id {
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return (h & 0x7fffffff) % n
+}
+
+// errBadRecord: a __transaction_state record this version cannot read.
+var errBadRecord = errors.New("txn: unreadable __transaction_state record")
+
+// stateKey encodes the key of id's records.
+func stateKey(id string) []byte {
+	k := kmsg.TxnMetadataKey{Version: 0, TransactionalID: id}
+	return k.AppendTo(nil)
+}
+
+// stateValue encodes t as value version 0, as Kafka 3.x writes it; nil
+// (a tombstone) for a Dead id.
+func stateValue(t *Txn) []byte {
+	if t.State == Dead {
+		return nil
+	}
+	v := kmsg.NewTxnMetadataValue()
+	v.Version = 0
+	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis = t.ProducerID, t.ProducerEpoch, t.TimeoutMs
+	v.State = kmsg.TransactionState(t.State)
+	v.LastUpdateTimestamp, v.StartTimestamp = t.UpdateMs, t.StartMs
+	for i := 0; i < len(t.Partitions); {
+		topic := kmsg.TxnMetadataValueTopic{Topic: t.Partitions[i].Topic}
+		for ; i < len(t.Partitions) && t.Partitions[i].Topic == topic.Topic; i++ {
+			topic.Partitions = append(topic.Partitions, t.Partitions[i].Partition)
+		}
+		v.Topics = append(v.Topics, topic)
+	}
+	return v.AppendTo(nil)
+}
+
+// decodeKey reads a record key: the transactional id, or errBadRecord
+// for a key of another version.
+func decodeKey(key []byte) (string, error) {
+	var k kmsg.TxnMetadataKey
+	if err := k.ReadFrom(key); err != nil {
+		return "", fmt.Errorf("%w: key: %v", errBadRecord, err)
+	}
+	if k.Version != 0 {
+		return "", fmt.Errorf("%w: key version %d", errBadRecord, k.Version)
+	}
+	return k.TransactionalID, nil
+}
+
+// decodeValue reads a value version 0 or 1 into the metadata of id.
+func decodeValue(id string, value []byte) (Txn, error) {
+	var v kmsg.TxnMetadataValue
+	if err := v.ReadFrom(value); err != nil {
+		return Txn{}, fmt.Errorf("%w: value of %q: %v", errBadRecord, id, err)
+	}
+	if v.Version > 1 || v.State < 0 || State(v.State) > PrepareEpochFence || v.TimeoutMillis < 0 {
+		return Txn{}, fmt.Errorf("%w: value of %q: version %d, state %d", errBadRecord, id, v.Version, v.State)
+	}
+	t := Txn{ID: id, ProducerID: v.ProducerID, ProducerEpoch: v.ProducerEpoch, PrevProducerID: noID, LastProducerEpoch: noEpoch,
+		TimeoutMs: v.TimeoutMillis, State: State(v.State), StartMs: v.StartTimestamp, UpdateMs: v.LastUpdateTimestamp}
+	if v.Version >= 1 && v.PreviousProducerID >= 0 {
+		t.PrevProducerID = v.PreviousProducerID
+	}
+	for _, topic := range v.Topics {
+		for _, p := range topic.Partitions {
+			t.Partitions = append(t.Partitions, TopicPartition{Topic: topic.Topic, Partition: p})
+		}
+	}
+	slices.SortFunc(t.Partitions, comparePartitions)
+	t.Partitions = slices.Compact(t.Partitions)
+	return t, nil
+}
+
+// applyRecord applies one record of the log to table: the last value per
+// id wins, a tombstone removes the id. Unreadable records are skipped
+// (a later version's), as Kafka skips unknown key versions.
+func applyRecord(table map[string]Txn, key, value []byte) {
+	id, err := decodeKey(key)
+	if err != nil {
+		return
+	}
+	if value == nil {
+		delete(table, id)
+		return
+	}
+	t, err := decodeValue(id, value)
+	if err != nil {
+		return
+	}
+	table[id] = t
+}

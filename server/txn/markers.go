@@ -1,0 +1,292 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+)
+
+// MarkerWriter writes commit and abort markers, one error per marker (nil:
+// durable on the partition's in-sync replicas). *server.Broker's
+// WriteTxnMarkers is the local one; ClusterMarkers sends the others'.
+type MarkerWriter interface {
+	WriteTxnMarkers(ctx context.Context, markers []server.TxnMarker) []error
+}
+
+// ErrPartitionGone: the marker's partition no longer exists (its topic was
+// deleted); the coordinator drops the marker, as Kafka does.
+var ErrPartitionGone = errors.New("txn: the partition no longer exists")
+
+// fencedMarker: a partition leader has seen a newer coordinator epoch or
+// producer epoch (TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH,
+// from a remote leader or the core's own errors); this coordinator stops
+// sending, as Kafka's does: a newer coordinator completes the transaction.
+func fencedMarker(err error) bool {
+	code := server.KafkaCode(err)
+	return errors.Is(err, kerr.TransactionCoordinatorFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		code == kerr.TransactionCoordinatorFenced.Code || code == kerr.InvalidProducerEpoch.Code
+}
+
+// startCompletion sends t's markers, then records its completion. It runs
+// while this broker leads p; a later leader completes what it leaves.
+func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32, term uint64) {
+	if c.closed() {
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			e.mu.Lock()
+			e.completing = false
+			e.mu.Unlock()
+		}()
+		if c.sendMarkers(t, p, coordinatorEpoch, term) {
+			c.recordCompletion(t, p, term)
+		}
+	}()
+}
+
+// leads: this broker serves partition p now, in the same term.
+func (c *Coordinator) leads(p int32, term uint64) bool {
+	c.own.Lock()
+	defer c.own.Unlock()
+	op, ok := c.own.parts[p]
+	return ok && op.state == serving && op.term == term
+}
+
+// termOf is the term this broker serves p in (0: it does not).
+func (c *Coordinator) termOf(p int32) uint64 {
+	c.own.Lock()
+	defer c.own.Unlock()
+	if op, ok := c.own.parts[p]; ok && op.state == serving {
+		return op.term
+	}
+	return 0
+}
+
+// sendMarkers writes t's markers until each is written or its partition
+// is gone; false when this broker stopped coordinating first.
+func (c *Coordinator) sendMarkers(t Txn, p, coordinatorEpoch int32, term uint64) bool {
+	pending := make([]server.TxnMarker, 0, len(t.Partitions))
+	for _, tp := range t.Partitions {
+		pending = append(pending, server.TxnMarker{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch,
+			Commit: t.State == PrepareCommit, CoordinatorEpoch: coordinatorEpoch, Topic: tp.Topic, Partition: tp.Partition})
+	}
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if c.closed() || !c.leads(p, term) {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs := c.cfg.Markers.WriteTxnMarkers(ctx, pending)
+		cancel()
+		var retry []server.TxnMarker
+		for i, m := range pending {
+			var err error
+			if i < len(errs) {
+				err = errs[i]
+			} else {
+				err = errors.New("no answer for the marker")
+			}
+			switch {
+			case err == nil:
+			case errors.Is(err, ErrPartitionGone):
+				c.logger.Info("dropped the marker of a deleted partition", "transactional_id", t.ID, "topic", m.Topic, "partition", m.Partition)
+			case fencedMarker(err):
+				c.logger.Error("a partition leader fenced this coordinator's marker; the transaction stays prepared until a newer coordinator completes it",
+					"transactional_id", t.ID, "topic", m.Topic, "partition", m.Partition, "err", err)
+				return false
+			default:
+				if attempt%50 == 0 {
+					c.logger.Warn("writing a transaction marker failed; retrying", "transactional_id", t.ID,
+						"topic", m.Topic, "partition", m.Partition, "attempt", attempt, "err", err)
+				}
+				retry = append(retry, m)
+			}
+		}
+		pending = retry
+		if len(pending) > 0 && !c.sleep(c.cfg.MarkerRetryBackoff) {
+			return false
+		}
+	}
+	return true
+}
+
+// recordCompletion writes CompleteCommit or CompleteAbort after the
+// markers, retried while this broker leads p.
+func (c *Coordinator) recordCompletion(t Txn, p int32, term uint64) {
+	for attempt := 0; ; attempt++ {
+		now := c.nowMs()
+		_, code := c.transition(context.Background(), t.ID, false, func(cur *Txn) Outcome {
+			if cur.State != t.State || cur.ProducerID != t.ProducerID || cur.ProducerEpoch != t.ProducerEpoch {
+				return answer(0) // completed already
+			}
+			return cur.Complete(now)
+		})
+		switch {
+		case code == 0:
+			return
+		case code == errNotCoordinator || c.closed() || !c.leads(p, term):
+			return
+		}
+		if attempt%50 == 0 {
+			c.logger.Warn("recording a transaction's completion failed; retrying", "transactional_id", t.ID, "code", code)
+		}
+		if !c.sleep(c.cfg.MarkerRetryBackoff) {
+			return
+		}
+	}
+}
+
+func (c *Coordinator) sleep(d time.Duration) bool {
+	select {
+	case <-c.closing:
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// PeerRequester sends a request to another broker of the cluster
+// (forward.Forwarder.Request).
+type PeerRequester interface {
+	Request(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error)
+}
+
+// ClusterMarkers is the coordinator's MarkerWriter on a node: markers of
+// partitions this broker leads go to Local, the others' as one
+// WriteTxnMarkers request (key 27) per leader through Peers. A marker
+// whose leader is unknown or moved fails, and the coordinator sends it
+// again (to the leader it finds then).
+type ClusterMarkers struct {
+	Broker *server.Broker
+	// Local writes markers to partitions led here (*server.Broker).
+	Local MarkerWriter
+	// Peers reaches other brokers; nil on a single node.
+	Peers PeerRequester
+}
+
+// WriteTxnMarkers implements MarkerWriter.
+func (m *ClusterMarkers) WriteTxnMarkers(ctx context.Context, markers []server.TxnMarker) []error {
+	errs := make([]error, len(markers))
+	view, clustered := m.Broker.Cluster()
+	clustered = clustered && m.Broker.Config().AwaitRoles
+	self := m.Broker.BrokerID()
+	byLeader := map[int32][]int{}
+	for i, mk := range markers {
+		leader := self
+		if clustered {
+			pv, ok := view.Partition(mk.Topic, mk.Partition)
+			switch {
+			case !ok && view.PartitionCount(mk.Topic) == 0:
+				errs[i] = fmt.Errorf("%w: %s-%d", ErrPartitionGone, mk.Topic, mk.Partition)
+				continue
+			case !ok || pv.Leader < 0:
+				errs[i] = fmt.Errorf("%s-%d has no leader", mk.Topic, mk.Partition)
+				continue
+			}
+			leader = pv.Leader
+		} else if n, err := m.Broker.PartitionCount(mk.Topic); err != nil || mk.Partition >= n {
+			errs[i] = fmt.Errorf("%w: %s-%d", ErrPartitionGone, mk.Topic, mk.Partition)
+			continue
+		}
+		byLeader[leader] = append(byLeader[leader], i)
+	}
+	for leader, idx := range byLeader {
+		batch := make([]server.TxnMarker, len(idx))
+		for j, i := range idx {
+			batch[j] = markers[i]
+		}
+		var got []error
+		if leader == self || m.Peers == nil {
+			got = m.Local.WriteTxnMarkers(ctx, batch)
+		} else {
+			got = m.sendRemote(ctx, leader, batch)
+		}
+		for j, i := range idx {
+			if j < len(got) {
+				errs[i] = got[j]
+			} else {
+				errs[i] = errors.New("no answer for the marker")
+			}
+		}
+	}
+	return errs
+}
+
+// sendRemote sends one WriteTxnMarkers request to leader and reads one
+// error per marker from its answer.
+func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []server.TxnMarker) []error {
+	req := MarkersRequest(batch)
+	errs := make([]error, len(batch))
+	kresp, err := m.Peers.Request(ctx, leader, req)
+	if err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("broker %d: %w", leader, err)
+		}
+		return errs
+	}
+	type key struct {
+		pid   int64
+		topic string
+		part  int32
+	}
+	codes := map[key]int16{}
+	for _, rm := range kresp.(*kmsg.WriteTxnMarkersResponse).Markers {
+		for _, rt := range rm.Topics {
+			for _, rp := range rt.Partitions {
+				codes[key{rm.ProducerID, rt.Topic, rp.Partition}] = rp.ErrorCode
+			}
+		}
+	}
+	for i, mk := range batch {
+		code, ok := codes[key{mk.ProducerID, mk.Topic, mk.Partition}]
+		switch {
+		case !ok:
+			errs[i] = fmt.Errorf("broker %d did not answer for %s-%d", leader, mk.Topic, mk.Partition)
+		case code != 0:
+			errs[i] = fmt.Errorf("broker %d, %s-%d: %w", leader, mk.Topic, mk.Partition, kerr.ErrorForCode(code))
+		}
+	}
+	return errs
+}
+
+// MarkersRequest groups markers into one WriteTxnMarkers request: one
+// entry per producer and outcome, its partitions by topic.
+func MarkersRequest(markers []server.TxnMarker) *kmsg.WriteTxnMarkersRequest {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	type group struct {
+		pid    int64
+		epoch  int16
+		commit bool
+		coord  int32
+	}
+	at := map[group]int{}
+	for _, mk := range markers {
+		g := group{mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch}
+		i, ok := at[g]
+		if !ok {
+			rm := kmsg.NewWriteTxnMarkersRequestMarker()
+			rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = g.pid, g.epoch, g.commit, g.coord
+			req.Markers = append(req.Markers, rm)
+			i = len(req.Markers) - 1
+			at[g] = i
+		}
+		rm := &req.Markers[i]
+		j := len(rm.Topics) - 1
+		if j < 0 || rm.Topics[j].Topic != mk.Topic {
+			rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			rt.Topic = mk.Topic
+			rm.Topics = append(rm.Topics, rt)
+			j++
+		}
+		rm.Topics[j].Partitions = append(rm.Topics[j].Partitions, mk.Partition)
+	}
+	return req
+}

@@ -1,0 +1,188 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/test/harness"
+)
+
+func TestMarkersRequestGroupsByProducerAndTopic(t *testing.T) {
+	req := MarkersRequest([]server.TxnMarker{
+		{ProducerID: 1, ProducerEpoch: 0, Commit: true, CoordinatorEpoch: 3, Topic: "a", Partition: 0},
+		{ProducerID: 1, ProducerEpoch: 0, Commit: true, CoordinatorEpoch: 3, Topic: "a", Partition: 2},
+		{ProducerID: 1, ProducerEpoch: 0, Commit: true, CoordinatorEpoch: 3, Topic: "b", Partition: 1},
+		{ProducerID: 2, ProducerEpoch: 4, Commit: false, CoordinatorEpoch: 3, Topic: "a", Partition: 0},
+	})
+	if len(req.Markers) != 2 {
+		t.Fatalf("markers %+v", req.Markers)
+	}
+	m := req.Markers[0]
+	if m.ProducerID != 1 || !m.Committed || m.CoordinatorEpoch != 3 || len(m.Topics) != 2 || len(m.Topics[0].Partitions) != 2 {
+		t.Fatalf("first marker %+v", m)
+	}
+	if m := req.Markers[1]; m.ProducerID != 2 || m.Committed || m.ProducerEpoch != 4 {
+		t.Fatalf("second marker %+v", m)
+	}
+}
+
+// peer answers WriteTxnMarkers with the codes it is given per partition.
+type peer struct {
+	codes map[int32]int16
+	err   error
+	got   []kmsg.Request
+}
+
+func (p *peer) Request(_ context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+	p.got = append(p.got, req)
+	if p.err != nil {
+		return nil, p.err
+	}
+	r := req.(*kmsg.WriteTxnMarkersRequest)
+	resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, m := range r.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p2 := range t.Partitions {
+				if code, ok := p.codes[p2]; ok {
+					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					rp.Partition, rp.ErrorCode = p2, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp, nil
+}
+
+func TestRemoteMarkersMapAnswers(t *testing.T) {
+	p := &peer{codes: map[int32]int16{0: 0, 1: kerr.NotLeaderForPartition.Code}}
+	m := &ClusterMarkers{Peers: p}
+	batch := []server.TxnMarker{{ProducerID: 9, Topic: "a", Partition: 0}, {ProducerID: 9, Topic: "a", Partition: 1},
+		{ProducerID: 9, Topic: "a", Partition: 2}}
+	errs := m.sendRemote(context.Background(), 2, batch)
+	if errs[0] != nil || !errors.Is(errs[1], kerr.NotLeaderForPartition) || errs[2] == nil {
+		t.Fatalf("errors %v", errs)
+	}
+	if len(p.got) != 1 {
+		t.Fatalf("%d requests for one broker", len(p.got))
+	}
+	p.err = errors.New("connection refused")
+	for _, err := range m.sendRemote(context.Background(), 2, batch) {
+		if err == nil {
+			t.Fatal("an unreachable broker's markers succeeded")
+		}
+	}
+}
+
+// On a single node every marker is written locally, but the markers of a
+// deleted topic are reported gone, so the coordinator drops them.
+func TestClusterMarkersSingleNode(t *testing.T) {
+	ml := &markerLog{}
+	n := newNode(t, t.TempDir(), ml, &clock{now: time.Now()})
+	m := &ClusterMarkers{Broker: n.broker, Local: ml}
+	errs := m.WriteTxnMarkers(context.Background(), []server.TxnMarker{{Topic: "orders", Partition: 1}, {Topic: "gone", Partition: 0},
+		{Topic: "orders", Partition: 7}})
+	if errs[0] != nil || !errors.Is(errs[1], ErrPartitionGone) || !errors.Is(errs[2], ErrPartitionGone) {
+		t.Fatalf("errors %v", errs)
+	}
+	if got, _ := ml.snapshot(); len(got) != 1 || got[0].Partition != 1 {
+		t.Fatalf("written %+v", got)
+	}
+}
+
+// A transaction whose partition's topic was deleted still completes.
+func TestCoordinatorDropsMarkersOfDeletedPartitions(t *testing.T) {
+	ml := &markerLog{}
+	clk := &clock{now: time.Now()}
+	n := newNode(t, t.TempDir(), ml, clk)
+	n.c.cfg.Markers = &ClusterMarkers{Broker: n.broker, Local: ml}
+	ctx := context.Background()
+	if err := n.broker.CreateTopic(server.TopicSpec{Name: "doomed", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pid, e, _ := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
+	must(t, "add", n.c.AddPartitions(ctx, "tx", pid, e, []TopicPartition{{"doomed", 0}, {"orders", 0}}))
+	if err := n.broker.DeleteTopic("doomed"); err != nil {
+		t.Fatal(err)
+	}
+	must(t, "commit", n.c.EndTxn(ctx, "tx", pid, e, true))
+	n.waitState("tx", CompleteCommit)
+	if got, _ := ml.snapshot(); len(got) != 1 || got[0].Topic != "orders" {
+		t.Fatalf("written %+v", got)
+	}
+}
+
+func TestVerifierAnswersLocally(t *testing.T) {
+	n := newNode(t, t.TempDir(), &markerLog{}, &clock{now: time.Now()})
+	v := &Verifier{Coordinator: n.c}
+	ctx := context.Background()
+	pid, e, _ := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
+	must(t, "add", n.c.AddPartitions(ctx, "tx", pid, e, []TopicPartition{{"orders", 0}}))
+	for _, c := range []struct {
+		id    string
+		epoch int16
+		part  int32
+		code  int16
+	}{
+		{"tx", e, 0, 0},
+		{"tx", e, 1, kerr.InvalidTxnState.Code},
+		{"tx", e - 1, 0, kerr.ProducerFenced.Code},
+		{"unknown", e, 0, kerr.InvalidProducerIDMapping.Code},
+	} {
+		if got := v.VerifyTxnPartition(ctx, c.id, pid, c.epoch, "orders", c.part); got != c.code {
+			t.Errorf("%+v: %d", c, got)
+		}
+	}
+}
+
+func TestVerifyAnswerReadsThePartition(t *testing.T) {
+	req := VerifyRequest("tx", 5, 1, "orders", 3)
+	if req.Version != 4 || !req.Transactions[0].VerifyOnly || req.Transactions[0].Topics[0].Partitions[0] != 3 {
+		t.Fatalf("request %+v", req)
+	}
+	resp := kmsg.NewPtrAddPartitionsToTxnResponse()
+	if got := verifyAnswer(resp, "orders", 3); got != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("an answer without the partition: %d", got)
+	}
+	resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	if got := verifyAnswer(resp, "orders", 3); got != resp.ErrorCode {
+		t.Fatalf("top-level error: %d", got)
+	}
+}
+
+// A leader that fenced the coordinator's marker stops its sending: no
+// retry loop against a newer coordinator, no completion written.
+func TestFencedMarkerStopsCompletion(t *testing.T) {
+	ml := &markerLog{failing: kerr.TransactionCoordinatorFenced}
+	n := newNode(t, t.TempDir(), ml, &clock{now: time.Now()})
+	ctx := context.Background()
+	pid, e, _ := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
+	must(t, "add", n.c.AddPartitions(ctx, "tx", pid, e, []TopicPartition{{"orders", 0}}))
+	must(t, "commit", n.c.EndTxn(ctx, "tx", pid, e, true))
+	harness.WaitFor(t, "the completer gives up", 10*time.Second, func() bool {
+		n.c.mu.Lock()
+		en := n.c.mu.txns["tx"]
+		n.c.mu.Unlock()
+		en.mu.Lock()
+		defer en.mu.Unlock()
+		return !en.completing
+	})
+	if _, calls := ml.snapshot(); calls != 1 {
+		t.Fatalf("%d marker attempts after a fence", calls)
+	}
+	if tx, _ := n.c.Describe("tx"); tx.State != PrepareCommit {
+		t.Fatalf("state %v", tx.State)
+	}
+}

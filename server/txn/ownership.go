@@ -1,0 +1,344 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/records"
+)
+
+// A transactional id is served by the broker leading its
+// __transaction_state partition (Kafka's TransactionStateManager): when
+// this broker starts leading a partition it reads the log, serves its ids
+// once that is done (COORDINATOR_LOAD_IN_PROGRESS meanwhile) and completes
+// the transactions the log left prepared; when it stops leading, it drops
+// them and answers NOT_COORDINATOR. The partition's leader epoch is the
+// coordinator epoch its markers carry, so a partition leader can refuse
+// the markers of a deposed coordinator.
+
+var (
+	errNotCoordinator     = kerr.NotCoordinator.Code
+	errLoadInProgress     = kerr.CoordinatorLoadInProgress.Code
+	errUnknownServerError = kerr.UnknownServerError.Code
+)
+
+type loadState uint8
+
+const (
+	loading loadState = iota + 1
+	serving
+)
+
+type ownedPartition struct {
+	leaderEpoch int32
+	state       loadState
+	// term counts this broker's leaderships of partitions: a completer
+	// started under one stops when the partition was lost and loaded
+	// again (the new load starts its own).
+	term uint64
+}
+
+// onLeadership follows this broker's leadership of __transaction_state;
+// it must not block: the load runs on its own goroutine.
+func (c *Coordinator) onLeadership(ch server.LeadershipChange) {
+	c.own.Lock()
+	cur, owned := c.own.parts[ch.Partition]
+	switch {
+	case ch.Leading && owned:
+		if ch.LeaderEpoch > cur.leaderEpoch {
+			// Kafka reloads on a new epoch too: markers sent from now on
+			// carry it. The metadata loaded stays right.
+			cur.leaderEpoch = ch.LeaderEpoch
+			c.own.parts[ch.Partition] = cur
+		}
+		c.own.Unlock()
+	case ch.Leading:
+		c.own.terms++
+		c.own.parts[ch.Partition] = ownedPartition{leaderEpoch: ch.LeaderEpoch, state: loading, term: c.own.terms}
+		c.own.Unlock()
+		if c.closed() {
+			return
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.loadOwned(ch.Partition, ch.LeaderEpoch)
+		}()
+	case owned:
+		delete(c.own.parts, ch.Partition)
+		c.own.Unlock()
+		n := c.unloadPartition(ch.Partition)
+		c.logger.Info("transaction coordinator resigned a partition", "partition", ch.Partition, "transactional_ids", n)
+	default:
+		c.own.Unlock()
+	}
+}
+
+// loadOwned reads partition p and serves its ids if this broker still
+// leads it at leaderEpoch; a failed read is retried while it does.
+func (c *Coordinator) loadOwned(p, leaderEpoch int32) {
+	for attempt := 0; ; attempt++ {
+		if !c.ownsAt(p, leaderEpoch, loading) {
+			return
+		}
+		start := time.Now()
+		table, err := c.loadPartition(p)
+		if err == nil {
+			n, ok := c.install(p, leaderEpoch, table)
+			if ok {
+				c.logger.Info("transaction coordinator serves a partition", "partition", p, "leader_epoch", leaderEpoch,
+					"transactional_ids", n, "took", time.Since(start))
+			}
+			return
+		}
+		c.logger.Warn("loading transaction state failed", "partition", p, "attempt", attempt, "err", err)
+		select {
+		case <-c.closing:
+			return
+		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)):
+		}
+	}
+}
+
+// ownsAt reports whether this broker leads p at leaderEpoch in state.
+func (c *Coordinator) ownsAt(p, leaderEpoch int32, state loadState) bool {
+	c.own.Lock()
+	defer c.own.Unlock()
+	cur, ok := c.own.parts[p]
+	return ok && cur.leaderEpoch == leaderEpoch && cur.state == state
+}
+
+// install serves the ids of a loaded partition and starts completing the
+// prepared ones. It does nothing when leadership moved meanwhile.
+func (c *Coordinator) install(p, leaderEpoch int32, table map[string]Txn) (int, bool) {
+	c.own.Lock()
+	cur, ok := c.own.parts[p]
+	if !ok || cur.leaderEpoch != leaderEpoch || cur.state != loading {
+		c.own.Unlock()
+		return 0, false
+	}
+	var prepared []*entry
+	c.mu.Lock()
+	for id, t := range table {
+		e := &entry{txn: t, written: true}
+		if t.State == PrepareCommit || t.State == PrepareAbort {
+			e.completing = true
+			prepared = append(prepared, e)
+		}
+		c.mu.txns[id] = e
+	}
+	c.mu.Unlock()
+	cur.state = serving
+	c.own.parts[p] = cur
+	c.own.Unlock()
+	for _, e := range prepared {
+		c.startCompletion(e, e.txn, p, leaderEpoch, cur.term)
+	}
+	return len(table), true
+}
+
+// unloadPartition drops the ids of partition p.
+func (c *Coordinator) unloadPartition(p int32) int {
+	n := c.statePartitionCount()
+	if n < 1 {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dropped := 0
+	for id := range c.mu.txns {
+		if StatePartition(id, n) == p {
+			delete(c.mu.txns, id)
+			dropped++
+		}
+	}
+	return dropped
+}
+
+// loadPartition reads partition p of __transaction_state from its start
+// to its end, past the high watermark: a new leader's log holds every
+// state the old one acknowledged.
+func (c *Coordinator) loadPartition(p int32) (map[string]Txn, error) {
+	part, err := c.broker.Partition(StateTopic, p)
+	if err != nil {
+		return nil, err
+	}
+	table := map[string]Txn{}
+	next, end := part.LogStartOffset(), part.LogEndOffset()
+	maxDecompressed := c.broker.Config().MaxDecompressedBytes
+	var buf []byte
+	for next < end {
+		data, err := c.broker.ReadBatches(StateTopic, p, next, end, 1<<20, buf[:0])
+		if err != nil {
+			return nil, fmt.Errorf("load %s-%d at %d: %w", StateTopic, p, next, err)
+		}
+		if len(data) == 0 {
+			break
+		}
+		buf = data
+		from := next
+		err = records.Decode(data, from, maxDecompressed, func(r records.Record) bool {
+			applyRecord(table, r.Key, r.Value)
+			next = r.Offset + 1
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load %s-%d at %d: %w", StateTopic, p, from, err)
+		}
+		if next == from {
+			break
+		}
+	}
+	return table, nil
+}
+
+// loadLedPartitions loads, before New returns, the partitions this broker
+// leads already: on a single node, all of them.
+func (c *Coordinator) loadLedPartitions() error {
+	n := c.statePartitionCount()
+	for p := int32(0); p < n; p++ {
+		part, err := c.broker.Partition(StateTopic, p)
+		if err != nil || part.Leader() != c.broker.BrokerID() {
+			continue
+		}
+		epoch := part.LeaderEpoch()
+		c.own.Lock()
+		if _, ok := c.own.parts[p]; ok {
+			c.own.Unlock()
+			continue // the watcher got it first
+		}
+		c.own.terms++
+		c.own.parts[p] = ownedPartition{leaderEpoch: epoch, state: loading, term: c.own.terms}
+		c.own.Unlock()
+		table, err := c.loadPartition(p)
+		if err != nil {
+			return err
+		}
+		c.install(p, epoch, table)
+	}
+	return nil
+}
+
+// serves is the gate of every request for id: this broker leads the id's
+// partition and has loaded it. It returns the partition and its epoch.
+func (c *Coordinator) serves(id string) (p, epoch int32, code int16) {
+	if c.closed() {
+		return 0, 0, errCoordinatorUnavailable
+	}
+	n := c.statePartitionCount()
+	if n < 1 {
+		return 0, 0, errNotCoordinator
+	}
+	p = StatePartition(id, n)
+	c.own.Lock()
+	op, ok := c.own.parts[p]
+	c.own.Unlock()
+	switch {
+	case !ok:
+		return p, 0, errNotCoordinator
+	case op.state == loading:
+		return p, 0, errLoadInProgress
+	}
+	return p, op.leaderEpoch, 0
+}
+
+// Coordinates reports whether this broker serves id now (0), or the code
+// a request for it is answered with.
+func (c *Coordinator) Coordinates(id string) int16 {
+	_, _, code := c.serves(id)
+	return code
+}
+
+func (c *Coordinator) clustered() bool { return c.broker.Config().AwaitRoles }
+
+// statePartitionCount is __transaction_state's partition count here or in
+// the controller's view; 0 when it does not exist.
+func (c *Coordinator) statePartitionCount() int32 {
+	if n, err := c.broker.PartitionCount(StateTopic); err == nil {
+		return n
+	}
+	view, ok := c.broker.Cluster()
+	if !ok {
+		return 0
+	}
+	return view.PartitionCount(StateTopic)
+}
+
+// createStateTopic creates __transaction_state as Kafka does on the first
+// FindCoordinator of a transaction; with fewer live brokers than its
+// replication factor it fails, and the client asks again.
+func (c *Coordinator) createStateTopic() error {
+	rf, minISR := c.cfg.StateReplicationFactor, c.cfg.StateMinISR
+	if !c.clustered() {
+		rf, minISR = 1, 1
+	}
+	err := c.broker.CreateTopic(server.TopicSpec{
+		Name:              StateTopic,
+		Partitions:        c.cfg.StatePartitions,
+		ReplicationFactor: rf,
+		Configs: map[string]string{server.CfgCleanupPolicy: "compact",
+			server.CfgSegmentBytes:           strconv.Itoa(int(c.cfg.StateSegmentBytes)),
+			server.CfgMinInsyncReplicas:      strconv.Itoa(min(minISR, int(rf))),
+			"unclean.leader.election.enable": "false"},
+	})
+	if err != nil && !errors.Is(err, server.ErrTopicExists) {
+		return fmt.Errorf("create %s (transaction.state.log.replication.factor %d): %w", StateTopic, rf, err)
+	}
+	return nil
+}
+
+// Broker is where FindCoordinator sends a transactional producer.
+type Broker struct {
+	ID   int32
+	Host string
+	Port int32
+}
+
+// errNoCoordinator: the id's partition has no leader yet.
+var errNoCoordinator = errors.New("no transaction coordinator is available")
+
+// CoordinatorOf finds id's coordinator: this node on a single node, else
+// the leader of its partition in the controller's view (creating the topic
+// on a cluster's first lookup).
+func (c *Coordinator) CoordinatorOf(id string) (int32, error) {
+	if c.closed() {
+		return -1, fmt.Errorf("%w: shutting down", errNoCoordinator)
+	}
+	if !c.clustered() {
+		return c.broker.BrokerID(), nil
+	}
+	n := c.statePartitionCount()
+	if n < 1 {
+		if err := c.createStateTopic(); err != nil {
+			return -1, err
+		}
+		return -1, fmt.Errorf("%w: %s is being created", errNoCoordinator, StateTopic)
+	}
+	p := StatePartition(id, n)
+	view, _ := c.broker.Cluster()
+	pv, ok := view.Partition(StateTopic, p)
+	if !ok || pv.Leader < 0 {
+		return -1, fmt.Errorf("%w: %s-%d has no leader", errNoCoordinator, StateTopic, p)
+	}
+	return pv.Leader, nil
+}
+
+// writeCode maps a failed __transaction_state write to the code Kafka's
+// TransactionStateManager answers.
+func writeCode(err error) int16 {
+	switch {
+	case errors.Is(err, server.ErrNotLeader), errors.Is(err, server.ErrStorage):
+		return errNotCoordinator
+	case errors.Is(err, server.ErrUnknownTopic), errors.Is(err, server.ErrNotEnoughReplicas),
+		errors.Is(err, server.ErrNotEnoughReplicasAfterAppend), errors.Is(err, server.ErrRequestTimedOut),
+		errors.Is(err, server.ErrShuttingDown), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return errCoordinatorUnavailable
+	}
+	return errUnknownServerError
+}

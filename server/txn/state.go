@@ -1,0 +1,378 @@
+package txn
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// State is a transaction's state, numbered as Kafka's TransactionState
+// (the byte written in __transaction_state values).
+type State int8
+
+// Kafka's states. PrepareEpochFence is never written: Kafka holds it only
+// as a pending state while it fences a producer; ferry fences and prepares
+// the abort in one written transition (see fenceAndAbort), so it appears
+// only as a name a client may filter on.
+const (
+	Empty State = iota
+	Ongoing
+	PrepareCommit
+	PrepareAbort
+	CompleteCommit
+	CompleteAbort
+	Dead
+	PrepareEpochFence
+)
+
+var stateNames = [...]string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"}
+
+func (s State) String() string {
+	if s >= 0 && int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "Unknown"
+}
+
+// ParseState reads a state name as ListTransactions' filter and
+// DescribeTransactions spell it (case-insensitive).
+func ParseState(name string) (State, bool) {
+	for i, n := range stateNames {
+		if strings.EqualFold(n, name) {
+			return State(i), true
+		}
+	}
+	return 0, false
+}
+
+// validPrevious is Kafka's TransactionState.validPreviousStates: a
+// transition to the key is legal only from one of these.
+var validPrevious = map[State][]State{
+	Empty:             {Empty, CompleteCommit, CompleteAbort},
+	Ongoing:           {Ongoing, Empty, CompleteCommit, CompleteAbort},
+	PrepareCommit:     {Ongoing},
+	PrepareAbort:      {Ongoing, PrepareEpochFence},
+	CompleteCommit:    {PrepareCommit},
+	CompleteAbort:     {PrepareAbort},
+	Dead:              {Empty, CompleteCommit, CompleteAbort},
+	PrepareEpochFence: {Ongoing},
+}
+
+// ValidTransition reports whether from → to is one of Kafka's transitions.
+func ValidTransition(from, to State) bool { return slices.Contains(validPrevious[to], from) }
+
+// noEpoch is Kafka's RecordBatch.NO_PRODUCER_EPOCH, noID its NO_PRODUCER_ID.
+const (
+	noEpoch int16 = -1
+	noID    int64 = -1
+)
+
+// TopicPartition names one partition of a transaction.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func comparePartitions(a, b TopicPartition) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return int(a.Partition) - int(b.Partition)
+}
+
+// Txn is one transactional id's metadata, as Kafka's TransactionMetadata:
+// what __transaction_state holds for it. Values are copied, never shared:
+// every decision returns a new Txn.
+type Txn struct {
+	ID            string
+	ProducerID    int64
+	ProducerEpoch int16
+	// PrevProducerID and LastProducerEpoch let a producer retry an
+	// InitProducerId whose answer it lost (KIP-360): its old id and epoch
+	// are still accepted once.
+	PrevProducerID    int64
+	LastProducerEpoch int16
+	TimeoutMs         int32
+	State             State
+	// Partitions are the transaction's partitions, sorted, without
+	// duplicates; empty unless Ongoing or Prepare*.
+	Partitions []TopicPartition
+	// StartMs is when the transaction began (its first partition), -1
+	// before; UpdateMs when the metadata last changed.
+	StartMs  int64
+	UpdateMs int64
+}
+
+// NewTxn is the metadata of an id seen for the first time, before its
+// first InitProducerId is written: Kafka's epoch -1, so the first bump
+// gives epoch 0.
+func NewTxn(id string, producerID int64, timeoutMs int32, nowMs int64) Txn {
+	return Txn{ID: id, ProducerID: producerID, ProducerEpoch: noEpoch, PrevProducerID: noID, LastProducerEpoch: noEpoch,
+		TimeoutMs: timeoutMs, State: Empty, StartMs: -1, UpdateMs: nowMs}
+}
+
+// Has reports whether tp is in the transaction.
+func (t *Txn) Has(tp TopicPartition) bool {
+	_, ok := slices.BinarySearchFunc(t.Partitions, tp, comparePartitions)
+	return ok
+}
+
+func (t *Txn) epochExhausted() bool { return t.ProducerEpoch >= math.MaxInt16-1 }
+
+// Outcome is a decision: the metadata to write (when Write), then the code
+// to answer once it is durable (at once when !Write), and whether the
+// written state is a Prepare* whose markers must now be sent.
+type Outcome struct {
+	Next    Txn
+	Write   bool
+	Code    int16
+	Markers bool
+}
+
+func answer(code int16) Outcome { return Outcome{Code: code} }
+
+func (t Txn) to(next Txn, code int16) Outcome {
+	if !ValidTransition(t.State, next.State) {
+		return answer(errInvalidTxnState)
+	}
+	return Outcome{Next: next, Write: true, Code: code,
+		Markers: next.State == PrepareCommit || next.State == PrepareAbort}
+}
+
+// Error codes the decisions answer.
+var (
+	errConcurrentTransactions = kerr.ConcurrentTransactions.Code
+	errProducerFenced         = kerr.ProducerFenced.Code
+	errInvalidProducerMapping = kerr.InvalidProducerIDMapping.Code
+	errInvalidTxnState        = kerr.InvalidTxnState.Code
+	errCoordinatorUnavailable = kerr.CoordinatorNotAvailable.Code
+)
+
+// ProducerIDAndEpoch is what a KIP-360 InitProducerId carries; ID -1
+// means none.
+type ProducerIDAndEpoch struct {
+	ID    int64
+	Epoch int16
+}
+
+// InitProducerID decides an InitProducerId for an existing id (Kafka's
+// prepareInitProducerIdTransit): a bumped epoch for a producer starting
+// over, zombie fencing (an Ongoing transaction is aborted under a bumped
+// epoch, the caller told to retry with CONCURRENT_TRANSACTIONS), a new
+// producer id when the epoch is used up. newID hands out a producer id
+// and is called only then.
+func (t Txn) InitProducerID(timeoutMs int32, expected ProducerIDAndEpoch, nowMs int64, newID func() (int64, error)) Outcome {
+	haveExpected := expected.ID >= 0
+	if haveExpected && !t.validProducer(expected) {
+		return answer(errProducerFenced)
+	}
+	switch t.State {
+	case PrepareCommit, PrepareAbort:
+		return answer(errConcurrentTransactions)
+	case Ongoing:
+		// A new producer instance with this id: fence the old one and
+		// abort what it left open; the client retries after.
+		return t.fenceAndAbort(nowMs, errConcurrentTransactions)
+	case Empty, CompleteCommit, CompleteAbort:
+	default:
+		return answer(errConcurrentTransactions)
+	}
+	next := t
+	next.State, next.TimeoutMs, next.Partitions, next.StartMs, next.UpdateMs = Empty, timeoutMs, nil, -1, nowMs
+	if t.epochExhausted() && (!haveExpected || expected.Epoch == t.ProducerEpoch) {
+		id, err := newID()
+		if err != nil {
+			return answer(errCoordinatorUnavailable)
+		}
+		next.PrevProducerID, next.LastProducerEpoch = noID, noEpoch
+		if haveExpected {
+			next.PrevProducerID, next.LastProducerEpoch = t.ProducerID, t.ProducerEpoch
+		}
+		next.ProducerID, next.ProducerEpoch = id, 0
+		return t.to(next, 0)
+	}
+	bumped := t.ProducerEpoch + 1
+	switch {
+	case !haveExpected:
+		next.ProducerEpoch, next.LastProducerEpoch = bumped, noEpoch
+	case t.ProducerEpoch == noEpoch || expected.Epoch == t.ProducerEpoch:
+		next.ProducerEpoch, next.LastProducerEpoch = bumped, t.ProducerEpoch
+	case expected.Epoch == t.LastProducerEpoch:
+		// A retry of the bump already written: answer it again.
+		return Outcome{Next: t, Code: 0}
+	default:
+		return answer(errProducerFenced)
+	}
+	return t.to(next, 0)
+}
+
+// validProducer is Kafka's isValidProducerId for a KIP-360 request: the
+// id has no epoch yet, or the producer id is the current one (its epoch
+// is checked by the bump), or the previous one whose epoch ran out (a
+// retry of the rotation to a new producer id).
+func (t *Txn) validProducer(p ProducerIDAndEpoch) bool {
+	return t.ProducerEpoch == noEpoch || p.ID == t.ProducerID ||
+		p.ID == t.PrevProducerID && p.Epoch >= math.MaxInt16-1
+}
+
+// fenceAndAbort bumps the epoch (unless used up) and prepares the abort of
+// the ongoing transaction: Kafka's PrepareEpochFence followed by its
+// PrepareAbort, written as one transition. Markers carry the new epoch, so
+// the old producer's late writes are fenced on every partition.
+func (t Txn) fenceAndAbort(nowMs int64, code int16) Outcome {
+	next := t
+	if !t.epochExhausted() {
+		next.ProducerEpoch, next.LastProducerEpoch = t.ProducerEpoch+1, noEpoch
+	}
+	next.State, next.UpdateMs = PrepareAbort, nowMs
+	return t.to(next, code)
+}
+
+// checkProducer is the gate of a client's AddPartitionsToTxn, AddOffsets
+// and EndTxn: its id and exact epoch.
+func (t *Txn) checkProducer(producerID int64, epoch int16) int16 {
+	switch {
+	case producerID != t.ProducerID:
+		return errInvalidProducerMapping
+	case epoch != t.ProducerEpoch:
+		return errProducerFenced
+	}
+	return 0
+}
+
+// AddPartitions decides an AddPartitionsToTxn (Kafka's
+// handleAddPartitionsToTransaction): the transaction becomes Ongoing with
+// tps added; nothing is written when it already holds them all.
+func (t Txn) AddPartitions(producerID int64, epoch int16, tps []TopicPartition, nowMs int64) Outcome {
+	if code := t.checkProducer(producerID, epoch); code != 0 {
+		return answer(code)
+	}
+	switch t.State {
+	case PrepareCommit, PrepareAbort:
+		return answer(errConcurrentTransactions)
+	case Ongoing, Empty, CompleteCommit, CompleteAbort:
+	default:
+		return answer(errInvalidTxnState)
+	}
+	next := t
+	next.Partitions = slices.Clone(t.Partitions)
+	for _, tp := range tps {
+		if i, ok := slices.BinarySearchFunc(next.Partitions, tp, comparePartitions); !ok {
+			next.Partitions = slices.Insert(next.Partitions, i, tp)
+		}
+	}
+	if t.State == Ongoing && len(next.Partitions) == len(t.Partitions) {
+		return answer(0)
+	}
+	if t.State != Ongoing {
+		next.StartMs = nowMs
+	}
+	next.State, next.UpdateMs = Ongoing, nowMs
+	return t.to(next, 0)
+}
+
+// VerifyPartition answers KIP-890's question for one partition a leader is
+// about to append a transactional batch to (Kafka's
+// handleVerifyPartitionsInTransaction): 0 when it is in the producer's
+// ongoing transaction.
+func (t *Txn) VerifyPartition(producerID int64, epoch int16, tp TopicPartition) int16 {
+	if code := t.checkProducer(producerID, epoch); code != 0 {
+		return code
+	}
+	switch {
+	case t.State == PrepareCommit || t.State == PrepareAbort:
+		return errConcurrentTransactions
+	case t.State != Ongoing || !t.Has(tp):
+		return errInvalidTxnState
+	}
+	return 0
+}
+
+// EndTxn decides an EndTxn (Kafka's handleEndTransaction, client side): an
+// Ongoing transaction prepares its commit or abort; a commit asked again
+// after it completed is answered as done, as Kafka does (a client that
+// lost the first answer, or Flink resuming a transaction it committed).
+func (t Txn) EndTxn(producerID int64, epoch int16, commit bool, nowMs int64) Outcome {
+	if code := t.checkProducer(producerID, epoch); code != 0 {
+		return answer(code)
+	}
+	switch t.State {
+	case Ongoing:
+		next := t
+		next.State, next.UpdateMs = PrepareAbort, nowMs
+		if commit {
+			next.State = PrepareCommit
+		}
+		return t.to(next, 0)
+	case CompleteCommit:
+		return answer(codeIf(!commit, errInvalidTxnState))
+	case CompleteAbort:
+		return answer(codeIf(commit, errInvalidTxnState))
+	case PrepareCommit:
+		return answer(codeIfElse(commit, errConcurrentTransactions, errInvalidTxnState))
+	case PrepareAbort:
+		return answer(codeIfElse(!commit, errConcurrentTransactions, errInvalidTxnState))
+	}
+	return answer(errInvalidTxnState)
+}
+
+func codeIf(cond bool, code int16) int16 {
+	if cond {
+		return code
+	}
+	return 0
+}
+
+func codeIfElse(cond bool, yes, no int16) int16 {
+	if cond {
+		return yes
+	}
+	return no
+}
+
+// Complete is the transition after every marker is written: PrepareCommit
+// → CompleteCommit, PrepareAbort → CompleteAbort, the partitions cleared.
+func (t Txn) Complete(nowMs int64) Outcome {
+	next := t
+	switch t.State {
+	case PrepareCommit:
+		next.State = CompleteCommit
+	case PrepareAbort:
+		next.State = CompleteAbort
+	default:
+		return answer(errInvalidTxnState)
+	}
+	next.Partitions, next.UpdateMs = nil, nowMs
+	return t.to(next, 0)
+}
+
+// TimedOut reports whether an Ongoing transaction outlived its timeout
+// (transaction.timeout.ms of its producer).
+func (t *Txn) TimedOut(nowMs int64) bool {
+	return t.State == Ongoing && t.StartMs >= 0 && nowMs-t.StartMs > int64(t.TimeoutMs)
+}
+
+// AbortTimedOut decides the coordinator's own abort of a timed-out
+// transaction: the producer is fenced (its epoch bumped) and the abort
+// prepared (Kafka's abortTimedOutTransactions).
+func (t Txn) AbortTimedOut(nowMs int64) Outcome { return t.fenceAndAbort(nowMs, 0) }
+
+// Expired reports whether an idle id is due for removal
+// (transactional.id.expiration.ms after its last change, with no
+// transaction open).
+func (t *Txn) Expired(nowMs int64, expirationMs int64) bool {
+	switch t.State {
+	case Empty, CompleteCommit, CompleteAbort:
+		return nowMs-t.UpdateMs >= expirationMs
+	}
+	return false
+}
+
+// Expire is the removal of an expired id: Dead, written as a tombstone.
+func (t Txn) Expire(nowMs int64) Outcome {
+	next := t
+	next.State, next.Partitions, next.UpdateMs = Dead, nil, nowMs
+	return t.to(next, 0)
+}
