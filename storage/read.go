@@ -87,10 +87,15 @@ func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffse
 		return false, fmt.Errorf("open segment %d: %w", s.base, err)
 	}
 	defer s.logFile.release()
+	// Headers are read a window at a time from the start: the seek's
+	// window usually holds the batches that follow, and the read copies
+	// them from it.
+	hs := headerScan{s: s, f: f, hdr: hdr, limit: v.size, small: true}
+	defer hs.release()
 	var pos int64
 	if first {
 		found := false
-		if pos, found, err = s.seek(f, v, opt.Offset, hdr); err != nil || !found {
+		if pos, found, err = s.seek(&hs, v, opt.Offset); err != nil || !found {
 			return err == nil, err
 		}
 	}
@@ -103,11 +108,11 @@ func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffse
 	// Only a read that starts in the last segment copies (copySmall), so
 	// one read's result is either all in Data or all in Chunks.
 	if opt.ChunksOnly && !copySmall(opt, first, last, v.size-pos) {
-		n, r, err = s.scanBatches(f, pos, v.size, *budget, minOne, maxOffset, hdr)
+		n, r, err = s.scanBatches(&hs, pos, *budget, minOne, maxOffset)
 		data = res.Data
 	} else {
 		before := len(res.Data)
-		data, r, err = s.readInto(f, res.Data, pos, v.size, *budget, minOne, maxOffset)
+		data, r, err = s.readInto(f, &hs, res.Data, pos, v.size, *budget, minOne, maxOffset)
 		n = len(data) - before
 	}
 	if err != nil {
