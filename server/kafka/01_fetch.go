@@ -115,6 +115,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions))
 		for i := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			n, wait, ok, chunks := s.fetchPartition(ctx, resp, t.Topic, &t.Partitions[i], &rp, replica, budget-total, total == 0, chunksOnly)
