@@ -89,6 +89,11 @@ type conn struct {
 	// request is not read before this (quotas.go). Only the reader
 	// touches it.
 	mutedUntil time.Time
+	// reqCtx is the context requests run in (requestContext), built for
+	// the client id and principal beside it. Only the reader touches them.
+	reqCtx          context.Context
+	reqCtxClient    requestClient
+	reqCtxPrincipal auth.Principal
 	// parked is the time the request being served has waited in a
 	// purgatory, which its request_percentage handler time leaves out.
 	// Reset by the reader before each timed request.
