@@ -144,8 +144,8 @@ func (c *conn) readLoop() {
 	}
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
 	// Two clock reads per request when metrics are on, none when off:
-	// started (request read) and finished (response handed to the writer),
-	// which is also when the wait for the next request starts.
+	// started (request read) and finished (response written, or handed to
+	// the writer), which is also when the wait for the next request starts.
 	lm := c.s.metrics.conns // nil when metrics are off
 	waiting := now(lm)
 	for {
