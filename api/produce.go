@@ -262,8 +262,8 @@ func (g *Gateway) produceAs(w http.ResponseWriter, r *http.Request, restProxy bo
 		return
 	}
 	res, err := g.broker.Produce(r.Context(), &st.req)
-	var partial *server.PartialWriteError
-	if err != nil && !errors.As(err, &partial) {
+	partial, ok := partialWrite(err)
+	if !ok {
 		writeCoreError(w, err)
 		return
 	}
@@ -290,6 +290,21 @@ func (g *Gateway) produceAs(w http.ResponseWriter, r *http.Request, restProxy bo
 	st.arena = out
 	w.Header().Set("Content-Type", typeJSON)
 	w.Write(out)
+}
+
+// partialWrite is err's *server.PartialWriteError; ok is false for any
+// other error. Its variable is declared only on an error: one that
+// errors.As fills is allocated where it is declared, and most requests
+// succeed.
+func partialWrite(err error) (partial *server.PartialWriteError, ok bool) {
+	if err == nil {
+		return nil, true
+	}
+	var pw *server.PartialWriteError
+	if errors.As(err, &pw) {
+		return pw, true
+	}
+	return nil, false
 }
 
 // produceFormat maps a Content-Type to a body format. curl's default form

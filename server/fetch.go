@@ -26,7 +26,8 @@ type FetchRequest struct {
 	MaxWait time.Duration
 	// ChunksOnly returns where the batches lie on disk (Chunks) without
 	// reading them: Data stays dst, for a listener that sends the ranges
-	// with sendfile.
+	// with sendfile. A read of the log's tail smaller than
+	// sendfileMinBytes is copied into Data instead, Chunks left empty.
 	ChunksOnly bool
 	// Follower marks a replica's fetch (Kafka's ReplicaID >= 0): it reads
 	// up to the log end, not the high watermark, and must come from one of
@@ -71,8 +72,8 @@ type Chunk interface {
 }
 
 // FetchResult holds whole record batches starting at or before Offset:
-// Data holds their bytes, or with ChunksOnly Chunks say where they lie on
-// disk.
+// Data holds their bytes, or with ChunksOnly (unless the read was small:
+// sendfileMinBytes) Chunks say where they lie on disk.
 type FetchResult struct {
 	Data             []byte
 	Chunks           []Chunk
@@ -87,6 +88,12 @@ type FetchResult struct {
 	ReadEnd int64
 	size    int // of the batches, in Data or in Chunks
 }
+
+// sendfileMinBytes is the smallest read of a log's tail that a ChunksOnly
+// fetch leaves on disk: below it one pread into the response costs less
+// than sending from the file (storage.ReadOptions.CopyBelow). A consumer
+// that keeps up reads a few batches at a time, at the tail.
+const sendfileMinBytes = 32 << 10
 
 // Fetch returns batches visible to consumers (below the high watermark;
 // a follower's: below the log end), waiting up to MaxWait for some to
@@ -163,6 +170,7 @@ func readVisible(p *replication.Replica, req FetchRequest, dst []byte) (FetchRes
 		MinOneBatch: true,
 		MaxOffset:   end,
 		ChunksOnly:  req.ChunksOnly,
+		CopyBelow:   sendfileMinBytes,
 	}, dst)
 	if errors.Is(err, storage.ErrOffsetOutOfRange) {
 		// Retention moved the start between our check and the read.
@@ -180,7 +188,7 @@ func readVisible(p *replication.Replica, req FetchRequest, dst []byte) (FetchRes
 	for i := range rr.Chunks {
 		res.size += rr.Chunks[i].Size()
 	}
-	if req.ChunksOnly && len(rr.Chunks) > 0 {
+	if req.ChunksOnly && len(rr.Chunks) > 0 && len(rr.Data) == len(dst) {
 		res.Chunks = make([]Chunk, len(rr.Chunks))
 		for i := range rr.Chunks {
 			res.Chunks[i] = &rr.Chunks[i]

@@ -325,7 +325,13 @@ func (b *Broker) buildBatches(t *topic, n int32, recs []ProduceRecord) ([]partit
 		s := batchIndex(batches, slot, p)
 		if s < 0 {
 			s = len(batches)
-			batches = append(batches, partitionBatch{index: p})
+			pb := partitionBatch{index: p}
+			if s == 0 {
+				// Most requests go to one partition: room for all their
+				// records at once rather than a slice grown record by record.
+				pb.indexes = make([]int, 0, len(recs)-i)
+			}
+			batches = append(batches, pb)
 			if slot != nil || len(batches) > 8 {
 				slot = indexBatches(slot, batches)
 			}

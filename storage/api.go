@@ -161,4 +161,13 @@ type ReadOptions struct {
 	// header per batch instead, for a caller that sends the ranges from
 	// the files (sendfile) rather than from memory.
 	ChunksOnly bool
+	// CopyBelow, with ChunksOnly, reads the bytes into Data after all (as
+	// a read without ChunksOnly does, Chunks still saying where they lie)
+	// when fewer than CopyBelow bytes can be returned: the read starts in
+	// the log's last segment with less than that left in it. One pread
+	// costs less than what a chunk costs its sender (an open, a header
+	// check, a seek, a sendfile and a close), and a consumer at the log
+	// end reads small ranges. The caller tells the two results apart by
+	// whether Data grew.
+	CopyBelow int
 }

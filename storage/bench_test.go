@@ -122,6 +122,28 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
+// BenchmarkReadTail is a consumer that keeps up: it reads the last few
+// batches, asking for sendfile chunks as the Kafka listener does, which a
+// small tail answers with bytes (CopyBelow).
+func BenchmarkReadTail(b *testing.B) {
+	l := benchLog(b)
+	batch := makeBatch(10, 100, 1)
+	for i := 0; i < 2000; i++ {
+		if _, err := l.Append(batch, storage.AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	from := l.LogEndOffset() - 30 // three batches
+	dst := make([]byte, 0, 1<<20)
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := l.Read(storage.ReadOptions{Offset: from, MaxBytes: 1 << 20, MinOneBatch: true, ChunksOnly: true, CopyBelow: 32 << 10}, dst[:0])
+		if err != nil || res.Batches != 3 || len(res.Data) == 0 {
+			b.Fatal(res.Batches, err)
+		}
+	}
+}
+
 func TestAppendAndReadAllocations(t *testing.T) {
 	if testing.Short() {
 		t.Skip()

@@ -60,6 +60,56 @@ func TestChunksOnlyMatchesCopyingRead(t *testing.T) {
 	}
 }
 
+// A ChunksOnly read with CopyBelow copies what a copying read returns
+// when it starts in the last segment with less than CopyBelow left (a
+// consumer at the tail), Chunks as before; anything else stays on disk.
+func TestChunksOnlyCopiesASmallTail(t *testing.T) {
+	cfg := storage.Config{SegmentBytes: 16 << 10, IndexIntervalBytes: 300}
+	l := openLog(t, t.TempDir(), cfg, nil)
+	defer l.Close()
+	for i := 0; i < 300; i++ {
+		if _, err := l.Append(makeBatch(1+i%3, 40+i%50, int64(i)), storage.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.SegmentCount() < 3 {
+		t.Fatalf("%d segments", l.SegmentCount())
+	}
+	const copyBelow = 2000
+	end := l.LogEndOffset()
+	copiedTail := false
+	for off := int64(0); off < end; off++ {
+		for _, maxBytes := range []int{1, 700, 1 << 20} {
+			opt := storage.ReadOptions{Offset: off, MaxBytes: maxBytes, MinOneBatch: true}
+			want, err := l.Read(opt, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt.ChunksOnly, opt.CopyBelow = true, copyBelow
+			got, err := l.Read(opt, []byte("dst"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			copied := len(got.Data) > len("dst")
+			switch {
+			case copied && string(got.Data) != "dst"+string(want.Data):
+				t.Fatalf("%+v: copied %d bytes, a copying read %d", opt, len(got.Data)-3, len(want.Data))
+			case copied && (len(want.Data) >= copyBelow || off < end-60):
+				t.Fatalf("%+v: copied %d bytes from offset %d of %d", opt, len(want.Data), off, end)
+			case !copied && off >= end-5:
+				t.Fatalf("%+v: the last records (%d bytes) were not copied", opt, len(want.Data))
+			}
+			copiedTail = copiedTail || copied
+			if !reflect.DeepEqual(want.Chunks, got.Chunks) || want.NextOffset != got.NextOffset || want.Batches != got.Batches {
+				t.Fatalf("%+v:\ncopying    %+v\nchunks only %+v", opt, want, got)
+			}
+		}
+	}
+	if !copiedTail {
+		t.Fatal("no read copied")
+	}
+}
+
 // A chunk goes through the log's FS: on an in-memory FS it opens, writes
 // itself and copies itself as the bytes a copying read returns.
 func TestChunkThroughTheLogsFS(t *testing.T) {

@@ -66,7 +66,7 @@ func (l *Log) Read(opt ReadOptions, dst []byte) (ReadResult, error) {
 		if k > 0 && !s.tryAcquire() {
 			break // deleted meanwhile: return what we have
 		}
-		more, err := l.readSegment(&res, s, opt, maxOffset, interval, &budget, hdr, k == 0)
+		more, err := l.readSegment(&res, s, opt, maxOffset, interval, &budget, hdr, k == 0, i+k == len(segs)-1)
 		s.release()
 		if err != nil || !more {
 			return res, err
@@ -76,8 +76,8 @@ func (l *Log) Read(opt ReadOptions, dst []byte) (ReadResult, error) {
 }
 
 // readSegment reads from one segment into res; more reports whether the
-// read should go on with the next segment.
-func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffset, interval int64, budget *int, hdr []byte, first bool) (more bool, err error) {
+// read should go on with the next segment (last: none follows).
+func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffset, interval int64, budget *int, hdr []byte, first, last bool) (more bool, err error) {
 	v, err := s.ensureView(interval)
 	if err != nil {
 		return false, err
@@ -87,10 +87,15 @@ func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffse
 		return false, fmt.Errorf("open segment %d: %w", s.base, err)
 	}
 	defer s.logFile.release()
+	// Headers are read a window at a time from the start: the seek's
+	// window usually holds the batches that follow, and the read copies
+	// them from it.
+	hs := headerScan{s: s, f: f, hdr: hdr, limit: v.size, small: true}
+	defer hs.release()
 	var pos int64
 	if first {
 		found := false
-		if pos, found, err = s.seek(f, v, opt.Offset, hdr); err != nil || !found {
+		if pos, found, err = s.seek(&hs, v, opt.Offset); err != nil || !found {
 			return err == nil, err
 		}
 	}
@@ -100,12 +105,14 @@ func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffse
 		data []byte
 		r    readResult
 	)
-	if opt.ChunksOnly {
-		n, r, err = s.scanBatches(f, pos, v.size, *budget, minOne, maxOffset, hdr)
+	// Only a read that starts in the last segment copies (copySmall), so
+	// one read's result is either all in Data or all in Chunks.
+	if opt.ChunksOnly && !copySmall(opt, first, last, v.size-pos) {
+		n, r, err = s.scanBatches(&hs, pos, *budget, minOne, maxOffset)
 		data = res.Data
 	} else {
 		before := len(res.Data)
-		data, r, err = s.readInto(f, res.Data, pos, v.size, *budget, minOne, maxOffset)
+		data, r, err = s.readInto(f, &hs, res.Data, pos, v.size, *budget, minOne, maxOffset)
 		n = len(data) - before
 	}
 	if err != nil {
@@ -119,6 +126,14 @@ func (l *Log) readSegment(res *ReadResult, s *segment, opt ReadOptions, maxOffse
 		*budget -= n
 	}
 	return r.toEnd && *budget > 0, nil
+}
+
+// copySmall says whether a ChunksOnly read copies after all
+// (ReadOptions.CopyBelow): it starts in the log's last segment, which
+// holds fewer than CopyBelow bytes (left) from the read position on, so
+// no result can be larger.
+func copySmall(opt ReadOptions, first, last bool, left int64) bool {
+	return first && last && left < int64(opt.CopyBelow)
 }
 
 // OffsetForTimestamp returns the base offset of the first batch whose

@@ -259,11 +259,13 @@ func (s *segment) cutPoint(v *segView, offset int64, hdr []byte) (pos, newEnd in
 		return 0, 0, fmt.Errorf("open segment %d: %w", s.base, err)
 	}
 	defer s.logFile.release()
-	pos, found, err := s.seek(f, v, offset, hdr)
+	hs := headerScan{s: s, f: f, hdr: hdr, limit: v.size}
+	defer hs.release()
+	pos, found, err := s.seek(&hs, v, offset)
 	if err != nil || !found {
 		return pos, v.nextOffset, err
 	}
-	h, err := s.readHeader(f, hdr, pos, v.size)
+	h, err := hs.header(pos)
 	if err != nil {
 		return 0, 0, err
 	}

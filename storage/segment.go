@@ -250,12 +250,12 @@ func (s *segment) parseHeader(buf []byte, pos, limit int64) (recordbatch.Header,
 
 // seek returns the position of the first batch whose last offset is at or
 // above offset: a binary search in the sparse index, then a forward scan
-// of batch headers (at most about one index interval). found is false when
-// the segment ends first.
-func (s *segment) seek(f File, v *segView, offset int64, hdr []byte) (pos int64, found bool, err error) {
+// of batch headers (at most about one index interval), through hs, whose
+// limit is v.size. found is false when the segment ends first.
+func (s *segment) seek(hs *headerScan, v *segView, offset int64) (pos int64, found bool, err error) {
 	pos = lookupOffset(v.entries, offset-s.base)
 	for pos < v.size {
-		h, err := s.readHeader(f, hdr, pos, v.size)
+		h, err := hs.header(pos)
 		if err != nil {
 			return pos, false, err
 		}
@@ -295,13 +295,21 @@ type readResult struct {
 // readInto appends to dst the whole batches from pos on, stopping at limit,
 // after budget bytes, or before the first batch whose last offset is >=
 // maxOffset. With minOne the first batch is taken even over budget. It reads
-// the budget's worth of bytes in one pread and trims the partial tail.
-func (s *segment) readInto(f File, dst []byte, pos, limit int64, budget int, minOne bool, maxOffset int64) ([]byte, readResult, error) {
+// the budget's worth of bytes in one pread and trims the partial tail; when
+// the window hs read to find pos already holds them (a consumer at the
+// tail asks for little), it copies them from there instead.
+func (s *segment) readInto(f File, hs *headerScan, dst []byte, pos, limit int64, budget int, minOne bool, maxOffset int64) ([]byte, readResult, error) {
 	r := readResult{next: -1}
 	want := max(min(limit-pos, int64(budget)), 0)
 	start := len(dst)
 	dst = slices.Grow(dst, int(want))[:start+int(want)]
-	got, err := f.ReadAt(dst[start:], pos)
+	var got int
+	var err error
+	if hs != nil && pos >= hs.at && pos+want <= hs.at+int64(len(hs.buf)) {
+		got = copy(dst[start:], hs.buf[pos-hs.at:])
+	} else {
+		got, err = f.ReadAt(dst[start:], pos)
+	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return dst[:start], r, fmt.Errorf("read segment %d at %d: %w", s.base, pos, err)
 	}
@@ -334,10 +342,9 @@ func (s *segment) readInto(f File, dst []byte, pos, limit int64, budget int, min
 // have appended. Small batches' headers are read a window at a time
 // (one pread per headerWindowBytes, not per batch); a large batch costs
 // the read of its header only.
-func (s *segment) scanBatches(f File, pos, limit int64, budget int, minOne bool, maxOffset int64, hdr []byte) (int, readResult, error) {
+func (s *segment) scanBatches(hs *headerScan, pos int64, budget int, minOne bool, maxOffset int64) (int, readResult, error) {
 	r := readResult{next: -1}
-	hs := headerScan{s: s, f: f, hdr: hdr, limit: limit}
-	defer hs.release()
+	limit := hs.limit
 	used, stopped := int64(0), false
 	for pos+used < limit {
 		h, err := hs.header(pos + used)

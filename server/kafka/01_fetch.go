@@ -29,7 +29,8 @@ package kafka
 // LastFetchedEpoch (divergence) is not checked. On plaintext connections
 // v4+ batches are not read: storage finds their byte ranges (Chunks) and
 // the writer sends them from the segment files with sendfile
-// (sendfile.go); otherwise they are copied into the response.
+// (sendfile.go), but for a small read at the log's tail (a consumer that
+// keeps up), which the core copies, as it does otherwise.
 //
 // The response is capped, as in Kafka's KafkaApis, at min(MaxBytes,
 // fetch.max.bytes) (Config.FetchMaxBytes), and MinBytes at that cap. A
@@ -119,6 +120,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions))
 		for i := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			n, wait, ok, chunks := s.fetchPartition(ctx, resp, t.Topic, &t.Partitions[i], &rp, replica, budget-total, total == 0, chunksOnly)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ferry-mq/ferry/server/auth"
@@ -51,6 +52,13 @@ type conn struct {
 	ip         netip.Addr // the client's address; invalid when not TCP
 	out        chan outgoing
 	writerDone chan struct{}
+	// queued counts the responses handed to the writer and not yet
+	// written: while it is 0 the writer is idle and the reader may write
+	// a response itself (writeDirect). Only the reader adds, only the
+	// writer subtracts, after the bytes went out.
+	queued atomic.Int32
+	// raw is nc's descriptor for writeDirect; nil except on plain TCP.
+	raw syscall.RawConn
 	// sendfile: Fetch responses may send batches from the segment files;
 	// sendfileFiles counts the files open for them (maxConnSendfileFiles).
 	sendfile      bool
@@ -81,6 +89,11 @@ type conn struct {
 	// request is not read before this (quotas.go). Only the reader
 	// touches it.
 	mutedUntil time.Time
+	// reqCtx is the context requests run in (requestContext), built for
+	// the client id and principal beside it. Only the reader touches them.
+	reqCtx          context.Context
+	reqCtxClient    requestClient
+	reqCtxPrincipal auth.Principal
 	// parked is the time the request being served has waited in a
 	// purgatory, which its request_percentage handler time leaves out.
 	// Reset by the reader before each timed request.
@@ -103,11 +116,13 @@ func newConn(s *Server, nc net.Conn, l *listener) *conn {
 	// process, read in pieces into a pooled buffer (outgoing.send; a
 	// tls.Conn never sendfiles), which costs less than reading whole
 	// batches into the response first.
-	_, tcp := nc.(*net.TCPConn)
-	c.sendfile = tcp && !s.cfg.DisableSendfile
+	tcp, isTCP := nc.(*net.TCPConn)
+	c.sendfile = isTCP && !s.cfg.DisableSendfile
 	if l.Protocol.TLS() {
 		c.tls = tls.Server(nc, l.TLS)
 		c.nc = c.tls
+	} else if isTCP {
+		c.raw, _ = tcp.SyscallConn()
 	}
 	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = ta.AddrPort().Addr().Unmap()
@@ -129,8 +144,8 @@ func (c *conn) readLoop() {
 	}
 	br := bufio.NewReaderSize(c.nc, readBufferBytes)
 	// Two clock reads per request when metrics are on, none when off:
-	// started (request read) and finished (response handed to the writer),
-	// which is also when the wait for the next request starts.
+	// started (request read) and finished (response written, or handed to
+	// the writer), which is also when the wait for the next request starts.
 	lm := c.s.metrics.conns // nil when metrics are off
 	waiting := now(lm)
 	for {
@@ -146,7 +161,11 @@ func (c *conn) readLoop() {
 		}
 		resp, keep, served := c.s.handle(c, frame)
 		release()
+		if len(resp.files) == 0 && c.queued.Load() == 0 {
+			resp.buf = c.writeDirect(resp.buf)
+		}
 		if resp.buf != nil {
+			c.queued.Add(1)
 			select {
 			case c.out <- resp:
 			case <-c.writerDone:
@@ -163,6 +182,31 @@ func (c *conn) readLoop() {
 			return
 		}
 	}
+}
+
+// writeDirect writes what it can of buf at once, from the reader, when no
+// response waits for the writer (so order is kept), and returns the rest
+// (nil once all is written) for the writer. One non-blocking write: a
+// full socket buffer or an error leaves the bytes to the writer, which
+// waits, times out and reports as for any response, so the reader is never
+// held up by a client that does not read. Most responses are small and go
+// out here, without waking the writer goroutine for each.
+func (c *conn) writeDirect(buf []byte) []byte {
+	if c.raw == nil || len(buf) == 0 {
+		return buf
+	}
+	n := 0
+	err := c.raw.Write(func(fd uintptr) bool {
+		n, _ = syscall.Write(int(fd), buf)
+		return true // never wait for the socket: that is the writer's job
+	})
+	switch {
+	case err != nil || n <= 0:
+		return buf
+	case n == len(buf):
+		return nil
+	}
+	return buf[n:]
 }
 
 // tlsHandshakeTimeout bounds a TLS handshake, so a peer that connects
@@ -294,20 +338,24 @@ func (c *conn) writeLoop() {
 	// (sendfile) goes out on its own, after those queued before it.
 	var queued [outQueue][]byte
 	for resp := range c.out {
-		if err := c.writeQueued(resp, queued[:0]); err != nil {
+		written, err := c.writeQueued(resp, queued[:0])
+		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				c.s.logger.Info("connection write failed", "remote", c.remote, "err", err)
 			}
 			return
 		}
+		c.queued.Add(-written)
 	}
 }
 
-// writeQueued writes resp and the responses queued behind it, in order.
-func (c *conn) writeQueued(resp outgoing, queued [][]byte) error {
+// writeQueued writes resp and the responses queued behind it, in order,
+// and returns how many it wrote.
+func (c *conn) writeQueued(resp outgoing, queued [][]byte) (written int32, err error) {
 	bufs := net.Buffers(queued) // WriteTo consumes bufs, not queued
 	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	for {
+		written++
 		if len(resp.files) == 0 {
 			bufs = append(bufs, resp.buf)
 		} else {
@@ -318,7 +366,7 @@ func (c *conn) writeQueued(resp outgoing, queued [][]byte) error {
 			bufs = net.Buffers(queued)
 			resp.close()
 			if err != nil {
-				return err
+				return 0, err
 			}
 		}
 		if len(c.out) == 0 || len(bufs) >= outQueue {
@@ -326,6 +374,6 @@ func (c *conn) writeQueued(resp outgoing, queued [][]byte) error {
 		}
 		resp = <-c.out
 	}
-	_, err := bufs.WriteTo(c.nc)
-	return err
+	_, err = bufs.WriteTo(c.nc)
+	return written, err
 }

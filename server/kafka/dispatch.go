@@ -27,9 +27,19 @@ type requestHeader struct {
 
 var errHeader = errors.New("malformed request header")
 
+// clientIDString is id as a string: known (the connection's last one, as
+// it nearly always is) without an allocation.
+func clientIDString(id []byte, known string) string {
+	if string(id) == known {
+		return known
+	}
+	return string(id)
+}
+
 // parseHeader splits frame into the fixed part of the header and the rest
-// (tagged fields, when flexible, then the body).
-func parseHeader(frame []byte) (requestHeader, []byte, error) {
+// (tagged fields, when flexible, then the body); knownClientID is the
+// client id the connection's last request carried.
+func parseHeader(frame []byte, knownClientID string) (requestHeader, []byte, error) {
 	if len(frame) < minFrameBytes {
 		return requestHeader{}, nil, fmt.Errorf("%w: %d bytes", errHeader, len(frame))
 	}
@@ -45,7 +55,7 @@ func parseHeader(frame []byte) (requestHeader, []byte, error) {
 		if int(n) > len(rest) {
 			return h, nil, fmt.Errorf("%w: client id of %d bytes, %d left", errHeader, n, len(rest))
 		}
-		h.clientID, rest = string(rest[:n]), rest[n:]
+		h.clientID, rest = clientIDString(rest[:n], knownClientID), rest[n:]
 	} else if n < -1 {
 		return h, nil, fmt.Errorf("%w: client id length %d", errHeader, n)
 	}
@@ -84,7 +94,7 @@ func (s *Server) handle(c *conn, frame []byte) (_ outgoing, keep bool, served *m
 		out, keep := c.handleRawToken(frame)
 		return out, keep, nil
 	}
-	h, rest, err := parseHeader(frame)
+	h, rest, err := parseHeader(frame, c.reqCtxClient.id)
 	if err != nil {
 		s.logger.Warn("closing connection: bad request header", "remote", c.remote, "err", err)
 		return outgoing{}, false, nil
@@ -175,8 +185,7 @@ func (s *Server) serve(c *conn, h requestHeader, req kmsg.Request, timed bool) (
 			resp, ok = nil, false
 		}
 	}()
-	ctx := context.WithValue(s.ctx, requestClientKey{}, requestClient{id: h.clientID, remote: c.remote, listener: c.listener, sendfile: c.sendfile, files: &c.sendfileFiles, conn: c})
-	ctx = auth.WithPrincipal(ctx, c.principal)
+	ctx := c.requestContext(h.clientID)
 	if timed {
 		ctx = quota.WithParked(ctx, &c.parked) // its waits are not handler time
 	}
@@ -200,6 +209,20 @@ type requestClient struct {
 }
 
 type requestClientKey struct{}
+
+// requestContext is the context c's requests run in: their requestClient
+// and principal on the server's context. A connection's requests nearly
+// always carry one client id and one principal, so it is built again only
+// when either changes (SASL authenticates, a client renames itself)
+// rather than allocated for each request. Only the reader calls it.
+func (c *conn) requestContext(clientID string) context.Context {
+	if c.reqCtx == nil || clientID != c.reqCtxClient.id || c.principal != c.reqCtxPrincipal {
+		c.reqCtxClient = requestClient{id: clientID, remote: c.remote, listener: c.listener, sendfile: c.sendfile, files: &c.sendfileFiles, conn: c}
+		c.reqCtxPrincipal = c.principal
+		c.reqCtx = auth.WithPrincipal(context.WithValue(c.s.ctx, requestClientKey{}, c.reqCtxClient), c.principal)
+	}
+	return c.reqCtx
+}
 
 func requestClientFrom(ctx context.Context) requestClient {
 	rc, _ := ctx.Value(requestClientKey{}).(requestClient)

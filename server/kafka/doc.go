@@ -18,15 +18,22 @@
 //	            MaxRequestBytes; buffer grown as bytes arrive; large frames
 //	            reserve from the node-wide budget) ─► header ─► kmsg decode
 //	            ─► handler (core / coordinator) ─► encoded response
+//	         ◄─ reader's own non-blocking write, when nothing is queued
 //	         ◄─ writer goroutine ◄─ out channel (in request order)
 //
 // The reader serves one request at a time, as Kafka does per connection,
-// so responses leave in request order while the writer overlaps the
-// network write with reading the next request (pipelining). A Fetch (v4+)
+// so responses leave in request order. On plaintext TCP, when no response
+// waits for the writer, the reader writes the answer itself with one
+// non-blocking write (no goroutine wakeup per request); what the socket
+// does not take, sendfile responses and every TLS response go through
+// the writer, which overlaps the network write with reading the next
+// request (pipelining) and alone waits for a slow client. A Fetch (v4+)
 // response on a plaintext TCP connection is a hand-framed header plus open
 // segment-file ranges the writer sends with sendfile (sendfile.go): its
 // batches are never read into memory, so its allocations do not grow with
-// its size; Config.DisableSendfile and TLS listeners copy instead. A malformed or
+// its size; a small read at a log's tail is copied instead (one pread
+// costs less than opening the file), as are Config.DisableSendfile and
+// TLS listeners. A malformed or
 // oversized frame, an unknown API key or a version outside the table closes
 // that connection with a log line (ApiVersions is always answered); a panic
 // in a handler is recovered, logged as a bug and closes only that

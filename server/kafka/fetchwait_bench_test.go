@@ -55,3 +55,55 @@ func BenchmarkFetchManyPartitionsWokenByProduce(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkProduceWakesConsumer is one step of `ferry bench e2e` in
+// process: a consumer's Fetch of 4 partitions waits at their ends, an
+// acks=all Produce of 13 records of 100 bytes to one of them wakes it, and
+// the op ends when the consumer has the records (the produce answer read
+// too). Its time is the broker's share of end-to-end latency.
+func BenchmarkProduceWakesConsumer(b *testing.B) {
+	const parts = 4
+	ts := newTestServer(b)
+	if err := ts.broker.CreateTopic(server.TopicSpec{Name: "e2e", Partitions: parts, ReplicationFactor: 1}); err != nil {
+		b.Fatal(err)
+	}
+	consumer, producer := ts.dial(b), ts.dial(b)
+	values := make([]string, 13)
+	for i := range values {
+		values[i] = string(make([]byte, 100))
+	}
+	data := batch(b, records.BatchOptions{}, values...)
+	offsets := make([]int64, parts)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 5000, 1, 50<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "e2e"
+		for p := range int32(parts) {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, offsets[p], 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		corr := consumer.send(withVersion(req, 12))
+		if p := do[*kmsg.ProduceResponse](producer, produceReq("e2e", int32(i%parts), -1, data), 9).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+			b.Fatalf("produce: error %d", p.ErrorCode)
+		}
+		resp := kmsg.NewPtrFetchResponse()
+		resp.SetVersion(12)
+		consumer.recv(corr, resp)
+		got := 0
+		for _, rp := range resp.Topics[0].Partitions {
+			if len(rp.RecordBatches) > 0 {
+				got++
+				offsets[rp.Partition] = rp.HighWatermark
+			}
+		}
+		if got == 0 {
+			b.Fatalf("fetch returned no data for the produce to %d", i%parts)
+		}
+		i++
+	}
+}

@@ -77,7 +77,7 @@ func FuzzDispatch(f *testing.F) {
 	for _, frame := range seedRequests(f) {
 		key := int16(binary.BigEndian.Uint16(frame[4:]))
 		version := int16(binary.BigEndian.Uint16(frame[6:]))
-		_, rest, err := parseHeader(frame[4:])
+		_, rest, err := parseHeader(frame[4:], "")
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func FuzzDispatch(f *testing.F) {
 			frame = append(frame, 0)
 		}
 		frame = append(frame, body...)
-		h, rest, err := parseHeader(frame)
+		h, rest, err := parseHeader(frame, "")
 		if err != nil {
 			t.Fatalf("header: %v", err)
 		}

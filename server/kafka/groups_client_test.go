@@ -52,3 +52,19 @@ func TestJoinGroupMemberIDAndDescribeCarryClient(t *testing.T) {
 			m.MemberID, m.ClientID, m.ClientHost, first.MemberID)
 	}
 }
+
+// A connection's requests run in a context kept while the client id stays
+// the same: a client that changes its id on the same connection is seen
+// under the new one from its next request.
+func TestClientIDChangeOnOneConnection(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t) // client id "test"
+	for _, id := range []string{"test", "renamed", "test"} {
+		c.f = kmsg.NewRequestFormatter(kmsg.FormatterClientID(id))
+		resp := do[*kmsg.JoinGroupResponse](c, consumerJoin("g-"+id, ""), 5)
+		if resp.ErrorCode != kerr.MemberIDRequired.Code || !strings.HasPrefix(resp.MemberID, id+"-") {
+			t.Fatalf("join as %q: code %d member id %q, want MEMBER_ID_REQUIRED and an id starting with %q",
+				id, resp.ErrorCode, resp.MemberID, id+"-")
+		}
+	}
+}

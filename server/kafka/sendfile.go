@@ -176,7 +176,7 @@ func encodeSendfileFetch(correlation int32, sf *sendfileFetch) outgoing {
 	}
 	v, flex := r.Version, r.IsFlexible()
 	be := binary.BigEndian
-	out := outgoing{buf: make([]byte, 8, 128)}
+	out := outgoing{buf: make([]byte, 8, encodedSizeHint(r))}
 	be.PutUint32(out.buf[4:], uint32(correlation))
 	b := out.buf
 	if flex {
@@ -220,6 +220,21 @@ func encodeSendfileFetch(correlation int32, sf *sendfileFetch) outgoing {
 	out.buf = b
 	sf.parts = nil // the files are out's now
 	return out
+}
+
+// encodedSizeHint is about what encodeSendfileFetch writes of r: the
+// batches held in memory (small reads at a log's tail, copied) and the
+// fixed fields, so the buffer is allocated once rather than grown.
+func encodedSizeHint(r *kmsg.FetchResponse) int {
+	n := 64
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		n += 32 + len(t.Topic)
+		for j := range t.Partitions {
+			n += 64 + len(t.Partitions[j].RecordBatches)
+		}
+	}
+	return n
 }
 
 // appendPartitionHead appends a partition's fields before its record batches.

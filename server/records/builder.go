@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
@@ -54,6 +55,9 @@ func (b *Builder) AppendBatch(dst []byte, opts BatchOptions) ([]byte, error) {
 		return dst, errEmptyBatch
 	}
 	start := len(dst)
+	if opts.Codec == None {
+		dst = slices.Grow(dst, recordbatch.HeaderSize+len(b.records)) // one allocation, not two
+	}
 	dst = append(dst, make([]byte, recordbatch.HeaderSize)...)
 	dst, err := CompressLevel(opts.Codec, opts.Level, dst, b.records)
 	if err != nil {

@@ -126,6 +126,23 @@ func TestBuildAllocs(t *testing.T) {
 	}
 }
 
+// An uncompressed batch built into a new slice (as the core builds the
+// gateway's batches) costs one allocation: header and records together.
+func TestUncompressedBatchIntoNilAllocatesOnce(t *testing.T) {
+	var b Builder
+	for _, r := range benchRecords(10, 100) {
+		b.Add(r)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		if _, err := b.AppendBatch(nil, BatchOptions{Codec: None}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 1 {
+		t.Errorf("%.1f allocations, want 1", n)
+	}
+}
+
 func TestDecodeAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items under the race detector")
