@@ -718,3 +718,79 @@ func TestCleanerConcurrentWithAppendsAndReads(t *testing.T) {
 	}
 	t.Logf("%d passes while appending; %d of %d records left", passes, len(got), 2*rounds)
 }
+
+// producerBatch is keyedBatch from an idempotent producer.
+func producerBatch(t testing.TB, id int64, seq int32, kvs ...kv) []byte {
+	t.Helper()
+	var b records.Builder
+	for _, r := range kvs {
+		b.Add(records.Record{Key: []byte(r.key), Value: []byte(r.value), Timestamp: 1000})
+	}
+	batch, err := b.AppendBatch(nil, records.BatchOptions{Codec: records.Gzip, ProducerID: id, ProducerEpoch: 3, BaseSequence: seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batch
+}
+
+// TestCleanerKeepsLiveProducersLastBatchEmpty: a producer batch whose
+// records are all superseded stays as an empty batch (its header: offsets,
+// producer id, epoch and sequence; no records, no codec) when KeepEmpty
+// says it is its producer's last, as Kafka keeps it so producer state
+// survives; an earlier batch of the same producer goes, and a later pass
+// drops the empty batch once it is no longer the last.
+func TestCleanerKeepsLiveProducersLastBatchEmpty(t *testing.T) {
+	cfg := storage.Config{SegmentBytes: 400, IndexIntervalBytes: 128}
+	l := openLog(t, "/data/pe-0", cfg, memfs.New())
+	defer l.Close()
+	appendB := func(b []byte) int64 {
+		res, err := l.Append(b, storage.AppendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.BaseOffset
+	}
+	first := appendB(producerBatch(t, 7, 0, kv{key: "a", value: "1"}, kv{key: "b", value: "1"}))
+	last := appendB(producerBatch(t, 7, 2, kv{key: "a", value: "2"}, kv{key: "b", value: "2"}))
+	for i := 0; i < 12; i++ { // supersede both, and roll past them
+		appendB(keyedBatch(t, 1000, kv{key: "a", value: fmt.Sprint(i)}, kv{key: "b", value: fmt.Sprint(i)}))
+	}
+	lastOf7 := last + 1
+	opts := cleanOpts(storage.NewOffsetMap(1<<20), l.LogEndOffset(), time.UnixMilli(1_000_000))
+	opts.KeepEmpty = func(h recordbatch.Header) bool { return h.ProducerID == 7 && h.LastOffset() == lastOf7 }
+	if res, err := l.Clean(opts); err != nil || res.CleanedTo <= lastOf7 {
+		t.Fatalf("pass %+v: %v", res, err)
+	}
+	hs := readAll(t, l)
+	var empty []recordbatch.Header
+	for _, h := range hs {
+		if h.ProducerID == 7 {
+			empty = append(empty, h)
+		}
+	}
+	if len(empty) != 1 {
+		t.Fatalf("producer 7 has %d batches after the pass, want its last one: %+v", len(empty), empty)
+	}
+	h := empty[0]
+	if h.BaseOffset != last || h.LastOffset() != lastOf7 || h.RecordCount != 0 || h.ProducerEpoch != 3 || h.BaseSequence != 2 || h.Codec() != 0 {
+		t.Fatalf("kept batch %+v, want the empty header of [%d, %d] epoch 3 sequence 2", h, last, lastOf7)
+	}
+	if first >= last {
+		t.Fatal("test setup: batches out of order")
+	}
+	// Another batch of producer 7 makes the empty one no longer last.
+	appendB(producerBatch(t, 7, 4, kv{key: "c", value: "1"}))
+	for i := 0; i < 12; i++ {
+		appendB(keyedBatch(t, 1000, kv{key: "d", value: fmt.Sprint(i)}))
+	}
+	opts.KeepEmpty = func(recordbatch.Header) bool { return false }
+	opts.UpperBound = l.LogEndOffset()
+	if _, err := l.Clean(opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range readAll(t, l) {
+		if h.RecordCount == 0 {
+			t.Fatalf("empty batch at %d kept after its producer wrote again", h.BaseOffset)
+		}
+	}
+}

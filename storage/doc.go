@@ -158,9 +158,12 @@
 //     with the same baseOffset, lastOffsetDelta, producer fields and
 //     codec, so offsets never change (gaps), the batch's last offset
 //     survives for producer state, and readers from any offset land on
-//     the next survivor. A batch left empty is dropped (Kafka keeps it
-//     when it is a live producer's last; that needs producer state, which
-//     replication owns: a later hook).
+//     the next survivor. A batch left empty is dropped, unless
+//     CleanOptions.KeepEmpty keeps it (replication keeps each live
+//     producer's last batch, as Kafka does, so producer state rebuilt
+//     from the log finds its epoch and sequence): then its header alone
+//     stays, an uncompressed batch of no records, until a later pass finds
+//     it no longer its producer's last.
 //  4. Tombstones follow KIP-534: a batch below the pass's end that keeps
 //     a tombstone and has no delete horizon gets one, now +
 //     delete.retention.ms, in its baseTimestamp with attribute bit 6
