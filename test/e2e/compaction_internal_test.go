@@ -64,7 +64,7 @@ func TestOffsetsTopicBoundedAfter100kCommits(t *testing.T) {
 }
 
 // topicSize sums size_bytes over the topic's partitions from GET /topics/{t}.
-func topicSize(t *testing.T, node *harness.Node, topic string) int64 {
+func topicSize(t testing.TB, node *harness.Node, topic string) int64 {
 	t.Helper()
 	resp, err := http.Get(node.URL + "/topics/" + topic)
 	if err != nil {
