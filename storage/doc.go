@@ -215,8 +215,12 @@
 // All file access goes through FS. storage/errorfs wraps an FS to inject
 // torn writes, ENOSPC, fsync errors or hooks at exact points, and counts the
 // bytes read (the startup and read-cost tests use it). storage/memfs is an
-// in-memory FS that can produce the image a power loss would leave (only
-// fsynced bytes, plus a random part of the rest), for crash tests and fuzzing.
+// in-memory FS that can produce the image a crash would leave: a kill -9
+// (every byte and name written), a crash (fsynced bytes, plus a random
+// part of the rest) or a power loss (also each directory's entries as of
+// its last fsync plus a prefix of the changes since), for crash tests and
+// fuzzing. The cleaner's crash test takes all three at every file
+// operation of a pass and of the recovery after it.
 //
 // # Concurrency
 //
