@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sync"
 	"time"
@@ -209,6 +210,33 @@ type ProducerState struct {
 	// CurrentTxnStartOffset is the first offset of its ongoing
 	// transaction here, -1 when none.
 	CurrentTxnStartOffset int64
+}
+
+// keepLastBatches is the cleaner's KeepEmpty for this partition: it keeps
+// the last batch of each producer the partition remembers, as Kafka's
+// cleaner keeps lastRecordsOfActiveProducers, so the producer's epoch
+// and sequence survive compaction in the log that a replica or a restart
+// rebuilds producer state from. The set is taken once, at the start of
+// a pass: a batch that a later append made no longer last is only kept
+// one pass longer.
+func (p *Replica) keepLastBatches() func(recordbatch.Header) bool {
+	ps := p.producers
+	ps.ready(p.log)
+	ps.mu.Lock()
+	entries := maps.Clone(ps.mu.entries)
+	ps.mu.Unlock()
+	last := make(map[int64]int64, len(entries))
+	for id, e := range entries {
+		e.mu.Lock()
+		if n := len(e.batches); n > 0 {
+			last[id] = e.batches[n-1].lastOffset
+		}
+		e.mu.Unlock()
+	}
+	return func(h recordbatch.Header) bool {
+		off, ok := last[h.ProducerID]
+		return ok && off == h.LastOffset()
+	}
 }
 
 // Producers returns the idempotent producers the partition remembers.

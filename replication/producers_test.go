@@ -390,3 +390,43 @@ func TestIdempotentStateAfterRecoveryComesFromSnapshotAndLog(t *testing.T) {
 		t.Fatalf("next batch after recovery: offset %d err %v, want 62", off, err)
 	}
 }
+
+// TestCleanerKeepsEachProducersLastBatch: the cleaner's KeepEmpty of a
+// partition answers yes for the last batch of each producer it
+// remembers, and no for their earlier batches and for other producers.
+func TestCleanerKeepsEachProducersLastBatch(t *testing.T) {
+	p, _ := newTestPartition(t)
+	a := produceSeqs(t, p, 7, 3, 2)
+	var b [][]byte
+	for i := 0; i < 2; i++ { // producer 8's batches follow 7's
+		batch := idemBatch(t, 8, 0, int32(i), 1)
+		if _, err := produceIdem(t, p, batch); err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, batch)
+	}
+	keep := p.keepLastBatches()
+	header := func(batch []byte) recordbatch.Header {
+		h, err := recordbatch.ParseHeader(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	for i, batch := range a {
+		h := header(batch)
+		h.BaseOffset = int64(2 * i) // as appended
+		if got, want := keep(h), i == len(a)-1; got != want {
+			t.Fatalf("producer 7 batch %d: keep %v, want %v", i, got, want)
+		}
+	}
+	last := header(b[1])
+	last.BaseOffset = 7
+	if !keep(last) {
+		t.Fatal("producer 8's last batch not kept")
+	}
+	last.ProducerID = 9
+	if keep(last) {
+		t.Fatal("a batch of a producer the partition does not know kept")
+	}
+}

@@ -325,6 +325,7 @@ func (p *Replica) LogConfig() storage.Config { return p.log.Config() }
 // last stable offset.
 func (p *Replica) Clean(opts storage.CleanOptions) (storage.CleanResult, error) {
 	opts.UpperBound = p.LastStableOffset()
+	opts.KeepEmpty = p.keepLastBatches()
 	return p.log.Clean(opts)
 }
 

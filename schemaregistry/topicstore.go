@@ -48,12 +48,33 @@ import (
 // version), so a schema registered through any node is found on every other
 // at once.
 //
-// Records: key {"writer":"<random hex>","seq":n} (this store's own records
-// are matched to their waiting writers by it), value one journal entry
-// (embedded.go) with "expect" set on adds. The topic is created on first
-// use with cleanup.policy=delete and unlimited retention: records are
-// intents whose meaning depends on the ones before them, so key compaction
-// would change the state they rebuild.
+// Records: value one journal entry (embedded.go) with "expect" set on
+// adds. The topic is created on first use with cleanup.policy=compact,
+// so the keys decide what a new node still reads:
+//
+//   - Adds, soft deletes and purges are intents whose outcome depends on
+//     every record before them (an add's version, its id, whether it is
+//     refused), so each keeps a key of its own, {"writer":"<random
+//     hex>","seq":n}, which compaction never supersedes: keeping the
+//     latest record per key keeps all of them, in order, and they rebuild
+//     the same state.
+//   - A compatibility or mode setting (set or unset) is decided by
+//     nothing before it and decides nothing after it except its own value,
+//     so it is keyed by what it sets, {"setting":"<kind>","subject":"<s>"}
+//     (subject "" for the global one): the latest record per key is the
+//     setting's state, and compaction drops the ones it replaced. Its
+//     writer and sequence ride in the value.
+//
+// Records written before settings had their own keys carry the unique
+// key with the journal entry alone as value, and are read the same way.
+//
+// Why adds are not keyed by (subject, version): two writers racing for
+// one version both append, the later is refused, and compaction would
+// keep the refused record as the key's latest and lose the accepted one;
+// publishing decided rows after their intents leaves an intent orphaned
+// by a writer's crash, to be decided again on replay against a log that
+// compaction has reordered around it. Only a single deciding writer (as
+// Confluent's elected primary) makes them safe to key by what they set.
 type TopicStore struct {
 	cfg    TopicStoreConfig
 	logger *slog.Logger
@@ -121,10 +142,45 @@ type applyResult struct {
 	err     error
 }
 
-// recordKey identifies a record's writer.
+// recordKey is a record's key: its writer, or for a setting what it sets.
 type recordKey struct {
-	Writer string `json:"writer"`
-	Seq    uint64 `json:"seq"`
+	Writer  string      `json:"writer,omitempty"`
+	Seq     uint64      `json:"seq,omitempty"`
+	Setting SettingKind `json:"setting,omitempty"`
+	Subject *string     `json:"subject,omitempty"`
+}
+
+// recordValue is a record's value: the journal entry and, when the key
+// names what the record sets, the writer and sequence.
+type recordValue struct {
+	journalEntry
+	Writer string `json:"writer,omitempty"`
+	Seq    uint64 `json:"seq,omitempty"`
+}
+
+// recordFor keys and encodes e as writer's seq-th record.
+func recordFor(e journalEntry, writer string, seq uint64) (key, value []byte, err error) {
+	v := recordValue{journalEntry: e}
+	k := recordKey{Writer: writer, Seq: seq}
+	if e.Op == "set" || e.Op == "unset" {
+		subject := e.Subject
+		k = recordKey{Setting: e.Kind, Subject: &subject}
+		v.Writer, v.Seq = writer, seq
+	}
+	if key, err = json.Marshal(k); err != nil {
+		return nil, nil, err
+	}
+	value, err = json.Marshal(v)
+	return key, value, err
+}
+
+// writerOf returns who wrote a record, from its key or its value.
+func writerOf(key []byte, v recordValue) (string, uint64) {
+	var k recordKey
+	if json.Unmarshal(key, &k) == nil && k.Writer != "" {
+		return k.Writer, k.Seq
+	}
+	return v.Writer, v.Seq
 }
 
 func init() {
@@ -242,21 +298,21 @@ func (s *TopicStore) applyRecords(records []*kgo.Record) {
 	var subjects []string
 	s.mu.Lock()
 	for _, r := range records {
-		var e journalEntry
+		var v recordValue
 		var res applyResult
-		if err := json.Unmarshal(r.Value, &e); err != nil {
+		if err := json.Unmarshal(r.Value, &v); err != nil {
 			res.err = fmt.Errorf("%w: record at offset %d: %v", ErrCorruptJournal, r.Offset, err)
 		} else {
-			res.version, res.err = s.state.applyIntent(e)
+			res.version, res.err = s.state.applyIntent(v.journalEntry)
 		}
+		e := v.journalEntry
 		if res.err == nil {
 			subjects = append(subjects, changedSubject(e))
 		} else if !isRefusal(res.err) {
 			s.logger.Warn("record in the schemas topic ignored", "offset", r.Offset, "err", res.err)
 		}
-		var k recordKey
-		if json.Unmarshal(r.Key, &k) == nil && k.Writer == s.writer {
-			mine = append(mine, outcome{k.Seq, res})
+		if writer, seq := writerOf(r.Key, v); writer == s.writer {
+			mine = append(mine, outcome{seq, res})
 		}
 	}
 	s.mu.Unlock()
@@ -407,7 +463,7 @@ func (s *TopicStore) ensureTopic(ctx context.Context) error {
 		return nil
 	}
 	configs := map[string]*string{}
-	for k, v := range map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1",
+	for k, v := range map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "retention.bytes": "-1",
 		"unclean.leader.election.enable": "false"} {
 		configs[k] = &v
 	}
@@ -439,12 +495,11 @@ func (s *TopicStore) write(ctx context.Context, e journalEntry) (Version, error)
 	if err := s.ensureTopic(ctx); err != nil {
 		return Version{}, fmt.Errorf("%w: %v", errTopicUnavailable, err)
 	}
-	value, err := json.Marshal(e)
+	seq := s.seq.Add(1)
+	key, value, err := recordFor(e, s.writer, seq)
 	if err != nil {
 		return Version{}, err
 	}
-	seq := s.seq.Add(1)
-	key, _ := json.Marshal(recordKey{Writer: s.writer, Seq: seq})
 	done := make(chan applyResult, 1)
 	s.progress.Lock()
 	if s.progress.closed {

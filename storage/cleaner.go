@@ -82,6 +82,12 @@ type CleanOptions struct {
 	Throttle func(bytes int)
 	// Classify decides per batch; nil is DefaultClassify.
 	Classify func(recordbatch.Header) BatchAction
+	// KeepEmpty says whether a producer's batch whose records all go
+	// stays as an empty batch, its header alone: Kafka keeps the last
+	// batch of each live producer so that a replica rebuilding producer
+	// state from the log still finds its epoch and last sequence. nil
+	// drops every emptied batch.
+	KeepEmpty func(recordbatch.Header) bool
 	// Now is the pass's clock; nil is the log's.
 	Now func() time.Time
 	// Stop, when closed, ends the pass at its next read (ErrCleanStopped);
@@ -557,7 +563,7 @@ func (p *cleanPass) cleanBatch(dst []byte, h recordbatch.Header, batch []byte, e
 		return append(dst, batch...), nil
 	case DropBatch:
 		p.res.RecordsRemoved += int64(h.RecordCount)
-		return dst, nil
+		return p.emptied(dst, h), nil
 	case dropMarkerAfterHorizon:
 		return p.cleanMarker(dst, h, batch, end), nil
 	}
@@ -573,6 +579,9 @@ func (p *cleanPass) cleanBatch(dst []byte, h recordbatch.Header, batch []byte, e
 	if err != nil {
 		return dst, fmt.Errorf("clean batch at %d: %w", h.BaseOffset, err)
 	}
+	if h.RecordCount == 0 { // left empty by an earlier pass
+		return p.emptied(dst, h), nil
+	}
 	stamp := int64(-1)
 	if tombstones && !hasHorizon && h.LastOffset() < end {
 		stamp = p.now + p.opts.DeleteRetention.Milliseconds()
@@ -581,11 +590,30 @@ func (p *cleanPass) cleanBatch(dst []byte, h recordbatch.Header, batch []byte, e
 		return append(dst, batch...), nil
 	}
 	i := 0
-	out, _, err := p.opts.Codec.Filter(dst, batch, func(int64) bool { i++; return p.keep[i-1] }, stamp)
+	out, kept, err := p.opts.Codec.Filter(dst, batch, func(int64) bool { i++; return p.keep[i-1] }, stamp)
 	if err != nil {
 		return dst, fmt.Errorf("rewrite batch at %d: %w", h.BaseOffset, err)
 	}
+	if kept == 0 {
+		return p.emptied(dst, h), nil
+	}
 	return out, nil
+}
+
+// emptied appends what is left of a batch none of whose records stay:
+// nothing, or, for a batch KeepEmpty keeps, its header alone as an
+// uncompressed batch of no records (Kafka's empty batch), with its
+// offsets and producer fields, so its last offset and sequence survive.
+func (p *cleanPass) emptied(dst []byte, h recordbatch.Header) []byte {
+	if h.ProducerID < 0 || p.opts.KeepEmpty == nil || !p.opts.KeepEmpty(h) {
+		return dst
+	}
+	start := len(dst)
+	dst = append(dst, make([]byte, recordbatch.HeaderSize)...)
+	h.Attributes &^= recordbatch.CodecMask
+	h.RecordCount = 0
+	h.Put(dst[start:])
+	return dst
 }
 
 // retain is Kafka's rule for one record of a data batch.

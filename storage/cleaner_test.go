@@ -287,7 +287,11 @@ func TestCleanerCrashAtEveryFileOperation(t *testing.T) {
 
 // crashDuringPass runs the crash-image check over a log's first pass or,
 // with merging, over a second pass that merges the first's small
-// segments with new ones.
+// segments with new ones. At every file operation of the pass, and of
+// the reads after it that rebuild the cleaned segments' indexes, it takes
+// three images: a kill -9 (every byte and name the kernel has), a crash
+// (fsynced bytes plus a random part of the rest) and a power loss (also
+// the directory entries since each directory's last fsync undone).
 func crashDuringPass(t *testing.T, merging bool) {
 	mem := memfs.New()
 	efs := errorfs.New(mem)
@@ -303,42 +307,127 @@ func crashDuringPass(t *testing.T, merging bool) {
 	before := readRecords(t, l)
 	var images []*memfs.FS
 	r := rand.New(rand.NewSource(7))
+	snap := func(string) { images = append(images, mem.KillImage(), mem.CrashImage(r), mem.PowerLossImage(r)) }
 	for _, op := range []errorfs.Op{errorfs.OpOpen, errorfs.OpWrite, errorfs.OpSync, errorfs.OpTruncate, errorfs.OpRemove, errorfs.OpRename} {
-		efs.Inject(errorfs.Fault{Op: op, Hook: func(string) { images = append(images, mem.CrashImage(r)) }})
+		efs.Inject(errorfs.Fault{Op: op, Hook: snap})
 	}
 	res, err := l.Clean(cleanOpts(storage.NewOffsetMap(1<<20), l.LogEndOffset(), time.UnixMilli(1_000_000)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	efs.Clear()
 	after := readRecords(t, l)
+	checkReads(t, l) // rebuilds the cleaned segments' indexes, hooks still on
+	efs.Clear()
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	images = append(images, mem.CrashImage(r))
-	if len(images) < 20 {
+	images = append(images, mem.CrashImage(r), mem.PowerLossImage(r))
+	if len(images) < 60 {
 		t.Fatalf("only %d crash images", len(images))
 	}
+	nested := 0
 	for i, img := range images {
-		l2 := openLog(t, "/data/x-0", cfg, img)
-		got := readRecords(t, l2)
-		if err := beforeOrAfter(before, after, got); err != nil {
+		pristine := img.KillImage() // recovery changes img
+		got, err := recoverImage(t, img, cfg)
+		if err == nil {
+			err = beforeOrAfter(before, after, got)
+		}
+		if err != nil {
 			t.Fatalf("image %d of %d: %v", i, len(images), err)
 		}
-		names, _ := img.ReadDir("/data/x-0")
-		for _, n := range names {
-			if strings.HasSuffix(n, ".cleaned") || strings.HasSuffix(n, ".swap") {
-				t.Fatalf("image %d: %s left after open", i, n)
-			}
-		}
-		if err := l2.Close(); err != nil {
-			t.Fatal(err)
+		if i%3 == 2 { // a crash while recovering: the same log again
+			nested += crashDuringRecovery(t, pristine, cfg, got)
 		}
 	}
 	if merging && res.SegmentsOut >= res.SegmentsIn {
 		t.Fatalf("the pass merged nothing: %+v", res)
 	}
-	t.Logf("%d crash images recovered; pass %+v", len(images), res)
+	t.Logf("%d crash images recovered, %d more taken during their recoveries; pass %+v", len(images), nested, res)
+}
+
+// recoverImage opens the log in img and checks what recovery promises:
+// no cleaner file left, everything fsynced (a power loss right after
+// open changes nothing), the cleaner checkpoint within the log, and reads
+// through the indexes that agree with a scan. It returns the records.
+func recoverImage(t *testing.T, img *memfs.FS, cfg storage.Config) ([]rec, error) {
+	t.Helper()
+	l := openLog(t, "/data/x-0", cfg, img)
+	got := readRecords(t, l)
+	checkReads(t, l)
+	names, _ := img.ReadDir("/data/x-0")
+	for _, n := range names {
+		if strings.HasSuffix(n, ".cleaned") || strings.HasSuffix(n, ".swap") {
+			return nil, fmt.Errorf("%s left after open", n)
+		}
+	}
+	if l.FlushedOffset() != l.LogEndOffset() || l.CleanedTo() > l.LogEndOffset() {
+		return nil, fmt.Errorf("after open: recovery point %d, cleaned to %d, log end %d", l.FlushedOffset(), l.CleanedTo(), l.LogEndOffset())
+	}
+	lost := img.PowerLossImage(nil)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLog(t, "/data/x-0", cfg, lost)
+	defer l2.Close()
+	if again := readRecords(t, l2); !slices.Equal(again, got) {
+		return nil, fmt.Errorf("a power loss after recovery changed the log:\n got %v\nwant %v", again, got)
+	}
+	return got, nil
+}
+
+// crashDuringRecovery crashes again at every file operation of the
+// recovery of img (completing a swap, removing a .cleaned file,
+// rebuilding indexes): each image must recover to want. It returns how
+// many images it checked.
+func crashDuringRecovery(t *testing.T, img *memfs.FS, cfg storage.Config, want []rec) int {
+	t.Helper()
+	efs := errorfs.New(img)
+	var images []*memfs.FS
+	r := rand.New(rand.NewSource(11))
+	for _, op := range []errorfs.Op{errorfs.OpWrite, errorfs.OpSync, errorfs.OpTruncate, errorfs.OpRemove, errorfs.OpRename} {
+		efs.Inject(errorfs.Fault{Op: op, Hook: func(string) { images = append(images, img.KillImage(), img.PowerLossImage(r)) }})
+	}
+	l := openLog(t, "/data/x-0", cfg, efs)
+	checkReads(t, l)
+	efs.Clear()
+	l.Close()
+	for i, again := range images {
+		got, err := recoverImage(t, again, cfg)
+		if err == nil && !slices.Equal(got, want) {
+			err = fmt.Errorf("got %v\nwant %v", got, want)
+		}
+		if err != nil {
+			t.Fatalf("crash %d during recovery: %v", i, err)
+		}
+	}
+	return len(images)
+}
+
+// checkReads reads from every offset of the log, through its offset
+// index, and looks timestamps up through its time index: each answer
+// must be the batch a scan of the whole log finds.
+func checkReads(t *testing.T, l *storage.Log) {
+	t.Helper()
+	hs := readAll(t, l)
+	for off := l.LogStartOffset(); off < l.LogEndOffset(); off++ {
+		i := slices.IndexFunc(hs, func(h recordbatch.Header) bool { return h.LastOffset() >= off })
+		res, err := l.Read(storage.ReadOptions{Offset: off, MaxBytes: 1, MinOneBatch: true}, nil)
+		if err != nil || res.Batches != 1 {
+			t.Fatalf("read at %d: %d batches, %v", off, res.Batches, err)
+		}
+		if got := headers(t, res.Data)[0].BaseOffset; got != hs[i].BaseOffset {
+			t.Fatalf("read at %d found the batch at %d, want %d", off, got, hs[i].BaseOffset)
+		}
+	}
+	for _, ts := range []int64{0, 1000, 1001, 2000, 2001} {
+		want := int64(-1)
+		if i := slices.IndexFunc(hs, func(h recordbatch.Header) bool { return h.MaxTimestamp >= ts }); i >= 0 {
+			want = hs[i].BaseOffset
+		}
+		if got, err := l.OffsetForTimestamp(ts); err != nil || got != want {
+			t.Fatalf("offset for timestamp %d: %d, %v; want %d", ts, got, err, want)
+		}
+	}
 }
 
 // beforeOrAfter checks that got is after below some offset and before
@@ -628,4 +717,80 @@ func TestCleanerConcurrentWithAppendsAndReads(t *testing.T) {
 		}
 	}
 	t.Logf("%d passes while appending; %d of %d records left", passes, len(got), 2*rounds)
+}
+
+// producerBatch is keyedBatch from an idempotent producer.
+func producerBatch(t testing.TB, id int64, seq int32, kvs ...kv) []byte {
+	t.Helper()
+	var b records.Builder
+	for _, r := range kvs {
+		b.Add(records.Record{Key: []byte(r.key), Value: []byte(r.value), Timestamp: 1000})
+	}
+	batch, err := b.AppendBatch(nil, records.BatchOptions{Codec: records.Gzip, ProducerID: id, ProducerEpoch: 3, BaseSequence: seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return batch
+}
+
+// TestCleanerKeepsLiveProducersLastBatchEmpty: a producer batch whose
+// records are all superseded stays as an empty batch (its header: offsets,
+// producer id, epoch and sequence; no records, no codec) when KeepEmpty
+// says it is its producer's last, as Kafka keeps it so producer state
+// survives; an earlier batch of the same producer goes, and a later pass
+// drops the empty batch once it is no longer the last.
+func TestCleanerKeepsLiveProducersLastBatchEmpty(t *testing.T) {
+	cfg := storage.Config{SegmentBytes: 400, IndexIntervalBytes: 128}
+	l := openLog(t, "/data/pe-0", cfg, memfs.New())
+	defer l.Close()
+	appendB := func(b []byte) int64 {
+		res, err := l.Append(b, storage.AppendOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.BaseOffset
+	}
+	first := appendB(producerBatch(t, 7, 0, kv{key: "a", value: "1"}, kv{key: "b", value: "1"}))
+	last := appendB(producerBatch(t, 7, 2, kv{key: "a", value: "2"}, kv{key: "b", value: "2"}))
+	for i := 0; i < 12; i++ { // supersede both, and roll past them
+		appendB(keyedBatch(t, 1000, kv{key: "a", value: fmt.Sprint(i)}, kv{key: "b", value: fmt.Sprint(i)}))
+	}
+	lastOf7 := last + 1
+	opts := cleanOpts(storage.NewOffsetMap(1<<20), l.LogEndOffset(), time.UnixMilli(1_000_000))
+	opts.KeepEmpty = func(h recordbatch.Header) bool { return h.ProducerID == 7 && h.LastOffset() == lastOf7 }
+	if res, err := l.Clean(opts); err != nil || res.CleanedTo <= lastOf7 {
+		t.Fatalf("pass %+v: %v", res, err)
+	}
+	hs := readAll(t, l)
+	var empty []recordbatch.Header
+	for _, h := range hs {
+		if h.ProducerID == 7 {
+			empty = append(empty, h)
+		}
+	}
+	if len(empty) != 1 {
+		t.Fatalf("producer 7 has %d batches after the pass, want its last one: %+v", len(empty), empty)
+	}
+	h := empty[0]
+	if h.BaseOffset != last || h.LastOffset() != lastOf7 || h.RecordCount != 0 || h.ProducerEpoch != 3 || h.BaseSequence != 2 || h.Codec() != 0 {
+		t.Fatalf("kept batch %+v, want the empty header of [%d, %d] epoch 3 sequence 2", h, last, lastOf7)
+	}
+	if first >= last {
+		t.Fatal("test setup: batches out of order")
+	}
+	// Another batch of producer 7 makes the empty one no longer last.
+	appendB(producerBatch(t, 7, 4, kv{key: "c", value: "1"}))
+	for i := 0; i < 12; i++ {
+		appendB(keyedBatch(t, 1000, kv{key: "d", value: fmt.Sprint(i)}))
+	}
+	opts.KeepEmpty = func(recordbatch.Header) bool { return false }
+	opts.UpperBound = l.LogEndOffset()
+	if _, err := l.Clean(opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range readAll(t, l) {
+		if h.RecordCount == 0 {
+			t.Fatalf("empty batch at %d kept after its producer wrote again", h.BaseOffset)
+		}
+	}
 }

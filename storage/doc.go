@@ -163,9 +163,12 @@
 //     with the same baseOffset, lastOffsetDelta, producer fields and
 //     codec, so offsets never change (gaps), the batch's last offset
 //     survives for producer state, and readers from any offset land on
-//     the next survivor. A batch left empty is dropped (Kafka keeps it
-//     when it is a live producer's last; that needs producer state, which
-//     replication owns: a later hook).
+//     the next survivor. A batch left empty is dropped, unless
+//     CleanOptions.KeepEmpty keeps it (replication keeps each live
+//     producer's last batch, as Kafka does, so producer state rebuilt
+//     from the log finds its epoch and sequence): then its header alone
+//     stays, an uncompressed batch of no records, until a later pass finds
+//     it no longer its producer's last.
 //  4. Tombstones follow KIP-534: a batch below the pass's end that keeps
 //     a tombstone and has no delete horizon gets one, now +
 //     delete.retention.ms, in its baseTimestamp with attribute bit 6
@@ -217,8 +220,12 @@
 // All file access goes through FS. storage/errorfs wraps an FS to inject
 // torn writes, ENOSPC, fsync errors or hooks at exact points, and counts the
 // bytes read (the startup and read-cost tests use it). storage/memfs is an
-// in-memory FS that can produce the image a power loss would leave (only
-// fsynced bytes, plus a random part of the rest), for crash tests and fuzzing.
+// in-memory FS that can produce the image a crash would leave: a kill -9
+// (every byte and name written), a crash (fsynced bytes, plus a random
+// part of the rest) or a power loss (also each directory's entries as of
+// its last fsync plus a prefix of the changes since), for crash tests and
+// fuzzing. The cleaner's crash test takes all three at every file
+// operation of a pass and of the recovery after it.
 //
 // # Concurrency
 //

@@ -26,6 +26,29 @@ type FS struct {
 	mu    sync.Mutex
 	files map[string]*node // by clean path
 	dirs  map[string]bool
+	// synced holds each directory's entries (base name → file) as of its
+	// last fsync, and journal the changes to them since, in order: a
+	// power loss keeps the first and a prefix of the second, as a
+	// journaling filesystem commits metadata in order (PowerLossImage).
+	synced  map[string]map[string]*node
+	journal map[string][]dirOp
+}
+
+// dirOp is one change to a directory's names: a creation, a removal (nil
+// node) or a rename within it (both at once).
+type dirOp []dirChange
+
+type dirChange struct {
+	name string
+	n    *node
+}
+
+// logOp journals op in dir. Expects mu.
+func (fs *FS) logOp(dir string, op ...dirChange) {
+	if fs.journal == nil {
+		fs.journal = map[string][]dirOp{}
+	}
+	fs.journal[dir] = append(fs.journal[dir], op)
 }
 
 type node struct {
@@ -48,19 +71,78 @@ func New() *FS { return &FS{files: map[string]*node{}, dirs: map[string]bool{"/"
 func (fs *FS) CrashImage(r *rand.Rand) *FS {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	return fs.imageLocked(fs.files, func(n *node) []byte { return durableData(n, r) })
+}
+
+// PowerLossImage is CrashImage with directory entries lost as well: each
+// directory that was ever fsynced holds the names it held at its last
+// fsync, then a random prefix (none when r is nil) of the creations,
+// renames and removals made in it since, so a missing directory fsync
+// shows. A directory never fsynced keeps its current names (whoever
+// created it answers for it).
+func (fs *FS) PowerLossImage(r *rand.Rand) *FS {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	files := map[string]*node{}
+	for p, n := range fs.files {
+		if _, synced := fs.synced[filepath.Dir(p)]; !synced {
+			files[p] = n
+		}
+	}
+	for dir, names := range fs.synced {
+		for name, n := range names {
+			files[filepath.Join(dir, name)] = n
+		}
+		ops := fs.journal[dir]
+		kept := 0
+		if r != nil {
+			kept = r.Intn(len(ops) + 1)
+		}
+		for _, op := range ops[:kept] {
+			for _, c := range op {
+				if c.n == nil {
+					delete(files, filepath.Join(dir, c.name))
+				} else {
+					files[filepath.Join(dir, c.name)] = c.n
+				}
+			}
+		}
+	}
+	return fs.imageLocked(files, func(n *node) []byte { return durableData(n, r) })
+}
+
+// KillImage returns the FS a killed process leaves (kill -9, the machine
+// still up): every name and every byte written, fsynced or not, since
+// the kernel holds them.
+func (fs *FS) KillImage() *FS {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.imageLocked(fs.files, func(n *node) []byte { return append([]byte(nil), n.data...) })
+}
+
+// imageLocked copies the directories and files into a new FS, each
+// file's content chosen by data. Expects mu.
+func (fs *FS) imageLocked(files map[string]*node, data func(*node) []byte) *FS {
 	out := New()
 	for p := range fs.dirs {
 		out.dirs[p] = true
 	}
-	for p, n := range fs.files {
-		data := append([]byte(nil), n.durable...)
-		if r != nil && len(n.data) > len(n.durable) && prefixOf(n.durable, n.data) {
-			extra := r.Intn(len(n.data) - len(n.durable) + 1)
-			data = append(data, n.data[len(n.durable):len(n.durable)+extra]...)
-		}
-		out.files[p] = &node{data: data, durable: append([]byte(nil), data...), mtime: n.mtime}
+	for p, n := range files {
+		d := data(n)
+		out.files[p] = &node{data: d, durable: append([]byte(nil), d...), mtime: n.mtime}
 	}
 	return out
+}
+
+// durableData is what survives of n in a crash: its durable content and,
+// with r, a random part of what was written after it.
+func durableData(n *node, r *rand.Rand) []byte {
+	data := append([]byte(nil), n.durable...)
+	if r != nil && len(n.data) > len(n.durable) && prefixOf(n.durable, n.data) {
+		extra := r.Intn(len(n.data) - len(n.durable) + 1)
+		data = append(data, n.data[len(n.durable):len(n.durable)+extra]...)
+	}
+	return data
 }
 
 func prefixOf(a, b []byte) bool { return len(a) <= len(b) && string(a) == string(b[:len(a)]) }
@@ -87,6 +169,7 @@ func (fs *FS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, e
 		}
 		n = &node{mtime: time.Now()}
 		fs.files[p] = n
+		fs.logOp(filepath.Dir(p), dirChange{filepath.Base(p), n})
 	}
 	if flag&os.O_TRUNC != 0 {
 		n.data = nil
@@ -101,6 +184,7 @@ func (fs *FS) Remove(name string) error {
 	p := clean(name)
 	if _, ok := fs.files[p]; ok {
 		delete(fs.files, p)
+		fs.logOp(filepath.Dir(p), dirChange{filepath.Base(p), nil})
 		return nil
 	}
 	if fs.dirs[p] {
@@ -123,8 +207,15 @@ func (fs *FS) Rename(oldname, newname string) error {
 	if !ok {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: errNotExist}
 	}
-	delete(fs.files, clean(oldname))
-	fs.files[clean(newname)] = n
+	oldp, newp := clean(oldname), clean(newname)
+	delete(fs.files, oldp)
+	fs.files[newp] = n
+	if od, nd := filepath.Dir(oldp), filepath.Dir(newp); od == nd {
+		fs.logOp(od, dirChange{filepath.Base(oldp), nil}, dirChange{filepath.Base(newp), n})
+	} else {
+		fs.logOp(od, dirChange{filepath.Base(oldp), nil})
+		fs.logOp(nd, dirChange{filepath.Base(newp), n})
+	}
 	return nil
 }
 
@@ -243,7 +334,19 @@ func (f *file) Sync() error {
 	}
 	if !f.dir {
 		f.node.durable = append(f.node.durable[:0], f.node.data...)
+		return nil
 	}
+	names := map[string]*node{}
+	for p, n := range f.fs.files {
+		if filepath.Dir(p) == f.path {
+			names[filepath.Base(p)] = n
+		}
+	}
+	if f.fs.synced == nil {
+		f.fs.synced = map[string]map[string]*node{}
+	}
+	f.fs.synced[f.path] = names
+	delete(f.fs.journal, f.path)
 	return nil
 }
 

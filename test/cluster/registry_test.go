@@ -158,7 +158,7 @@ func TestRegistryOnClusterEmbedded(t *testing.T) {
 	if len(cfgs) != 1 || cfgs[0].Err != nil {
 		t.Fatalf("configs of _schemas: %+v", cfgs)
 	}
-	for key, want := range map[string]string{"cleanup.policy": "delete", "retention.ms": "-1", "unclean.leader.election.enable": "false"} {
+	for key, want := range map[string]string{"cleanup.policy": "compact", "retention.ms": "-1", "unclean.leader.election.enable": "false"} {
 		if got := configValue(cfgs[0].Configs, key); got != want {
 			t.Fatalf("_schemas %s = %q, want %q", key, got, want)
 		}
