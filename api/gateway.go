@@ -215,6 +215,9 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Post("/kafka/{topic}", g.idempotent(g.avroOr(g.produce)))
 	r.Get("/kafka/{topic}/partitions/{partition}/records", g.avroReadOr(g.readRecords))
 	r.Get("/kafka/{topic}/partitions/{partition}/offsets", g.listOffset)
+	r.Get("/kafka/{topic}/search", g.searchRecords)
+	r.Get("/kafka/{topic}/export", g.exportRecords)
+	r.Post("/kafka/{topic}/republish", g.republishRecords)
 
 	r.Get("/topics", g.listTopics)
 	r.Post("/topics", g.createTopic)

@@ -1,0 +1,479 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/records"
+)
+
+// The scan behind search and export: partitions taken in turns, a window
+// of records from each per turn, read through the core's consumer read
+// path (ConsumerFetch: on a cluster from an in-sync replica here or from
+// the leader), decoded under the broker's decompression budget, each
+// record counted against the scan budget and tested against the filters.
+// The cursor's ranges move record by record, so stopping anywhere (budget
+// spent, enough matches, the client gone) leaves a cursor that resumes
+// exactly after the last record looked at.
+
+// Scan budget: records and bytes (keys, values and headers, decompressed)
+// looked at by one request, whether they match or not.
+const (
+	defaultScanRecords = 10000
+	maxScanRecords     = 1000000
+	defaultScanBytes   = 16 << 20
+	maxScanBytes       = 256 << 20
+	// Export's defaults are larger: it streams, so the budget bounds
+	// time, not memory.
+	defaultExportRecords = 100000
+	maxExportRecords     = 10000000
+	defaultExportBytes   = 128 << 20
+	maxExportBytes       = 4 << 30
+)
+
+// windowRecords and windowBytes bound one window read from a partition:
+// what is held in memory at once (one larger record is still admitted).
+const (
+	windowRecords = 256
+	windowBytes   = 1 << 20
+	// totalWindowBytes is shared by the partitions' windows read ahead:
+	// with many partitions each window is smaller.
+	totalWindowBytes = 8 << 20
+)
+
+type scanBudget struct {
+	records int64
+	bytes   int64
+	results int // matches before stopping; 0: no limit (export)
+}
+
+// partitionProgress is what one request scanned of one partition.
+type partitionProgress struct {
+	Partition int32 `json:"partition"`
+	// Scanned is the records this request looked at.
+	Scanned int64 `json:"scanned"`
+	// Remaining is the offsets left to scan (an upper bound: compaction
+	// and transaction markers leave offsets without records).
+	Remaining int64 `json:"remaining"`
+}
+
+type scanProgress struct {
+	ScannedRecords int64               `json:"scanned_records"`
+	ScannedBytes   int64               `json:"scanned_bytes"`
+	Matched        int                 `json:"matched"`
+	Partitions     []partitionProgress `json:"partitions"`
+	// Done: every record in range was scanned; no cursor.
+	Done bool `json:"done"`
+	// StoppedBy says why a scan that is not done stopped: budget_records,
+	// budget_bytes or limit.
+	StoppedBy string `json:"stopped_by,omitempty"`
+}
+
+type browseScan struct {
+	g       *Gateway
+	topic   string
+	filter  *recordFilter
+	cur     *searchCursor
+	budget  scanBudget
+	scanned map[int32]int64
+	prog    scanProgress
+	// winRecords and winBytes bound each partition's window.
+	winRecords int64
+	winBytes   int
+	// emit receives each match (its bytes valid only during the call);
+	// false stops the scan with the cursor after that record.
+	emit func(partition int32, rec *records.Record) bool
+}
+
+var errStopScan = errors.New("scan stopped")
+
+// newBrowseScan checks the topic, reads the filters, budget and order
+// from the query, and the cursor (or the ranges a fresh search covers).
+func (g *Gateway) newBrowseScan(ctx context.Context, topic string, q url.Values, export bool) (*browseScan, error) {
+	partitions, err := g.broker.PartitionCountInCluster(topic)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := parseRecordFilter(q)
+	if err != nil {
+		return nil, badParam(err)
+	}
+	newest, err := parseOrder(q.Get("order"))
+	if err != nil {
+		return nil, badParam(err)
+	}
+	budget, err := parseScanBudget(q, export)
+	if err != nil {
+		return nil, badParam(err)
+	}
+	s := &browseScan{g: g, topic: topic, filter: &filter, budget: budget, scanned: map[int32]int64{}}
+	fp := filter.fingerprint(q, newest)
+	if text := q.Get("cursor"); text != "" {
+		if s.cur, err = decodeCursor(text, partitions); err != nil {
+			return nil, badParam(err)
+		}
+		if s.cur.fingerprint != fp || s.cur.newest != newest {
+			return nil, badParam(fmt.Errorf("%w: it was made for other filters or another order", errBadCursor))
+		}
+		return s, nil
+	}
+	s.cur = &searchCursor{fingerprint: fp, newest: newest}
+	for p := int32(0); p < partitions; p++ {
+		r, err := g.initialRange(ctx, topic, p, &filter)
+		if err != nil {
+			return nil, err
+		}
+		s.cur.ranges = append(s.cur.ranges, r)
+	}
+	return s, nil
+}
+
+// badParamError marks a query the client must fix (400, codeBadParam).
+type badParamError struct{ err error }
+
+func (e badParamError) Error() string { return e.err.Error() }
+func (e badParamError) Unwrap() error { return e.err }
+
+func badParam(err error) error { return badParamError{err} }
+
+// writeBrowseError answers a scan's error: the client's query (400) or
+// the core's (its table).
+func writeBrowseError(w http.ResponseWriter, err error) {
+	var bad badParamError
+	if errors.As(err, &bad) {
+		writeError(w, http.StatusBadRequest, codeBadParam, bad.Error())
+		return
+	}
+	writeCoreError(w, err)
+}
+
+func parseOrder(v string) (newest bool, err error) {
+	switch v {
+	case "", "newest", "newest_first", "desc":
+		return true, nil
+	case "oldest", "oldest_first", "asc":
+		return false, nil
+	}
+	return false, fmt.Errorf("order %q: want newest or oldest", v)
+}
+
+func parseScanBudget(q url.Values, export bool) (scanBudget, error) {
+	defRecords, maxRecords, defBytes, maxBytes := defaultScanRecords, maxScanRecords, defaultScanBytes, maxScanBytes
+	if export {
+		defRecords, maxRecords, defBytes, maxBytes = defaultExportRecords, maxExportRecords, defaultExportBytes, maxExportBytes
+	}
+	var b scanBudget
+	n, err := intParam(q.Get("max_scan_records"), defRecords, 1, maxRecords)
+	if err != nil {
+		return b, fmt.Errorf("max_scan_records: %v", err)
+	}
+	b.records = int64(n)
+	if n, err = intParam(q.Get("max_scan_bytes"), defBytes, 1, maxBytes); err != nil {
+		return b, fmt.Errorf("max_scan_bytes: %v", err)
+	}
+	b.bytes = int64(n)
+	if !export {
+		if b.results, err = intParam(q.Get("limit"), 100, 1, 1000); err != nil {
+			return b, fmt.Errorf("limit: %v", err)
+		}
+	}
+	return b, nil
+}
+
+// initialRange is the offsets of partition p a fresh search covers: the
+// log from its start to the high watermark, narrowed by the time range
+// through the time index (ListOffsets by timestamp). Timestamps need not
+// grow with offsets, so records inside are still tested one by one.
+func (g *Gateway) initialRange(ctx context.Context, topic string, p int32, f *recordFilter) (scanRange, error) {
+	r := scanRange{Partition: p}
+	var err error
+	if r.Lo, _, err = g.broker.ConsumerListOffset(ctx, topic, p, server.OffsetEarliest); err != nil {
+		return r, err
+	}
+	if r.Hi, _, err = g.broker.ConsumerListOffset(ctx, topic, p, server.OffsetLatest); err != nil {
+		return r, err
+	}
+	if f.hasFrom {
+		off, _, err := g.broker.ConsumerListOffset(ctx, topic, p, f.fromTs)
+		if err != nil {
+			return r, err
+		}
+		if off < 0 {
+			off = r.Hi // no record that late
+		}
+		r.Lo = max(r.Lo, off)
+	}
+	if f.hasTo {
+		off, _, err := g.broker.ConsumerListOffset(ctx, topic, p, f.toTs+1)
+		if err != nil {
+			return r, err
+		}
+		if off >= 0 {
+			r.Hi = min(r.Hi, off)
+		}
+	}
+	r.Hi = max(r.Hi, r.Lo)
+	return r, nil
+}
+
+// run scans until every range is done, the budget is spent, the result
+// limit is reached or emit says stop. Each partition has a window read
+// ahead; the next record scanned is the newest (or oldest) of the
+// windows' heads, so matches come in timestamp order across partitions
+// (within one, in offset order).
+func (s *browseScan) run(ctx context.Context) error {
+	defer s.finish()
+	parts := make([]*partitionScan, 0, len(s.cur.ranges))
+	for i := range s.cur.ranges {
+		parts = append(parts, &partitionScan{r: &s.cur.ranges[i]})
+	}
+	n := max(1, len(parts))
+	s.winRecords = int64(min(windowRecords, max(8, 8192/n)))
+	s.winBytes = min(windowBytes, max(16<<10, totalWindowBytes/n))
+	for {
+		var best *partitionScan
+		for _, ps := range parts {
+			if err := s.fill(ctx, ps); err != nil {
+				return err
+			}
+			if ps.pos < len(ps.recs) && (best == nil || s.before(&ps.recs[ps.pos], &best.recs[best.pos])) {
+				best = ps
+			}
+		}
+		if best == nil {
+			return nil
+		}
+		rec := &best.recs[best.pos]
+		best.pos++
+		if err := s.scanRecord(best.r, rec); err != nil {
+			if errors.Is(err, errStopScan) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func (s *browseScan) finish() {
+	s.prog.Partitions = s.prog.Partitions[:0]
+	done := true
+	for _, r := range s.cur.ranges {
+		s.prog.Partitions = append(s.prog.Partitions, partitionProgress{Partition: r.Partition, Scanned: s.scanned[r.Partition], Remaining: r.Hi - r.Lo})
+		if r.Lo < r.Hi {
+			done = false
+		}
+	}
+	s.prog.Done = done
+	if done {
+		s.prog.StoppedBy = ""
+	}
+}
+
+// partitionScan is one partition's window being scanned: recs in scan
+// order, pos the next to scan.
+type partitionScan struct {
+	r      *scanRange
+	win    window
+	recs   []records.Record
+	pos    int
+	loaded bool
+}
+
+// before reports whether a comes before b in the scan's order.
+func (s *browseScan) before(a, b *records.Record) bool {
+	if s.cur.newest {
+		return a.Timestamp > b.Timestamp
+	}
+	return a.Timestamp < b.Timestamp
+}
+
+// fill reads ps's next window once its current one is scanned, moving
+// the range past the window (offsets without records included).
+func (s *browseScan) fill(ctx context.Context, ps *partitionScan) error {
+	for ps.pos >= len(ps.recs) {
+		if ps.loaded {
+			if s.cur.newest {
+				ps.r.Hi = max(ps.r.Lo, min(ps.r.Hi, ps.win.start))
+			} else {
+				ps.r.Lo = min(ps.r.Hi, max(ps.r.Lo, ps.win.end))
+			}
+			ps.loaded, ps.recs, ps.pos = false, nil, 0
+		}
+		if ps.r.Lo >= ps.r.Hi {
+			return nil
+		}
+		win, err := s.nextWindow(ctx, ps.r)
+		if err != nil {
+			return err
+		}
+		ps.win, ps.recs, ps.loaded = win, win.recs, true
+		if s.cur.newest {
+			slices.Reverse(ps.recs)
+		}
+	}
+	return nil
+}
+
+// nextWindow reads the next window of r (its oldest or newest records).
+func (s *browseScan) nextWindow(ctx context.Context, r *scanRange) (window, error) {
+	step := min(s.winRecords, max(1, s.budget.records-s.prog.ScannedRecords))
+	for {
+		ws, we := r.Lo, min(r.Hi, r.Lo+step)
+		if s.cur.newest {
+			ws, we = max(r.Lo, r.Hi-step), r.Hi
+		}
+		win, err := s.readWindow(ctx, r.Partition, ws, we)
+		if errors.Is(err, errWindowTooLarge) && step > 1 {
+			step = max(1, step/4) // newest-first: a smaller window from the top
+			continue
+		}
+		return win, err
+	}
+}
+
+// window is records of [start, end) of one partition, copied, ascending.
+type window struct {
+	start, end int64
+	recs       []records.Record
+}
+
+var errWindowTooLarge = errors.New("window over its byte bound")
+
+// readWindow reads [ws, we) of a partition. Oldest-first, a window past
+// winBytes ends early (its end moved down to the record that did not
+// fit); newest-first it cannot (the top must be kept), and answers
+// errWindowTooLarge for a smaller one.
+func (s *browseScan) readWindow(ctx context.Context, p int32, ws, we int64) (window, error) {
+	win := window{start: ws, end: we}
+	off, size := ws, 0
+	maxDecompressed := s.g.broker.Config().MaxDecompressedBytes
+	for off < win.end {
+		res, err := s.g.broker.ConsumerFetch(ctx, server.FetchRequest{Topic: s.topic, Partition: p, Offset: off, MaxBytes: s.winBytes}, nil)
+		if errors.Is(err, server.ErrOffsetOutOfRange) {
+			// Retention moved the log start past off, or the log was
+			// truncated below it: skip what is no longer there.
+			start, _, lerr := s.g.broker.ConsumerListOffset(ctx, s.topic, p, server.OffsetEarliest)
+			if lerr == nil && start > off {
+				off = start
+				if !s.cur.newest {
+					win.start = min(start, win.end)
+				}
+				continue
+			}
+			return win, nil
+		}
+		if err != nil {
+			return win, err
+		}
+		tooLarge := false
+		err = records.Decode(res.Data, off, maxDecompressed, func(rec records.Record) bool {
+			if rec.Offset >= win.end {
+				return false
+			}
+			n := rawSize(rec)
+			if size+n > s.winBytes && len(win.recs) > 0 {
+				if s.cur.newest {
+					tooLarge = true
+				} else {
+					win.end = rec.Offset
+				}
+				return false
+			}
+			size += n
+			win.recs = append(win.recs, copyRecord(rec))
+			return true
+		})
+		if err != nil {
+			return win, fmt.Errorf("%w: decode %s-%d: %v", server.ErrCorruptMessage, s.topic, p, err)
+		}
+		if tooLarge {
+			return win, errWindowTooLarge
+		}
+		next := records.NextOffset(res.Data)
+		if n := len(win.recs); n > 0 {
+			next = max(next, win.recs[n-1].Offset+1)
+		}
+		if next <= off {
+			break // nothing more below the high watermark
+		}
+		off = next
+	}
+	return win, nil
+}
+
+func copyRecord(rec records.Record) records.Record {
+	out := rec
+	out.Key = cloneNullable(rec.Key)
+	out.Value = cloneNullable(rec.Value)
+	if len(rec.Headers) > 0 {
+		out.Headers = make([]records.Header, len(rec.Headers))
+		for i, h := range rec.Headers {
+			out.Headers[i] = records.Header{Key: h.Key, Value: cloneNullable(h.Value)}
+		}
+	}
+	return out
+}
+
+func cloneNullable(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(b)), b...)
+}
+
+// scanRecord counts rec against the budget, moves r past it and tests
+// it; errStopScan when the budget, the limit or emit stops the scan
+// (before rec when the budget would be overrun, else after it).
+func (s *browseScan) scanRecord(r *scanRange, rec *records.Record) error {
+	size := rawSize(*rec)
+	if stop := s.spent(size); stop != "" {
+		s.prog.StoppedBy = stop
+		return errStopScan
+	}
+	s.prog.ScannedRecords++
+	s.prog.ScannedBytes += int64(size)
+	s.scanned[r.Partition]++
+	s.advance(r, rec.Offset)
+	if !s.filter.matches(rec) {
+		return nil
+	}
+	s.prog.Matched++
+	if !s.emit(r.Partition, rec) {
+		s.prog.StoppedBy = "client"
+		return errStopScan
+	}
+	if s.budget.results > 0 && s.prog.Matched >= s.budget.results {
+		s.prog.StoppedBy = "limit"
+		return errStopScan
+	}
+	return nil
+}
+
+// advance moves r past the record at offset.
+func (s *browseScan) advance(r *scanRange, offset int64) {
+	if s.cur.newest {
+		r.Hi = max(r.Lo, min(r.Hi, offset))
+	} else {
+		r.Lo = min(r.Hi, max(r.Lo, offset+1))
+	}
+}
+
+// spent names the budget the next record of size n would overrun; the
+// first record of a request is always admitted, so a search progresses.
+func (s *browseScan) spent(n int) string {
+	if s.prog.ScannedRecords == 0 {
+		return ""
+	}
+	switch {
+	case s.prog.ScannedRecords >= s.budget.records:
+		return "budget_records"
+	case s.prog.ScannedBytes+int64(n) > s.budget.bytes:
+		return "budget_bytes"
+	}
+	return ""
+}
