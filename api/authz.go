@@ -90,6 +90,7 @@ var routeRequirements = map[string][]requirement{
 
 	"GET /groups":                                                 nil, // filtered by DESCRIBE
 	"GET /groups/{group}":                                         {need(auth.OpDescribe, auth.ResourceGroup, byGroup)},
+	"GET /groups/{group}/lag/history":                             {need(auth.OpDescribe, auth.ResourceGroup, byGroup)},
 	"POST /groups/{group}/offsets/reset":                          {need(auth.OpRead, auth.ResourceGroup, byGroup)},
 	"POST /consumers/{group}":                                     {need(auth.OpRead, auth.ResourceGroup, byGroup)},
 	"DELETE /consumers/{group}/instances/{instance}":              {need(auth.OpRead, auth.ResourceGroup, byGroup)},

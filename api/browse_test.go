@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
@@ -444,4 +445,27 @@ func TestRepublish(t *testing.T) {
 	}
 	e.do(t, http.MethodPost, "/kafka/src/republish", "application/json", `{"target":"dst","records":[`+strings.Join(many, ",")+`]}`).
 		wantError(t, http.StatusBadRequest, codeBadParam)
+}
+
+func TestGroupLagHistory(t *testing.T) {
+	e := newResetEnv(t) // group g on topic rs: commits 1 and 2, ends 3 and 2: lag 2
+	e.groups.SampleLag(time.UnixMilli(1000))
+	seedMore := server.ProduceRequest{Topic: "rs", Records: []server.ProduceRecord{
+		{Partition: 0, Record: records.Record{Value: []byte(`{}`)}}, {Partition: 1, Record: records.Record{Value: []byte(`{}`)}}}}
+	if _, err := e.broker.Produce(context.Background(), &seedMore); err != nil {
+		t.Fatal(err)
+	}
+	e.groups.SampleLag(time.UnixMilli(2000))
+	a := e.do(t, http.MethodGet, "/groups/g/lag/history", "", "")
+	if a.status != http.StatusOK {
+		t.Fatalf("%d %s", a.status, a.body)
+	}
+	var ans lagHistoryAnswer
+	a.decode(t, &ans)
+	// The coordinator's own timer may add samples; the scripted ones come first.
+	if len(ans.Samples) < 2 || ans.Samples[0].Time != 1000 || ans.Samples[0].Lag != 2 || ans.Samples[1].Lag != 4 ||
+		ans.Samples[1].Topics["rs"] != 4 || ans.Current.Lag != 4 || ans.IntervalMs != 10000 {
+		t.Fatalf("%+v", ans)
+	}
+	e.do(t, http.MethodGet, "/groups/nope/lag/history", "", "").wantError(t, http.StatusNotFound, codeNotFound)
 }

@@ -244,6 +244,7 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Get("/kafka/{topic}/stream", gr(g.atGroupCoordinator(streamGroup, g.stream)))
 	r.Get("/groups", gr(g.listGroups))
 	r.Get("/groups/{group}", byPath(g.describeGroup))
+	r.Get("/groups/{group}/lag/history", byPath(g.groupLagHistory))
 	r.Post("/groups/{group}/offsets/reset", byPath(g.resetGroupOffsets))
 	r.Post("/consumers/{group}", byPath(g.createConsumer))
 	r.Delete("/consumers/{group}/instances/{instance}", byPath(g.deleteConsumer))
