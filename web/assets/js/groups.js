@@ -87,7 +87,7 @@ export function lagChart(hist) {
     ...points.map((p) => svg('circle', { cx: x(p.time).toFixed(1), cy: y(p.lag).toFixed(1), r: 2.5, class: 'lag-point' },
       svg('title', {}, `${fmtTime(p.time)}: lag ${fmtNum(p.lag)}`))));
   return h('figure', { class: 'panel' }, chart,
-    h('figcaption', { class: 'muted', id: 'lag-caption' }, `Now ${fmtNum(last.lag)}; ${hist.samples.length} sample(s), one every ${Math.round(hist.interval_ms / 1000)} s, kept by the group's coordinator.`));
+    h('figcaption', { class: 'muted', id: 'lag-caption' }, `Now ${fmtNum(last.lag)}; ${hist.samples.length} sample(s), one every ${hist.interval_ms < 1000 ? `${hist.interval_ms} ms` : `${Math.round(hist.interval_ms / 1000)} s`}, kept by the group's coordinator.`));
 }
 
 function summary(d) {
