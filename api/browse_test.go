@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/records"
 )
 
@@ -468,4 +470,65 @@ func TestGroupLagHistory(t *testing.T) {
 		t.Fatalf("%+v", ans)
 	}
 	e.do(t, http.MethodGet, "/groups/nope/lag/history", "", "").wantError(t, http.StatusNotFound, codeNotFound)
+}
+
+// Search and export need READ on the topic; republish also WRITE on the
+// target, and a refused one writes nothing.
+func TestBrowseAuthorization(t *testing.T) {
+	creds := &memCredentials{}
+	creds.set(t, "bob", "pw", auth.ScramSHA256)
+	allowed := allowList{"User:bob READ TOPIC:open": true, "User:bob WRITE TOPIC:mine": true, "User:bob READ TOPIC:mine": true}
+	e := newTestEnv(t, func(_ *server.Config, c *Config) {
+		c.Auth = &HTTPAuth{Credentials: creds, SessionKey: testSessionKey}
+		c.Authorizer = allowed
+	})
+	for _, name := range []string{"open", "closed", "mine"} {
+		seedBrowse(t, e, name, 1, 3)
+	}
+	bob := map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("bob:pw")), "Content-Type": "application/json"}
+	if a := e.request(t, http.MethodGet, "/kafka/open/search", bob, ""); a.status != http.StatusOK {
+		t.Fatalf("search open: %d %s", a.status, a.body)
+	}
+	for _, path := range []string{"/kafka/closed/search", "/kafka/closed/export"} {
+		e.request(t, http.MethodGet, path, bob, "").wantError(t, http.StatusForbidden, codeDenied)
+	}
+	body := `{"target":"%s","records":[{"partition":0,"offset":1}]}`
+	e.request(t, http.MethodPost, "/kafka/closed/republish", bob, fmt.Sprintf(body, "mine")).wantError(t, http.StatusForbidden, codeDenied)
+	a := e.request(t, http.MethodPost, "/kafka/open/republish", bob, fmt.Sprintf(body, "closed"))
+	a.wantError(t, http.StatusForbidden, codeDenied)
+	if !strings.Contains(string(a.body), "WRITE") {
+		t.Fatalf("refusal %s does not name WRITE", a.body)
+	}
+	if a := e.request(t, http.MethodPost, "/kafka/open/republish", bob, fmt.Sprintf(body, "mine")); a.status != http.StatusOK {
+		t.Fatalf("republish open → mine: %d %s", a.status, a.body)
+	}
+	for topic, want := range map[string]int64{"closed": 3, "mine": 4} {
+		if end, _, err := e.broker.ListOffset(topic, 0, server.OffsetLatest); err != nil || end != want {
+			t.Fatalf("%s ends at %d (%v), want %d", topic, end, err, want)
+		}
+	}
+}
+
+// decode=avro renders Confluent wire-format values through the registry,
+// as the records route's format=avro does.
+func TestSearchDecodesAvro(t *testing.T) {
+	e := newTestEnv(t, func(_ *server.Config, c *Config) { c.Schemas = newTestRegistry(t, nil) })
+	id := e.register(t, "av-value", `{"type":"record","name":"U","fields":[{"name":"id","type":"long"}]}`)
+	if err := e.broker.CreateTopic(server.TopicSpec{Name: "av", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	wire := []byte{0, byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id), 0x2a} // id: 21, zigzag
+	if _, err := e.broker.Produce(context.Background(), &server.ProduceRequest{Topic: "av", Records: []server.ProduceRecord{
+		{Partition: 0, Record: records.Record{Value: wire, Timestamp: browseBase}}}}); err != nil {
+		t.Fatal(err)
+	}
+	ans := e.search(t, "av", url.Values{"decode": {"avro"}})
+	if len(ans.Records) != 1 || ans.Records[0].ValueEncoding != encodingAvro || ans.Records[0].ValueSchemaID != id ||
+		string(ans.Records[0].Value) != `{"id":21}` {
+		t.Fatalf("%+v", ans.Records)
+	}
+	plain := e.search(t, "av", url.Values{})
+	if plain.Records[0].ValueEncoding == encodingAvro {
+		t.Fatal("decoded without decode=avro")
+	}
 }
