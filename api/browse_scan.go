@@ -1,6 +1,7 @@
 package api
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -228,26 +229,22 @@ func (g *Gateway) initialRange(ctx context.Context, topic string, p int32, f *re
 // (within one, in offset order).
 func (s *browseScan) run(ctx context.Context) error {
 	defer s.finish()
-	parts := make([]*partitionScan, 0, len(s.cur.ranges))
-	for i := range s.cur.ranges {
-		parts = append(parts, &partitionScan{r: &s.cur.ranges[i]})
-	}
-	n := max(1, len(parts))
+	n := max(1, len(s.cur.ranges))
 	s.winRecords = int64(min(windowRecords, max(8, 8192/n)))
 	s.winBytes = min(windowBytes, max(16<<10, totalWindowBytes/n))
-	for {
-		var best *partitionScan
-		for _, ps := range parts {
-			if err := s.fill(ctx, ps); err != nil {
-				return err
-			}
-			if ps.pos < len(ps.recs) && (best == nil || s.before(&ps.recs[ps.pos], &best.recs[best.pos])) {
-				best = ps
-			}
+	heads := &scanHeap{s: s}
+	for i := range s.cur.ranges {
+		ps := &partitionScan{r: &s.cur.ranges[i]}
+		if err := s.fill(ctx, ps); err != nil {
+			return err
 		}
-		if best == nil {
-			return nil
+		if ps.pos < len(ps.recs) {
+			heads.items = append(heads.items, ps)
 		}
+	}
+	heap.Init(heads)
+	for heads.Len() > 0 {
+		best := heads.items[0]
 		rec := &best.recs[best.pos]
 		best.pos++
 		if err := s.scanRecord(best.r, rec); err != nil {
@@ -256,7 +253,39 @@ func (s *browseScan) run(ctx context.Context) error {
 			}
 			return err
 		}
+		if err := s.fill(ctx, best); err != nil {
+			return err
+		}
+		if best.pos < len(best.recs) {
+			heap.Fix(heads, 0)
+		} else {
+			heap.Pop(heads)
+		}
 	}
+	return nil
+}
+
+// scanHeap orders the partitions by their next record in scan order
+// (ties by partition), so picking the next record costs log(partitions).
+type scanHeap struct {
+	s     *browseScan
+	items []*partitionScan
+}
+
+func (h *scanHeap) Len() int { return len(h.items) }
+func (h *scanHeap) Less(i, j int) bool {
+	a, b := &h.items[i].recs[h.items[i].pos], &h.items[j].recs[h.items[j].pos]
+	if a.Timestamp != b.Timestamp {
+		return h.s.before(a, b)
+	}
+	return h.items[i].r.Partition < h.items[j].r.Partition
+}
+func (h *scanHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *scanHeap) Push(x any)    { h.items = append(h.items, x.(*partitionScan)) }
+func (h *scanHeap) Pop() any {
+	last := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return last
 }
 
 func (s *browseScan) finish() {

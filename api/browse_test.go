@@ -158,13 +158,16 @@ func TestSearchNewestFirst(t *testing.T) {
 func TestSearchCursorResumesWithoutGapsOrDuplicates(t *testing.T) {
 	e := newTestEnv(t)
 	seedBrowse(t, e, "resume", 4, 500)
-	for _, order := range []string{"newest", "oldest"} {
-		t.Run(order, func(t *testing.T) {
+	seedBrowse(t, e, "wide", 50, 500) // windows of a few records each
+	for _, tc := range []struct{ topic, order string }{{"resume", "newest"}, {"resume", "oldest"}, {"wide", "newest"}, {"wide", "oldest"}} {
+		order := tc.order
+		t.Run(tc.topic+"-"+order, func(t *testing.T) {
 			q := url.Values{"order": {order}, "max_scan_records": {"37"}, "limit": {"11"}, "header": {"parity=even"}}
 			seen := map[int]int{}
+			var sequence []int
 			pages := 0
 			for {
-				ans := e.search(t, "resume", q)
+				ans := e.search(t, tc.topic, q)
 				pages++
 				if ans.Progress.ScannedRecords > 37 {
 					t.Fatalf("scanned %d over a budget of 37", ans.Progress.ScannedRecords)
@@ -174,6 +177,7 @@ func TestSearchCursorResumesWithoutGapsOrDuplicates(t *testing.T) {
 				}
 				for _, n := range ns(t, ans.Records) {
 					seen[n]++
+					sequence = append(sequence, n)
 				}
 				if ans.Progress.Done {
 					if ans.Cursor != "" {
@@ -200,6 +204,13 @@ func TestSearchCursorResumesWithoutGapsOrDuplicates(t *testing.T) {
 			}
 			if pages < 500/37 {
 				t.Fatalf("%d pages: the budget did not bound them", pages)
+			}
+			// Timestamps grow with n: across partitions and pages, the
+			// matches come in timestamp order.
+			for i := 1; i < len(sequence); i++ {
+				if (order == "newest") != (sequence[i] < sequence[i-1]) {
+					t.Fatalf("%s first: %d after %d", order, sequence[i], sequence[i-1])
+				}
 			}
 		})
 	}
@@ -530,5 +541,28 @@ func TestSearchDecodesAvro(t *testing.T) {
 	plain := e.search(t, "av", url.Values{})
 	if plain.Records[0].ValueEncoding == encodingAvro {
 		t.Fatal("decoded without decode=avro")
+	}
+}
+
+// Records larger than a window's byte bound: oldest first the window ends
+// early, newest first a smaller window is read from the top; either way
+// every record is scanned once, in order.
+func TestSearchLargeRecords(t *testing.T) {
+	e := newTestEnv(t)
+	if err := e.broker.CreateTopic(server.TopicSpec{Name: "large", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		v := fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("x", 400<<10))
+		if _, err := e.broker.Produce(context.Background(), &server.ProduceRequest{Topic: "large", Records: []server.ProduceRecord{
+			{Partition: 0, Record: records.Record{Value: []byte(v), Timestamp: browseBase + int64(i)}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for order, want := range map[string]string{"newest": "[5 4 3 2 1 0]", "oldest": "[0 1 2 3 4 5]"} {
+		ans := e.search(t, "large", url.Values{"order": {order}})
+		if got := fmt.Sprint(ns(t, ans.Records)); got != want || !ans.Progress.Done {
+			t.Fatalf("%s first: %s, done %v", order, got, ans.Progress.Done)
+		}
 	}
 }
