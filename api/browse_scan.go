@@ -40,8 +40,9 @@ const (
 // windowRecords and windowBytes bound one window read from a partition:
 // what is held in memory at once (one larger record is still admitted).
 const (
-	windowRecords = 256
-	windowBytes   = 1 << 20
+	windowRecords    = 256
+	maxWindowRecords = 16384
+	windowBytes      = 1 << 20
 	// totalWindowBytes is shared by the partitions' windows read ahead:
 	// with many partitions each window is smaller.
 	totalWindowBytes = 8 << 20
@@ -234,7 +235,7 @@ func (s *browseScan) run(ctx context.Context) error {
 	s.winBytes = min(windowBytes, max(16<<10, totalWindowBytes/n))
 	heads := &scanHeap{s: s}
 	for i := range s.cur.ranges {
-		ps := &partitionScan{r: &s.cur.ranges[i]}
+		ps := &partitionScan{r: &s.cur.ranges[i], step: s.winRecords}
 		if err := s.fill(ctx, ps); err != nil {
 			return err
 		}
@@ -311,6 +312,11 @@ type partitionScan struct {
 	recs   []records.Record
 	pos    int
 	loaded bool
+	// step is the records the next window spans: doubled while windows
+	// stay well under the byte bound, cut when one is over it.
+	step int64
+	// fetched is the fetch buffer, reused window after window.
+	fetched []byte
 }
 
 // before reports whether a comes before b in the scan's order.
@@ -336,7 +342,7 @@ func (s *browseScan) fill(ctx context.Context, ps *partitionScan) error {
 		if ps.r.Lo >= ps.r.Hi {
 			return nil
 		}
-		win, err := s.nextWindow(ctx, ps.r)
+		win, err := s.nextWindow(ctx, ps)
 		if err != nil {
 			return err
 		}
@@ -348,27 +354,67 @@ func (s *browseScan) fill(ctx context.Context, ps *partitionScan) error {
 	return nil
 }
 
-// nextWindow reads the next window of r (its oldest or newest records).
-func (s *browseScan) nextWindow(ctx context.Context, r *scanRange) (window, error) {
-	step := min(s.winRecords, max(1, s.budget.records-s.prog.ScannedRecords))
+// nextWindow reads the next window of ps (its oldest or newest records).
+func (s *browseScan) nextWindow(ctx context.Context, ps *partitionScan) (window, error) {
+	r := ps.r
 	for {
+		step := min(ps.step, max(1, s.budget.records-s.prog.ScannedRecords))
 		ws, we := r.Lo, min(r.Hi, r.Lo+step)
 		if s.cur.newest {
 			ws, we = max(r.Lo, r.Hi-step), r.Hi
 		}
-		win, err := s.readWindow(ctx, r.Partition, ws, we)
-		if errors.Is(err, errWindowTooLarge) && step > 1 {
-			step = max(1, step/4) // newest-first: a smaller window from the top
+		win, err := s.readWindow(ctx, ps, ws, we)
+		if errors.Is(err, errWindowTooLarge) && ps.step > 1 {
+			ps.step = max(1, ps.step/4) // newest-first: a smaller window from the top
 			continue
+		}
+		if err == nil && win.size < s.winBytes/4 && int64(len(win.recs)) >= (we-ws)/2 {
+			ps.step = min(ps.step*2, maxWindowRecords) // small records: read more at once
 		}
 		return win, err
 	}
 }
 
-// window is records of [start, end) of one partition, copied, ascending.
+// window is records of [start, end) of one partition, ascending, copied
+// into arena and headers (so a window costs a few allocations, not a few
+// per record).
 type window struct {
 	start, end int64
 	recs       []records.Record
+	size       int // rawSize of recs
+	arena      []byte
+	headers    []records.Header
+}
+
+// keep copies rec's bytes into the window.
+func (w *window) keep(rec records.Record) records.Record {
+	out := rec
+	out.Key, out.Value = w.bytes(rec.Key), w.bytes(rec.Value)
+	if n := len(rec.Headers); n > 0 {
+		if cap(w.headers)-len(w.headers) < n {
+			w.headers = make([]records.Header, 0, max(n, 256))
+		}
+		start := len(w.headers)
+		for _, h := range rec.Headers {
+			w.headers = append(w.headers, records.Header{Key: h.Key, Value: w.bytes(h.Value)})
+		}
+		out.Headers = w.headers[start:len(w.headers):len(w.headers)]
+	}
+	return out
+}
+
+// bytes copies b into the arena; a full arena is left to the records
+// already pointing into it and a new one started.
+func (w *window) bytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	if cap(w.arena)-len(w.arena) < len(b) {
+		w.arena = make([]byte, 0, max(len(b), 64<<10))
+	}
+	start := len(w.arena)
+	w.arena = append(w.arena, b...)
+	return w.arena[start:len(w.arena):len(w.arena)]
 }
 
 var errWindowTooLarge = errors.New("window over its byte bound")
@@ -377,12 +423,14 @@ var errWindowTooLarge = errors.New("window over its byte bound")
 // winBytes ends early (its end moved down to the record that did not
 // fit); newest-first it cannot (the top must be kept), and answers
 // errWindowTooLarge for a smaller one.
-func (s *browseScan) readWindow(ctx context.Context, p int32, ws, we int64) (window, error) {
+func (s *browseScan) readWindow(ctx context.Context, ps *partitionScan, ws, we int64) (window, error) {
+	p := ps.r.Partition
 	win := window{start: ws, end: we}
-	off, size := ws, 0
+	off := ws
 	maxDecompressed := s.g.broker.Config().MaxDecompressedBytes
 	for off < win.end {
-		res, err := s.g.broker.ConsumerFetch(ctx, server.FetchRequest{Topic: s.topic, Partition: p, Offset: off, MaxBytes: s.winBytes}, nil)
+		res, err := s.g.broker.ConsumerFetch(ctx, server.FetchRequest{Topic: s.topic, Partition: p, Offset: off, MaxBytes: s.winBytes}, ps.fetched[:0])
+		ps.fetched = res.Data
 		if errors.Is(err, server.ErrOffsetOutOfRange) {
 			// Retention moved the log start past off, or the log was
 			// truncated below it: skip what is no longer there.
@@ -405,7 +453,7 @@ func (s *browseScan) readWindow(ctx context.Context, p int32, ws, we int64) (win
 				return false
 			}
 			n := rawSize(rec)
-			if size+n > s.winBytes && len(win.recs) > 0 {
+			if win.size+n > s.winBytes && len(win.recs) > 0 {
 				if s.cur.newest {
 					tooLarge = true
 				} else {
@@ -413,8 +461,8 @@ func (s *browseScan) readWindow(ctx context.Context, p int32, ws, we int64) (win
 				}
 				return false
 			}
-			size += n
-			win.recs = append(win.recs, copyRecord(rec))
+			win.size += n
+			win.recs = append(win.recs, win.keep(rec))
 			return true
 		})
 		if err != nil {
