@@ -47,6 +47,7 @@ type searchAnswer struct {
 //	@Param			value				query		string	false	"the value contains this"
 //	@Param			header				query		string	false	"name or name=value; repeat for several"
 //	@Param			json				query		string	false	"JSON field filter, e.g. $.user.id == 42"
+//	@Param			partitions			query		string	false	"only these partitions, e.g. 0,3,7 (default all; a topic of more than 500 partitions must name at most 500)"
 //	@Param			from				query		string	false	"timestamp at least (ms or RFC 3339)"
 //	@Param			to					query		string	false	"timestamp at most (ms or RFC 3339)"
 //	@Param			order				query		string	false	"newest (default) or oldest"	Enums(newest,oldest)
@@ -172,6 +173,7 @@ type exportSummary struct {
 //	@Param			value				query	string	false	"as search"
 //	@Param			header				query	string	false	"as search"
 //	@Param			json				query	string	false	"as search"
+//	@Param			partitions			query	string	false	"as search"
 //	@Param			from				query	string	false	"as search"
 //	@Param			to					query	string	false	"as search"
 //	@Param			order				query	string	false	"newest (default) or oldest"	Enums(newest,oldest)

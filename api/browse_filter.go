@@ -157,7 +157,7 @@ func (hf headerFilter) matches(hs []records.Header) bool {
 // over a range it never covered.
 func (f *recordFilter) fingerprint(q url.Values, newest bool) uint64 {
 	h := fnv.New64a()
-	for _, name := range []string{"key", "value", "json", "from", "to"} {
+	for _, name := range []string{"key", "value", "json", "from", "to", "partitions"} {
 		fmt.Fprintf(h, "%s=%q;", name, q[name])
 	}
 	fmt.Fprintf(h, "header=%q;newest=%v", q["header"], newest)

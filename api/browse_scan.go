@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
@@ -124,8 +126,12 @@ func (g *Gateway) newBrowseScan(ctx context.Context, topic string, q url.Values,
 		}
 		return s, nil
 	}
+	chosen, err := parsePartitions(q.Get("partitions"), partitions)
+	if err != nil {
+		return nil, badParam(err)
+	}
 	s.cur = &searchCursor{fingerprint: fp, newest: newest}
-	for p := int32(0); p < partitions; p++ {
+	for _, p := range chosen {
 		r, err := g.initialRange(ctx, topic, p, &filter)
 		if err != nil {
 			return nil, err
@@ -152,6 +158,40 @@ func writeBrowseError(w http.ResponseWriter, err error) {
 		return
 	}
 	writeCoreError(w, err)
+}
+
+// maxSearchPartitions bounds the partitions one search covers: their
+// ranges must fit in a cursor (maxCursorText); a topic with more is
+// searched a set of partitions at a time (partitions=).
+const maxSearchPartitions = 500
+
+// parsePartitions reads partitions= ("0,3,7"; empty: all of the topic's).
+func parsePartitions(v string, count int32) ([]int32, error) {
+	var out []int32
+	if v == "" {
+		if count > maxSearchPartitions {
+			return nil, fmt.Errorf("the topic has %d partitions; search at most %d at a time with partitions=", count, maxSearchPartitions)
+		}
+		for p := int32(0); p < count; p++ {
+			out = append(out, p)
+		}
+		return out, nil
+	}
+	seen := map[int64]bool{}
+	for _, f := range strings.Split(v, ",") {
+		p, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil || p < 0 || p >= int64(count) {
+			return nil, fmt.Errorf("partitions: %q is not a partition of the topic (0 to %d)", f, count-1)
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, int32(p))
+		}
+		if len(out) > maxSearchPartitions {
+			return nil, fmt.Errorf("partitions: more than %d", maxSearchPartitions)
+		}
+	}
+	return out, nil
 }
 
 func parseOrder(v string) (newest bool, err error) {

@@ -140,6 +140,27 @@ func TestSearchTimeRangeStartsAtTimeIndex(t *testing.T) {
 	}
 }
 
+func TestSearchChosenPartitions(t *testing.T) {
+	e := newTestEnv(t)
+	seedBrowse(t, e, "parts", 3, 30)
+	ans := e.search(t, "parts", url.Values{"partitions": {"2,0,2"}, "order": {"oldest"}})
+	for _, r := range ans.Records {
+		if r.Partition == 1 {
+			t.Fatalf("partition 1 searched: %+v", r)
+		}
+	}
+	if len(ans.Records) != 20 || len(ans.Progress.Partitions) != 2 {
+		t.Fatalf("%d records, progress %+v", len(ans.Records), ans.Progress.Partitions)
+	}
+	if err := e.broker.CreateTopic(server.TopicSpec{Name: "many", Partitions: maxSearchPartitions + 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	e.do(t, http.MethodGet, "/kafka/many/search", "", "").wantError(t, http.StatusBadRequest, codeBadParam)
+	if many := e.search(t, "many", url.Values{"partitions": {"0,500"}}); !many.Progress.Done || len(many.Progress.Partitions) != 2 {
+		t.Fatalf("%+v", many.Progress)
+	}
+}
+
 func TestSearchNewestFirst(t *testing.T) {
 	e := newTestEnv(t)
 	seedBrowse(t, e, "news", 3, 30)
@@ -255,6 +276,9 @@ func TestSearchErrors(t *testing.T) {
 		"cursor other order":  "order=oldest&limit=1&cursor=" + url.QueryEscape(good.Cursor),
 		"cursor other filter": "limit=1&cursor=" + url.QueryEscape(other.Cursor),
 		"empty header":        "header=",
+		"bad partition":       "partitions=0,x",
+		"partition too high":  "partitions=2",
+		"cursor other parts":  "limit=1&partitions=0&cursor=" + url.QueryEscape(good.Cursor),
 	} {
 		t.Run(name, func(t *testing.T) {
 			e.do(t, http.MethodGet, "/kafka/errs/search?"+q, "", "").wantError(t, http.StatusBadRequest, codeBadParam)
