@@ -98,6 +98,16 @@ func TestUISearchExportRepublish(t *testing.T) {
 		t.Fatalf("rows after continuing: %s (count, distinct)", got)
 	}
 
+	// Only partition 1: the ten odd records.
+	b.run("search one partition",
+		fillIn("#search-budget", "10000"),
+		fillIn("#search-partitions", "1"),
+		chromedp.Click(chromedp.CSS("#search-run")))
+	b.waitText("#search-progress", "10 match(es) shown")
+	if got := eval[string](b, "read the partitions", `[...new Set([...document.querySelectorAll('table.search-results tbody tr')].map(r => r.dataset.record.split(':')[0]))].join()`); got != "1" {
+		t.Fatalf("partitions shown: %q", got)
+	}
+
 	// A filter the server refuses is shown with its reason.
 	b.run("a bad JSON path", fillIn("#search-json", "$.user[=="), chromedp.Click(chromedp.CSS("#search-run")))
 	b.waitText("#view .error", "The search failed")

@@ -17,6 +17,7 @@ export function searchQuery(f, extra = {}) {
   if (f.json !== '') q.set('json', f.json);
   if (f.from !== null) q.set('from', String(f.from));
   if (f.to !== null) q.set('to', String(f.to));
+  if (f.partitions) q.set('partitions', f.partitions);
   q.set('order', f.order);
   q.set('max_scan_records', String(f.budget));
   for (const [k, v] of Object.entries(extra)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
@@ -34,6 +35,7 @@ export async function render(root, { segments, params }) {
   const json = h('input', { type: 'text', id: 'search-json', autocomplete: 'off', spellcheck: 'false', placeholder: '$.user.id == 42' });
   const from = h('input', { type: 'datetime-local', id: 'search-from', step: 1 });
   const to = h('input', { type: 'datetime-local', id: 'search-to', step: 1 });
+  const parts = h('input', { type: 'text', id: 'search-partitions', autocomplete: 'off', placeholder: 'all, or 0,3,7' });
   const order = h('select', { id: 'search-order' }, h('option', { value: 'newest' }, 'Newest first'), h('option', { value: 'oldest' }, 'Oldest first'));
   const limit = h('input', { type: 'number', id: 'search-limit', min: 1, max: 1000, value: '100' });
   const budget = h('input', { type: 'number', id: 'search-budget', min: 1, max: 1000000, value: '10000' });
@@ -53,6 +55,7 @@ export async function render(root, { segments, params }) {
     const f = {
       key: key.value, value: value.value, headers: header.value ? [header.value] : [], json: json.value.trim(),
       from: localMs(from), to: localMs(to), order: order.value, budget: Number(budget.value) || 10000,
+      partitions: parts.value.replace(/\s+/g, ''),
     };
     if (f.from !== null && f.to !== null && f.from > f.to) { setInvalid(to, 'The end is before the start.'); to.focus(); return null; }
     return f;
@@ -80,9 +83,11 @@ export async function render(root, { segments, params }) {
   }
 
   function drawProgress(p) {
-    const parts = p.partitions.map((x) => `p${x.partition}: ${fmtNum(x.scanned)} scanned, ${fmtNum(x.remaining)} left`).join('; ');
+    const touched = p.partitions.filter((x) => x.scanned > 0);
+    const perPartition = touched.slice(0, 8).map((x) => `p${x.partition}: ${fmtNum(x.scanned)} scanned, ${fmtNum(x.remaining)} left`).join('; ')
+      + (touched.length > 8 ? `; ${touched.length - 8} more partition(s)` : '');
     const why = { budget_records: 'the scan budget (records) is spent', budget_bytes: 'the scan budget (bytes) is spent', limit: 'enough matches were found' }[p.stopped_by] || '';
-    progress.textContent = `${fmtNum(state.records.length)} match(es) shown; this request scanned ${fmtNum(p.scanned_records)} record(s) (${parts}). `
+    progress.textContent = `${fmtNum(state.records.length)} match(es) shown; this request scanned ${fmtNum(p.scanned_records)} record(s) (${perPartition || 'none'}). `
       + (p.done ? 'Every record in range was scanned.' : `Stopped because ${why}; continue to scan more.`);
     moreSlot.replaceChildren();
     if (!p.done) {
@@ -154,7 +159,9 @@ export async function render(root, { segments, params }) {
         field('Order', order)),
       h('div', { class: 'grid3' }, field('From (your local time)', from), field('To (your local time)', to),
         field('Scan at most (records)', budget, 'Per request; continue for more.')),
-      h('div', { class: 'actions left' }, submit, field('Show at most', limit),
+      h('div', { class: 'grid3' }, field('Partitions', parts, 'A topic of more than 500 partitions is searched 500 at a time.'),
+        field('Show at most', limit)),
+      h('div', { class: 'actions left' }, submit,
         h('label', { class: 'check' }, avro, ' Decode Avro through the registry'))),
     errSlot, progress, exportSlot, listSlot, moreSlot, republishSlot);
   if (!topicNames.length) fill(listSlot, h('p', {}, 'There are no topics yet.'));
