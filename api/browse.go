@@ -197,7 +197,7 @@ func (g *Gateway) exportRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := newExportWriter(w, topic, format)
-	scan.emit = out.record
+	scan.emit, scan.onWindow = out.record, out.keepAlive
 	runErr := scan.run(r.Context())
 	out.finish(scan, runErr)
 }
@@ -213,6 +213,8 @@ type exportWriter struct {
 	csvOut *csv.Writer
 	rr     *readRenderer
 	failed bool // the client went away
+	// lastWrite is when the write deadline was last extended.
+	lastWrite time.Time
 }
 
 func newExportWriter(w http.ResponseWriter, topic, format string) *exportWriter {
@@ -282,6 +284,15 @@ func csvBytes(b []byte) (string, string) {
 	return base64.StdEncoding.EncodeToString(b), encodingBase64
 }
 
+// keepAlive, between windows, extends the write deadline and sends what
+// is buffered, at most once a second: a scan that matches little would
+// otherwise outlive the server's write timeout with nothing sent.
+func (e *exportWriter) keepAlive() {
+	if time.Since(e.lastWrite) >= time.Second {
+		e.flush()
+	}
+}
+
 // flush writes what is buffered; false when the client is gone.
 func (e *exportWriter) flush() bool {
 	if e.failed {
@@ -289,7 +300,8 @@ func (e *exportWriter) flush() bool {
 	}
 	// A long export outlives the server's write timeout; each write gets
 	// its own deadline.
-	e.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	e.lastWrite = time.Now()
+	e.rc.SetWriteDeadline(e.lastWrite.Add(streamWriteTimeout))
 	if _, err := e.w.Write(e.buf.Bytes()); err != nil {
 		e.failed = true
 		return false

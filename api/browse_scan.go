@@ -92,6 +92,10 @@ type browseScan struct {
 	// emit receives each match (its bytes valid only during the call);
 	// false stops the scan with the cursor after that record.
 	emit func(partition int32, rec *records.Record) bool
+	// onWindow, when set, runs before each window is read: a streaming
+	// export keeps its connection's write deadline ahead of a long scan
+	// that matches little.
+	onWindow func()
 }
 
 var errStopScan = errors.New("scan stopped")
@@ -381,6 +385,9 @@ func (s *browseScan) fill(ctx context.Context, ps *partitionScan) error {
 		}
 		if ps.r.Lo >= ps.r.Hi {
 			return nil
+		}
+		if s.onWindow != nil {
+			s.onWindow()
 		}
 		win, err := s.nextWindow(ctx, ps)
 		if err != nil {
