@@ -483,10 +483,9 @@ func (s *browseScan) readWindow(ctx context.Context, ps *partitionScan, ws, we i
 			// truncated below it: skip what is no longer there.
 			start, _, lerr := s.g.broker.ConsumerListOffset(ctx, s.topic, p, server.OffsetEarliest)
 			if lerr == nil && start > off {
+				// Nothing below start is left to scan, in either order.
+				ps.r.Lo = max(ps.r.Lo, min(start, ps.r.Hi))
 				off = start
-				if !s.cur.newest {
-					win.start = min(start, win.end)
-				}
 				continue
 			}
 			return win, nil

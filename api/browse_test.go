@@ -590,3 +590,35 @@ func TestSearchLargeRecords(t *testing.T) {
 		}
 	}
 }
+
+// Records deleted (retention, DeleteRecords) after a cursor was made are
+// skipped when it resumes, in both orders, and never counted as scanned.
+func TestSearchCursorAfterLogStartMoves(t *testing.T) {
+	e := newTestEnv(t)
+	for _, order := range []string{"oldest", "newest"} {
+		topic := "del-" + order
+		seedBrowse(t, e, topic, 1, 2000)
+		q := url.Values{"order": {order}, "max_scan_records": {"10"}}
+		first := e.search(t, topic, q)
+		if _, err := e.broker.DeleteRecords(topic, 0, 1500); err != nil {
+			t.Fatal(err)
+		}
+		q.Set("cursor", first.Cursor)
+		q.Set("max_scan_records", "1000000")
+		q.Set("limit", "1000")
+		rest := e.search(t, topic, q)
+		got := ns(t, rest.Records)
+		want := 500 // 1500..1999
+		if order == "newest" {
+			want = 490 // 1500..1989: the first page took 1990..1999
+		}
+		if !rest.Progress.Done || len(got) != want || rest.Progress.ScannedRecords != int64(want) {
+			t.Fatalf("%s: %d records after the deletion, progress %+v", order, len(got), rest.Progress)
+		}
+		for _, n := range got {
+			if n < 1500 || order == "newest" && n >= 1990 || order == "oldest" && n < 10 {
+				t.Fatalf("%s: record %d", order, n)
+			}
+		}
+	}
+}
