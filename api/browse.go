@@ -284,9 +284,9 @@ func csvBytes(b []byte) (string, string) {
 	return base64.StdEncoding.EncodeToString(b), encodingBase64
 }
 
-// keepAlive, between windows, extends the write deadline and sends what
-// is buffered, at most once a second: a scan that matches little would
-// otherwise outlive the server's write timeout with nothing sent.
+// keepAlive, between windows, sends what is buffered once a second has
+// passed since the last write: a slow scan's few matches reach the client
+// as they are found rather than when 64 KiB have gathered.
 func (e *exportWriter) keepAlive() {
 	if time.Since(e.lastWrite) >= time.Second {
 		e.flush()

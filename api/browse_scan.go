@@ -93,8 +93,7 @@ type browseScan struct {
 	// false stops the scan with the cursor after that record.
 	emit func(partition int32, rec *records.Record) bool
 	// onWindow, when set, runs before each window is read: a streaming
-	// export keeps its connection's write deadline ahead of a long scan
-	// that matches little.
+	// export sends the matches it holds.
 	onWindow func()
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strconv"
@@ -621,4 +622,43 @@ func TestSearchCursorAfterLogStartMoves(t *testing.T) {
 			}
 		}
 	}
+}
+
+// An export whose scan outlasts the server's write timeout before its
+// first match still completes: each write extends the deadline first.
+func TestExportOutlivesWriteTimeout(t *testing.T) {
+	e := newTestEnv(t)
+	if err := e.broker.CreateTopic(server.TopicSpec{Name: "slow", Partitions: 1, ReplicationFactor: 1}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 60000
+	for start := 0; start < n; start += 5000 {
+		req := server.ProduceRequest{Topic: "slow"}
+		for i := start; i < start+5000; i++ {
+			req.Records = append(req.Records, server.ProduceRecord{Partition: 0, Record: records.Record{
+				Value: []byte(fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, strings.Repeat("z", 100))), Timestamp: browseBase + int64(i)}})
+		}
+		if _, err := e.broker.Produce(context.Background(), &req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewUnstartedServer(e.gateway.Handler())
+	srv.Config.WriteTimeout = 100 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	started := time.Now()
+	res, err := http.Get(srv.URL + "/kafka/slow/export?order=oldest&json=" + url.QueryEscape(fmt.Sprintf("$.n == %d", n-1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("after %v: %v", time.Since(started), err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(body)), "\n"); len(lines) != 2 || !strings.Contains(lines[0], fmt.Sprintf(`"n":%d`, n-1)) ||
+		res.Trailer.Get(trailerDone) != "true" {
+		t.Fatalf("after %v: %q, trailers %v", time.Since(started), body, res.Trailer)
+	}
+	t.Logf("the export took %v under a write timeout of 100ms", time.Since(started))
 }
