@@ -60,6 +60,10 @@ var routeRequirements = map[string][]requirement{
 	"POST /kafka/{topic}":                               {need(auth.OpWrite, auth.ResourceTopic, byTopic)},
 	"GET /kafka/{topic}/partitions/{partition}/records": {need(auth.OpRead, auth.ResourceTopic, byTopic)},
 	"GET /kafka/{topic}/partitions/{partition}/offsets": {need(auth.OpDescribe, auth.ResourceTopic, byTopic)},
+	"GET /kafka/{topic}/search":                         {need(auth.OpRead, auth.ResourceTopic, byTopic)},
+	"GET /kafka/{topic}/export":                         {need(auth.OpRead, auth.ResourceTopic, byTopic)},
+	// And WRITE on the target, named in the body: republishRecords.
+	"POST /kafka/{topic}/republish": {need(auth.OpRead, auth.ResourceTopic, byTopic)},
 	"GET /kafka/{topic}/stream": {need(auth.OpRead, auth.ResourceTopic, byTopic),
 		need(auth.OpRead, auth.ResourceGroup, func(r *http.Request) string { return streamGroup(r) })},
 
@@ -86,6 +90,7 @@ var routeRequirements = map[string][]requirement{
 
 	"GET /groups":                                                 nil, // filtered by DESCRIBE
 	"GET /groups/{group}":                                         {need(auth.OpDescribe, auth.ResourceGroup, byGroup)},
+	"GET /groups/{group}/lag/history":                             {need(auth.OpDescribe, auth.ResourceGroup, byGroup)},
 	"POST /groups/{group}/offsets/reset":                          {need(auth.OpRead, auth.ResourceGroup, byGroup)},
 	"POST /consumers/{group}":                                     {need(auth.OpRead, auth.ResourceGroup, byGroup)},
 	"DELETE /consumers/{group}/instances/{instance}":              {need(auth.OpRead, auth.ResourceGroup, byGroup)},

@@ -19,6 +19,7 @@ const (
 	codeInternalTopic      = 40303 // a change clients may not make to an internal topic
 	codeTopicNotFound      = 40401
 	codePartitionNotFound  = 40402
+	codeRecordNotFound     = 40403 // an offset listed by the client holds no record
 	codeNotFound           = 40404
 	codeMethodNotAllowed   = 40501
 	codeBodyTimeout        = 40801 // the body did not arrive within the read timeout

@@ -215,6 +215,9 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Post("/kafka/{topic}", g.idempotent(g.avroOr(g.produce)))
 	r.Get("/kafka/{topic}/partitions/{partition}/records", g.avroReadOr(g.readRecords))
 	r.Get("/kafka/{topic}/partitions/{partition}/offsets", g.listOffset)
+	r.Get("/kafka/{topic}/search", g.searchRecords)
+	r.Get("/kafka/{topic}/export", g.exportRecords)
+	r.Post("/kafka/{topic}/republish", g.republishRecords)
 
 	r.Get("/topics", g.listTopics)
 	r.Post("/topics", g.createTopic)
@@ -241,6 +244,7 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Get("/kafka/{topic}/stream", gr(g.atGroupCoordinator(streamGroup, g.stream)))
 	r.Get("/groups", gr(g.listGroups))
 	r.Get("/groups/{group}", byPath(g.describeGroup))
+	r.Get("/groups/{group}/lag/history", byPath(g.groupLagHistory))
 	r.Post("/groups/{group}/offsets/reset", byPath(g.resetGroupOffsets))
 	r.Post("/consumers/{group}", byPath(g.createConsumer))
 	r.Delete("/consumers/{group}/instances/{instance}", byPath(g.deleteConsumer))

@@ -22,7 +22,7 @@ type testEnv struct {
 	url     string
 }
 
-func newTestEnv(t *testing.T, mutate ...func(*server.Config, *Config)) *testEnv {
+func newTestEnv(t testing.TB, mutate ...func(*server.Config, *Config)) *testEnv {
 	t.Helper()
 	bcfg := server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}
 	acfg := Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), AdvertisedKafkaAddr: "localhost:9092"}

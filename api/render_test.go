@@ -9,24 +9,8 @@ import (
 )
 
 // The reference the rendered answers are checked against: readRecord
-// values marshalled by encoding/json, as the read handler did before.
-
-func toReadRecord(topicName string, partition int32, rec records.Record) readRecord {
-	out := readRecord{
-		Topic: topicName, Partition: partition, Offset: rec.Offset, Timestamp: rec.Timestamp,
-		TimestampType: "CreateTime",
-	}
-	if rec.TimestampType == 1 {
-		out.TimestampType = "LogAppendTime"
-	}
-	out.Key, out.KeyEncoding = encodeBytes(rec.Key)
-	out.Value, out.ValueEncoding = encodeBytes(rec.Value)
-	out.Headers = make(map[string]string, len(rec.Headers))
-	for _, h := range rec.Headers {
-		out.Headers[h.Key] = string(h.Value)
-	}
-	return out
-}
+// values (toReadRecord, browse.go) marshalled by encoding/json, as the
+// read handler did before.
 
 // renderedSize is about what out adds to the JSON answer.
 func renderedSize(out readRecord) int {

@@ -17,6 +17,8 @@ package openapi
 //	@schemes		http https
 //	@tag.name		gateway
 //	@tag.description	Produce and read records over HTTP.
+//	@tag.name		browser
+//	@tag.description	Search a topic across partitions (key, value, header, JSON field, time range) with a scan budget and a resumable cursor; export as JSON lines or CSV; republish records.
 //	@tag.name		topics
 //	@tag.description	Create, describe, alter and delete topics; REST Proxy v2 produce.
 //	@tag.name		cluster

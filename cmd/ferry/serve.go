@@ -93,6 +93,9 @@ type serveSettings struct {
 	offsetsRetention, offsetsRetentionCheck time.Duration
 	// txn is the transaction coordinator's settings (txnserve.go).
 	txn txn.Config
+	// groupLagSampleInterval is how often groups' lag is sampled for
+	// GET /groups/{group}/lag/history.
+	groupLagSampleInterval time.Duration
 	// schemasReplicationFactor is kafkastore.topic.replication.factor.
 	schemasReplicationFactor int16
 	// httpAuth is the HTTP gateway's authentication (httpauth.go).
@@ -205,6 +208,14 @@ var serveOptions = []option{
 			err := parseMillis(&s.offsetsRetentionCheck, v)
 			if err == nil && s.offsetsRetentionCheck <= 0 {
 				err = errors.New("must be positive")
+			}
+			return err
+		}},
+	{"group-lag-sample-interval-ms", []string{"ferry.group.lag.sample.interval.ms"}, "how often each consumer group's lag is sampled into the history the admin page charts (360 samples kept per group)", "10000",
+		func(s *serveSettings, v string) error {
+			err := parseMillis(&s.groupLagSampleInterval, v)
+			if err == nil && s.groupLagSampleInterval < 100*time.Millisecond {
+				err = errors.New("must be at least 100")
 			}
 			return err
 		}},
@@ -713,7 +724,8 @@ func runServe(args []string) error {
 	}
 	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay, OffsetsTopicPartitions: s.offsetsPartitions,
 		OffsetsTopicReplicationFactor: s.offsetsReplicationFactor, OffsetsTopicSegmentBytes: s.offsetsSegmentBytes,
-		OffsetsRetention: s.offsetsRetention, OffsetsRetentionCheckInterval: s.offsetsRetentionCheck}
+		OffsetsRetention: s.offsetsRetention, OffsetsRetentionCheckInterval: s.offsetsRetentionCheck,
+		LagSampleInterval: s.groupLagSampleInterval}
 	if s.groupInitialDelay == 0 {
 		groupCfg.InitialRebalanceDelay = -1 // group.Config reads 0 as its default
 	}

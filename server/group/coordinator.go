@@ -60,8 +60,16 @@ type Config struct {
 	// Now is the clock; tests inject a fake one. Default time.Now.
 	Now func() time.Time
 	// ManualTick turns off the background timeout loop; tests then call
-	// Tick themselves.
+	// Tick (and SampleLag) themselves.
 	ManualTick bool
+	// LagSampleInterval is how often each group's lag is sampled into its
+	// history (laghistory.go). Default 10 s.
+	LagSampleInterval time.Duration
+	// LagSamples is how many samples a group's history keeps (default
+	// 360: an hour at the default interval); LagHistoryGroups how many
+	// groups have one (default 1000).
+	LagSamples       int
+	LagHistoryGroups int
 }
 
 // Defaults fills zero fields.
@@ -108,6 +116,15 @@ func (c *Config) Defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.LagSampleInterval == 0 {
+		c.LagSampleInterval = 10 * time.Second
+	}
+	if c.LagSamples == 0 {
+		c.LagSamples = 360
+	}
+	if c.LagHistoryGroups == 0 {
+		c.LagHistoryGroups = 1000
+	}
 }
 
 // Validate reports the first invalid field.
@@ -125,6 +142,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("offsets.retention.minutes must be >= 1 and offsets.retention.check.interval.ms > 0")
 	case c.TickInterval <= 0:
 		return fmt.Errorf("tick interval must be > 0")
+	case c.LagSampleInterval <= 0 || c.LagSamples < 1 || c.LagHistoryGroups < 1:
+		return fmt.Errorf("lag history: interval %v, %d samples, %d groups: must be positive", c.LagSampleInterval, c.LagSamples, c.LagHistoryGroups)
 	}
 	return nil
 }
@@ -156,6 +175,8 @@ type Coordinator struct {
 
 	// txnVerifier checks TxnOffsetCommits (txnoffsets.go); nil: none.
 	txnVerifier atomic.Pointer[verifierBox]
+	// lagHistory is each group's lag over time, sampled by tickLoop.
+	lagHistory *lagHistory
 
 	closing chan struct{}
 	wg      sync.WaitGroup
@@ -176,6 +197,7 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	c.mu.groups = map[string]*group{}
 	c.mu.instances = map[instanceKey]*instance{}
 	c.own.parts = map[int32]ownedPartition{}
+	c.lagHistory = newLagHistory(cfg.LagSamples, cfg.LagHistoryGroups)
 	// Watching first: a role given while the led partitions load is not missed.
 	b.WatchLeadership(OffsetsTopic, c.onLeadership)
 	if !c.clustered() {
@@ -226,6 +248,8 @@ func (c *Coordinator) tickLoop() {
 	defer t.Stop()
 	expiry := time.NewTicker(c.cfg.OffsetsRetentionCheckInterval)
 	defer expiry.Stop()
+	lag := time.NewTicker(c.cfg.LagSampleInterval)
+	defer lag.Stop()
 	for {
 		select {
 		case <-c.closing:
@@ -236,6 +260,8 @@ func (c *Coordinator) tickLoop() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			c.ExpireOffsets(ctx, c.now())
 			cancel()
+		case <-lag.C:
+			c.SampleLag(c.now())
 		}
 	}
 }

@@ -10,6 +10,7 @@ import * as cluster from './cluster.js';
 import * as moves from './moves.js';
 import * as topics from './topics.js';
 import * as messages from './messages.js';
+import * as search from './search.js';
 import * as groups from './groups.js';
 import * as schemas from './schemas.js';
 import * as acls from './acls.js';
@@ -23,6 +24,7 @@ const routes = [
   { nav: 'topics', match: (s) => s[0] === 'topics' && s.length === 1, view: topics.renderList, title: 'Topics' },
   { nav: 'topics', match: (s) => s[0] === 'topics' && s.length === 2, view: topics.renderDetail, title: 'Topic' },
   { nav: 'messages', match: (s) => s[0] === 'messages' && s.length <= 2, view: messages.render, title: 'Messages' },
+  { nav: 'search', match: (s) => s[0] === 'search' && s.length <= 2, view: search.render, title: 'Search messages' },
   { nav: 'groups', match: (s) => s[0] === 'groups' && s.length === 1, view: groups.renderList, title: 'Consumer groups' },
   { nav: 'groups', match: (s) => s[0] === 'groups' && s.length === 2, view: groups.renderDetail, title: 'Consumer group' },
   { nav: 'schemas', match: (s) => s[0] === 'schemas' && s.length === 1, view: schemas.renderList, title: 'Schema registry' },

@@ -25,15 +25,69 @@ export async function renderList(root) {
 export async function renderDetail(root, { segments }) {
   const name = segments[1];
   const body = h('div');
+  const lagSlot = h('section', { 'aria-labelledby': 'lag-title', id: 'lag-history' });
   root.append(h('div', { class: 'view-head' },
     h('h1', {}, h('span', { class: 'muted' }, 'Group '), name),
     h('button', { type: 'button', class: 'secondary', onClick: (ev) => busy(ev.currentTarget, 'Refreshing…', draw).catch((e) => showError(body, e)) }, 'Refresh')),
   body);
   async function draw() {
     const [d, topics] = await Promise.all([get(`/groups/${enc(name)}`), get('/topics')]);
-    fill(body, summary(d), membersSection(d), offsetsSection(d), resetSection(d, topics, draw));
+    fill(body, summary(d), lagSlot, membersSection(d), offsetsSection(d), resetSection(d, topics, draw));
   }
   await draw();
+  // The lag chart follows the coordinator's samples while the view is open.
+  let timer = null;
+  let stopped = false;
+  async function drawLag() {
+    try {
+      const hist = await get(`/groups/${enc(name)}/lag/history`, { quiet: true });
+      fill(lagSlot, h('h2', { id: 'lag-title' }, 'Lag over time'), lagChart(hist));
+      if (!stopped) timer = setTimeout(drawLag, Math.min(Math.max(hist.interval_ms, 2000), 30000));
+    } catch (e) {
+      fill(lagSlot, h('h2', { id: 'lag-title' }, 'Lag over time'));
+      showError(lagSlot, e, 'Could not read the lag history');
+    }
+  }
+  await drawLag();
+  return () => { stopped = true; clearTimeout(timer); };
+}
+
+const CHART_W = 640;
+const CHART_H = 180;
+const PAD = { left: 56, right: 12, top: 10, bottom: 28 };
+const SVG = 'http://www.w3.org/2000/svg';
+
+function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  for (const c of children) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+/** lagChart draws the samples and the lag now as a line over time. */
+export function lagChart(hist) {
+  const points = hist.samples.concat([hist.current]);
+  const t0 = points[0].time;
+  const t1 = Math.max(points[points.length - 1].time, t0 + 1);
+  const maxLag = Math.max(1, ...points.map((p) => p.lag));
+  const x = (t) => PAD.left + ((t - t0) / (t1 - t0)) * (CHART_W - PAD.left - PAD.right);
+  const y = (l) => CHART_H - PAD.bottom - (l / maxLag) * (CHART_H - PAD.top - PAD.bottom);
+  const line = points.map((p) => `${x(p.time).toFixed(1)},${y(p.lag).toFixed(1)}`).join(' ');
+  const last = points[points.length - 1];
+  const label = `Lag of ${hist.group} over the last ${Math.round((t1 - t0) / 1000)} s: ${points.length} point(s), now ${fmtNum(last.lag)}, at most ${fmtNum(maxLag)}.`;
+  const chart = svg('svg', { viewBox: `0 0 ${CHART_W} ${CHART_H}`, class: 'lag-chart', role: 'img', 'aria-label': label, 'data-points': points.length },
+    svg('title', {}, label),
+    svg('line', { x1: PAD.left, y1: CHART_H - PAD.bottom, x2: CHART_W - PAD.right, y2: CHART_H - PAD.bottom, class: 'axis' }),
+    svg('line', { x1: PAD.left, y1: PAD.top, x2: PAD.left, y2: CHART_H - PAD.bottom, class: 'axis' }),
+    svg('text', { x: PAD.left - 6, y: PAD.top + 10, 'text-anchor': 'end', class: 'tick' }, fmtNum(maxLag)),
+    svg('text', { x: PAD.left - 6, y: CHART_H - PAD.bottom, 'text-anchor': 'end', class: 'tick' }, '0'),
+    svg('text', { x: PAD.left, y: CHART_H - 8, class: 'tick' }, new Date(t0).toLocaleTimeString()),
+    svg('text', { x: CHART_W - PAD.right, y: CHART_H - 8, 'text-anchor': 'end', class: 'tick' }, new Date(t1).toLocaleTimeString()),
+    svg('polyline', { points: line, class: 'lag-line' }),
+    ...points.map((p) => svg('circle', { cx: x(p.time).toFixed(1), cy: y(p.lag).toFixed(1), r: 2.5, class: 'lag-point' },
+      svg('title', {}, `${fmtTime(p.time)}: lag ${fmtNum(p.lag)}`))));
+  return h('figure', { class: 'panel' }, chart,
+    h('figcaption', { class: 'muted', id: 'lag-caption' }, `Now ${fmtNum(last.lag)}; ${hist.samples.length} sample(s), one every ${hist.interval_ms < 1000 ? `${hist.interval_ms} ms` : `${Math.round(hist.interval_ms / 1000)} s`}, kept by the group's coordinator.`));
 }
 
 function summary(d) {
