@@ -39,7 +39,7 @@ type searchAnswer struct {
 // searchRecords serves GET /kafka/{topic}/search.
 //
 //	@Summary		Search a topic's records
-//	@Description	Scans every partition of the topic, newest first (default) or oldest first, and returns the records matching every filter given: key (equal), value (substring of the bytes), header (name, or name=value; repeatable), json (a path into the value's JSON, optionally compared: `$.user.id == 42`, `user.id=42`, `$.tags[0] != "x"`, `$.user.name`), from/to (timestamps, inclusive; milliseconds or RFC 3339; the start is found through the time index). The scan is bounded by max_scan_records and max_scan_bytes (keys, values and headers after decompression); when the budget is spent, or limit matches are found, the answer carries a cursor that resumes exactly after the last record scanned: no record is scanned twice or skipped. Reads go through the node's consumer read path (any node of a cluster answers). decode=avro decodes Confluent wire-format keys and values through the registry.
+//	@Description	Scans every partition of the topic, newest first (default) or oldest first, and returns the records matching every filter given: key (equal), value (substring of the bytes), header (name, or name=value; repeatable), json (a path into the value's JSON, optionally compared: `$.user.id == 42`, `user.id=42`, `$.tags[0] != "x"`, `$.user.name`), from/to (timestamps, inclusive; milliseconds or RFC 3339; the start is found through the time index). The scan is bounded by max_scan_records and max_scan_bytes (keys, values and headers after decompression); when the budget is spent, or limit matches are found, the answer carries a cursor that resumes exactly after the last record scanned: no record is scanned twice or skipped. Reads go through the node's consumer read path (any node of a cluster answers). decode=avro|jsonschema|protobuf decodes Confluent wire-format keys and values through the registry.
 //	@Tags			browser
 //	@Produce		json
 //	@Param			topic				path		string	true	"topic name"
@@ -55,16 +55,16 @@ type searchAnswer struct {
 //	@Param			max_scan_records	query		integer	false	"records to look at (default 10000, at most 1000000)"	minimum(1)	maximum(1000000)
 //	@Param			max_scan_bytes		query		integer	false	"bytes to look at (default 16 MiB, at most 256 MiB)"	minimum(1)
 //	@Param			cursor				query		string	false	"a previous answer's cursor"
-//	@Param			decode				query		string	false	"avro: decode wire-format keys and values through the registry"	Enums(avro)
+//	@Param			decode				query		string	false	"avro, jsonschema, protobuf: decode wire-format keys and values through the registry"	Enums(avro,jsonschema,protobuf)
 //	@Success		200					{object}	searchAnswer
 //	@Failure		400					{object}	errorBody	"40002: a filter, the budget or the cursor is not valid"
 //	@Failure		404					{object}	errorBody	"40401: no such topic"
 //	@Failure		422					{object}	errorBody	"42205: a stored batch does not decode"
-//	@Failure		503					{object}	errorBody	"50301: decode=avro without a registry; 50306: a partition has no live leader"
+//	@Failure		503					{object}	errorBody	"50301: decode= without a registry; 50306: a partition has no live leader"
 //	@Router			/kafka/{topic}/search [get]
 func (g *Gateway) searchRecords(w http.ResponseWriter, r *http.Request) {
 	topic := pathParam(r, "topic")
-	avro, ok := g.wantsAvro(w, r)
+	format, typ, ok := g.wantsDecoding(w, r)
 	if !ok {
 		return
 	}
@@ -83,12 +83,12 @@ func (g *Gateway) searchRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sortRecords(ans.Records, scan.cur.newest)
-	if avro {
+	if format != "" {
 		budget := maxAvroAnswerText
 		for i := range ans.Records {
 			rec := &ans.Records[i]
-			rec.KeySchemaID = g.decodeAvroField(r, &rec.Key, &rec.KeyEncoding, &budget)
-			rec.ValueSchemaID = g.decodeAvroField(r, &rec.Value, &rec.ValueEncoding, &budget)
+			rec.KeySchemaID = g.decodeAvroField(r, typ, format, &rec.Key, &rec.KeyEncoding, &budget)
+			rec.ValueSchemaID = g.decodeAvroField(r, typ, format, &rec.Value, &rec.ValueEncoding, &budget)
 		}
 	}
 	ans.Progress = scan.prog
@@ -98,18 +98,21 @@ func (g *Gateway) searchRecords(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, typeJSON, ans)
 }
 
-// wantsAvro reads decode=avro (format=avro too, as the records route
-// names it); false when it answered 503 for want of a registry.
-func (g *Gateway) wantsAvro(w http.ResponseWriter, r *http.Request) (avro, ok bool) {
+// wantsDecoding reads decode= (format= too, as the records route names
+// it): avro, jsonschema or protobuf, and the registry type it decodes;
+// ok is false when it answered 503 for want of a registry.
+func (g *Gateway) wantsDecoding(w http.ResponseWriter, r *http.Request) (format, typ string, ok bool) {
 	q := r.URL.Query()
-	if q.Get("decode") != encodingAvro && q.Get("format") != encodingAvro {
-		return false, true
+	format = cmp.Or(q.Get("decode"), q.Get("format"))
+	typ, known := readFormats[format]
+	if !known {
+		return "", "", true
 	}
 	if g.cfg.Schemas == nil {
-		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "decode=avro needs the schema registry, which is not configured on this node")
-		return false, false
+		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "decode="+format+" needs the schema registry, which is not configured on this node")
+		return "", "", false
 	}
-	return true, true
+	return format, typ, true
 }
 
 // toReadRecord is rec as a read answer holds it (json.Marshal renders it
