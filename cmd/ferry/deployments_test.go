@@ -253,6 +253,7 @@ func TestComposeFilesLoad(t *testing.T) {
 							if _, warnings, err := loadServeSettings([]string{"--config", v.Source}); err != nil || len(warnings) > 0 {
 								t.Fatalf("%s: %s: %v %v", name, v.Source, err, warnings)
 							}
+							advertisesItself(t, name, v.Source)
 						}
 					}
 				}
@@ -270,6 +271,26 @@ func TestComposeFilesLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// advertisesItself checks that a compose broker's config advertises the
+// service's own name, the one other brokers and clients on the compose
+// network resolve.
+func advertisesItself(t *testing.T, service, config string) {
+	t.Helper()
+	data, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "advertised.listeners="); ok {
+			if !strings.Contains(v, "://"+service+":") {
+				t.Fatalf("%s: %s advertises %q, not its own service name", service, config, v)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s: %s sets no advertised.listeners; brokers would advertise the container's host name", service, config)
 }
 
 // k8sObject is one document of a manifest, decoded strictly into its
