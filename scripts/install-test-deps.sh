@@ -18,6 +18,9 @@ compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 # (test/netns, test/partition).
 command -v ip  >/dev/null || need+=(iproute2)
 command -v nft >/dev/null || need+=(nftables)
+# systemd-analyze verifies deployments/systemd/ferry.service
+# (cmd/ferry/deployments_test.go); nothing here boots systemd.
+command -v systemd-analyze >/dev/null || need+=(systemd)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -14,6 +14,7 @@ const usage = `ferry — Kafka-compatible messaging with an HTTP gateway
 Usage:
   ferry serve [flags]     run a node (ferry serve -h for flags)
   ferry version           print the version
+  ferry health [--url http://127.0.0.1:8080/healthz]   exit 0 if the node answers 200
 
 Kafka clients of a running node (--bootstrap host:port, default localhost:9092,
 env FERRY_BOOTSTRAP; on a SASL listener --sasl-mechanism M --sasl-username U
@@ -110,6 +111,8 @@ func main() {
 		err = runACLs(os.Args[2:])
 	case "install-scripts":
 		err = runInstallScripts(os.Args[2:])
+	case "health":
+		err = runHealth(os.Args[2:])
 	case "version", "--version":
 		fmt.Println("ferry", version)
 	case "help", "-h", "--help":
