@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,6 +124,29 @@ func (r *Registry) invalidate(subject string) {
 	delete(r.mu.versions, subject)
 	r.mu.gen++
 	r.mu.Unlock()
+}
+
+// added records this node's own registration in the caches, so the
+// subject's next registration needs no read: the version joins the
+// subject's cached rows when they end at the version it follows, and the
+// fingerprint maps to the id. (The id's schema is not cached from p: a
+// schema registered concurrently elsewhere may hold the id with another
+// text of the same canonical form.)
+func (r *Registry) added(v Version, expectLatest int, p *prepared) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.gen++
+	vs, ok := r.mu.versions[v.Subject]
+	latest := 0
+	if len(vs) > 0 {
+		latest = vs[len(vs)-1].Version
+	}
+	if ok && latest == expectLatest && v.Version > latest {
+		r.mu.versions[v.Subject] = append(slices.Clip(vs), v)
+	} else {
+		delete(r.mu.versions, v.Subject)
+	}
+	r.mu.byFingerprint[p.stored.Fingerprint] = v.ID
 }
 
 // catchUp brings a store that lags other nodes' writes up to date.
@@ -395,7 +419,7 @@ func (r *Registry) Register(ctx context.Context, subject string, req SchemaReque
 	if err := r.catchUp(ctx); err != nil {
 		return 0, err
 	}
-	mode, err := r.effectiveMode(ctx, subject)
+	mode, level, err := r.registrationSettings(ctx, subject)
 	if err != nil {
 		return 0, err
 	}
@@ -415,7 +439,7 @@ func (r *Registry) Register(ctx context.Context, subject string, req SchemaReque
 	// our write; the store then refuses ours and we check again against
 	// the new latest. Jittered backoff keeps one writer from starving.
 	for attempt := 0; ; attempt++ {
-		id, err := r.registerOnce(ctx, subject, req, p, mode, attempt > 0)
+		id, err := r.registerOnce(ctx, subject, req, p, mode, level, attempt > 0)
 		if !errors.Is(err, ErrStoreConflict) {
 			return id, err
 		}
@@ -433,7 +457,7 @@ func (r *Registry) Register(ctx context.Context, subject string, req SchemaReque
 
 const maxRegisterAttempts = 64
 
-func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaRequest, p *prepared, mode string, fresh bool) (int, error) {
+func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaRequest, p *prepared, mode, level string, fresh bool) (int, error) {
 	vs, err := r.versions(ctx, subject, fresh)
 	if err != nil {
 		return 0, err
@@ -450,7 +474,7 @@ func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaR
 		}
 	}
 	if mode != Import {
-		if err := r.checkAgainst(ctx, subject, p, live(vs), ""); err != nil {
+		if err := r.checkAgainst(ctx, subject, p, live(vs), level); err != nil {
 			return 0, err
 		}
 	}
@@ -470,7 +494,7 @@ func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaR
 	case err != nil:
 		return 0, storeError("register schema", err)
 	}
-	r.invalidate(subject)
+	r.added(v, latest, p)
 	return v.ID, nil
 }
 

@@ -39,6 +39,40 @@ func (r *Registry) effectiveLevel(ctx context.Context, subject string) (string, 
 	return r.effective(ctx, SettingCompatibility, subject, r.cfg.DefaultCompatibility)
 }
 
+// settingsReader is a store that reads a subject's settings and the
+// global ones at once (PostgresStore: one round trip instead of up to
+// four): key "" holds the global values.
+type settingsReader interface {
+	SettingsOf(ctx context.Context, subject string) (map[SettingKind]map[string]string, error)
+}
+
+// registrationSettings returns the subject's effective mode and
+// compatibility level, read fresh from the store: a registration must see
+// a level or mode another node has just set.
+func (r *Registry) registrationSettings(ctx context.Context, subject string) (mode, level string, err error) {
+	sr, ok := r.store.(settingsReader)
+	if !ok {
+		if mode, err = r.effectiveMode(ctx, subject); err == nil {
+			level, err = r.effectiveLevel(ctx, subject)
+		}
+		return mode, level, err
+	}
+	all, err := sr.SettingsOf(ctx, subject)
+	if err != nil {
+		return "", "", storeError("read settings", err)
+	}
+	effective := func(kind SettingKind, def string) string {
+		if v, ok := all[kind][subject]; ok {
+			return v
+		}
+		if v, ok := all[kind][""]; ok {
+			return v
+		}
+		return def
+	}
+	return effective(SettingMode, ReadWrite), effective(SettingCompatibility, r.cfg.DefaultCompatibility), nil
+}
+
 func (r *Registry) effectiveMode(ctx context.Context, subject string) (string, error) {
 	return r.effective(ctx, SettingMode, subject, ReadWrite)
 }
