@@ -175,3 +175,70 @@ func TestTwoNodesSeeEachOthersChanges(t *testing.T) {
 		return errors.Is(err, sr.ErrSchemaNotFound)
 	})
 }
+
+// TestTwoNodesNewSubjectsConcurrently: eight writers on two nodes create
+// subjects at once, half of them registering schemas every writer also
+// registers (racing to insert the same new schema under different
+// subjects): each schema gets one id, no id is handed to two schemas, and
+// every subject holds exactly its one version.
+func TestTwoNodesNewSubjectsConcurrently(t *testing.T) {
+	a, b := twoNodes(t)
+	ctx := context.Background()
+	const writers, perWriter = 8, 20
+	type result struct {
+		subject, schema string
+		id              int
+	}
+	results := make(chan result, writers*perWriter)
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		node := []*sr.Registry{a, b}[w%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				schema := record("Own", w*1000+i)
+				if i%2 == 0 {
+					schema = record("Shared", i) // every writer registers it
+				}
+				subject := fmt.Sprintf("w%d-%d", w, i)
+				id, err := node.Register(ctx, subject, sr.SchemaRequest{Schema: schema})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				results <- result{subject, schema, id}
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	idOf := map[string]int{}
+	schemaOf := map[int]string{}
+	n := 0
+	for r := range results {
+		n++
+		if prev, ok := idOf[r.schema]; ok && prev != r.id {
+			t.Fatalf("schema %s got ids %d and %d", r.schema, prev, r.id)
+		}
+		if prev, ok := schemaOf[r.id]; ok && prev != r.schema {
+			t.Fatalf("id %d handed to %s and %s", r.id, prev, r.schema)
+		}
+		idOf[r.schema], schemaOf[r.id] = r.id, r.schema
+		for _, node := range []*sr.Registry{a, b} {
+			info, err := node.GetVersion(ctx, r.subject, 1, false)
+			if err != nil || info.ID != r.id {
+				t.Fatalf("%s version 1: %+v %v, want id %d", r.subject, info, err, r.id)
+			}
+			if vs, err := node.Versions(ctx, r.subject, false); err != nil || len(vs) != 1 {
+				t.Fatalf("%s versions: %v %v", r.subject, vs, err)
+			}
+		}
+	}
+	if want := writers * perWriter; n != want {
+		t.Fatalf("%d registrations succeeded, want %d", n, want)
+	}
+	if want := writers*perWriter/2 + perWriter/2; len(schemaOf) != want {
+		t.Fatalf("%d distinct ids, want %d (one per distinct schema)", len(schemaOf), want)
+	}
+}
