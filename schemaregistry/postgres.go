@@ -411,15 +411,16 @@ func (s *PostgresStore) AddVersion(ctx context.Context, w NewVersion) (Version, 
 	}
 	var outcome string
 	var version, id int
-	err := s.pool.QueryRow(ctx, "SELECT o_outcome, o_version, o_id FROM schemaregistry_add_version($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+	var created bool
+	err := s.pool.QueryRow(ctx, "SELECT o_outcome, o_version, o_id, o_created FROM schemaregistry_add_version($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
 		w.Subject, w.ExpectLatest, w.Version, w.ID, w.Schema.Fingerprint, w.Schema.Type, w.Schema.Text,
-		names, subjects, versions, notifyPayload("s:"+w.Subject)).Scan(&outcome, &version, &id)
+		names, subjects, versions, notifyPayload("s:"+w.Subject)).Scan(&outcome, &version, &id, &created)
 	if err != nil {
 		return Version{}, err
 	}
 	switch outcome {
 	case "ok":
-		return Version{Subject: w.Subject, Version: version, ID: id}, nil
+		return Version{Subject: w.Subject, Version: version, ID: id, Created: created}, nil
 	case "conflict":
 		return Version{}, ErrStoreConflict
 	case "id_in_use":

@@ -128,14 +128,22 @@ func (r *Registry) invalidate(subject string) {
 
 // added records this node's own registration in the caches, so the
 // subject's next registration needs no read: the version joins the
-// subject's cached rows when they end at the version it follows, and the
-// fingerprint maps to the id. (The id's schema is not cached from p: a
-// schema registered concurrently elsewhere may hold the id with another
-// text of the same canonical form.)
+// subject's cached rows when they end at the version it follows, the
+// fingerprint maps to the id, and a schema this call stored is cached
+// parsed under its id (one it did not store may hold another text of the
+// same canonical form, registered concurrently elsewhere: it is read back
+// when needed).
 func (r *Registry) added(v Version, expectLatest int, p *prepared) {
+	created := v.Created
+	v.Created = false
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.gen++
+	if _, ok := r.mu.byID[v.ID]; created && !ok {
+		st := p.stored
+		st.ID = v.ID
+		r.mu.byID[v.ID] = &cachedSchema{stored: st, parsed: p.parsed}
+	}
 	vs, ok := r.mu.versions[v.Subject]
 	latest := 0
 	if len(vs) > 0 {

@@ -94,6 +94,10 @@ type Version struct {
 	Version int    `json:"version"`
 	ID      int    `json:"id"`
 	Deleted bool   `json:"deleted,omitempty"`
+	// Created is set in AddVersion's answer when that call stored the
+	// schema, so the stored text is the one given (stores may leave it
+	// false: the caller then reads the schema back when it needs it).
+	Created bool `json:"-"`
 }
 
 // SubjectInfo summarizes a subject.

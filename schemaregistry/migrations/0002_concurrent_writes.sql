@@ -25,7 +25,8 @@ FROM (SELECT greatest(
         coalesce((SELECT value FROM schemaregistry_counters WHERE name = 'schema_id'), 0),
         coalesce((SELECT max(id) FROM schemaregistry_schemas), 0)) AS v) AS highest;
 
--- Returns one row: o_outcome 'ok' (o_version, o_id set), 'conflict' (the
+-- Returns one row: o_outcome 'ok' (o_version, o_id set; o_created when
+-- this call stored the schema), 'conflict' (the
 -- subject's highest version is not p_expect_latest), 'id_in_use' or
 -- 'version_in_use' (imports). p_version / p_id are 0 unless imported.
 CREATE FUNCTION schemaregistry_add_version(
@@ -33,33 +34,34 @@ CREATE FUNCTION schemaregistry_add_version(
     p_fingerprint text, p_type text, p_text text,
     p_ref_names text[], p_ref_subjects text[], p_ref_versions integer[],
     p_notify text)
-RETURNS TABLE (o_outcome text, o_version integer, o_id integer)
+RETURNS TABLE (o_outcome text, o_version integer, o_id integer, o_created boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
     l_latest  integer;
     l_version integer := p_version;
     l_id      integer;
+    l_created boolean := false;
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(112585897834754);
     PERFORM pg_advisory_xact_lock(1717924466, hashtext(p_subject));
     SELECT coalesce(max(v.version), 0) INTO l_latest
         FROM schemaregistry_versions v WHERE v.subject = p_subject;
     IF l_latest <> p_expect_latest THEN
-        RETURN QUERY SELECT 'conflict'::text, 0, 0;
+        RETURN QUERY SELECT 'conflict'::text, 0, 0, false;
         RETURN;
     END IF;
     IF l_version = 0 THEN
         l_version := l_latest + 1;
     ELSIF l_version <= l_latest AND EXISTS (SELECT 1 FROM schemaregistry_versions v
             WHERE v.subject = p_subject AND v.version = l_version) THEN
-        RETURN QUERY SELECT 'version_in_use'::text, 0, 0;
+        RETURN QUERY SELECT 'version_in_use'::text, 0, 0, false;
         RETURN;
     END IF;
     LOOP
         SELECT s.id INTO l_id FROM schemaregistry_schemas s WHERE s.fingerprint = p_fingerprint;
         IF FOUND THEN
             IF p_id <> 0 AND p_id <> l_id THEN
-                RETURN QUERY SELECT 'id_in_use'::text, 0, 0;
+                RETURN QUERY SELECT 'id_in_use'::text, 0, 0, false;
                 RETURN;
             END IF;
             EXIT;
@@ -76,6 +78,7 @@ BEGIN
         INSERT INTO schemaregistry_schemas (id, fingerprint, schema_type, schema_text)
             VALUES (l_id, p_fingerprint, p_type, p_text) ON CONFLICT DO NOTHING;
         IF FOUND THEN
+            l_created := true;
             INSERT INTO schemaregistry_references (schema_id, position, name, subject, version)
                 SELECT l_id, r.ord - 1, r.name, r.subject, r.version
                 FROM unnest(p_ref_names, p_ref_subjects, p_ref_versions) WITH ORDINALITY AS r(name, subject, version, ord);
@@ -86,12 +89,12 @@ BEGIN
             EXIT;
         END IF;
         IF p_id <> 0 AND NOT EXISTS (SELECT 1 FROM schemaregistry_schemas s WHERE s.fingerprint = p_fingerprint) THEN
-            RETURN QUERY SELECT 'id_in_use'::text, 0, 0;
+            RETURN QUERY SELECT 'id_in_use'::text, 0, 0, false;
             RETURN;
         END IF;
     END LOOP;
     INSERT INTO schemaregistry_versions (subject, version, schema_id) VALUES (p_subject, l_version, l_id);
     PERFORM pg_notify('ferry_schemaregistry', p_notify);
-    RETURN QUERY SELECT 'ok'::text, l_version, l_id;
+    RETURN QUERY SELECT 'ok'::text, l_version, l_id, l_created;
 END
 $$;
