@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -240,5 +241,62 @@ func TestTwoNodesNewSubjectsConcurrently(t *testing.T) {
 	}
 	if want := writers*perWriter/2 + perWriter/2; len(schemaOf) != want {
 		t.Fatalf("%d distinct ids, want %d (one per distinct schema)", len(schemaOf), want)
+	}
+}
+
+// TestTwoNodesRegistrationAfterOtherNodesChanges: a node decides a
+// registration from its caches only as far as the database confirms them.
+// Right after the other node changes the level or the mode, or registers
+// the same schema, this node's registration follows what the database
+// holds — whether or not the change's notification has arrived yet.
+func TestTwoNodesRegistrationAfterOtherNodesChanges(t *testing.T) {
+	a, b := twoNodes(t)
+	ctx := context.Background()
+	for round := 0; round < 10; round++ {
+		subject := fmt.Sprintf("s%d", round)
+		if _, err := b.Register(ctx, subject, sr.SchemaRequest{Schema: record("R", 0)}); err != nil {
+			t.Fatal(err) // b now caches the subject, its settings and the schema
+		}
+		// Incompatible under BACKWARD (a new field without a default).
+		breaking := sr.SchemaRequest{Schema: `{"type":"record","name":"R","fields":[{"name":"f0","type":"int"},{"name":"g","type":"int"}]}`}
+		if _, err := b.Register(ctx, subject, breaking); !errors.Is(err, sr.ErrIncompatible) {
+			t.Fatalf("round %d: BACKWARD registration of a breaking change: %v", round, err)
+		}
+		level := sr.None
+		if round%2 == 1 {
+			level = "" // the global level instead of the subject's
+			if _, err := a.SetCompatibility(ctx, "", sr.None); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := a.SetCompatibility(ctx, subject, level); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Register(ctx, subject, breaking); err != nil {
+			t.Fatalf("round %d: b's registration right after a set %q to NONE: %v", round, subject+level, err)
+		}
+		if round%2 == 1 {
+			if _, err := a.DeleteCompatibility(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := a.SetMode(ctx, subject, sr.ReadOnly, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Register(ctx, subject, sr.SchemaRequest{Schema: record("R", 1)}); err == nil || !strings.Contains(err.Error(), "read-only") {
+			t.Fatalf("round %d: b's registration right after a made the subject read-only: %v", round, err)
+		}
+		// The same schema registered on a, then at once on b under a
+		// subject b has not cached: one version, one id.
+		fresh := fmt.Sprintf("t%d", round)
+		id, err := a.Register(ctx, fresh, sr.SchemaRequest{Schema: record("T", round)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.Register(ctx, fresh, sr.SchemaRequest{Schema: record("T", round)}); err != nil || got != id {
+			t.Fatalf("round %d: b registering a's schema again: id %d %v, want %d", round, got, err, id)
+		}
+		if vs, err := a.Versions(ctx, fresh, false); err != nil || len(vs) != 1 {
+			t.Fatalf("round %d: %s has versions %v %v, want one", round, fresh, vs, err)
+		}
 	}
 }

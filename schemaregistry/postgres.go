@@ -412,9 +412,15 @@ func (s *PostgresStore) AddVersion(ctx context.Context, w NewVersion) (Version, 
 	var outcome string
 	var version, id int
 	var created bool
-	err := s.pool.QueryRow(ctx, "SELECT o_outcome, o_version, o_id, o_created FROM schemaregistry_add_version($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+	var assumed SettingValues
+	if w.Assumed != nil {
+		assumed = *w.Assumed
+	}
+	err := s.pool.QueryRow(ctx, `SELECT o_outcome, o_version, o_id, o_created
+		FROM schemaregistry_add_version($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 		w.Subject, w.ExpectLatest, w.Version, w.ID, w.Schema.Fingerprint, w.Schema.Type, w.Schema.Text,
-		names, subjects, versions, notifyPayload("s:"+w.Subject)).Scan(&outcome, &version, &id, &created)
+		names, subjects, versions, notifyPayload("s:"+w.Subject),
+		w.Assumed != nil, assumed.SubjectLevel, assumed.GlobalLevel, assumed.SubjectMode, assumed.GlobalMode).Scan(&outcome, &version, &id, &created)
 	if err != nil {
 		return Version{}, err
 	}
@@ -468,29 +474,19 @@ func (s *PostgresStore) Setting(ctx context.Context, kind SettingKind, subject s
 	return v, err == nil, err
 }
 
-// SettingsOf returns the subject's and the global settings in one query
-// (see settingsReader).
-func (s *PostgresStore) SettingsOf(ctx context.Context, subject string) (map[SettingKind]map[string]string, error) {
+// SettingsOf implements assumingStore: the subject's and the global
+// settings in one query.
+func (s *PostgresStore) SettingsOf(ctx context.Context, subject string) (SettingValues, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT kind, subject, value FROM schemaregistry_settings
-		WHERE (kind, subject) IN (($1, $3), ($1, ''), ($2, $3), ($2, ''))`, string(SettingCompatibility), string(SettingMode), subject)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[SettingKind]map[string]string{}
-	for rows.Next() {
-		var kind, subj, value string
-		if err := rows.Scan(&kind, &subj, &value); err != nil {
-			return nil, err
-		}
-		if out[SettingKind(kind)] == nil {
-			out[SettingKind(kind)] = map[string]string{}
-		}
-		out[SettingKind(kind)][subj] = value
-	}
-	return out, rows.Err()
+	var v SettingValues
+	err := s.pool.QueryRow(ctx, `SELECT
+		coalesce((SELECT value FROM schemaregistry_settings WHERE kind = 'compatibility' AND subject = $1), ''),
+		coalesce((SELECT value FROM schemaregistry_settings WHERE kind = 'compatibility' AND subject = ''), ''),
+		coalesce((SELECT value FROM schemaregistry_settings WHERE kind = 'mode' AND subject = $1), ''),
+		coalesce((SELECT value FROM schemaregistry_settings WHERE kind = 'mode' AND subject = ''), '')`, subject).
+		Scan(&v.SubjectLevel, &v.GlobalLevel, &v.SubjectMode, &v.GlobalMode)
+	return v, err
 }
 
 // SetSetting implements Store.

@@ -113,6 +113,11 @@ type NewVersion struct {
 	ExpectLatest int
 	ID           int // imported id, 0 to assign
 	Version      int // imported version, 0 for the next one
+	// Assumed is set only for stores that implement assumingStore, when
+	// Registry decided from its caches: the settings it applied, and that
+	// the subject holds no live version of this schema. The store fails
+	// the write with ErrStoreConflict when either is no longer true.
+	Assumed *SettingValues
 }
 
 // Store errors.

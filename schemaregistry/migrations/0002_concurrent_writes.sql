@@ -29,11 +29,15 @@ FROM (SELECT greatest(
 -- this call stored the schema), 'conflict' (the
 -- subject's highest version is not p_expect_latest), 'id_in_use' or
 -- 'version_in_use' (imports). p_version / p_id are 0 unless imported.
+-- With p_assumed the caller decided from its caches: 'conflict' too when
+-- the settings (subject's and global level and mode, '' for none) are no
+-- longer the given ones or the subject already holds the schema live.
 CREATE FUNCTION schemaregistry_add_version(
     p_subject text, p_expect_latest integer, p_version integer, p_id integer,
     p_fingerprint text, p_type text, p_text text,
     p_ref_names text[], p_ref_subjects text[], p_ref_versions integer[],
-    p_notify text)
+    p_notify text,
+    p_assumed boolean, p_subject_level text, p_global_level text, p_subject_mode text, p_global_mode text)
 RETURNS TABLE (o_outcome text, o_version integer, o_id integer, o_created boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -46,7 +50,13 @@ BEGIN
     PERFORM pg_advisory_xact_lock(1717924466, hashtext(p_subject));
     SELECT coalesce(max(v.version), 0) INTO l_latest
         FROM schemaregistry_versions v WHERE v.subject = p_subject;
-    IF l_latest <> p_expect_latest THEN
+    IF l_latest <> p_expect_latest OR (p_assumed AND (
+            coalesce((SELECT st.value FROM schemaregistry_settings st WHERE st.kind = 'compatibility' AND st.subject = p_subject), '') <> p_subject_level
+            OR coalesce((SELECT st.value FROM schemaregistry_settings st WHERE st.kind = 'compatibility' AND st.subject = ''), '') <> p_global_level
+            OR coalesce((SELECT st.value FROM schemaregistry_settings st WHERE st.kind = 'mode' AND st.subject = p_subject), '') <> p_subject_mode
+            OR coalesce((SELECT st.value FROM schemaregistry_settings st WHERE st.kind = 'mode' AND st.subject = ''), '') <> p_global_mode
+            OR EXISTS (SELECT 1 FROM schemaregistry_versions v JOIN schemaregistry_schemas s ON s.id = v.schema_id
+                WHERE v.subject = p_subject AND NOT v.deleted AND s.fingerprint = p_fingerprint))) THEN
         RETURN QUERY SELECT 'conflict'::text, 0, 0, false;
         RETURN;
     END IF;

@@ -37,7 +37,8 @@ const writers = 8
 //
 // Each iteration is one round of all three per type; run it with
 // -benchtime Nx and the medians are reported. BENCH_REGISTRATIONS (default
-// 200) is how many registrations each writer makes per measurement.
+// 200) is how many registrations each writer makes per measurement;
+// BENCH_URL runs it against a node already running instead of its own.
 func BenchmarkRegistryPostgres(b *testing.B) {
 	_, err := exec.LookPath("wrk")
 	harness.RequireService(b, "wrk", err)
@@ -46,16 +47,20 @@ func BenchmarkRegistryPostgres(b *testing.B) {
 	if lookupDuration == "" {
 		lookupDuration = "5s"
 	}
-	pg := pgserver.StartDurable(b)
-	node := harness.Start(b, "--schema-store", pg.DSN())
+	url := os.Getenv("BENCH_URL") // a node already running (to profile it), else one of our own
+	if url == "" {
+		pg := pgserver.StartDurable(b)
+		url = harness.Start(b, "--schema-store", pg.DSN()).URL
+	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: writers}}
 	var types []string
-	if err := getJSON(client, node.URL+"/schemas/types", &types); err != nil {
+	if err := getJSON(client, url+"/schemas/types", &types); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("types served: %v; %d writers x %d registrations per measurement", types, writers, perWriter)
 	results := map[string][]float64{}
 	round := 0
+	run := time.Now().Unix() % 100000 // subjects of another run on the same node stay apart
 	for b.Loop() {
 		round++
 		for _, typ := range types {
@@ -63,14 +68,14 @@ func BenchmarkRegistryPostgres(b *testing.B) {
 			if !ok {
 				b.Fatalf("no schema generator for type %s: add one to generators", typ)
 			}
-			prefix := fmt.Sprintf("r%d_%s", round, strings.ToLower(typ)) // a valid name in every type
-			subjects, ids := registerConcurrently(b, client, node.URL, typ, perWriter, func(w, i int) (string, string) {
+			prefix := fmt.Sprintf("r%d_%d_%s", run, round, strings.ToLower(typ)) // a valid name in every type
+			subjects, ids := registerConcurrently(b, client, url, typ, perWriter, func(w, i int) (string, string) {
 				return fmt.Sprintf("%s-new-w%d-%d", prefix, w, i), gen(fmt.Sprintf("%s_w%d_%d", prefix, w, i), 0)
 			})
-			versions, _ := registerConcurrently(b, client, node.URL, typ, perWriter, func(w, i int) (string, string) {
+			versions, _ := registerConcurrently(b, client, url, typ, perWriter, func(w, i int) (string, string) {
 				return fmt.Sprintf("%s-versions-w%d", prefix, w), gen(fmt.Sprintf("%s_v_w%d", prefix, w), i)
 			})
-			lookups := runWrk(b, node.URL, lookupDuration, ids)
+			lookups := runWrk(b, url, lookupDuration, ids)
 			b.Logf("round %d %-8s new subjects %7.0f/s  new versions %7.0f/s  lookups by id %8.0f/s", round, typ, subjects, versions, lookups)
 			results[typ+"_new_subjects/s"] = append(results[typ+"_new_subjects/s"], subjects)
 			results[typ+"_new_versions/s"] = append(results[typ+"_new_versions/s"], versions)
