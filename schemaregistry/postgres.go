@@ -397,9 +397,15 @@ func notifyPayload(payload string) string {
 	return payload
 }
 
-// AddVersion implements Store: one call of schemaregistry_add_version,
-// one round trip and one transaction (migrations/0002_concurrent_writes.sql
-// has the locking).
+// AddVersion implements Store: one call of schemaregistry_add_version in
+// its own transaction, then the NOTIFY in a second one, both sent in one
+// round trip (a pipeline). A NOTIFY inside the writing transaction would
+// hold PostgreSQL's database-wide notification lock through the commit's
+// flush and so serialize every registration again; sent after the commit
+// it still reaches the other nodes only once the write is visible, and
+// if PostgreSQL stops in between, their listening connections drop and
+// they empty their caches anyway. (A conflict announces nothing new: the
+// other nodes drop that subject's cached rows, which costs a reread.)
 func (s *PostgresStore) AddVersion(ctx context.Context, w NewVersion) (Version, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
@@ -409,19 +415,24 @@ func (s *PostgresStore) AddVersion(ctx context.Context, w NewVersion) (Version, 
 	for i, ref := range w.Schema.References {
 		names[i], subjects[i], versions[i] = ref.Name, ref.Subject, int32(ref.Version)
 	}
-	var outcome string
-	var version, id int
-	var created bool
 	var assumed SettingValues
 	if w.Assumed != nil {
 		assumed = *w.Assumed
 	}
-	err := s.pool.QueryRow(ctx, `SELECT o_outcome, o_version, o_id, o_created
-		FROM schemaregistry_add_version($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+	var outcome string
+	var version, id int
+	var created bool
+	batch := &pgx.Batch{}
+	batch.Queue("BEGIN")
+	batch.Queue(`SELECT o_outcome, o_version, o_id, o_created
+		FROM schemaregistry_add_version($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		w.Subject, w.ExpectLatest, w.Version, w.ID, w.Schema.Fingerprint, w.Schema.Type, w.Schema.Text,
-		names, subjects, versions, notifyPayload("s:"+w.Subject),
-		w.Assumed != nil, assumed.SubjectLevel, assumed.GlobalLevel, assumed.SubjectMode, assumed.GlobalMode).Scan(&outcome, &version, &id, &created)
-	if err != nil {
+		names, subjects, versions,
+		w.Assumed != nil, assumed.SubjectLevel, assumed.GlobalLevel, assumed.SubjectMode, assumed.GlobalMode).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&outcome, &version, &id, &created) })
+	batch.Queue("COMMIT")
+	batch.Queue("SELECT pg_notify($1, $2)", notifyChannel, notifyPayload("s:"+w.Subject))
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return Version{}, err
 	}
 	switch outcome {

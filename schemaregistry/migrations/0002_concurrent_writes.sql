@@ -15,6 +15,9 @@
 --   * the primary keys (schemas.id, (subject, version)) and the unique
 --     fingerprint remain the last word: a collision fails, never duplicates.
 -- One function call is one registration: one round trip, one transaction.
+-- It does not NOTIFY: a transaction that does holds the database-wide
+-- notification lock through its commit, serializing every registration;
+-- the caller notifies in a transaction of its own right after.
 
 CREATE SEQUENCE schemaregistry_schema_ids AS integer;
 
@@ -36,7 +39,6 @@ CREATE FUNCTION schemaregistry_add_version(
     p_subject text, p_expect_latest integer, p_version integer, p_id integer,
     p_fingerprint text, p_type text, p_text text,
     p_ref_names text[], p_ref_subjects text[], p_ref_versions integer[],
-    p_notify text,
     p_assumed boolean, p_subject_level text, p_global_level text, p_subject_mode text, p_global_mode text)
 RETURNS TABLE (o_outcome text, o_version integer, o_id integer, o_created boolean)
 LANGUAGE plpgsql AS $$
@@ -104,7 +106,6 @@ BEGIN
         END IF;
     END LOOP;
     INSERT INTO schemaregistry_versions (subject, version, schema_id) VALUES (p_subject, l_version, l_id);
-    PERFORM pg_notify('ferry_schemaregistry', p_notify);
     RETURN QUERY SELECT 'ok'::text, l_version, l_id, l_created;
 END
 $$;
