@@ -285,6 +285,15 @@ func TestTwoNodesRegistrationAfterOtherNodesChanges(t *testing.T) {
 		if _, err := b.Register(ctx, subject, sr.SchemaRequest{Schema: record("R", 1)}); err == nil || !strings.Contains(err.Error(), "read-only") {
 			t.Fatalf("round %d: b's registration right after a made the subject read-only: %v", round, err)
 		}
+		// A subject b has never seen, made read-only on a before its
+		// first version: b assumes it has no settings of its own.
+		unseen := fmt.Sprintf("u%d", round)
+		if _, err := a.SetMode(ctx, unseen, sr.ReadOnly, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Register(ctx, unseen, sr.SchemaRequest{Schema: record("U", round)}); err == nil || !strings.Contains(err.Error(), "read-only") {
+			t.Fatalf("round %d: b's registration under a subject a made read-only: %v", round, err)
+		}
 		// The same schema registered on a, then at once on b under a
 		// subject b has not cached: one version, one id.
 		fresh := fmt.Sprintf("t%d", round)

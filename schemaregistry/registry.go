@@ -134,16 +134,20 @@ func (r *Registry) invalidate(subject string) {
 // added records this node's own registration in the caches, so the
 // subject's next registration needs no read: the version joins the
 // subject's cached rows when they end at the version it follows, the
-// fingerprint maps to the id, and a schema this call stored is cached
+// settings the store confirmed are cached, the fingerprint maps to the
+// id, and a schema this call stored is cached
 // parsed under its id (one it did not store may hold another text of the
 // same canonical form, registered concurrently elsewhere: it is read back
 // when needed).
-func (r *Registry) added(v Version, expectLatest int, p *prepared) {
+func (r *Registry) added(v Version, expectLatest int, p *prepared, confirmed *SettingValues) {
 	created := v.Created
 	v.Created = false
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.gen++
+	if confirmed != nil {
+		r.mu.settings[v.Subject] = *confirmed // the store checked them as it wrote
+	}
 	if _, ok := r.mu.byID[v.ID]; created && !ok {
 		st := p.stored
 		st.ID = v.ID
@@ -483,11 +487,16 @@ func (r *Registry) Register(ctx context.Context, subject string, req SchemaReque
 const maxRegisterAttempts = 64
 
 // registrationAllowed reads the settings a registration decides with and
-// applies the mode.
+// applies the mode. A refusal decided from cached settings is decided
+// again from the store's.
 func (r *Registry) registrationAllowed(ctx context.Context, subject string, req SchemaRequest, fresh bool) (regSettings, error) {
 	set, err := r.registrationSettings(ctx, subject, fresh)
 	if err != nil {
 		return set, err
+	}
+	refused := set.mode == ReadOnly || (req.ID != 0 || req.Version != 0) && set.mode != Import
+	if refused && set.assumed != nil && !fresh {
+		return r.registrationAllowed(ctx, subject, req, true)
 	}
 	if set.mode == ReadOnly {
 		return set, errorf(42205, "Subject %s is in read-only mode", subject)
@@ -555,7 +564,7 @@ func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaR
 	case err != nil:
 		return 0, storeError("register schema", err)
 	}
-	r.added(v, latest, p)
+	r.added(v, latest, p, w.Assumed)
 	return v.ID, nil
 }
 

@@ -78,8 +78,14 @@ func (r *Registry) registrationSettings(ctx context.Context, subject string, fre
 	}
 	r.mu.Lock()
 	vals, cached := r.mu.settings[subject]
+	global, globalCached := r.mu.settings[""]
 	gen := r.mu.gen
 	r.mu.Unlock()
+	if !cached && globalCached && !fresh {
+		// Most subjects have no settings of their own: assume so, the
+		// store confirms it.
+		vals, cached = SettingValues{GlobalLevel: global.GlobalLevel, GlobalMode: global.GlobalMode}, true
+	}
 	if !cached || fresh {
 		var err error
 		if vals, err = as.SettingsOf(ctx, subject); err != nil {
@@ -91,6 +97,8 @@ func (r *Registry) registrationSettings(ctx context.Context, subject string, fre
 		}
 		if r.mu.gen == gen {
 			r.mu.settings[subject] = vals
+			// Subject "" is the global entry: its own values are the global ones.
+			r.mu.settings[""] = SettingValues{vals.GlobalLevel, vals.GlobalLevel, vals.GlobalMode, vals.GlobalMode}
 		}
 		r.mu.Unlock()
 	}
