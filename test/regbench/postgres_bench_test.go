@@ -5,6 +5,7 @@ package regbench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ferry-mq/ferry/test/harness"
 	"github.com/ferry-mq/ferry/test/pgserver"
@@ -33,7 +36,11 @@ const writers = 8
 //   - new_versions/s: each writer adds versions to its own subject, under
 //     the default compatibility (BACKWARD), each version a new schema;
 //   - lookups/s: GET /schemas/ids/{id} with wrk (one thread, 32
-//     connections, BENCH_LOOKUP_DURATION, default 5s) over that type's ids.
+//     connections, BENCH_LOOKUP_DURATION, default 5s) over that type's ids;
+//   - pg_commits/s: right after, single-row INSERT commits straight into
+//     the same PostgreSQL from `writers` connections — the ceiling of one
+//     commit per registration at that moment (this machine's other load
+//     comes and goes; compare the ratio).
 //
 // Each iteration is one round of all three per type; run it with
 // -benchtime Nx and the medians are reported. BENCH_REGISTRATIONS (default
@@ -48,9 +55,11 @@ func BenchmarkRegistryPostgres(b *testing.B) {
 		lookupDuration = "5s"
 	}
 	url := os.Getenv("BENCH_URL") // a node already running (to profile it), else one of our own
+	var pool *pgxpool.Pool
 	if url == "" {
 		pg := pgserver.StartDurable(b)
 		url = harness.Start(b, "--schema-store", pg.DSN()).URL
+		pool = commitBaseline(b, pg.DSN())
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: writers}}
 	var types []string
@@ -77,6 +86,11 @@ func BenchmarkRegistryPostgres(b *testing.B) {
 			})
 			lookups := runWrk(b, url, lookupDuration, ids)
 			b.Logf("round %d %-8s new subjects %7.0f/s  new versions %7.0f/s  lookups by id %8.0f/s", round, typ, subjects, versions, lookups)
+			if pool != nil {
+				commits := commitRate(b, pool, perWriter)
+				b.Logf("round %d %-8s PostgreSQL alone: %7.0f single-row commits/s from %d writers", round, typ, commits, writers)
+				results["pg_commits/s"] = append(results["pg_commits/s"], commits)
+			}
 			results[typ+"_new_subjects/s"] = append(results[typ+"_new_subjects/s"], subjects)
 			results[typ+"_new_versions/s"] = append(results[typ+"_new_versions/s"], versions)
 			results[typ+"_lookups/s"] = append(results[typ+"_lookups/s"], lookups)
@@ -105,6 +119,51 @@ var generators = map[string]func(family string, n int) string{
 	"PROTOBUF": func(family string, n int) string {
 		return fmt.Sprintf("syntax = \"proto3\";\npackage bench;\n\nmessage %s {\n  reserved %d;\n  int64 id = 1;\n  string name = 2;\n  repeated string tags = 3;\n}\n", family, n+100)
 	},
+}
+
+// commitBaseline prepares the yardstick of commitRate: on a machine
+// whose other load comes and goes, registrations/s mean something next to
+// what PostgreSQL itself commits in the same minute.
+func commitBaseline(b *testing.B, dsn string) *pgxpool.Pool {
+	b.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn+"&pool_max_conns="+strconv.Itoa(writers))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(context.Background(), "CREATE TABLE regbench_commits (id bigserial PRIMARY KEY, v text)"); err != nil {
+		b.Fatal(err)
+	}
+	return pool
+}
+
+// commitRate measures single-row INSERTs, each its own durable commit,
+// from `writers` concurrent connections: the most any registration (one
+// commit each) could reach here and now.
+func commitRate(b *testing.B, pool *pgxpool.Pool, perWriter int) float64 {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	start := time.Now()
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				if _, err := pool.Exec(context.Background(), "INSERT INTO regbench_commits (v) VALUES ($1)", "x"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	return float64(writers*perWriter) / took.Seconds()
 }
 
 // registerConcurrently runs `writers` goroutines, writer w registering
