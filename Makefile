@@ -65,8 +65,11 @@ bench-kafka: build
 bench-cluster: build
 	./scripts/bench-cluster.sh
 
-# Schema lookups by id on a broker not leading _schemas, with wrk, against a
-# no-op baseline (scripts/bench-registry.sh; DURATION, ROUNDS).
+# Schema registry on PostgreSQL: registrations/s (8 HTTP writers, new
+# subjects and new versions) and lookups by id/s per schema type; then
+# lookups by id on a broker not leading _schemas, with wrk, against a no-op
+# baseline (scripts/bench-registry.sh; ROUNDS, REGISTRATIONS, LOOKUP_DURATION,
+# DURATION, CLUSTER=0 to skip the cluster part).
 bench-registry: build
 	./scripts/bench-registry.sh
 

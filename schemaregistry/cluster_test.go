@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,4 +175,137 @@ func TestTwoNodesSeeEachOthersChanges(t *testing.T) {
 		_, err := b.SchemaByID(ctx, id)
 		return errors.Is(err, sr.ErrSchemaNotFound)
 	})
+}
+
+// TestTwoNodesNewSubjectsConcurrently: eight writers on two nodes create
+// subjects at once, half of them registering schemas every writer also
+// registers (racing to insert the same new schema under different
+// subjects): each schema gets one id, no id is handed to two schemas, and
+// every subject holds exactly its one version.
+func TestTwoNodesNewSubjectsConcurrently(t *testing.T) {
+	a, b := twoNodes(t)
+	ctx := context.Background()
+	const writers, perWriter = 8, 20
+	type result struct {
+		subject, schema string
+		id              int
+	}
+	results := make(chan result, writers*perWriter)
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		node := []*sr.Registry{a, b}[w%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				schema := record("Own", w*1000+i)
+				if i%2 == 0 {
+					schema = record("Shared", i) // every writer registers it
+				}
+				subject := fmt.Sprintf("w%d-%d", w, i)
+				id, err := node.Register(ctx, subject, sr.SchemaRequest{Schema: schema})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				results <- result{subject, schema, id}
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	idOf := map[string]int{}
+	schemaOf := map[int]string{}
+	n := 0
+	for r := range results {
+		n++
+		if prev, ok := idOf[r.schema]; ok && prev != r.id {
+			t.Fatalf("schema %s got ids %d and %d", r.schema, prev, r.id)
+		}
+		if prev, ok := schemaOf[r.id]; ok && prev != r.schema {
+			t.Fatalf("id %d handed to %s and %s", r.id, prev, r.schema)
+		}
+		idOf[r.schema], schemaOf[r.id] = r.id, r.schema
+		for _, node := range []*sr.Registry{a, b} {
+			info, err := node.GetVersion(ctx, r.subject, 1, false)
+			if err != nil || info.ID != r.id {
+				t.Fatalf("%s version 1: %+v %v, want id %d", r.subject, info, err, r.id)
+			}
+			if vs, err := node.Versions(ctx, r.subject, false); err != nil || len(vs) != 1 {
+				t.Fatalf("%s versions: %v %v", r.subject, vs, err)
+			}
+		}
+	}
+	if want := writers * perWriter; n != want {
+		t.Fatalf("%d registrations succeeded, want %d", n, want)
+	}
+	if want := writers*perWriter/2 + perWriter/2; len(schemaOf) != want {
+		t.Fatalf("%d distinct ids, want %d (one per distinct schema)", len(schemaOf), want)
+	}
+}
+
+// TestTwoNodesRegistrationAfterOtherNodesChanges: a node decides a
+// registration from its caches only as far as the database confirms them.
+// Right after the other node changes the level or the mode, or registers
+// the same schema, this node's registration follows what the database
+// holds — whether or not the change's notification has arrived yet.
+func TestTwoNodesRegistrationAfterOtherNodesChanges(t *testing.T) {
+	a, b := twoNodes(t)
+	ctx := context.Background()
+	for round := 0; round < 10; round++ {
+		subject := fmt.Sprintf("s%d", round)
+		if _, err := b.Register(ctx, subject, sr.SchemaRequest{Schema: record("R", 0)}); err != nil {
+			t.Fatal(err) // b now caches the subject, its settings and the schema
+		}
+		// Incompatible under BACKWARD (a new field without a default).
+		breaking := sr.SchemaRequest{Schema: `{"type":"record","name":"R","fields":[{"name":"f0","type":"int"},{"name":"g","type":"int"}]}`}
+		if _, err := b.Register(ctx, subject, breaking); !errors.Is(err, sr.ErrIncompatible) {
+			t.Fatalf("round %d: BACKWARD registration of a breaking change: %v", round, err)
+		}
+		level := sr.None
+		if round%2 == 1 {
+			level = "" // the global level instead of the subject's
+			if _, err := a.SetCompatibility(ctx, "", sr.None); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := a.SetCompatibility(ctx, subject, level); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Register(ctx, subject, breaking); err != nil {
+			t.Fatalf("round %d: b's registration right after a set %q to NONE: %v", round, subject+level, err)
+		}
+		if round%2 == 1 {
+			if _, err := a.DeleteCompatibility(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := a.SetMode(ctx, subject, sr.ReadOnly, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Register(ctx, subject, sr.SchemaRequest{Schema: record("R", 1)}); err == nil || !strings.Contains(err.Error(), "read-only") {
+			t.Fatalf("round %d: b's registration right after a made the subject read-only: %v", round, err)
+		}
+		// A subject b has never seen, made read-only on a before its
+		// first version: b assumes it has no settings of its own.
+		unseen := fmt.Sprintf("u%d", round)
+		if _, err := a.SetMode(ctx, unseen, sr.ReadOnly, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Register(ctx, unseen, sr.SchemaRequest{Schema: record("U", round)}); err == nil || !strings.Contains(err.Error(), "read-only") {
+			t.Fatalf("round %d: b's registration under a subject a made read-only: %v", round, err)
+		}
+		// The same schema registered on a, then at once on b under a
+		// subject b has not cached: one version, one id.
+		fresh := fmt.Sprintf("t%d", round)
+		id, err := a.Register(ctx, fresh, sr.SchemaRequest{Schema: record("T", round)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.Register(ctx, fresh, sr.SchemaRequest{Schema: record("T", round)}); err != nil || got != id {
+			t.Fatalf("round %d: b registering a's schema again: id %d %v, want %d", round, got, err, id)
+		}
+		if vs, err := a.Versions(ctx, fresh, false); err != nil || len(vs) != 1 {
+			t.Fatalf("round %d: %s has versions %v %v, want one", round, fresh, vs, err)
+		}
+	}
 }

@@ -23,10 +23,14 @@
 //     consumes into the same in-memory indexes (indexes.go); a record is a
 //     write's intent, decided identically on every node as it is applied,
 //     so the partition's order alone makes ids unique (topicstore.go);
-//   - PostgresStore: pgx over PostgreSQL, migrations embedded, ids and
-//     versions assigned under a transaction-scoped advisory lock so nodes
-//     sharing a database never hand out the same id or version; writes
-//     NOTIFY the other nodes, whose caches drop what changed.
+//   - PostgresStore: pgx over PostgreSQL, migrations embedded; ids come
+//     from a sequence and a subject's versions are assigned under a
+//     transaction-scoped advisory lock on that subject (permanent deletes
+//     take a registry-wide one), so nodes sharing a database never hand
+//     out the same id or version while registrations to different
+//     subjects commit concurrently; one registration is one function call
+//     (migrations/0002_concurrent_writes.sql). Writes NOTIFY the other
+//     nodes, whose caches drop what changed.
 //
 // Registry caches parsed schemas by id (immutable until a permanent
 // delete), fingerprints → ids, and each subject's version rows. It stays
@@ -34,7 +38,12 @@
 // schema) rereads the store before answering, a Store reports other
 // writers' changes through Watch (PostgreSQL: LISTEN/NOTIFY; the topic:
 // every record applied) so stale hits are dropped, and a registration whose
-// view was stale fails its precondition in the store and is retried. A
+// view was stale fails its precondition in the store and is retried. On
+// PostgreSQL a registration reads nothing its caches hold, nor the
+// versions of a subject or the id of a fingerprint they lack (taken as
+// none), nor a new subject's own settings: it hands the store what it
+// assumed (NewVersion.Assumed) and the store refuses the write when any of
+// it was wrong; the retry reads everything fresh. A
 // store whose reads lag other nodes (TopicStore) is caught up to the
 // topic's high watermark before every write and before those rereads.
 //

@@ -172,7 +172,7 @@ func (s *EmbeddedStore) AddVersion(_ context.Context, w NewVersion) (Version, er
 	if err != nil {
 		return Version{}, err
 	}
-	return Version{Subject: e.Subject, Version: e.Version, ID: e.ID}, nil
+	return Version{Subject: e.Subject, Version: e.Version, ID: e.ID, Created: e.Schema != nil}, nil
 }
 
 // SoftDelete implements Store.

@@ -22,8 +22,8 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Advisory lock keys: one for migrations, one serializing every registry
-// write across all nodes sharing the database.
+// Advisory lock keys: one for migrations, one that every registry write
+// takes (shared, or exclusive for permanent deletes: see lockScope).
 const (
 	migrateLockKey = 0x6665727279_01 // "ferry" + 1
 	writeLockKey   = 0x6665727279_02
@@ -40,10 +40,12 @@ func init() {
 	})
 }
 
-// PostgresStore keeps the registry in PostgreSQL. Writes run in
-// transactions holding a transaction-scoped advisory lock, so ids and
-// versions are unique across every ferry node sharing the database; each
-// write NOTIFYs the others, whose Watch callbacks drop cached state.
+// PostgresStore keeps the registry in PostgreSQL. Ids come from a
+// sequence and versions are assigned under a transaction-scoped advisory
+// lock on the subject, so ids and versions are unique across every ferry
+// node sharing the database while writes to different subjects commit
+// concurrently; each write NOTIFYs the others, whose Watch callbacks drop
+// cached state.
 type PostgresStore struct {
 	dsn     string
 	pool    *pgxpool.Pool
@@ -52,6 +54,12 @@ type PostgresStore struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// ownPIDs holds the backend process ids of this store's connections
+	// (uint32 → struct{}): a notification from one of them announces this
+	// node's own write, which its Registry has already accounted for, so
+	// the listener drops it instead of emptying caches just filled.
+	ownPIDs sync.Map
 
 	mu struct {
 		sync.Mutex
@@ -84,11 +92,17 @@ func OpenPostgres(ctx context.Context, cfg PostgresConfig) (*PostgresStore, erro
 	if !strings.Contains(cfg.DSN, "pool_max_conns") && pcfg.MaxConns < 10 {
 		pcfg.MaxConns = 10 // one is the LISTEN connection; pgx's default is 4 here
 	}
+	s := &PostgresStore{dsn: cfg.DSN, timeout: cfg.Timeout, logger: cfg.Logger.With("component", "schemaregistry-postgres")}
+	pcfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		s.ownPIDs.Store(conn.PgConn().PID(), struct{}{})
+		return nil
+	}
+	pcfg.BeforeClose = func(conn *pgx.Conn) { s.ownPIDs.Delete(conn.PgConn().PID()) }
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &PostgresStore{dsn: cfg.DSN, pool: pool, timeout: cfg.Timeout, logger: cfg.Logger.With("component", "schemaregistry-postgres")}
+	s.pool = pool
 	mctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := s.migrate(mctx); err != nil {
@@ -185,6 +199,9 @@ func (s *PostgresStore) listenOnce(ctx context.Context) error {
 		if err != nil {
 			conn.Conn().Close(context.Background()) // do not return a LISTENing conn to the pool
 			return err
+		}
+		if _, own := s.ownPIDs.Load(n.PID); own {
+			continue
 		}
 		s.notifyWatchers(n.Payload)
 	}
@@ -331,106 +348,109 @@ func (s *PostgresStore) ReferencedBy(ctx context.Context, subject string, versio
 	return pgx.CollectRows(rows, pgx.RowTo[int])
 }
 
-// write runs fn in a transaction holding the registry's write lock, then
+// Lock scopes of a write (see migrations/0002_concurrent_writes.sql):
+// lockSubject takes the registry lock shared and the subject's lock, so
+// writes to different subjects run (and commit) concurrently; lockAll
+// takes the registry lock exclusively, for permanent deletes, which may
+// remove schemas other subjects' registrations are about to reuse.
+type lockScope int
+
+const (
+	lockSubject lockScope = iota
+	lockAll
+)
+
+// subjectLockClass is the first key of a subject's advisory lock
+// (two-key form, the second is hashtext(subject)); "ferr".
+const subjectLockClass = 0x66657272
+
+// write runs fn in a transaction holding the scope's advisory locks, then
 // announces the change to the other nodes (payload notifyAll or "s:"+subject).
-func (s *PostgresStore) write(ctx context.Context, payload string, fn func(ctx context.Context, tx pgx.Tx) error) error {
+func (s *PostgresStore) write(ctx context.Context, scope lockScope, subject, payload string, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(writeLockKey)); err != nil {
+		var err error
+		if scope == lockAll {
+			_, err = tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(writeLockKey))
+		} else {
+			_, err = tx.Exec(ctx, "SELECT pg_advisory_xact_lock_shared($1), pg_advisory_xact_lock($2, hashtext($3))",
+				int64(writeLockKey), int32(subjectLockClass), subject)
+		}
+		if err != nil {
 			return err
 		}
 		if err := fn(ctx, tx); err != nil {
 			return err
 		}
-		if len(payload) > 7000 { // NOTIFY payloads stop at 8000 bytes
-			payload = notifyAll
-		}
-		_, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, payload)
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, notifyPayload(payload))
 		return err
 	})
 }
 
-// AddVersion implements Store.
+// notifyPayload bounds a NOTIFY payload: PostgreSQL refuses 8000 bytes
+// and more, and "everything may have changed" is always true.
+func notifyPayload(payload string) string {
+	if len(payload) > 7000 {
+		return notifyAll
+	}
+	return payload
+}
+
+// AddVersion implements Store: one call of schemaregistry_add_version in
+// its own transaction, then the NOTIFY in a second one, both sent in one
+// round trip (a pipeline). A NOTIFY inside the writing transaction would
+// hold PostgreSQL's database-wide notification lock through the commit's
+// flush and so serialize every registration again; sent after the commit
+// it still reaches the other nodes only once the write is visible, and
+// if PostgreSQL stops in between, their listening connections drop and
+// they empty their caches anyway. (A conflict announces nothing new: the
+// other nodes drop that subject's cached rows, which costs a reread.)
 func (s *PostgresStore) AddVersion(ctx context.Context, w NewVersion) (Version, error) {
-	v := Version{Subject: w.Subject, Version: w.Version}
-	err := s.write(ctx, "s:"+w.Subject, func(ctx context.Context, tx pgx.Tx) error {
-		var latest int
-		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schemaregistry_versions WHERE subject = $1", w.Subject).Scan(&latest); err != nil {
-			return err
-		}
-		if latest != w.ExpectLatest {
-			return ErrStoreConflict
-		}
-		if v.Version == 0 {
-			v.Version = latest + 1
-		} else if v.Version <= latest {
-			var taken bool
-			if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM schemaregistry_versions WHERE subject = $1 AND version = $2)", w.Subject, v.Version).Scan(&taken); err != nil {
-				return err
-			}
-			if taken {
-				return ErrVersionInUse
-			}
-		}
-		id, err := s.schemaIDFor(ctx, tx, w)
-		if err != nil {
-			return err
-		}
-		v.ID = id
-		_, err = tx.Exec(ctx, "INSERT INTO schemaregistry_versions (subject, version, schema_id) VALUES ($1, $2, $3)", w.Subject, v.Version, id)
-		return err
-	})
-	return v, err
-}
-
-// schemaIDFor returns the id of w's schema, inserting the schema with an
-// imported or a new id when its fingerprint is unknown. The caller holds
-// the write lock.
-func (s *PostgresStore) schemaIDFor(ctx context.Context, tx pgx.Tx, w NewVersion) (int, error) {
-	var id int
-	err := tx.QueryRow(ctx, "SELECT id FROM schemaregistry_schemas WHERE fingerprint = $1", w.Schema.Fingerprint).Scan(&id)
-	switch {
-	case err == nil:
-		if w.ID != 0 && w.ID != id {
-			return 0, ErrIDInUse
-		}
-		return id, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return 0, err
-	}
-	if w.ID != 0 {
-		var taken bool
-		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM schemaregistry_schemas WHERE id = $1)", w.ID).Scan(&taken); err != nil {
-			return 0, err
-		}
-		if taken {
-			return 0, ErrIDInUse
-		}
-		id = w.ID
-		_, err = tx.Exec(ctx, "UPDATE schemaregistry_counters SET value = GREATEST(value, $1) WHERE name = 'schema_id'", id)
-	} else {
-		err = tx.QueryRow(ctx, "UPDATE schemaregistry_counters SET value = value + 1 WHERE name = 'schema_id' RETURNING value").Scan(&id)
-	}
-	if err != nil {
-		return 0, err
-	}
-	if _, err := tx.Exec(ctx, "INSERT INTO schemaregistry_schemas (id, fingerprint, schema_type, schema_text) VALUES ($1, $2, $3, $4)",
-		id, w.Schema.Fingerprint, w.Schema.Type, w.Schema.Text); err != nil {
-		return 0, err
-	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	names := make([]string, len(w.Schema.References))
+	subjects := make([]string, len(w.Schema.References))
+	versions := make([]int32, len(w.Schema.References))
 	for i, ref := range w.Schema.References {
-		if _, err := tx.Exec(ctx, "INSERT INTO schemaregistry_references (schema_id, position, name, subject, version) VALUES ($1, $2, $3, $4, $5)",
-			id, i, ref.Name, ref.Subject, ref.Version); err != nil {
-			return 0, err
-		}
+		names[i], subjects[i], versions[i] = ref.Name, ref.Subject, int32(ref.Version)
 	}
-	return id, nil
+	var assumed SettingValues
+	if w.Assumed != nil {
+		assumed = *w.Assumed
+	}
+	var outcome string
+	var version, id int
+	var created bool
+	batch := &pgx.Batch{}
+	batch.Queue("BEGIN")
+	batch.Queue(`SELECT o_outcome, o_version, o_id, o_created
+		FROM schemaregistry_add_version($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		w.Subject, w.ExpectLatest, w.Version, w.ID, w.Schema.Fingerprint, w.Schema.Type, w.Schema.Text,
+		names, subjects, versions,
+		w.Assumed != nil, assumed.SubjectLevel, assumed.GlobalLevel, assumed.SubjectMode, assumed.GlobalMode).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&outcome, &version, &id, &created) })
+	batch.Queue("COMMIT")
+	batch.Queue("SELECT pg_notify($1, $2)", notifyChannel, notifyPayload("s:"+w.Subject))
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return Version{}, err
+	}
+	switch outcome {
+	case "ok":
+		return Version{Subject: w.Subject, Version: version, ID: id, Created: created}, nil
+	case "conflict":
+		return Version{}, ErrStoreConflict
+	case "id_in_use":
+		return Version{}, ErrIDInUse
+	case "version_in_use":
+		return Version{}, ErrVersionInUse
+	}
+	return Version{}, fmt.Errorf("schemaregistry_add_version: unknown outcome %q", outcome)
 }
 
 // SoftDelete implements Store.
 func (s *PostgresStore) SoftDelete(ctx context.Context, subject string, versions []int) error {
-	return s.write(ctx, "s:"+subject, func(ctx context.Context, tx pgx.Tx) error {
+	return s.write(ctx, lockSubject, subject, "s:"+subject, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "UPDATE schemaregistry_versions SET deleted = true WHERE subject = $1 AND version = ANY($2)", subject, versions)
 		return err
 	})
@@ -438,7 +458,7 @@ func (s *PostgresStore) SoftDelete(ctx context.Context, subject string, versions
 
 // Purge implements Store.
 func (s *PostgresStore) Purge(ctx context.Context, subject string, versions []int) error {
-	return s.write(ctx, notifyAll, func(ctx context.Context, tx pgx.Tx) error {
+	return s.write(ctx, lockAll, subject, notifyAll, func(ctx context.Context, tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, "DELETE FROM schemaregistry_versions WHERE subject = $1 AND version = ANY($2) RETURNING schema_id", subject, versions)
 		if err != nil {
 			return err
@@ -465,9 +485,24 @@ func (s *PostgresStore) Setting(ctx context.Context, kind SettingKind, subject s
 	return v, err == nil, err
 }
 
+// SettingsOf implements assumingStore: the subject's and the global
+// settings in one query.
+func (s *PostgresStore) SettingsOf(ctx context.Context, subject string) (SettingValues, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var v SettingValues
+	err := s.pool.QueryRow(ctx, `SELECT
+		coalesce((SELECT value FROM schemaregistry_settings WHERE kind = 'compatibility' AND subject = $1), ''),
+		coalesce((SELECT value FROM schemaregistry_settings WHERE kind = 'compatibility' AND subject = ''), ''),
+		coalesce((SELECT value FROM schemaregistry_settings WHERE kind = 'mode' AND subject = $1), ''),
+		coalesce((SELECT value FROM schemaregistry_settings WHERE kind = 'mode' AND subject = ''), '')`, subject).
+		Scan(&v.SubjectLevel, &v.GlobalLevel, &v.SubjectMode, &v.GlobalMode)
+	return v, err
+}
+
 // SetSetting implements Store.
 func (s *PostgresStore) SetSetting(ctx context.Context, kind SettingKind, subject, value string) error {
-	return s.write(ctx, "s:"+subject, func(ctx context.Context, tx pgx.Tx) error {
+	return s.write(ctx, lockSubject, subject, "s:"+subject, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO schemaregistry_settings (kind, subject, value) VALUES ($1, $2, $3)
 			ON CONFLICT (kind, subject) DO UPDATE SET value = EXCLUDED.value`, string(kind), subject, value)
 		return err
@@ -476,7 +511,7 @@ func (s *PostgresStore) SetSetting(ctx context.Context, kind SettingKind, subjec
 
 // DeleteSetting implements Store.
 func (s *PostgresStore) DeleteSetting(ctx context.Context, kind SettingKind, subject string) error {
-	return s.write(ctx, "s:"+subject, func(ctx context.Context, tx pgx.Tx) error {
+	return s.write(ctx, lockSubject, subject, "s:"+subject, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "DELETE FROM schemaregistry_settings WHERE kind = $1 AND subject = $2", string(kind), subject)
 		return err
 	})

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,6 +72,9 @@ type Registry struct {
 		// repeated registration skips parsing. Cleared with byID: a
 		// reference's subject/version can name another schema after a purge.
 		prepared map[string]*prepared
+		// settings holds each subject's SettingValues for registrations
+		// on an assumingStore, which confirms them as it writes.
+		settings map[string]SettingValues
 		// gen counts invalidations; a read that raced one is not cached.
 		gen uint64
 	}
@@ -109,6 +113,7 @@ func (r *Registry) resetCache() {
 	r.mu.byFingerprint = map[string]int{}
 	r.mu.versions = map[string][]Version{}
 	r.mu.prepared = map[string]*prepared{}
+	r.mu.settings = map[string]SettingValues{}
 	r.mu.gen++
 	r.mu.Unlock()
 }
@@ -121,8 +126,56 @@ func (r *Registry) invalidate(subject string) {
 	}
 	r.mu.Lock()
 	delete(r.mu.versions, subject)
+	delete(r.mu.settings, subject)
 	r.mu.gen++
 	r.mu.Unlock()
+}
+
+// added records this node's own registration in the caches, so the
+// subject's next registration needs no read: the version joins the
+// subject's cached rows when they end at the version it follows, the
+// settings the store confirmed are cached, the fingerprint maps to the
+// id, and a schema this call stored is cached
+// parsed under its id (one it did not store may hold another text of the
+// same canonical form, registered concurrently elsewhere: it is read back
+// when needed).
+func (r *Registry) added(v Version, expectLatest int, p *prepared, confirmed *SettingValues) {
+	created := v.Created
+	v.Created = false
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.gen++
+	if confirmed != nil {
+		r.mu.settings[v.Subject] = *confirmed // the store checked them as it wrote
+	}
+	if _, ok := r.mu.byID[v.ID]; created && !ok {
+		st := p.stored
+		st.ID = v.ID
+		r.mu.byID[v.ID] = &cachedSchema{stored: st, parsed: p.parsed}
+	}
+	vs, ok := r.mu.versions[v.Subject]
+	latest := 0
+	if len(vs) > 0 {
+		latest = vs[len(vs)-1].Version
+	}
+	switch {
+	case ok && latest == expectLatest && v.Version > latest:
+		r.mu.versions[v.Subject] = append(slices.Clip(vs), v)
+	case !ok && expectLatest == 0:
+		// The store had no row of the subject, soft-deleted or not.
+		r.mu.versions[v.Subject] = []Version{v}
+	default:
+		delete(r.mu.versions, v.Subject)
+	}
+	r.mu.byFingerprint[p.stored.Fingerprint] = v.ID
+}
+
+// cachedFor returns a subject's cached version rows and the cached id of
+// a fingerprint, without reading the store: none and 0 when not cached.
+func (r *Registry) cachedFor(subject, fingerprint string) ([]Version, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mu.versions[subject], r.mu.byFingerprint[fingerprint]
 }
 
 // catchUp brings a store that lags other nodes' writes up to date.
@@ -395,27 +448,27 @@ func (r *Registry) Register(ctx context.Context, subject string, req SchemaReque
 	if err := r.catchUp(ctx); err != nil {
 		return 0, err
 	}
-	mode, err := r.effectiveMode(ctx, subject)
-	if err != nil {
-		return 0, err
-	}
-	if mode == ReadOnly {
-		return 0, errorf(42205, "Subject %s is in read-only mode", subject)
-	}
 	// Clients send 0 or -1 for "not given", as Confluent's server reads them.
 	req.ID, req.Version = max(req.ID, 0), max(req.Version, 0)
-	if (req.ID != 0 || req.Version != 0) && mode != Import {
-		return 0, errorf(42205, "Registering a schema with a given id or version is only permitted in IMPORT mode; subject %s is in %s mode", subject, mode)
+	set, err := r.registrationAllowed(ctx, subject, req, false)
+	if err != nil {
+		return 0, err
 	}
 	p, err := r.prepare(ctx, req)
 	if err != nil {
 		return 0, err
 	}
 	// Another node (or goroutine) may add a version between our read and
-	// our write; the store then refuses ours and we check again against
-	// the new latest. Jittered backoff keeps one writer from starving.
+	// our write, or our caches were stale; the store then refuses ours and
+	// we check again against what it holds. Jittered backoff keeps one
+	// writer from starving.
 	for attempt := 0; ; attempt++ {
-		id, err := r.registerOnce(ctx, subject, req, p, mode, attempt > 0)
+		if attempt > 0 {
+			if set, err = r.registrationAllowed(ctx, subject, req, true); err != nil {
+				return 0, err
+			}
+		}
+		id, err := r.registerOnce(ctx, subject, req, p, set, attempt > 0)
 		if !errors.Is(err, ErrStoreConflict) {
 			return id, err
 		}
@@ -433,14 +486,48 @@ func (r *Registry) Register(ctx context.Context, subject string, req SchemaReque
 
 const maxRegisterAttempts = 64
 
-func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaRequest, p *prepared, mode string, fresh bool) (int, error) {
-	vs, err := r.versions(ctx, subject, fresh)
+// registrationAllowed reads the settings a registration decides with and
+// applies the mode. A refusal decided from cached settings is decided
+// again from the store's.
+func (r *Registry) registrationAllowed(ctx context.Context, subject string, req SchemaRequest, fresh bool) (regSettings, error) {
+	set, err := r.registrationSettings(ctx, subject, fresh)
 	if err != nil {
-		return 0, err
+		return set, err
 	}
-	id, err := r.schemaID(ctx, p.stored.Fingerprint)
-	if err != nil {
-		return 0, err
+	refused := set.mode == ReadOnly || (req.ID != 0 || req.Version != 0) && set.mode != Import
+	if refused && set.assumed != nil && !fresh {
+		return r.registrationAllowed(ctx, subject, req, true)
+	}
+	if set.mode == ReadOnly {
+		return set, errorf(42205, "Subject %s is in read-only mode", subject)
+	}
+	if (req.ID != 0 || req.Version != 0) && set.mode != Import {
+		return set, errorf(42205, "Registering a schema with a given id or version is only permitted in IMPORT mode; subject %s is in %s mode", subject, set.mode)
+	}
+	return set, nil
+}
+
+// registerOnce is one attempt. On an assumingStore the first attempt of
+// an ordinary registration reads nothing its caches lack: a subject they
+// do not hold is taken to have no versions and a fingerprint they do not
+// know to be new, and the store refuses the write (ErrStoreConflict) if
+// that was wrong; the retry reads everything fresh. A 409 decided that
+// way is confirmed the same way before it is answered.
+func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaRequest, p *prepared, set regSettings, fresh bool) (int, error) {
+	mode, level := set.mode, set.level
+	assuming := set.assumed != nil && !fresh && mode != Import
+	var vs []Version
+	var id int
+	var err error
+	if assuming {
+		vs, id = r.cachedFor(subject, p.stored.Fingerprint)
+	} else {
+		if vs, err = r.versions(ctx, subject, fresh); err != nil {
+			return 0, err
+		}
+		if id, err = r.schemaID(ctx, p.stored.Fingerprint); err != nil {
+			return 0, err
+		}
 	}
 	if id != 0 {
 		for i := len(vs) - 1; i >= 0; i-- {
@@ -450,7 +537,10 @@ func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaR
 		}
 	}
 	if mode != Import {
-		if err := r.checkAgainst(ctx, subject, p, live(vs), ""); err != nil {
+		if err := r.checkAgainst(ctx, subject, p, live(vs), level); err != nil {
+			if assuming {
+				return 0, ErrStoreConflict // confirm with what the store holds
+			}
 			return 0, err
 		}
 	}
@@ -458,7 +548,11 @@ func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaR
 	if len(vs) > 0 {
 		latest = vs[len(vs)-1].Version
 	}
-	v, err := r.store.AddVersion(ctx, NewVersion{Subject: subject, Schema: p.stored, ExpectLatest: latest, ID: req.ID, Version: req.Version})
+	w := NewVersion{Subject: subject, Schema: p.stored, ExpectLatest: latest, ID: req.ID, Version: req.Version}
+	if set.assumed != nil && mode != Import {
+		w.Assumed = set.assumed
+	}
+	v, err := r.store.AddVersion(ctx, w)
 	switch {
 	case errors.Is(err, ErrStoreConflict):
 		r.invalidate(subject)
@@ -470,7 +564,7 @@ func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaR
 	case err != nil:
 		return 0, storeError("register schema", err)
 	}
-	r.invalidate(subject)
+	r.added(v, latest, p, w.Assumed)
 	return v.ID, nil
 }
 

@@ -1,6 +1,7 @@
 package schemaregistry
 
 import (
+	"cmp"
 	"context"
 	"strings"
 )
@@ -37,6 +38,88 @@ func (r *Registry) setting(ctx context.Context, kind SettingKind, subject string
 // effectiveLevel is the subject's level, else the global one, else the default.
 func (r *Registry) effectiveLevel(ctx context.Context, subject string) (string, error) {
 	return r.effective(ctx, SettingCompatibility, subject, r.cfg.DefaultCompatibility)
+}
+
+// SettingValues are the settings a registration decides with, as stored:
+// the subject's and the global compatibility level and mode, "" where
+// none is set.
+type SettingValues struct {
+	SubjectLevel, GlobalLevel, SubjectMode, GlobalMode string
+}
+
+// assumingStore is a store that reads a subject's settings and the global
+// ones in one round trip (PostgresStore) and honours NewVersion.Assumed,
+// so Registry may decide a registration from its caches: the store
+// refuses the write when they were stale.
+type assumingStore interface {
+	SettingsOf(ctx context.Context, subject string) (SettingValues, error)
+}
+
+// regSettings is what a registration attempt decided with.
+type regSettings struct {
+	mode, level string
+	// assumed is set for an assumingStore: the values for the store to
+	// confirm.
+	assumed *SettingValues
+}
+
+// registrationSettings returns the subject's effective mode and level: for
+// an assumingStore from the cache unless fresh is set (the store confirms
+// them as it writes), for other stores read from the store.
+func (r *Registry) registrationSettings(ctx context.Context, subject string, fresh bool) (regSettings, error) {
+	as, ok := r.store.(assumingStore)
+	if !ok {
+		mode, err := r.effectiveMode(ctx, subject)
+		if err != nil {
+			return regSettings{}, err
+		}
+		level, err := r.effectiveLevel(ctx, subject)
+		return regSettings{mode: mode, level: level}, err
+	}
+	r.mu.Lock()
+	vals, cached := r.mu.settings[subject]
+	global, globalCached := r.mu.settings[""]
+	gen := r.mu.gen
+	r.mu.Unlock()
+	if !cached && globalCached && !fresh {
+		// Most subjects have no settings of their own: assume so, the
+		// store confirms it.
+		vals, cached = SettingValues{GlobalLevel: global.GlobalLevel, GlobalMode: global.GlobalMode}, true
+	}
+	if !cached || fresh {
+		var err error
+		if vals, err = as.SettingsOf(ctx, subject); err != nil {
+			return regSettings{}, storeError("read settings", err)
+		}
+		r.mu.Lock()
+		if len(r.mu.settings) > 100000 {
+			r.mu.settings = map[string]SettingValues{}
+		}
+		if r.mu.gen == gen {
+			r.mu.settings[subject] = vals
+			// Subject "" is the global entry: its own values are the global ones.
+			r.mu.settings[""] = SettingValues{vals.GlobalLevel, vals.GlobalLevel, vals.GlobalMode, vals.GlobalMode}
+		}
+		r.mu.Unlock()
+	}
+	return regSettings{
+		mode:    cmp.Or(vals.SubjectMode, vals.GlobalMode, ReadWrite),
+		level:   cmp.Or(vals.SubjectLevel, vals.GlobalLevel, r.cfg.DefaultCompatibility),
+		assumed: &vals,
+	}, nil
+}
+
+// settingChanged drops cached settings after this node wrote (or tried to
+// write) one; a global one is part of every subject's entry.
+func (r *Registry) settingChanged(subject string) {
+	r.mu.Lock()
+	if subject == "" {
+		r.mu.settings = map[string]SettingValues{}
+	} else {
+		delete(r.mu.settings, subject)
+	}
+	r.mu.gen++
+	r.mu.Unlock()
 }
 
 func (r *Registry) effectiveMode(ctx context.Context, subject string) (string, error) {
@@ -79,6 +162,7 @@ func (r *Registry) SetCompatibility(ctx context.Context, subject, level string) 
 	if !ok {
 		return "", errorf(42203, "Invalid compatibility level %q. Valid values are none, backward, forward, full, backward_transitive, forward_transitive, and full_transitive", level)
 	}
+	defer r.settingChanged(subject)
 	if err := r.store.SetSetting(ctx, SettingCompatibility, subject, l); err != nil {
 		return "", storeError("set compatibility", err)
 	}
@@ -113,6 +197,7 @@ func (r *Registry) deleteSetting(ctx context.Context, kind SettingKind, subject,
 		}
 		return "", errorf(code, msg, subject)
 	}
+	defer r.settingChanged(subject)
 	if err := r.store.DeleteSetting(ctx, kind, subject); err != nil {
 		return "", storeError("delete "+string(kind), err)
 	}
@@ -154,6 +239,7 @@ func (r *Registry) SetMode(ctx context.Context, subject, mode string, force bool
 			return "", errorf(42205, "Cannot import since found existing subjects; set force=true to switch to IMPORT mode anyway")
 		}
 	}
+	defer r.settingChanged(subject)
 	if err := r.store.SetSetting(ctx, SettingMode, subject, m); err != nil {
 		return "", storeError("set mode", err)
 	}

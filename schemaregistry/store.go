@@ -94,6 +94,10 @@ type Version struct {
 	Version int    `json:"version"`
 	ID      int    `json:"id"`
 	Deleted bool   `json:"deleted,omitempty"`
+	// Created is set in AddVersion's answer when that call stored the
+	// schema, so the stored text is the one given (stores may leave it
+	// false: the caller then reads the schema back when it needs it).
+	Created bool `json:"-"`
 }
 
 // SubjectInfo summarizes a subject.
@@ -109,6 +113,11 @@ type NewVersion struct {
 	ExpectLatest int
 	ID           int // imported id, 0 to assign
 	Version      int // imported version, 0 for the next one
+	// Assumed is set only for stores that implement assumingStore, when
+	// Registry decided from its caches: the settings it applied, and that
+	// the subject holds no live version of this schema. The store fails
+	// the write with ErrStoreConflict when either is no longer true.
+	Assumed *SettingValues
 }
 
 // Store errors.

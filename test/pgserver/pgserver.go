@@ -39,6 +39,10 @@ type Server struct {
 	bin  string
 	port int
 	asPG bool // run binaries as the postgres user (we are root)
+	// durable keeps PostgreSQL's default durability (fsync, synchronous
+	// commit, full page writes) for benchmarks that must pay what a user
+	// pays; tests run without it for speed.
+	durable bool
 }
 
 // Start launches a cluster owned by one test; the test's cleanup stops it
@@ -52,8 +56,21 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// StartDurable is Start with PostgreSQL's default durability settings:
+// every commit is flushed to disk, as on a user's server.
+func StartDurable(t testing.TB) *Server {
+	t.Helper()
+	s, err := launch(true)
+	harness.RequireService(t, "PostgreSQL", err)
+	s.t = t
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // Launch initializes and starts a cluster; Close stops and removes it.
-func Launch() (*Server, error) {
+func Launch() (*Server, error) { return launch(false) }
+
+func launch(durable bool) (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -69,7 +86,7 @@ func Launch() (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{dir: dir, bin: bin, asPG: os.Geteuid() == 0}
+	s := &Server{dir: dir, bin: bin, asPG: os.Geteuid() == 0, durable: durable}
 	if err := s.initAndStart(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -148,9 +165,11 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) start() error {
-	out, err := s.run("pg_ctl", "-D", s.dataDir(), "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60",
-		"-o", fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off", s.port, s.dir),
-		"start")
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", s.port, s.dir)
+	if !s.durable {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
+	out, err := s.run("pg_ctl", "-D", s.dataDir(), "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "-o", opts, "start")
 	if err != nil {
 		logTail, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 		if len(logTail) > 2000 {
