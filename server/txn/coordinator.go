@@ -156,9 +156,10 @@ type entry struct {
 	completing bool
 }
 
-// New starts the coordinator. On a single node it creates
-// __transaction_state if missing and loads it before returning, completing
-// the transactions left prepared; on a cluster it serves the partitions
+// New starts the coordinator. On a single node it loads
+// __transaction_state before returning if it exists, completing the
+// transactions left prepared (the first request of a transaction creates
+// it); on a cluster it serves the partitions
 // the controller makes this broker lead, each once loaded.
 func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	cfg.Defaults()
@@ -169,11 +170,10 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	c.mu.txns = map[string]*entry{}
 	c.own.parts = map[int32]ownedPartition{}
 	b.WatchLeadership(StateTopic, c.onLeadership)
-	if !c.clustered() {
-		if err := c.createStateTopic(); err != nil {
-			return nil, err
-		}
-	}
+	// __transaction_state is created by the first FindCoordinator of a
+	// transaction (CoordinatorOf), as Kafka does, so a node that never
+	// sees one holds no 50 partitions for it (and max.partitions counts
+	// only what is used); one that exists already is loaded now.
 	if err := c.loadLedPartitions(); err != nil {
 		return nil, err
 	}

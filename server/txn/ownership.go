@@ -232,6 +232,15 @@ func (c *Coordinator) serves(id string) (p, epoch int32, code int16) {
 		return 0, 0, errCoordinatorUnavailable
 	}
 	n := c.statePartitionCount()
+	if n < 1 && !c.clustered() {
+		// A single node coordinates every id: the first request of a
+		// transaction creates the state topic, whichever API it is.
+		if err := c.createSingleNodeState(); err != nil {
+			c.logger.Warn("create "+StateTopic, "err", err)
+			return 0, 0, errCoordinatorUnavailable
+		}
+		n = c.statePartitionCount()
+	}
 	if n < 1 {
 		return 0, 0, errNotCoordinator
 	}
@@ -268,6 +277,15 @@ func (c *Coordinator) statePartitionCount() int32 {
 		return 0
 	}
 	return view.PartitionCount(StateTopic)
+}
+
+// createSingleNodeState creates __transaction_state on a single node and
+// loads it (nothing to read but what a concurrent caller wrote).
+func (c *Coordinator) createSingleNodeState() error {
+	if err := c.createStateTopic(); err != nil {
+		return err
+	}
+	return c.loadLedPartitions()
 }
 
 // createStateTopic creates __transaction_state as Kafka does on the first
@@ -311,6 +329,11 @@ func (c *Coordinator) CoordinatorOf(id string) (int32, error) {
 		return -1, fmt.Errorf("%w: shutting down", errNoCoordinator)
 	}
 	if !c.clustered() {
+		if c.statePartitionCount() < 1 {
+			if err := c.createSingleNodeState(); err != nil {
+				return -1, err
+			}
+		}
 		return c.broker.BrokerID(), nil
 	}
 	n := c.statePartitionCount()
