@@ -45,6 +45,9 @@ type protobufSchema struct {
 func (*protobufSchema) Type() string        { return TypeProtobuf }
 func (s *protobufSchema) Canonical() string { return s.file.Canonical() }
 
+// Written is the identity without normalize=true (writtenIdentity).
+func (s *protobufSchema) Written() string { return s.file.Written() }
+
 func (s *protobufSchema) Incompatibilities(level string, older Schema) []string {
 	if _, ok := older.(*protobufSchema); !ok {
 		return []string{fmt.Sprintf("{errorType:\"TYPE_CHANGED\", description:\"The schema type changed from %s to PROTOBUF\"}", older.Type())}
