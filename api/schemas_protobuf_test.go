@@ -133,7 +133,7 @@ func TestFranzGoSerdeProtobuf(t *testing.T) {
 	badKey := append(append([]byte{}, kb[:6]...), 0x0a, 0x09, 'o')
 	unknown := []byte{0, 0, 0, 0x7f, 0, 0}
 	for name, rec := range map[string]*kgo.Record{
-		"string not UTF-8": {Topic: "orders", Key: kb, Value: wrongWire},
+		"string not UTF-8":   {Topic: "orders", Key: kb, Value: wrongWire},
 		"index past the end": {Topic: "orders", Key: kb, Value: badIndex},
 		"truncated key":      {Topic: "orders", Key: badKey, Value: ab},
 		"unknown id":         {Topic: "orders", Key: kb, Value: unknown},
