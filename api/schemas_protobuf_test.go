@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -283,4 +284,60 @@ func TestProtobufIdentityAndCompatibility(t *testing.T) {
 	}
 	e.do(t, "POST", "/subjects/c/versions", srType, protoBody("syntax = \"proto3\"; message M { string a = 1; string a = 2; }")).wantError(t, 422, 42201)
 	e.do(t, "POST", "/subjects/c/versions", srType, protoBody("syntax = \"proto3\"; import \"other.proto\"; message M {}")).wantError(t, 422, 42201)
+}
+
+// TestRestConsumerSchemaFormats: REST Proxy v2 consumer instances with
+// format protobuf, jsonschema and avro decode keys and values of their
+// type through the registry; Accept must name the instance's format; a
+// record of another type or not in wire format stays base64 and says so.
+func TestRestConsumerSchemaFormats(t *testing.T) {
+	reg := newTestRegistry(t, nil)
+	e := newGroupsEnv(t, func(c *Config) { c.Schemas = reg })
+	e.broker.CreateTopic(server.TopicSpec{Name: "mixed", Partitions: 1})
+	produce := func(contentType, body string) {
+		t.Helper()
+		if a := e.do(t, "POST", "/topics/mixed", contentType, body); a.status != 200 {
+			t.Fatalf("produce %s: %d %s", contentType, a.status, a.body)
+		}
+	}
+	e.do(t, "PUT", "/config/mixed-value", srType, `{"compatibility":"NONE"}`) // three types, one subject
+	produce(typeRestProtobuf, fmt.Sprintf(`{"key_schema":%s,"value_schema":%s,"records":[{"key":{"id":"k1"},"value":{"who":"ann","step":2},"partition":0}]}`,
+		mustQuote(keyProto), mustQuote("syntax = \"proto3\";\nmessage Audit { string who = 1; int32 step = 2; }\n")))
+	produce(typeRestJSONSchema, fmt.Sprintf(`{"value_schema":%s,"records":[{"value":{"id":1,"item":"pen"},"partition":0}]}`, mustQuote(orderJSONSchema)))
+	produce(typeRestAvro, fmt.Sprintf(`{"value_schema":%s,"records":[{"value":{"id":2,"note":"ink"},"partition":0}]}`, mustQuote(orderV2)))
+	produce(typeRestBinary, `{"records":[{"value":"cGxhaW4=","partition":0}]}`)
+
+	want := map[string][]string{ // format → the four values as it renders them
+		"protobuf":   {`{"who":"ann","step":2}`, "base64", "base64", "base64"},
+		"jsonschema": {"base64", `{"id":1,"item":"pen"}`, "base64", "base64"},
+		"avro":       {"base64", "base64", "", "base64"},
+	}
+	accept := map[string]string{"protobuf": typeRestProtobuf, "jsonschema": typeRestJSONSchema, "avro": typeRestAvro}
+	for format, values := range want {
+		groupName := "g-" + format
+		ci := e.newInstance(t, groupName, `{"format":"`+format+`","auto.offset.reset":"earliest"}`)
+		e.subscribe(t, groupName, ci.InstanceID, `["mixed"]`)
+		e.get(t, "/consumers/"+groupName+"/instances/"+ci.InstanceID+"/records", typeRestBinary, "").wantError(t, http.StatusNotAcceptable, codeFormatMismatch)
+		recs := e.readAll(t, groupName, ci.InstanceID, accept[format], 4)
+		for i, v := range values {
+			switch v {
+			case "base64":
+				if recs[i].ValueEncoding != encodingBase64 {
+					t.Errorf("%s record %d: value %s encoding %q, want base64 (not of this format)", format, i, recs[i].Value, recs[i].ValueEncoding)
+				}
+			case "":
+				if recs[i].ValueEncoding != "" || !strings.Contains(string(recs[i].Value), `"ink"`) {
+					t.Errorf("%s record %d: %s %q", format, i, recs[i].Value, recs[i].ValueEncoding)
+				}
+			default:
+				if string(recs[i].Value) != v || recs[i].ValueEncoding != "" {
+					t.Errorf("%s record %d: value %s encoding %q, want %s", format, i, recs[i].Value, recs[i].ValueEncoding, v)
+				}
+			}
+		}
+		if format == "protobuf" && (string(recs[0].Key) != `{"id":"k1"}` || recs[0].KeyEncoding != "" || string(recs[1].Key) != "null") {
+			t.Errorf("protobuf keys: %s %q, %s", recs[0].Key, recs[0].KeyEncoding, recs[1].Key)
+		}
+	}
+	e.do(t, "POST", "/consumers/g", typeRestV2, `{"format":"thrift"}`).wantError(t, http.StatusUnprocessableEntity, codeInvalidConsumer)
 }
