@@ -282,6 +282,28 @@ func TestProtobufIdentityAndCompatibility(t *testing.T) {
 			e.do(t, "POST", "/subjects/c/versions", srType, protoBody(tc.schema)).wantError(t, 409, 409)
 		}
 	}
+	// The semantic diff (the admin page's) lists Confluent's differences,
+	// each judged both ways, and the verdict per level.
+	e.do(t, "PUT", "/config/c", srType, `{"compatibility":"BACKWARD"}`)
+	idOf(e.do(t, "POST", "/subjects/c/versions", srType, protoBody(oneofAdded)))
+	var diff struct {
+		Compatibility map[string]bool
+		Changes       []struct {
+			Kind, Path, New   string
+			Backward, Forward bool
+		}
+	}
+	a = e.do(t, "GET", "/subjects/c/diff?from=1&to=2", "", "")
+	a.decode(t, &diff)
+	if len(diff.Changes) != 1 || diff.Changes[0].Kind != "ONEOF_FIELD_ADDED" || diff.Changes[0].Path != "#/M/o/2" || diff.Changes[0].New != "b" ||
+		!diff.Changes[0].Backward || diff.Changes[0].Forward || !diff.Compatibility["BACKWARD"] || diff.Compatibility["FORWARD"] || diff.Compatibility["FULL"] {
+		t.Fatalf("diff 1→2: %s", a.body)
+	}
+	a = e.do(t, "POST", "/subjects/c/diff?from=2", srType, protoBody(kindChanged))
+	a.decode(t, &diff)
+	if len(diff.Changes) < 2 || diff.Compatibility["BACKWARD"] || diff.Compatibility["FORWARD"] || !diff.Compatibility["NONE"] {
+		t.Fatalf("diff 2→candidate: %s", a.body)
+	}
 	e.do(t, "POST", "/subjects/c/versions", srType, protoBody("syntax = \"proto3\"; message M { string a = 1; string a = 2; }")).wantError(t, 422, 42201)
 	e.do(t, "POST", "/subjects/c/versions", srType, protoBody("syntax = \"proto3\"; import \"other.proto\"; message M {}")).wantError(t, 422, 42201)
 }

@@ -67,6 +67,29 @@ func readableProtobuf(reader, writer Schema, readerRole, writerRole string) []st
 	return out
 }
 
+// Changes lists Confluent's differences from older to s (the admin
+// page's semantic diff), each judged both ways: backward by the rule
+// itself (older is the writer, s the reader), forward by whether the
+// reverse comparison breaks at the same path.
+func (s *protobufSchema) Changes(older Schema) []Change {
+	o := older.(*protobufSchema)
+	forwardBroken := map[string]bool{}
+	for _, d := range protobuf.Diff(s.file, o.file) {
+		if !d.Type.Compatible() {
+			forwardBroken[d.Path] = true
+		}
+	}
+	diffs := protobuf.Diff(o.file, s.file)
+	out := make([]Change, 0, len(diffs))
+	for _, d := range diffs {
+		b, f := d.Type.Compatible(), !forwardBroken[d.Path]
+		out = append(out, Change{Kind: string(d.Type), Path: d.Path, New: d.Field, Backward: b, Forward: f,
+			Levels: map[string]bool{None: true, Backward: b, BackwardTransitive: b, Forward: f, ForwardTransitive: f,
+				Full: b && f, FullTransitive: b && f}})
+	}
+	return out
+}
+
 // A Protobuf payload is the message-index list, then the message.
 func (s *protobufSchema) ValidatePayload(payload []byte) error {
 	indexes, n, err := protobuf.DecodeIndexes(payload)
