@@ -66,4 +66,27 @@ func TestUIProtobuf(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#produce-send")))
 	b.waitText("form .error", "HTTP 422")
 	b.waitText("form .error", "nope")
+
+	// A schema importing another subject's file, registered with references.
+	status, body := restCall(t, http.MethodPost, node.URL+"/subjects/money/versions", "application/vnd.schemaregistry.v1+json", "",
+		`{"schemaType":"PROTOBUF","schema":"syntax = \"proto3\";\npackage shop;\nmessage Money { string currency = 1; int64 units = 2; }\n"}`)
+	if status != http.StatusOK {
+		t.Fatalf("register money: %d %s", status, body)
+	}
+	b.run("references that are not a list are refused in the form",
+		chromedp.Navigate(node.URL+"/ui/#/schemas"),
+		chromedp.WaitReady(chromedp.CSS(`#new-schema-type option[value="PROTOBUF"]`)),
+		chromedp.SendKeys(chromedp.CSS("#new-subject"), "invoices-value"),
+		choose("#new-schema-type", "PROTOBUF"),
+		fillIn("#new-schema", "syntax = \"proto3\";\npackage shop;\nimport \"shop/money.proto\";\n\nmessage Invoice {\n  Money total = 1;\n}\n"),
+		fillIn("#new-references", `{"name": "shop/money.proto"}`),
+		chromedp.Click(chromedp.CSS("#register-subject")))
+	b.waitText("#new-references-msg", "JSON array")
+	b.run("register with a reference",
+		fillIn("#new-references", `[{"name": "shop/money.proto", "subject": "money", "version": 1}]`),
+		chromedp.Click(chromedp.CSS("#register-subject")),
+		chromedp.WaitVisible(chromedp.CSS("#schema-text")))
+	b.waitText("#subject-type", "Protobuf")
+	b.waitText("#versions-title", "Versions (1)")
+	b.waitText("main", "references shop/money.proto → money v1")
 }
