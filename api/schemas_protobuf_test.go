@@ -299,6 +299,14 @@ func TestProtobufIdentityAndCompatibility(t *testing.T) {
 		!diff.Changes[0].Backward || diff.Changes[0].Forward || !diff.Compatibility["BACKWARD"] || diff.Compatibility["FORWARD"] || diff.Compatibility["FULL"] {
 		t.Fatalf("diff 1→2: %s", a.body)
 	}
+	a = e.do(t, "GET", "/subjects/c/diff?from=2&to=1", "", "")
+	var back struct {
+		Changes []struct{ Kind, Old, New string }
+	}
+	a.decode(t, &back)
+	if len(back.Changes) != 1 || back.Changes[0].Kind != "ONEOF_FIELD_REMOVED" || back.Changes[0].Old != "b" || back.Changes[0].New != "" {
+		t.Fatalf("diff 2→1: %s", a.body)
+	}
 	a = e.do(t, "POST", "/subjects/c/diff?from=2", srType, protoBody(kindChanged))
 	a.decode(t, &diff)
 	if len(diff.Changes) < 2 || diff.Compatibility["BACKWARD"] || diff.Compatibility["FORWARD"] || !diff.Compatibility["NONE"] {

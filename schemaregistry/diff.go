@@ -17,8 +17,8 @@ type Change struct {
 	// LOGICAL_TYPE_CHANGED. For JSON Schema: Confluent's Difference.Type
 	// names (jsonschema_compat.go), paths as JSON pointers ("#/properties/a").
 	// For Protobuf: Confluent's Difference.Type names (package
-	// schemaregistry/protobuf), paths "#/Message/oneof/number", New the
-	// field's name when the change is about a field.
+	// schemaregistry/protobuf), paths "#/Message/oneof/number", the
+	// field's name in Old (a removal) or New when the change is about a field.
 	Kind string `json:"kind"`
 	Path string `json:"path"`
 	Old  string `json:"old,omitempty"`

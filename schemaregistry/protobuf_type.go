@@ -6,6 +6,7 @@ package schemaregistry
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ferry-mq/ferry/schemaregistry/protobuf"
 )
@@ -70,7 +71,8 @@ func readableProtobuf(reader, writer Schema, readerRole, writerRole string) []st
 // Changes lists Confluent's differences from older to s (the admin
 // page's semantic diff), each judged both ways: backward by the rule
 // itself (older is the writer, s the reader), forward by whether the
-// reverse comparison breaks at the same path.
+// reverse comparison breaks at the same path. A change about a field
+// names it: Old for a removal, New otherwise.
 func (s *protobufSchema) Changes(older Schema) []Change {
 	o := older.(*protobufSchema)
 	forwardBroken := map[string]bool{}
@@ -83,9 +85,16 @@ func (s *protobufSchema) Changes(older Schema) []Change {
 	out := make([]Change, 0, len(diffs))
 	for _, d := range diffs {
 		b, f := d.Type.Compatible(), !forwardBroken[d.Path]
-		out = append(out, Change{Kind: string(d.Type), Path: d.Path, New: d.Field, Backward: b, Forward: f,
+		c := Change{Kind: string(d.Type), Path: d.Path, Backward: b, Forward: f,
 			Levels: map[string]bool{None: true, Backward: b, BackwardTransitive: b, Forward: f, ForwardTransitive: f,
-				Full: b && f, FullTransitive: b && f}})
+				Full: b && f, FullTransitive: b && f}}
+		// The field's name belongs to the side that has it.
+		if strings.HasSuffix(c.Kind, "_REMOVED") {
+			c.Old = d.Field
+		} else {
+			c.New = d.Field
+		}
+		out = append(out, c)
 	}
 	return out
 }
