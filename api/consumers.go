@@ -6,7 +6,7 @@ package api
 //	DELETE /consumers/{group}/instances/{instance}             delete it (commits with auto commit)
 //	POST   /consumers/{group}/instances/{instance}/subscription {"topics":[…]} or {"topic_pattern":"…"}
 //	GET    …/subscription, DELETE …/subscription, GET …/assignments
-//	GET    …/records?timeout=&max_bytes=                       Accept: application/vnd.kafka.{json,binary}.v2+json
+//	GET    …/records?timeout=&max_bytes=                       Accept: application/vnd.kafka.{json,binary,avro,jsonschema,protobuf}.v2+json
 //	POST   …/offsets                                           commit the given offsets, or all consumed with no body
 //	GET    …/offsets                                           committed offsets ({"partitions":[…]} body, or all assigned)
 //
@@ -119,8 +119,11 @@ func decodeRestBody(w http.ResponseWriter, r *http.Request, v any) (present, ok 
 
 type createConsumerBody struct {
 	// Name is the instance id; generated when empty.
-	Name   string `json:"name"`
-	Format string `json:"format" enums:"binary,json" example:"json"`
+	Name string `json:"name"`
+	// Format is how records are rendered: binary, json, or a schema
+	// format (avro, jsonschema, protobuf) decoding Confluent's wire format
+	// through the registry.
+	Format string `json:"format" enums:"binary,json,avro,jsonschema,protobuf" example:"json"`
 	// AutoOffsetReset is where a partition without a commit starts.
 	AutoOffsetReset string `json:"auto.offset.reset" enums:"earliest,latest,none"`
 	// AutoCommit is true (the default) or false, as a boolean or a string.
@@ -163,9 +166,15 @@ func (g *Gateway) createConsumer(w http.ResponseWriter, r *http.Request) {
 	}
 	switch body.Format {
 	case "", "binary", "json":
+	case encodingAvro, encodingJSONSchema, encodingProtobuf:
+		if g.cfg.Schemas == nil {
+			writeError(w, http.StatusUnprocessableEntity, codeInvalidConsumer,
+				fmt.Sprintf("format %q needs the schema registry, which is not configured on this node", body.Format))
+			return
+		}
 	default:
 		writeError(w, http.StatusUnprocessableEntity, codeInvalidConsumer,
-			fmt.Sprintf("format %q is not supported; use json or binary", body.Format))
+			fmt.Sprintf("format %q is not supported; use json, binary, avro, jsonschema or protobuf", body.Format))
 		return
 	}
 	autoCommit := true // REST Proxy's default
@@ -381,15 +390,23 @@ func (g *Gateway) assignments(w http.ResponseWriter, r *http.Request) {
 // timestamp and headers. In the binary format key, value and header values
 // are base64; in the json format key and value are the JSON the record
 // holds (text that is not JSON becomes a JSON string, other bytes a base64
-// string) and header values are strings.
+// string) and header values are strings. In the schema formats (avro,
+// jsonschema, protobuf) key and value are decoded through the registry.
 type restRecord struct {
-	Topic         string          `json:"topic"`
-	Key           json.RawMessage `json:"key"`
-	Value         json.RawMessage `json:"value"`
-	Partition     int32           `json:"partition"`
-	Offset        int64           `json:"offset"`
-	Timestamp     int64           `json:"timestamp"`
-	TimestampType string          `json:"timestamp_type" enums:"CreateTime,LogAppendTime"`
+	Topic string          `json:"topic"`
+	Key   json.RawMessage `json:"key"`
+	Value json.RawMessage `json:"value"`
+	// KeyEncoding and ValueEncoding appear in the schema formats only,
+	// for a key or value that did not decode (not wire format, an unknown
+	// schema or one of another type, bytes the schema refuses): "base64",
+	// the bytes as the binary format gives them. Confluent's REST Proxy
+	// fails the whole poll there instead and stays stuck on the record.
+	KeyEncoding   string `json:"key_encoding,omitempty" enums:"base64"`
+	ValueEncoding string `json:"value_encoding,omitempty" enums:"base64"`
+	Partition     int32  `json:"partition"`
+	Offset        int64  `json:"offset"`
+	Timestamp     int64  `json:"timestamp"`
+	TimestampType string `json:"timestamp_type" enums:"CreateTime,LogAppendTime"`
 	// Headers is always present, [] when the record has none.
 	Headers []restHeader `json:"headers"`
 }
@@ -450,6 +467,12 @@ func acceptFormat(r *http.Request) (string, bool) {
 			return "binary", true
 		case typeRestJSON:
 			return "json", true
+		case typeRestAvro:
+			return encodingAvro, true
+		case typeRestJSONSchema:
+			return encodingJSONSchema, true
+		case typeRestProtobuf:
+			return encodingProtobuf, true
 		case "*/*", typeJSON, typeRestV2, "application/*":
 			return "", true
 		}
@@ -460,9 +483,9 @@ func acceptFormat(r *http.Request) (string, bool) {
 // consumeRecords serves GET …/records?timeout=&max_bytes=.
 //
 //	@Summary		Poll records for a consumer instance (REST Proxy v2)
-//	@Description	Waits up to timeout ms for records of the assigned partitions. Accept must match the instance's format: application/vnd.kafka.binary.v2+json (keys, values and header values base64) or application/vnd.kafka.json.v2+json (JSON as stored; other text a string, other bytes base64); */* or application/json take the instance's.
+//	@Description	Waits up to timeout ms for records of the assigned partitions. Accept must match the instance's format: application/vnd.kafka.binary.v2+json (keys, values and header values base64) or application/vnd.kafka.json.v2+json (JSON as stored; other text a string, other bytes base64), or for a schema format application/vnd.kafka.{avro,jsonschema,protobuf}.v2+json (keys and values in Confluent's wire format decoded through the registry; one that does not decode stays base64 with key_encoding/value_encoding "base64"); */* or application/json take the instance's.
 //	@Tags			consumers
-//	@Produce		application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,json
+//	@Produce		application/vnd.kafka.json.v2+json,application/vnd.kafka.binary.v2+json,application/vnd.kafka.avro.v2+json,application/vnd.kafka.jsonschema.v2+json,application/vnd.kafka.protobuf.v2+json,json
 //	@Param			group		path		string	true	"group id"
 //	@Param			instance	path		string	true	"instance id"
 //	@Param			timeout		query		integer	false	"long-poll up to this many ms (default 1000; capped by MaxFetchWait)"	minimum(0)
@@ -508,15 +531,50 @@ func (g *Gateway) consumeRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := make([]restRecord, 0, len(recs))
+	typ, schemaFormat := readFormats[info.Format]
+	budget := maxAvroAnswerText
 	for _, rec := range recs {
+		if schemaFormat {
+			out = append(out, g.toSchemaRestRecord(r, rec, typ, &budget))
+			continue
+		}
 		out = append(out, toRestRecord(rec, info.Format == "binary"))
 	}
 	writeJSON(w, http.StatusOK, restRecordsType(info.Format), out)
 }
 
+// toSchemaRestRecord renders a record for a consumer of a schema format:
+// key and value decoded through the registry as reads with ?format= do,
+// within what is left of budget; what does not decode stays base64.
+// Header values are strings, as in the json format.
+func (g *Gateway) toSchemaRestRecord(r *http.Request, rec group.ConsumedRecord, typ string, budget *int) restRecord {
+	out := toRestRecord(rec, false)
+	decode := func(b []byte, field *json.RawMessage, encoding *string) {
+		if b == nil {
+			*field = json.RawMessage("null")
+			return
+		}
+		if text, _, ok := g.renderWire(r, typ, b, budget); ok {
+			*field = text
+			return
+		}
+		*field, *encoding = base64JSON(b), encodingBase64
+	}
+	decode(rec.Key, &out.Key, &out.KeyEncoding)
+	decode(rec.Value, &out.Value, &out.ValueEncoding)
+	return out
+}
+
 func restRecordsType(format string) string {
-	if format == "json" {
+	switch format {
+	case "json":
 		return typeRestJSON
+	case encodingAvro:
+		return typeRestAvro
+	case encodingJSONSchema:
+		return typeRestJSONSchema
+	case encodingProtobuf:
+		return typeRestProtobuf
 	}
 	return typeRestBinary
 }

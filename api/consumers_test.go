@@ -26,7 +26,7 @@ type groupsEnv struct {
 
 // newGroupsEnv is a gateway with a group coordinator (no initial rebalance
 // delay, so HTTP consumers are assigned as soon as they subscribe).
-func newGroupsEnv(t *testing.T) *groupsEnv {
+func newGroupsEnv(t *testing.T, configure ...func(*Config)) *groupsEnv {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, err := server.Open(server.Config{DataDir: t.TempDir(), AutoCreateTopics: true, AdvertisedKafkaAddr: "localhost:9092"}, logger)
@@ -38,7 +38,11 @@ func newGroupsEnv(t *testing.T) *groupsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(b, Config{Logger: logger, Groups: c, AdvertisedKafkaAddr: "localhost:9092"})
+	cfg := Config{Logger: logger, Groups: c, AdvertisedKafkaAddr: "localhost:9092"}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	g, err := New(b, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,21 +97,37 @@ func (g *Gateway) avroReadOr(h http.HandlerFunc) http.HandlerFunc {
 // budget.
 func (g *Gateway) decodeAvroField(r *http.Request, typ, format string, field *json.RawMessage, encoding *string, budget *int) int {
 	raw, ok := renderedBytes(*field, *encoding)
-	if !ok || len(raw) < 5 || raw[0] != 0 || *budget <= 0 {
+	if !ok {
 		return 0
 	}
-	id := int(binary.BigEndian.Uint32(raw[1:5]))
-	parsed, err := g.cfg.Schemas.ParsedSchemaByID(r.Context(), id)
-	if err != nil || parsed.Type() != typ {
+	text, id, ok := g.renderWire(r, typ, raw, budget)
+	if !ok {
 		return 0
 	}
-	text, err := parsed.RenderJSON(raw[5:], *budget)
-	if err != nil || !json.Valid(text) {
-		return 0
-	}
-	*budget -= len(text)
 	*field, *encoding = text, format
 	return id
+}
+
+// renderWire decodes raw, in Confluent's wire format with a schema of type
+// typ, into JSON through the registry and takes its length from budget;
+// ok is false when raw is not wire format, its schema is unknown or of
+// another type, it does not decode within the type's bounds, or its JSON
+// would not fit in what is left of budget.
+func (g *Gateway) renderWire(r *http.Request, typ string, raw []byte, budget *int) (text json.RawMessage, id int, ok bool) {
+	if len(raw) < 5 || raw[0] != 0 || *budget <= 0 {
+		return nil, 0, false
+	}
+	id = int(binary.BigEndian.Uint32(raw[1:5]))
+	parsed, err := g.cfg.Schemas.ParsedSchemaByID(r.Context(), id)
+	if err != nil || parsed.Type() != typ {
+		return nil, 0, false
+	}
+	text, err = parsed.RenderJSON(raw[5:], *budget)
+	if err != nil || !json.Valid(text) {
+		return nil, 0, false
+	}
+	*budget -= len(text)
+	return text, id, true
 }
 
 // renderedBytes undoes encodeBytes for string and base64 encodings (wire

@@ -16,6 +16,9 @@ type Change struct {
 	// NAME_CHANGED, FIXED_SIZE_CHANGED, DECIMAL_CHANGED,
 	// LOGICAL_TYPE_CHANGED. For JSON Schema: Confluent's Difference.Type
 	// names (jsonschema_compat.go), paths as JSON pointers ("#/properties/a").
+	// For Protobuf: Confluent's Difference.Type names (package
+	// schemaregistry/protobuf), paths "#/Message/oneof/number", the
+	// field's name in Old (a removal) or New when the change is about a field.
 	Kind string `json:"kind"`
 	Path string `json:"path"`
 	Old  string `json:"old,omitempty"`

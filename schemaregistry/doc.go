@@ -1,5 +1,5 @@
-// Package schemaregistry is ferry's schema registry for Avro and JSON
-// Schema (Protobuf plugs in through protobuf_type.go), with Confluent
+// Package schemaregistry is ferry's schema registry for Avro, JSON Schema
+// and Protobuf (package protobuf, adapted in protobuf_type.go), with Confluent
 // Schema Registry's subjects, versions, ids, compatibility levels, modes
 // and delete rules; package api serves it at Confluent's paths.
 //
@@ -7,7 +7,8 @@
 // references, the canonical identity form, compatibility, what a payload
 // framed with its id must be — sits behind SchemaType and Schema
 // (schematype.go), implemented for AVRO (avro.go, compat.go, bounded.go)
-// and JSON (jsonschema*.go; docs/registry-jsonschema.md has its rules).
+// JSON (jsonschema*.go; docs/registry-jsonschema.md has its rules) and
+// PROTOBUF (protobuf_type.go; docs/registry-protobuf.md).
 // Subjects, versions, ids, references, modes and deletes are the same for
 // every type.
 //
@@ -68,6 +69,9 @@
 // names, fixed key order, no doc or custom properties, but logicalType,
 // precision, scale, defaults, aliases, order and enum defaults kept) and
 // the references. Avro's Parsing Canonical Form alone would drop logical
-// types and make decimal(10,2) and decimal(12,4) one schema. Entries
+// types and make decimal(10,2) and decimal(12,4) one schema. Protobuf's
+// identity is its canonical form only with normalize=true; without it the
+// written form (declaration order of fields, oneofs, enum values and
+// imports kept), as Confluent's is (writtenIdentity, identityForm). Entries
 // stored before the registry was multi-type carry no type and are AVRO.
 package schemaregistry

@@ -6,6 +6,7 @@ package schemaregistry
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ferry-mq/ferry/schemaregistry/protobuf"
 )
@@ -45,6 +46,9 @@ type protobufSchema struct {
 func (*protobufSchema) Type() string        { return TypeProtobuf }
 func (s *protobufSchema) Canonical() string { return s.file.Canonical() }
 
+// Written is the identity without normalize=true (writtenIdentity).
+func (s *protobufSchema) Written() string { return s.file.Written() }
+
 func (s *protobufSchema) Incompatibilities(level string, older Schema) []string {
 	if _, ok := older.(*protobufSchema); !ok {
 		return []string{fmt.Sprintf("{errorType:\"TYPE_CHANGED\", description:\"The schema type changed from %s to PROTOBUF\"}", older.Type())}
@@ -60,6 +64,37 @@ func readableProtobuf(reader, writer Schema, readerRole, writerRole string) []st
 	for _, p := range problems {
 		out = append(out, fmt.Sprintf("{errorType:\"%s\", description:\"%s (path '%s'; %s schema read with the %s one)\"}",
 			p.Rule, p.Message, p.Path, writerRole, readerRole))
+	}
+	return out
+}
+
+// Changes lists Confluent's differences from older to s (the admin
+// page's semantic diff), each judged both ways: backward by the rule
+// itself (older is the writer, s the reader), forward by whether the
+// reverse comparison breaks at the same path. A change about a field
+// names it: Old for a removal, New otherwise.
+func (s *protobufSchema) Changes(older Schema) []Change {
+	o := older.(*protobufSchema)
+	forwardBroken := map[string]bool{}
+	for _, d := range protobuf.Diff(s.file, o.file) {
+		if !d.Type.Compatible() {
+			forwardBroken[d.Path] = true
+		}
+	}
+	diffs := protobuf.Diff(o.file, s.file)
+	out := make([]Change, 0, len(diffs))
+	for _, d := range diffs {
+		b, f := d.Type.Compatible(), !forwardBroken[d.Path]
+		c := Change{Kind: string(d.Type), Path: d.Path, Backward: b, Forward: f,
+			Levels: map[string]bool{None: true, Backward: b, BackwardTransitive: b, Forward: f, ForwardTransitive: f,
+				Full: b && f, FullTransitive: b && f}}
+		// The field's name belongs to the side that has it.
+		if strings.HasSuffix(c.Kind, "_REMOVED") {
+			c.Old = d.Field
+		} else {
+			c.New = d.Field
+		}
+		out = append(out, c)
 	}
 	return out
 }

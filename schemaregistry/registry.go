@@ -297,8 +297,10 @@ type SchemaRequest struct {
 	ID      int `json:"id,omitempty"`
 	Version int `json:"version,omitempty"`
 	// Normalize (the ?normalize=true of registration and lookup) stores
-	// the schema's canonical form instead of its text. The identity is the
-	// canonical form either way.
+	// the schema's canonical form instead of its text and makes that form
+	// the identity. Without it the identity is the canonical form too,
+	// except for Protobuf, whose identity keeps the written order of
+	// fields, oneofs, enum values and imports, as Confluent's does.
 	Normalize bool `json:"-"`
 }
 
@@ -396,8 +398,25 @@ func (r *Registry) parseRequest(ctx context.Context, req SchemaRequest) (*prepar
 	if len(refs) == 0 {
 		st.References = nil
 	}
-	st.Fingerprint = fingerprint(typ.Name(), p.Canonical(), st.References)
+	st.Fingerprint = fingerprint(typ.Name(), identityForm(p, req.Normalize), st.References)
 	return &prepared{stored: st, parsed: p}, nil
+}
+
+// writtenIdentity is a Schema whose identity without normalize=true is
+// not its canonical form: Confluent keeps a Protobuf schema's field and
+// import order unless normalize=true sorts them.
+type writtenIdentity interface {
+	Written() string
+}
+
+// identityForm is the text a schema's fingerprint hashes: the canonical
+// form with normalize=true, and for types that keep declaration order
+// (writtenIdentity) the written form without it.
+func identityForm(p Schema, normalize bool) string {
+	if w, ok := p.(writtenIdentity); ok && !normalize {
+		return w.Written()
+	}
+	return p.Canonical()
 }
 
 func abbreviate(s string) string {

@@ -32,6 +32,24 @@ func (f *File) Canonical() string {
 	return c.file(fileProto(f.source))
 }
 
+// Written returns the schema in the same layout as Canonical but with the
+// declaration order of imports, fields, oneofs and enum values kept: the
+// identity Confluent gives a Protobuf schema registered or looked up
+// without normalize=true (its canonicalString keeps the written order;
+// only normalize() sorts). For text already in normalized order, Written
+// and Canonical are equal, so registering a normalized schema again
+// without normalize=true finds it.
+//
+// Written still qualifies type names and sorts options and reserved
+// ranges, which Confluent's written form keeps as written: the descriptor
+// does not remember the order of options, and reserved ranges and type
+// spellings change no reader. Two texts differing only there share an id
+// in ferry and not in Confluent.
+func (f *File) Written() string {
+	c := canonicalizer{f: f, keepOrder: true}
+	return c.file(fileProto(f.source))
+}
+
 func fileProto(fd linker.File) *descriptorpb.FileDescriptorProto {
 	if r, ok := fd.(linker.Result); ok {
 		return r.FileDescriptorProto()
@@ -41,6 +59,8 @@ func fileProto(fd linker.File) *descriptorpb.FileDescriptorProto {
 
 type canonicalizer struct {
 	f *File
+	// keepOrder keeps declaration order where Canonical sorts (Written).
+	keepOrder bool
 }
 
 func (c *canonicalizer) file(fp *descriptorpb.FileDescriptorProto) string {
@@ -65,10 +85,10 @@ func (c *canonicalizer) file(fp *descriptorpb.FileDescriptorProto) string {
 	}
 	if len(imports)+len(public) > 0 {
 		sb.WriteString("\n")
-		for _, imp := range sortedDistinct(imports) {
+		for _, imp := range c.importOrder(imports) {
 			sb.WriteString("import \"" + imp + "\";\n")
 		}
-		for _, imp := range sortedDistinct(public) {
+		for _, imp := range c.importOrder(public) {
 			sb.WriteString("import public \"" + imp + "\";\n")
 		}
 	}
@@ -99,6 +119,13 @@ func (c *canonicalizer) file(fp *descriptorpb.FileDescriptorProto) string {
 		}
 	}
 	return sb.String()
+}
+
+func (c *canonicalizer) importOrder(in []string) []string {
+	if c.keepOrder {
+		return in // protoc refuses a repeated import
+	}
+	return sortedDistinct(in)
 }
 
 func sortedDistinct(in []string) []string {
@@ -186,7 +213,7 @@ func (c *canonicalizer) members(m *descriptorpb.DescriptorProto, md protoreflect
 	var sb strings.Builder
 	if len(plain) > 0 {
 		sb.WriteString("\n")
-		for _, fp := range byNumber(plain) {
+		for _, fp := range c.byNumber(plain) {
 			sb.WriteString(indent(c.field(fp, md)))
 		}
 	}
@@ -195,15 +222,18 @@ func (c *canonicalizer) members(m *descriptorpb.DescriptorProto, md protoreflect
 	}
 	if len(groups) > 0 {
 		sb.WriteString("\n")
-		for _, fp := range byNumber(groups) {
+		for _, fp := range c.byNumber(groups) {
 			sb.WriteString(indent(c.group(fp, md)))
 		}
 	}
 	return sb.String()
 }
 
-func byNumber(fields []*descriptorpb.FieldDescriptorProto) []*descriptorpb.FieldDescriptorProto {
+func (c *canonicalizer) byNumber(fields []*descriptorpb.FieldDescriptorProto) []*descriptorpb.FieldDescriptorProto {
 	out := append([]*descriptorpb.FieldDescriptorProto(nil), fields...)
+	if c.keepOrder {
+		return out
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].GetNumber() < out[j].GetNumber() })
 	return out
 }
@@ -220,7 +250,7 @@ func (c *canonicalizer) oneofs(m *descriptorpb.DescriptorProto, md protoreflect.
 		if len(fields) == 0 {
 			continue
 		}
-		fields = byNumber(fields)
+		fields = c.byNumber(fields)
 		var sb strings.Builder
 		sb.WriteString("oneof " + m.OneofDecl[i].GetName() + " {")
 		if opts := c.options(m.OneofDecl[i].Options); len(opts) > 0 {
@@ -240,7 +270,9 @@ func (c *canonicalizer) oneofs(m *descriptorpb.DescriptorProto, md protoreflect.
 		sb.WriteString("}\n")
 		list = append(list, oneof{fields[0].GetNumber(), sb.String()})
 	}
-	sort.SliceStable(list, func(i, j int) bool { return list[i].first < list[j].first })
+	if !c.keepOrder {
+		sort.SliceStable(list, func(i, j int) bool { return list[i].first < list[j].first })
+	}
 	var out strings.Builder
 	for _, o := range list {
 		out.WriteString(indent(o.text))
@@ -262,7 +294,7 @@ func (c *canonicalizer) groupOf(fp *descriptorpb.FieldDescriptorProto, fd protor
 	bp := protodesc.ToDescriptorProto(body)
 	if len(bp.Field) > 0 {
 		sb.WriteString("\n")
-		for _, bf := range byNumber(bp.Field) {
+		for _, bf := range c.byNumber(bp.Field) {
 			sb.WriteString(indent(c.field(bf, body)))
 		}
 	}
@@ -411,12 +443,14 @@ func (c *canonicalizer) enum(e *descriptorpb.EnumDescriptorProto) string {
 		sb.WriteString(indent("option " + o + ";"))
 	}
 	values := append([]*descriptorpb.EnumValueDescriptorProto(nil), e.Value...)
-	sort.SliceStable(values, func(i, j int) bool {
-		if values[i].GetNumber() != values[j].GetNumber() {
-			return values[i].GetNumber() < values[j].GetNumber()
-		}
-		return values[i].GetName() < values[j].GetName()
-	})
+	if !c.keepOrder {
+		sort.SliceStable(values, func(i, j int) bool {
+			if values[i].GetNumber() != values[j].GetNumber() {
+				return values[i].GetNumber() < values[j].GetNumber()
+			}
+			return values[i].GetName() < values[j].GetName()
+		})
+	}
 	for _, v := range values {
 		line := v.GetName() + " = " + strconv.Itoa(int(v.GetNumber()))
 		if opts := c.options(v.Options); len(opts) > 0 {
@@ -441,7 +475,7 @@ func (c *canonicalizer) extends(fields []*descriptorpb.FieldDescriptorProto, ext
 	var sb strings.Builder
 	for _, extendee := range order {
 		sb.WriteString("extend " + extendee + " {\n")
-		for _, fp := range byNumber(byExtendee[extendee]) {
+		for _, fp := range c.byNumber(byExtendee[extendee]) {
 			fd := exts.ByName(protoreflect.Name(fp.GetName()))
 			if fd.Kind() == protoreflect.GroupKind {
 				sb.WriteString(indent(c.groupOf(fp, fd)))

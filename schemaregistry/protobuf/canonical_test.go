@@ -158,3 +158,66 @@ func TestCanonicalExoticConstructsAreStable(t *testing.T) {
 		}
 	}
 }
+
+// Confluent's identity without normalize=true keeps the written order of
+// imports, fields, oneofs and enum values; layout and comments still do
+// not count, and text in normalized order reads the same both ways.
+func TestWrittenKeepsDeclarationOrder(t *testing.T) {
+	parse := func(text string) *File {
+		t.Helper()
+		f, err := Parse(text, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	sorted := parse(`syntax = "proto3";
+import "google/protobuf/duration.proto";
+import "google/protobuf/timestamp.proto";
+message M { string a = 1; int32 b = 2; oneof o { string c = 3; string d = 4; } google.protobuf.Timestamp t = 5; google.protobuf.Duration du = 6; }
+enum E { X = 0; Y = 1; Z = 2; }`)
+	relaid := parse(`syntax = "proto3"; // comments and layout
+import "google/protobuf/duration.proto";   import "google/protobuf/timestamp.proto";
+message M {
+  string a = 1;
+  int32 b = 2; oneof o { string c = 3; string d = 4; }
+  google.protobuf.Timestamp t = 5; /* x */ google.protobuf.Duration du = 6;
+}
+enum E { X = 0; Y = 1; Z = 2; }`)
+	reordered := map[string]*File{
+		"fields": parse(`syntax = "proto3";
+import "google/protobuf/duration.proto";
+import "google/protobuf/timestamp.proto";
+message M { int32 b = 2; string a = 1; oneof o { string c = 3; string d = 4; } google.protobuf.Timestamp t = 5; google.protobuf.Duration du = 6; }
+enum E { X = 0; Y = 1; Z = 2; }`),
+		"oneof members": parse(`syntax = "proto3";
+import "google/protobuf/duration.proto";
+import "google/protobuf/timestamp.proto";
+message M { string a = 1; int32 b = 2; oneof o { string d = 4; string c = 3; } google.protobuf.Timestamp t = 5; google.protobuf.Duration du = 6; }
+enum E { X = 0; Y = 1; Z = 2; }`),
+		"imports": parse(`syntax = "proto3";
+import "google/protobuf/timestamp.proto";
+import "google/protobuf/duration.proto";
+message M { string a = 1; int32 b = 2; oneof o { string c = 3; string d = 4; } google.protobuf.Timestamp t = 5; google.protobuf.Duration du = 6; }
+enum E { X = 0; Y = 1; Z = 2; }`),
+		"enum values": parse(`syntax = "proto3";
+import "google/protobuf/duration.proto";
+import "google/protobuf/timestamp.proto";
+message M { string a = 1; int32 b = 2; oneof o { string c = 3; string d = 4; } google.protobuf.Timestamp t = 5; google.protobuf.Duration du = 6; }
+enum E { X = 0; Z = 2; Y = 1; }`),
+	}
+	if sorted.Written() != sorted.Canonical() {
+		t.Fatalf("text in normalized order: Written\n%s\ndiffers from Canonical\n%s", sorted.Written(), sorted.Canonical())
+	}
+	if relaid.Written() != sorted.Written() {
+		t.Fatalf("layout and comments changed the written form:\n%s\nvs\n%s", relaid.Written(), sorted.Written())
+	}
+	for name, f := range reordered {
+		if f.Written() == sorted.Written() {
+			t.Errorf("%s reordered: same written form, want different (Confluent keeps the order without normalize)", name)
+		}
+		if f.Canonical() != sorted.Canonical() {
+			t.Errorf("%s reordered: canonical form changed:\n%s", name, f.Canonical())
+		}
+	}
+}

@@ -32,6 +32,14 @@ func FuzzParse(f *testing.F) {
 		if problems := Check(file, again); len(problems) != 0 {
 			t.Fatalf("a schema is incompatible with its own canonical form: %v", problems)
 		}
+		// The written form (identity without normalize=true) is stable too,
+		// and normalizes to the same canonical form.
+		written := file.Written()
+		if w, err := Parse(written, map[string]string{"dep.proto": dep}); err == nil {
+			if w.Written() != written || w.Canonical() != canonical {
+				t.Fatalf("written form not stable:\n%s\n---\n%s", written, w.Written())
+			}
+		}
 		for _, name := range file.MessageNames() {
 			if _, err := file.MessageIndexes(name); err != nil {
 				t.Fatalf("MessageIndexes(%q): %v", name, err)

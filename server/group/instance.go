@@ -71,8 +71,8 @@ type instance struct {
 type ConsumerOptions struct {
 	// Name is the instance id; empty generates one.
 	Name string
-	// Format is what records are rendered as: json, binary (or avro,
-	// jsonschema, protobuf, which api refuses today). Default binary, as REST Proxy.
+	// Format is what records are rendered as: json, binary, avro,
+	// jsonschema or protobuf (api checks which). Default binary, as REST Proxy.
 	Format string
 	// AutoOffsetReset is earliest, latest (default) or none.
 	AutoOffsetReset string

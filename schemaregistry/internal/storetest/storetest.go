@@ -41,6 +41,7 @@ func Run(t *testing.T, f Factory) {
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Registry", testRegistry},
 		{"SchemaTypes", testSchemaTypes},
+		{"Protobuf", testProtobuf},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
@@ -511,5 +512,55 @@ func testSchemaTypes(t *testing.T, f Factory) {
 	}
 	if info := must(r.GetVersion(ctx, "legacy", 1, false))(t); info.SchemaType != "" {
 		t.Fatalf("an AVRO version answers schemaType %q; Confluent omits it", info.SchemaType)
+	}
+}
+
+// testProtobuf keeps Protobuf schemas through a reopen: a .proto importing
+// another subject's file comes back with its reference, referencedby and
+// the 42206 refusal hold, and both identities survive: the written order
+// (without normalize) and the normalized form (normalize=true).
+func testProtobuf(t *testing.T, f Factory) {
+	s := f.Open(t)
+	r, err := sr.New(s, sr.Config{Logger: Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	money := "syntax = \"proto3\";\npackage shop;\nmessage Money { string currency = 1; int64 units = 2; }\n"
+	moneyID := must(r.Register(ctx, "money", sr.SchemaRequest{Schema: money, SchemaType: "PROTOBUF"}))(t)
+	refs := []sr.Reference{{Name: "shop/money.proto", Subject: "money", Version: 1}}
+	order := "syntax = \"proto3\";\npackage shop;\nimport \"shop/money.proto\";\nmessage Order { string id = 1; Money total = 2; }\n"
+	orderID := must(r.Register(ctx, "order", sr.SchemaRequest{Schema: order, SchemaType: "PROTOBUF", References: refs}))(t)
+	reordered := "syntax = \"proto3\";\npackage shop;\nmessage Money { int64 units = 2; string currency = 1; }\n"
+	writtenID := must(r.Register(ctx, "money-written", sr.SchemaRequest{Schema: reordered, SchemaType: "PROTOBUF"}))(t)
+	if writtenID == moneyID {
+		t.Fatalf("field order differs, no normalize: same id %d, want another (Confluent keeps the written order)", writtenID)
+	}
+	normID := must(r.Register(ctx, "money-norm", sr.SchemaRequest{Schema: reordered, SchemaType: "PROTOBUF", Normalize: true}))(t)
+
+	s = f.Reopen(t, s)
+	r, err = sr.New(s, sr.Config{Logger: Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := must(r.SchemaByID(ctx, orderID))(t)
+	if st.Type != "PROTOBUF" || st.Text != order || len(st.References) != 1 || st.References[0] != refs[0] {
+		t.Fatalf("Protobuf schema after reopen: %+v", st)
+	}
+	if ids := must(r.ReferencedBy(ctx, "money", 1))(t); len(ids) != 1 || ids[0] != orderID {
+		t.Fatalf("referencedby after reopen: %v", ids)
+	}
+	_, err = r.DeleteVersion(ctx, "money", 1, false)
+	wantCode(t, err, 42206)
+	info := must(r.Lookup(ctx, "money-written", sr.SchemaRequest{Schema: reordered, SchemaType: "PROTOBUF"}, false))(t)
+	if info.ID != writtenID || info.SchemaType != "PROTOBUF" {
+		t.Fatalf("lookup of the written form after reopen: %+v", info)
+	}
+	// normalize=true sorts the fields: the normalized registration is the
+	// original order's id, found again by a normalized lookup.
+	if normID != moneyID {
+		t.Fatalf("normalize=true registration: id %d, want %d (the same normalized form)", normID, moneyID)
+	}
+	if info := must(r.Lookup(ctx, "money-norm", sr.SchemaRequest{Schema: reordered, SchemaType: "PROTOBUF", Normalize: true}, false))(t); info.ID != moneyID {
+		t.Fatalf("normalized lookup after reopen: %+v", info)
 	}
 }

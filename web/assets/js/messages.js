@@ -1,8 +1,8 @@
 // Messages: browse one partition from an offset, from a point in time or
-// the newest N; show keys, values (JSON pretty-printed, Avro decoded,
-// JSON Schema decoded, bytes as text/hex/base64) and headers; follow new
-// records by long-polling the records route; produce a record (JSON, or Avro
-// or JSON Schema with a registered schema).
+// the newest N; show keys, values (JSON pretty-printed, Avro, JSON Schema
+// and Protobuf decoded through the registry, bytes as text/hex/base64) and
+// headers; follow new records by long-polling the records route; produce a
+// record (JSON, or Avro, JSON Schema or Protobuf with a registered schema).
 
 import { enc, get, post } from './api.js';
 import { busy, field, fill, flash, fmtNum, fmtTime, h, num, setInvalid, showError, table } from './ui.js';
@@ -30,7 +30,7 @@ export function wireSchemaId(b) {
 }
 
 /** SCHEMA_ENCODINGS are the encodings of keys and values the registry decoded. */
-const SCHEMA_ENCODINGS = ['avro', 'jsonschema'];
+const SCHEMA_ENCODINGS = ['avro', 'jsonschema', 'protobuf'];
 
 /** renderBytes shows a key or value in the chosen mode (auto, text, hex, base64). */
 export function renderBytes(json, encoding, mode, schemaId) {
@@ -41,7 +41,7 @@ export function renderBytes(json, encoding, mode, schemaId) {
   if (mode === 'auto' && binary) {
     const b = bytesOf(json, encoding);
     return h('pre', { class: 'val' }, toHex(b), ' ', h('span', { class: 'badge' }, 'binary · hex'),
-      wireSchemaId(b) ? h('span', { class: 'badge accent', title: 'Tick “Decode Avro” or “Decode JSON Schema” to read it' }, `Confluent wire format · schema ${wireSchemaId(b)}`) : null);
+      wireSchemaId(b) ? h('span', { class: 'badge accent', title: 'Tick “Decode Avro”, “Decode JSON Schema” or “Decode Protobuf” to read it' }, `Confluent wire format · schema ${wireSchemaId(b)}`) : null);
   }
   if (mode === 'auto' || (mode === 'text' && encoding !== 'base64')) {
     if (encoding === 'string') return h('pre', { class: 'val' }, json);
@@ -77,9 +77,12 @@ export async function render(root, { segments, params }) {
   const when = h('input', { type: 'datetime-local', id: 'msg-time', step: 1 });
   const avro = h('input', { type: 'checkbox', id: 'msg-avro' });
   const jsonSchema = h('input', { type: 'checkbox', id: 'msg-jsonschema' });
+  const protobuf = h('input', { type: 'checkbox', id: 'msg-protobuf' });
   // The records route decodes one format per read: the boxes exclude each other.
-  avro.addEventListener('change', () => { if (avro.checked) jsonSchema.checked = false; });
-  jsonSchema.addEventListener('change', () => { if (jsonSchema.checked) avro.checked = false; });
+  const decodeBoxes = [avro, jsonSchema, protobuf];
+  for (const box of decodeBoxes) {
+    box.addEventListener('change', () => { if (box.checked) for (const other of decodeBoxes) if (other !== box) other.checked = false; });
+  }
   const showAs = h('select', { id: 'msg-show' },
     h('option', { value: 'auto' }, 'Auto (JSON pretty, text, binary as hex)'), h('option', { value: 'text' }, 'Text'),
     h('option', { value: 'hex' }, 'Hex'), h('option', { value: 'base64' }, 'Base64'));
@@ -127,7 +130,7 @@ export async function render(root, { segments, params }) {
   }
 
   function recordsPath(start, max, extra = '') {
-    const fmt = avro.checked ? '&format=avro' : jsonSchema.checked ? '&format=jsonschema' : '';
+    const fmt = avro.checked ? '&format=avro' : jsonSchema.checked ? '&format=jsonschema' : protobuf.checked ? '&format=protobuf' : '';
     return `/kafka/${enc(topic)}/partitions/${partSel.value}/records?offset=${start}&max_records=${max}${fmt}${extra}`;
   }
 
@@ -284,6 +287,7 @@ export async function render(root, { segments, params }) {
         loadButton, liveButton,
         h('label', { class: 'check' }, avro, ' Decode Avro through the registry'),
         h('label', { class: 'check' }, jsonSchema, ' Decode JSON Schema'),
+        h('label', { class: 'check' }, protobuf, ' Decode Protobuf'),
         h('span', { class: 'spacer' }),
         h('label', { for: 'msg-show', class: 'inline-label' }, 'Show keys and values as'), showAs)),
     info, errSlot, liveStatus, listSlot, more, produceSlot);
@@ -308,7 +312,7 @@ function buildProduceForm(topic, currentPartition, onProduced) {
   const key = h('input', { type: 'text', id: 'produce-key', autocomplete: 'off', placeholder: 'optional' });
   const value = h('textarea', { id: 'produce-value', rows: 5, spellcheck: 'false' }, '{\n  "hello": "world"\n}');
   const format = h('select', { id: 'produce-format' }, h('option', { value: 'json' }, 'JSON'), h('option', { value: 'avro' }, 'Avro'),
-    h('option', { value: 'jsonschema' }, 'JSON Schema'));
+    h('option', { value: 'jsonschema' }, 'JSON Schema'), h('option', { value: 'protobuf' }, 'Protobuf'));
   const schemaSel = h('select', { id: 'produce-schema' });
   const schemaField = field(`Value schema (subject ${topic}-value)`, schemaSel);
   schemaField.hidden = true;
@@ -321,7 +325,7 @@ function buildProduceForm(topic, currentPartition, onProduced) {
     schemaField.hidden = format.value === 'json';
     if (format.value === 'json') return;
     fill(schemaSel);
-    const want = format.value === 'avro' ? 'AVRO' : 'JSON';
+    const want = { avro: 'AVRO', jsonschema: 'JSON', protobuf: 'PROTOBUF' }[format.value];
     try {
       const versions = await get(`/subjects/${enc(`${topic}-value`)}/versions`);
       for (const v of versions.slice().reverse()) {
@@ -380,7 +384,7 @@ function buildProduceForm(topic, currentPartition, onProduced) {
   h('h2', { id: 'produce-title' }, `Produce a record to ${topic}`),
   h('div', { class: 'grid3' }, field('Format', format), field('Partition', partition), field('Key (text)', key)),
   schemaField,
-  field('Value', value, 'JSON: an object, array, number, or text in double quotes. For Avro, the Avro JSON of the chosen schema; for JSON Schema, a document the chosen schema accepts.'),
+  field('Value', value, 'JSON: an object, array, number, or text in double quotes. For Avro, the Avro JSON of the chosen schema; for JSON Schema, a document the chosen schema accepts; for Protobuf, the Protobuf JSON of the schema’s first message.'),
   h('fieldset', {}, h('legend', {}, 'Headers (optional)'), headers,
     h('button', { type: 'button', class: 'secondary small', onClick: () => headerRow(headers).focus() }, 'Add header')),
   errSlot, result,

@@ -121,6 +121,7 @@ function newSubjectForm(types) {
   kind.addEventListener('change', () => {
     if (Object.values(EXAMPLES).includes(schema.value)) schema.value = EXAMPLES[kind.value] || '';
   });
+  const refs = h('textarea', { id: 'new-references', rows: 2, spellcheck: 'false', placeholder: '[{"name": "shop/money.proto", "subject": "money", "version": 1}]' });
   const errSlot = h('div');
   const submit = h('button', { type: 'submit', id: 'register-subject' }, 'Register schema');
   return h('form', {
@@ -130,8 +131,11 @@ function newSubjectForm(types) {
       errSlot.replaceChildren();
       setInvalid(subject, subject.value.trim() ? '' : 'Enter a subject name, e.g. <topic>-value.');
       if (!subject.value.trim()) { subject.focus(); return; }
+      const references = parseReferences(refs.value);
+      setInvalid(refs, references ? '' : 'References are a JSON array of {"name", "subject", "version"} objects.');
+      if (!references) { refs.focus(); return; }
       try {
-        const ans = await busy(submit, 'Registering…', () => post(`/subjects/${enc(subject.value.trim())}/versions`, { schema: schema.value, schemaType: kind.value }, { type: SR }));
+        const ans = await busy(submit, 'Registering…', () => post(`/subjects/${enc(subject.value.trim())}/versions`, { schema: schema.value, schemaType: kind.value, references }, { type: SR }));
         flash(`Registered under ${subject.value.trim()} with id ${ans.id}.`);
         location.hash = `#/schemas/${enc(subject.value.trim())}`;
       } catch (e) { showError(errSlot, e, 'The registry refused the schema'); }
@@ -141,7 +145,18 @@ function newSubjectForm(types) {
   field('Subject', subject, 'Confluent’s serializers use <topic>-value and <topic>-key.'),
   field('Schema type', kind),
   field('Schema', schema),
+  field('References (optional)', refs, 'Other subjects’ schemas this one uses: a Protobuf import path, a JSON Schema $ref or an Avro type name as "name".'),
   errSlot, h('div', { class: 'actions' }, submit));
+}
+
+/** parseReferences reads the references field: [] when empty, null when it is not a list of references. */
+export function parseReferences(text) {
+  if (!text.trim()) return [];
+  try {
+    const refs = JSON.parse(text);
+    const ok = Array.isArray(refs) && refs.every((r) => r && typeof r.name === 'string' && typeof r.subject === 'string' && Number.isInteger(r.version));
+    return ok ? refs : null;
+  } catch { return null; }
 }
 
 export async function renderSubject(root, { segments, params }) {
