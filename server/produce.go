@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,10 +69,53 @@ type ProduceResult struct {
 	LogAppendTime int64
 }
 
-var builderPool = sync.Pool{New: func() any { return new(records.Builder) }}
+// produceScratch is what one Produce call works in and drops when it
+// returns: the builder, the encoded local batches back to back (nothing
+// keeps them once the log has them: storage.Log.Append lets the caller
+// reuse its slice), and the per-partition bookkeeping. Pooled, a request
+// allocates none of it.
+type produceScratch struct {
+	builder  records.Builder
+	encoded  []byte
+	batches  []partitionBatch
+	indexes  []int
+	outcomes []localOutcome
+	appended []Appended
+	which    []int
+}
 
-// maxPooledBuilderBytes is the largest batch whose builder goes back to the pool.
+var scratchPool = sync.Pool{New: func() any { return new(produceScratch) }}
+
+// maxPooledBuilderBytes is the most encoded bytes whose scratch goes back
+// to the pool: one huge request must not pin that much memory for as long
+// as the pool keeps it.
 const maxPooledBuilderBytes = 4 << 20
+
+// maxPooledScratchRecords bounds the index slices a pooled scratch keeps.
+const maxPooledScratchRecords = 4096
+
+func getProduceScratch() *produceScratch {
+	return scratchPool.Get().(*produceScratch)
+}
+
+// putProduceScratch pools sc once its request is answered, clearing what
+// refers to replicas and record bytes so the pool keeps neither alive.
+func putProduceScratch(sc *produceScratch) {
+	if cap(sc.encoded) > maxPooledBuilderBytes || cap(sc.indexes) > maxPooledScratchRecords ||
+		cap(sc.batches) > maxPooledScratchRecords {
+		return
+	}
+	sc.encoded = sc.encoded[:0]
+	clear(sc.batches[:cap(sc.batches)])
+	sc.batches = sc.batches[:0]
+	sc.indexes = sc.indexes[:0]
+	clear(sc.outcomes[:cap(sc.outcomes)])
+	sc.outcomes = sc.outcomes[:0]
+	clear(sc.appended[:cap(sc.appended)])
+	sc.appended = sc.appended[:0]
+	sc.which = sc.which[:0]
+	scratchPool.Put(sc)
+}
 
 // autoCreateLeaderWait bounds how long a produce that created its topic
 // waits for the controller to elect the new partitions' leaders.
@@ -103,7 +147,9 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 		}
 	}
 	view, _ := b.Cluster()
-	batches, err := b.buildBatches(t, t.partitionCount(view), req.Records)
+	sc := getProduceScratch()
+	defer putProduceScratch(sc)
+	batches, err := b.buildBatches(t, t.partitionCount(view), req.Records, sc)
 	if err != nil {
 		return ProduceResult{}, err
 	}
@@ -111,7 +157,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 	if err != nil {
 		return ProduceResult{}, err
 	}
-	if err := b.encodeBatches(t, batches, req.Records, batchOptionsFor(req)); err != nil {
+	if err := b.encodeBatches(t, batches, req.Records, batchOptionsFor(req), sc); err != nil {
 		return ProduceResult{}, err
 	}
 	timeout := cmp.Or(req.Timeout, DefaultProduceTimeout)
@@ -120,7 +166,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 	logAppendTime := int64(-1)
 	switch {
 	case len(forwarded) == 0:
-		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout)
+		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout, sc)
 	case len(forwarded) == len(req.Records):
 		fwd = make([]ForwardOutcome, len(forwarded))
 		b.cfg.Forwarder.Produce(ctx, t.meta.Name, forwarded, timeout, fwd)
@@ -131,7 +177,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 			defer close(done)
 			b.cfg.Forwarder.Produce(ctx, t.meta.Name, forwarded, timeout, fwd)
 		}()
-		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout)
+		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout, sc)
 		<-done
 	}
 	res, err := settleProduce(t.meta.Name, len(req.Records), batches, local, fwd)
@@ -145,13 +191,15 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 // then waits once for their acknowledgements. An append that fails stops
 // the appends not yet made (as before forwarding existed, when a request
 // was all local).
-func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionBatch, sync bool, timeout time.Duration) ([]localOutcome, int64) {
-	out := make([]localOutcome, len(batches))
+// The outcomes live in sc.
+func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionBatch, sync bool, timeout time.Duration, sc *produceScratch) ([]localOutcome, int64) {
+	out := slices.Grow(sc.outcomes[:0], len(batches))[:len(batches)]
+	sc.outcomes = out
 	// The builder computed every CRC just now.
 	opts := storage.AppendOptions{Sync: sync || t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime, ChecksumVerified: true}
 	counters := b.cfg.Metrics.Topic(t.meta.Name)
-	appended := make([]Appended, 0, len(batches))
-	which := make([]int, 0, len(batches))
+	appended := slices.Grow(sc.appended[:0], len(batches))
+	which := slices.Grow(sc.which[:0], len(batches))
 	logAppendTime := int64(-1)
 	var failed error
 	for i := range batches {
@@ -178,6 +226,7 @@ func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionB
 		}
 	}
 	if len(appended) > 0 {
+		sc.appended, sc.which = appended, which
 		for k, err := range b.WaitAcks(ctx, appended, timeout) {
 			if err != nil {
 				out[which[k]].err = err
@@ -301,9 +350,11 @@ func (b *Broker) routeOnce(t *topic, batches []partitionBatch, internal bool) er
 
 // buildBatches groups records by partition (in order of first appearance)
 // among the topic's n partitions, checking each record.
-func (b *Broker) buildBatches(t *topic, n int32, recs []ProduceRecord) ([]partitionBatch, error) {
+// The batches live in sc.
+func (b *Broker) buildBatches(t *topic, n int32, recs []ProduceRecord, sc *produceScratch) ([]partitionBatch, error) {
 	unkeyed := int32(b.unkeyedCursor.Add(1) % uint32(n))
-	var batches []partitionBatch
+	batches := sc.batches[:0]
+	defer func() { sc.batches = batches }()
 	var slot map[int32]int // only once a request spans many partitions
 	now := time.Now().UnixMilli()
 	for i := range recs {
@@ -329,7 +380,8 @@ func (b *Broker) buildBatches(t *topic, n int32, recs []ProduceRecord) ([]partit
 			if s == 0 {
 				// Most requests go to one partition: room for all their
 				// records at once rather than a slice grown record by record.
-				pb.indexes = make([]int, 0, len(recs)-i)
+				sc.indexes = slices.Grow(sc.indexes[:0], len(recs)-i)
+				pb.indexes = sc.indexes[: 0 : len(recs)-i]
 			}
 			batches = append(batches, pb)
 			if slot != nil || len(batches) > 8 {
@@ -355,16 +407,8 @@ func batchOptionsFor(req *ProduceRequest) records.BatchOptions {
 // encodeBatches encodes the batch of each local partition and checks
 // every partition's records against max.message.bytes, forwarded ones
 // included, so a request the leader would refuse writes nothing anywhere.
-func (b *Broker) encodeBatches(t *topic, batches []partitionBatch, recs []ProduceRecord, opts records.BatchOptions) error {
-	builder := builderPool.Get().(*records.Builder)
-	largest := 0
-	defer func() {
-		// A builder that grew for one huge request would pin that much
-		// memory in the pool for as long as the pool keeps it.
-		if largest <= maxPooledBuilderBytes {
-			builderPool.Put(builder)
-		}
-	}()
+func (b *Broker) encodeBatches(t *topic, batches []partitionBatch, recs []ProduceRecord, opts records.BatchOptions, sc *produceScratch) error {
+	builder := &sc.builder
 	for i := range batches {
 		pb := &batches[i]
 		if pb.local == nil && encodedAtMost(recs, pb.indexes) <= t.settings.maxMessageBytes {
@@ -375,17 +419,25 @@ func (b *Broker) encodeBatches(t *topic, batches []partitionBatch, recs []Produc
 			builder.Add(recs[idx].Record)
 		}
 		opts.Codec, opts.Level = t.settings.codec, t.settings.level
-		data, err := builder.AppendBatch(nil, opts)
-		largest = max(largest, len(data))
+		start := len(sc.encoded)
+		out, err := builder.AppendBatch(sc.encoded, opts)
 		if err != nil {
+			sc.encoded = out[:start] // its capacity tells putProduceScratch what grew
 			return fmt.Errorf("%w: %v", ErrInvalidRecord, err)
 		}
+		data := out[start:len(out):len(out)]
 		if len(data) > t.settings.maxMessageBytes {
+			sc.encoded = out[:start]
 			return fmt.Errorf("%w: %d records for partition %d encode to %d bytes; max.message.bytes is %d",
 				ErrRecordTooLarge, len(pb.indexes), pb.index, len(data), t.settings.maxMessageBytes)
 		}
 		if pb.local != nil {
+			// A later batch that outgrows out's array moves to a new one;
+			// this batch keeps the old.
 			pb.bytes = data
+			sc.encoded = out
+		} else {
+			sc.encoded = out[:start] // built only to measure
 		}
 	}
 	return nil
