@@ -261,7 +261,7 @@ func readCommittedValues(t *testing.T, nodes []*harness.Node, topic string, want
 	return got
 }
 
-func txnAdmin(t *testing.T, nodes []*harness.Node) *kadm.Client {
+func txnAdmin(t testing.TB, nodes []*harness.Node) *kadm.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...))
 	if err != nil {
