@@ -195,7 +195,7 @@ func endToEnd(b *testing.B, nodes []*harness.Node, topic string, txn bool) [2]ti
 	return [2]time.Duration{lat[len(lat)/2], lat[len(lat)*99/100]}
 }
 
-func benchClient(b *testing.B, nodes []*harness.Node, topic string, extra ...kgo.Opt) *kgo.Client {
+func benchClient(b testing.TB, nodes []*harness.Node, topic string, extra ...kgo.Opt) *kgo.Client {
 	b.Helper()
 	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds(nodes)...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
