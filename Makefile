@@ -4,7 +4,7 @@ BIN       := bin/ferry
 PKGS      := ./...
 TEST_FLAGS ?= -race -timeout 20m
 
-.PHONY: build run test test-long test-deps vet fmt-check bench bench-compaction bench-go bench-http bench-kafka bench-cluster bench-registry bench-tls fuzz clean openapi
+.PHONY: build run test test-long test-deps vet fmt-check bench bench-compaction bench-go bench-http bench-kafka bench-cluster bench-registry bench-tls bench-txn fuzz clean openapi
 
 # Kafka's script names (kafka-topics.sh, …) are links to the binary, which
 # behaves by the name it is run as.
@@ -25,7 +25,8 @@ test: test-deps fmt-check vet build
 test-long: build test-deps
 	FERRY_LONG=1 $(GO) test -count=1 -v -run Long -timeout 30m ./test/e2e/
 	FERRY_LONG=1 $(GO) test -count=1 -v -run "LeaderKills|LongFreeze" -timeout 30m ./test/cluster/
-	FERRY_LONG=1 $(GO) test -count=1 -v -run "PartitionNemeses" -timeout 40m ./test/partition/
+	FERRY_LONG=1 $(GO) test -count=1 -v -run "PartitionNemeses" -timeout 80m ./test/partition/
+	FERRY_LONG=1 $(GO) test -count=1 -v -run "TestLongFranzGoTxnEtl" -timeout 30m ./test/cluster/
 
 test-deps:
 	./scripts/install-test-deps.sh
@@ -39,7 +40,7 @@ fmt-check:
 
 # Benchmarks: Go micro-benchmarks, HTTP against a no-op baseline, then the
 # Kafka protocol against an in-process franz-go kfake cluster.
-bench: bench-go bench-http bench-kafka bench-cluster bench-registry bench-tls bench-compaction
+bench: bench-go bench-http bench-kafka bench-cluster bench-registry bench-tls bench-compaction bench-txn
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./storage/... ./server/... ./api/...
@@ -51,6 +52,14 @@ bench-go:
 bench-compaction:
 	FERRY_BENCH_CLEANER_BYTES=1073741824 $(GO) test -run '^$$' -bench 'BenchmarkCleaner$$' -benchtime 1x -count 3 -timeout 30m ./storage/
 	$(GO) test -run '^$$' -bench 'BenchmarkProducePWhileCleaning|BenchmarkCoordinatorLoadCompacted' -benchtime 1x -count 3 -timeout 60m ./test/e2e/
+
+# Transactions on three brokers: transactional vs idempotent produce at
+# 10, 100 and 1,000 records per transaction (records/s, medians of three
+# rounds, txn/idem ratios; targets >= 0.85 at 1,000, >= 0.60 at 100), and
+# produce-to-read_committed-consumer latency p50/p99 (FERRY_BENCH_WINDOW
+# per measurement, default 5s).
+bench-txn:
+	$(GO) test -run '^$$' -bench 'BenchmarkTxnProduce|BenchmarkTxnEndToEnd' -benchtime 1x -count 1 -timeout 30m ./test/cluster/
 
 bench-http: build
 	./scripts/bench-http.sh

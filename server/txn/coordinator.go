@@ -154,6 +154,17 @@ type entry struct {
 	busy bool
 	// completing: markers are being sent for the Prepare* state.
 	completing bool
+	// changed, when not nil, is closed when busy or completing clears:
+	// requests waiting out CONCURRENT_TRANSACTIONS try again.
+	changed chan struct{}
+}
+
+// notifyLocked wakes the requests waiting for e to change; e.mu is held.
+func (e *entry) notifyLocked() {
+	if e.changed != nil {
+		close(e.changed)
+		e.changed = nil
+	}
 }
 
 // New starts the coordinator. On a single node it loads

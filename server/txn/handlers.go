@@ -23,7 +23,61 @@ var (
 // only when create), the write of its outcome, acknowledged after fsync
 // by every in-sync replica, and only then the change in memory. Markers
 // of a prepared commit or abort are sent after, in the background.
+//
+// A decision answered CONCURRENT_TRANSACTIONS while another transition of
+// id is being written or its markers are being sent is tried again once
+// that ends, for up to concurrentWait: a producer beginning its next
+// transaction right after EndTxn would otherwise back off (franz-go and
+// the Java client wait 20 ms) while the markers take a few milliseconds,
+// which dominated the cost of small transactions.
 func (c *Coordinator) transition(ctx context.Context, id string, create bool, decide func(t *Txn) Outcome) (Txn, int16) {
+	deadline := time.Now().Add(concurrentWait)
+	for {
+		t, code := c.transitionOnce(ctx, id, create, decide)
+		if code != errConcurrentTransactions {
+			return t, code
+		}
+		e, ok := c.lookup(id, false)
+		if !ok {
+			return t, code
+		}
+		e.mu.Lock()
+		if !e.busy && !e.completing {
+			e.mu.Unlock()
+			return t, code
+		}
+		if e.changed == nil {
+			e.changed = make(chan struct{})
+		}
+		changed := e.changed
+		e.mu.Unlock()
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return t, code
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-changed:
+			timer.Stop()
+		case <-timer.C:
+			return t, code
+		case <-ctx.Done():
+			timer.Stop()
+			return t, code
+		case <-c.closing:
+			timer.Stop()
+			return t, code
+		}
+	}
+}
+
+// concurrentWait bounds how long a request waits for id's transition in
+// flight (a state write, or markers and the completion) before it is
+// answered CONCURRENT_TRANSACTIONS.
+const concurrentWait = 200 * time.Millisecond
+
+// transitionOnce is one attempt of transition.
+func (c *Coordinator) transitionOnce(ctx context.Context, id string, create bool, decide func(t *Txn) Outcome) (Txn, int16) {
 	p, epoch, code := c.serves(id)
 	if code != 0 {
 		return Txn{}, code
@@ -64,6 +118,7 @@ func (c *Coordinator) transition(ctx context.Context, id string, create bool, de
 
 	e.mu.Lock()
 	e.busy = false
+	e.notifyLocked()
 	if err != nil {
 		e.mu.Unlock()
 		c.logger.Warn("writing transaction state failed", "transactional_id", id, "state", out.Next.State, "err", err)

@@ -45,6 +45,7 @@ func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32
 		defer func() {
 			e.mu.Lock()
 			e.completing = false
+			e.notifyLocked()
 			e.mu.Unlock()
 		}()
 		if c.sendMarkers(t, p, coordinatorEpoch, term) {

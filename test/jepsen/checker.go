@@ -26,8 +26,10 @@
 //
 // A correct system under any fault shows none. The package also runs the
 // producers and readers (workload.go) and measures the longest stretch
-// without acknowledgements per partition (AckGaps); later checks
-// (transactions: aborted reads, G0/G1 cycles) add kinds to Check.
+// without acknowledgements per partition (AckGaps). Transactions have
+// their own history and check (txn.go: CheckTxn): aborted reads (G1a),
+// precommitted reads, lost commits, torn transactions and duplicates
+// under read_committed.
 package jepsen
 
 import (
@@ -86,7 +88,10 @@ type Record struct {
 	// Live marks a record read while the faults ran, not in the final
 	// read: it is checked against the final reads (read-lost), and lost,
 	// duplicates and offsets are judged by the final reads alone.
-	Live      bool
+	Live bool
+	// At is when a live consumer received it (transaction checks: a
+	// read_committed record received before its commit was asked).
+	At        time.Time
 	Topic     string
 	Partition int32
 	Offset    int64

@@ -93,8 +93,8 @@ type cluster struct {
 }
 
 // startCluster starts brokers 1..3, each on its own host, under a fresh
-// chroot of the shared ZooKeeper.
-func startCluster(tb testing.TB) *cluster {
+// chroot of the shared ZooKeeper, with extra flags for each.
+func startCluster(tb testing.TB, extra ...string) *cluster {
 	tb.Helper()
 	nw, zkh, srv := requireNetwork(tb)
 	c := &cluster{tb: tb, net: nw, zkHost: zkh,
@@ -109,9 +109,9 @@ func startCluster(tb testing.TB) *cluster {
 	var wg sync.WaitGroup
 	for i, h := range c.hosts {
 		wg.Go(func() {
-			c.nodes[i] = harness.StartAt(tb, harness.Place{Host: h.Addr, Wrap: h.Wrap()},
-				"--broker-id", strconv.Itoa(i+1), "--zookeeper", srv.Addr()+c.chroot,
-				"--zookeeper-session-timeout-ms", strconv.Itoa(int(sessionTimeout.Milliseconds())))
+			args := append([]string{"--broker-id", strconv.Itoa(i + 1), "--zookeeper", srv.Addr() + c.chroot,
+				"--zookeeper-session-timeout-ms", strconv.Itoa(int(sessionTimeout.Milliseconds()))}, extra...)
+			c.nodes[i] = harness.StartAt(tb, harness.Place{Host: h.Addr, Wrap: h.Wrap()}, args...)
 		})
 	}
 	wg.Wait()

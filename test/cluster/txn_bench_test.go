@@ -1,0 +1,229 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ferry-mq/ferry/test/harness"
+)
+
+// benchWindow is how long each measurement writes (FERRY_BENCH_WINDOW, a
+// Go duration; default 5 s).
+func benchWindow() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("FERRY_BENCH_WINDOW")); err == nil && d > 0 {
+		return d
+	}
+	return 5 * time.Second
+}
+
+// BenchmarkTxnProduce: on three brokers (a topic of three partitions,
+// replication factor 3, acks=all), records of 100 bytes written by a
+// transactional producer (begin, k records, commit) against the same loop
+// by an idempotent producer (k records, flush) at k = 10, 100 and 1,000,
+// alternating the two within each of three rounds; reports the medians in
+// records per second and txn/idempotent ratios (targets: >= 0.85 at
+// 1,000, >= 0.60 at 100).
+func BenchmarkTxnProduce(b *testing.B) {
+	for range b.N {
+		nodes := startTxnBrokers(b)
+		const topic = "bench-txn"
+		adm := txnAdmin(b, nodes)
+		ctx := context.Background()
+		if _, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil {
+			b.Fatal(err)
+		}
+		harness.WaitFor(b, "leaders", 30*time.Second, func() bool { return leaderOfPartition(adm, topic, 2) > 0 })
+		idem := benchClient(b, nodes, topic)
+		txn := benchClient(b, nodes, topic, kgo.TransactionalID("bench-txn"))
+		value := make([]byte, 100)
+		for _, k := range []int{10, 100, 1000} {
+			var idemRates, txnRates []float64
+			for range 3 {
+				idemRates = append(idemRates, produceLoop(b, idem, k, value, false))
+				txnRates = append(txnRates, produceLoop(b, txn, k, value, true))
+			}
+			im, tm := medianOf(idemRates), medianOf(txnRates)
+			b.ReportMetric(im, fmt.Sprintf("idempotent-rec/s@%d", k))
+			b.ReportMetric(tm, fmt.Sprintf("txn-rec/s@%d", k))
+			b.ReportMetric(tm/im, fmt.Sprintf("txn/idem@%d", k))
+			b.Logf("%d records per transaction: idempotent %.0f rec/s %v, transactional %.0f rec/s %v, ratio %.2f",
+				k, im, idemRates, tm, txnRates, tm/im)
+		}
+	}
+}
+
+// produceLoop writes batches of k records (in a transaction when txn)
+// for benchWindow and returns records per second.
+func produceLoop(b *testing.B, cl *kgo.Client, k int, value []byte, txn bool) float64 {
+	b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	n := 0
+	for time.Since(start) < benchWindow() {
+		if txn {
+			if err := cl.BeginTransaction(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		var failed error
+		var mu sync.Mutex
+		for range k {
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+				}
+				wg.Done()
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		wg.Wait()
+		if failed != nil {
+			b.Fatal(failed)
+		}
+		if txn {
+			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				b.Fatal(err)
+			}
+		}
+		n += k
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkTxnEndToEnd: the time from producing a record to a
+// read_committed consumer receiving it, for transactions of 10 records
+// committed one after another, against an idempotent producer's records
+// read at read_uncommitted; p50 and p99 in microseconds.
+func BenchmarkTxnEndToEnd(b *testing.B) {
+	for range b.N {
+		nodes := startTxnBrokers(b)
+		adm := txnAdmin(b, nodes)
+		for _, topic := range []string{"e2e-txn", "e2e-idem"} {
+			if _, err := adm.CreateTopic(context.Background(), 1, 3, nil, topic); err != nil {
+				b.Fatal(err)
+			}
+			harness.WaitFor(b, "a leader", 30*time.Second, func() bool { return leaderOfPartition(adm, topic, 0) > 0 })
+		}
+		tx := endToEnd(b, nodes, "e2e-txn", true)
+		id := endToEnd(b, nodes, "e2e-idem", false)
+		b.ReportMetric(float64(tx[0].Microseconds()), "txn-p50-us")
+		b.ReportMetric(float64(tx[1].Microseconds()), "txn-p99-us")
+		b.ReportMetric(float64(id[0].Microseconds()), "idem-p50-us")
+		b.ReportMetric(float64(id[1].Microseconds()), "idem-p99-us")
+		b.Logf("read_committed after transactions of 10: p50 %v p99 %v; idempotent at read_uncommitted: p50 %v p99 %v",
+			tx[0], tx[1], id[0], id[1])
+	}
+}
+
+// endToEnd produces batches of 10 records (timestamped with their send
+// time) for benchWindow while a consumer (read_committed when txn) reads
+// them, and returns the p50 and p99 of receive time minus send time.
+func endToEnd(b *testing.B, nodes []*harness.Node, topic string, txn bool) [2]time.Duration {
+	b.Helper()
+	opts := []kgo.Opt{}
+	iso := kgo.ReadUncommitted()
+	if txn {
+		opts = append(opts, kgo.TransactionalID("e2e-"+topic))
+		iso = kgo.ReadCommitted()
+	}
+	pr := benchClient(b, nodes, topic, opts...)
+	co, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer co.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var lat []time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fs := co.PollFetches(ctx)
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) {
+				sent, _ := strconv.ParseInt(string(r.Value), 10, 64)
+				lat = append(lat, now.Sub(time.Unix(0, sent)))
+			})
+		}
+	}()
+	time.Sleep(time.Second) // the consumer is assigned and fetching
+	start := time.Now()
+	sent := 0
+	for time.Since(start) < benchWindow() {
+		if txn {
+			if err := pr.BeginTransaction(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var rs []*kgo.Record
+		for range 10 {
+			rs = append(rs, &kgo.Record{Value: []byte(strconv.FormatInt(time.Now().UnixNano(), 10))})
+		}
+		if err := pr.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+		if txn {
+			if err := pr.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sent += 10
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // the last records arrive
+	cancel()
+	<-done
+	if len(lat) < sent*9/10 {
+		b.Fatalf("%s: the consumer received %d of %d records", topic, len(lat), sent)
+	}
+	slices.Sort(lat)
+	return [2]time.Duration{lat[len(lat)/2], lat[len(lat)*99/100]}
+}
+
+func benchClient(b testing.TB, nodes []*harness.Node, topic string, extra ...kgo.Opt) *kgo.Client {
+	b.Helper()
+	opts := append([]kgo.Opt{kgo.SeedBrokers(seeds(nodes)...), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(10000)}, extra...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cl.Close)
+	return cl
+}
+
+// startTxnBrokers is startCluster for benchmarks: three brokers with
+// three __transaction_state partitions.
+func startTxnBrokers(tb testing.TB) []*harness.Node {
+	tb.Helper()
+	connect := zks.Require(tb).Addr() + "/" + tb.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	nodes := make([]*harness.Node, 3)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() {
+			nodes[i] = harness.Start(tb, "--broker-id", strconv.Itoa(i+1), "--zookeeper", connect,
+				"--zookeeper-session-timeout-ms", "6000", "--transaction-state-log-num-partitions", "3")
+		})
+	}
+	wg.Wait()
+	if slices.Contains(nodes, nil) {
+		tb.FailNow()
+	}
+	return nodes
+}
