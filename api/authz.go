@@ -57,7 +57,8 @@ var routeRequirements = map[string][]requirement{
 	"GET /brokers": {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 	"GET /cluster": {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 
-	"POST /kafka/{topic}":                               {need(auth.OpWrite, auth.ResourceTopic, byTopic)},
+	"POST /kafka":         nil, // WRITE on each record's topic: produceTransaction
+	"POST /kafka/{topic}": {need(auth.OpWrite, auth.ResourceTopic, byTopic)},
 	"GET /kafka/{topic}/partitions/{partition}/records": {need(auth.OpRead, auth.ResourceTopic, byTopic)},
 	"GET /kafka/{topic}/partitions/{partition}/offsets": {need(auth.OpDescribe, auth.ResourceTopic, byTopic)},
 	"GET /kafka/{topic}/stream": {need(auth.OpRead, auth.ResourceTopic, byTopic),
