@@ -192,4 +192,3 @@ func (t *Transactor) reset(p *txnProducer) {
 		p.cl = nil
 	}
 }
-
