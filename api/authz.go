@@ -78,6 +78,8 @@ var routeRequirements = map[string][]requirement{
 	"GET /admin/reassignments":                           {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 	"DELETE /admin/reassignments":                        {need(auth.OpAlter, auth.ResourceCluster, theCluster)},
 	"DELETE /admin/reassignments/throttle":               {need(auth.OpAlterConfigs, auth.ResourceCluster, theCluster)},
+	"GET /admin/transactions":                            {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
+	"POST /admin/transactions/abort":                     {need(auth.OpAlter, auth.ResourceCluster, theCluster)},
 	// ACLs: the handlers check DESCRIBE or ALTER on the cluster (acls.go).
 	"GET /admin/acls":    {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 	"POST /admin/acls":   {need(auth.OpAlter, auth.ResourceCluster, theCluster)},

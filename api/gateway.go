@@ -90,6 +90,9 @@ type Config struct {
 	// Tokens keeps API tokens for /admin/tokens (tokens.go); nil: those
 	// routes answer 503. Auth.Tokens looks them up.
 	Tokens auth.TokenStore
+	// TxnAdmin serves /admin/transactions (admintxn.go); nil: those
+	// routes answer 503.
+	TxnAdmin TxnAdmin
 	// Transactor writes POST /kafka's all-or-nothing batches
 	// (transactions.go); nil: that route answers 503.
 	Transactor Transactor
@@ -233,6 +236,8 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Get("/admin/reassignments", g.listReassignments)
 	r.Delete("/admin/reassignments", g.cancelReassignments)
 	r.Delete("/admin/reassignments/throttle", g.removeReplicationThrottle)
+	r.Get("/admin/transactions", g.listTransactions)
+	r.Post("/admin/transactions/abort", g.abortTransaction)
 	r.Get("/admin/acls", g.listACLs)
 	r.Post("/admin/acls", g.createACLs)
 	r.Delete("/admin/acls", g.deleteACLs)
