@@ -111,6 +111,7 @@ func (g *Gateway) produceTransaction(w http.ResponseWriter, r *http.Request) {
 // it answered.
 func (g *Gateway) txnRecords(w http.ResponseWriter, r *http.Request, in []txnRecord) ([]server.TopicRecord, bool) {
 	counts := map[string]int32{}
+	leaderless := map[string]map[int32]bool{}
 	out := make([]server.TopicRecord, len(in))
 	unkeyed := txnUnkeyed.Add(1)
 	for i := range in {
@@ -135,6 +136,16 @@ func (g *Gateway) txnRecords(w http.ResponseWriter, r *http.Request, in []txnRec
 				return nil, false
 			}
 			counts[rec.Topic] = n
+			if info, err := g.broker.DescribeTopic(rec.Topic); err == nil {
+				for _, pi := range info.Partitions {
+					if pi.Leader < 0 {
+						if leaderless[rec.Topic] == nil {
+							leaderless[rec.Topic] = map[int32]bool{}
+						}
+						leaderless[rec.Topic][pi.Partition] = true
+					}
+				}
+			}
 		}
 		key, value := jsonBytes(rec.Key), jsonBytes(rec.Value)
 		p := int32(0)
@@ -149,6 +160,10 @@ func (g *Gateway) txnRecords(w http.ResponseWriter, r *http.Request, in []txnRec
 			p = records.PartitionForKey(key, n)
 		default:
 			p = int32(unkeyed % uint32(n))
+		}
+		if leaderless[rec.Topic][p] {
+			writeCoreError(w, fmt.Errorf("%w: record %d: %s-%d has no live leader; nothing was written, retry shortly", server.ErrLeaderNotAvailable, i, rec.Topic, p))
+			return nil, false
 		}
 		out[i] = server.TopicRecord{Topic: rec.Topic, Partition: p, Record: records.Record{Key: key, Value: value}}
 		if rec.Timestamp != nil {

@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -45,7 +46,11 @@ type TransactorConfig struct {
 	// coordinator aborts a transaction this broker left open (it died
 	// mid-request) after it. Default 60 s.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// RequestTimeout bounds one request's appends (a partition whose
+	// leader is gone mid-request fails the request, aborted, rather than
+	// holding it). Default 30 s.
+	RequestTimeout time.Duration
+	Logger         *slog.Logger
 }
 
 type txnProducer struct {
@@ -60,6 +65,9 @@ func NewTransactor(cfg TransactorConfig) *Transactor {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = time.Minute
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -149,8 +157,10 @@ func (t *Transactor) Transact(ctx context.Context, recs []server.TopicRecord) ([
 	}
 	// ProduceSync answers in completion order; the records themselves
 	// carry their offsets, in request order.
+	pctx, cancel := context.WithTimeout(ctx, t.cfg.RequestTimeout)
+	defer cancel()
 	var failed error
-	for _, r := range cl.ProduceSync(ctx, krs...) {
+	for _, r := range cl.ProduceSync(pctx, krs...) {
 		if r.Err != nil && failed == nil {
 			failed = produceError(r.Record.Topic, r.Record.Partition, r.Err)
 		}
@@ -160,6 +170,11 @@ func (t *Transactor) Transact(ctx context.Context, recs []server.TopicRecord) ([
 		out[i] = server.TopicOffset{Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset}
 	}
 	if failed != nil {
+		if errors.Is(failed, server.ErrRequestTimedOut) {
+			// Aborted below: nothing of it commits, so the answer is a
+			// leader not reached in time, not an outcome unknown.
+			failed = fmt.Errorf("%w: %v", server.ErrLeaderNotAvailable, failed)
+		}
 		t.abort(ctx, p, cl)
 		return nil, fmt.Errorf("%w: %w", server.ErrTransactionAborted, failed)
 	}

@@ -48,11 +48,13 @@ func valuesAt(t *testing.T, node *harness.Node, topic string, p int32, isolation
 // __transaction_state partition): every node's read_committed readers
 // see all of it. A batch whose record one leader refuses is aborted on
 // every leader: read_committed readers on every node never see its
-// records, read_uncommitted ones do.
+// records, read_uncommitted ones do. A batch naming a partition without a
+// leader answers 503 and writes nothing.
 func TestHTTPTransactionAcrossBrokers(t *testing.T) {
 	nodes := startCluster(t, 3)
 	createAssigned(t, nodes, "txh", [][]int32{{1, 2}, {2, 3}, {3, 1}}, nil)
 	createAssigned(t, nodes, "txh-small", [][]int32{{2, 3}}, map[string]string{"max.message.bytes": "1024"})
+	createAssigned(t, nodes, "txh-lone", [][]int32{{3}}, nil)
 
 	var a httpAnswer
 	body := `{"records":[
@@ -110,4 +112,20 @@ func TestHTTPTransactionAcrossBrokers(t *testing.T) {
 	}
 	check("read_committed", map[string][]string{"txh/0": {"c0", "d0"}, "txh/1": {"c1", "d1"}, "txh/2": {"c2", "d2"}})
 	check("read_uncommitted", map[string][]string{"txh/0": {"c0", "lost0", "d0"}, "txh/1": {"c1", "lost1", "d1"}, "txh/2": {"c2", "lost2", "d2"}})
+
+	// A partition without a leader: refused before anything is written.
+	nodes[2].Kill()
+	harness.WaitFor(t, "txh-lone to lose its only replica's leadership", 30*time.Second, func() bool {
+		var info topicView
+		return getJSONQuiet(nodes[0].URL+"/topics/txh-lone", &info) == nil && len(info.Partitions) == 1 && info.Partitions[0].Leader < 0
+	})
+	a = httpPost(t, nodes[0].URL+"/kafka", "application/json", `{"records":[
+		{"topic":"txh","partition":0,"value":"never"},
+		{"topic":"txh-lone","partition":0,"value":"never"}]}`)
+	if a.status != http.StatusServiceUnavailable || !strings.Contains(string(a.body), "50306") || a.header.Get("Retry-After") == "" {
+		t.Fatalf("a batch with a leaderless partition: %d %s", a.status, a.body)
+	}
+	if got := valuesAt(t, nodes[0], "txh", 0, "read_uncommitted"); slices.Contains(got, "never") {
+		t.Fatalf("a refused batch wrote: %v", got)
+	}
 }
