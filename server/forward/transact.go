@@ -105,6 +105,9 @@ func (t *Transactor) client(p *txnProducer) (*kgo.Client, error) {
 		kgo.TransactionTimeout(t.cfg.Timeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		// A request's records are all handed over at once: waiting for
+		// more only delays the commit.
+		kgo.ProducerLinger(0),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		// A record the leader refuses (too large, invalid) must fail the
 		// request, not be retried until the timeout.
