@@ -91,3 +91,41 @@ func TestTransactionRoutesUnavailable(t *testing.T) {
 	e.request(t, "POST", "/admin/transactions/abort", nil, `{"topic":"t","partition":0,"start_offset":0}`).
 		wantError(t, http.StatusServiceUnavailable, codeUnavailable)
 }
+
+// Any body answers 200 or a JSON error, never panics, and only a 200
+// reaches the transactor, with records of topics that exist.
+func FuzzTransactionalBatchBody(f *testing.F) {
+	for _, s := range []string{
+		`{"records":[{"topic":"t","value":1}]}`,
+		`{"records":[{"topic":"t","partition":-1,"key":"k","value":null,"timestamp":-5,"headers":{"a":"b"}}]}`,
+		`{"records":[{"topic":"","value":1}]}`, `{"records":null}`, `{}`, `[`, `{"records":[{"topic":"t","partition":99999999999}]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		tx := &recordingTransactor{}
+		e := newTestEnv(t, func(_ *server.Config, c *Config) { c.Transactor = tx })
+		if err := e.broker.CreateTopic(server.TopicSpec{Name: "t", Partitions: 2}); err != nil {
+			t.Fatal(err)
+		}
+		before := 0
+		a := e.request(t, "POST", "/kafka", map[string]string{"Content-Type": "application/json"}, body)
+		switch {
+		case a.status == 200:
+			if len(tx.batches) != before+1 {
+				t.Fatalf("200 without a transaction: %s", a.body)
+			}
+			for _, r := range tx.batches[len(tx.batches)-1] {
+				if r.Topic != "t" || r.Partition < 0 || r.Partition > 1 {
+					t.Fatalf("record handed on for %s-%d", r.Topic, r.Partition)
+				}
+			}
+		case a.status >= 400 && a.status < 600:
+			if len(tx.batches) != before || !strings.Contains(string(a.body), "error_code") {
+				t.Fatalf("%d %s (transactions %d → %d)", a.status, a.body, before, len(tx.batches))
+			}
+		default:
+			t.Fatalf("status %d", a.status)
+		}
+	})
+}
