@@ -12,10 +12,10 @@ import (
 // TxnAdmin is what the admin page's transaction view needs from the
 // cluster: the coordinators' transactions and an operator's abort of one
 // partition's open transaction, as kafka-transactions.sh does them
-// (cmd/ferry implements it over the Kafka protocol, so it sees every
-// coordinator and leader of a cluster).
+// (cmd/ferry implements it: this broker's coordinator and partitions in
+// process, the others' over the inter-broker client).
 type TxnAdmin interface {
-	Transactions(ctx context.Context, hanging bool) (TransactionsView, error)
+	Transactions(ctx context.Context) (TransactionsView, error)
 	AbortTransaction(ctx context.Context, req AbortTransactionRequest) (AbortedTransaction, error)
 }
 
@@ -24,10 +24,6 @@ type TransactionsView struct {
 	// Transactions are every coordinator's, but the Empty and completed
 	// ones' partitions are empty.
 	Transactions []TransactionInfo `json:"transactions"`
-	// Hanging are open transactions on partitions that outlived the
-	// longest transaction timeout and that no coordinator holds open
-	// there (only with ?hanging=true: it describes every partition).
-	Hanging []OpenPartitionTxn `json:"hanging,omitempty"`
 }
 
 // TransactionInfo is one transactional id at its coordinator.
@@ -92,7 +88,6 @@ func (g *Gateway) requireTxnAdmin(w http.ResponseWriter) bool {
 //	@Summary	Transactions of every coordinator, with their partitions and age
 //	@Tags		admin
 //	@Produce	json
-//	@Param		hanging	query		bool	false	"also look for hanging transactions on every partition (kafka-transactions.sh find-hanging; costs a DescribeProducers per leader)"
 //	@Success	200		{object}	TransactionsView
 //	@Failure	403		{object}	errorBody	"40301: DESCRIBE on the cluster is not allowed"
 //	@Failure	503		{object}	errorBody	"50301: transaction administration is not served here, or the cluster did not answer"
@@ -101,8 +96,7 @@ func (g *Gateway) listTransactions(w http.ResponseWriter, r *http.Request) {
 	if !g.requireTxnAdmin(w) {
 		return
 	}
-	hanging := r.URL.Query().Get("hanging")
-	view, err := g.cfg.TxnAdmin.Transactions(r.Context(), hanging == "true" || hanging == "1")
+	view, err := g.cfg.TxnAdmin.Transactions(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "list transactions: "+err.Error())
 		return

@@ -775,13 +775,7 @@ func runServe(args []string) error {
 		IDPrefix: fmt.Sprintf("__ferry-http-%d", s.broker.BrokerID), Logger: logger})
 	defer transactor.Close()
 	httpCfg.Transactor = transactor
-	txnAdm, err := newTxnAdmin(s.selfKafkaAddr(), peerDial, s.txn.MaxTimeout)
-	if err != nil {
-		closeCore()
-		return err
-	}
-	defer txnAdm.Close()
-	httpCfg.TxnAdmin = txnAdm
+	httpCfg.TxnAdmin = &txnAdmin{self: s.broker.BrokerID, broker: broker, coord: txns, peers: fwd}
 	if acls != nil {
 		// The one authorizer for every surface: HTTP routes ask the same
 		// bindings the Kafka listener does.

@@ -2,136 +2,246 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
+	"sort"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/api"
-	"github.com/ferry-mq/ferry/cmd/ferry/internal/kcli"
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/forward"
+	"github.com/ferry-mq/ferry/server/txn"
 )
 
 // txnAdmin serves the admin page's transactions (api.TxnAdmin) as
-// kafka-transactions.sh does, over a Kafka client of this broker's own
-// listener: on a cluster it reaches every coordinator and leader.
+// kafka-transactions.sh list and abort do: this broker's coordinator and
+// partitions in process, the other brokers' over the inter-broker client
+// (ListTransactions, DescribeTransactions, DescribeProducers,
+// WriteTxnMarkers by broker id), never through this broker's own Kafka
+// listener.
 type txnAdmin struct {
-	cl         *kgo.Client
-	adm        *kadm.Client
-	maxTimeout time.Duration // transaction.max.timeout.ms, for find-hanging
+	self   int32
+	broker *server.Broker
+	coord  *txn.Coordinator
+	peers  *forward.Forwarder // nil on a single node
 }
 
-func newTxnAdmin(seed string, dial func(ctx context.Context, network, addr string) (net.Conn, error), maxTimeout time.Duration) (*txnAdmin, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(seed), kgo.ClientID("ferry-admin-transactions")}
-	if dial != nil {
-		opts = append(opts, kgo.Dialer(dial))
+func (a *txnAdmin) others() []int32 {
+	if a.peers == nil {
+		return nil
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, err
+	view, ok := a.broker.Cluster()
+	if !ok {
+		return nil
 	}
-	return &txnAdmin{cl: cl, adm: kadm.NewClient(cl), maxTimeout: maxTimeout}, nil
+	var ids []int32
+	for _, b := range view.Brokers {
+		if b.ID != a.self {
+			ids = append(ids, b.ID)
+		}
+	}
+	return ids
 }
 
-func (a *txnAdmin) Close() { a.cl.Close() }
-
-func (a *txnAdmin) Transactions(ctx context.Context, hanging bool) (api.TransactionsView, error) {
+func (a *txnAdmin) Transactions(ctx context.Context) (api.TransactionsView, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	listed, err := kcli.ListTransactions(ctx, a.adm, nil, nil)
-	if err != nil && len(listed) == 0 {
-		return api.TransactionsView{}, err
-	}
-	ids := make([]string, 0, len(listed))
-	for _, l := range listed {
-		ids = append(ids, l.TxnID)
-	}
 	view := api.TransactionsView{Transactions: []api.TransactionInfo{}}
-	if len(ids) == 0 {
-		return a.withHanging(ctx, view, hanging)
-	}
-	described, err := a.adm.DescribeTransactions(ctx, ids...)
-	if err != nil && len(described) == 0 {
-		return api.TransactionsView{}, err
-	}
-	// The leaders' view of each open partition gives its start offset,
-	// which an abort names.
-	open := kadm.TopicsSet{}
-	for _, d := range described {
-		for topic, ps := range d.Topics {
-			for p := range ps {
-				open.Add(topic, p)
-			}
-		}
-	}
-	producers := map[string]map[int32]map[int64]kadm.DescribedProducer{}
-	if len(open) > 0 {
-		if dp, err := a.adm.DescribeProducers(ctx, open); err == nil {
-			dp.EachProducer(func(p kadm.DescribedProducer) {
-				if producers[p.Topic] == nil {
-					producers[p.Topic] = map[int32]map[int64]kadm.DescribedProducer{}
-				}
-				if producers[p.Topic][p.Partition] == nil {
-					producers[p.Topic][p.Partition] = map[int64]kadm.DescribedProducer{}
-				}
-				producers[p.Topic][p.Partition][p.ProducerID] = p
-			})
-		}
-	}
 	now := time.Now().UnixMilli()
-	for _, d := range described.Sorted() {
-		if d.Err != nil {
-			continue
-		}
-		info := api.TransactionInfo{TransactionalID: d.TxnID, Coordinator: d.Coordinator, State: d.State,
-			ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch, TimeoutMs: d.TimeoutMillis,
-			StartTimestamp: d.StartTimestamp, Partitions: []api.OpenPartitionTxn{}}
-		if d.StartTimestamp > 0 {
-			info.AgeMs = max(now-d.StartTimestamp, 0)
-		}
-		for _, tps := range d.Topics.Sorted() {
-			for _, partition := range tps.Partitions {
-				op := api.OpenPartitionTxn{Topic: tps.Topic, Partition: partition, StartOffset: -1,
-					ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch}
-				if p, ok := producers[tps.Topic][partition][d.ProducerID]; ok {
-					op.StartOffset, op.CoordinatorEpoch, op.LastTimestamp = p.CurrentTxnStartOffset, p.CoordinatorEpoch, p.LastTimestamp
-					op.ProducerEpoch = p.ProducerEpoch
-				}
-				info.Partitions = append(info.Partitions, op)
-			}
+	for _, t := range a.coord.List(txn.ListFilter{}) {
+		info := api.TransactionInfo{TransactionalID: t.ID, Coordinator: a.self, State: t.State.String(),
+			ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch, TimeoutMs: t.TimeoutMs, StartTimestamp: t.StartMs}
+		for _, tp := range t.Partitions {
+			info.Partitions = append(info.Partitions, api.OpenPartitionTxn{Topic: tp.Topic, Partition: tp.Partition})
 		}
 		view.Transactions = append(view.Transactions, info)
 	}
-	return a.withHanging(ctx, view, hanging)
-}
-
-func (a *txnAdmin) withHanging(ctx context.Context, view api.TransactionsView, hanging bool) (api.TransactionsView, error) {
-	if !hanging {
-		return view, nil
+	var failed []error
+	for _, id := range a.others() {
+		infos, err := a.remoteTransactions(ctx, id)
+		if err != nil {
+			failed = append(failed, fmt.Errorf("broker %d: %w", id, err))
+			continue
+		}
+		view.Transactions = append(view.Transactions, infos...)
 	}
-	found, err := kcli.FindHanging(ctx, a.adm, nil, a.maxTimeout, time.Now())
-	if err != nil {
-		return view, fmt.Errorf("find hanging transactions: %w", err)
+	if len(failed) > 0 && len(view.Transactions) == 0 {
+		return view, errors.Join(failed...)
 	}
-	view.Hanging = []api.OpenPartitionTxn{}
-	for _, h := range found {
-		view.Hanging = append(view.Hanging, api.OpenPartitionTxn{Topic: h.Topic, Partition: h.Partition,
-			StartOffset: h.CurrentTxnStartOffset, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch,
-			CoordinatorEpoch: h.CoordinatorEpoch, LastTimestamp: h.LastTimestamp})
+	sort.Slice(view.Transactions, func(i, j int) bool {
+		return view.Transactions[i].TransactionalID < view.Transactions[j].TransactionalID
+	})
+	for i := range view.Transactions {
+		t := &view.Transactions[i]
+		if t.StartTimestamp > 0 {
+			t.AgeMs = max(now-t.StartTimestamp, 0)
+		}
+		if t.Partitions == nil {
+			t.Partitions = []api.OpenPartitionTxn{}
+		}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			p.ProducerID, p.ProducerEpoch, p.StartOffset = t.ProducerID, t.ProducerEpoch, -1
+			if st, err := a.producer(ctx, p.Topic, p.Partition, t.ProducerID); err == nil {
+				p.StartOffset, p.CoordinatorEpoch, p.LastTimestamp, p.ProducerEpoch =
+					st.CurrentTxnStartOffset, st.CoordinatorEpoch, st.LastTimestamp, st.ProducerEpoch
+			}
+		}
 	}
 	return view, nil
+}
+
+// remoteTransactions is broker id's coordinator's transactions.
+func (a *txnAdmin) remoteTransactions(ctx context.Context, id int32) ([]api.TransactionInfo, error) {
+	lresp, err := a.peers.Request(ctx, id, kmsg.NewPtrListTransactionsRequest())
+	if err != nil {
+		return nil, err
+	}
+	listed := lresp.(*kmsg.ListTransactionsResponse)
+	if err := kerr.ErrorForCode(listed.ErrorCode); err != nil {
+		return nil, err
+	}
+	if len(listed.TransactionStates) == 0 {
+		return nil, nil
+	}
+	dreq := kmsg.NewPtrDescribeTransactionsRequest()
+	for _, s := range listed.TransactionStates {
+		dreq.TransactionalIDs = append(dreq.TransactionalIDs, s.TransactionalID)
+	}
+	dresp, err := a.peers.Request(ctx, id, dreq)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.TransactionInfo
+	for _, d := range dresp.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+		if d.ErrorCode != 0 {
+			continue // moved to another coordinator meanwhile
+		}
+		info := api.TransactionInfo{TransactionalID: d.TransactionalID, Coordinator: id, State: d.State,
+			ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch, TimeoutMs: d.TimeoutMillis, StartTimestamp: d.StartTimestamp}
+		for _, t := range d.Topics {
+			for _, p := range t.Partitions {
+				info.Partitions = append(info.Partitions, api.OpenPartitionTxn{Topic: t.Topic, Partition: p})
+			}
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// leaderOf is the partition's leader in the controller's view, or this
+// broker on a single node.
+func (a *txnAdmin) leaderOf(topic string, partition int32) int32 {
+	if a.peers == nil {
+		return a.self
+	}
+	if view, ok := a.broker.Cluster(); ok {
+		if pv, ok := view.Partition(topic, partition); ok {
+			return pv.Leader
+		}
+	}
+	return -1
+}
+
+// producer is the partition leader's state of producerID.
+func (a *txnAdmin) producer(ctx context.Context, topic string, partition int32, producerID int64) (server.ProducerState, error) {
+	states, err := a.producers(ctx, topic, partition)
+	if err != nil {
+		return server.ProducerState{}, err
+	}
+	for _, st := range states {
+		if st.ProducerID == producerID {
+			return st, nil
+		}
+	}
+	return server.ProducerState{}, fmt.Errorf("%s-%d: no state of producer %d", topic, partition, producerID)
+}
+
+func (a *txnAdmin) producers(ctx context.Context, topic string, partition int32) ([]server.ProducerState, error) {
+	leader := a.leaderOf(topic, partition)
+	switch {
+	case leader == a.self:
+		return a.broker.Producers(topic, partition)
+	case leader < 0:
+		return nil, fmt.Errorf("%w: %s-%d", server.ErrLeaderNotAvailable, topic, partition)
+	}
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	req.Topics = append(req.Topics, rt)
+	resp, err := a.peers.Request(ctx, leader, req)
+	if err != nil {
+		return nil, err
+	}
+	var out []server.ProducerState
+	for _, t := range resp.(*kmsg.DescribeProducersResponse).Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, err
+			}
+			for _, ap := range p.ActiveProducers {
+				out = append(out, server.ProducerState{ProducerID: ap.ProducerID, ProducerEpoch: int16(ap.ProducerEpoch),
+					LastSequence: ap.LastSequence, LastTimestamp: ap.LastTimestamp, CoordinatorEpoch: ap.CoordinatorEpoch,
+					CurrentTxnStartOffset: ap.CurrentTxnStartOffset})
+			}
+		}
+	}
+	return out, nil
 }
 
 func (a *txnAdmin) AbortTransaction(ctx context.Context, req api.AbortTransactionRequest) (api.AbortedTransaction, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	spec, err := kcli.AbortSpecFromStart(ctx, a.adm, req.Topic, req.Partition, req.StartOffset)
+	states, err := a.producers(ctx, req.Topic, req.Partition)
 	if err != nil {
-		return api.AbortedTransaction{}, fmt.Errorf("%w: %v", api.ErrNoOpenTransaction, err)
-	}
-	if err := kcli.AbortTransaction(ctx, a.adm, spec); err != nil {
 		return api.AbortedTransaction{}, err
 	}
-	return api.AbortedTransaction{Topic: spec.Topic, Partition: spec.Partition, ProducerID: spec.ProducerID, ProducerEpoch: spec.ProducerEpoch}, nil
+	var st *server.ProducerState
+	for i := range states {
+		if states[i].CurrentTxnStartOffset == req.StartOffset {
+			st = &states[i]
+		}
+	}
+	if st == nil {
+		return api.AbortedTransaction{}, fmt.Errorf("%w: no open transaction starts at offset %d of %s-%d",
+			api.ErrNoOpenTransaction, req.StartOffset, req.Topic, req.Partition)
+	}
+	marker := server.TxnMarker{ProducerID: st.ProducerID, ProducerEpoch: st.ProducerEpoch, CoordinatorEpoch: st.CoordinatorEpoch,
+		Topic: req.Topic, Partition: req.Partition}
+	if leader := a.leaderOf(req.Topic, req.Partition); leader == a.self {
+		err = a.broker.WriteTxnMarkers(ctx, []server.TxnMarker{marker})[0]
+	} else {
+		err = a.remoteAbort(ctx, leader, marker)
+	}
+	if err != nil {
+		return api.AbortedTransaction{}, fmt.Errorf("abort producer %d on %s-%d: %w", st.ProducerID, req.Topic, req.Partition, err)
+	}
+	return api.AbortedTransaction{Topic: req.Topic, Partition: req.Partition, ProducerID: st.ProducerID, ProducerEpoch: st.ProducerEpoch}, nil
+}
+
+func (a *txnAdmin) remoteAbort(ctx context.Context, leader int32, m server.TxnMarker) error {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	rm := kmsg.NewWriteTxnMarkersRequestMarker()
+	rm.ProducerID, rm.ProducerEpoch, rm.CoordinatorEpoch, rm.Committed = m.ProducerID, m.ProducerEpoch, m.CoordinatorEpoch, false
+	rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	rt.Topic, rt.Partitions = m.Topic, []int32{m.Partition}
+	rm.Topics = append(rm.Topics, rt)
+	req.Markers = append(req.Markers, rm)
+	resp, err := a.peers.Request(ctx, leader, req)
+	if err != nil {
+		return err
+	}
+	for _, mk := range resp.(*kmsg.WriteTxnMarkersResponse).Markers {
+		for _, t := range mk.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

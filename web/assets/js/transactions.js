@@ -2,9 +2,9 @@
 // age, the partitions an open one has written to) from
 // GET /admin/transactions, and an operator's abort of one partition's
 // open transaction through POST /admin/transactions/abort, as
-// kafka-transactions.sh abort does it. "Find hanging" also describes
-// every partition's producers (kafka-transactions.sh find-hanging). The
-// principal needs DESCRIBE on the cluster to see them and ALTER to abort.
+// kafka-transactions.sh abort does it (kafka-transactions.sh find-hanging
+// finds hanging ones on partitions). The principal needs DESCRIBE on the
+// cluster to see them and ALTER to abort.
 
 import { enc, get, post } from './api.js';
 import { can, disableUnless } from './perms.js';
@@ -21,12 +21,10 @@ export function fmtAge(ms) {
 
 export async function render(root) {
   const listSlot = h('div');
-  const hangingSlot = h('div');
   const refresh = h('button', { type: 'button', class: 'secondary', id: 'txn-refresh' }, 'Refresh');
-  const findHanging = h('button', { type: 'button', class: 'secondary', id: 'txn-find-hanging' }, 'Find hanging');
-  root.append(h('div', { class: 'view-head' }, h('h1', {}, 'Transactions'), h('div', { class: 'actions' }, refresh, findHanging)),
+  root.append(h('div', { class: 'view-head' }, h('h1', {}, 'Transactions'), h('div', { class: 'actions' }, refresh)),
     h('p', { class: 'muted' }, 'Transactional producers as their coordinators hold them. An open transaction holds back read_committed readers of its partitions at its first offset (the last stable offset) until it commits or aborts.'),
-    listSlot, hangingSlot);
+    listSlot);
   const alter = (await can(['ALTER:CLUSTER:kafka-cluster']))['ALTER:CLUSTER:kafka-cluster'];
 
   const abortButton = (p, who) => disableUnless(h('button', {
@@ -54,21 +52,11 @@ export async function render(root) {
       h('td', {}, partitionsCell(t))));
     fill(listSlot, table(['Transactional id', 'State', num('Producer / epoch'), num('Coordinator'), num('Age'), num('Timeout'), 'Partitions'],
       rows, { empty: 'No transactional producers.', class: 'transactions' }));
-    if (view.hanging) {
-      const hrows = view.hanging.map((p) => h('tr', { 'data-hanging': `${p.topic}-${p.partition}` },
-        h('td', {}, link(`#/topics/${enc(p.topic)}`, p.topic)), h('td', { class: 'num' }, p.partition),
-        h('td', { class: 'num' }, `${p.producer_id} / ${p.producer_epoch}`), h('td', { class: 'num' }, fmtNum(p.start_offset)),
-        h('td', {}, abortButton(p, `producer ${p.producer_id}`))));
-      fill(hangingSlot, h('section', { 'aria-labelledby': 'hanging-title' }, h('h2', { id: 'hanging-title' }, 'Hanging transactions'),
-        table(['Topic', num('Partition'), num('Producer / epoch'), num('Start offset'), h('span', { class: 'sr-only' }, 'Actions')],
-          hrows, { empty: 'No hanging transaction: every open one is known to its coordinator.', class: 'hanging' })));
-    }
   };
 
-  let withHanging = false;
   const reload = async () => {
     try {
-      draw(await get(`/admin/transactions${withHanging ? '?hanging=true' : ''}`));
+      draw(await get('/admin/transactions'));
     } catch (e) {
       showError(listSlot, e, 'Could not list the transactions');
     }
@@ -88,6 +76,5 @@ export async function render(root) {
   };
 
   refresh.addEventListener('click', () => busy(refresh, 'Refreshing…', reload));
-  findHanging.addEventListener('click', () => { withHanging = true; return busy(findHanging, 'Searching…', reload); });
   await reload();
 }
