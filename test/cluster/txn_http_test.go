@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ferry-mq/ferry/test/harness"
 )
@@ -128,4 +132,81 @@ func TestHTTPTransactionAcrossBrokers(t *testing.T) {
 	if got := valuesAt(t, nodes[0], "txh", 0, "read_uncommitted"); slices.Contains(got, "never") {
 		t.Fatalf("a refused batch wrote: %v", got)
 	}
+}
+
+// TestAdminTransactionsAcrossBrokers: GET /admin/transactions on every
+// node lists an open transaction whichever broker coordinates it, with its
+// partitions (led by different brokers) and their start offsets; POST
+// /admin/transactions/abort on one node aborts it on a partition another
+// broker leads, and that partition's read_committed readers move on.
+func TestAdminTransactionsAcrossBrokers(t *testing.T) {
+	nodes := startCluster(t, 3)
+	createAssigned(t, nodes, "adm-tx", [][]int32{{1, 2}, {2, 3}, {3, 1}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.TransactionalID("adm-open"),
+		kgo.TransactionTimeout(10*time.Minute), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for i := range int32(3) {
+		recs = append(recs, &kgo.Record{Topic: "adm-tx", Partition: i, Value: []byte("open")})
+	}
+	if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	type listing struct {
+		Transactions []struct {
+			ID         string `json:"transactional_id"`
+			State      string `json:"state"`
+			Partitions []struct {
+				Topic       string `json:"topic"`
+				Partition   int32  `json:"partition"`
+				StartOffset int64  `json:"start_offset"`
+			} `json:"partitions"`
+		} `json:"transactions"`
+	}
+	for _, n := range nodes {
+		var l listing
+		harness.WaitFor(t, "the open transaction listed on "+n.URL, 30*time.Second, func() bool {
+			if getJSONQuiet(n.URL+"/admin/transactions", &l) != nil {
+				return false
+			}
+			for _, tx := range l.Transactions {
+				if tx.ID == "adm-open" && tx.State == "Ongoing" && len(tx.Partitions) == 3 {
+					for _, pp := range tx.Partitions {
+						if pp.StartOffset != 0 {
+							return false
+						}
+					}
+					return true
+				}
+			}
+			return false
+		})
+	}
+	// Partition 1 is led by broker 2; ask broker 1.
+	a := httpPost(t, nodes[0].URL+"/admin/transactions/abort", "application/json", `{"topic":"adm-tx","partition":1,"start_offset":0}`)
+	if a.status != http.StatusOK {
+		t.Fatalf("abort: %d %s", a.status, a.body)
+	}
+	a = httpPost(t, nodes[0].URL+"/admin/transactions/abort", "application/json", `{"topic":"adm-tx","partition":1,"start_offset":5}`)
+	if a.status != http.StatusNotFound {
+		t.Fatalf("abort where no transaction starts: %d %s", a.status, a.body)
+	}
+	adm := kadm.NewClient(p)
+	harness.WaitFor(t, "partition 1's LSO past the abort marker", 30*time.Second, func() bool {
+		lso, err := adm.ListCommittedOffsets(ctx, "adm-tx")
+		if err != nil {
+			return false
+		}
+		o1, _ := lso.Lookup("adm-tx", 1)
+		o0, _ := lso.Lookup("adm-tx", 0)
+		return o1.Offset == 2 && o0.Offset == 0 // partition 0 still held by the open transaction
+	})
 }
