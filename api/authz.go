@@ -57,7 +57,8 @@ var routeRequirements = map[string][]requirement{
 	"GET /brokers": {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 	"GET /cluster": {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 
-	"POST /kafka/{topic}":                               {need(auth.OpWrite, auth.ResourceTopic, byTopic)},
+	"POST /kafka":         nil, // WRITE on each record's topic: produceTransaction
+	"POST /kafka/{topic}": {need(auth.OpWrite, auth.ResourceTopic, byTopic)},
 	"GET /kafka/{topic}/partitions/{partition}/records": {need(auth.OpRead, auth.ResourceTopic, byTopic)},
 	"GET /kafka/{topic}/partitions/{partition}/offsets": {need(auth.OpDescribe, auth.ResourceTopic, byTopic)},
 	"GET /kafka/{topic}/search":                         {need(auth.OpRead, auth.ResourceTopic, byTopic)},
@@ -81,6 +82,8 @@ var routeRequirements = map[string][]requirement{
 	"GET /admin/reassignments":                           {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 	"DELETE /admin/reassignments":                        {need(auth.OpAlter, auth.ResourceCluster, theCluster)},
 	"DELETE /admin/reassignments/throttle":               {need(auth.OpAlterConfigs, auth.ResourceCluster, theCluster)},
+	"GET /admin/transactions":                            {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
+	"POST /admin/transactions/abort":                     {need(auth.OpAlter, auth.ResourceCluster, theCluster)},
 	// ACLs: the handlers check DESCRIBE or ALTER on the cluster (acls.go).
 	"GET /admin/acls":    {need(auth.OpDescribe, auth.ResourceCluster, theCluster)},
 	"POST /admin/acls":   {need(auth.OpAlter, auth.ResourceCluster, theCluster)},

@@ -189,6 +189,12 @@ func (g *Gateway) parseReadParams(r *http.Request) (readParams, error) {
 	return params, nil
 }
 
+// defaultHTTPIsolation is what new HTTP consumers (REST Proxy instances,
+// SSE streams) read at when they name none: a REST user expects to see
+// only committed transactions. The offset-addressed read route keeps
+// read_uncommitted, Kafka's own default for a fetch.
+const defaultHTTPIsolation = "read_committed"
+
 // isolationParam reads isolation=read_committed|read_uncommitted (empty:
 // read_uncommitted, as the route always answered).
 func isolationParam(v string) (readCommitted bool, err error) {

@@ -18,6 +18,7 @@ package api
 // and headers as well (REST Proxy v2 has neither).
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -128,9 +129,9 @@ type createConsumerBody struct {
 	AutoOffsetReset string `json:"auto.offset.reset" enums:"earliest,latest,none"`
 	// AutoCommit is true (the default) or false, as a boolean or a string.
 	AutoCommit json.RawMessage `json:"auto.commit.enable" swaggertype:"boolean"`
-	// Isolation is read_uncommitted (the default) or read_committed:
+	// Isolation is read_committed (the default, as a REST user expects:
 	// records of aborted transactions skipped, none past the last stable
-	// offset.
+	// offset) or read_uncommitted.
 	Isolation string `json:"isolation.level" enums:"read_uncommitted,read_committed"`
 }
 
@@ -190,7 +191,7 @@ func (g *Gateway) createConsumer(w http.ResponseWriter, r *http.Request) {
 	groupName := pathParam(r, "group")
 	info, err := g.groups.CreateConsumer(groupName, group.ConsumerOptions{
 		Name: body.Name, Format: body.Format, AutoOffsetReset: body.AutoOffsetReset, AutoCommit: autoCommit,
-		Isolation: body.Isolation,
+		Isolation: cmp.Or(body.Isolation, defaultHTTPIsolation),
 	})
 	if err != nil {
 		writeGroupError(w, err)

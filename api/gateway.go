@@ -90,6 +90,12 @@ type Config struct {
 	// Tokens keeps API tokens for /admin/tokens (tokens.go); nil: those
 	// routes answer 503. Auth.Tokens looks them up.
 	Tokens auth.TokenStore
+	// TxnAdmin serves /admin/transactions (admintxn.go); nil: those
+	// routes answer 503.
+	TxnAdmin TxnAdmin
+	// Transactor writes POST /kafka's all-or-nothing batches
+	// (transactions.go); nil: that route answers 503.
+	Transactor Transactor
 	// RequestsPerSecond limits each principal's requests (ratelimit.go);
 	// 0: no limit.
 	RequestsPerSecond int64
@@ -212,6 +218,7 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Get("/brokers", g.listBrokers)
 	r.Get("/cluster", g.describeCluster)
 
+	r.Post("/kafka", g.idempotent(g.produceTransaction))
 	r.Post("/kafka/{topic}", g.idempotent(g.avroOr(g.produce)))
 	r.Get("/kafka/{topic}/partitions/{partition}/records", g.avroReadOr(g.readRecords))
 	r.Get("/kafka/{topic}/partitions/{partition}/offsets", g.listOffset)
@@ -232,6 +239,8 @@ func (g *Gateway) routes(r chi.Router) {
 	r.Get("/admin/reassignments", g.listReassignments)
 	r.Delete("/admin/reassignments", g.cancelReassignments)
 	r.Delete("/admin/reassignments/throttle", g.removeReplicationThrottle)
+	r.Get("/admin/transactions", g.listTransactions)
+	r.Post("/admin/transactions/abort", g.abortTransaction)
 	r.Get("/admin/acls", g.listACLs)
 	r.Post("/admin/acls", g.createACLs)
 	r.Delete("/admin/acls", g.deleteACLs)

@@ -1,7 +1,11 @@
 package api
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,7 +102,8 @@ func TestReadIsolation(t *testing.T) {
 
 // A REST consumer created with isolation.level=read_committed skips the
 // aborted records, waits for an open transaction, and moves past the
-// markers; the default (read_uncommitted) reads every record.
+// markers, as one created without isolation.level does (the default for
+// HTTP consumers); read_uncommitted reads every record.
 func TestRestConsumerIsolation(t *testing.T) {
 	e := newGroupsEnv(t)
 	appendTxn(t, e.broker, "rtx", 100, "a1") // 0, aborted at 2
@@ -122,11 +127,60 @@ func TestRestConsumerIsolation(t *testing.T) {
 	if got := values(e.readAll(t, "rc", committed.InstanceID, typeRestJSON, 1)); got[0] != `"o1"` {
 		t.Fatalf("read_committed instance after the commit read %v", got)
 	}
-	all := e.newInstance(t, "ru", `{"format":"json","auto.offset.reset":"earliest"}`)
+	// The default for a new HTTP consumer is read_committed.
+	dflt := e.newInstance(t, "rd", `{"format":"json","auto.offset.reset":"earliest"}`)
+	e.subscribe(t, "rd", dflt.InstanceID, `["rtx"]`)
+	if got := values(e.readAll(t, "rd", dflt.InstanceID, typeRestJSON, 2)); len(got) != 2 || got[0] != `"c1"` || got[1] != `"o1"` {
+		t.Fatalf("an instance without isolation.level read %v, want the committed records", got)
+	}
+	all := e.newInstance(t, "ru", `{"format":"json","auto.offset.reset":"earliest","isolation.level":"read_uncommitted"}`)
 	e.subscribe(t, "ru", all.InstanceID, `["rtx"]`)
 	if got := values(e.readAll(t, "ru", all.InstanceID, typeRestJSON, 3)); len(got) != 3 || got[0] != `"a1"` {
 		t.Fatalf("read_uncommitted instance read %v", got)
 	}
 	bad := e.do(t, "POST", "/consumers/bad", typeRestV2, `{"isolation.level":"serializable"}`)
 	bad.wantError(t, 422, codeInvalidConsumer)
+}
+
+// An SSE stream reads at read_committed unless asked otherwise: the
+// aborted record is not sent and the stream stops at the open
+// transaction; isolation=read_uncommitted sends every record.
+func TestStreamIsolation(t *testing.T) {
+	e := newGroupsEnv(t)
+	appendTxn(t, e.broker, "stx", 100, "a1") // 0, aborted at 2
+	appendTxn(t, e.broker, "stx", 200, "c1") // 1, committed at 3
+	endTxn(t, e.broker, "stx", 100, false)
+	endTxn(t, e.broker, "stx", 200, true)
+	appendTxn(t, e.broker, "stx", 300, "o1") // 4, open
+	streamed := func(query string) []string {
+		t.Helper()
+		res, err := http.Get(e.url + "/kafka/stx/stream?from=earliest&max_duration=1s&heartbeat_ms=200&" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out []string
+		sc := bufio.NewScanner(res.Body)
+		var event string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && event == "record":
+				var r restRecord
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &r); err != nil {
+					t.Fatalf("record data %q: %v", line, err)
+				}
+				out = append(out, string(r.Value))
+			}
+		}
+		return out
+	}
+	if got := streamed("group=s1"); len(got) != 1 || got[0] != `"c1"` {
+		t.Fatalf("default stream sent %v, want the committed record only", got)
+	}
+	if got := streamed("group=s2&isolation=read_uncommitted"); len(got) != 3 || got[0] != `"a1"` {
+		t.Fatalf("read_uncommitted stream sent %v", got)
+	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -92,7 +93,7 @@ func parseStreamParams(r *http.Request) (streamParams, error) {
 	if _, err := isolationParam(q.Get("isolation")); err != nil {
 		return p, err
 	}
-	p.isolation = q.Get("isolation")
+	p.isolation = cmp.Or(q.Get("isolation"), defaultHTTPIsolation)
 	return p, nil
 }
 
@@ -108,7 +109,7 @@ func parseStreamParams(r *http.Request) (streamParams, error) {
 //	@Param			max_duration		query		string	false	"end the stream after this long: a Go duration (30s, 5m) or seconds; default 5m, at most 1h"
 //	@Param			heartbeat_ms		query		integer	false	"keepalive interval (default 15000)"	minimum(100)
 //	@Param			commit_interval_ms	query		integer	false	"auto-commit interval; 0: the client commits (default 5000)"	minimum(0)
-//	@Param			isolation			query		string	false	"read_uncommitted (default) or read_committed: skip aborted transactions' records, stop at the last stable offset"	Enums(read_uncommitted, read_committed)
+//	@Param			isolation			query		string	false	"read_committed (default): skip aborted transactions' records, stop at the last stable offset; or read_uncommitted"	Enums(read_uncommitted, read_committed)
 //	@Success		200					{string}	string	"text/event-stream"
 //	@Failure		400					{object}	errorBody	"40002: a query parameter is not valid"
 //	@Failure		404					{object}	errorBody	"40401: no such topic"

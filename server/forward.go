@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ferry-mq/ferry/server/records"
 )
 
 // On a cluster the HTTP gateway serves every partition from every node: a
@@ -92,3 +94,23 @@ func (e *PartialWriteError) FailedPartition(p int32) error {
 	}
 	return nil
 }
+
+// TopicRecord is one record of a request spanning topics (the HTTP
+// gateway's transactional batch); Partition is explicit.
+type TopicRecord struct {
+	Topic     string
+	Partition int32
+	Record    records.Record
+}
+
+// TopicOffset is where one TopicRecord landed.
+type TopicOffset struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// ErrTransactionAborted: a transactional request failed and its
+// transaction was aborted; none of its records is visible to
+// read_committed readers. It wraps the failure's own error.
+var ErrTransactionAborted = errors.New("transaction aborted")

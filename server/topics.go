@@ -571,9 +571,12 @@ type PartitionInfo struct {
 	Local          bool  `json:"local"`
 	LogStartOffset int64 `json:"log_start_offset,omitempty"`
 	HighWatermark  int64 `json:"high_watermark,omitempty"`
-	LogEndOffset   int64 `json:"log_end_offset,omitempty"`
-	SizeBytes      int64 `json:"size_bytes,omitempty"`
-	Segments       int   `json:"segments,omitempty"`
+	// LastStableOffset is where read_committed readers stop: the first
+	// offset of the oldest open transaction, else the high watermark.
+	LastStableOffset int64 `json:"last_stable_offset,omitempty"`
+	LogEndOffset     int64 `json:"log_end_offset,omitempty"`
+	SizeBytes        int64 `json:"size_bytes,omitempty"`
+	Segments         int   `json:"segments,omitempty"`
 	// Cleaner is the local replica's compaction state, for a topic with
 	// cleanup.policy=compact.
 	Cleaner *CleanerInfo `json:"cleaner,omitempty"`
@@ -612,20 +615,21 @@ func cleanerInfo(p *replication.Replica) *CleanerInfo {
 // partitionInfoJSON is PartitionInfo with every field always present, as a
 // local replica's description is written.
 type partitionInfoJSON struct {
-	Partition       int32        `json:"partition"`
-	Leader          int32        `json:"leader"`
-	LeaderEpoch     int32        `json:"leader_epoch"`
-	Replicas        []int32      `json:"replicas"`
-	ISR             []int32      `json:"isr"`
-	OfflineReplicas []int32      `json:"offline_replicas"`
-	UnderReplicated bool         `json:"under_replicated"`
-	Local           bool         `json:"local"`
-	LogStartOffset  int64        `json:"log_start_offset"`
-	HighWatermark   int64        `json:"high_watermark"`
-	LogEndOffset    int64        `json:"log_end_offset"`
-	SizeBytes       int64        `json:"size_bytes"`
-	Segments        int          `json:"segments"`
-	Cleaner         *CleanerInfo `json:"cleaner,omitempty"`
+	Partition        int32        `json:"partition"`
+	Leader           int32        `json:"leader"`
+	LeaderEpoch      int32        `json:"leader_epoch"`
+	Replicas         []int32      `json:"replicas"`
+	ISR              []int32      `json:"isr"`
+	OfflineReplicas  []int32      `json:"offline_replicas"`
+	UnderReplicated  bool         `json:"under_replicated"`
+	Local            bool         `json:"local"`
+	LogStartOffset   int64        `json:"log_start_offset"`
+	HighWatermark    int64        `json:"high_watermark"`
+	LastStableOffset int64        `json:"last_stable_offset"`
+	LogEndOffset     int64        `json:"log_end_offset"`
+	SizeBytes        int64        `json:"size_bytes"`
+	Segments         int          `json:"segments"`
+	Cleaner          *CleanerInfo `json:"cleaner,omitempty"`
 }
 
 // MarshalJSON writes a local replica's offsets even when they are 0 (an
@@ -690,6 +694,7 @@ func (b *Broker) DescribeTopic(name string) (TopicInfo, error) {
 		if p != nil {
 			pi.Local = true
 			pi.LogStartOffset, pi.HighWatermark, pi.LogEndOffset = p.LogStartOffset(), p.HighWatermark(), p.LogEndOffset()
+			pi.LastStableOffset = p.LastStableOffset()
 			pi.SizeBytes, pi.Segments = p.Size(), p.SegmentCount()
 			pi.Cleaner = cleanerInfo(p)
 		}

@@ -42,6 +42,7 @@ var kafkaScripts = map[string]func([]string) error{
 	"kafka-dump-log.sh":                   kafkaDumpLog,
 	"kafka-producer-perf-test.sh":         kafkaProducerPerfTest,
 	"kafka-consumer-perf-test.sh":         kafkaConsumerPerfTest,
+	"kafka-transactions.sh":               kafkaTransactions,
 }
 
 // kafkaScriptNames are the script names, sorted.

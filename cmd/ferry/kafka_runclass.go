@@ -35,6 +35,7 @@ var runClassTools = map[string]string{
 	"kafka.tools.DumpLogSegments":                                "kafka-dump-log.sh",
 	"kafka.tools.ProducerPerformance":                            "kafka-producer-perf-test.sh",
 	"org.apache.kafka.tools.ProducerPerformance":                 "kafka-producer-perf-test.sh",
+	"org.apache.kafka.tools.TransactionsCommand":                 "kafka-transactions.sh",
 	"kafka.tools.ConsumerPerformance":                            "kafka-consumer-perf-test.sh",
 	"org.apache.kafka.tools.ConsumerPerformance":                 "kafka-consumer-perf-test.sh",
 }

@@ -781,6 +781,13 @@ func runServe(args []string) error {
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas, Idempotency: idem,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
 		ACLs: acls, RequestsPerSecond: s.httpAuth.ratePerPrincipal}
+	// POST /kafka's transactions go through this broker's own Kafka
+	// listener, as any transactional producer's do.
+	transactor := forward.NewTransactor(forward.TransactorConfig{Seeds: []string{s.selfKafkaAddr()}, Dial: peerDial,
+		IDPrefix: fmt.Sprintf("__ferry-http-%d", s.broker.BrokerID), Logger: logger})
+	defer transactor.Close()
+	httpCfg.Transactor = transactor
+	httpCfg.TxnAdmin = &txnAdmin{self: s.broker.BrokerID, broker: broker, coord: txns, peers: fwd}
 	if acls != nil {
 		// The one authorizer for every surface: HTTP routes ask the same
 		// bindings the Kafka listener does.

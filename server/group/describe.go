@@ -109,6 +109,10 @@ type PartitionLag struct {
 	Committed     int64  `json:"committed_offset"`
 	Metadata      string `json:"metadata"`
 	HighWatermark int64  `json:"high_watermark"`
+	// LastStableOffset is where read_committed members stop (the first
+	// offset of the oldest open transaction, else the high watermark);
+	// -1 when unknown.
+	LastStableOffset int64 `json:"last_stable_offset"`
 	// Lag is HighWatermark - Committed; with nothing committed it is
 	// HighWatermark - log start offset (what a consumer from the beginning has left).
 	Lag int64 `json:"lag"`
@@ -141,10 +145,13 @@ func (c *Coordinator) Lag(name string) ([]PartitionLag, bool) {
 	}
 	out := []PartitionLag{}
 	for _, tp := range sortedTPs(all) {
-		pl := PartitionLag{Topic: tp.topic, Partition: tp.partition, Committed: -1, HighWatermark: -1, Lag: -1, Member: owner[tp]}
+		pl := PartitionLag{Topic: tp.topic, Partition: tp.partition, Committed: -1, HighWatermark: -1, LastStableOffset: -1, Lag: -1, Member: owner[tp]}
 		e, hasCommit := committed[tp]
 		if hasCommit {
 			pl.Committed, pl.Metadata = e.offset, e.metadata
+		}
+		if lso, _, err := c.broker.ListOffsetIsolated(tp.topic, tp.partition, server.OffsetLatest, true); err == nil {
+			pl.LastStableOffset = lso
 		}
 		if hw, _, err := c.broker.ListOffset(tp.topic, tp.partition, server.OffsetLatest); err == nil {
 			pl.HighWatermark = hw

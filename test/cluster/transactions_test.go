@@ -14,18 +14,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ferry-mq/ferry/server/records"
-	"github.com/ferry-mq/ferry/storage/recordbatch"
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
-// TestTxnStateReplicatesToFollowers: transactional batches and markers
-// written on a partition's leader (as a coordinator writes them, with raw
-// Produce and WriteTxnMarkers requests) reach its followers, which build
-// the same aborted-transaction index (byte for byte) and the same open
+// TestTxnStateReplicatesToFollowers: transactions written by franz-go
+// transactional producers through the coordinator (one aborted, one
+// committed, one left open) reach a partition's followers, which build the
+// same aborted-transaction index (byte for byte) and the same open
 // transactions: after the leader is killed, the new leader answers a
 // read_committed fetch with the old leader's LSO and aborted transactions,
-// and ends the open transaction when its marker comes.
+// and ends the open transaction when its producer commits.
 func TestTxnStateReplicatesToFollowers(t *testing.T) {
 	nodes := startCluster(t, 3)
 	const topic = "txn-replicated"
@@ -35,7 +33,7 @@ func TestTxnStateReplicatesToFollowers(t *testing.T) {
 	}
 	t.Cleanup(cl.Close)
 	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
 		t.Fatal(err)
@@ -48,42 +46,45 @@ func TestTxnStateReplicatesToFollowers(t *testing.T) {
 	}
 	topicID := md.Topics[topic].ID // Fetch v13+ names topics by id
 
-	produce := func(to int32, b []byte) {
+	transaction := func(id string, values ...string) (*kgo.Client, int64) {
 		t.Helper()
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 10000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = b
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl.Broker(int(to)))
-		if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-			t.Fatalf("produce to broker %d: %v %+v", to, err, resp)
+		p, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.TransactionalID(id),
+			kgo.TransactionTimeout(2*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var rs []*kgo.Record
+		for _, v := range values {
+			rs = append(rs, &kgo.Record{Topic: topic, Value: []byte(v)})
+		}
+		res := p.ProduceSync(ctx, rs...)
+		if err := res.FirstErr(); err != nil {
+			t.Fatalf("produce %v: %v", values, err)
+		}
+		return p, res[len(res)-1].Record.Offset
+	}
+	end := func(p *kgo.Client, how kgo.TransactionEndTry) {
+		t.Helper()
+		if err := p.EndTransaction(ctx, how); err != nil {
+			t.Fatalf("end transaction: %v", err)
 		}
 	}
-	marker := func(to int32, id int64, commit bool) {
-		t.Helper()
-		req := kmsg.NewPtrWriteTxnMarkersRequest()
-		m := kmsg.NewWriteTxnMarkersRequestMarker()
-		m.ProducerID, m.Committed = id, commit
-		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-		mt.Topic, mt.Partitions = topic, []int32{0}
-		m.Topics = append(m.Topics, mt)
-		req.Markers = append(req.Markers, m)
-		resp, err := req.RequestWith(ctx, cl.Broker(int(to)))
-		if err != nil || resp.Markers[0].Topics[0].Partitions[0].ErrorCode != 0 {
-			t.Fatalf("marker on broker %d: %v %+v", to, err, resp)
-		}
-	}
-	produce(leader, txnBatch(t, 100, "a1", "a2")) // 0-1, aborted at 3
-	produce(leader, txnBatch(t, 200, "c1"))       // 2, committed at 4
-	marker(leader, 100, false)
-	marker(leader, 200, true)
-	produce(leader, txnBatch(t, 300, "o1")) // 5, left open
-	before := readCommitted(t, ctx, cl, leader, topic, topicID)
-	if before.LastStableOffset != 5 || before.HighWatermark != 6 || len(before.AbortedTransactions) != 1 {
+	aborted, _ := transaction("txn-replicated-a", "a1", "a2")
+	end(aborted, kgo.TryAbort)
+	committed, _ := transaction("txn-replicated-c", "c1")
+	end(committed, kgo.TryCommit)
+	open, openAt := transaction("txn-replicated-o", "o1") // left open
+	// Markers are written after EndTxn answers: wait for both.
+	var before kmsg.FetchResponseTopicPartition
+	harness.WaitFor(t, "the leader's LSO to reach the open transaction", 30*time.Second, func() bool {
+		before = readCommitted(t, ctx, cl, leader, topic, topicID)
+		return before.LastStableOffset == openAt
+	})
+	if before.HighWatermark != openAt+1 || len(before.AbortedTransactions) != 1 {
 		t.Fatalf("leader: LSO %d, high watermark %d, aborted %+v", before.LastStableOffset, before.HighWatermark, before.AbortedTransactions)
 	}
 
@@ -106,7 +107,7 @@ func TestTxnStateReplicatesToFollowers(t *testing.T) {
 	var after kmsg.FetchResponseTopicPartition
 	harness.WaitFor(t, "the new leader to answer reads", 30*time.Second, func() bool {
 		after = readCommitted(t, ctx, cl, next, topic, topicID)
-		return after.ErrorCode == 0 && after.HighWatermark == 6
+		return after.ErrorCode == 0 && after.HighWatermark == openAt+1
 	})
 	abortedOf := func(p kmsg.FetchResponseTopicPartition) []string {
 		var out []string
@@ -119,27 +120,11 @@ func TestTxnStateReplicatesToFollowers(t *testing.T) {
 		t.Fatalf("new leader: LSO %d aborted %v; the old leader had %d and %v",
 			after.LastStableOffset, abortedOf(after), before.LastStableOffset, abortedOf(before))
 	}
-	marker(next, 300, true) // the open transaction carried over
-	harness.WaitFor(t, "the LSO to pass the committed transaction", 30*time.Second, func() bool {
+	end(open, kgo.TryCommit) // the open transaction carried over
+	harness.WaitFor(t, "the LSO to pass the committed transaction", 60*time.Second, func() bool {
 		p := readCommitted(t, ctx, cl, next, topic, topicID)
-		return p.LastStableOffset == 7
+		return p.LastStableOffset == openAt+2 && p.HighWatermark == openAt+2
 	})
-}
-
-func txnBatch(t *testing.T, id int64, values ...string) []byte {
-	t.Helper()
-	var b records.Builder
-	for _, v := range values {
-		b.Add(records.Record{Value: []byte(v), Timestamp: time.Now().UnixMilli()})
-	}
-	data, err := b.AppendBatch(nil, records.BatchOptions{ProducerID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := recordbatch.ReadHeader(data)
-	h.Attributes |= recordbatch.AttrTransactional
-	h.Put(data)
-	return data
 }
 
 // readCommitted fetches partition 0 from broker `from` at read_committed.

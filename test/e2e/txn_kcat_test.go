@@ -2,82 +2,79 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/ferry-mq/ferry/server/records"
-	"github.com/ferry-mq/ferry/storage/recordbatch"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // TestTxnKcatIsolation: librdkafka (kcat), whose default isolation is
 // read_committed, reads a partition holding an aborted, a committed and an
-// open transaction (written as a coordinator writes them: raw Produce and
-// WriteTxnMarkers requests): it skips the aborted records and stops at the
-// last stable offset; with isolation.level=read_uncommitted it reads them
-// all; it never shows a marker.
+// open transaction written by franz-go transactional producers through the
+// coordinator: it skips the aborted records and stops at the last stable
+// offset; with isolation.level=read_uncommitted it reads them all; it never
+// shows a marker.
 func TestTxnKcatIsolation(t *testing.T) {
 	kcatPath(t)
 	node := kafkaNode(t)
 	createTopic(t, node, "txk", 1)
-	cl := franz(t, node)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	plain := franz(t, node, kgo.DefaultProduceTopic("txk"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	produce := func(id int64, txn bool, values ...string) {
+	produce := func(cl *kgo.Client, values ...string) int64 {
 		t.Helper()
-		var b records.Builder
+		var rs []*kgo.Record
 		for _, v := range values {
-			b.Add(records.Record{Value: []byte(v), Timestamp: time.Now().UnixMilli()})
+			rs = append(rs, &kgo.Record{Topic: "txk", Value: []byte(v)})
 		}
-		opts := records.BatchOptions{}
-		if id > 0 {
-			opts.ProducerID = id
+		res := cl.ProduceSync(ctx, rs...)
+		if err := res.FirstErr(); err != nil {
+			t.Fatalf("produce %v: %v", values, err)
 		}
-		data, err := b.AppendBatch(nil, opts)
-		if err != nil {
+		return res[len(res)-1].Record.Offset
+	}
+	transaction := func(id string, values ...string) (*kgo.Client, int64) {
+		t.Helper()
+		cl := franz(t, node, kgo.TransactionalID(id), kgo.TransactionTimeout(60*time.Second))
+		if err := cl.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
-		if txn {
-			h := recordbatch.ReadHeader(data)
-			h.Attributes |= recordbatch.AttrTransactional
-			h.Put(data)
-		}
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 10000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "txk"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = data
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-			t.Fatalf("produce: %v %+v", err, resp)
-		}
+		return cl, produce(cl, values...)
 	}
-	marker := func(id int64, commit bool) {
+	end := func(cl *kgo.Client, commit kgo.TransactionEndTry) {
 		t.Helper()
-		req := kmsg.NewPtrWriteTxnMarkersRequest()
-		m := kmsg.NewWriteTxnMarkersRequestMarker()
-		m.ProducerID, m.Committed = id, commit
-		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-		mt.Topic, mt.Partitions = "txk", []int32{0}
-		m.Topics = append(m.Topics, mt)
-		req.Markers = append(req.Markers, m)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil || resp.Markers[0].Topics[0].Partitions[0].ErrorCode != 0 {
-			t.Fatalf("marker: %v %+v", err, resp)
+		if err := cl.EndTransaction(ctx, commit); err != nil {
+			t.Fatalf("end transaction: %v", err)
 		}
 	}
-	produce(0, false, "p0")
-	produce(100, true, "a1", "a2")
-	produce(200, true, "c1")
-	marker(100, false)
-	marker(200, true)
-	produce(300, true, "o1") // open: the LSO stays at its offset
-	produce(0, false, "p1")
+	adm := kadm.NewClient(plain)
+	// Markers are written after EndTxn answers: wait for the LSO to reach
+	// `want` so that kcat's read is deterministic.
+	waitLSO := func(want int64) {
+		t.Helper()
+		harness.WaitFor(t, fmt.Sprintf("the last stable offset to reach %d", want), 30*time.Second, func() bool {
+			offs, err := adm.ListCommittedOffsets(ctx, "txk")
+			if err != nil {
+				return false
+			}
+			o, ok := offs.Lookup("txk", 0)
+			return ok && o.Err == nil && o.Offset == want
+		})
+	}
+
+	produce(plain, "p0")
+	aborted, _ := transaction("txk-aborted", "a1", "a2")
+	end(aborted, kgo.TryAbort)
+	committed, _ := transaction("txk-committed", "c1")
+	end(committed, kgo.TryCommit)
+	open, openAt := transaction("txk-open", "o1") // open: the LSO stays at its offset
+	produce(plain, "p1")
+	waitLSO(openAt)
 
 	read := func(extra ...string) string {
 		args := append([]string{"-b", node.KafkaAddr, "-C", "-t", "txk", "-o", "beginning", "-e", "-q", "-f", `%s\n`}, extra...)
@@ -89,7 +86,20 @@ func TestTxnKcatIsolation(t *testing.T) {
 	if got := read("-X", "isolation.level=read_uncommitted"); got != "p0 a1 a2 c1 o1 p1" {
 		t.Fatalf("kcat read_uncommitted read %q", got)
 	}
-	marker(300, true)
+	end(open, kgo.TryCommit)
+	harness.WaitFor(t, "the last stable offset to pass the commit marker", 30*time.Second, func() bool {
+		offs, err := adm.ListCommittedOffsets(ctx, "txk")
+		if err != nil {
+			return false
+		}
+		hw, err := adm.ListEndOffsets(ctx, "txk")
+		if err != nil {
+			return false
+		}
+		c, _ := offs.Lookup("txk", 0)
+		h, _ := hw.Lookup("txk", 0)
+		return c.Offset == h.Offset && c.Offset > openAt+1
+	})
 	if got := read(); got != "p0 c1 o1 p1" {
 		t.Fatalf("kcat read_committed after the commit read %q", got)
 	}

@@ -61,7 +61,8 @@ func TestUIConsumerGroup(t *testing.T) {
 	b.waitText("#group-stats", "Stable")
 	b.waitText("table.group-offsets tbody", "events")
 	b.waitText("table.group-offsets tbody td:nth-child(3)", "2") // committed: the next offset to read
-	b.waitText("table.group-offsets tbody td:nth-child(5)", "3") // lag: 5 - 2
+	b.waitText("table.group-offsets tbody td.lso", "5")          // no open transaction: the high watermark
+	b.waitText("table.group-offsets tbody td:nth-child(6)", "3") // lag: 5 - 2
 	b.waitText("#reset-blocked", "only while the group is Empty")
 	if !eval[bool](b, "read the reset button", `document.querySelector('#reset-submit').disabled`) {
 		t.Fatal("reset is offered for a Stable group")
@@ -85,7 +86,7 @@ func TestUIConsumerGroup(t *testing.T) {
 		t.Fatalf("the preview committed: %+v", g)
 	}
 	b.run("reset to earliest", chromedp.Click(chromedp.CSS("#reset-submit")))
-	b.waitText("table.group-offsets tbody td:nth-child(5)", "5") // lag from offset 0
+	b.waitText("table.group-offsets tbody td:nth-child(6)", "5") // lag from offset 0
 	uiGetJSON(t, node.URL+"/groups/billing", &g)
 	if g.State != "Empty" || len(g.Offsets) != 1 || g.Offsets[0].Committed != 0 || g.Offsets[0].Lag != 5 {
 		t.Fatalf("after the reset: %+v", g)

@@ -14,6 +14,7 @@ import * as search from './search.js';
 import * as groups from './groups.js';
 import * as schemas from './schemas.js';
 import * as acls from './acls.js';
+import * as transactions from './transactions.js';
 
 // Each route: a pattern over the path segments and the view it renders;
 // fixed: the second segment is part of the route, not a name for the title.
@@ -29,6 +30,7 @@ const routes = [
   { nav: 'groups', match: (s) => s[0] === 'groups' && s.length === 2, view: groups.renderDetail, title: 'Consumer group' },
   { nav: 'schemas', match: (s) => s[0] === 'schemas' && s.length === 1, view: schemas.renderList, title: 'Schema registry' },
   { nav: 'schemas', match: (s) => s[0] === 'schemas' && s.length === 2, view: schemas.renderSubject, title: 'Subject' },
+  { nav: 'transactions', match: (s) => s[0] === 'transactions' && s.length === 1, view: transactions.render, title: 'Transactions' },
   { nav: 'acls', match: (s) => s[0] === 'acls' && s.length === 1, view: acls.render, title: 'Access control' },
 ];
 

@@ -118,11 +118,12 @@ function offsetsSection(d) {
     h('td', { class: 'num' }, o.partition),
     h('td', { class: 'num' }, o.committed_offset < 0 ? h('span', { class: 'muted' }, 'none') : fmtNum(o.committed_offset)),
     h('td', { class: 'num' }, o.high_watermark < 0 ? '—' : fmtNum(o.high_watermark)),
+    h('td', { class: 'num lso' }, o.last_stable_offset == null || o.last_stable_offset < 0 ? '—' : fmtNum(o.last_stable_offset)),
     h('td', { class: `num ${o.lag > 0 ? 'lagging' : ''}` }, o.lag < 0 ? '—' : fmtNum(o.lag)),
     h('td', {}, o.member_id ? h('code', {}, o.member_id) : h('span', { class: 'muted' }, 'unassigned'))));
   return h('section', { 'aria-labelledby': 'offsets-title' }, h('h2', { id: 'offsets-title' }, 'Committed offsets and lag'),
-    table(['Topic', num('Partition'), num('Committed'), num('End offset'), num('Lag'), 'Member'], rows, { empty: 'Nothing committed or assigned yet.', class: 'group-offsets' }),
-    h('p', { class: 'muted legend' }, 'Lag is the end offset minus the committed offset; without a commit, the messages from the log start.'));
+    table(['Topic', num('Partition'), num('Committed'), num('End offset'), num('Last stable offset'), num('Lag'), 'Member'], rows, { empty: 'Nothing committed or assigned yet.', class: 'group-offsets' }),
+    h('p', { class: 'muted legend' }, 'Lag is the end offset minus the committed offset; without a commit, the messages from the log start. Read-committed members stop at the last stable offset while a transaction is open.'));
 }
 
 function resetSection(d, topicNames, redraw) {

@@ -260,6 +260,7 @@ function partitionsSection(t, redraw) {
       h('td', {}, (p.isr || []).join(', ') || h('span', { class: 'bad' }, 'empty')),
       h('td', { class: 'num' }, local ? fmtNum(p.log_start_offset) : elsewhere()),
       h('td', { class: 'num' }, local ? fmtNum(p.high_watermark) : elsewhere()),
+      h('td', { class: 'num lso' }, local ? fmtNum(p.last_stable_offset ?? p.high_watermark) : elsewhere()),
       h('td', { class: 'num' }, local ? fmtNum(p.high_watermark - p.log_start_offset) : elsewhere()),
       h('td', { class: 'num' }, local ? fmtBytes(p.size_bytes) : elsewhere()),
       h('td', {}, link(`#/messages/${enc(t.name)}?partition=${p.partition}`, 'Browse', { 'aria-label': `Browse partition ${p.partition}` })));
@@ -288,7 +289,7 @@ function partitionsSection(t, redraw) {
   }, field('New partition count', total, 'Partitions can be added, never removed; keyed records may move.'), submit);
   return h('section', { 'aria-labelledby': 'parts-title' },
     h('h2', { id: 'parts-title' }, 'Partitions'),
-    table([num('Partition'), num('Leader'), 'Replicas', 'In-sync replicas', num('Start offset'), num('End offset'), num('Messages'), num('Size'), ''], rows, { class: 'partitions' }),
+    table([num('Partition'), num('Leader'), 'Replicas', 'In-sync replicas', num('Start offset'), num('End offset'), num('Last stable offset'), num('Messages'), num('Size'), ''], rows, { class: 'partitions' }),
     h('p', { class: 'muted legend' }, h('span', { class: 'chip oos' }, 'n'), ' marks a replica that is out of sync.',
       (t.partitions || []).some((p) => !isLocal(p)) ? ' — marks offsets of a partition with no replica on this node.' : ''),
     form, errSlot);
