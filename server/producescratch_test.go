@@ -70,6 +70,9 @@ func TestProduceAfterRefusedRequestKeepsOnlyItsRecords(t *testing.T) {
 // The produce path's allocations are counted so they do not creep back:
 // 10 records to one partition of a single-node topic.
 func TestProduceAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
 	b := newTestBroker(t)
 	if err := b.CreateTopic(TopicSpec{Name: "allocs", Partitions: 1}); err != nil {
 		t.Fatal(err)

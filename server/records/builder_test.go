@@ -129,6 +129,9 @@ func TestBuildAllocs(t *testing.T) {
 // An uncompressed batch built into a new slice (as the core builds the
 // gateway's batches) costs one allocation: header and records together.
 func TestUncompressedBatchIntoNilAllocatesOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
 	var b Builder
 	for _, r := range benchRecords(10, 100) {
 		b.Add(r)
