@@ -392,6 +392,11 @@ func (r *Registry) parseRequest(ctx context.Context, req SchemaRequest) (*prepar
 		return nil, errorf(42201, "Invalid schema %s: %v", abbreviate(req.Schema), err)
 	}
 	st := StoredSchema{Type: typ.Name(), Text: req.Schema, References: refs}
+	if d, ok := p.(describedText); ok {
+		if text, ok := d.DescriptorText(); ok {
+			st.Text = text
+		}
+	}
 	if req.Normalize {
 		st.Text = p.Canonical()
 	}
@@ -400,6 +405,14 @@ func (r *Registry) parseRequest(ctx context.Context, req SchemaRequest) (*prepar
 	}
 	st.Fingerprint = fingerprint(typ.Name(), identityForm(p, req.Normalize), st.References)
 	return &prepared{stored: st, parsed: p}, nil
+}
+
+// describedText is a Schema that may have been sent in a binary form
+// (Protobuf's base64 FileDescriptorProto, which Confluent's Python
+// serializer registers); the registry keeps and serves the text that form
+// stands for, as Confluent's does.
+type describedText interface {
+	DescriptorText() (string, bool)
 }
 
 // writtenIdentity is a Schema whose identity without normalize=true is
