@@ -160,7 +160,12 @@ func (r *Registry) added(v Version, expectLatest int, p *prepared, confirmed *Se
 	}
 	switch {
 	case ok && latest == expectLatest && v.Version > latest:
-		r.mu.versions[v.Subject] = append(slices.Clip(vs), v)
+		// Appending in place is safe: every cached list is either clipped
+		// (read from the store, whose array it may share) or grown here,
+		// and only here, under the lock, from the list now cached; a reader
+		// holding a shorter header never sees what is written past its
+		// length. Copying the list instead made each new version cost O(n).
+		r.mu.versions[v.Subject] = append(vs, v)
 	case !ok && expectLatest == 0:
 		// The store had no row of the subject, soft-deleted or not.
 		r.mu.versions[v.Subject] = []Version{v}
@@ -212,7 +217,9 @@ func (r *Registry) versions(ctx context.Context, subject string, fresh bool) ([]
 		r.mu.versions = map[string][]Version{}
 	}
 	if r.mu.gen == gen {
-		r.mu.versions[subject] = vs
+		// Clipped, so that added's appends never write into an array the
+		// store may still hold.
+		r.mu.versions[subject] = slices.Clip(vs)
 	}
 	r.mu.Unlock()
 	return vs, nil
@@ -600,7 +607,14 @@ func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaR
 	return v.ID, nil
 }
 
+// live returns the versions not soft-deleted. With none deleted (the
+// usual case) it is vs itself, not a copy: cached version lists are never
+// written in place below their length (see added), and registering in a
+// subject of many versions must not copy them all each time.
 func live(vs []Version) []Version {
+	if !slices.ContainsFunc(vs, func(v Version) bool { return v.Deleted }) {
+		return vs
+	}
 	var out []Version
 	for _, v := range vs {
 		if !v.Deleted {
