@@ -46,6 +46,9 @@ type protobufSchema struct {
 func (*protobufSchema) Type() string        { return TypeProtobuf }
 func (s *protobufSchema) Canonical() string { return s.file.Canonical() }
 
+// DescriptorText is the text a base64 descriptor stood for (describedText).
+func (s *protobufSchema) DescriptorText() (string, bool) { return s.file.DescriptorText() }
+
 // Written is the identity without normalize=true (writtenIdentity).
 func (s *protobufSchema) Written() string { return s.file.Written() }
 

@@ -160,7 +160,12 @@ func (r *Registry) added(v Version, expectLatest int, p *prepared, confirmed *Se
 	}
 	switch {
 	case ok && latest == expectLatest && v.Version > latest:
-		r.mu.versions[v.Subject] = append(slices.Clip(vs), v)
+		// Appending in place is safe: every cached list is either clipped
+		// (read from the store, whose array it may share) or grown here,
+		// and only here, under the lock, from the list now cached; a reader
+		// holding a shorter header never sees what is written past its
+		// length. Copying the list instead made each new version cost O(n).
+		r.mu.versions[v.Subject] = append(vs, v)
 	case !ok && expectLatest == 0:
 		// The store had no row of the subject, soft-deleted or not.
 		r.mu.versions[v.Subject] = []Version{v}
@@ -212,7 +217,9 @@ func (r *Registry) versions(ctx context.Context, subject string, fresh bool) ([]
 		r.mu.versions = map[string][]Version{}
 	}
 	if r.mu.gen == gen {
-		r.mu.versions[subject] = vs
+		// Clipped, so that added's appends never write into an array the
+		// store may still hold.
+		r.mu.versions[subject] = slices.Clip(vs)
 	}
 	r.mu.Unlock()
 	return vs, nil
@@ -392,6 +399,11 @@ func (r *Registry) parseRequest(ctx context.Context, req SchemaRequest) (*prepar
 		return nil, errorf(42201, "Invalid schema %s: %v", abbreviate(req.Schema), err)
 	}
 	st := StoredSchema{Type: typ.Name(), Text: req.Schema, References: refs}
+	if d, ok := p.(describedText); ok {
+		if text, ok := d.DescriptorText(); ok {
+			st.Text = text
+		}
+	}
 	if req.Normalize {
 		st.Text = p.Canonical()
 	}
@@ -400,6 +412,14 @@ func (r *Registry) parseRequest(ctx context.Context, req SchemaRequest) (*prepar
 	}
 	st.Fingerprint = fingerprint(typ.Name(), identityForm(p, req.Normalize), st.References)
 	return &prepared{stored: st, parsed: p}, nil
+}
+
+// describedText is a Schema that may have been sent in a binary form
+// (Protobuf's base64 FileDescriptorProto, which Confluent's Python
+// serializer registers); the registry keeps and serves the text that form
+// stands for, as Confluent's does.
+type describedText interface {
+	DescriptorText() (string, bool)
 }
 
 // writtenIdentity is a Schema whose identity without normalize=true is
@@ -587,7 +607,14 @@ func (r *Registry) registerOnce(ctx context.Context, subject string, req SchemaR
 	return v.ID, nil
 }
 
+// live returns the versions not soft-deleted. With none deleted (the
+// usual case) it is vs itself, not a copy: cached version lists are never
+// written in place below their length (see added), and registering in a
+// subject of many versions must not copy them all each time.
 func live(vs []Version) []Version {
+	if !slices.ContainsFunc(vs, func(v Version) bool { return v.Deleted }) {
+		return vs
+	}
 	var out []Version
 	for _, v := range vs {
 		if !v.Deleted {

@@ -12,6 +12,12 @@ compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
 # confluent-kafka for Debian's own python3 (test/e2e/confluent_python_test.go
 # runs /usr/bin/python3 by path: a pyenv python3 on PATH does not see it).
 /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null || need+=(python3-confluent-kafka)
+# What its schema registry serializers import (test/e2e/confluent_serde_test.go):
+# JSON Schema and Protobuf. Its Avro serializer needs fastavro, which Debian
+# does not package.
+/usr/bin/python3 -c 'import jsonschema' 2>/dev/null || need+=(python3-jsonschema)
+/usr/bin/python3 -c 'import google.protobuf' 2>/dev/null || need+=(python3-protobuf)
+/usr/bin/python3 -c 'import requests' 2>/dev/null || need+=(python3-requests)
 # ZooKeeper for the cluster tests (test/zkserver runs it from these jars).
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 # ip and nft make and cut the network namespaces of the partition tests

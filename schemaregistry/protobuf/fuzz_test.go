@@ -13,6 +13,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(p2+"message M { required int32 a = 1 [default = 3]; optional group G = 2 { } extensions 10 to max; }", "")
 	f.Add(p3+"import \"dep.proto\"; message M { d.D x = 1; }", p3+"package d; message D { oneof o { int32 a = 1; } }")
 	f.Add(p3+"message M { option (confluent.message_meta) = { doc: \"x\" }; }", "")
+	f.Add("CgZzLnByb3RvIgMKAU0=", "") // base64 FileDescriptorProto {name: "s.proto", message_type: [{name: "M"}]}
 	f.Fuzz(func(t *testing.T, text, dep string) {
 		file, err := Parse(text, map[string]string{"dep.proto": dep})
 		if err != nil {

@@ -53,6 +53,9 @@ type File struct {
 	// resolver finds every type of the schema and of its dependencies, for
 	// Any, extensions and protojson.
 	resolver *dynamicpb.Types
+	// fromDescriptor is the text a base64 FileDescriptorProto was turned
+	// into, "" for a schema given as text.
+	fromDescriptor string
 	// imports of the schema file itself, in declaration order.
 	imports []string
 	// messages is the tree of messages that message indexes count.
@@ -63,13 +66,28 @@ type File struct {
 // error positions. It changes when a dependency already uses the name.
 const mainFileName = "schema.proto"
 
-// Parse compiles a .proto schema (proto2 or proto3). deps maps each import
+// Parse compiles a .proto schema (proto2 or proto3), given as text or, as
+// Confluent's Python serializers send it, as a base64 FileDescriptorProto
+// (which becomes text: Written and Canonical are then those of the text
+// the descriptor stands for). deps maps each import
 // path to the text of the schema that the reference names; Google's
 // well-known types (google/protobuf/*.proto) and Confluent's
 // confluent/meta.proto and confluent/type/decimal.proto are built in.
 func Parse(text string, deps map[string]string) (*File, error) {
 	if err := checkInputBounds(text, deps); err != nil {
 		return nil, err
+	}
+	if isBase64Descriptor(text) {
+		converted, err := descriptorText(text, deps)
+		if err != nil {
+			return nil, err
+		}
+		f, err := Parse(converted, deps)
+		if err != nil {
+			return nil, err
+		}
+		f.fromDescriptor = converted
+		return f, nil
 	}
 	name := mainFileName
 	for i := 0; ; i++ {
@@ -334,6 +352,11 @@ func countEnumValues(enums protoreflect.EnumDescriptors) int {
 // Imports returns the import paths of the schema, in declaration order,
 // well-known and Confluent built-in imports included.
 func (f *File) Imports() []string { return append([]string(nil), f.imports...) }
+
+// DescriptorText is the .proto text of a schema that was given as a base64
+// FileDescriptorProto, and false for one given as text: Confluent's
+// registry stores and serves that text, not the base64.
+func (f *File) DescriptorText() (string, bool) { return f.fromDescriptor, f.fromDescriptor != "" }
 
 // Package returns the schema's package name ("" when it has none).
 func (f *File) Package() string { return string(f.fd.Package()) }
