@@ -5,6 +5,8 @@
 # franz-go kfake cluster (test/bench/kfake, same benchmark code); prints
 # records/s, MB/s and produce latency for both, and the ratio ferry/kfake.
 # Loopback only; each run is bounded by RECORDS and DURATION.
+# E2E_ONLY=1 runs only the end-to-end latency rounds (the throughput runs
+# load the machine for minutes and do not change the latency figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RECORDS=${RECORDS:-2000000}
@@ -38,14 +40,15 @@ wait_tcp "$KAFKA_PORT" || { ferry_ok=0; echo "ferry serve does not accept Kafka 
 flags=(--records "$RECORDS" --duration "$DURATION" --record-size "$RECORD_SIZE"
   --partitions "$PARTITIONS" --acks 1 --compression none)
 results="$work/results"
+E2E_ONLY=${E2E_ONLY:-0}
 for round in $(seq "$ROUNDS"); do
-  if [ "$ferry_ok" = 1 ]; then
+  if [ "$ferry_ok" = 1 ] && [ "$E2E_ONLY" != 1 ]; then
     for op in produce consume; do
       bin/ferry bench "$op" --bootstrap "127.0.0.1:$KAFKA_PORT" --topic "bench-$round" "${flags[@]}" \
         | sed -n 's/^RESULT /ferry /p' >>"$results" || { ferry_ok=0; echo "ferry bench $op failed" >&2; }
     done
   fi
-  "$work/kfake-bench" --topic "bench-$round" "${flags[@]}" | sed -n 's/^RESULT /kfake /p' >>"$results"
+  [ "$E2E_ONLY" = 1 ] || "$work/kfake-bench" --topic "bench-$round" "${flags[@]}" | sed -n 's/^RESULT /kfake /p' >>"$results"
   e2e=(--rate "$RATE" --records $((RATE * E2E_SECONDS)) --duration "$((E2E_SECONDS + 20))s" --record-size "$RECORD_SIZE"
     --partitions "$PARTITIONS" --acks all --linger 0 --compression none)
   if [ "$ferry_ok" = 1 ]; then
@@ -65,25 +68,26 @@ for line in open(path):
 def med(target, op, key):
     vals = [float(r[key]) for t, r in rows if t == target and r["op"] == op]
     return statistics.median(vals) if vals else None
-print(f"\nKafka: {size}-byte records, acks=1, no compression, {parts} partitions, "
-      f"up to {records} records or {duration}, one franz-go client, {rounds} round(s) (medians)")
-print(f"{'target':<26}{'op':<9}{'records/s':>12}{'MB/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
-for op in ("produce", "consume"):
-    for target, name in (("ferry", "ferry serve"), ("kfake", "kfake (in-process)")):
-        rps = med(target, op, "records_per_sec")
-        if rps is None:
-            print(f"{name:<26}{op:<9}{'failed':>12}")
+if any(r["op"] in ("produce", "consume") for _, r in rows):  # not E2E_ONLY
+    print(f"\nKafka: {size}-byte records, acks=1, no compression, {parts} partitions, "
+          f"up to {records} records or {duration}, one franz-go client, {rounds} round(s) (medians)")
+    print(f"{'target':<26}{'op':<9}{'records/s':>12}{'MB/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    for op in ("produce", "consume"):
+        for target, name in (("ferry", "ferry serve"), ("kfake", "kfake (in-process)")):
+            rps = med(target, op, "records_per_sec")
+            if rps is None:
+                print(f"{name:<26}{op:<9}{'failed':>12}")
+                continue
+            lat = (f"{med(target, op, 'p50_us')/1000:>9.2f}{med(target, op, 'p99_us')/1000:>9.2f}"
+                   if op == "produce" else f"{'-':>9}{'-':>9}")
+            print(f"{name:<26}{op:<9}{rps:>12.0f}{med(target, op, 'mb_per_sec'):>9.1f}{lat}")
+    print()
+    for op, goal in (("produce", 800000), ("consume", 1500000)):
+        f, k = med("ferry", op, "records_per_sec"), med("kfake", op, "records_per_sec")
+        if f is None or k is None:
+            print(f"ferry / kfake {op} records/s: n/a")
             continue
-        lat = (f"{med(target, op, 'p50_us')/1000:>9.2f}{med(target, op, 'p99_us')/1000:>9.2f}"
-               if op == "produce" else f"{'-':>9}{'-':>9}")
-        print(f"{name:<26}{op:<9}{rps:>12.0f}{med(target, op, 'mb_per_sec'):>9.1f}{lat}")
-print()
-for op, goal in (("produce", 800000), ("consume", 1500000)):
-    f, k = med("ferry", op, "records_per_sec"), med("kfake", op, "records_per_sec")
-    if f is None or k is None:
-        print(f"ferry / kfake {op} records/s: n/a")
-        continue
-    print(f"ferry / kfake {op} records/s: {f/k:.2f}  (ferry {f:.0f}/s, target >= {goal})")
+        print(f"ferry / kfake {op} records/s: {f/k:.2f}  (ferry {f:.0f}/s, target >= {goal})")
 print(f"\nEnd to end (Produce called -> record polled): {rate} records/s for {e2e_seconds}s, acks=all, "
       f"no linger, {parts} partitions (medians of rounds)")
 print(f"{'target':<26}{'records':>10}{'p50 ms':>9}{'p99 ms':>9}{'p99.9 ms':>10}")
@@ -94,5 +98,15 @@ for target, name in (("ferry", "ferry serve"), ("kfake", "kfake (in-process)")):
         continue
     print(f"{name:<26}{n:>10.0f}{med(target, 'e2e', 'p50_us')/1000:>9.2f}"
           f"{med(target, 'e2e', 'p99_us')/1000:>9.2f}{med(target, 'e2e', 'p999_us')/1000:>10.2f}")
+# The machine's load changes between rounds: each round's ferry/kfake
+# ratio compares runs made back to back; the targets are p50 <= 1.3 and
+# p99 <= 1.5.
+f_e2e = [r for t, r in rows if t == "ferry" and r["op"] == "e2e"]
+k_e2e = [r for t, r in rows if t == "kfake" and r["op"] == "e2e"]
+if f_e2e and len(f_e2e) == len(k_e2e):
+    ratios = [(float(f["p50_us"]) / float(k["p50_us"]), float(f["p99_us"]) / float(k["p99_us"])) for f, k in zip(f_e2e, k_e2e)]
+    print("ferry / kfake per round (p50, p99): " + "  ".join(f"{a:.2f},{b:.2f}" for a, b in ratios))
+    print(f"ferry / kfake median of rounds: p50 {statistics.median(a for a, _ in ratios):.2f} (target <= 1.3), "
+          f"p99 {statistics.median(b for _, b in ratios):.2f} (target <= 1.5)")
 PY
 [ "$ferry_ok" = 1 ] || { echo "ferry was not benchmarked (see above)"; exit 1; }
