@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
@@ -138,6 +139,16 @@ type Coordinator struct {
 		terms uint64
 	}
 
+	// writers groups the state writes of each __transaction_state
+	// partition (statewriter.go).
+	writers struct {
+		sync.Mutex
+		m map[int32]*stateWriter
+	}
+	// stateAppends counts the appends of state records (each holding one
+	// or more records).
+	stateAppends atomic.Int64
+
 	closing chan struct{}
 	wg      sync.WaitGroup
 }
@@ -180,6 +191,7 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "txn"), closing: make(chan struct{})}
 	c.mu.txns = map[string]*entry{}
 	c.own.parts = map[int32]ownedPartition{}
+	c.writers.m = map[int32]*stateWriter{}
 	b.WatchLeadership(StateTopic, c.onLeadership)
 	// __transaction_state is created by the first FindCoordinator of a
 	// transaction (CoordinatorOf), as Kafka does, so a node that never

@@ -23,10 +23,15 @@
 //
 // # __transaction_state
 //
-// Every decision that changes the metadata is written, acks=all and
-// fsynced, to __transaction_state before the request is answered, in
+// Every decision that changes the metadata is written, acknowledged by
+// the in-sync replicas (acks=all), to __transaction_state before the
+// request is answered. As in Kafka the ISR is the durability on a
+// cluster (min.isr 2: two brokers hold each answered write), so a write
+// is not fsynced there; a single node fsyncs each. Writes of one
+// partition queued while an append of it is in flight share the next
+// append (statewriter.go). Records are in
 // Kafka's record formats (key v0: the transactional id; value v0 written,
-// v0 and v1 read; a tombstone for an expired id), to partition
+// v0 and v1 read; a tombstone for an expired id), in partition
 // abs(javaHash(id)) % transaction.state.log.num.partitions. The topic is
 // compacted (the log cleaner keeps the last record per id). The broker
 // leading a partition coordinates its ids (ownership.go): it loads the
@@ -60,7 +65,7 @@
 // ClusterMarkers is the MarkerWriter of a node: markers of partitions led
 // here go to the broker's own WriteTxnMarkers, the others' are batched
 // into one WriteTxnMarkers request (key 27) per leader over the
-// inter-broker client (forward.Forwarder.Request). Verifier implements
+// inter-broker client (forward.Forwarder.Request), every leader at once. Verifier implements
 // server.TxnVerifier: the local coordinator answers for its ids, other
 // coordinators are asked with AddPartitionsToTxn v4 verifyOnly.
 //

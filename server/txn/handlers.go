@@ -6,9 +6,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/ferry-mq/ferry/server"
-	"github.com/ferry-mq/ferry/server/records"
 )
 
 var (
@@ -20,8 +17,9 @@ var (
 
 // transition runs one decision for id: the gate (this broker coordinates
 // id), the decision on the current metadata (nil when the id is new, then
-// only when create), the write of its outcome, acknowledged after fsync
-// by every in-sync replica, and only then the change in memory. Markers
+// only when create), the write of its outcome, acknowledged by every
+// in-sync replica (syncStateWrites: fsynced too on a single node), and
+// only then the change in memory. Markers
 // of a prepared commit or abort are sent after, in the background.
 //
 // A decision answered CONCURRENT_TRANSACTIONS while another transition of
@@ -172,15 +170,15 @@ func (c *Coordinator) forget(id string, e *entry) {
 	}
 }
 
-// write appends t's record to partition p as one acks=all, fsynced batch.
-func (c *Coordinator) write(ctx context.Context, p int32, t *Txn) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req := &server.ProduceRequest{Topic: StateTopic, Sync: true, Internal: true,
-		Records: []server.ProduceRecord{{Partition: p,
-			Record: records.Record{Key: stateKey(t.ID), Value: stateValue(t), Timestamp: c.nowMs()}}}}
-	_, err := c.broker.Produce(ctx, req)
-	return err
+// syncStateWrites: state writes are fsynced before they are acknowledged
+// only where no other broker holds a copy. On a cluster the topic's
+// min.insync.replicas (transaction.state.log.min.isr, at least 2) means an
+// acknowledged write is in the page cache of two brokers, which survives
+// any one being killed, as Kafka relies on (it leaves flushing to
+// log.flush.*): an fsync per state change cost up to 200 ms on a busy
+// disk, several times per transaction.
+func (c *Coordinator) syncStateWrites() bool {
+	return !c.clustered() || min(c.cfg.StateMinISR, int(c.cfg.StateReplicationFactor)) < 2
 }
 
 // InitProducerID serves InitProducerId for a transactional id: a new

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -199,25 +200,31 @@ func (m *ClusterMarkers) WriteTxnMarkers(ctx context.Context, markers []server.T
 		}
 		byLeader[leader] = append(byLeader[leader], i)
 	}
+	// One request per leader, all at once: the transaction completes when
+	// the slowest leader has its markers, not after the sum of them.
+	var wg sync.WaitGroup
 	for leader, idx := range byLeader {
-		batch := make([]server.TxnMarker, len(idx))
-		for j, i := range idx {
-			batch[j] = markers[i]
-		}
-		var got []error
-		if leader == self || m.Peers == nil {
-			got = m.Local.WriteTxnMarkers(ctx, batch)
-		} else {
-			got = m.sendRemote(ctx, leader, batch)
-		}
-		for j, i := range idx {
-			if j < len(got) {
-				errs[i] = got[j]
-			} else {
-				errs[i] = errors.New("no answer for the marker")
+		wg.Go(func() {
+			batch := make([]server.TxnMarker, len(idx))
+			for j, i := range idx {
+				batch[j] = markers[i]
 			}
-		}
+			var got []error
+			if leader == self || m.Peers == nil {
+				got = m.Local.WriteTxnMarkers(ctx, batch)
+			} else {
+				got = m.sendRemote(ctx, leader, batch)
+			}
+			for j, i := range idx { // each goroutine fills its own indexes
+				if j < len(got) {
+					errs[i] = got[j]
+				} else {
+					errs[i] = errors.New("no answer for the marker")
+				}
+			}
+		})
 	}
+	wg.Wait()
 	return errs
 }
 
