@@ -174,15 +174,6 @@ func recordFor(e journalEntry, writer string, seq uint64) (key, value []byte, er
 	return key, value, err
 }
 
-// writerOf returns who wrote a record, from its key or its value.
-func writerOf(key []byte, v recordValue) (string, uint64) {
-	var k recordKey
-	if json.Unmarshal(key, &k) == nil && k.Writer != "" {
-		return k.Writer, k.Seq
-	}
-	return v.Writer, v.Seq
-}
-
 func init() {
 	unavailableChecks = append(unavailableChecks, func(err error) bool {
 		return kerr.IsRetriable(err) || errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, errTopicUnavailable)
@@ -298,21 +289,15 @@ func (s *TopicStore) applyRecords(records []*kgo.Record) {
 	var subjects []string
 	s.mu.Lock()
 	for _, r := range records {
-		var v recordValue
-		var res applyResult
-		if err := json.Unmarshal(r.Value, &v); err != nil {
-			res.err = fmt.Errorf("%w: record at offset %d: %v", ErrCorruptJournal, r.Offset, err)
-		} else {
-			res.version, res.err = s.state.applyIntent(v.journalEntry)
+		a, err := s.state.applyRecord(r.Key, r.Value)
+		res := applyResult{version: a.version, err: err}
+		if err == nil {
+			subjects = append(subjects, a.subject)
+		} else if !isRefusal(err) {
+			s.logger.Warn("record in the schemas topic ignored", "offset", r.Offset, "err", err)
 		}
-		e := v.journalEntry
-		if res.err == nil {
-			subjects = append(subjects, changedSubject(e))
-		} else if !isRefusal(res.err) {
-			s.logger.Warn("record in the schemas topic ignored", "offset", r.Offset, "err", res.err)
-		}
-		if writer, seq := writerOf(r.Key, v); writer == s.writer {
-			mine = append(mine, outcome{seq, res})
+		if a.writer == s.writer {
+			mine = append(mine, outcome{a.seq, res})
 		}
 	}
 	s.mu.Unlock()
