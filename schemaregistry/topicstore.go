@@ -2,9 +2,6 @@ package schemaregistry
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,8 +76,10 @@ type TopicStore struct {
 	cfg    TopicStoreConfig
 	logger *slog.Logger
 	opts   []kgo.Opt
-	writer string
-	seq    atomic.Uint64
+	// producerOpts are the deciding writer's: a transactional producer
+	// whose id every node shares, so a node that starts deciding fences
+	// every other (decide.go's doc in topicstore_decider.go).
+	producerOpts []kgo.Opt
 	// created: the topic is known to exist.
 	created atomic.Bool
 
@@ -93,6 +92,16 @@ type TopicStore struct {
 	done      chan struct{}
 
 	indexes
+	// intentKeys are the keys of the intent records read and not yet
+	// tombstoned (guarded by indexes.mu): the first decision written
+	// converts them (topicstore_decider.go).
+	intentKeys map[string]struct{}
+
+	// decider serialises this node's decisions and guards producer.
+	decider struct {
+		sync.Mutex
+		producer *kgo.Client
+	}
 
 	// progress guards the apply position and the writers waiting on it;
 	// never held while indexes.mu is.
@@ -100,7 +109,6 @@ type TopicStore struct {
 		sync.Mutex
 		applied int64         // every offset below it is applied
 		moved   chan struct{} // closed when applied moves
-		pending map[uint64]chan applyResult
 		closed  bool
 	}
 	watchers struct {
@@ -137,11 +145,6 @@ const DefaultSchemasTopic = "_schemas"
 // (1 MiB, compressed) is the broker's limit.
 const maxSchemaRecordBytes = 4 << 20
 
-type applyResult struct {
-	version Version
-	err     error
-}
-
 // recordKey is a record's key: its writer, or for a setting what it sets.
 type recordKey struct {
 	Writer  string      `json:"writer,omitempty"`
@@ -156,22 +159,6 @@ type recordValue struct {
 	journalEntry
 	Writer string `json:"writer,omitempty"`
 	Seq    uint64 `json:"seq,omitempty"`
-}
-
-// recordFor keys and encodes e as writer's seq-th record.
-func recordFor(e journalEntry, writer string, seq uint64) (key, value []byte, err error) {
-	v := recordValue{journalEntry: e}
-	k := recordKey{Writer: writer, Seq: seq}
-	if e.Op == "set" || e.Op == "unset" {
-		subject := e.Subject
-		k = recordKey{Setting: e.Kind, Subject: &subject}
-		v.Writer, v.Seq = writer, seq
-	}
-	if key, err = json.Marshal(k); err != nil {
-		return nil, nil, err
-	}
-	value, err = json.Marshal(v)
-	return key, value, err
 }
 
 func init() {
@@ -202,31 +189,39 @@ func OpenTopicStore(cfg TopicStoreConfig) (*TopicStore, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &TopicStore{cfg: cfg, logger: cfg.Logger.With("component", "schemaregistry-topic", "topic", cfg.Topic)}
-	var id [8]byte
-	rand.Read(id[:])
-	s.writer = hex.EncodeToString(id[:])
 	s.state = newEmbeddedState()
+	s.intentKeys = map[string]struct{}{}
 	s.progress.moved = make(chan struct{})
-	s.progress.pending = map[uint64]chan applyResult{}
-	s.opts = []kgo.Opt{
+	common := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID("ferry-schema-registry"),
 		kgo.WithLogger(kgoLogger{s.logger}),
+		kgo.UnknownTopicRetries(-1),
+		// A topic another node has just created, or a new leader, is
+		// found quickly.
+		kgo.MetadataMinAge(200 * time.Millisecond),
+	}
+	if cfg.Dial != nil {
+		common = append(common, kgo.Dialer(cfg.Dial))
+	}
+	s.opts = append(append([]kgo.Opt{}, common...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: {0: kgo.NewOffset().AtStart()}}),
+		// Only committed decisions are state; the transaction markers
+		// are kept so the apply position reaches the high watermark.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(time.Second),
+	)
+	s.producerOpts = append(append([]kgo.Opt{}, common...),
+		kgo.TransactionalID(deciderTransactionalID(cfg.Topic)),
+		kgo.TransactionTimeout(deciderTransactionTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(kgo.ZstdCompression(), kgo.NoCompression()),
 		kgo.ProducerBatchMaxBytes(maxSchemaRecordBytes),
 		kgo.RecordDeliveryTimeout(cfg.Timeout),
-		kgo.UnknownTopicRetries(-1),
-		// A topic another node has just created is found quickly.
-		kgo.MetadataMinAge(200 * time.Millisecond),
-		kgo.FetchMaxWait(time.Second),
-	}
-	if cfg.Dial != nil {
-		s.opts = append(s.opts, kgo.Dialer(cfg.Dial))
-	}
+	)
 	return s, nil
 }
 
@@ -281,23 +276,18 @@ func (s *TopicStore) follow(ctx context.Context) {
 // writers waiting for these records move, so a caller of CatchUp or a
 // writer never finds a cache the watchers have not cleared yet.
 func (s *TopicStore) applyRecords(records []*kgo.Record) {
-	type outcome struct {
-		seq uint64
-		res applyResult
-	}
-	var mine []outcome
 	var subjects []string
 	s.mu.Lock()
 	for _, r := range records {
+		if r.Attrs.IsControl() {
+			continue // a transaction's marker: counts for the position only
+		}
+		s.trackIntentKey(r.Key, r.Value)
 		a, err := s.state.applyRecord(r.Key, r.Value)
-		res := applyResult{version: a.version, err: err}
 		if err == nil {
 			subjects = append(subjects, a.subject)
 		} else if !isRefusal(err) {
 			s.logger.Warn("record in the schemas topic ignored", "offset", r.Offset, "err", err)
-		}
-		if a.writer == s.writer {
-			mine = append(mine, outcome{a.seq, res})
 		}
 	}
 	s.mu.Unlock()
@@ -308,12 +298,6 @@ func (s *TopicStore) applyRecords(records []*kgo.Record) {
 		s.progress.applied = last + 1
 		close(s.progress.moved)
 		s.progress.moved = make(chan struct{})
-	}
-	for _, o := range mine {
-		if ch, ok := s.progress.pending[o.seq]; ok {
-			ch <- o.res
-			delete(s.progress.pending, o.seq)
-		}
 	}
 	s.progress.Unlock()
 }
@@ -469,50 +453,6 @@ func (s *TopicStore) ensureTopic(ctx context.Context) error {
 	return nil
 }
 
-// write appends e and waits for this store to apply it, returning the
-// outcome (for an add, the version stored or why not).
-func (s *TopicStore) write(ctx context.Context, e journalEntry) (Version, error) {
-	if err := s.start(); err != nil {
-		return Version{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	if err := s.ensureTopic(ctx); err != nil {
-		return Version{}, fmt.Errorf("%w: %v", errTopicUnavailable, err)
-	}
-	seq := s.seq.Add(1)
-	key, value, err := recordFor(e, s.writer, seq)
-	if err != nil {
-		return Version{}, err
-	}
-	done := make(chan applyResult, 1)
-	s.progress.Lock()
-	if s.progress.closed {
-		s.progress.Unlock()
-		return Version{}, errStoreClosed
-	}
-	s.progress.pending[seq] = done
-	s.progress.Unlock()
-	defer func() {
-		s.progress.Lock()
-		delete(s.progress.pending, seq)
-		s.progress.Unlock()
-	}()
-	r := &kgo.Record{Topic: s.cfg.Topic, Partition: 0, Key: key, Value: value}
-	if err := s.client.ProduceSync(ctx, r).FirstErr(); err != nil {
-		// The record may still have been written; if so it is applied
-		// like any other, and a retry finds what it did.
-		return Version{}, fmt.Errorf("append to %s: %w", s.cfg.Topic, err)
-	}
-	select {
-	case res := <-done:
-		return res.version, res.err
-	case <-ctx.Done():
-		return Version{}, fmt.Errorf("%w: appended at offset %d of %s, not applied here in time: %v",
-			errTopicUnavailable, r.Offset, s.cfg.Topic, ctx.Err())
-	}
-}
-
 // AddVersion implements Store.
 func (s *TopicStore) AddVersion(ctx context.Context, w NewVersion) (Version, error) {
 	sc := w.Schema
@@ -586,6 +526,9 @@ func (s *TopicStore) Close() error {
 	s.progress.moved = make(chan struct{})
 	s.progress.Unlock()
 	s.startOnce.Do(func() { s.startErr = errStoreClosed })
+	s.decider.Lock()
+	s.dropProducerLocked()
+	s.decider.Unlock()
 	if s.client != nil {
 		s.stop()
 		s.client.Close()
