@@ -17,68 +17,44 @@ import (
 
 // TopicStore keeps the registry in a single-partition Kafka topic, a
 // cluster's _schemas, as Confluent's registry does: every node consumes the
-// partition from its start and applies each record to the same in-memory
-// indexes the embedded journal builds; a write is a record appended with
-// acks=all to the partition's leader.
+// partition from its start and applies each committed record to the same
+// in-memory indexes the embedded journal builds.
 //
-// A record holds a write's intent, not its outcome: an add carries the
-// subject's latest version the registry checked it against, and the
-// imported id or version if any. Every node applies the records in offset
-// order with the check the embedded journal runs before its appends
-// (planAdd), so each record is decided the same way everywhere: the
-// partition's leader serialises the writes by ordering them, and a new id is
-// the highest one in the log so far plus one — unique, never reused, whichever
-// node wrote it and whichever broker leads. A record whose precondition no
-// longer holds stays in the log, changes nothing, and its writer answers
-// ErrStoreConflict (Registry then rereads and retries, as with the other
-// stores). Deciding at apply time also means a new leader has nothing to
-// load before it takes writes.
+// Writes: the node a write reached decides it, one node at a time, fenced
+// by a shared transactional id, and writes the outcome as decided records
+// keyed by what they set (topicstore_decider.go, topicstore_decided.go).
+// The topic is created with cleanup.policy=compact, and the latest record
+// per key is the state, so compaction keeps about one record per live
+// version and setting.
 //
-// Only committed records (below the high watermark) are read, so every
-// in-sync replica, and any leader elected from them, holds each record
-// a node has applied. A writer answers once its own store has applied its
-// record, with the outcome found there.
+// Older topics hold intent records: key {"writer":"<random hex>","seq":n},
+// value one journal entry (embedded.go) with "expect" set on adds. An
+// intent holds a write's intent, not its outcome: every node applies
+// them in offset order with the check the embedded journal runs before
+// its appends (planAdd, applyIntent), so each is decided the same way
+// everywhere; one whose precondition no longer holds changes nothing.
+// They are still read, and the first decision on such a topic converts it
+// (the state as decided records, and tombstones for the intents' keys).
+// Setting records, {"setting":"<kind>","subject":"<s>"}, are the same in
+// both formats.
+//
+// Only committed records are read (read_committed, below the high
+// watermark), so every in-sync replica, and any leader elected from them,
+// holds each record a node has applied. A writer answers once its own
+// store has applied its decision.
 //
 // Reads are local and never wait. CatchUp asks the leader for its high
 // watermark and waits until this store has applied that far: Registry calls
 // it before each write and when a read misses (an unknown id, subject or
 // version), so a schema registered through any node is found on every other
 // at once.
-//
-// Records: value one journal entry (embedded.go) with "expect" set on
-// adds. The topic is created on first use with cleanup.policy=compact,
-// so the keys decide what a new node still reads:
-//
-//   - Adds, soft deletes and purges are intents whose outcome depends on
-//     every record before them (an add's version, its id, whether it is
-//     refused), so each keeps a key of its own, {"writer":"<random
-//     hex>","seq":n}, which compaction never supersedes: keeping the
-//     latest record per key keeps all of them, in order, and they rebuild
-//     the same state.
-//   - A compatibility or mode setting (set or unset) is decided by
-//     nothing before it and decides nothing after it except its own value,
-//     so it is keyed by what it sets, {"setting":"<kind>","subject":"<s>"}
-//     (subject "" for the global one): the latest record per key is the
-//     setting's state, and compaction drops the ones it replaced. Its
-//     writer and sequence ride in the value.
-//
-// Records written before settings had their own keys carry the unique
-// key with the journal entry alone as value, and are read the same way.
-//
-// Why adds are not keyed by (subject, version): two writers racing for
-// one version both append, the later is refused, and compaction would
-// keep the refused record as the key's latest and lose the accepted one;
-// publishing decided rows after their intents leaves an intent orphaned
-// by a writer's crash, to be decided again on replay against a log that
-// compaction has reordered around it. Only a single deciding writer (as
-// Confluent's elected primary) makes them safe to key by what they set.
 type TopicStore struct {
 	cfg    TopicStoreConfig
 	logger *slog.Logger
 	opts   []kgo.Opt
 	// producerOpts are the deciding writer's: a transactional producer
 	// whose id every node shares, so a node that starts deciding fences
-	// every other (decide.go's doc in topicstore_decider.go).
+	// every other (topicstore_decider.go).
 	producerOpts []kgo.Opt
 	// created: the topic is known to exist.
 	created atomic.Bool
