@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -128,6 +129,12 @@ func (s *TopicStore) decideOnce(ctx context.Context, e journalEntry) (Version, e
 		return Version{}, fmt.Errorf("%w: append to %s: %v", errFenced, s.cfg.Topic, err)
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
+			// The coordinator refused the commit: the newer epoch's
+			// InitProducerID aborted this transaction.
+			committed = true // nothing left to abort
+			return Version{}, fmt.Errorf("%w: commit to %s: %v", errFenced, s.cfg.Topic, err)
+		}
 		committed = true // not to be aborted: it may have committed
 		s.dropProducerLocked()
 		return Version{}, fmt.Errorf("%w: commit to %s: %v", errTopicUnavailable, s.cfg.Topic, err)
