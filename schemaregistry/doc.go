@@ -19,11 +19,19 @@
 //
 //   - EmbeddedStore: an append-only, fsynced JSON-lines journal in the
 //     data dir with in-memory indexes, for the single-node default;
-//   - TopicStore: the default on a cluster, the same entries as records of
-//     the replicated single-partition _schemas topic that every node
-//     consumes into the same in-memory indexes (indexes.go); a record is a
-//     write's intent, decided identically on every node as it is applied,
-//     so the partition's order alone makes ids unique (topicstore.go);
+//   - TopicStore: the default on a cluster, the replicated single-partition
+//     _schemas topic that every node consumes (read_committed) into the
+//     same in-memory indexes (indexes.go). A write is decided by the node
+//     it reached, against the whole committed state, inside a Kafka
+//     transaction whose transactional id all nodes share: taking the id's
+//     epoch fences the previous decider, so one decider at a time commits
+//     and ids and versions stay unique (topicstore_decider.go). It writes
+//     decided records keyed like Confluent's (SCHEMA subject+version,
+//     the id high mark, settings) that state outcomes, so compaction keeps
+//     about one record per live version and setting
+//     (topicstore_decided.go). Older topics' intent records, decided by
+//     every node as it applies them, are still read, and converted by the
+//     first decision (topicstore.go);
 //   - PostgresStore: pgx over PostgreSQL, migrations embedded; ids come
 //     from a sequence and a subject's versions are assigned under a
 //     transaction-scoped advisory lock on that subject (permanent deletes

@@ -109,6 +109,12 @@ func (st *embeddedState) purge(subject string, versions []int) {
 	} else {
 		st.subjects[subject] = kept
 	}
+	st.dropUnused()
+}
+
+// dropUnused removes the schemas no version row uses any more; their ids
+// stay handed out (highestID).
+func (st *embeddedState) dropUnused() {
 	used := map[int]bool{}
 	for _, vs := range st.subjects {
 		for _, v := range vs {

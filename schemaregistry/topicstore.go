@@ -2,9 +2,6 @@ package schemaregistry
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,67 +17,45 @@ import (
 
 // TopicStore keeps the registry in a single-partition Kafka topic, a
 // cluster's _schemas, as Confluent's registry does: every node consumes the
-// partition from its start and applies each record to the same in-memory
-// indexes the embedded journal builds; a write is a record appended with
-// acks=all to the partition's leader.
+// partition from its start and applies each committed record to the same
+// in-memory indexes the embedded journal builds.
 //
-// A record holds a write's intent, not its outcome: an add carries the
-// subject's latest version the registry checked it against, and the
-// imported id or version if any. Every node applies the records in offset
-// order with the check the embedded journal runs before its appends
-// (planAdd), so each record is decided the same way everywhere: the
-// partition's leader serialises the writes by ordering them, and a new id is
-// the highest one in the log so far plus one — unique, never reused, whichever
-// node wrote it and whichever broker leads. A record whose precondition no
-// longer holds stays in the log, changes nothing, and its writer answers
-// ErrStoreConflict (Registry then rereads and retries, as with the other
-// stores). Deciding at apply time also means a new leader has nothing to
-// load before it takes writes.
+// Writes: the node a write reached decides it, one node at a time, fenced
+// by a shared transactional id, and writes the outcome as decided records
+// keyed by what they set (topicstore_decider.go, topicstore_decided.go).
+// The topic is created with cleanup.policy=compact, and the latest record
+// per key is the state, so compaction keeps about one record per live
+// version and setting.
 //
-// Only committed records (below the high watermark) are read, so every
-// in-sync replica, and any leader elected from them, holds each record
-// a node has applied. A writer answers once its own store has applied its
-// record, with the outcome found there.
+// Older topics hold intent records: key {"writer":"<random hex>","seq":n},
+// value one journal entry (embedded.go) with "expect" set on adds. An
+// intent holds a write's intent, not its outcome: every node applies
+// them in offset order with the check the embedded journal runs before
+// its appends (planAdd, applyIntent), so each is decided the same way
+// everywhere; one whose precondition no longer holds changes nothing.
+// They are still read, and the first decision on such a topic converts it
+// (the state as decided records, and tombstones for the intents' keys).
+// Setting records, {"setting":"<kind>","subject":"<s>"}, are the same in
+// both formats.
+//
+// Only committed records are read (read_committed, below the high
+// watermark), so every in-sync replica, and any leader elected from them,
+// holds each record a node has applied. A writer answers once its own
+// store has applied its decision.
 //
 // Reads are local and never wait. CatchUp asks the leader for its high
 // watermark and waits until this store has applied that far: Registry calls
 // it before each write and when a read misses (an unknown id, subject or
 // version), so a schema registered through any node is found on every other
 // at once.
-//
-// Records: value one journal entry (embedded.go) with "expect" set on
-// adds. The topic is created on first use with cleanup.policy=compact,
-// so the keys decide what a new node still reads:
-//
-//   - Adds, soft deletes and purges are intents whose outcome depends on
-//     every record before them (an add's version, its id, whether it is
-//     refused), so each keeps a key of its own, {"writer":"<random
-//     hex>","seq":n}, which compaction never supersedes: keeping the
-//     latest record per key keeps all of them, in order, and they rebuild
-//     the same state.
-//   - A compatibility or mode setting (set or unset) is decided by
-//     nothing before it and decides nothing after it except its own value,
-//     so it is keyed by what it sets, {"setting":"<kind>","subject":"<s>"}
-//     (subject "" for the global one): the latest record per key is the
-//     setting's state, and compaction drops the ones it replaced. Its
-//     writer and sequence ride in the value.
-//
-// Records written before settings had their own keys carry the unique
-// key with the journal entry alone as value, and are read the same way.
-//
-// Why adds are not keyed by (subject, version): two writers racing for
-// one version both append, the later is refused, and compaction would
-// keep the refused record as the key's latest and lose the accepted one;
-// publishing decided rows after their intents leaves an intent orphaned
-// by a writer's crash, to be decided again on replay against a log that
-// compaction has reordered around it. Only a single deciding writer (as
-// Confluent's elected primary) makes them safe to key by what they set.
 type TopicStore struct {
 	cfg    TopicStoreConfig
 	logger *slog.Logger
 	opts   []kgo.Opt
-	writer string
-	seq    atomic.Uint64
+	// producerOpts are the deciding writer's: a transactional producer
+	// whose id every node shares, so a node that starts deciding fences
+	// every other (topicstore_decider.go).
+	producerOpts []kgo.Opt
 	// created: the topic is known to exist.
 	created atomic.Bool
 
@@ -93,6 +68,16 @@ type TopicStore struct {
 	done      chan struct{}
 
 	indexes
+	// intentKeys are the keys of the intent records read and not yet
+	// tombstoned (guarded by indexes.mu): the first decision written
+	// converts them (topicstore_decider.go).
+	intentKeys map[string]struct{}
+
+	// decider serialises this node's decisions and guards producer.
+	decider struct {
+		sync.Mutex
+		producer *kgo.Client
+	}
 
 	// progress guards the apply position and the writers waiting on it;
 	// never held while indexes.mu is.
@@ -100,7 +85,6 @@ type TopicStore struct {
 		sync.Mutex
 		applied int64         // every offset below it is applied
 		moved   chan struct{} // closed when applied moves
-		pending map[uint64]chan applyResult
 		closed  bool
 	}
 	watchers struct {
@@ -137,11 +121,6 @@ const DefaultSchemasTopic = "_schemas"
 // (1 MiB, compressed) is the broker's limit.
 const maxSchemaRecordBytes = 4 << 20
 
-type applyResult struct {
-	version Version
-	err     error
-}
-
 // recordKey is a record's key: its writer, or for a setting what it sets.
 type recordKey struct {
 	Writer  string      `json:"writer,omitempty"`
@@ -156,31 +135,6 @@ type recordValue struct {
 	journalEntry
 	Writer string `json:"writer,omitempty"`
 	Seq    uint64 `json:"seq,omitempty"`
-}
-
-// recordFor keys and encodes e as writer's seq-th record.
-func recordFor(e journalEntry, writer string, seq uint64) (key, value []byte, err error) {
-	v := recordValue{journalEntry: e}
-	k := recordKey{Writer: writer, Seq: seq}
-	if e.Op == "set" || e.Op == "unset" {
-		subject := e.Subject
-		k = recordKey{Setting: e.Kind, Subject: &subject}
-		v.Writer, v.Seq = writer, seq
-	}
-	if key, err = json.Marshal(k); err != nil {
-		return nil, nil, err
-	}
-	value, err = json.Marshal(v)
-	return key, value, err
-}
-
-// writerOf returns who wrote a record, from its key or its value.
-func writerOf(key []byte, v recordValue) (string, uint64) {
-	var k recordKey
-	if json.Unmarshal(key, &k) == nil && k.Writer != "" {
-		return k.Writer, k.Seq
-	}
-	return v.Writer, v.Seq
 }
 
 func init() {
@@ -211,31 +165,39 @@ func OpenTopicStore(cfg TopicStoreConfig) (*TopicStore, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &TopicStore{cfg: cfg, logger: cfg.Logger.With("component", "schemaregistry-topic", "topic", cfg.Topic)}
-	var id [8]byte
-	rand.Read(id[:])
-	s.writer = hex.EncodeToString(id[:])
 	s.state = newEmbeddedState()
+	s.intentKeys = map[string]struct{}{}
 	s.progress.moved = make(chan struct{})
-	s.progress.pending = map[uint64]chan applyResult{}
-	s.opts = []kgo.Opt{
+	common := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID("ferry-schema-registry"),
 		kgo.WithLogger(kgoLogger{s.logger}),
+		kgo.UnknownTopicRetries(-1),
+		// A topic another node has just created, or a new leader, is
+		// found quickly.
+		kgo.MetadataMinAge(200 * time.Millisecond),
+	}
+	if cfg.Dial != nil {
+		common = append(common, kgo.Dialer(cfg.Dial))
+	}
+	s.opts = append(append([]kgo.Opt{}, common...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: {0: kgo.NewOffset().AtStart()}}),
+		// Only committed decisions are state; the transaction markers
+		// are kept so the apply position reaches the high watermark.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(time.Second),
+	)
+	s.producerOpts = append(append([]kgo.Opt{}, common...),
+		kgo.TransactionalID(deciderTransactionalID(cfg.Topic)),
+		kgo.TransactionTimeout(deciderTransactionTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
 		kgo.ProducerBatchCompression(kgo.ZstdCompression(), kgo.NoCompression()),
 		kgo.ProducerBatchMaxBytes(maxSchemaRecordBytes),
 		kgo.RecordDeliveryTimeout(cfg.Timeout),
-		kgo.UnknownTopicRetries(-1),
-		// A topic another node has just created is found quickly.
-		kgo.MetadataMinAge(200 * time.Millisecond),
-		kgo.FetchMaxWait(time.Second),
-	}
-	if cfg.Dial != nil {
-		s.opts = append(s.opts, kgo.Dialer(cfg.Dial))
-	}
+	)
 	return s, nil
 }
 
@@ -290,29 +252,18 @@ func (s *TopicStore) follow(ctx context.Context) {
 // writers waiting for these records move, so a caller of CatchUp or a
 // writer never finds a cache the watchers have not cleared yet.
 func (s *TopicStore) applyRecords(records []*kgo.Record) {
-	type outcome struct {
-		seq uint64
-		res applyResult
-	}
-	var mine []outcome
 	var subjects []string
 	s.mu.Lock()
 	for _, r := range records {
-		var v recordValue
-		var res applyResult
-		if err := json.Unmarshal(r.Value, &v); err != nil {
-			res.err = fmt.Errorf("%w: record at offset %d: %v", ErrCorruptJournal, r.Offset, err)
-		} else {
-			res.version, res.err = s.state.applyIntent(v.journalEntry)
+		if r.Attrs.IsControl() {
+			continue // a transaction's marker: counts for the position only
 		}
-		e := v.journalEntry
-		if res.err == nil {
-			subjects = append(subjects, changedSubject(e))
-		} else if !isRefusal(res.err) {
-			s.logger.Warn("record in the schemas topic ignored", "offset", r.Offset, "err", res.err)
-		}
-		if writer, seq := writerOf(r.Key, v); writer == s.writer {
-			mine = append(mine, outcome{seq, res})
+		s.trackIntentKey(r.Key, r.Value)
+		a, err := s.state.applyRecord(r.Key, r.Value)
+		if err == nil {
+			subjects = append(subjects, a.subject)
+		} else if !isRefusal(err) {
+			s.logger.Warn("record in the schemas topic ignored", "offset", r.Offset, "err", err)
 		}
 	}
 	s.mu.Unlock()
@@ -323,12 +274,6 @@ func (s *TopicStore) applyRecords(records []*kgo.Record) {
 		s.progress.applied = last + 1
 		close(s.progress.moved)
 		s.progress.moved = make(chan struct{})
-	}
-	for _, o := range mine {
-		if ch, ok := s.progress.pending[o.seq]; ok {
-			ch <- o.res
-			delete(s.progress.pending, o.seq)
-		}
 	}
 	s.progress.Unlock()
 }
@@ -484,50 +429,6 @@ func (s *TopicStore) ensureTopic(ctx context.Context) error {
 	return nil
 }
 
-// write appends e and waits for this store to apply it, returning the
-// outcome (for an add, the version stored or why not).
-func (s *TopicStore) write(ctx context.Context, e journalEntry) (Version, error) {
-	if err := s.start(); err != nil {
-		return Version{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	if err := s.ensureTopic(ctx); err != nil {
-		return Version{}, fmt.Errorf("%w: %v", errTopicUnavailable, err)
-	}
-	seq := s.seq.Add(1)
-	key, value, err := recordFor(e, s.writer, seq)
-	if err != nil {
-		return Version{}, err
-	}
-	done := make(chan applyResult, 1)
-	s.progress.Lock()
-	if s.progress.closed {
-		s.progress.Unlock()
-		return Version{}, errStoreClosed
-	}
-	s.progress.pending[seq] = done
-	s.progress.Unlock()
-	defer func() {
-		s.progress.Lock()
-		delete(s.progress.pending, seq)
-		s.progress.Unlock()
-	}()
-	r := &kgo.Record{Topic: s.cfg.Topic, Partition: 0, Key: key, Value: value}
-	if err := s.client.ProduceSync(ctx, r).FirstErr(); err != nil {
-		// The record may still have been written; if so it is applied
-		// like any other, and a retry finds what it did.
-		return Version{}, fmt.Errorf("append to %s: %w", s.cfg.Topic, err)
-	}
-	select {
-	case res := <-done:
-		return res.version, res.err
-	case <-ctx.Done():
-		return Version{}, fmt.Errorf("%w: appended at offset %d of %s, not applied here in time: %v",
-			errTopicUnavailable, r.Offset, s.cfg.Topic, ctx.Err())
-	}
-}
-
 // AddVersion implements Store.
 func (s *TopicStore) AddVersion(ctx context.Context, w NewVersion) (Version, error) {
 	sc := w.Schema
@@ -601,6 +502,9 @@ func (s *TopicStore) Close() error {
 	s.progress.moved = make(chan struct{})
 	s.progress.Unlock()
 	s.startOnce.Do(func() { s.startErr = errStoreClosed })
+	s.decider.Lock()
+	s.dropProducerLocked()
+	s.decider.Unlock()
 	if s.client != nil {
 		s.stop()
 		s.client.Close()

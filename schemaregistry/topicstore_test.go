@@ -20,7 +20,8 @@ import (
 func TestTopicStoreConformance(t *testing.T) {
 	zk := zkserver.Start(t)
 	node := harness.Start(t, "--broker-id", "1", "--zookeeper", zk.Addr()+"/conformance",
-		"--zookeeper-session-timeout-ms", "6000")
+		"--zookeeper-session-timeout-ms", "6000",
+		"--transaction-state-log-replication-factor", "1", "--transaction-state-log-min-isr", "1")
 	var topics atomic.Int64
 	storetest.Run(t, storetest.Factory{
 		Open: func(t *testing.T) sr.Store {
