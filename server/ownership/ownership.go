@@ -1,8 +1,10 @@
 // Package ownership is the one home of "a coordinator serves the partitions
 // of an internal topic that this broker leads" (Kafka's
 // GroupCoordinator/TransactionStateManager loading and unloading): the group
-// coordinator (__consumer_offsets) and the transaction coordinator
-// (__transaction_state) follow their topic's leadership through a Table.
+// coordinator (__consumer_offsets), the transaction coordinator
+// (__transaction_state) and the idempotency keys store (__idempotency_keys)
+// follow their topic's leadership through a Table. It does no I/O of its
+// own: the owner's hooks read the log and hold the state.
 //
 // When the broker starts leading a partition, the Table marks it loading
 // (requests for it answer COORDINATOR_LOAD_IN_PROGRESS), reads its log on a
