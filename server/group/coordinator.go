@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/ownership"
 )
 
 // Config holds the coordinator's settings. The zero value gives Kafka's
@@ -168,10 +169,7 @@ type Coordinator struct {
 	// own is the __consumer_offsets partitions this broker leads: their
 	// groups are the ones it serves (ownership.go). Lock order: own, then
 	// Coordinator.mu, then a group's mu.
-	own struct {
-		sync.Mutex
-		parts map[int32]ownedPartition
-	}
+	own *ownership.Table[*loadedPartition]
 
 	// txnVerifier checks TxnOffsetCommits (txnoffsets.go); nil: none.
 	txnVerifier atomic.Pointer[verifierBox]
@@ -196,7 +194,7 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	c.env = &env{logger: c.logger, initialDelay: cfg.InitialRebalanceDelay, partitionCount: c.partitionCount}
 	c.mu.groups = map[string]*group{}
 	c.mu.instances = map[instanceKey]*instance{}
-	c.own.parts = map[int32]ownedPartition{}
+	c.own = c.newOwnership()
 	c.lagHistory = newLagHistory(cfg.LagSamples, cfg.LagHistoryGroups)
 	// Watching first: a role given while the led partitions load is not missed.
 	b.WatchLeadership(OffsetsTopic, c.onLeadership)

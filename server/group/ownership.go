@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/ownership"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
@@ -31,101 +32,60 @@ var (
 // its partition has no leader, by none). The message names the coordinator.
 var ErrNotCoordinator = errors.New("not the group's coordinator")
 
-type loadState uint8
-
-const (
-	loading loadState = iota + 1
-	serving
-)
-
-// ownedPartition is a __consumer_offsets partition this broker leads.
-type ownedPartition struct {
-	leaderEpoch int32
-	state       loadState
+// loadedPartition is what a load of a __consumer_offsets partition read,
+// and what installing it counted.
+type loadedPartition struct {
+	table     map[string]map[topicPartition]offsetEntry
+	instances map[instanceKey]instanceDescriptor
+	pending   loadedTxn
+	// atStart: loaded before New returns, which logs the totals.
+	atStart         bool
+	groups, offsets int
 }
 
-// onLeadership follows this broker's leadership of __consumer_offsets.
-// It runs on the goroutine applying the controller's request: the load
-// itself happens on its own goroutine.
+// newOwnership follows this broker's leadership of __consumer_offsets
+// (package ownership: load on a goroutine, serve once installed, drop on
+// losing it).
+func (c *Coordinator) newOwnership() *ownership.Table[*loadedPartition] {
+	return ownership.New(ownership.Hooks[*loadedPartition]{
+		Load: func(p, _ int32) (*loadedPartition, error) {
+			l := &loadedPartition{table: map[string]map[topicPartition]offsetEntry{}, instances: map[instanceKey]instanceDescriptor{}}
+			pending, err := c.loadPartition(p, l.table, l.instances)
+			l.pending = pending
+			return l, err
+		},
+		Install: c.installLoaded,
+		Drop: func(p int32) {
+			n := c.unloadPartition(p)
+			c.dropInstances(p)
+			c.logger.Info("group coordinator resigned a partition", "partition", p, "groups", n)
+		},
+		LoadFailed: func(p int32, attempt int, err error) {
+			c.logger.Warn("loading committed offsets failed", "partition", p, "attempt", attempt, "err", err)
+		},
+	}, c.closing, &c.wg)
+}
+
+// onLeadership follows this broker's leadership of __consumer_offsets. A
+// new epoch while still leading (an ISR change by the controller) leaves
+// the groups loaded as they are.
 func (c *Coordinator) onLeadership(ch server.LeadershipChange) {
-	c.own.Lock()
-	cur, owned := c.own.parts[ch.Partition]
-	switch {
-	case ch.Leading && owned:
-		// Still leading (the epoch moves on an ISR change by the
-		// controller): the groups loaded stay right.
-		if ch.LeaderEpoch > cur.leaderEpoch {
-			cur.leaderEpoch = ch.LeaderEpoch
-			c.own.parts[ch.Partition] = cur
-		}
-		c.own.Unlock()
-		return
-	case ch.Leading:
-		c.own.parts[ch.Partition] = ownedPartition{leaderEpoch: ch.LeaderEpoch, state: loading}
-		c.own.Unlock()
-		if c.closed() {
-			return
-		}
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			c.loadOwned(ch.Partition, ch.LeaderEpoch)
-		}()
-		return
-	case owned:
-		delete(c.own.parts, ch.Partition)
-		c.own.Unlock()
-		n := c.unloadPartition(ch.Partition)
-		c.dropInstances(ch.Partition)
-		c.logger.Info("group coordinator resigned a partition", "partition", ch.Partition, "groups", n)
-		return
-	}
-	c.own.Unlock()
+	c.own.Leadership(ch.Partition, ch.Leading, ch.LeaderEpoch)
 }
 
-// loadOwned reads partition p and, if this broker still leads it at the
-// same epoch, serves its groups. A failed read is retried while this
-// broker leads the partition.
-func (c *Coordinator) loadOwned(p, leaderEpoch int32) {
-	for attempt := 0; ; attempt++ {
-		if !c.stillLoading(p, leaderEpoch) {
-			return
-		}
-		start := time.Now()
-		table := map[string]map[topicPartition]offsetEntry{}
-		instances := map[instanceKey]instanceDescriptor{}
-		pending, err := c.loadPartition(p, table, instances)
-		if err == nil {
-			c.own.Lock()
-			cur, ok := c.own.parts[p]
-			if !ok || cur.leaderEpoch != leaderEpoch || cur.state != loading {
-				c.own.Unlock()
-				return
-			}
-			groups, offsets := c.install(p, table)
-			producers := c.installTxn(pending)
-			cur.state = serving
-			c.own.parts[p] = cur
-			c.own.Unlock()
-			restored := c.restoreInstances(instances)
-			c.logger.Info("group coordinator serves a partition", "partition", p, "leader_epoch", leaderEpoch,
-				"groups", groups, "offsets", offsets, "pending_transactional_commits", producers, "consumer_instances", restored, "took", time.Since(start))
-			return
-		}
-		c.logger.Warn("loading committed offsets failed", "partition", p, "attempt", attempt, "err", err)
-		select {
-		case <-c.closing:
-			return
-		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)):
-		}
+// installLoaded makes a loaded partition's groups served (the Table's lock
+// held); its consumer instances are restored once the partition serves.
+func (c *Coordinator) installLoaded(p int32, o ownership.Owned, l *loadedPartition, took time.Duration) func() {
+	l.groups, l.offsets = c.install(p, l.table)
+	producers := c.installTxn(l.pending)
+	if l.atStart {
+		return nil
 	}
-}
-
-func (c *Coordinator) stillLoading(p, leaderEpoch int32) bool {
-	c.own.Lock()
-	defer c.own.Unlock()
-	cur, ok := c.own.parts[p]
-	return ok && cur.leaderEpoch == leaderEpoch && cur.state == loading
+	return func() {
+		restored := c.restoreInstances(l.instances)
+		c.logger.Info("group coordinator serves a partition", "partition", p, "leader_epoch", o.LeaderEpoch,
+			"groups", l.groups, "offsets", l.offsets, "pending_transactional_commits", producers, "consumer_instances", restored, "took", took)
+	}
 }
 
 // install makes the loaded offsets the groups' committed offsets. Callers
@@ -182,13 +142,11 @@ func (c *Coordinator) serves(name string) int16 {
 	if n < 1 {
 		return errCoordinatorNotAvailable
 	}
-	c.own.Lock()
-	op, ok := c.own.parts[OffsetsPartition(name, n)]
-	c.own.Unlock()
+	op, ok := c.own.Get(OffsetsPartition(name, n))
 	switch {
 	case !ok:
 		return errNotCoordinator
-	case op.state == loading:
+	case op.State == ownership.Loading:
 		return errCoordinatorLoadInProgress
 	}
 	return errNone
@@ -369,18 +327,20 @@ func (c *Coordinator) loadLedPartitions(ctx context.Context) (groups, offsets in
 		if err := ctx.Err(); err != nil {
 			return groups, offsets, err
 		}
-		table := map[string]map[topicPartition]offsetEntry{}
-		// A single node keeps no instances (persistInstance): none to read.
-		pending, err := c.loadPartition(p, table, map[instanceKey]instanceDescriptor{})
-		if err != nil {
+		var l *loadedPartition
+		load := func(p, _ int32) (*loadedPartition, error) {
+			l = &loadedPartition{table: map[string]map[topicPartition]offsetEntry{}, atStart: true}
+			// A single node keeps no instances (persistInstance): none to read.
+			pending, err := c.loadPartition(p, l.table, map[instanceKey]instanceDescriptor{})
+			l.pending = pending
+			return l, err
+		}
+		if err := c.own.LoadLed(p, part.LeaderEpoch(), load); err != nil {
 			return groups, offsets, err
 		}
-		c.own.Lock()
-		g, o := c.install(p, table)
-		c.installTxn(pending)
-		c.own.parts[p] = ownedPartition{leaderEpoch: part.LeaderEpoch(), state: serving}
-		c.own.Unlock()
-		groups, offsets = groups+g, offsets+o
+		if l != nil {
+			groups, offsets = groups+l.groups, offsets+l.offsets
+		}
 	}
 	return groups, offsets, nil
 }

@@ -7,62 +7,42 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/ownership"
 	"github.com/ferry-mq/ferry/server/records"
 )
 
-// onLeadership follows this broker's leadership of the keys topic. It runs
-// on the goroutine applying the controller's request and must not block:
-// the load runs on its own goroutine.
-func (s *Store) onLeadership(ch server.LeadershipChange) {
-	s.mu.Lock()
-	if !ch.Leading {
-		n := s.tab.resign(ch.Partition)
-		s.mu.Unlock()
-		if n > 0 {
-			s.logger.Info("idempotency keys resigned", "partition", ch.Partition, "keys", n)
-		}
-		return
-	}
-	start := s.tab.lead(ch.Partition, ch.LeaderEpoch)
-	s.mu.Unlock()
-	if !start || s.closed() {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.loadOwned(ch.Partition, ch.LeaderEpoch)
-	}()
+// newOwnership follows this broker's leadership of the keys topic
+// (package ownership: load on a goroutine, serve once installed, drop on
+// losing it). A new epoch while leading keeps the keys loaded.
+func (s *Store) newOwnership() *ownership.Table[map[string]storedKey] {
+	return ownership.New(ownership.Hooks[map[string]storedKey]{
+		Load: func(p, _ int32) (map[string]storedKey, error) { return s.loadPartition(p) },
+		Install: func(p int32, o ownership.Owned, loaded map[string]storedKey, took time.Duration) func() {
+			s.mu.Lock()
+			s.tab.install(p, loaded)
+			s.mu.Unlock()
+			return func() {
+				s.logger.Info("idempotency keys loaded", "partition", p, "leader_epoch", o.LeaderEpoch, "keys", len(loaded), "took", took)
+			}
+		},
+		Drop: func(p int32) {
+			s.mu.Lock()
+			n := s.tab.resign(p)
+			s.mu.Unlock()
+			if n > 0 {
+				s.logger.Info("idempotency keys resigned", "partition", p, "keys", n)
+			}
+		},
+		LoadFailed: func(p int32, attempt int, err error) {
+			s.logger.Warn("loading idempotency keys failed", "partition", p, "attempt", attempt, "err", err)
+		},
+	}, s.closing, &s.wg)
 }
 
-// loadOwned reads partition p and serves its keys if this broker still
-// leads it at the same epoch; a failed read is retried while it does.
-func (s *Store) loadOwned(p, leaderEpoch int32) {
-	for attempt := 0; ; attempt++ {
-		s.mu.Lock()
-		loading := s.tab.stillLoading(p, leaderEpoch)
-		s.mu.Unlock()
-		if !loading {
-			return
-		}
-		start := time.Now()
-		loaded, err := s.loadPartition(p)
-		if err == nil {
-			s.mu.Lock()
-			ok := s.tab.install(p, leaderEpoch, loaded)
-			s.mu.Unlock()
-			if ok {
-				s.logger.Info("idempotency keys loaded", "partition", p, "leader_epoch", leaderEpoch, "keys", len(loaded), "took", time.Since(start))
-			}
-			return
-		}
-		s.logger.Warn("loading idempotency keys failed", "partition", p, "attempt", attempt, "err", err)
-		select {
-		case <-s.closing:
-			return
-		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)):
-		}
-	}
+// onLeadership follows this broker's leadership of the keys topic; it
+// runs on the goroutine applying the controller's request.
+func (s *Store) onLeadership(ch server.LeadershipChange) {
+	s.own.Leadership(ch.Partition, ch.Leading, ch.LeaderEpoch)
 }
 
 // loadPartition reads partition p from its log start to its log end: the
@@ -126,22 +106,9 @@ func (s *Store) loadLedPartitions() error {
 		if err != nil || part.Leader() != s.broker.BrokerID() {
 			continue
 		}
-		epoch := part.LeaderEpoch()
-		s.mu.Lock()
-		fresh := s.tab.lead(p, epoch)
-		s.mu.Unlock()
-		if !fresh {
-			continue // loaded, or being loaded by its leadership's loader
-		}
-		loaded, err := s.loadPartition(p)
-		s.mu.Lock()
-		if err != nil {
-			s.tab.resign(p) // the next request tries again
-		} else {
-			s.tab.install(p, epoch, loaded)
-		}
-		s.mu.Unlock()
-		if err != nil {
+		if err := s.own.LoadLed(p, part.LeaderEpoch(), func(p, _ int32) (map[string]storedKey, error) {
+			return s.loadPartition(p) // on failure forgotten: the next request tries again
+		}); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/ownership"
 	"github.com/ferry-mq/ferry/server/records"
 )
 
@@ -118,6 +119,9 @@ type Store struct {
 	cfg    Config
 	logger *slog.Logger
 
+	// own is the keys topic partitions this broker leads (lock order:
+	// own, then mu).
+	own *ownership.Table[map[string]storedKey]
 	mu  sync.Mutex
 	tab *table
 	// createMu serialises a single node's creation and load of the keys
@@ -140,6 +144,7 @@ func New(b *server.Broker, cfg Config) (*Store, error) {
 	}
 	s := &Store{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "idempotency"),
 		tab: newTable(cfg.Window, cfg.MaxBytes), closing: make(chan struct{})}
+	s.own = s.newOwnership()
 	b.WatchLeadership(Topic, s.onLeadership)
 	if !s.clustered() {
 		if err := s.loadLedPartitions(); err != nil {
@@ -241,10 +246,7 @@ func (s *Store) Locate(key string) (broker int32, here bool) {
 	self := s.broker.BrokerID()
 	n := s.partitionCount()
 	if n > 0 {
-		s.mu.Lock()
-		_, owned := s.tab.parts[PartitionOf(key, n)]
-		s.mu.Unlock()
-		if owned {
+		if _, owned := s.own.Get(PartitionOf(key, n)); owned {
 			return self, true
 		}
 	}
@@ -303,6 +305,13 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 		s.mu.Lock()
 		d, e := s.tab.begin(p, key, fp, s.now())
 		s.mu.Unlock()
+		if d == NotHere {
+			if o, led := s.own.Get(p); led && o.State == ownership.Loading {
+				d = Loading
+			} else if led {
+				continue // installed since begin looked
+			}
+		}
 		switch d {
 		case Proceed:
 			return s.start(ctx, p, key, e)

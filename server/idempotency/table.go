@@ -45,18 +45,10 @@ func (e *entry) expired(now int64, window time.Duration) bool {
 	return e.phase != inFlight && now >= e.created+window.Milliseconds()
 }
 
-type loadState uint8
-
-const (
-	loading loadState = iota + 1
-	serving
-)
-
-// ownedPartition is a keys topic partition this broker leads.
+// ownedPartition is a keys topic partition this broker leads and has
+// loaded (its leadership and loading: the Store's ownership.Table).
 type ownedPartition struct {
-	leaderEpoch int32
-	state       loadState
-	keys        map[string]*entry
+	keys map[string]*entry
 }
 
 // Decision is what a request with a key does.
@@ -77,7 +69,8 @@ const (
 	InDoubt
 	// Full: the memory budget holds no more keys until some expire.
 	Full
-	// NotHere: this broker does not lead the key's partition.
+	// NotHere: this broker does not serve the key's partition (the Store
+	// tells Loading from it: its ownership.Table knows what is loading).
 	NotHere
 	// Loading: this broker leads the key's partition and is reading it.
 	Loading
@@ -104,11 +97,8 @@ func newTable(window time.Duration, maxBytes int64) *table {
 // Replay, Wait and InDoubt the key's entry.
 func (t *table) begin(p int32, key string, fp Fingerprint, now int64) (Decision, *entry) {
 	op, ok := t.parts[p]
-	switch {
-	case !ok:
+	if !ok {
 		return NotHere, nil
-	case op.state == loading:
-		return Loading, nil
 	}
 	if e, ok := op.keys[key]; ok && e.expiring {
 		return Expiring, e
@@ -174,9 +164,6 @@ func (t *table) drop(op *ownedPartition, key string, e *entry) {
 func (t *table) expiredKeys(now int64) map[int32][]string {
 	due := map[int32][]string{}
 	for p, op := range t.parts {
-		if op.state != serving {
-			continue
-		}
 		for k, e := range op.keys {
 			if e.expired(now, t.window) {
 				e.expiring = true
@@ -211,31 +198,11 @@ func (t *table) keep(p int32, key string) {
 	}
 }
 
-// lead starts owning p at leaderEpoch: loading until install. It reports
-// whether a load must start (false when p is led already at this or a
-// later epoch: its keys stay right).
-func (t *table) lead(p, leaderEpoch int32) bool {
-	if op, ok := t.parts[p]; ok {
-		op.leaderEpoch = max(op.leaderEpoch, leaderEpoch)
-		return false
-	}
-	t.parts[p] = &ownedPartition{leaderEpoch: leaderEpoch, state: loading, keys: map[string]*entry{}}
-	return true
-}
-
-// stillLoading: p is led at leaderEpoch and not yet installed.
-func (t *table) stillLoading(p, leaderEpoch int32) bool {
-	op, ok := t.parts[p]
-	return ok && op.leaderEpoch == leaderEpoch && op.state == loading
-}
-
 // install serves p with the keys read from its log (pending ones are in
 // doubt). Expired keys are kept until the expiry pass tombstones them.
-func (t *table) install(p, leaderEpoch int32, loaded map[string]storedKey) bool {
-	if !t.stillLoading(p, leaderEpoch) {
-		return false
-	}
-	op := t.parts[p]
+func (t *table) install(p int32, loaded map[string]storedKey) {
+	t.resign(p) // none: a partition is installed once per leadership
+	op := &ownedPartition{keys: make(map[string]*entry, len(loaded))}
 	for k, sk := range loaded {
 		e := &entry{fp: sk.fp, phase: done, created: sk.created, answer: sk.answer,
 			size: entryOverhead + int64(len(k)+len(sk.answer.ContentType)+len(sk.answer.Body))}
@@ -245,8 +212,7 @@ func (t *table) install(p, leaderEpoch int32, loaded map[string]storedKey) bool 
 		op.keys[k] = e
 		t.bytes += e.size
 	}
-	op.state = serving
-	return true
+	t.parts[p] = op
 }
 
 // resign stops owning p: its keys are forgotten here (the new leader

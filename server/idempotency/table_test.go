@@ -13,9 +13,7 @@ func fp(s string) Fingerprint { return FingerprintOf([]byte(s)) }
 func servingTable(t *testing.T, window time.Duration, maxBytes int64) *table {
 	t.Helper()
 	tab := newTable(window, maxBytes)
-	if !tab.lead(0, 1) || !tab.install(0, 1, nil) {
-		t.Fatal("partition 0 not served")
-	}
+	tab.install(0, nil)
 	return tab
 }
 
@@ -120,20 +118,14 @@ func TestTableMemoryBudget(t *testing.T) {
 
 func TestTableLoadedPendingIsInDoubtAndResignForgets(t *testing.T) {
 	tab := newTable(time.Minute, 1<<20)
-	tab.lead(3, 7)
-	if d, _ := tab.begin(3, "k", fp("a"), 1000); d != Loading {
-		t.Fatalf("while loading: %v", d)
-	}
-	if tab.install(3, 6, nil) {
-		t.Fatal("installed a load of an older epoch")
+	if d, _ := tab.begin(3, "k", fp("a"), 1000); d != NotHere {
+		t.Fatalf("before install: %v", d)
 	}
 	loaded := map[string]storedKey{
 		"p": {state: statePending, fp: fp("a"), created: 1000},
 		"d": {state: stateDone, fp: fp("a"), created: 1000, answer: Answer{Status: 200, Body: []byte("x")}},
 	}
-	if !tab.install(3, 7, loaded) {
-		t.Fatal("not installed")
-	}
+	tab.install(3, loaded)
 	if d, _ := tab.begin(3, "p", fp("a"), 1001); d != InDoubt {
 		t.Fatalf("pending: %v, want InDoubt", d)
 	}

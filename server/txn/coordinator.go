@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/ownership"
 )
 
 // Config holds the coordinator's settings. The zero value gives Kafka's
@@ -133,11 +134,7 @@ type Coordinator struct {
 	}
 	// own is the __transaction_state partitions this broker leads
 	// (ownership.go).
-	own struct {
-		sync.Mutex
-		parts map[int32]ownedPartition
-		terms uint64
-	}
+	own *ownership.Table[map[string]Txn]
 
 	// writers groups the state writes of each __transaction_state
 	// partition (statewriter.go).
@@ -190,7 +187,7 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	}
 	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "txn"), closing: make(chan struct{})}
 	c.mu.txns = map[string]*entry{}
-	c.own.parts = map[int32]ownedPartition{}
+	c.own = c.newOwnership()
 	c.writers.m = map[int32]*stateWriter{}
 	b.WatchLeadership(StateTopic, c.onLeadership)
 	// __transaction_state is created by the first FindCoordinator of a

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/ownership"
 )
 
 // MarkerWriter writes commit and abort markers, one error per marker (nil:
@@ -57,18 +58,13 @@ func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32
 
 // leads: this broker serves partition p now, in the same term.
 func (c *Coordinator) leads(p int32, term uint64) bool {
-	c.own.Lock()
-	defer c.own.Unlock()
-	op, ok := c.own.parts[p]
-	return ok && op.state == serving && op.term == term
+	return term != 0 && c.own.Serving(p, term)
 }
 
 // termOf is the term this broker serves p in (0: it does not).
 func (c *Coordinator) termOf(p int32) uint64 {
-	c.own.Lock()
-	defer c.own.Unlock()
-	if op, ok := c.own.parts[p]; ok && op.state == serving {
-		return op.term
+	if op, ok := c.own.Get(p); ok && op.State == ownership.Serving {
+		return op.Term
 	}
 	return 0
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/ownership"
 	"github.com/ferry-mq/ferry/server/records"
 )
 
@@ -28,101 +29,34 @@ var (
 	errUnknownServerError = kerr.UnknownServerError.Code
 )
 
-type loadState uint8
-
-const (
-	loading loadState = iota + 1
-	serving
-)
-
-type ownedPartition struct {
-	leaderEpoch int32
-	state       loadState
-	// term counts this broker's leaderships of partitions: a completer
-	// started under one stops when the partition was lost and loaded
-	// again (the new load starts its own).
-	term uint64
+// newOwnership follows this broker's leadership of __transaction_state
+// (package ownership: load on a goroutine, serve once installed, drop on
+// losing it).
+func (c *Coordinator) newOwnership() *ownership.Table[map[string]Txn] {
+	return ownership.New(ownership.Hooks[map[string]Txn]{
+		Load:    func(p, _ int32) (map[string]Txn, error) { return c.loadPartition(p) },
+		Install: c.install,
+		Drop: func(p int32) {
+			n := c.unloadPartition(p)
+			c.logger.Info("transaction coordinator resigned a partition", "partition", p, "transactional_ids", n)
+		},
+		LoadFailed: func(p int32, attempt int, err error) {
+			c.logger.Warn("loading transaction state failed", "partition", p, "attempt", attempt, "err", err)
+		},
+	}, c.closing, &c.wg)
 }
 
-// onLeadership follows this broker's leadership of __transaction_state;
-// it must not block: the load runs on its own goroutine.
+// onLeadership follows this broker's leadership of __transaction_state.
+// Kafka reloads on a new epoch too; here the metadata loaded stays right
+// and markers sent from then on carry the new epoch (the Table keeps it).
 func (c *Coordinator) onLeadership(ch server.LeadershipChange) {
-	c.own.Lock()
-	cur, owned := c.own.parts[ch.Partition]
-	switch {
-	case ch.Leading && owned:
-		if ch.LeaderEpoch > cur.leaderEpoch {
-			// Kafka reloads on a new epoch too: markers sent from now on
-			// carry it. The metadata loaded stays right.
-			cur.leaderEpoch = ch.LeaderEpoch
-			c.own.parts[ch.Partition] = cur
-		}
-		c.own.Unlock()
-	case ch.Leading:
-		c.own.terms++
-		c.own.parts[ch.Partition] = ownedPartition{leaderEpoch: ch.LeaderEpoch, state: loading, term: c.own.terms}
-		c.own.Unlock()
-		if c.closed() {
-			return
-		}
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			c.loadOwned(ch.Partition, ch.LeaderEpoch)
-		}()
-	case owned:
-		delete(c.own.parts, ch.Partition)
-		c.own.Unlock()
-		n := c.unloadPartition(ch.Partition)
-		c.logger.Info("transaction coordinator resigned a partition", "partition", ch.Partition, "transactional_ids", n)
-	default:
-		c.own.Unlock()
-	}
+	c.own.Leadership(ch.Partition, ch.Leading, ch.LeaderEpoch)
 }
 
-// loadOwned reads partition p and serves its ids if this broker still
-// leads it at leaderEpoch; a failed read is retried while it does.
-func (c *Coordinator) loadOwned(p, leaderEpoch int32) {
-	for attempt := 0; ; attempt++ {
-		if !c.ownsAt(p, leaderEpoch, loading) {
-			return
-		}
-		start := time.Now()
-		table, err := c.loadPartition(p)
-		if err == nil {
-			n, ok := c.install(p, leaderEpoch, table)
-			if ok {
-				c.logger.Info("transaction coordinator serves a partition", "partition", p, "leader_epoch", leaderEpoch,
-					"transactional_ids", n, "took", time.Since(start))
-			}
-			return
-		}
-		c.logger.Warn("loading transaction state failed", "partition", p, "attempt", attempt, "err", err)
-		select {
-		case <-c.closing:
-			return
-		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, 2*time.Second)):
-		}
-	}
-}
-
-// ownsAt reports whether this broker leads p at leaderEpoch in state.
-func (c *Coordinator) ownsAt(p, leaderEpoch int32, state loadState) bool {
-	c.own.Lock()
-	defer c.own.Unlock()
-	cur, ok := c.own.parts[p]
-	return ok && cur.leaderEpoch == leaderEpoch && cur.state == state
-}
-
-// install serves the ids of a loaded partition and starts completing the
-// prepared ones. It does nothing when leadership moved meanwhile.
-func (c *Coordinator) install(p, leaderEpoch int32, table map[string]Txn) (int, bool) {
-	c.own.Lock()
-	cur, ok := c.own.parts[p]
-	if !ok || cur.leaderEpoch != leaderEpoch || cur.state != loading {
-		c.own.Unlock()
-		return 0, false
-	}
+// install serves the ids of a loaded partition (the Table's lock held) and
+// returns the start of the completions of the prepared ones, which runs
+// once the partition serves.
+func (c *Coordinator) install(p int32, o ownership.Owned, table map[string]Txn, took time.Duration) func() {
 	var prepared []*entry
 	c.mu.Lock()
 	for id, t := range table {
@@ -134,13 +68,13 @@ func (c *Coordinator) install(p, leaderEpoch int32, table map[string]Txn) (int, 
 		c.mu.txns[id] = e
 	}
 	c.mu.Unlock()
-	cur.state = serving
-	c.own.parts[p] = cur
-	c.own.Unlock()
-	for _, e := range prepared {
-		c.startCompletion(e, e.txn, p, leaderEpoch, cur.term)
+	return func() {
+		for _, e := range prepared {
+			c.startCompletion(e, e.txn, p, o.LeaderEpoch, o.Term)
+		}
+		c.logger.Info("transaction coordinator serves a partition", "partition", p, "leader_epoch", o.LeaderEpoch,
+			"transactional_ids", len(table), "took", took)
 	}
-	return len(table), true
 }
 
 // unloadPartition drops the ids of partition p.
@@ -207,20 +141,10 @@ func (c *Coordinator) loadLedPartitions() error {
 		if err != nil || part.Leader() != c.broker.BrokerID() {
 			continue
 		}
-		epoch := part.LeaderEpoch()
-		c.own.Lock()
-		if _, ok := c.own.parts[p]; ok {
-			c.own.Unlock()
-			continue // the watcher got it first
-		}
-		c.own.terms++
-		c.own.parts[p] = ownedPartition{leaderEpoch: epoch, state: loading, term: c.own.terms}
-		c.own.Unlock()
-		table, err := c.loadPartition(p)
-		if err != nil {
+		load := func(p, _ int32) (map[string]Txn, error) { return c.loadPartition(p) }
+		if err := c.own.LoadLed(p, part.LeaderEpoch(), load); err != nil {
 			return err
 		}
-		c.install(p, epoch, table)
 	}
 	return nil
 }
@@ -245,16 +169,14 @@ func (c *Coordinator) serves(id string) (p, epoch int32, code int16) {
 		return 0, 0, errNotCoordinator
 	}
 	p = StatePartition(id, n)
-	c.own.Lock()
-	op, ok := c.own.parts[p]
-	c.own.Unlock()
+	op, ok := c.own.Get(p)
 	switch {
 	case !ok:
 		return p, 0, errNotCoordinator
-	case op.state == loading:
+	case op.State == ownership.Loading:
 		return p, 0, errLoadInProgress
 	}
-	return p, op.leaderEpoch, 0
+	return p, op.LeaderEpoch, 0
 }
 
 // Coordinates reports whether this broker serves id now (0), or the code
