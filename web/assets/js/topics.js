@@ -4,7 +4,7 @@
 import { can, disableUnless } from './perms.js';
 import { del, enc, get, mapLimit, post, put } from './api.js';
 import {
-  busy, confirmTyped, errorBox, field, fill, flash, fmtBytes, fmtNum, h, link, num, setInvalid, showError, table,
+  busy, confirmTyped, errorBox, field, fill, flash, fmtBytes, fmtNum, fmtTime, h, link, num, setInvalid, showError, table,
 } from './ui.js';
 
 // Topic configs ferry knows (README "Topics"), offered as suggestions.
@@ -225,7 +225,7 @@ export async function renderDetail(root, { segments }) {
         catch (e) { showError(body, e); }
       } }, 'Delete topic'), (await can([`DELETE:TOPIC:${name}`]))[`DELETE:TOPIC:${name}`], `delete topic ${name}`))),
   body);
-  const draw = (t) => fill(body, summary(t), partitionsSection(t, draw), configsSection(t, draw));
+  const draw = (t) => fill(body, summary(t), partitionsSection(t, draw), compactionSection(t), configsSection(t, draw));
   draw(await get(`/topics/${enc(name)}`));
 }
 
@@ -293,6 +293,27 @@ function partitionsSection(t, redraw) {
     h('p', { class: 'muted legend' }, h('span', { class: 'chip oos' }, 'n'), ' marks a replica that is out of sync.',
       (t.partitions || []).some((p) => !isLocal(p)) ? ' — marks offsets of a partition with no replica on this node.' : ''),
     form, errSlot);
+}
+
+/**
+ * compactionSection shows each local replica's log cleaner state for a
+ * compacted topic (cleanup.policy=compact): what share of the cleanable log
+ * is still dirty, where cleaning has reached, and the last pass. Nothing for
+ * other topics.
+ */
+function compactionSection(t) {
+  const parts = (t.partitions || []).filter((p) => p.cleaner);
+  if (!parts.length) return null;
+  const rows = parts.map((p) => h('tr', { 'data-cleaner': p.partition },
+    h('td', { class: 'num' }, p.partition),
+    h('td', { class: 'num' }, `${(p.cleaner.dirty_ratio * 100).toFixed(1)}%`),
+    h('td', { class: 'num' }, fmtNum(p.cleaner.cleaned_to_offset)),
+    h('td', {}, p.cleaner.last_pass_time ? fmtTime(Date.parse(p.cleaner.last_pass_time)) : 'none yet'),
+    h('td', { class: 'num' }, p.cleaner.last_pass_time ? `${fmtNum(p.cleaner.last_pass_ms)} ms` : '—')));
+  return h('section', { 'aria-labelledby': 'compaction-title' },
+    h('h2', { id: 'compaction-title' }, 'Compaction'),
+    table([num('Partition'), num('Dirty'), num('Cleaned to offset'), 'Last pass', num('Pass took')], rows, { class: 'compaction' }),
+    h('p', { class: 'muted legend' }, 'The cleaner of this node\'s replicas: below the cleaned offset only the latest record of each key is kept.'));
 }
 
 function configsSection(t, redraw) {
