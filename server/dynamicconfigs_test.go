@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // memBrokerConfigs is BrokerConfigStore in memory; ZooKeeper's is tested
@@ -122,13 +123,7 @@ func TestDynamicLogDefaultsAndCleanerThreads(t *testing.T) {
 	if c := logOf("plain", 1); c.RetentionTime != static.RetentionTime || c.SegmentBytes != static.SegmentBytes {
 		t.Errorf("after the deletes: %v, %d; want server.properties' %v, %d", c.RetentionTime, c.SegmentBytes, static.RetentionTime, static.SegmentBytes)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for b.cleanerRunning() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d cleaner threads 10s after going back to 1", b.cleanerRunning())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	harness.WaitFor(t, "one cleaner thread after going back to 1", 10*time.Second, func() bool { return b.cleanerRunning() == 1 })
 
 	for _, bad := range []ConfigOp{{Name: CfgLogCleanerThreads, Op: ConfigSet, Value: "0"}, {Name: CfgLogSegmentBytes, Op: ConfigSet, Value: "10"},
 		{Name: CfgCleanerMinCleanRatio, Op: ConfigSet, Value: "1.5"}, {Name: CfgBrokerMinISR, Op: ConfigSet, Value: "0"},

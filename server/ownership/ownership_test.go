@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // owner is a scripted owner: each Load of a partition waits for a result
@@ -75,17 +77,6 @@ func (o *owner) nextLoad(t *testing.T) int32 {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 type fixture struct {
 	o       *owner
 	tab     *Table[string]
@@ -123,7 +114,7 @@ func TestGainLoadsThenServes(t *testing.T) {
 		t.Fatal("serving before its load returned")
 	}
 	f.o.results <- loadResult{value: "p3"}
-	waitFor(t, "partition 3 serving", func() bool { return f.tab.Serving(3, 0) })
+	harness.WaitFor(t, "partition 3 serving", 5*time.Second, func() bool { return f.tab.Serving(3, 0) })
 	if v, _ := f.o.value(3); v != "p3" {
 		t.Fatalf("installed %q, want p3", v)
 	}
@@ -180,7 +171,7 @@ func TestLoseMidLoadThenRegainWithNewEpoch(t *testing.T) {
 		t.Fatalf("regained: %+v, want loading at epoch 2 in a term after %d", o, first.Term)
 	}
 	f.o.results <- loadResult{value: "fresh"}
-	waitFor(t, "partition 1 serving", func() bool { return f.tab.Serving(1, 0) })
+	harness.WaitFor(t, "partition 1 serving", 5*time.Second, func() bool { return f.tab.Serving(1, 0) })
 	if v, _ := f.o.value(1); v != "fresh" {
 		t.Fatalf("installed %q, want fresh", v)
 	}
@@ -206,7 +197,7 @@ func TestLoadFailureRetriedWhileLeading(t *testing.T) {
 		t.Fatal("serving after failed loads")
 	}
 	f.o.results <- loadResult{value: "ok"}
-	waitFor(t, "partition 0 serving", func() bool { return f.tab.Serving(0, 0) })
+	harness.WaitFor(t, "partition 0 serving", 5*time.Second, func() bool { return f.tab.Serving(0, 0) })
 	f.o.mu.Lock()
 	failures := append([]int(nil), f.o.failures...)
 	f.o.mu.Unlock()
@@ -279,5 +270,5 @@ func TestLoadLed(t *testing.T) {
 		t.Fatalf("LoadLed of a partition being loaded: err %v, loads %d, want none", err, calls)
 	}
 	f.o.results <- loadResult{value: "watched"}
-	waitFor(t, "partition 1 serving", func() bool { return f.tab.Serving(1, 0) })
+	harness.WaitFor(t, "partition 1 serving", 5*time.Second, func() bool { return f.tab.Serving(1, 0) })
 }
