@@ -293,8 +293,15 @@ func (n *Node) signal(sig syscall.Signal) {
 	select {
 	case <-n.done:
 	case <-time.After(orDefault(n.StopTimeout)):
-		n.cmd.Process.Kill()
-		<-n.done
+		// A process that does not end when asked is a bug to find: Go's
+		// SIGQUIT prints every goroutine's stack into the logs first.
+		n.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-n.done:
+		case <-time.After(5 * time.Second):
+			n.cmd.Process.Kill()
+			<-n.done
+		}
 	}
 }
 
