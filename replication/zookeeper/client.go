@@ -96,7 +96,10 @@ type Client struct {
 	// nanoseconds): pings answer every third of the session timeout, so
 	// it is the session's last contact (LastContact).
 	lastRead atomic.Int64
-	wg       sync.WaitGroup
+	// socket is the connection the library dialed last: Close shuts it
+	// itself when the library's close request does not end its loops.
+	socket atomic.Pointer[net.Conn]
+	wg     sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -211,7 +214,9 @@ func (c *Client) dial(network, address string, timeout time.Duration) (net.Conn,
 	if err != nil {
 		return nil, err
 	}
-	return &contactConn{Conn: conn, last: &c.lastRead}, nil
+	var live net.Conn = &contactConn{Conn: conn, last: &c.lastRead}
+	c.socket.Store(&live)
+	return live, nil
 }
 
 // contactConn records when bytes were last read.
@@ -257,9 +262,37 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	close(c.quit)
 	c.conn.Close()
-	c.wg.Wait()
+	// The library ends its loops only when the server answers the close
+	// request by closing the connection; its pinger keeps a connection
+	// whose close request was lost alive for ever, and a process that
+	// waits for it never exits. After a grace period the socket is shut
+	// from this side, which ends them.
+	if !waitGroupWithin(&c.wg, closeGrace) {
+		if live := c.socket.Load(); live != nil {
+			(*live).Close()
+		}
+		if !waitGroupWithin(&c.wg, c.opTimeout) {
+			c.log.Warn("zookeeper client goroutines still running after close", "waited", closeGrace+c.opTimeout)
+			return nil
+		}
+	}
 	close(c.events)
 	return nil
+}
+
+// closeGrace is how long Close lets the server answer the close request
+// (the library itself waits up to a second to send it).
+const closeGrace = 3 * time.Second
+
+func waitGroupWithin(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // readEvents moves the library's session events into the queue, so its
