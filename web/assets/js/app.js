@@ -62,15 +62,24 @@ async function navigate() {
     return;
   }
   document.title = `${segments[1] && !route.fixed ? `${segments[1]} · ` : ''}${route.title} · ferry`;
-  root.append(loading());
+  const placeholder = loading();
+  root.append(placeholder);
+  // The view's own frame (heading, buttons) takes the placeholder's place
+  // as soon as it appears: left above it until the data arrives, the
+  // placeholder would then shift the frame up under the user's pointer.
+  const frameShown = new MutationObserver(() => {
+    if (root.childElementCount > 1) { placeholder.remove(); frameShown.disconnect(); }
+  });
+  frameShown.observe(root, { childList: true });
   const ctx = { segments, params, isCurrent: () => gen === generation };
   try {
-    const placeholder = root.firstChild;
     const done = await route.view(root, ctx);
+    frameShown.disconnect();
     placeholder.remove();
     if (gen !== generation) { if (typeof done === 'function') done(); return; }
     if (typeof done === 'function') cleanup = done;
   } catch (e) {
+    frameShown.disconnect();
     if (gen !== generation) return;
     fill(root, h('h1', {}, route.title), errorBox(e, 'Could not load this page'));
   }
