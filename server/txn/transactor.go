@@ -145,14 +145,9 @@ func (t *Transactor) Transact(ctx context.Context, recs []server.TopicRecord) ([
 			return nil, fmt.Errorf("%w: begin: %w", server.ErrLeaderNotAvailable, err)
 		}
 	}
-	parts, err := t.encode(p, recs)
+	parts, err := t.begin(rctx, p, recs)
 	if err != nil {
-		return nil, err // nothing sent anywhere
-	}
-	if err := t.addPartitions(rctx, p, parts); err != nil {
-		// Its outcome may be unknown: the next epoch fences whatever it did.
-		t.forget(p)
-		return nil, fmt.Errorf("%w: %w", server.ErrTransactionAborted, err)
+		return nil, err
 	}
 	if err := t.appendAll(rctx, p, parts); err != nil {
 		t.abort(ctx, p)
@@ -178,6 +173,38 @@ func (t *Transactor) Transact(ctx context.Context, recs []server.TopicRecord) ([
 		}
 	}
 	return out, nil
+}
+
+// begin encodes the request's batches and adds their partitions to p's
+// transaction. A producer whose epoch the coordinator fenced meanwhile
+// (it aborted a transaction of p's that timed out) takes a new epoch and
+// begins again: nothing was written yet.
+func (t *Transactor) begin(ctx context.Context, p *txnProducer, recs []server.TopicRecord) ([]*txnPartition, error) {
+	for attempt := 0; ; attempt++ {
+		parts, err := t.encode(p, recs)
+		if err != nil {
+			return nil, err // nothing sent anywhere
+		}
+		err = t.addPartitions(ctx, p, parts)
+		if err == nil {
+			return parts, nil
+		}
+		// Its outcome may be unknown: the next epoch fences whatever it did.
+		t.forget(p)
+		if attempt > 0 || !fenced(err) {
+			return nil, fmt.Errorf("%w: %w", server.ErrTransactionAborted, err)
+		}
+		if err := t.initProducer(ctx, p); err != nil {
+			return nil, fmt.Errorf("%w: begin: %w", server.ErrLeaderNotAvailable, err)
+		}
+	}
+}
+
+// fenced: the coordinator no longer knows p's producer id and epoch.
+func fenced(err error) bool {
+	var ce *coordinatorError
+	return errors.As(err, &ce) && (ce.code == kerr.ProducerFenced.Code || ce.code == kerr.InvalidProducerEpoch.Code ||
+		ce.code == kerr.InvalidProducerIDMapping.Code)
 }
 
 // encode groups recs by partition, in order of first appearance, and
