@@ -101,7 +101,10 @@ func TestTransactorCommitsAcrossPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []server.TopicOffset{{"orders", 0, 0}, {"audit", 0, 0}, {"orders", 2, 0}, {"orders", 0, 1}}
+	off := func(topic string, p int32, o int64) server.TopicOffset {
+		return server.TopicOffset{Topic: topic, Partition: p, Offset: o}
+	}
+	want := []server.TopicOffset{off("orders", 0, 0), off("audit", 0, 0), off("orders", 2, 0), off("orders", 0, 1)}
 	if !slices.Equal(got, want) {
 		t.Fatalf("offsets %v, want %v", got, want)
 	}
