@@ -12,7 +12,9 @@ import (
 )
 
 // TestHTTPTransactionLeaderKilledMidBatch: a POST /kafka batch over
-// partitions led by three brokers commits on all of them; the next batch
+// partitions led by three brokers commits on all of them, through the
+// coordinating node and through another (coordinator over the
+// forwarder), where a batch one remote leader refuses is aborted; the next batch
 // is caught with one leader frozen (the batch appended on the two others,
 // waiting on it) and that leader is then killed: the request is answered
 // with an error naming the abort, and read_committed readers on every node
@@ -51,6 +53,7 @@ func TestHTTPTransactionLeaderKilledMidBatch(t *testing.T) {
 	t.Logf("coordinator and serving node: broker %d; leader killed: broker %d; other leader: broker %d", coordinator, victimID, thirdID)
 	// Partition 0 on the serving node, 1 on the victim, 2 on the third.
 	createAssigned(t, nodes, "txk", [][]int32{{coordinator}, {victimID}, {thirdID}}, nil)
+	createAssigned(t, nodes, "txk-small", [][]int32{{coordinator}}, map[string]string{"max.message.bytes": "1024"})
 	leaderOf := map[int32]*harness.Node{0: serving, 1: victim, 2: nodes[thirdID-1]}
 
 	batch := func(prefix string, partitions ...int32) string {
@@ -72,6 +75,24 @@ func TestHTTPTransactionLeaderKilledMidBatch(t *testing.T) {
 	}
 	for p := range int32(3) {
 		committed(p, fmt.Sprintf("c%d", p))
+	}
+
+	// Through a node that does not coordinate: InitProducerId,
+	// AddPartitionsToTxn and EndTxn go to the coordinator over the
+	// forwarder; a record a remote leader refuses aborts the whole batch.
+	third := nodes[thirdID-1]
+	if a := httpPost(t, third.URL+"/kafka", "application/json", batch("r", 0, 1, 2)); a.status != http.StatusOK {
+		t.Fatalf("a batch through a remote coordinator: %d %s", a.status, a.body)
+	}
+	big := strings.Repeat("x", 4096)
+	if a := httpPost(t, third.URL+"/kafka", "application/json", fmt.Sprintf(`{"records":[
+		{"topic":"txk","partition":2,"value":"refused2"},{"topic":"txk","partition":1,"value":"refused1"},
+		{"topic":"txk-small","partition":0,"value":%q}]}`, big)); a.status != http.StatusRequestEntityTooLarge ||
+		!strings.Contains(string(a.body), "aborted") {
+		t.Fatalf("a batch with a record a remote leader refuses: %d %s", a.status, a.body)
+	}
+	for p := range int32(3) {
+		committed(p, fmt.Sprintf("c%d", p), fmt.Sprintf("r%d", p))
 	}
 
 	victim.Freeze()
@@ -107,8 +128,8 @@ func TestHTTPTransactionLeaderKilledMidBatch(t *testing.T) {
 		a, err := post(serving.URL+"/kafka", "application/json", batch("after", 0, 2))
 		return err == nil && a.status == http.StatusOK
 	})
-	committed(0, "c0", "after0")
-	committed(2, "c2", "after2")
+	committed(0, "c0", "r0", "after0")
+	committed(2, "c2", "r2", "after2")
 
 	victim.Restart()
 	victim.WaitReady()
@@ -116,10 +137,12 @@ func TestHTTPTransactionLeaderKilledMidBatch(t *testing.T) {
 		a, err := post(serving.URL+"/kafka", "application/json", batch("after", 1))
 		return err == nil && a.status == http.StatusOK
 	})
-	committed(1, "c1", "after1")
+	committed(1, "c1", "r1", "after1")
 	for _, n := range nodes {
 		for p := range int32(3) {
-			if got := valuesAt(t, n, "txk", p, "read_committed"); slices.ContainsFunc(got, func(v string) bool { return strings.HasPrefix(v, "lost") }) {
+			if got := valuesAt(t, n, "txk", p, "read_committed"); slices.ContainsFunc(got, func(v string) bool {
+				return strings.HasPrefix(v, "lost") || strings.HasPrefix(v, "refused")
+			}) {
 				t.Fatalf("txk-%d read_committed on %s holds a record of the aborted batch: %v", p, n.URL, got)
 			}
 		}
