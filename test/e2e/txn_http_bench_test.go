@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,11 +17,26 @@ import (
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
+// processCPU is the user and system time process pid has used (Linux
+// /proc; clock ticks of 10 ms).
+func processCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
 // BenchmarkHTTPTransactionalBatch measures POST /kafka on one node: each
 // batch is 10 records (~100 B values) over two topics and four
 // partitions, one transaction. "serial" is one client (the latency of a
 // transaction), "concurrent" 16 clients (throughput). It reports
-// batches/s and the latency percentiles of the batches it sent.
+// batches/s, the latency percentiles of the batches it sent and the
+// node's CPU time per batch.
 func BenchmarkHTTPTransactionalBatch(b *testing.B) {
 	node := harness.Start(b)
 	node.WaitKafka()
@@ -72,6 +90,7 @@ func BenchmarkHTTPTransactionalBatch(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			b.ResetTimer()
+			cpu0 := processCPU(b, node.PID())
 			start := time.Now()
 			var wg sync.WaitGroup
 			for range clients {
@@ -93,6 +112,7 @@ func BenchmarkHTTPTransactionalBatch(b *testing.B) {
 			}
 			wg.Wait()
 			elapsed := time.Since(start)
+			cpu := processCPU(b, node.PID()) - cpu0
 			b.StopTimer()
 			if failed != nil {
 				b.Fatal(failed)
@@ -104,6 +124,9 @@ func BenchmarkHTTPTransactionalBatch(b *testing.B) {
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "batches/s")
 			b.ReportMetric(pct(0.5), "p50-ms")
 			b.ReportMetric(pct(0.99), "p99-ms")
+			// The node's own CPU per batch: on a loaded machine wall time
+			// swings with the neighbours, CPU time much less.
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "node-cpu-us/batch")
 		})
 	}
 }
