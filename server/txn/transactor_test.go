@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
@@ -237,5 +240,129 @@ func TestTransactorBusyPool(t *testing.T) {
 	defer cancel()
 	if _, err := tr.Transact(ctx, []server.TopicRecord{rec("orders", 0, "x")}); !errors.Is(err, server.ErrRequestTimedOut) {
 		t.Fatalf("busy: %v", err)
+	}
+}
+
+// BenchmarkTransactorBatch is one POST /kafka batch in process: 10
+// records over two topics and four partitions, one transaction (its
+// state writes fsynced, as on a single node), from one client.
+func BenchmarkTransactorBatch(b *testing.B) {
+	broker, err := server.Open(server.Config{DataDir: b.TempDir()}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer broker.Close()
+	for _, name := range []string{"ta", "tb"} {
+		if err := broker.CreateTopic(server.TopicSpec{Name: name, Partitions: 2}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c, err := New(broker, Config{Logger: slog.New(slog.DiscardHandler), Markers: &ClusterMarkers{Broker: broker, Local: broker}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	broker.SetTxnVerifier(&Verifier{Coordinator: c})
+	tr, err := NewTransactor(TransactorConfig{Broker: broker, Coordinator: c, IDPrefix: "bench", Size: 1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := make([]byte, 100)
+	recs := make([]server.TopicRecord, 10)
+	for i := range recs {
+		recs[i] = server.TopicRecord{Topic: []string{"ta", "tb"}[i%2], Partition: int32(i/2) % 2, Record: records.Record{Value: value}}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range recs {
+			recs[i].Record.Timestamp = 0
+		}
+		if _, err := tr.Transact(ctx, recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The transactor's AddPartitionsToTxn to a remote coordinator carries
+// both shapes: whichever version the client negotiates, the coordinator
+// reads the producer and its partitions, and the answer's first error is
+// found in either shape.
+func TestAddPartitionsRequestBothShapes(t *testing.T) {
+	tps := []TopicPartition{{"a", 0}, {"a", 2}, {"b", 1}}
+	req := addPartitionsRequest("gw-1", 7, 3, tps)
+	for _, v := range []int16{3, 4, 5} {
+		req.SetVersion(v)
+		got := kmsg.NewPtrAddPartitionsToTxnRequest()
+		got.SetVersion(v)
+		if err := got.ReadFrom(req.AppendTo(nil)); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		id, pid, epoch, verifyOnly := got.TransactionalID, got.ProducerID, got.ProducerEpoch, false
+		topics := map[string][]int32{}
+		if v < 4 {
+			for _, rt := range got.Topics {
+				topics[rt.Topic] = rt.Partitions
+			}
+		} else {
+			if len(got.Transactions) != 1 {
+				t.Fatalf("v%d: %d transactions", v, len(got.Transactions))
+			}
+			tx := got.Transactions[0]
+			id, pid, epoch, verifyOnly = tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly
+			for _, rt := range tx.Topics {
+				topics[rt.Topic] = rt.Partitions
+			}
+		}
+		if id != "gw-1" || pid != 7 || epoch != 3 || verifyOnly || !slices.Equal(topics["a"], []int32{0, 2}) ||
+			!slices.Equal(topics["b"], []int32{1}) || len(topics) != 2 {
+			t.Fatalf("v%d read back as %q %d/%d verifyOnly=%v %v", v, id, pid, epoch, verifyOnly, topics)
+		}
+	}
+
+	v3 := kmsg.NewPtrAddPartitionsToTxnResponse()
+	v3.Topics = []kmsg.AddPartitionsToTxnResponseTopic{{Topic: "a", Partitions: []kmsg.AddPartitionsToTxnResponseTopicPartition{
+		{Partition: 0, ErrorCode: kerr.OperationNotAttempted.Code}, {Partition: 2, ErrorCode: kerr.TopicAuthorizationFailed.Code}}}}
+	if code := addPartitionsAnswer(v3); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("v3 answer: %v", kerr.ErrorForCode(code))
+	}
+	v4 := kmsg.NewPtrAddPartitionsToTxnResponse()
+	v4.Transactions = []kmsg.AddPartitionsToTxnResponseTransaction{{TransactionalID: "gw-1", Topics: []kmsg.AddPartitionsToTxnResponseTransactionTopic{
+		{Topic: "b", Partitions: []kmsg.AddPartitionsToTxnResponseTransactionTopicPartition{{Partition: 1, ErrorCode: kerr.ProducerFenced.Code}}}}}}
+	if code := addPartitionsAnswer(v4); code != kerr.ProducerFenced.Code {
+		t.Fatalf("v4 answer: %v", kerr.ErrorForCode(code))
+	}
+	v4.Transactions[0].Topics[0].Partitions[0].ErrorCode = 0
+	if code := addPartitionsAnswer(v4); code != 0 {
+		t.Fatalf("v4 success: %v", kerr.ErrorForCode(code))
+	}
+	if code := addPartitionsAnswer(kmsg.NewPtrAddPartitionsToTxnResponse()); code != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("an empty answer: %v", kerr.ErrorForCode(code))
+	}
+	v4.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	if code := addPartitionsAnswer(v4); code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("a request-level error: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// A remote leader's answers map to the core's errors: leadership ones
+// are retried (ErrLeaderNotAvailable), a refused record keeps its kind,
+// the KIP-890 check's codes are the coordinator's.
+func TestLeaderAnswerErrors(t *testing.T) {
+	tp := TopicPartition{"orders", 1}
+	for _, c := range []struct {
+		code  int16
+		want  error
+		retry bool
+	}{
+		{kerr.NotLeaderForPartition.Code, server.ErrLeaderNotAvailable, true},
+		{kerr.MessageTooLarge.Code, server.ErrRecordTooLarge, false},
+		{kerr.NotEnoughReplicas.Code, server.ErrNotEnoughReplicas, false},
+		{kerr.InvalidTxnState.Code, server.ErrInvalidTxnState, false},
+	} {
+		err := leaderAnswerError(tp, 2, c.code)
+		if !errors.Is(err, c.want) || retriableAppend(err) != c.retry || !strings.Contains(err.Error(), "orders-1") {
+			t.Errorf("%v: %v (retried %v)", kerr.ErrorForCode(c.code), err, retriableAppend(err))
+		}
 	}
 }
