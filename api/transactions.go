@@ -16,7 +16,7 @@ import (
 
 // Transactor writes records of several topics and partitions as one Kafka
 // transaction: all of them become visible to read_committed readers, or
-// none (server/forward.Transactor).
+// none (server/txn.Transactor, in process).
 type Transactor interface {
 	Transact(ctx context.Context, recs []server.TopicRecord) ([]server.TopicOffset, error)
 }

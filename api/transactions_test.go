@@ -15,7 +15,7 @@ import (
 
 // recordingTransactor remembers the batches the gateway hands it and
 // answers each record's offset as its index; the real one is
-// server/forward.Transactor, exercised in test/e2e and test/cluster.
+// server/txn.Transactor, exercised in test/e2e and test/cluster.
 type recordingTransactor struct {
 	mu      sync.Mutex
 	batches [][]server.TopicRecord

@@ -781,11 +781,14 @@ func runServe(args []string) error {
 	httpCfg := api.Config{Logger: logger, AdvertisedKafkaAddr: s.advertisedKafkaAddr, Groups: groups, Schemas: schemas, Idempotency: idem,
 		Metrics: m, AllowedHosts: s.httpAllowedHosts, HostNames: ownHostNames(s), MaxConnections: s.httpMaxConns,
 		ACLs: acls, RequestsPerSecond: s.httpAuth.ratePerPrincipal}
-	// POST /kafka's transactions go through this broker's own Kafka
-	// listener, as any transactional producer's do.
-	transactor := forward.NewTransactor(forward.TransactorConfig{Seeds: []string{s.selfKafkaAddr()}, Dial: peerDial,
-		IDPrefix: fmt.Sprintf("__ferry-http-%d", s.broker.BrokerID), Logger: logger})
-	defer transactor.Close()
+	// POST /kafka's transactions run in this process: the coordinator and
+	// the partitions led here are called directly, other brokers through
+	// the forwarder (never this broker's own listener).
+	transactor, err := newHTTPTransactor(s, broker, txns, fwd, logger)
+	if err != nil {
+		closeCore()
+		return err
+	}
 	httpCfg.Transactor = transactor
 	httpCfg.TxnAdmin = &txnAdmin{self: s.broker.BrokerID, broker: broker, coord: txns, peers: fwd}
 	if acls != nil {

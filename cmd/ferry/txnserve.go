@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -70,4 +71,17 @@ func startTxnCoordinator(s serveSettings, broker *server.Broker, local txn.Marke
 		return nil, nil, err
 	}
 	return c, &txn.Verifier{Coordinator: c, Peers: peers}, nil
+}
+
+// newHTTPTransactor is POST /kafka's transactor: a pool of transactional
+// ids named after this broker, run in process against coord and broker,
+// with fwd (nil on a single node) for coordinators and leaders elsewhere.
+func newHTTPTransactor(s serveSettings, broker *server.Broker, coord *txn.Coordinator, fwd *forward.Forwarder,
+	logger *slog.Logger) (*txn.Transactor, error) {
+	var peers txn.PeerRequester // an untyped nil on a single node
+	if fwd != nil {
+		peers = fwd
+	}
+	return txn.NewTransactor(txn.TransactorConfig{Broker: broker, Coordinator: coord, Peers: peers,
+		IDPrefix: fmt.Sprintf("__ferry-http-%d", s.broker.BrokerID), Logger: logger})
 }

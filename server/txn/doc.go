@@ -69,6 +69,17 @@
 // server.TxnVerifier: the local coordinator answers for its ids, other
 // coordinators are asked with AddPartitionsToTxn v4 verifyOnly.
 //
+// # The HTTP gateway's transactions
+//
+// Transactor (transactor.go) runs POST /kafka's all-or-nothing batches as
+// transactions of a pool of transactional ids, in this process: the
+// coordinator's methods when this broker coordinates the id, the broker's
+// AppendBatch for partitions it leads (the batch carries the producer id,
+// epoch and sequence, so verification, sequence rules and the last stable
+// offset are the Kafka produce path's), and InitProducerId,
+// AddPartitionsToTxn, EndTxn or Produce through Peers for another broker
+// (transactorcalls.go). It holds no goroutine beyond a request's.
+//
 // Not done: KIP-890 part 2 (an epoch bump per transaction, EndTxn v5),
 // KIP-939 two-phase commit, KIP-994's transactional-id pattern filter
 // (ListTransactions v2).
