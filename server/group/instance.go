@@ -486,7 +486,7 @@ func (c *Coordinator) waitForRecords(ctx context.Context, waits []delayed.Wait, 
 	select {
 	case <-op.Done():
 	case <-changed:
-	case <-c.closing:
+	case <-c.life.Closing():
 	case <-ctx.Done():
 	}
 	c.broker.CancelWait(op)

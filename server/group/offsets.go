@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/ownership"
 	"github.com/ferry-mq/ferry/server/records"
 )
 
@@ -38,29 +39,13 @@ type offsetEntry struct {
 // offsetsPartition is the partition of __consumer_offsets holding group's
 // commits, as the topic is now.
 func (c *Coordinator) offsetsPartition(group string) int32 {
-	n := c.offsetsPartitionCount()
-	if n < 1 {
-		return 0
-	}
-	return OffsetsPartition(group, n)
+	p, _ := c.offsets.Partition(group)
+	return p
 }
 
-// OffsetsPartition is Kafka's choice of a group's partition among n:
-// abs(groupId.hashCode) % n, with Java's String.hashCode over UTF-16 code
-// units, so tools that compute it (Burrow, Cruise Control) agree.
-func OffsetsPartition(group string, n int32) int32 {
-	var h int32
-	for _, r := range group {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return (h & 0x7fffffff) % n
-}
+// OffsetsPartition is the partition of __consumer_offsets holding group's
+// commits among n, as Kafka chooses it (ownership.JavaHashPartition).
+func OffsetsPartition(group string, n int32) int32 { return ownership.JavaHashPartition(group, n) }
 
 // applyOffsetRecord applies one __consumer_offsets record to table;
 // records of other kinds (group metadata, unknown versions) are skipped.
