@@ -726,7 +726,7 @@ func (c *Coordinator) commitInstance(ctx context.Context, inst *instance, offset
 	}
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
-	if err := c.storeOffsets(ctx, g, set); err != nil {
+	if err := c.storeOffsets(ctx, g, set, nil); err != nil {
 		return fmt.Errorf("%w: %v", ErrCommitRejected, err)
 	}
 	return nil
