@@ -192,6 +192,26 @@ type commitPartition struct {
 // offset.metadata.max.bytes refuses one, and the rest are written as one
 // batch. It returns each partition's code.
 func (c *Coordinator) commit(ctx context.Context, name string, gate int16, parts []commitPartition, txn *server.ProduceTransaction) map[topicPartition]int16 {
+	set, codes := c.checkCommits(gate, parts)
+	if len(set) == 0 {
+		return codes
+	}
+	if err := c.commitOffsets(ctx, name, set, txn); err != nil {
+		if txn != nil {
+			c.logger.Warn("transactional offset commit failed", "group", name, "producer_id", txn.ProducerID, "err", err)
+		} else {
+			c.logger.Warn("offset commit failed", "group", name, "err", err)
+		}
+		for tp := range set {
+			codes[tp] = commitCode(err)
+		}
+	}
+	return codes
+}
+
+// checkCommits splits a commit's partitions into the entries to write and
+// the codes of those refused.
+func (c *Coordinator) checkCommits(gate int16, parts []commitPartition) (map[topicPartition]offsetEntry, map[topicPartition]int16) {
 	codes := map[topicPartition]int16{}
 	set := map[topicPartition]offsetEntry{}
 	now := c.now().UnixMilli()
@@ -217,20 +237,7 @@ func (c *Coordinator) commit(ctx context.Context, name string, gate int16, parts
 			set[p.tp] = e
 		}
 	}
-	if len(set) == 0 {
-		return codes
-	}
-	if err := c.commitOffsets(ctx, name, set, txn); err != nil {
-		if txn != nil {
-			c.logger.Warn("transactional offset commit failed", "group", name, "producer_id", txn.ProducerID, "err", err)
-		} else {
-			c.logger.Warn("offset commit failed", "group", name, "err", err)
-		}
-		for tp := range set {
-			codes[tp] = commitCode(err)
-		}
-	}
-	return codes
+	return set, codes
 }
 
 // commitOffsets stores set under the group's commitMu, the group counted
