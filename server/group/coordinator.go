@@ -153,8 +153,9 @@ func (c *Config) Validate() error {
 // by its own mutex (group.mu); the coordinator's mu guards only the map of
 // groups and of consumer instances. Lock order: commitMu of a group, then
 // Coordinator.mu or group.mu — never Coordinator.mu while holding a group's
-// mu except in the tick loop's removal of dead groups, which takes them in
-// the order group.mu → Coordinator.mu and is the only place that nests.
+// mu except in removeLocked (a group's removal: by the tick loop, a
+// delete, a resigned partition), which takes them in the order group.mu →
+// Coordinator.mu and is the only place that nests.
 type Coordinator struct {
 	broker *server.Broker
 	cfg    Config
@@ -258,17 +259,24 @@ func (c *Coordinator) Tick() {
 		g.mu.Lock()
 		g.tick(now)
 		if g.removable(now) {
-			g.state = stateDead
-			g.notify()
-			c.mu.Lock()
-			if c.mu.groups[g.name] == g {
-				delete(c.mu.groups, g.name)
-			}
-			c.mu.Unlock()
+			c.removeLocked(g)
 		}
 		g.mu.Unlock()
 	}
 	c.expireInstances(now)
+}
+
+// removeLocked ends g: its waiting joins and syncs end, and it leaves the
+// coordinator's map (unless a new group of its name took its place).
+// Callers hold g.mu, which orders before c.mu.
+func (c *Coordinator) removeLocked(g *group) {
+	g.state = stateDead
+	g.notify()
+	c.mu.Lock()
+	if c.mu.groups[g.name] == g {
+		delete(c.mu.groups, g.name)
+	}
+	c.mu.Unlock()
 }
 
 // removable: an empty group with nothing committed is forgotten, but only

@@ -492,13 +492,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, name string) int16 {
 		delete(g.offsets, tp)
 	}
 	if len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 {
-		g.state = stateDead
-		g.notify()
-		c.mu.Lock()
-		if c.mu.groups[name] == g {
-			delete(c.mu.groups, name)
-		}
-		c.mu.Unlock()
+		c.removeLocked(g)
 	}
 	return errNone
 }

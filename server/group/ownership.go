@@ -105,13 +105,7 @@ func (c *Coordinator) unloadPartition(p int32) int {
 			continue
 		}
 		g.mu.Lock()
-		g.state = stateDead
-		g.notify()
-		c.mu.Lock()
-		if c.mu.groups[g.name] == g {
-			delete(c.mu.groups, g.name)
-		}
-		c.mu.Unlock()
+		c.removeLocked(g)
 		g.mu.Unlock()
 		n++
 	}
