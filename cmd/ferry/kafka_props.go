@@ -15,9 +15,10 @@ import (
 // the config files), turned into franz-go options. Security settings are
 // read by applyClientProperties; others Kafka's clients know are ignored.
 
-// clientProperties are the flags a producing or consuming tool takes its
-// client's properties from: a config file (--producer.config,
-// --consumer.config) and properties given one by one (--producer-property,
+// clientProperties are the flags a tool takes its client's properties
+// from: a config file (--command-config of the admin tools,
+// --producer.config, --consumer.config) and, for the producing and
+// consuming tools, properties given one by one (--producer-property,
 // --consumer-property, --producer-props), which win over the file's.
 type clientProperties struct {
 	file  string
