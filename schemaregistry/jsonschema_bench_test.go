@@ -1,7 +1,6 @@
 package schemaregistry
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,45 +42,11 @@ func jsonSchemaN(i int) string {
 
 // BenchmarkJSONSchemaRegister registers new JSON schemas (one subject per
 // 100) on the embedded store, no HTTP.
-func BenchmarkJSONSchemaRegister(b *testing.B) {
-	store, err := OpenEmbedded(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, _ := New(store, Config{DefaultCompatibility: None})
-	defer r.Close()
-	ctx := context.Background()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if _, err := r.Register(ctx, fmt.Sprintf("bench-%d", i/100), SchemaRequest{Schema: jsonSchemaN(i), SchemaType: "JSON"}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "schemas/s")
-}
+func BenchmarkJSONSchemaRegister(b *testing.B) { benchmarkRegister(b, benchJSONSchema) }
 
 // BenchmarkJSONSchemaLookupByID is a deserializer's GET /schemas/ids/{id}
 // against a warm cache, without HTTP.
-func BenchmarkJSONSchemaLookupByID(b *testing.B) {
-	store, err := OpenEmbedded(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, _ := New(store, Config{})
-	defer r.Close()
-	ctx := context.Background()
-	id, err := r.Register(ctx, "s", SchemaRequest{Schema: jsonSchemaN(0), SchemaType: "JSON"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := r.SchemaByID(ctx, id); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
-}
+func BenchmarkJSONSchemaLookupByID(b *testing.B) { benchmarkLookupByID(b, benchJSONSchema) }
 
 // BenchmarkJSONSchemaValidatePayload is the broker's per-record check.
 func BenchmarkJSONSchemaValidatePayload(b *testing.B) {

@@ -13,45 +13,11 @@ func protobufSchemaN(i int) string {
 
 // BenchmarkProtobufRegister registers new Protobuf schemas (one subject
 // per 100) on the embedded store, no HTTP.
-func BenchmarkProtobufRegister(b *testing.B) {
-	store, err := OpenEmbedded(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, _ := New(store, Config{DefaultCompatibility: None})
-	defer r.Close()
-	ctx := context.Background()
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if _, err := r.Register(ctx, fmt.Sprintf("bench-%d", i/100), SchemaRequest{Schema: protobufSchemaN(i), SchemaType: TypeProtobuf}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "schemas/s")
-}
+func BenchmarkProtobufRegister(b *testing.B) { benchmarkRegister(b, benchProtobuf) }
 
 // BenchmarkProtobufLookupByID is a deserializer's GET /schemas/ids/{id}
 // against a warm cache, without HTTP.
-func BenchmarkProtobufLookupByID(b *testing.B) {
-	store, err := OpenEmbedded(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, _ := New(store, Config{})
-	defer r.Close()
-	ctx := context.Background()
-	id, err := r.Register(ctx, "s", SchemaRequest{Schema: protobufSchemaN(0), SchemaType: TypeProtobuf})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := r.SchemaByID(ctx, id); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
-}
+func BenchmarkProtobufLookupByID(b *testing.B) { benchmarkLookupByID(b, benchProtobuf) }
 
 // BenchmarkProtobufLookupBySchema is a serializer's POST /subjects/{s}
 // with the schema text, with and without normalize=true; the parsed form
@@ -59,12 +25,7 @@ func BenchmarkProtobufLookupByID(b *testing.B) {
 func BenchmarkProtobufLookupBySchema(b *testing.B) {
 	for _, normalize := range []bool{false, true} {
 		b.Run(fmt.Sprintf("normalize=%v", normalize), func(b *testing.B) {
-			store, err := OpenEmbedded(b.TempDir())
-			if err != nil {
-				b.Fatal(err)
-			}
-			r, _ := New(store, Config{})
-			defer r.Close()
+			r := benchRegistry(b, Config{})
 			ctx := context.Background()
 			req := SchemaRequest{Schema: protobufSchemaN(0), SchemaType: TypeProtobuf, Normalize: normalize}
 			if _, err := r.Register(ctx, "s", req); err != nil {

@@ -252,11 +252,8 @@ func (t *kafkaTool) printUsage(w io.Writer) {
 // the bootstrap servers: --bootstrap-server, or the brokers registered in
 // ZooKeeper for --zookeeper.
 func (t *kafkaTool) connect() (string, error) {
-	props, err := loadClientProperties(t.commandConfig)
-	if err != nil {
-		return "", err
-	}
-	return t.bootstrapFrom(props, t.bootstrap)
+	_, bootstrap, err := (&clientProperties{file: t.commandConfig}).read(t, nil, "")
+	return bootstrap, err
 }
 
 func (t *kafkaTool) bootstrapFrom(props map[string]string, bootstrap string) (string, error) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -49,33 +48,18 @@ func expandMultiValue(args []string, name string) []string {
 	return out
 }
 
-// clientConfig merges a --producer.config/--consumer.config file with
-// --command-config-like properties given one by one.
-func clientConfig(file string, props stringList) (map[string]string, error) {
-	cfg, err := loadClientProperties(file)
-	if err != nil {
-		return nil, err
-	}
-	extra, err := propertyMap(props)
-	if err != nil {
-		return nil, err
-	}
-	maps.Copy(cfg, extra)
-	return cfg, nil
-}
-
 // kafkaConsoleProducer is kafka-console-producer.sh: a record per line of
 // stdin, to --bootstrap-server or the 0.8-era --broker-list.
 func kafkaConsoleProducer(args []string) error {
 	t := newKafkaTool("kafka-console-producer.sh", "This tool helps to read data from standard input and publish it to Kafka.", "", false)
 	var (
-		brokerList, topic, codec, acks, configFile string
-		props, producerProps                       stringList
-		sync                                       bool
-		batchSize, lingerMs, timeoutMs, retries    int64
+		brokers, topic, codec, acks             string
+		props                                   stringList
+		sync                                    bool
+		batchSize, lingerMs, timeoutMs, retries int64
 	)
 	acks = "-1"
-	t.str(&brokerList, "broker-list", "String: broker-list", "DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified. The broker list string in the form HOST1:PORT1,HOST2:PORT2.")
+	t.str(&brokers, "broker-list", "String: broker-list", "DEPRECATED, use --bootstrap-server instead; ignored if --bootstrap-server is specified. The broker list string in the form HOST1:PORT1,HOST2:PORT2.")
 	t.str(&topic, "topic", "String: topic", "REQUIRED: The topic id to produce messages to.")
 	t.flag(&sync, "sync", "If set message send requests to the brokers are synchronously, one at a time as they arrive.")
 	t.str(&codec, "compression-codec", "String: compression-codec", "The compression codec: either 'none', 'gzip', 'snappy', 'lz4', or 'zstd'. If specified without value, then it defaults to 'gzip'.")
@@ -85,26 +69,16 @@ func kafkaConsoleProducer(args []string) error {
 	t.num(&timeoutMs, "request-timeout-ms", "Integer: request timeout ms", "The ack timeout of the producer requests.")
 	t.num(&retries, "message-send-max-retries", "Integer", "Brokers can fail receiving the message for multiple reasons; this is the number of retries before the producer gives up.")
 	t.list(&props, "property", "String: prop", "A mechanism to pass user-defined properties in the form key=value to the message reader: parse.key, key.separator, parse.headers, headers.delimiter, headers.separator, headers.key.separator, ignore.error, null.marker.")
-	t.list(&producerProps, "producer-property", "String: producer_prop", "A mechanism to pass user-defined properties in the form key=value to the producer.")
-	t.str(&configFile, "producer.config", "String: config file", "Producer config properties file (security.protocol, sasl.*, ssl.*, acks, compression.type).")
+	client := t.clientPropertyFlags("producer-property", "String: producer_prop", "A mechanism to pass user-defined properties in the form key=value to the producer.",
+		"producer.config", "String: config file", "Producer config properties file (security.protocol, sasl.*, ssl.*, acks, compression.type).")
 	if err := t.parse(withOptionalValue(args, "compression-codec", "gzip")); err != nil {
 		return err
 	}
 	if topic == "" {
 		return t.usage("Missing required argument \"[topic]\"")
 	}
-	cfg, err := clientConfig(configFile, producerProps)
+	cfg, bootstrap, err := client.read(t, brokerList(&brokers), `Missing required argument "[bootstrap-server]"`)
 	if err != nil {
-		return err
-	}
-	bootstrap := t.bootstrap
-	if bootstrap == "" {
-		bootstrap = brokerList
-	}
-	if bootstrap == "" {
-		return t.usage("Missing required argument \"[bootstrap-server]\"")
-	}
-	if bootstrap, err = t.bootstrapFrom(cfg, bootstrap); err != nil {
 		return err
 	}
 	reader, err := propertyMap(props)
@@ -177,11 +151,11 @@ func lineFormat(p map[string]string) (kcli.LineFormat, string, error) {
 func kafkaConsoleConsumer(args []string) error {
 	t := newKafkaTool("kafka-console-consumer.sh", "This tool helps to read data from Kafka topics and outputs it to standard output.", "", true)
 	var (
-		topic, include, whitelist, offset, group, configFile, isolation string
-		partition, maxMessages, timeoutMs                               int64
-		fromBeginning, skipErrors                                       bool
-		props, consumerProps                                            stringList
-		formatter, keyDeser, valueDeser                                 string
+		topic, include, whitelist, offset, group, isolation string
+		partition, maxMessages, timeoutMs                   int64
+		fromBeginning, skipErrors                           bool
+		props                                               stringList
+		formatter, keyDeser, valueDeser                     string
 	)
 	partition = -1
 	t.str(&topic, "topic", "String: topic", "The topic to consume on.")
@@ -194,8 +168,8 @@ func kafkaConsoleConsumer(args []string) error {
 	t.num(&timeoutMs, "timeout-ms", "Integer: timeout_ms", "If specified, exit if no message is available for consumption for the specified interval.")
 	t.str(&group, "group", "String: consumer group id", "The consumer group id of the consumer.")
 	t.list(&props, "property", "String: prop", "The properties to initialize the message formatter: print.timestamp, print.key, print.offset, print.partition, print.headers, print.value, key.separator, line.separator, headers.separator, null.literal.")
-	t.list(&consumerProps, "consumer-property", "String: consumer_prop", "A mechanism to pass user-defined properties in the form key=value to the consumer.")
-	t.str(&configFile, "consumer.config", "String: config file", "Consumer config properties file (security.protocol, sasl.*, ssl.*, group.id).")
+	client := t.clientPropertyFlags("consumer-property", "String: consumer_prop", "A mechanism to pass user-defined properties in the form key=value to the consumer.",
+		"consumer.config", "String: config file", "Consumer config properties file (security.protocol, sasl.*, ssl.*, group.id).")
 	t.str(&isolation, "isolation-level", "String", "Set to read_committed in order to filter out transactional messages which are not committed.")
 	t.flag(&skipErrors, "skip-message-on-error", "If there is an error when processing a message, skip it instead of halt.")
 	t.str(&formatter, "formatter", "String: class", "The name of a class to use for formatting Kafka messages for display (kafka.tools.DefaultMessageFormatter).")
@@ -213,11 +187,7 @@ func kafkaConsoleConsumer(args []string) error {
 	if formatter != "" && !strings.HasSuffix(formatter, "DefaultMessageFormatter") {
 		return fmt.Errorf("--formatter %s: ferry prints with the DefaultMessageFormatter only", formatter)
 	}
-	cfg, err := clientConfig(configFile, consumerProps)
-	if err != nil {
-		return err
-	}
-	bootstrap, err := t.bootstrapFrom(cfg, t.bootstrap)
+	cfg, bootstrap, err := client.read(t, nil, "")
 	if err != nil {
 		return err
 	}

@@ -27,10 +27,9 @@ const mib = 1024 * 1024
 func kafkaProducerPerfTest(args []string) error {
 	t := newKafkaTool("kafka-producer-perf-test.sh", "This tool is used to verify the producer performance.", "", false)
 	var (
-		topic, payloadFile, delimiter, configFile, txID string
-		numRecords, recordSize, throughput, txDuration  int64
-		props                                           stringList
-		printMetrics                                    bool
+		topic, payloadFile, delimiter, txID            string
+		numRecords, recordSize, throughput, txDuration int64
+		printMetrics                                   bool
 	)
 	throughput, delimiter = -2, `\n`
 	recordSize = -1
@@ -40,8 +39,8 @@ func kafkaProducerPerfTest(args []string) error {
 	t.str(&payloadFile, "payload-file", "PAYLOAD-FILE", "file to read the message payloads from, split by --payload-delimiter; a random one is sent each time.")
 	t.str(&delimiter, "payload-delimiter", "PAYLOAD-DELIMITER", "delimiter to be used when --payload-file is provided (default: \\n).")
 	t.num(&throughput, "throughput", "THROUGHPUT", "throttle maximum message throughput to *approximately* THROUGHPUT messages/sec. Set this to -1 to disable throttling.")
-	t.list(&props, "producer-props", "PROP-NAME=PROP-VALUE", "kafka producer related configuration properties like bootstrap.servers,client.id etc. (repeatable)")
-	t.str(&configFile, "producer.config", "CONFIG-FILE", "producer config properties file.")
+	client := t.clientPropertyFlags("producer-props", "PROP-NAME=PROP-VALUE", "kafka producer related configuration properties like bootstrap.servers,client.id etc. (repeatable)",
+		"producer.config", "CONFIG-FILE", "producer config properties file.")
 	t.flag(&printMetrics, "print-metrics", "print out metrics at the end of the test.")
 	t.str(&txID, "transactional-id", "TRANSACTIONAL-ID", "Not supported by ferry's tool.")
 	t.num(&txDuration, "transaction-duration-ms", "TRANSACTION-DURATION", "Not supported by ferry's tool.")
@@ -58,18 +57,9 @@ func kafkaProducerPerfTest(args []string) error {
 	case txID != "" || txDuration > 0:
 		return errors.New("--transactional-id: ferry's perf test produces without transactions")
 	}
-	cfg, err := clientConfig(configFile, props)
+	cfg, bootstrap, err := client.read(t, func(props map[string]string) string { return props["bootstrap.servers"] },
+		"Missing bootstrap.servers in --producer-props or --bootstrap-server")
 	if err != nil {
-		return err
-	}
-	bootstrap := t.bootstrap
-	if bootstrap == "" {
-		bootstrap = cfg["bootstrap.servers"]
-	}
-	if bootstrap == "" {
-		return t.usage("Missing bootstrap.servers in --producer-props or --bootstrap-server")
-	}
-	if bootstrap, err = t.bootstrapFrom(cfg, bootstrap); err != nil {
 		return err
 	}
 	payloads, err := perfPayloads(recordSize, payloadFile, delimiter)
@@ -229,15 +219,15 @@ func (s *perfStats) printTotal() {
 func kafkaConsumerPerfTest(args []string) error {
 	t := newKafkaTool("kafka-consumer-perf-test.sh", "This tool is used to verify the consumer performance.", "", false)
 	var (
-		topic, include, group, configFile, dateFormat  string
+		topic, include, group, dateFormat              string
 		messages, fetchSize, timeoutMs, interval       int64
 		threads, fetchThreads                          int64
 		fromLatest, detailed, hideHeader, printMetrics bool
-		brokerList                                     string
+		brokers                                        string
 	)
 	timeoutMs, interval, fetchSize, dateFormat = 10000, 5000, 1<<20, "yyyy-MM-dd HH:mm:ss:SSS"
 	group = fmt.Sprintf("perf-consumer-%d", rand.IntN(100000))
-	t.str(&brokerList, "broker-list", "String: host", "DEPRECATED, use --bootstrap-server instead.")
+	t.str(&brokers, "broker-list", "String: host", "DEPRECATED, use --bootstrap-server instead.")
 	t.str(&topic, "topic", "String: topic", "REQUIRED: The topic to consume from.")
 	t.str(&include, "include", "String: include", "Regular expression specifying list of topics to include for consumption.")
 	t.str(&group, "group", "String: gid", "The group id to consume on.")
@@ -249,7 +239,7 @@ func kafkaConsumerPerfTest(args []string) error {
 	t.flag(&detailed, "show-detailed-stats", "If set, stats are reported for each reporting interval as configured by reporting-interval")
 	t.flag(&hideHeader, "hide-header", "If set, skips printing the header for the stats")
 	t.str(&dateFormat, "date-format", "String: date format", "The date format to use for formatting the time field (Java's SimpleDateFormat; yyyy-MM-dd HH:mm:ss:SSS).")
-	t.str(&configFile, "consumer.config", "String: config file", "Consumer config properties file.")
+	client := t.clientPropertyFlags("", "", "", "consumer.config", "String: config file", "Consumer config properties file.")
 	t.num(&threads, "threads", "Integer: count", "Ignored (deprecated in Kafka).")
 	t.num(&fetchThreads, "num-fetch-threads", "Integer: count", "Ignored (deprecated in Kafka).")
 	t.flag(&printMetrics, "print-metrics", "Print out the metrics.")
@@ -259,18 +249,11 @@ func kafkaConsumerPerfTest(args []string) error {
 	if (topic == "") == (include == "") || messages <= 0 {
 		return t.usage("Exactly one of --topic/--include and a positive --messages are required")
 	}
-	cfg, err := clientConfig(configFile, nil)
+	cfg, bootstrap, err := client.read(t, brokerList(&brokers), "")
 	if err != nil {
 		return err
 	}
 	more, err := consumerPropertyOpts(cfg)
-	if err != nil {
-		return err
-	}
-	if t.bootstrap == "" {
-		t.bootstrap = brokerList
-	}
-	bootstrap, err := t.bootstrapFrom(cfg, t.bootstrap)
 	if err != nil {
 		return err
 	}

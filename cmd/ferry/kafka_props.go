@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,60 @@ import (
 // (from --producer-property, --consumer-property, --producer-props and
 // the config files), turned into franz-go options. Security settings are
 // read by applyClientProperties; others Kafka's clients know are ignored.
+
+// clientProperties are the flags a tool takes its client's properties
+// from: a config file (--command-config of the admin tools,
+// --producer.config, --consumer.config) and, for the producing and
+// consuming tools, properties given one by one (--producer-property,
+// --consumer-property, --producer-props), which win over the file's.
+type clientProperties struct {
+	file  string
+	props stringList
+}
+
+// clientPropertyFlags adds the config file flag and, when listFlag is not
+// empty, the flag of properties given one by one.
+func (t *kafkaTool) clientPropertyFlags(listFlag, listMeta, listUsage, fileFlag, fileMeta, fileUsage string) *clientProperties {
+	c := &clientProperties{}
+	if listFlag != "" {
+		t.list(&c.props, listFlag, listMeta, listUsage)
+	}
+	t.str(&c.file, fileFlag, fileMeta, fileUsage)
+	return c
+}
+
+// read merges the properties, applies their security settings and finds
+// the bootstrap servers: --bootstrap-server, else fallback's (--broker-list,
+// a bootstrap.servers property), else the brokers --zookeeper names. When
+// missing is given and neither of the first two names a server, it is the
+// usage error.
+func (c *clientProperties) read(t *kafkaTool, fallback func(props map[string]string) string, missing string) (props map[string]string, bootstrap string, err error) {
+	if props, err = loadClientProperties(c.file); err != nil {
+		return nil, "", err
+	}
+	given, err := propertyMap(c.props)
+	if err != nil {
+		return nil, "", err
+	}
+	maps.Copy(props, given)
+	bootstrap = t.bootstrap
+	if bootstrap == "" && fallback != nil {
+		bootstrap = fallback(props)
+	}
+	if bootstrap == "" && missing != "" {
+		return nil, "", t.usage("%s", missing)
+	}
+	if bootstrap, err = t.bootstrapFrom(props, bootstrap); err != nil {
+		return nil, "", err
+	}
+	return props, bootstrap, nil
+}
+
+// brokerList is the fallback of the tools that still take Kafka 0.8's
+// --broker-list.
+func brokerList(list *string) func(map[string]string) string {
+	return func(map[string]string) string { return *list }
+}
 
 func propInt(props map[string]string, key string) (int64, bool, error) {
 	v, ok := props[key]

@@ -221,3 +221,46 @@ func TestClientPropertyOpts(t *testing.T) {
 		}
 	}
 }
+
+// TestClientPropertiesRead: the one reader of the console tools' and perf
+// tests' client properties: the file's, overlaid by those given one by
+// one; --bootstrap-server, else the tool's fallback, else the tool's
+// usage error.
+func TestClientPropertiesRead(t *testing.T) {
+	defer func() { kcli.DefaultAuth, kcli.TLS = kcli.Auth{}, kcli.TLSSettings{} }()
+	path := filepath.Join(t.TempDir(), "producer.properties")
+	os.WriteFile(path, []byte("client.id=from-file\nlinger.ms=7\nbootstrap.servers=file:9092\n"), 0o600)
+	tool := func(args ...string) (*kafkaTool, *clientProperties) {
+		tl := newKafkaTool("kafka-producer-perf-test.sh", "", "", false)
+		c := tl.clientPropertyFlags("producer-props", "", "", "producer.config", "", "")
+		if err := tl.parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return tl, c
+	}
+	fromProps := func(p map[string]string) string { return p["bootstrap.servers"] }
+	tl, c := tool("--producer.config", path, "--producer-props", "client.id=given", "--producer-props", "acks=1")
+	props, bootstrap, err := c.read(tl, fromProps, "no servers")
+	if err != nil || bootstrap != "file:9092" {
+		t.Fatalf("bootstrap %q, %v", bootstrap, err)
+	}
+	if props["client.id"] != "given" || props["linger.ms"] != "7" || props["acks"] != "1" {
+		t.Fatalf("properties %v: the given ones must win over the file's and keep the rest", props)
+	}
+	tl, c = tool("--bootstrap-server", "flag:9092", "--producer.config", path)
+	if _, bootstrap, err := c.read(tl, fromProps, "no servers"); err != nil || bootstrap != "flag:9092" {
+		t.Fatalf("--bootstrap-server must win over the fallback: %q, %v", bootstrap, err)
+	}
+	tl, c = tool()
+	if _, _, err := c.read(tl, fromProps, "no servers"); err == nil || !strings.Contains(err.Error(), "no servers") {
+		t.Fatalf("nothing naming a server: %v, want the tool's usage error", err)
+	}
+	tl, c = tool("--bootstrap-server", "flag:9092", "--producer-props", "no-equals-sign")
+	if _, _, err := c.read(tl, nil, ""); err == nil {
+		t.Fatal("a property without key=value was accepted")
+	}
+	tl, c = tool("--bootstrap-server", "flag:9092", "--producer-props", "security.protocol=TLS")
+	if _, _, err := c.read(tl, nil, ""); err == nil || !strings.Contains(err.Error(), "want PLAINTEXT, SSL") {
+		t.Fatalf("a bad security.protocol: %v", err)
+	}
+}

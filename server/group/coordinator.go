@@ -153,8 +153,9 @@ func (c *Config) Validate() error {
 // by its own mutex (group.mu); the coordinator's mu guards only the map of
 // groups and of consumer instances. Lock order: commitMu of a group, then
 // Coordinator.mu or group.mu — never Coordinator.mu while holding a group's
-// mu except in the tick loop's removal of dead groups, which takes them in
-// the order group.mu → Coordinator.mu and is the only place that nests.
+// mu except in removeLocked (a group's removal: by the tick loop, a
+// delete, a resigned partition), which takes them in the order group.mu →
+// Coordinator.mu and is the only place that nests.
 type Coordinator struct {
 	broker *server.Broker
 	cfg    Config
@@ -176,8 +177,11 @@ type Coordinator struct {
 	// lagHistory is each group's lag over time, sampled by tickLoop.
 	lagHistory *lagHistory
 
-	closing chan struct{}
-	wg      sync.WaitGroup
+	// offsets is __consumer_offsets: its creation, a group's partition and
+	// coordinator, its log read back.
+	offsets *ownership.Topic
+	// life runs the tick loop and the loads; Close ends it.
+	life *ownership.Lifecycle
 }
 
 // New starts the coordinator. On a single node it creates
@@ -190,28 +194,39 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "group"), closing: make(chan struct{})}
+	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "group"), life: ownership.NewLifecycle()}
 	c.env = &env{logger: c.logger, initialDelay: cfg.InitialRebalanceDelay, partitionCount: c.partitionCount}
 	c.mu.groups = map[string]*group{}
 	c.mu.instances = map[instanceKey]*instance{}
+	c.offsets = &ownership.Topic{Broker: b, Name: OffsetsTopic, Partitions: cfg.OffsetsTopicPartitions,
+		ReplicationFactor: cfg.OffsetsTopicReplicationFactor, ReplicationSetting: "offsets.topic.replication.factor",
+		SegmentBytes: cfg.OffsetsTopicSegmentBytes, PartitionOf: OffsetsPartition, NoCoordinator: errNoCoordinator}
 	c.own = c.newOwnership()
 	c.lagHistory = newLagHistory(cfg.LagSamples, cfg.LagHistoryGroups)
-	// Watching first: a role given while the led partitions load is not missed.
-	b.WatchLeadership(OffsetsTopic, c.onLeadership)
-	if !c.clustered() {
-		if err := c.createOffsetsTopic(); err != nil {
+	// Following first: a role given while the led partitions load is not
+	// missed. A new epoch while still leading (an ISR change by the
+	// controller) leaves the groups loaded as they are.
+	c.own.FollowLeadership(c.offsets)
+	if !c.offsets.Clustered() {
+		if err := c.offsets.Create(); err != nil {
 			return nil, err
 		}
 	}
 	start := time.Now()
-	groups, offsets, err := c.loadLedPartitions(context.Background())
+	groups, offsets, err := c.loadLedPartitions()
 	if err != nil {
 		return nil, err
 	}
 	c.logger.Info("committed offsets loaded", "offsets", offsets, "groups", groups, "took", time.Since(start))
 	if !cfg.ManualTick {
-		c.wg.Add(1)
-		go c.tickLoop()
+		c.life.TickLoop(
+			ownership.Every{Interval: cfg.TickInterval, Run: c.Tick},
+			ownership.Every{Interval: cfg.OffsetsRetentionCheckInterval, Run: func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				c.ExpireOffsets(ctx, c.now())
+			}},
+			ownership.Every{Interval: cfg.LagSampleInterval, Run: func() { c.SampleLag(c.now()) }})
 	}
 	return c, nil
 }
@@ -219,13 +234,7 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 // Close stops the timeout loop and answers every waiting join or sync with
 // COORDINATOR_NOT_AVAILABLE (via the handlers' closing check).
 func (c *Coordinator) Close() error {
-	select {
-	case <-c.closing:
-		return nil
-	default:
-	}
-	close(c.closing)
-	c.wg.Wait()
+	c.life.Close()
 	return nil
 }
 
@@ -240,30 +249,6 @@ func (c *Coordinator) partitionCount(topic string) int32 {
 	return n
 }
 
-func (c *Coordinator) tickLoop() {
-	defer c.wg.Done()
-	t := time.NewTicker(c.cfg.TickInterval)
-	defer t.Stop()
-	expiry := time.NewTicker(c.cfg.OffsetsRetentionCheckInterval)
-	defer expiry.Stop()
-	lag := time.NewTicker(c.cfg.LagSampleInterval)
-	defer lag.Stop()
-	for {
-		select {
-		case <-c.closing:
-			return
-		case <-t.C:
-			c.Tick()
-		case <-expiry.C:
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			c.ExpireOffsets(ctx, c.now())
-			cancel()
-		case <-lag.C:
-			c.SampleLag(c.now())
-		}
-	}
-}
-
 // Tick applies every timeout due at the clock's current time: session
 // expiry, join and sync deadlines, the initial delay, idle consumer
 // instances, and removal of groups that hold nothing. The background loop
@@ -274,17 +259,24 @@ func (c *Coordinator) Tick() {
 		g.mu.Lock()
 		g.tick(now)
 		if g.removable(now) {
-			g.state = stateDead
-			g.notify()
-			c.mu.Lock()
-			if c.mu.groups[g.name] == g {
-				delete(c.mu.groups, g.name)
-			}
-			c.mu.Unlock()
+			c.removeLocked(g)
 		}
 		g.mu.Unlock()
 	}
 	c.expireInstances(now)
+}
+
+// removeLocked ends g: its waiting joins and syncs end, and it leaves the
+// coordinator's map (unless a new group of its name took its place).
+// Callers hold g.mu, which orders before c.mu.
+func (c *Coordinator) removeLocked(g *group) {
+	g.state = stateDead
+	g.notify()
+	c.mu.Lock()
+	if c.mu.groups[g.name] == g {
+		delete(c.mu.groups, g.name)
+	}
+	c.mu.Unlock()
 }
 
 // removable: an empty group with nothing committed is forgotten, but only
@@ -335,14 +327,7 @@ func (c *Coordinator) lockGroup(name string, create bool) *group {
 // errClosed answers requests that arrive during shutdown.
 var errClosed = errors.New("group coordinator is closed")
 
-func (c *Coordinator) closed() bool {
-	select {
-	case <-c.closing:
-		return true
-	default:
-		return false
-	}
-}
+func (c *Coordinator) closed() bool { return c.life.Closed() }
 
 type clientKey struct{}
 

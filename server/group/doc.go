@@ -16,8 +16,10 @@
 // channel and blocks on it after unlocking. Tests inject Config.Now and
 // set Config.ManualTick to drive all of it without real time.
 //
-// Long-lived goroutines: one, the tick loop (Config.TickInterval), stopped
-// by Close. Poll starts short-lived waiters that end with the poll.
+// Long-lived goroutines, all stopped by Close (an ownership.Lifecycle): the
+// tick loop (Tick every Config.TickInterval, ExpireOffsets, SampleLag, one
+// at a time) and one loader per __consumer_offsets partition being
+// loaded. Poll starts short-lived waiters that end with the poll.
 //
 // # Committed offsets
 //
@@ -25,7 +27,10 @@
 // broker core (Produce with Sync, so a commit is acknowledged after fsync),
 // in Kafka's formats (key v1: group, topic, partition; value v3: offset,
 // leader epoch, metadata, commit timestamp; a null value deletes), to
-// partition abs(javaHash(group)) % partitions as Kafka does. The topic is
+// partition abs(javaHash(group)) % partitions as Kafka does
+// (OffsetsPartition; the lookup of the partition's leader and the topic's
+// creation are server/ownership's Topic, shared with the transaction
+// coordinator and the idempotency keys store). The topic is
 // created with cleanup.policy=compact and offsets.topic.segment.bytes
 // (100 MiB) so retention never deletes it and the log cleaner keeps only
 // the latest commit per key below the active segment; a new coordinator

@@ -132,7 +132,7 @@ func (c *Coordinator) join(ctx context.Context, name string, jr joinRequest) joi
 	case res = <-wait:
 		return res
 	case <-ctx.Done():
-	case <-c.closing:
+	case <-c.life.Closing():
 	}
 	return joinResult{err: errCoordinatorNotAvailable, memberID: jr.memberID}
 }
@@ -204,7 +204,7 @@ func (c *Coordinator) sync(ctx context.Context, name string, sr syncRequest) syn
 	case res = <-wait:
 		return res
 	case <-ctx.Done():
-	case <-c.closing:
+	case <-c.life.Closing():
 	}
 	return syncResult{err: errCoordinatorNotAvailable}
 }

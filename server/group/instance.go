@@ -486,7 +486,7 @@ func (c *Coordinator) waitForRecords(ctx context.Context, waits []delayed.Wait, 
 	select {
 	case <-op.Done():
 	case <-changed:
-	case <-c.closing:
+	case <-c.life.Closing():
 	case <-ctx.Done():
 	}
 	c.broker.CancelWait(op)
@@ -726,7 +726,7 @@ func (c *Coordinator) commitInstance(ctx context.Context, inst *instance, offset
 	}
 	g.commitMu.Lock()
 	defer g.commitMu.Unlock()
-	if err := c.storeOffsets(ctx, g, set); err != nil {
+	if err := c.storeOffsets(ctx, g, set, nil); err != nil {
 		return fmt.Errorf("%w: %v", ErrCommitRejected, err)
 	}
 	return nil

@@ -90,7 +90,7 @@ func applyInstanceRecord(table map[instanceKey]instanceDescriptor, r records.Rec
 // persistInstance writes inst's descriptor (gone: a tombstone) on a
 // cluster; a single node keeps none.
 func (c *Coordinator) persistInstance(ctx context.Context, inst *instance, topics []string, gone bool) error {
-	if !c.clustered() {
+	if !c.offsets.Clustered() {
 		return nil
 	}
 	var value []byte

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/ownership"
 	"github.com/ferry-mq/ferry/server/records"
 )
 
@@ -38,29 +39,13 @@ type offsetEntry struct {
 // offsetsPartition is the partition of __consumer_offsets holding group's
 // commits, as the topic is now.
 func (c *Coordinator) offsetsPartition(group string) int32 {
-	n := c.offsetsPartitionCount()
-	if n < 1 {
-		return 0
-	}
-	return OffsetsPartition(group, n)
+	p, _ := c.offsets.Partition(group)
+	return p
 }
 
-// OffsetsPartition is Kafka's choice of a group's partition among n:
-// abs(groupId.hashCode) % n, with Java's String.hashCode over UTF-16 code
-// units, so tools that compute it (Burrow, Cruise Control) agree.
-func OffsetsPartition(group string, n int32) int32 {
-	var h int32
-	for _, r := range group {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return (h & 0x7fffffff) % n
-}
+// OffsetsPartition is the partition of __consumer_offsets holding group's
+// commits among n, as Kafka chooses it (ownership.JavaHashPartition).
+func OffsetsPartition(group string, n int32) int32 { return ownership.JavaHashPartition(group, n) }
 
 // applyOffsetRecord applies one __consumer_offsets record to table;
 // records of other kinds (group metadata, unknown versions) are skipped.
@@ -171,17 +156,104 @@ func commitCode(err error) int16 {
 	return errUnknownServer
 }
 
-// storeOffsets writes commits durably, then makes them visible.
-func (c *Coordinator) storeOffsets(ctx context.Context, g *group, set map[topicPartition]offsetEntry) error {
-	if err := c.writeOffsets(ctx, g, set, nil); err != nil {
+// storeOffsets writes commits durably, then makes them visible: a plain
+// commit (txn nil) as the group's offsets, a transaction's as pending
+// until its producer's marker (txnoffsets.go). Callers hold g.commitMu,
+// not g.mu.
+func (c *Coordinator) storeOffsets(ctx context.Context, g *group, set map[topicPartition]offsetEntry, txn *server.ProduceTransaction) error {
+	req := &server.ProduceRequest{Topic: OffsetsTopic, Sync: true, Internal: true, Transaction: txn}
+	if err := c.appendOffsets(ctx, req, g.name, set, nil); err != nil {
 		return err
 	}
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	if txn != nil {
+		g.holdTxnOffsets(txn.ProducerID, set)
+		return nil
+	}
 	for tp, e := range set {
 		g.offsets[tp] = e
 	}
-	g.mu.Unlock()
 	return nil
+}
+
+// commitPartition is one partition of an OffsetCommit or a
+// TxnOffsetCommit request.
+type commitPartition struct {
+	tp          topicPartition
+	offset      int64
+	leaderEpoch int32 // -1 when the request's version has none
+	metadata    *string
+}
+
+// commit serves the partitions of a commit request to group name, plain
+// or of the producer txn: gate (the request's check, when not errNone)
+// refuses them all; else an unknown partition or metadata over
+// offset.metadata.max.bytes refuses one, and the rest are written as one
+// batch. It returns each partition's code.
+func (c *Coordinator) commit(ctx context.Context, name string, gate int16, parts []commitPartition, txn *server.ProduceTransaction) map[topicPartition]int16 {
+	set, codes := c.checkCommits(gate, parts)
+	if len(set) == 0 {
+		return codes
+	}
+	if err := c.commitOffsets(ctx, name, set, txn); err != nil {
+		if txn != nil {
+			c.logger.Warn("transactional offset commit failed", "group", name, "producer_id", txn.ProducerID, "err", err)
+		} else {
+			c.logger.Warn("offset commit failed", "group", name, "err", err)
+		}
+		for tp := range set {
+			codes[tp] = commitCode(err)
+		}
+	}
+	return codes
+}
+
+// checkCommits splits a commit's partitions into the entries to write and
+// the codes of those refused.
+func (c *Coordinator) checkCommits(gate int16, parts []commitPartition) (map[topicPartition]offsetEntry, map[topicPartition]int16) {
+	codes := map[topicPartition]int16{}
+	set := map[topicPartition]offsetEntry{}
+	now := c.now().UnixMilli()
+	counts := map[string]int32{}
+	for _, p := range parts {
+		count, ok := counts[p.tp.topic]
+		if !ok {
+			count = c.partitionCount(p.tp.topic)
+			counts[p.tp.topic] = count
+		}
+		e := offsetEntry{offset: p.offset, leaderEpoch: p.leaderEpoch, commitTime: now, logOffset: -1}
+		if p.metadata != nil {
+			e.metadata = *p.metadata
+		}
+		switch {
+		case gate != errNone:
+			codes[p.tp] = gate
+		case p.tp.partition < 0 || p.tp.partition >= count:
+			codes[p.tp] = errUnknownTopicOrPartition
+		case len(e.metadata) > c.cfg.OffsetMetadataMaxBytes:
+			codes[p.tp] = errOffsetMetadataTooLarge
+		default:
+			set[p.tp] = e
+		}
+	}
+	return set, codes
+}
+
+// commitOffsets stores set under the group's commitMu, the group counted
+// as committing meanwhile so that it is neither removed nor expired.
+func (c *Coordinator) commitOffsets(ctx context.Context, name string, set map[topicPartition]offsetEntry, txn *server.ProduceTransaction) error {
+	g := c.lockGroup(name, true)
+	g.committing++
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.committing--
+		g.mu.Unlock()
+	}()
+	g.commitMu.Lock()
+	defer g.commitMu.Unlock()
+	return c.storeOffsets(ctx, g, set, txn)
 }
 
 // commitCheck is Kafka's doCommitOffsets gate. Callers hold g.mu.
@@ -211,50 +283,17 @@ func (g *group) commitCheck(memberID, instanceID string, generation int32) int16
 // empties). A commit is acknowledged after fsync of __consumer_offsets.
 func (c *Coordinator) HandleOffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	codes := map[topicPartition]int16{}
-	set := map[topicPartition]offsetEntry{}
-	code := c.offsetCommitGate(req)
-	now := c.now().UnixMilli()
+	var parts []commitPartition
 	for _, t := range req.Topics {
-		count := c.partitionCount(t.Topic)
 		for _, p := range t.Partitions {
-			tp := topicPartition{t.Topic, p.Partition}
-			e := offsetEntry{offset: p.Offset, leaderEpoch: -1, commitTime: now, logOffset: -1}
+			cp := commitPartition{tp: topicPartition{t.Topic, p.Partition}, offset: p.Offset, leaderEpoch: -1, metadata: p.Metadata}
 			if req.Version >= 6 {
-				e.leaderEpoch = p.LeaderEpoch
+				cp.leaderEpoch = p.LeaderEpoch
 			}
-			if p.Metadata != nil {
-				e.metadata = *p.Metadata
-			}
-			switch {
-			case code != errNone:
-				codes[tp] = code
-			case p.Partition < 0 || p.Partition >= count:
-				codes[tp] = errUnknownTopicOrPartition
-			case len(e.metadata) > c.cfg.OffsetMetadataMaxBytes:
-				codes[tp] = errOffsetMetadataTooLarge
-			default:
-				set[tp] = e
-			}
+			parts = append(parts, cp)
 		}
 	}
-	if len(set) > 0 {
-		g := c.lockGroup(req.Group, true)
-		g.committing++
-		g.mu.Unlock()
-		g.commitMu.Lock()
-		err := c.storeOffsets(ctx, g, set)
-		g.commitMu.Unlock()
-		g.mu.Lock()
-		g.committing--
-		g.mu.Unlock()
-		if err != nil {
-			c.logger.Warn("offset commit failed", "group", req.Group, "err", err)
-			for tp := range set {
-				codes[tp] = commitCode(err)
-			}
-		}
-	}
+	codes := c.commit(ctx, req.Group, c.offsetCommitGate(req), parts, nil)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
@@ -453,13 +492,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, name string) int16 {
 		delete(g.offsets, tp)
 	}
 	if len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 {
-		g.state = stateDead
-		g.notify()
-		c.mu.Lock()
-		if c.mu.groups[name] == g {
-			delete(c.mu.groups, name)
-		}
-		c.mu.Unlock()
+		c.removeLocked(g)
 	}
 	return errNone
 }

@@ -1,7 +1,6 @@
 package group
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/ownership"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
@@ -63,14 +61,7 @@ func (c *Coordinator) newOwnership() *ownership.Table[*loadedPartition] {
 		LoadFailed: func(p int32, attempt int, err error) {
 			c.logger.Warn("loading committed offsets failed", "partition", p, "attempt", attempt, "err", err)
 		},
-	}, c.closing, &c.wg)
-}
-
-// onLeadership follows this broker's leadership of __consumer_offsets. A
-// new epoch while still leading (an ISR change by the controller) leaves
-// the groups loaded as they are.
-func (c *Coordinator) onLeadership(ch server.LeadershipChange) {
-	c.own.Leadership(ch.Partition, ch.Leading, ch.LeaderEpoch)
+	}, c.life)
 }
 
 // installLoaded makes a loaded partition's groups served (the Table's lock
@@ -114,13 +105,7 @@ func (c *Coordinator) unloadPartition(p int32) int {
 			continue
 		}
 		g.mu.Lock()
-		g.state = stateDead
-		g.notify()
-		c.mu.Lock()
-		if c.mu.groups[g.name] == g {
-			delete(c.mu.groups, g.name)
-		}
-		c.mu.Unlock()
+		c.removeLocked(g)
 		g.mu.Unlock()
 		n++
 	}
@@ -138,11 +123,11 @@ func (c *Coordinator) serves(name string) int16 {
 	if name == "" {
 		return errNone
 	}
-	n := c.offsetsPartitionCount()
-	if n < 1 {
+	p, ok := c.offsets.Partition(name)
+	if !ok {
 		return errCoordinatorNotAvailable
 	}
-	op, ok := c.own.Get(OffsetsPartition(name, n))
+	op, ok := c.own.Get(p)
 	switch {
 	case !ok:
 		return errNotCoordinator
@@ -189,160 +174,60 @@ var errNoCoordinator = errors.New("no coordinator is available")
 // coordinatorOf finds a group's coordinator: this node on a single node,
 // else the leader of the group's partition in the controller's view.
 func (c *Coordinator) coordinatorOf(name string) (coordinator, error) {
-	if !c.clustered() {
+	if !c.offsets.Clustered() {
 		host, port, err := c.advertised()
 		if err != nil {
 			return coordinator{}, err
 		}
 		return coordinator{ID: c.broker.BrokerID(), Host: host, Port: port}, nil
 	}
-	n := c.offsetsPartitionCount()
-	if n < 1 {
-		if err := c.createOffsetsTopic(); err != nil {
-			return coordinator{}, err
-		}
-		return coordinator{}, fmt.Errorf("%w: %s is being created", errNoCoordinator, OffsetsTopic)
+	b, err := c.offsets.Coordinator(name)
+	if err != nil {
+		return coordinator{}, err
 	}
-	p := OffsetsPartition(name, n)
-	view, _ := c.broker.Cluster()
-	pv, ok := view.Partition(OffsetsTopic, p)
-	if !ok || pv.Leader < 0 {
-		return coordinator{}, fmt.Errorf("%w: %s-%d has no leader", errNoCoordinator, OffsetsTopic, p)
-	}
-	for _, b := range view.Brokers {
-		if b.ID == pv.Leader {
-			return coordinator{ID: b.ID, Host: b.Host, Port: b.Port}, nil
-		}
-	}
-	return coordinator{}, fmt.Errorf("%w: %s-%d is led by broker %d, which is not live", errNoCoordinator, OffsetsTopic, p, pv.Leader)
-}
-
-// clustered: this broker is one of a cluster's, whose partitions take
-// their roles from the controller.
-func (c *Coordinator) clustered() bool { return c.broker.Config().AwaitRoles }
-
-// offsetsPartitionCount is the partition count of __consumer_offsets, from
-// this broker's table or, when it holds none of the topic, the
-// controller's view; 0 when the topic does not exist.
-func (c *Coordinator) offsetsPartitionCount() int32 {
-	if n, err := c.broker.PartitionCount(OffsetsTopic); err == nil {
-		return n
-	}
-	view, ok := c.broker.Cluster()
-	if !ok {
-		return 0
-	}
-	return view.PartitionCount(OffsetsTopic)
-}
-
-// createOffsetsTopic creates __consumer_offsets with
-// offsets.topic.replication.factor replicas, as Kafka does on the first
-// FindCoordinator: with fewer live brokers it fails and the client asks
-// again.
-func (c *Coordinator) createOffsetsTopic() error {
-	rf := c.cfg.OffsetsTopicReplicationFactor
-	if !c.clustered() {
-		rf = 1 // one broker, one replica
-	}
-	err := c.broker.CreateTopic(server.TopicSpec{
-		Name:              OffsetsTopic,
-		Partitions:        c.cfg.OffsetsTopicPartitions,
-		ReplicationFactor: rf,
-		Configs: map[string]string{server.CfgCleanupPolicy: "compact",
-			server.CfgSegmentBytes: strconv.Itoa(int(c.cfg.OffsetsTopicSegmentBytes))},
-	})
-	if err != nil && !errors.Is(err, server.ErrTopicExists) {
-		return fmt.Errorf("create %s (offsets.topic.replication.factor %d): %w", OffsetsTopic, rf, err)
-	}
-	return nil
+	return coordinator{ID: b.ID, Host: b.Host, Port: b.Port}, nil
 }
 
 // loadPartition reads partition p of __consumer_offsets from its log start
 // to its log end into table: the last record per key wins, a tombstone
 // deletes, a transactional batch's records wait for their producer's
-// marker (what is still undecided is returned). It reads past the high
-// watermark: a new leader's log holds every commit the old one
-// acknowledged, some not yet below its high watermark.
+// marker (what is still undecided is returned).
 func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition]offsetEntry, instances map[instanceKey]instanceDescriptor) (loadedTxn, error) {
-	part, err := c.broker.Partition(OffsetsTopic, p)
+	maxDecompressed := c.offsets.MaxDecompressed()
+	var replay txnReplay
+	err := c.offsets.ReadLog(p, func(batch []byte, h recordbatch.Header, from int64) error {
+		done, err := replay.batch(h, batch, from, maxDecompressed, table)
+		if err != nil || done {
+			return err
+		}
+		return records.Decode(batch, from, maxDecompressed, func(r records.Record) bool {
+			applyOffsetRecord(table, r)
+			applyInstanceRecord(instances, r)
+			return true
+		})
+	})
 	if err != nil {
 		return nil, err
-	}
-	next, end := part.LogStartOffset(), part.LogEndOffset()
-	maxDecompressed := c.broker.Config().MaxDecompressedBytes
-	var replay txnReplay
-	var buf []byte
-	for next < end {
-		data, err := c.broker.ReadBatches(OffsetsTopic, p, next, end, 1<<20, buf[:0])
-		if err != nil {
-			return nil, fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, next, err)
-		}
-		if len(data) == 0 {
-			break
-		}
-		buf = data
-		from := next
-		for len(data) > 0 {
-			batch, rest, err := recordbatch.Next(data)
-			if err != nil {
-				return nil, fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, next, err)
-			}
-			if batch == nil {
-				break // a truncated last batch: read again from it
-			}
-			data = rest
-			h := recordbatch.ReadHeader(batch)
-			if h.LastOffset() < next {
-				continue
-			}
-			done, err := replay.batch(h, batch, next, maxDecompressed, table)
-			if err == nil && !done {
-				err = records.Decode(batch, next, maxDecompressed, func(r records.Record) bool {
-					applyOffsetRecord(table, r)
-					applyInstanceRecord(instances, r)
-					return true
-				})
-			}
-			if err != nil {
-				return nil, fmt.Errorf("load %s-%d at %d: %w", OffsetsTopic, p, h.BaseOffset, err)
-			}
-			next = h.LastOffset() + 1
-		}
-		if next == from {
-			break
-		}
 	}
 	return replay.pending(), nil
 }
 
 // loadLedPartitions loads, before New returns, the partitions this broker
 // leads already: on a single node, all of them.
-func (c *Coordinator) loadLedPartitions(ctx context.Context) (groups, offsets int, err error) {
-	n := c.offsetsPartitionCount()
-	for p := int32(0); p < n; p++ {
-		part, err := c.broker.Partition(OffsetsTopic, p)
-		if err != nil || part.Leader() != c.broker.BrokerID() {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return groups, offsets, err
-		}
-		var l *loadedPartition
-		load := func(p, _ int32) (*loadedPartition, error) {
-			l = &loadedPartition{table: map[string]map[topicPartition]offsetEntry{}, atStart: true}
-			// A single node keeps no instances (persistInstance): none to read.
-			pending, err := c.loadPartition(p, l.table, map[instanceKey]instanceDescriptor{})
-			l.pending = pending
-			return l, err
-		}
-		if err := c.own.LoadLed(p, part.LeaderEpoch(), load); err != nil {
-			return groups, offsets, err
-		}
-		if l != nil {
-			groups, offsets = groups+l.groups, offsets+l.offsets
-		}
+func (c *Coordinator) loadLedPartitions() (groups, offsets int, err error) {
+	var loaded []*loadedPartition
+	err = c.own.LoadLedPartitions(c.offsets, func(p, _ int32) (*loadedPartition, error) {
+		l := &loadedPartition{table: map[string]map[topicPartition]offsetEntry{}, atStart: true}
+		loaded = append(loaded, l)
+		// A single node keeps no instances (persistInstance): none to read.
+		pending, err := c.loadPartition(p, l.table, map[instanceKey]instanceDescriptor{})
+		l.pending = pending
+		return l, err
+	})
+	for _, l := range loaded { // installing counted them
+		groups, offsets = groups+l.groups, offsets+l.offsets
 	}
-	return groups, offsets, nil
+	return groups, offsets, err
 }
 
 // Locate says which broker serves a group's requests: here (this broker

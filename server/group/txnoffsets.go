@@ -68,44 +68,22 @@ func (c *Coordinator) verifyTxnCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 // stay pending until the producer's transaction ends.
 func (c *Coordinator) HandleTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	code := c.txnCommitGate(req)
-	if code == errNone {
-		code = c.verifyTxnCommit(ctx, req)
+	gate := c.txnCommitGate(req)
+	if gate == errNone {
+		gate = c.verifyTxnCommit(ctx, req)
 	}
-	codes := map[topicPartition]int16{}
-	set := map[topicPartition]offsetEntry{}
-	now := c.now().UnixMilli()
+	var parts []commitPartition
 	for _, t := range req.Topics {
-		count := c.partitionCount(t.Topic)
 		for _, p := range t.Partitions {
-			tp := topicPartition{t.Topic, p.Partition}
-			e := offsetEntry{offset: p.Offset, leaderEpoch: -1, commitTime: now, logOffset: -1}
+			cp := commitPartition{tp: topicPartition{t.Topic, p.Partition}, offset: p.Offset, leaderEpoch: -1, metadata: p.Metadata}
 			if req.Version >= 2 {
-				e.leaderEpoch = p.LeaderEpoch
+				cp.leaderEpoch = p.LeaderEpoch
 			}
-			if p.Metadata != nil {
-				e.metadata = *p.Metadata
-			}
-			switch {
-			case code != errNone:
-				codes[tp] = code
-			case p.Partition < 0 || p.Partition >= count:
-				codes[tp] = errUnknownTopicOrPartition
-			case len(e.metadata) > c.cfg.OffsetMetadataMaxBytes:
-				codes[tp] = errOffsetMetadataTooLarge
-			default:
-				set[tp] = e
-			}
+			parts = append(parts, cp)
 		}
 	}
-	if len(set) > 0 {
-		if err := c.storeTxnOffsets(ctx, req.Group, req.ProducerID, req.ProducerEpoch, set); err != nil {
-			c.logger.Warn("transactional offset commit failed", "group", req.Group, "producer_id", req.ProducerID, "err", err)
-			for tp := range set {
-				codes[tp] = commitCode(err)
-			}
-		}
-	}
+	txn := &server.ProduceTransaction{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch}
+	codes := c.commit(ctx, req.Group, gate, parts, txn)
 	for _, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
@@ -144,26 +122,9 @@ func (c *Coordinator) txnCommitGate(req *kmsg.TxnOffsetCommitRequest) int16 {
 	return g.commitCheck(req.MemberID, instanceID, req.Generation)
 }
 
-// storeTxnOffsets writes a producer's commits as one transactional batch,
-// then holds them pending.
-func (c *Coordinator) storeTxnOffsets(ctx context.Context, name string, pid int64, epoch int16, set map[topicPartition]offsetEntry) error {
-	g := c.lockGroup(name, true)
-	g.committing++
-	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		g.committing--
-		g.mu.Unlock()
-	}()
-	g.commitMu.Lock()
-	defer g.commitMu.Unlock()
-	req := &server.ProduceRequest{Topic: OffsetsTopic, Sync: true, Internal: true,
-		Transaction: &server.ProduceTransaction{ProducerID: pid, ProducerEpoch: epoch}}
-	if err := c.appendOffsets(ctx, req, name, set, nil); err != nil {
-		return err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// holdTxnOffsets holds a producer's written commits pending until its
+// marker. Callers hold g.mu.
+func (g *group) holdTxnOffsets(pid int64, set map[topicPartition]offsetEntry) {
 	if g.txnOffsets == nil {
 		g.txnOffsets = map[int64]map[topicPartition]offsetEntry{}
 	}
@@ -175,7 +136,6 @@ func (c *Coordinator) storeTxnOffsets(ctx context.Context, name string, pid int6
 	for tp, e := range set {
 		pending[tp] = e
 	}
-	return nil
 }
 
 // TxnMarkerWritten implements server.TxnMarkerListener: a marker on a

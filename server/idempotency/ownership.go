@@ -3,7 +3,6 @@ package idempotency
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
@@ -36,49 +35,15 @@ func (s *Store) newOwnership() *ownership.Table[map[string]storedKey] {
 		LoadFailed: func(p int32, attempt int, err error) {
 			s.logger.Warn("loading idempotency keys failed", "partition", p, "attempt", attempt, "err", err)
 		},
-	}, s.closing, &s.wg)
+	}, s.life)
 }
 
-// onLeadership follows this broker's leadership of the keys topic; it
-// runs on the goroutine applying the controller's request.
-func (s *Store) onLeadership(ch server.LeadershipChange) {
-	s.own.Leadership(ch.Partition, ch.Leading, ch.LeaderEpoch)
-}
-
-// loadPartition reads partition p from its log start to its log end: the
-// last record per key wins, a tombstone forgets. It reads past the high
-// watermark: a new leader's log holds every key the old one acknowledged,
-// some not yet below its high watermark.
+// loadPartition reads partition p: the last record per key wins, a
+// tombstone forgets.
 func (s *Store) loadPartition(p int32) (map[string]storedKey, error) {
-	part, err := s.broker.Partition(Topic, p)
-	if err != nil {
-		return nil, err
-	}
 	loaded := map[string]storedKey{}
-	next, end := part.LogStartOffset(), part.LogEndOffset()
-	maxDecompressed := s.broker.Config().MaxDecompressedBytes
-	var buf []byte
-	for next < end {
-		data, err := s.broker.ReadBatches(Topic, p, next, end, 1<<20, buf[:0])
-		if err != nil {
-			return nil, fmt.Errorf("load %s-%d at %d: %w", Topic, p, next, err)
-		}
-		if len(data) == 0 {
-			break
-		}
-		buf = data
-		from := next
-		err = records.Decode(data, from, maxDecompressed, func(r records.Record) bool {
-			next = r.Offset + 1
-			s.apply(loaded, p, r)
-			return true
-		})
-		if err != nil {
-			return nil, fmt.Errorf("load %s-%d at %d: %w", Topic, p, from, err)
-		}
-		if next == from {
-			break
-		}
+	if err := s.keys.ReadRecords(p, func(r records.Record) { s.apply(loaded, p, r) }); err != nil {
+		return nil, err
 	}
 	return loaded, nil
 }
@@ -100,34 +65,9 @@ func (s *Store) apply(loaded map[string]storedKey, p int32, r records.Record) {
 // loadLedPartitions loads, before New returns, the partitions this broker
 // leads already: on a single node, all of them.
 func (s *Store) loadLedPartitions() error {
-	n := s.partitionCount()
-	for p := int32(0); p < n; p++ {
-		part, err := s.broker.Partition(Topic, p)
-		if err != nil || part.Leader() != s.broker.BrokerID() {
-			continue
-		}
-		if err := s.own.LoadLed(p, part.LeaderEpoch(), func(p, _ int32) (map[string]storedKey, error) {
-			return s.loadPartition(p) // on failure forgotten: the next request tries again
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// expiryLoop tombstones keys past the window every ExpiryInterval.
-func (s *Store) expiryLoop() {
-	defer s.wg.Done()
-	tick := time.NewTicker(s.cfg.ExpiryInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.closing:
-			return
-		case <-tick.C:
-			s.Expire(context.Background())
-		}
-	}
+	return s.own.LoadLedPartitions(s.keys, func(p, _ int32) (map[string]storedKey, error) {
+		return s.loadPartition(p) // on failure forgotten: the next request tries again
+	})
 }
 
 // Expire tombstones the keys whose window is over and forgets them; it

@@ -128,8 +128,11 @@ type Store struct {
 	// topic on the first request with a key.
 	createMu sync.Mutex
 
-	closing chan struct{}
-	wg      sync.WaitGroup
+	// keys is the keys topic: its creation, a key's partition and owner,
+	// its log read back.
+	keys *ownership.Topic
+	// life runs the expiry loop and the loads; Close ends it.
+	life *ownership.Lifecycle
 }
 
 // New starts the store. The keys topic is created by the first request
@@ -143,100 +146,47 @@ func New(b *server.Broker, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "idempotency"),
-		tab: newTable(cfg.Window, cfg.MaxBytes), closing: make(chan struct{})}
+		tab: newTable(cfg.Window, cfg.MaxBytes), life: ownership.NewLifecycle()}
+	// Two in-sync replicas when there are two: an acknowledged key then
+	// survives the loss of its owner (with one, an owner that shrank the
+	// ISR to itself could acknowledge a key no other replica has). One
+	// broker owns every key: one partition.
+	s.keys = &ownership.Topic{Broker: b, Name: Topic, Partitions: cfg.Partitions, SingleNodePartitions: 1,
+		ReplicationFactor: cfg.ReplicationFactor, SegmentBytes: cfg.SegmentBytes, MinISR: 2,
+		PartitionOf: PartitionOf, NoCoordinator: ErrNotOwner}
 	s.own = s.newOwnership()
-	b.WatchLeadership(Topic, s.onLeadership)
-	if !s.clustered() {
+	// A new epoch while leading keeps the keys loaded.
+	s.own.FollowLeadership(s.keys)
+	if !s.keys.Clustered() {
 		if err := s.loadLedPartitions(); err != nil {
 			return nil, err
 		}
 	}
-	s.wg.Add(1)
-	go s.expiryLoop()
+	s.life.TickLoop(ownership.Every{Interval: cfg.ExpiryInterval, Run: func() { s.Expire(context.Background()) }})
 	return s, nil
 }
 
 // Close stops the expiry loop and the loads in progress.
-func (s *Store) Close() {
-	select {
-	case <-s.closing:
-		return
-	default:
-	}
-	close(s.closing)
-	s.wg.Wait()
-}
+func (s *Store) Close() { s.life.Close() }
 
-func (s *Store) closed() bool {
-	select {
-	case <-s.closing:
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *Store) clustered() bool { return s.broker.Config().AwaitRoles }
+func (s *Store) closed() bool { return s.life.Closed() }
 
 func (s *Store) now() int64 { return s.cfg.Now().UnixMilli() }
 
 // Window is how long answers are kept.
 func (s *Store) Window() time.Duration { return s.cfg.Window }
 
-// partitionCount is the keys topic's partition count (0: not created).
-func (s *Store) partitionCount() int32 {
-	if n, err := s.broker.PartitionCount(Topic); err == nil {
-		return n
-	}
-	view, _ := s.broker.Cluster()
-	return view.PartitionCount(Topic)
-}
-
-func (s *Store) createTopic() error {
-	rf, partitions := s.cfg.ReplicationFactor, s.cfg.Partitions
-	if !s.clustered() {
-		// One broker owns every key: one partition, one replica.
-		rf, partitions = 1, 1
-	}
-	// Two in-sync replicas when there are two: an acknowledged key then
-	// survives the loss of its owner (with one, an owner that shrank the
-	// ISR to itself could acknowledge a key no other replica has).
-	minISR := min(int(rf), 2)
-	err := s.broker.CreateTopic(server.TopicSpec{Name: Topic, Partitions: partitions, ReplicationFactor: rf,
-		Configs: map[string]string{server.CfgCleanupPolicy: "compact",
-			server.CfgSegmentBytes:      strconv.Itoa(int(s.cfg.SegmentBytes)),
-			server.CfgMinInsyncReplicas: strconv.Itoa(minISR)}})
-	if err != nil && !errors.Is(err, server.ErrTopicExists) {
-		return fmt.Errorf("create %s (replication factor %d): %w", Topic, rf, err)
-	}
-	return nil
-}
-
 // Owner is the broker that answers for key, as the controller last
 // described the cluster: this one on a single node.
 func (s *Store) Owner(key string) (id int32, addr string, err error) {
-	if !s.clustered() {
+	if !s.keys.Clustered() {
 		return s.broker.BrokerID(), "", nil
 	}
-	n := s.partitionCount()
-	if n < 1 {
-		if err := s.createTopic(); err != nil {
-			return -1, "", fmt.Errorf("%w: %v", ErrNotOwner, err)
-		}
-		return -1, "", fmt.Errorf("%w: %s is being created", ErrNotOwner, Topic)
+	b, err := s.keys.Coordinator(key)
+	if err != nil {
+		return -1, "", err
 	}
-	p := PartitionOf(key, n)
-	view, _ := s.broker.Cluster()
-	pv, ok := view.Partition(Topic, p)
-	if !ok || pv.Leader < 0 {
-		return -1, "", fmt.Errorf("%w: %s-%d has no leader", ErrNotOwner, Topic, p)
-	}
-	for _, b := range view.Brokers {
-		if b.ID == pv.Leader {
-			return b.ID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), nil
-		}
-	}
-	return -1, "", fmt.Errorf("%w: %s-%d is led by broker %d, which is not live", ErrNotOwner, Topic, p, pv.Leader)
+	return b.ID, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), nil
 }
 
 // Locate says where a request with key is served: here (this broker owns
@@ -244,9 +194,8 @@ func (s *Store) Owner(key string) (id int32, addr string, err error) {
 // explains), or the broker that owns it.
 func (s *Store) Locate(key string) (broker int32, here bool) {
 	self := s.broker.BrokerID()
-	n := s.partitionCount()
-	if n > 0 {
-		if _, owned := s.own.Get(PartitionOf(key, n)); owned {
+	if p, ok := s.keys.Partition(key); ok {
+		if _, owned := s.own.Get(p); owned {
 			return self, true
 		}
 	}
@@ -286,8 +235,8 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 	if s.closed() {
 		return Outcome{}, ErrClosed
 	}
-	n := s.partitionCount()
-	if n < 1 && !s.clustered() {
+	n := s.keys.PartitionCount()
+	if n < 1 && !s.keys.Clustered() {
 		var err error
 		if n, err = s.createLocal(); err != nil {
 			return Outcome{}, err
@@ -326,7 +275,7 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 			}
 			return Outcome{Decision: Wait}, nil
 		case NotHere, Loading:
-			if !s.clustered() && !loadedHere {
+			if !s.keys.Clustered() && !loadedHere {
 				// A single node's keys topic created or loading right now.
 				loadedHere = true
 				if _, err := s.createLocal(); err != nil {
@@ -349,15 +298,15 @@ func (s *Store) Begin(ctx context.Context, key string, fp Fingerprint) (Outcome,
 func (s *Store) createLocal() (int32, error) {
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
-	if s.partitionCount() < 1 {
-		if err := s.createTopic(); err != nil {
+	if s.keys.PartitionCount() < 1 {
+		if err := s.keys.Create(); err != nil {
 			return 0, err
 		}
 	}
 	if err := s.loadLedPartitions(); err != nil {
 		return 0, err
 	}
-	return s.partitionCount(), nil
+	return s.keys.PartitionCount(), nil
 }
 
 // start records the start of a request that may proceed (its pending

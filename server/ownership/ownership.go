@@ -17,6 +17,20 @@
 // Each leadership gets a term, unique within the Table: work started under
 // one term (a transaction's markers) stops when the partition was lost and
 // gained again, even at the same epoch.
+//
+// The rest of what the three owners share lives here too, so each is
+// written once:
+//
+//   - Topic (topic.go) is the internal topic itself: its creation
+//     (compacted, one replica on a single node, min.insync.replicas capped
+//     at the replication factor), a key's partition (hash of key → partition)
+//     and coordinator (→ the partition's leader in the controller's view,
+//     creating the topic on a cluster's first lookup), and reading a
+//     partition's log back for Load.
+//   - Lifecycle (lifecycle.go) is an owner's goroutines: the Table's
+//     loads, its tick loop (TickLoop: jobs at their intervals, one at a
+//     time) and what else it starts (a transaction's completion); Close
+//     stops and waits for them all.
 package ownership
 
 import (
@@ -60,19 +74,18 @@ type Hooks[T any] struct {
 
 // Table is the partitions of one topic this broker leads.
 type Table[T any] struct {
-	hooks   Hooks[T]
-	closing <-chan struct{}
-	wg      *sync.WaitGroup
+	hooks Hooks[T]
+	life  *Lifecycle
 
 	mu    sync.Mutex
 	parts map[int32]Owned
 	terms uint64
 }
 
-// New returns an empty Table. Its loading goroutines are counted in wg and
-// stop once closing is closed: the owner's Close closes it, then waits wg.
-func New[T any](hooks Hooks[T], closing <-chan struct{}, wg *sync.WaitGroup) *Table[T] {
-	return &Table[T]{hooks: hooks, closing: closing, wg: wg, parts: map[int32]Owned{}}
+// New returns an empty Table. Its loading goroutines run in life and stop
+// when it closes.
+func New[T any](hooks Hooks[T], life *Lifecycle) *Table[T] {
+	return &Table[T]{hooks: hooks, life: life, parts: map[int32]Owned{}}
 }
 
 // Get is p's ownership: false when this broker does not lead p.
@@ -88,15 +101,6 @@ func (t *Table[T]) Get(p int32) (Owned, bool) {
 func (t *Table[T]) Serving(p int32, term uint64) bool {
 	o, ok := t.Get(p)
 	return ok && o.State == Serving && (term == 0 || o.Term == term)
-}
-
-func (t *Table[T]) closed() bool {
-	select {
-	case <-t.closing:
-		return true
-	default:
-		return false
-	}
 }
 
 // Leadership follows one change of this broker's leadership of partition
@@ -116,14 +120,7 @@ func (t *Table[T]) Leadership(p int32, leading bool, leaderEpoch int32) {
 		t.terms++
 		t.parts[p] = Owned{LeaderEpoch: leaderEpoch, State: Loading, Term: t.terms}
 		t.mu.Unlock()
-		if t.closed() {
-			return
-		}
-		t.wg.Add(1)
-		go func() {
-			defer t.wg.Done()
-			t.load(p, leaderEpoch)
-		}()
+		t.life.Go(func() { t.load(p, leaderEpoch) })
 	case owned:
 		delete(t.parts, p)
 		t.mu.Unlock()
@@ -155,7 +152,7 @@ func (t *Table[T]) load(p, leaderEpoch int32) {
 			t.hooks.LoadFailed(p, attempt, err)
 		}
 		select {
-		case <-t.closing:
+		case <-t.life.Closing():
 			return
 		case <-time.After(loadBackoff(attempt)):
 		}

@@ -78,23 +78,15 @@ func (o *owner) nextLoad(t *testing.T) int32 {
 }
 
 type fixture struct {
-	o       *owner
-	tab     *Table[string]
-	closing chan struct{}
-	wg      *sync.WaitGroup
+	o    *owner
+	tab  *Table[string]
+	life *Lifecycle
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{o: newOwner(), closing: make(chan struct{}), wg: &sync.WaitGroup{}}
-	f.tab = New(f.o.hooks(), f.closing, f.wg)
-	t.Cleanup(func() {
-		select {
-		case <-f.closing:
-		default:
-			close(f.closing)
-		}
-		f.wg.Wait()
-	})
+	f := &fixture{o: newOwner(), life: NewLifecycle()}
+	f.tab = New(f.o.hooks(), f.life)
+	t.Cleanup(f.life.Close)
 	return f
 }
 
@@ -223,9 +215,8 @@ func TestCloseDuringLoad(t *testing.T) {
 	f.o.nextLoad(t)
 	f.o.results <- loadResult{err: errors.New("fails")}
 	// The loader now waits out its backoff: closing must end it at once.
-	close(f.closing)
 	done := make(chan struct{})
-	go func() { f.wg.Wait(); close(done) }()
+	go func() { f.life.Close(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(loadBackoff(0) / 2):

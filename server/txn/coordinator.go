@@ -146,8 +146,11 @@ type Coordinator struct {
 	// or more records).
 	stateAppends atomic.Int64
 
-	closing chan struct{}
-	wg      sync.WaitGroup
+	// state is __transaction_state: its creation, an id's partition and
+	// coordinator, its log read back.
+	state *ownership.Topic
+	// life runs the tick loop, the loads and the completions; Close ends it.
+	life *ownership.Lifecycle
 }
 
 // entry is one transactional id's metadata, owned by its mu.
@@ -185,11 +188,19 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "txn"), closing: make(chan struct{})}
+	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "txn"), life: ownership.NewLifecycle()}
 	c.mu.txns = map[string]*entry{}
+	c.state = &ownership.Topic{Broker: b, Name: StateTopic, Partitions: cfg.StatePartitions,
+		ReplicationFactor: cfg.StateReplicationFactor, ReplicationSetting: "transaction.state.log.replication.factor",
+		SegmentBytes: cfg.StateSegmentBytes, MinISR: cfg.StateMinISR,
+		Configs:     map[string]string{"unclean.leader.election.enable": "false"},
+		PartitionOf: StatePartition, NoCoordinator: errNoCoordinator}
 	c.own = c.newOwnership()
 	c.writers.m = map[int32]*stateWriter{}
-	b.WatchLeadership(StateTopic, c.onLeadership)
+	// Kafka reloads on a new epoch too; here the metadata loaded stays
+	// right and markers sent from then on carry the new epoch (the Table
+	// keeps it).
+	c.own.FollowLeadership(c.state)
 	// __transaction_state is created by the first FindCoordinator of a
 	// transaction (CoordinatorOf), as Kafka does, so a node that never
 	// sees one holds no 50 partitions for it (and max.partitions counts
@@ -198,8 +209,8 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 		return nil, err
 	}
 	if !cfg.ManualTick {
-		c.wg.Add(1)
-		go c.tickLoop()
+		c.life.TickLoop(ownership.Every{Interval: cfg.AbortTimedOutInterval, Run: c.AbortTimedOut},
+			ownership.Every{Interval: cfg.RemoveExpiredInterval, Run: c.RemoveExpired})
 	}
 	return c, nil
 }
@@ -208,44 +219,13 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 // transactions are completed by the next coordinator (or this one after a
 // restart).
 func (c *Coordinator) Close() error {
-	select {
-	case <-c.closing:
-		return nil
-	default:
-	}
-	close(c.closing)
-	c.wg.Wait()
+	c.life.Close()
 	return nil
 }
 
-func (c *Coordinator) closed() bool {
-	select {
-	case <-c.closing:
-		return true
-	default:
-		return false
-	}
-}
+func (c *Coordinator) closed() bool { return c.life.Closed() }
 
 func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
-
-func (c *Coordinator) tickLoop() {
-	defer c.wg.Done()
-	abort := time.NewTicker(c.cfg.AbortTimedOutInterval)
-	defer abort.Stop()
-	expire := time.NewTicker(c.cfg.RemoveExpiredInterval)
-	defer expire.Stop()
-	for {
-		select {
-		case <-c.closing:
-			return
-		case <-abort.C:
-			c.AbortTimedOut()
-		case <-expire.C:
-			c.RemoveExpired()
-		}
-	}
-}
 
 // Tick runs both cleanups at the clock's time; tests with ManualTick call it.
 func (c *Coordinator) Tick() {

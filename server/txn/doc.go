@@ -34,7 +34,8 @@
 // v0 and v1 read; a tombstone for an expired id), in partition
 // abs(javaHash(id)) % transaction.state.log.num.partitions. The topic is
 // compacted (the log cleaner keeps the last record per id). The broker
-// leading a partition coordinates its ids (ownership.go): it loads the
+// leading a partition coordinates its ids (ownership.go, on
+// server/ownership's Table and Topic, as the group coordinator): it loads the
 // partition when it starts leading (COORDINATOR_LOAD_IN_PROGRESS
 // meanwhile), answers NOT_COORDINATOR once it stops, and completes the
 // transactions the log left in PrepareCommit or PrepareAbort. The
@@ -51,7 +52,7 @@
 // of a small transaction's cost). No lock is held across
 // a log write or a marker request. Lock order: own, mu, entry.mu.
 //
-// Long-lived goroutines, all stopped by Close: the tick loop (timed-out
+// Long-lived goroutines, all stopped by Close (an ownership.Lifecycle): the tick loop (timed-out
 // transactions every transaction.abort.timed.out.transaction.cleanup.interval.ms,
 // expired ids every transaction.remove.expired.transaction.cleanup.interval.ms;
 // ManualTick turns it off for tests), one loader per partition being

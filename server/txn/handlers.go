@@ -62,7 +62,7 @@ func (c *Coordinator) transition(ctx context.Context, id string, create bool, de
 		case <-ctx.Done():
 			timer.Stop()
 			return t, code
-		case <-c.closing:
+		case <-c.life.Closing():
 			timer.Stop()
 			return t, code
 		}
@@ -178,7 +178,7 @@ func (c *Coordinator) forget(id string, e *entry) {
 // log.flush.*): an fsync per state change cost up to 200 ms on a busy
 // disk, several times per transaction.
 func (c *Coordinator) syncStateWrites() bool {
-	return !c.clustered() || min(c.cfg.StateMinISR, int(c.cfg.StateReplicationFactor)) < 2
+	return !c.state.Clustered() || min(c.cfg.StateMinISR, int(c.cfg.StateReplicationFactor)) < 2
 }
 
 // InitProducerID serves InitProducerId for a transactional id: a new

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server/ownership"
 )
 
 // StateTopic is the internal topic holding every transactional id's
@@ -14,22 +16,9 @@ import (
 // (tombstone) for an expired id.
 const StateTopic = "__transaction_state"
 
-// StatePartition is Kafka's choice of an id's partition among n:
-// abs(transactionalId.hashCode) % n, with Java's String.hashCode, so
-// tools that compute it agree.
-func StatePartition(id string, n int32) int32 {
-	var h int32
-	for _, r := range id {
-		if r >= 0x10000 {
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
-	}
-	return (h & 0x7fffffff) % n
-}
+// StatePartition is the partition of __transaction_state holding id's
+// metadata among n, as Kafka chooses it (ownership.JavaHashPartition).
+func StatePartition(id string, n int32) int32 { return ownership.JavaHashPartition(id, n) }
 
 // errBadRecord: a __transaction_state record this version cannot read.
 var errBadRecord = errors.New("txn: unreadable __transaction_state record")

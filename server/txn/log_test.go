@@ -58,15 +58,6 @@ func TestUnreadableRecordsSkipped(t *testing.T) {
 	}
 }
 
-func TestStatePartitionIsJavaHash(t *testing.T) {
-	// (hashCode & 0x7fffffff) % 50 over UTF-16 units, computed apart.
-	for id, want := range map[string]int32{"": 0, "a": 47, "my-txn": 3, "\U0001F600": 49, "transactional-id-with-a-long-name-0123456789": 35} {
-		if got := StatePartition(id, 50); got != want {
-			t.Errorf("%q: %d, want %d", id, got, want)
-		}
-	}
-}
-
 func FuzzStateRecord(f *testing.F) {
 	tx := Txn{ID: "t", ProducerID: 1, State: Ongoing, Partitions: []TopicPartition{tpA}}
 	f.Add(stateKey("t"), stateValue(&tx))

@@ -38,12 +38,7 @@ func fencedMarker(err error) bool {
 // startCompletion sends t's markers, then records its completion. It runs
 // while this broker leads p; a later leader completes what it leaves.
 func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32, term uint64) {
-	if c.closed() {
-		return
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	c.life.Go(func() {
 		defer func() {
 			e.mu.Lock()
 			e.completing = false
@@ -53,7 +48,7 @@ func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32
 		if c.sendMarkers(t, p, coordinatorEpoch, term) {
 			c.recordCompletion(t, p, term)
 		}
-	}()
+	})
 }
 
 // leads: this broker serves partition p now, in the same term.
@@ -144,7 +139,7 @@ func (c *Coordinator) recordCompletion(t Txn, p int32, term uint64) {
 
 func (c *Coordinator) sleep(d time.Duration) bool {
 	select {
-	case <-c.closing:
+	case <-c.life.Closing():
 		return false
 	case <-time.After(d):
 		return true

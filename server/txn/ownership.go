@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,14 +42,7 @@ func (c *Coordinator) newOwnership() *ownership.Table[map[string]Txn] {
 		LoadFailed: func(p int32, attempt int, err error) {
 			c.logger.Warn("loading transaction state failed", "partition", p, "attempt", attempt, "err", err)
 		},
-	}, c.closing, &c.wg)
-}
-
-// onLeadership follows this broker's leadership of __transaction_state.
-// Kafka reloads on a new epoch too; here the metadata loaded stays right
-// and markers sent from then on carry the new epoch (the Table keeps it).
-func (c *Coordinator) onLeadership(ch server.LeadershipChange) {
-	c.own.Leadership(ch.Partition, ch.Leading, ch.LeaderEpoch)
+	}, c.life)
 }
 
 // install serves the ids of a loaded partition (the Table's lock held) and
@@ -79,7 +71,7 @@ func (c *Coordinator) install(p int32, o ownership.Owned, table map[string]Txn, 
 
 // unloadPartition drops the ids of partition p.
 func (c *Coordinator) unloadPartition(p int32) int {
-	n := c.statePartitionCount()
+	n := c.state.PartitionCount()
 	if n < 1 {
 		return 0
 	}
@@ -95,39 +87,13 @@ func (c *Coordinator) unloadPartition(p int32) int {
 	return dropped
 }
 
-// loadPartition reads partition p of __transaction_state from its start
-// to its end, past the high watermark: a new leader's log holds every
-// state the old one acknowledged.
+// loadPartition reads partition p of __transaction_state: the last value
+// per id wins, a tombstone removes it.
 func (c *Coordinator) loadPartition(p int32) (map[string]Txn, error) {
-	part, err := c.broker.Partition(StateTopic, p)
+	table := map[string]Txn{}
+	err := c.state.ReadRecords(p, func(r records.Record) { applyRecord(table, r.Key, r.Value) })
 	if err != nil {
 		return nil, err
-	}
-	table := map[string]Txn{}
-	next, end := part.LogStartOffset(), part.LogEndOffset()
-	maxDecompressed := c.broker.Config().MaxDecompressedBytes
-	var buf []byte
-	for next < end {
-		data, err := c.broker.ReadBatches(StateTopic, p, next, end, 1<<20, buf[:0])
-		if err != nil {
-			return nil, fmt.Errorf("load %s-%d at %d: %w", StateTopic, p, next, err)
-		}
-		if len(data) == 0 {
-			break
-		}
-		buf = data
-		from := next
-		err = records.Decode(data, from, maxDecompressed, func(r records.Record) bool {
-			applyRecord(table, r.Key, r.Value)
-			next = r.Offset + 1
-			return true
-		})
-		if err != nil {
-			return nil, fmt.Errorf("load %s-%d at %d: %w", StateTopic, p, from, err)
-		}
-		if next == from {
-			break
-		}
 	}
 	return table, nil
 }
@@ -135,18 +101,7 @@ func (c *Coordinator) loadPartition(p int32) (map[string]Txn, error) {
 // loadLedPartitions loads, before New returns, the partitions this broker
 // leads already: on a single node, all of them.
 func (c *Coordinator) loadLedPartitions() error {
-	n := c.statePartitionCount()
-	for p := int32(0); p < n; p++ {
-		part, err := c.broker.Partition(StateTopic, p)
-		if err != nil || part.Leader() != c.broker.BrokerID() {
-			continue
-		}
-		load := func(p, _ int32) (map[string]Txn, error) { return c.loadPartition(p) }
-		if err := c.own.LoadLed(p, part.LeaderEpoch(), load); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.own.LoadLedPartitions(c.state, func(p, _ int32) (map[string]Txn, error) { return c.loadPartition(p) })
 }
 
 // serves is the gate of every request for id: this broker leads the id's
@@ -155,20 +110,19 @@ func (c *Coordinator) serves(id string) (p, epoch int32, code int16) {
 	if c.closed() {
 		return 0, 0, errCoordinatorUnavailable
 	}
-	n := c.statePartitionCount()
-	if n < 1 && !c.clustered() {
+	p, ok := c.state.Partition(id)
+	if !ok && !c.state.Clustered() {
 		// A single node coordinates every id: the first request of a
 		// transaction creates the state topic, whichever API it is.
 		if err := c.createSingleNodeState(); err != nil {
 			c.logger.Warn("create "+StateTopic, "err", err)
 			return 0, 0, errCoordinatorUnavailable
 		}
-		n = c.statePartitionCount()
+		p, ok = c.state.Partition(id)
 	}
-	if n < 1 {
+	if !ok {
 		return 0, 0, errNotCoordinator
 	}
-	p = StatePartition(id, n)
 	op, ok := c.own.Get(p)
 	switch {
 	case !ok:
@@ -186,58 +140,13 @@ func (c *Coordinator) Coordinates(id string) int16 {
 	return code
 }
 
-func (c *Coordinator) clustered() bool { return c.broker.Config().AwaitRoles }
-
-// statePartitionCount is __transaction_state's partition count here or in
-// the controller's view; 0 when it does not exist.
-func (c *Coordinator) statePartitionCount() int32 {
-	if n, err := c.broker.PartitionCount(StateTopic); err == nil {
-		return n
-	}
-	view, ok := c.broker.Cluster()
-	if !ok {
-		return 0
-	}
-	return view.PartitionCount(StateTopic)
-}
-
 // createSingleNodeState creates __transaction_state on a single node and
 // loads it (nothing to read but what a concurrent caller wrote).
 func (c *Coordinator) createSingleNodeState() error {
-	if err := c.createStateTopic(); err != nil {
+	if err := c.state.Create(); err != nil {
 		return err
 	}
 	return c.loadLedPartitions()
-}
-
-// createStateTopic creates __transaction_state as Kafka does on the first
-// FindCoordinator of a transaction; with fewer live brokers than its
-// replication factor it fails, and the client asks again.
-func (c *Coordinator) createStateTopic() error {
-	rf, minISR := c.cfg.StateReplicationFactor, c.cfg.StateMinISR
-	if !c.clustered() {
-		rf, minISR = 1, 1
-	}
-	err := c.broker.CreateTopic(server.TopicSpec{
-		Name:              StateTopic,
-		Partitions:        c.cfg.StatePartitions,
-		ReplicationFactor: rf,
-		Configs: map[string]string{server.CfgCleanupPolicy: "compact",
-			server.CfgSegmentBytes:           strconv.Itoa(int(c.cfg.StateSegmentBytes)),
-			server.CfgMinInsyncReplicas:      strconv.Itoa(min(minISR, int(rf))),
-			"unclean.leader.election.enable": "false"},
-	})
-	if err != nil && !errors.Is(err, server.ErrTopicExists) {
-		return fmt.Errorf("create %s (transaction.state.log.replication.factor %d): %w", StateTopic, rf, err)
-	}
-	return nil
-}
-
-// Broker is where FindCoordinator sends a transactional producer.
-type Broker struct {
-	ID   int32
-	Host string
-	Port int32
 }
 
 // errNoCoordinator: the id's partition has no leader yet.
@@ -250,28 +159,15 @@ func (c *Coordinator) CoordinatorOf(id string) (int32, error) {
 	if c.closed() {
 		return -1, fmt.Errorf("%w: shutting down", errNoCoordinator)
 	}
-	if !c.clustered() {
-		if c.statePartitionCount() < 1 {
+	if !c.state.Clustered() {
+		if c.state.PartitionCount() < 1 {
 			if err := c.createSingleNodeState(); err != nil {
 				return -1, err
 			}
 		}
 		return c.broker.BrokerID(), nil
 	}
-	n := c.statePartitionCount()
-	if n < 1 {
-		if err := c.createStateTopic(); err != nil {
-			return -1, err
-		}
-		return -1, fmt.Errorf("%w: %s is being created", errNoCoordinator, StateTopic)
-	}
-	p := StatePartition(id, n)
-	view, _ := c.broker.Cluster()
-	pv, ok := view.Partition(StateTopic, p)
-	if !ok || pv.Leader < 0 {
-		return -1, fmt.Errorf("%w: %s-%d has no leader", errNoCoordinator, StateTopic, p)
-	}
-	return pv.Leader, nil
+	return c.state.Leader(id)
 }
 
 // writeCode maps a failed __transaction_state write to the code Kafka's

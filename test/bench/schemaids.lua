@@ -1,17 +1,15 @@
--- wrk script: GET /schemas/ids/<id>, cycling through the ids FIRST_ID ..
--- FIRST_ID+IDS-1 (environment; default 1 and 100), one per request.
-local first = tonumber(os.getenv("FIRST_ID") or "1")
-local count = tonumber(os.getenv("IDS") or "100")
+-- wrk script: GET /schemas/ids/<id>, cycling through the ids listed in the
+-- environment variable ID_LIST (comma-separated), one per request; a
+-- non-200 answer counts as an error.
+local ids = {}
+for id in string.gmatch(os.getenv("ID_LIST") or "1", "[^,]+") do
+  ids[#ids + 1] = id
+end
 local n = 0
 
 request = function()
   n = n + 1
-  return wrk.format("GET", "/schemas/ids/" .. (first + n % count))
-end
-
-local non200 = 0
-response = function(status, headers, body)
-  if status ~= 200 then non200 = non200 + 1 end
+  return wrk.format("GET", "/schemas/ids/" .. ids[n % #ids + 1])
 end
 
 done = function(summary, latency, requests)

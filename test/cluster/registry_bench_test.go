@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,25 +41,21 @@ func BenchmarkSchemaLookupOnFollower(b *testing.B) {
 		}
 		ids = append(ids, id)
 	}
-	slices.Sort(ids)
-	if ids[len(ids)-1]-ids[0] != schemas-1 {
-		b.Fatalf("ids %v are not consecutive", ids)
-	}
 	leader := leaderOf(b, kadm.NewClient(adminOn(b, nodes)), "_schemas")
 	if leader < 1 {
 		b.Fatal("_schemas has no leader")
 	}
 	follower := nodes[leader%3] // broker leader+1 (mod 3): not the leader
 	targets := []struct{ label, url string }{{"noop", noopURL}, {"follower", follower.URL}, {"leader", nodes[leader-1].URL}}
-	results := map[string][]wrkResult{}
+	results := map[string][]harness.WrkResult{}
 	for b.Loop() {
 		for _, target := range targets {
-			r := runWrk(b, target.url, duration, ids[0], schemas)
+			r := harness.WrkSchemaLookups(b, target.url, duration, ids)
 			results[target.label] = append(results[target.label], r)
-			b.Logf("%-8s %8.0f req/s  p50 %.2f ms  p99 %.2f ms", target.label, r.rps, r.p50ms, r.p99ms)
+			b.Logf("%-8s %8.0f req/s  p50 %.2f ms  p99 %.2f ms", target.label, r.RequestsPerSec, r.P50ms, r.P99ms)
 		}
 	}
-	med := func(label string, f func(wrkResult) float64) float64 {
+	med := func(label string, f func(harness.WrkResult) float64) float64 {
 		var xs []float64
 		for _, r := range results[label] {
 			xs = append(xs, f(r))
@@ -69,42 +63,12 @@ func BenchmarkSchemaLookupOnFollower(b *testing.B) {
 		slices.Sort(xs)
 		return xs[len(xs)/2]
 	}
-	rps := func(r wrkResult) float64 { return r.rps }
+	rps := func(r harness.WrkResult) float64 { return r.RequestsPerSec }
 	b.ReportMetric(med("follower", rps), "follower_req/s")
 	b.ReportMetric(med("leader", rps), "leader_req/s")
 	b.ReportMetric(med("noop", rps), "noop_req/s")
-	b.ReportMetric(med("follower", func(r wrkResult) float64 { return r.p99ms }), "follower_p99_ms")
+	b.ReportMetric(med("follower", func(r harness.WrkResult) float64 { return r.P99ms }), "follower_p99_ms")
 	b.ReportMetric(med("follower", rps)/med("noop", rps), "follower/noop")
-}
-
-type wrkResult struct {
-	rps, p50ms, p99ms float64
-}
-
-// runWrk runs one bounded wrk against url's GET /schemas/ids/{id}; any
-// error or non-200 answer fails the benchmark.
-func runWrk(b *testing.B, url, duration string, firstID, ids int) wrkResult {
-	b.Helper()
-	cmd := exec.Command("wrk", "-t1", "-c32", "-d"+duration, "--timeout", "5s", "-s", "../bench/schemaids.lua", url)
-	cmd.Env = append(os.Environ(), "FIRST_ID="+strconv.Itoa(firstID), "IDS="+strconv.Itoa(ids))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		b.Fatalf("wrk: %v\n%s", err, out)
-	}
-	kv := map[string]float64{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(line, "RESULT ") {
-			continue
-		}
-		for _, field := range strings.Fields(line)[1:] {
-			k, v, _ := strings.Cut(field, "=")
-			kv[k], _ = strconv.ParseFloat(v, 64)
-		}
-	}
-	if kv["requests"] == 0 || kv["errors"] != 0 {
-		b.Fatalf("wrk against %s: %v errors of %v requests\n%s", url, kv["errors"], kv["requests"], out)
-	}
-	return wrkResult{rps: kv["requests"] / (kv["duration_us"] / 1e6), p50ms: kv["p50_us"] / 1000, p99ms: kv["p99_us"] / 1000}
 }
 
 // startNoop builds and runs test/bench/noop on a free loopback port.

@@ -84,7 +84,7 @@ func BenchmarkRegistryPostgres(b *testing.B) {
 			versions, _ := registerConcurrently(b, client, url, typ, perWriter, func(w, i int) (string, string) {
 				return fmt.Sprintf("%s-versions-w%d", prefix, w), gen(fmt.Sprintf("%s_v_w%d", prefix, w), i)
 			})
-			lookups := runWrk(b, url, lookupDuration, ids)
+			lookups := harness.WrkSchemaLookups(b, url, lookupDuration, ids).RequestsPerSec
 			b.Logf("round %d %-8s new subjects %7.0f/s  new versions %7.0f/s  lookups by id %8.0f/s", round, typ, subjects, versions, lookups)
 			if pool != nil {
 				commits := commitRate(b, pool, perWriter)
@@ -235,37 +235,6 @@ func getJSON(client *http.Client, url string, v any) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
-}
-
-// runWrk runs one bounded wrk on GET /schemas/ids/{id} cycling over ids
-// and returns requests per second; an error or a non-200 answer fails the
-// benchmark.
-func runWrk(b *testing.B, url, duration string, ids []int) float64 {
-	b.Helper()
-	list := make([]string, len(ids))
-	for i, id := range ids {
-		list[i] = strconv.Itoa(id)
-	}
-	cmd := exec.Command("wrk", "-t1", "-c32", "-d"+duration, "--timeout", "5s", "-s", "../bench/schemaidlist.lua", url)
-	cmd.Env = append(os.Environ(), "ID_LIST="+strings.Join(list, ","))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		b.Fatalf("wrk: %v\n%s", err, out)
-	}
-	kv := map[string]float64{}
-	for _, line := range strings.Split(string(out), "\n") {
-		if !strings.HasPrefix(line, "RESULT ") {
-			continue
-		}
-		for _, field := range strings.Fields(line)[1:] {
-			k, v, _ := strings.Cut(field, "=")
-			kv[k], _ = strconv.ParseFloat(v, 64)
-		}
-	}
-	if kv["requests"] == 0 || kv["errors"] != 0 {
-		b.Fatalf("wrk: %v errors of %v requests\n%s", kv["errors"], kv["requests"], out)
-	}
-	return kv["requests"] / (kv["duration_us"] / 1e6)
 }
 
 func envInt(name string, def int) int {
