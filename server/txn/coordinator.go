@@ -146,6 +146,10 @@ type Coordinator struct {
 	// or more records).
 	stateAppends atomic.Int64
 
+	// concurrentWait is how long a request waits out a transition in
+	// flight (concurrentWait); set before the first request.
+	concurrentWait time.Duration
+
 	closing chan struct{}
 	wg      sync.WaitGroup
 }
@@ -162,6 +166,18 @@ type entry struct {
 	busy bool
 	// completing: markers are being sent for the Prepare* state.
 	completing bool
+	// markersDone: the completing transaction's markers are all written
+	// and the completer took the parked requests; later ones wait for its
+	// write instead of parking.
+	markersDone bool
+	// parked are requests that arrived while the markers were being
+	// written: the completer decides them after the completion and writes
+	// one record for all (Txn.CompleteThen), so the producer's next
+	// transaction starts without a write of its own.
+	parked []*parkedRequest
+	// onPark, when not nil, is closed by the next request to park: the
+	// completer waits for it (completionLinger).
+	onPark chan struct{}
 	// changed, when not nil, is closed when busy or completing clears:
 	// requests waiting out CONCURRENT_TRANSACTIONS try again.
 	changed chan struct{}
@@ -185,7 +201,8 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "txn"), closing: make(chan struct{})}
+	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "txn"), closing: make(chan struct{}),
+		concurrentWait: concurrentWait}
 	c.mu.txns = map[string]*entry{}
 	c.own = c.newOwnership()
 	c.writers.m = map[int32]*stateWriter{}
