@@ -113,7 +113,7 @@ func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool
 	for i, pr := range parked {
 		decisions[i] = pr.decide
 	}
-	out, codes := e.txn.CompleteThen(c.nowMs(), decisions)
+	out, answers := e.txn.CompleteThen(c.nowMs(), decisions)
 	e.busy = true
 	e.mu.Unlock()
 
@@ -141,7 +141,7 @@ func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool
 	e.markersDone = !out.Markers
 	e.mu.Unlock()
 	for i, pr := range parked {
-		pr.done <- parkedAnswer{txn: out.Next, code: codes[i]}
+		pr.done <- parkedAnswer{txn: answers[i].Next, code: answers[i].Code}
 	}
 	return out.Next, out.Markers
 }
