@@ -122,15 +122,19 @@ func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool
 	e.mu.Lock()
 	e.busy = false
 	e.notifyLocked()
-	if err == nil && !c.leads(p, term) {
-		err = errors.New("no longer coordinating")
-	}
-	if err != nil {
-		e.mu.Unlock()
+	code := int16(0)
+	switch {
+	case err != nil:
+		code = writeCode(err)
 		c.logger.Warn("writing a transaction's completion with the requests that waited for it failed",
 			"transactional_id", t.ID, "err", err)
+	case !c.leads(p, term):
+		code = errNotCoordinator // deposed while writing: the next coordinator reads the log
+	}
+	if code != 0 {
+		e.mu.Unlock()
 		for _, pr := range parked {
-			pr.done <- parkedAnswer{code: writeCode(err)}
+			pr.done <- parkedAnswer{code: code}
 		}
 		c.recordCompletion(t, p, term)
 		return Txn{}, false
