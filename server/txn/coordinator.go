@@ -151,6 +151,10 @@ type Coordinator struct {
 	state *ownership.Topic
 	// life runs the tick loop, the loads and the completions; Close ends it.
 	life *ownership.Lifecycle
+
+	// concurrentWait is how long a request waits out a transition in
+	// flight (concurrentWait); set before the first request.
+	concurrentWait time.Duration
 }
 
 // entry is one transactional id's metadata, owned by its mu.
@@ -165,6 +169,18 @@ type entry struct {
 	busy bool
 	// completing: markers are being sent for the Prepare* state.
 	completing bool
+	// markersDone: the completing transaction's markers are all written
+	// and the completer took the parked requests; later ones wait for its
+	// write instead of parking.
+	markersDone bool
+	// parked are requests that arrived while the markers were being
+	// written: the completer decides them after the completion and writes
+	// one record for all (Txn.CompleteThen), so the producer's next
+	// transaction starts without a write of its own.
+	parked []*parkedRequest
+	// onPark, when not nil, is closed by the next request to park: the
+	// completer waits for it (completionLinger).
+	onPark chan struct{}
 	// changed, when not nil, is closed when busy or completing clears:
 	// requests waiting out CONCURRENT_TRANSACTIONS try again.
 	changed chan struct{}
@@ -188,7 +204,8 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "txn"), life: ownership.NewLifecycle()}
+	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "txn"), life: ownership.NewLifecycle(),
+		concurrentWait: concurrentWait}
 	c.mu.txns = map[string]*entry{}
 	c.state = &ownership.Topic{Broker: b, Name: StateTopic, Partitions: cfg.StatePartitions,
 		ReplicationFactor: cfg.StateReplicationFactor, ReplicationSetting: "transaction.state.log.replication.factor",

@@ -49,8 +49,18 @@
 // up to 200 ms for that write, or the markers and completion of a
 // prepared transaction, to end: a producer's next AddPartitionsToTxn
 // right after EndTxn would otherwise back off 20 ms per transaction, most
-// of a small transaction's cost). No lock is held across
-// a log write or a marker request. Lock order: own, mu, entry.mu.
+// of a small transaction's cost). A request arriving while the markers
+// are written is parked on the entry; once they are, the completer
+// decides the parked requests on the completed state (Txn.CompleteThen)
+// and writes one record for the completion and, usually, the producer's
+// next transaction, so that transaction costs no state write of its own.
+// With nothing parked, the completer waits a few milliseconds
+// (completionLinger) for the next request before writing the completion
+// alone; only the coordinator's record waits, the markers are written.
+// The log then holds PrepareCommit followed by Ongoing, which a loading
+// coordinator reads as the completed transaction and the next one. No
+// lock is held across a log write or a marker request. Lock order: own,
+// mu, entry.mu.
 //
 // Long-lived goroutines, all stopped by Close (an ownership.Lifecycle): the tick loop (timed-out
 // transactions every transaction.abort.timed.out.transaction.cleanup.interval.ms,
@@ -59,7 +69,9 @@
 // loaded, and one completer per prepared transaction, which sends its
 // markers through Config.Markers until each is written (retrying with
 // backoff while this broker leads the partition; markers of deleted
-// partitions are dropped) and then writes CompleteCommit or CompleteAbort.
+// partitions are dropped) and then writes CompleteCommit or CompleteAbort,
+// or the parked requests' state with it (and goes on with the markers of
+// a commit or abort they prepared).
 //
 // # Markers and verification across brokers
 //

@@ -27,9 +27,11 @@ var (
 // that ends, for up to concurrentWait: a producer beginning its next
 // transaction right after EndTxn would otherwise back off (franz-go and
 // the Java client wait 20 ms) while the markers take a few milliseconds,
-// which dominated the cost of small transactions.
+// which dominated the cost of small transactions. While the markers are
+// being written it is parked instead: the completer decides it right
+// after the completion and writes both as one record (park).
 func (c *Coordinator) transition(ctx context.Context, id string, create bool, decide func(t *Txn) Outcome) (Txn, int16) {
-	deadline := time.Now().Add(concurrentWait)
+	deadline := time.Now().Add(c.concurrentWait)
 	for {
 		t, code := c.transitionOnce(ctx, id, create, decide)
 		if code != errConcurrentTransactions {
@@ -44,34 +46,98 @@ func (c *Coordinator) transition(ctx context.Context, id string, create bool, de
 			e.mu.Unlock()
 			return t, code
 		}
+		if e.completing && !e.markersDone && !e.busy {
+			pr := &parkedRequest{decide: decide, done: make(chan parkedAnswer, 1)}
+			e.parked = append(e.parked, pr)
+			if e.onPark != nil {
+				close(e.onPark)
+				e.onPark = nil
+			}
+			e.mu.Unlock()
+			a, answered := c.park(ctx, e, pr, deadline)
+			switch {
+			case !answered:
+				return t, code
+			case a.retry:
+				continue
+			}
+			return a.txn, a.code
+		}
 		if e.changed == nil {
 			e.changed = make(chan struct{})
 		}
 		changed := e.changed
 		e.mu.Unlock()
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			return t, code
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-changed:
-			timer.Stop()
-		case <-timer.C:
-			return t, code
-		case <-ctx.Done():
-			timer.Stop()
-			return t, code
-		case <-c.life.Closing():
-			timer.Stop()
+		if !c.waitUntil(ctx, changed, deadline) {
 			return t, code
 		}
 	}
 }
 
+// waitUntil waits for changed until deadline; false when it did not come.
+func (c *Coordinator) waitUntil(ctx context.Context, changed <-chan struct{}, deadline time.Time) bool {
+	wait := time.Until(deadline)
+	if wait <= 0 {
+		return false
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-changed:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	case <-c.life.Closing():
+	}
+	return false
+}
+
+// parkedRequest is a request waiting for the markers of its id's
+// prepared transaction; the completer answers it on done.
+type parkedRequest struct {
+	decide func(t *Txn) Outcome
+	done   chan parkedAnswer
+}
+
+// parkedAnswer: the request's code and the metadata it left, or retry
+// (the completer stopped before deciding it: the request goes through
+// transition again).
+type parkedAnswer struct {
+	txn   Txn
+	code  int16
+	retry bool
+}
+
+// park waits for pr's answer until deadline; false when it did not come
+// and pr was withdrawn. A request the completer already took is waited
+// for whatever the deadline: its write may be under way, and its outcome
+// must be known.
+func (c *Coordinator) park(ctx context.Context, e *entry, pr *parkedRequest, deadline time.Time) (parkedAnswer, bool) {
+	timer := time.NewTimer(max(time.Until(deadline), 0))
+	defer timer.Stop()
+	select {
+	case a := <-pr.done:
+		return a, true
+	case <-timer.C:
+	case <-ctx.Done():
+	case <-c.life.Closing():
+	}
+	e.mu.Lock()
+	for i, q := range e.parked {
+		if q == pr {
+			e.parked = append(e.parked[:i:i], e.parked[i+1:]...)
+			e.mu.Unlock()
+			return parkedAnswer{}, false
+		}
+	}
+	e.mu.Unlock()
+	return <-pr.done, true
+}
+
 // concurrentWait bounds how long a request waits for id's transition in
 // flight (a state write, or markers and the completion) before it is
-// answered CONCURRENT_TRANSACTIONS.
+// answered CONCURRENT_TRANSACTIONS (Coordinator.concurrentWait; tests
+// lengthen it).
 const concurrentWait = 200 * time.Millisecond
 
 // transitionOnce is one attempt of transition.

@@ -37,18 +37,150 @@ func fencedMarker(err error) bool {
 
 // startCompletion sends t's markers, then records its completion. It runs
 // while this broker leads p; a later leader completes what it leaves.
+// Requests parked meanwhile are decided with the completion (complete);
+// when they prepare another commit or abort, its markers follow in the
+// same goroutine.
 func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32, term uint64) {
 	c.life.Go(func() {
-		defer func() {
-			e.mu.Lock()
-			e.completing = false
-			e.notifyLocked()
-			e.mu.Unlock()
-		}()
-		if c.sendMarkers(t, p, coordinatorEpoch, term) {
-			c.recordCompletion(t, p, term)
+		for {
+			if !c.sendMarkers(t, p, coordinatorEpoch, term) {
+				break
+			}
+			next, again := c.complete(e, t, p, term)
+			if !again {
+				break
+			}
+			t = next
 		}
+		c.endCompletion(e, t)
 	})
+}
+
+// endCompletion clears e's completion of t; requests still parked go
+// through transition again. A transaction prepared after t was completed
+// but before this ran (its markers were not started, as t's completion
+// held e) gets its own completion now.
+func (c *Coordinator) endCompletion(e *entry, t Txn) {
+	e.mu.Lock()
+	parked := e.parked
+	e.parked, e.markersDone = nil, false
+	cur := e.txn
+	next := (cur.State == PrepareCommit || cur.State == PrepareAbort) && !sameTransaction(&cur, &t)
+	e.completing = next
+	e.notifyLocked()
+	e.mu.Unlock()
+	for _, pr := range parked {
+		pr.done <- parkedAnswer{retry: true}
+	}
+	if !next {
+		return
+	}
+	if p, epoch, code := c.serves(cur.ID); code == 0 {
+		c.startCompletion(e, cur, p, epoch, c.termOf(p))
+		return
+	}
+	e.mu.Lock()
+	e.completing = false // the next coordinator completes it
+	e.notifyLocked()
+	e.mu.Unlock()
+}
+
+// complete records t's completion once its markers are written: with the
+// parked requests' decisions in one record when there are any, else as
+// CompleteCommit or CompleteAbort alone (recordCompletion). It returns
+// the metadata written and whether it is another prepared transaction
+// whose markers are due.
+func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool) {
+	c.awaitNextRequest(e)
+	e.mu.Lock()
+	e.markersDone = true
+	parked := e.parked
+	e.parked = nil
+	if len(parked) == 0 || e.busy || !sameTransaction(&e.txn, &t) {
+		e.mu.Unlock()
+		for _, pr := range parked {
+			pr.done <- parkedAnswer{retry: true}
+		}
+		c.recordCompletion(t, p, term)
+		return Txn{}, false
+	}
+	decisions := make([]Decision, len(parked))
+	for i, pr := range parked {
+		decisions[i] = pr.decide
+	}
+	out, answers := e.txn.CompleteThen(c.nowMs(), decisions)
+	e.busy = true
+	e.mu.Unlock()
+
+	err := c.write(context.Background(), p, &out.Next)
+
+	e.mu.Lock()
+	e.busy = false
+	e.notifyLocked()
+	code := int16(0)
+	switch {
+	case err != nil:
+		code = writeCode(err)
+		c.logger.Warn("writing a transaction's completion with the requests that waited for it failed",
+			"transactional_id", t.ID, "err", err)
+	case !c.leads(p, term):
+		code = errNotCoordinator // deposed while writing: the next coordinator reads the log
+	}
+	if code != 0 {
+		e.mu.Unlock()
+		for _, pr := range parked {
+			pr.done <- parkedAnswer{code: code}
+		}
+		c.recordCompletion(t, p, term)
+		return Txn{}, false
+	}
+	e.txn = out.Next
+	// Requests arriving from now on park for the markers of the next
+	// prepared transaction, if the decisions prepared one.
+	e.markersDone = !out.Markers
+	e.mu.Unlock()
+	for i, pr := range parked {
+		pr.done <- parkedAnswer{txn: answers[i].Next, code: answers[i].Code}
+	}
+	return out.Next, out.Markers
+}
+
+// completionLinger is how long a completion whose markers are written
+// waits for its producer's next request before it is written alone: a
+// producer committing transactions one after another sends its next
+// AddPartitionsToTxn a fraction of a millisecond after EndTxn is
+// answered, often just after the markers are written, and the completion
+// then shares its write. Only the coordinator's own record waits: the
+// markers, which decide what readers see, are written already.
+const completionLinger = 5 * time.Millisecond
+
+// awaitNextRequest waits, when no request is parked on e, for one to park
+// or for completionLinger.
+func (c *Coordinator) awaitNextRequest(e *entry) {
+	e.mu.Lock()
+	if len(e.parked) > 0 || e.busy {
+		e.mu.Unlock()
+		return
+	}
+	parked := make(chan struct{})
+	e.onPark = parked
+	e.mu.Unlock()
+	timer := time.NewTimer(completionLinger)
+	select {
+	case <-parked:
+	case <-timer.C:
+	case <-c.life.Closing():
+	}
+	timer.Stop()
+	e.mu.Lock()
+	e.onPark = nil
+	e.mu.Unlock()
+}
+
+// sameTransaction: cur is still the prepared transaction t (no other
+// transition replaced it).
+func sameTransaction(cur, t *Txn) bool {
+	return cur.State == t.State && cur.ProducerID == t.ProducerID && cur.ProducerEpoch == t.ProducerEpoch
 }
 
 // leads: this broker serves partition p now, in the same term.
@@ -117,7 +249,7 @@ func (c *Coordinator) recordCompletion(t Txn, p int32, term uint64) {
 	for attempt := 0; ; attempt++ {
 		now := c.nowMs()
 		_, code := c.transition(context.Background(), t.ID, false, func(cur *Txn) Outcome {
-			if cur.State != t.State || cur.ProducerID != t.ProducerID || cur.ProducerEpoch != t.ProducerEpoch {
+			if !sameTransaction(cur, &t) {
 				return answer(0) // completed already
 			}
 			return cur.Complete(now)

@@ -348,6 +348,39 @@ func (t Txn) Complete(nowMs int64) Outcome {
 	return t.to(next, 0)
 }
 
+// Decision is one request's decision on the metadata, as the coordinator
+// feeds the state machine (a method value such as Txn.AddPartitions with
+// its arguments bound).
+type Decision func(t *Txn) Outcome
+
+// CompleteThen is the completion of a prepared transaction whose markers
+// are all written, followed by the decisions of the requests that waited
+// for it (the producer's next AddPartitionsToTxn, usually): one outcome,
+// whose Next is the metadata after all of them, to be written as one
+// record instead of CompleteCommit and then the next state. answers holds
+// each decision's code and the metadata as that decision left it, given
+// once the record is durable. A decision answered with an error leaves
+// the metadata as it found it. The record skips the Complete* state in
+// the log, which a coordinator loading it reads the same way: the
+// transaction it ended was completed (its markers were written before).
+func (t Txn) CompleteThen(nowMs int64, decisions []Decision) (out Outcome, answers []Outcome) {
+	done := t.Complete(nowMs)
+	if !done.Write {
+		return done, nil
+	}
+	state := done.Next
+	answers = make([]Outcome, len(decisions))
+	for i, decide := range decisions {
+		o := decide(&state)
+		if o.Write {
+			state = o.Next
+		}
+		answers[i] = Outcome{Next: state, Code: o.Code}
+	}
+	return Outcome{Next: state, Write: true,
+		Markers: state.State == PrepareCommit || state.State == PrepareAbort}, answers
+}
+
 // TimedOut reports whether an Ongoing transaction outlived its timeout
 // (transaction.timeout.ms of its producer).
 func (t *Txn) TimedOut(nowMs int64) bool {

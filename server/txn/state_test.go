@@ -254,3 +254,80 @@ func TestStateNamesAndTransitions(t *testing.T) {
 		}
 	}
 }
+
+// decision binds a scripted step to the moment CompleteThen runs it.
+func decision(do func(Txn, int64) Outcome, now int64) Decision {
+	return func(t *Txn) Outcome { return do(*t, now) }
+}
+
+// CompleteThen: the producer's next transaction, asked for while the
+// last commit's markers were written, starts from the completed state in
+// the same record; each waiting request gets its own answer.
+func TestCompleteThenStartsTheNextTransaction(t *testing.T) {
+	prepared := run(t, NewTxn("tx", 7, 60000, 1000), []step{
+		{name: "init", do: initPID(60000), write: true, state: Empty, epoch: 0},
+		{name: "add", do: add(7, 0, tpA, tpB), write: true, state: Ongoing, epoch: 0},
+		{name: "commit", do: end(7, 0, true), write: true, state: PrepareCommit, epoch: 0, marker: true},
+	})
+	out, answers := prepared.CompleteThen(2000, []Decision{
+		decision(add(7, 0, tpC), 2000),
+		decision(add(7, 1, tpA), 2000), // a zombie's epoch: fenced, changes nothing
+		decision(add(7, 0, tpA), 2000),
+	})
+	if !out.Write || out.Markers {
+		t.Fatalf("outcome %+v: want a write without markers", out)
+	}
+	codes := answerCodes(answers)
+	if want := []int16{0, codeFenced, 0}; codes[0] != want[0] || codes[1] != want[1] || codes[2] != want[2] {
+		t.Fatalf("codes %v, want %v", codes, want)
+	}
+	if len(answers[0].Next.Partitions) != 1 || len(answers[1].Next.Partitions) != 1 || len(answers[2].Next.Partitions) != 2 {
+		t.Fatalf("each answer's metadata: %+v", answers)
+	}
+	next := out.Next
+	if next.State != Ongoing || next.ProducerEpoch != 0 || next.StartMs != 2000 ||
+		len(next.Partitions) != 2 || next.Partitions[0] != tpC || next.Partitions[1] != tpA {
+		t.Fatalf("next %+v: want Ongoing with [%v %v] only, started at 2000", next, tpC, tpA)
+	}
+	// The record written stands for CompleteCommit followed by the next
+	// state: from there on the transaction goes on as usual.
+	run(t, next, []step{
+		{name: "commit the next", do: end(7, 0, true), write: true, state: PrepareCommit, epoch: 0, marker: true},
+	})
+}
+
+// A completion with no decision waiting, or only refused ones, writes the
+// Complete* state itself; a fence waiting behind the next transaction's
+// start prepares that one's abort, whose markers are then due.
+func TestCompleteThenScenarios(t *testing.T) {
+	abort := run(t, NewTxn("tx", 7, 60000, 1000), []step{
+		{name: "init", do: initPID(60000), write: true, state: Empty, epoch: 0},
+		{name: "add", do: add(7, 0, tpA), write: true, state: Ongoing, epoch: 0},
+		{name: "abort", do: end(7, 0, false), write: true, state: PrepareAbort, epoch: 0, marker: true},
+	})
+	if out, answers := abort.CompleteThen(2000, nil); !out.Write || out.Next.State != CompleteAbort || len(answers) != 0 {
+		t.Fatalf("no decision: %+v %v", out, answers)
+	}
+	out, answers := abort.CompleteThen(2000, []Decision{decision(end(7, 0, true), 2000), decision(end(7, 0, false), 2000)})
+	if codes := answerCodes(answers); out.Next.State != CompleteAbort || codes[0] != codeTxnState || codes[1] != 0 {
+		t.Fatalf("commit and abort answered on the completed abort: %+v %v", out.Next, codes)
+	}
+	out, answers = abort.CompleteThen(2000, []Decision{decision(add(7, 0, tpB), 2000), decision(initPID(60000), 2000)})
+	codes := answerCodes(answers)
+	if codes[0] != 0 || codes[1] != codeConcurrent || out.Next.State != PrepareAbort || out.Next.ProducerEpoch != 1 ||
+		!out.Markers || len(out.Next.Partitions) != 1 || out.Next.Partitions[0] != tpB {
+		t.Fatalf("a new producer fencing the next transaction: %+v markers %v codes %v", out.Next, out.Markers, codes)
+	}
+	ongoing := run(t, abort, []step{{name: "aborted", do: complete, write: true, state: CompleteAbort, epoch: 0}})
+	if out, _ := ongoing.CompleteThen(2000, []Decision{decision(add(7, 0, tpB), 2000)}); out.Write || out.Code != codeTxnState {
+		t.Fatalf("CompleteThen of a transaction not prepared: %+v", out)
+	}
+}
+
+func answerCodes(answers []Outcome) []int16 {
+	codes := make([]int16, len(answers))
+	for i, a := range answers {
+		codes[i] = a.Code
+	}
+	return codes
+}

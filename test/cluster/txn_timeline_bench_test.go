@@ -1,0 +1,143 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/test/harness"
+)
+
+// txnTimeline records, from the client's side, every request a producer
+// sends: its key, broker and the wall-clock span from writing it to
+// reading its answer.
+type txnTimeline struct {
+	mu    sync.Mutex
+	spans []requestSpan
+}
+
+type requestSpan struct {
+	key        int16
+	broker     int32
+	start, end time.Time
+}
+
+func (tl *txnTimeline) OnBrokerE2E(meta kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	end := time.Now()
+	tl.mu.Lock()
+	tl.spans = append(tl.spans, requestSpan{key, meta.NodeID, end.Add(-e2e.DurationE2E()), end})
+	tl.mu.Unlock()
+}
+
+func (tl *txnTimeline) reset() {
+	tl.mu.Lock()
+	tl.spans = nil
+	tl.mu.Unlock()
+}
+
+// BenchmarkTxnTimeline: where one transaction's time goes, as the
+// producer sees it. On three brokers (as BenchmarkTxnProduce), a
+// transactional producer writes transactions of k records (k = 10, 100,
+// 1,000) for FERRY_BENCH_WINDOW; for each request kind it logs the mean
+// time per transaction spent in it (client write to answer read) and the
+// mean time per transaction with no request in flight (the client's own
+// work and its waits), beside the same figures for the idempotent loop.
+func BenchmarkTxnTimeline(b *testing.B) {
+	for range b.N {
+		nodes := startTxnBrokers(b)
+		const topic = "bench-txn-timeline"
+		adm := txnAdmin(b, nodes)
+		if _, err := adm.CreateTopic(context.Background(), 3, 3, nil, topic); err != nil {
+			b.Fatal(err)
+		}
+		harness.WaitFor(b, "leaders", 30*time.Second, func() bool { return leaderOfPartition(adm, topic, 2) > 0 })
+		tl := &txnTimeline{}
+		idem := benchClient(b, nodes, topic, kgo.WithHooks(tl))
+		txn := benchClient(b, nodes, topic, kgo.TransactionalID("bench-txn-timeline"), kgo.WithHooks(tl))
+		value := make([]byte, 100)
+		for _, k := range []int{10, 100, 1000} {
+			for _, useTxn := range []bool{false, true} {
+				cl := idem
+				if useTxn {
+					cl = txn
+				}
+				produceLoop(b, cl, k, value, useTxn) // warm up: connections, producer id
+				tl.reset()
+				start := time.Now()
+				rate := produceLoop(b, cl, k, value, useTxn)
+				elapsed := time.Since(start)
+				loops := float64(rate) * elapsed.Seconds() / float64(k)
+				b.Logf("k=%d txn=%v: %.0f rec/s, %.3f ms per loop; %s", k, useTxn, rate,
+					elapsed.Seconds()*1000/loops, tl.summary(start, elapsed, loops))
+			}
+		}
+	}
+}
+
+// summary is the mean time per loop in each request kind, in ms, and
+// the time no request was in flight.
+func (tl *txnTimeline) summary(start time.Time, elapsed time.Duration, loops float64) string {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	per := map[string]time.Duration{}
+	counts := map[string]int{}
+	for _, s := range tl.spans {
+		name := kmsg.NameForKey(s.key)
+		per[name] += s.end.Sub(s.start)
+		counts[name]++
+	}
+	idle := elapsed - busyTime(tl.spans, start, start.Add(elapsed))
+	names := make([]string, 0, len(per))
+	for n := range per {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var sb strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&sb, "%s %.3f ms (%.1f/loop, %.3f ms each); ", n, per[n].Seconds()*1000/loops,
+			float64(counts[n])/loops, per[n].Seconds()*1000/float64(counts[n]))
+	}
+	fmt.Fprintf(&sb, "no request in flight %.3f ms", idle.Seconds()*1000/loops)
+	return sb.String()
+}
+
+// busyTime is how much of [from, to] at least one span covers.
+func busyTime(spans []requestSpan, from, to time.Time) time.Duration {
+	s := slices.Clone(spans)
+	slices.SortFunc(s, func(a, b requestSpan) int { return a.start.Compare(b.start) })
+	var busy time.Duration
+	var curStart, curEnd time.Time
+	flush := func() {
+		if curEnd.After(curStart) {
+			busy += curEnd.Sub(curStart)
+		}
+	}
+	for _, sp := range s {
+		st, en := sp.start, sp.end
+		if st.Before(from) {
+			st = from
+		}
+		if en.After(to) {
+			en = to
+		}
+		if !en.After(st) {
+			continue
+		}
+		if st.After(curEnd) {
+			flush()
+			curStart, curEnd = st, en
+		} else if en.After(curEnd) {
+			curEnd = en
+		}
+	}
+	flush()
+	return busy
+}
