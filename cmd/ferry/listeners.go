@@ -358,17 +358,31 @@ func (s serveSettings) interBrokerSpec() listenerSpec {
 	return s.listeners[indexOfListener(s.listeners, s.interBroker)]
 }
 
-// selfKafkaAddr is where this node's own clients (the schema registry's
-// topic store, forwarding, elections and reassignments from HTTP) reach
-// its inter-broker listener: the listen address on plaintext, which is
-// sure to be this node's (the advertised one may name a load balancer),
-// the advertised one over TLS, which the certificate is made for.
+// selfKafkaAddr is where this node's own client, the schema registry's
+// topic store, reaches its inter-broker listener: the listen address on
+// plaintext, which is sure to be this node's (the advertised one may name
+// a load balancer), the advertised one over TLS, which the certificate is
+// made for.
 func (s serveSettings) selfKafkaAddr() string {
 	l := s.interBrokerSpec()
 	if l.protocol.TLS() {
 		return l.advertised
 	}
 	return defaultAdvertised(l.addr)
+}
+
+// ownKafkaAddrs are addresses that reach this node's own Kafka
+// listeners, selfKafkaAddr first: the forwarding client never dials them
+// (the cluster views add the advertised ones as registered).
+func (s serveSettings) ownKafkaAddrs() []string {
+	out := []string{s.selfKafkaAddr()}
+	for _, l := range s.listeners {
+		out = append(out, l.advertised, defaultAdvertised(l.addr))
+		if host, port, err := net.SplitHostPort(l.addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+			out = append(out, net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port))
+		}
+	}
+	return out
 }
 
 // endpoints are the listeners as /brokers/ids/<id> records them.

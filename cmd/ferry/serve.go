@@ -671,19 +671,20 @@ func runServe(args []string) error {
 		}
 		defer node.close()
 	}
-	// peerDial reaches other brokers' Kafka listeners for this process's
-	// own clients (the gateway's forwards and admin requests, the _schemas
-	// store): on a cluster through the forwarder's guard, which cuts every
-	// connection to a broker the controller declares dead, so that a
-	// frozen peer holds none of them beyond the election
+	// peerDial reaches brokers' Kafka listeners for the _schemas store
+	// (the gateway's forwards, admin and coordinator requests go through
+	// the forwarder itself): on a cluster through the forwarder's guard,
+	// which cuts every connection to a broker the controller declares
+	// dead, so that a frozen peer holds none of them beyond the election
 	// (server/forward/liveness.go).
 	peerDial := interDial
 	var broker *server.Broker
 	var fwd *forward.Forwarder
 	if node != nil {
 		// Any node serves every partition over HTTP: the others' through
-		// their leaders' Kafka listeners.
-		fwd, err = forward.New(forward.Config{Seeds: []string{s.selfKafkaAddr()}, Dial: interDial,
+		// their leaders' Kafka listeners, never through its own (the
+		// forwarder's seeds are the live peers of each cluster view).
+		fwd, err = forward.New(forward.Config{BrokerID: s.broker.BrokerID, Self: s.ownKafkaAddrs(), Listener: s.interBroker, Dial: interDial,
 			ClientID: fmt.Sprintf("ferry-gateway-%d", s.broker.BrokerID), Logger: logger,
 			MaxBatchBytes: func(topic string) int32 {
 				return int32(min(broker.ProduceLimits(topic).MaxRecordsBytes+recordbatch.HeaderSize, math.MaxInt32))

@@ -2,7 +2,9 @@ package forward
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -37,18 +39,29 @@ import (
 // twice), and refuses new connections to it until the controller lists it
 // as live again.
 
+// The guard also keeps the forwarding client off this broker itself:
+// everything addressed to this broker is served in process by the callers
+// (the core's local paths), so a connection to its own listener would
+// only be franz-go choosing it for a metadata refresh, or a leader it
+// learnt from a peer before this broker's own view moved. Such a dial is
+// refused as a dial error, which franz-go answers by trying the next
+// broker.
+
 // liveGuard tracks the connections a franz-go client opens, by address,
 // and refuses or closes those to brokers the cluster view says are not
 // live. Safe for concurrent use.
 type liveGuard struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// seeds are this broker's own listeners, never cut: a view that
-	// leaves this broker out (its own registration flapping) must not
-	// keep the clients from the one broker whose metadata they trust.
-	seeds map[string]bool
+	// selfID is this broker's id: its addresses in each view join self.
+	selfID int32
 
 	mu struct {
 		sync.Mutex
+		// self: addresses of this broker's own listeners, the configured
+		// ones and those the views list for it. Never down: a view that
+		// leaves this broker out (its own registration flapping) must not
+		// cut the clients that still reach it (the _schemas store).
+		self map[string]bool
 		// down: addresses of brokers once live, absent from the last view.
 		down map[string]bool
 		// live: addresses of the brokers the last view listed.
@@ -57,19 +70,37 @@ type liveGuard struct {
 	}
 }
 
-func newLiveGuard(dial func(ctx context.Context, network, addr string) (net.Conn, error), seeds []string) *liveGuard {
+func newLiveGuard(dial func(ctx context.Context, network, addr string) (net.Conn, error), selfID int32, self []string) *liveGuard {
 	if dial == nil {
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	g := &liveGuard{dial: dial, seeds: map[string]bool{}}
-	for _, s := range seeds {
-		g.seeds[s] = true
+	g := &liveGuard{dial: dial, selfID: selfID}
+	g.mu.self = map[string]bool{}
+	for _, s := range self {
+		g.mu.self[s] = true
 	}
 	g.mu.down = map[string]bool{}
 	g.mu.live = map[string]bool{}
 	g.mu.conns = map[string]map[*guardedConn]struct{}{}
 	return g
+}
+
+// errSelfDial: the forwarding client chose this broker's own listener.
+var errSelfDial = errors.New("this broker's own listener: its requests are served in process")
+
+// DialPeer connects to addr unless it is this broker or a broker the
+// cluster declared dead; the forwarding client dials through it.
+func (g *liveGuard) DialPeer(ctx context.Context, network, addr string) (net.Conn, error) {
+	g.mu.Lock()
+	self := g.mu.self[addr]
+	g.mu.Unlock()
+	if self {
+		// An *net.OpError of a dial: franz-go skips to the next broker
+		// (a metadata refresh) or refreshes its metadata (a produce).
+		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("%s: %w", addr, errSelfDial)}
+	}
+	return g.Dial(ctx, network, addr)
 }
 
 // Dial connects to addr unless it is a broker the cluster declared dead.
@@ -104,9 +135,14 @@ func (g *liveGuard) Dial(ctx context.Context, network, addr string) (net.Conn, e
 // are again.
 func (g *liveGuard) SetLive(brokers []server.ClusterBroker) {
 	g.mu.Lock()
+	for _, b := range brokers {
+		if b.ID == g.selfID {
+			maps.Copy(g.mu.self, liveAddrs([]server.ClusterBroker{b}))
+		}
+	}
 	live := liveAddrs(brokers)
 	down := nowDown(g.mu.live, g.mu.down, live)
-	for addr := range g.seeds {
+	for addr := range g.mu.self {
 		delete(down, addr)
 	}
 	var doomed []*guardedConn
