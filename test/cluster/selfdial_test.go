@@ -29,7 +29,7 @@ type socketWatch struct {
 
 	mu      sync.Mutex
 	self    map[string]bool // "local -> remote" (hex) of connections to ownPort
-	toPeers int      // samples that saw a connection to a peer
+	toPeers int             // samples that saw a connection to a peer
 	stop    chan struct{}
 	done    chan struct{}
 }
