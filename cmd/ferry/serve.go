@@ -652,9 +652,15 @@ func runServe(args []string) error {
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
-	listeners, interDial, err := kafkaListeners(s, logger)
+	listeners, interTLS, err := kafkaListeners(s, logger)
+	var interDial, selfDial wire.DialFunc
+	if interTLS != nil {
+		interDial = interTLS.Dial
+	}
+	interDial, err = withInterBrokerSASL(s, interDial)
+	inProcess := &inProcessKafka{listener: s.interBroker}
 	if err == nil {
-		interDial, err = withInterBrokerSASL(s, interDial)
+		selfDial, err = inProcess.dial(s, interTLS)
 	}
 	if err != nil {
 		return err
@@ -676,15 +682,17 @@ func runServe(args []string) error {
 	// the forwarder itself): on a cluster through the forwarder's guard,
 	// which cuts every connection to a broker the controller declares
 	// dead, so that a frozen peer holds none of them beyond the election
-	// (server/forward/liveness.go).
+	// (server/forward/liveness.go), and reaches this node in process.
 	peerDial := interDial
 	var broker *server.Broker
 	var fwd *forward.Forwarder
 	if node != nil {
 		// Any node serves every partition over HTTP: the others' through
 		// their leaders' Kafka listeners, never through its own (the
-		// forwarder's seeds are the live peers of each cluster view).
-		fwd, err = forward.New(forward.Config{BrokerID: s.broker.BrokerID, Self: s.ownKafkaAddrs(), Listener: s.interBroker, Dial: interDial,
+		// forwarder's seeds are the live peers of each cluster view; what
+		// franz-go still sends here goes in process).
+		fwd, err = forward.New(forward.Config{BrokerID: s.broker.BrokerID, Self: s.ownKafkaAddrs(), Listener: s.interBroker,
+			Dial: interDial, DialSelf: selfDial,
 			ClientID: fmt.Sprintf("ferry-gateway-%d", s.broker.BrokerID), Logger: logger,
 			MaxBatchBytes: func(topic string) int32 {
 				return int32(min(broker.ProduceLimits(topic).MaxRecordsBytes+recordbatch.HeaderSize, math.MaxInt32))
@@ -814,7 +822,7 @@ func runServe(args []string) error {
 	// forwarder to the one that is.
 	var adminCfg server.AdminConfig
 	if node != nil {
-		if err := node.runController(logger, m, s, interDial); err != nil {
+		if err := node.runController(logger, m, s, ownOr(s.ownKafkaAddrs(), selfDial, interDial)); err != nil {
 			closeCore()
 			return err
 		}
@@ -834,6 +842,7 @@ func runServe(args []string) error {
 		closeCore()
 		return err
 	}
+	inProcess.server.Store(kafkaServer)
 	klns, err := listenKafka(s.listeners)
 	if err != nil {
 		closeCore()

@@ -3,11 +3,12 @@
 // client per process, which keeps a pooled connection to each other
 // broker's Kafka listener and learns leaders from their Metadata.
 //
-// It never connects to its own broker: the callers serve what this broker
-// leads or coordinates in process, the client's seeds are the live peers
-// of each cluster view (LiveBrokers), and the guard refuses a dial to any
-// of this broker's own addresses, so that franz-go choosing itself for a
-// metadata refresh moves on to a peer.
+// It never opens a socket to its own broker: the callers serve what this
+// broker leads or coordinates in process, the client's seeds are the live
+// peers of each cluster view (LiveBrokers), and the guard turns a dial to
+// any of this broker's own addresses (franz-go choosing it for a metadata
+// refresh, or as a partition's new leader) into an in-process connection
+// (Config.DialSelf).
 //
 // Produce goes through franz-go's idempotent producer with acks=all:
 // records are batched per partition with those of concurrent requests,
@@ -54,7 +55,7 @@ type Config struct {
 	BrokerID int32
 	// Self are addresses that reach this broker's own Kafka listeners
 	// beyond those the views list for it (its listen addresses); at least
-	// one. The forwarding client never dials them.
+	// one. Dials to them go to DialSelf.
 	Self []string
 	// Listener is the inter-broker listener's name: a peer's endpoint of
 	// that name is its seed address (none: its first endpoint).
@@ -66,8 +67,13 @@ type Config struct {
 	MaxBatchBytes func(topic string) int32
 	// Dial connects to the brokers' inter-broker listener (nil: plain
 	// TCP; a TLS dial when it is SSL).
-	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
-	Logger *slog.Logger
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// DialSelf connects to this broker's inter-broker listener in
+	// process, as Dial would over the network (its TLS and SASL
+	// handshakes over net.Pipe); used for every address in Self or that
+	// the views list for this broker. Nil: those dials are refused.
+	DialSelf func(ctx context.Context, network, addr string) (net.Conn, error)
+	Logger   *slog.Logger
 }
 
 // defaultBatchMaxBytes is franz-go's default batch bound.
@@ -115,9 +121,9 @@ func New(cfg Config) (*Forwarder, error) {
 	versions := kversion.Stable()
 	versions.SetMaxKeyVersion(int16(kmsg.Fetch), 12)
 	opts := []kgo.Opt{
-		// franz-go needs a seed from the start; this broker's own address
-		// is one the guard never dials, so nothing is asked of anyone
-		// before the first view names the peers.
+		// franz-go needs a seed from the start: this broker's own
+		// address, reached in process, until the first view names the
+		// peers.
 		kgo.SeedBrokers(cfg.Self[0]),
 		kgo.ClientID(cfg.ClientID),
 		kgo.MaxVersions(versions),
@@ -140,11 +146,11 @@ func New(cfg Config) (*Forwarder, error) {
 			return min(max(cfg.MaxBatchBytes(topic), 512), 1<<30)
 		}))
 	}
-	// Every connection goes through the guard, which refuses this broker
-	// and cuts the connections to brokers the cluster has declared dead
-	// (liveness.go).
-	guard := newLiveGuard(cfg.Dial, cfg.BrokerID, cfg.Self)
-	opts = append(opts, kgo.Dialer(guard.DialPeer))
+	// Every connection goes through the guard, which connects to this
+	// broker in process and cuts the connections to brokers the cluster
+	// has declared dead (liveness.go).
+	guard := newLiveGuard(cfg.Dial, cfg.DialSelf, cfg.BrokerID, cfg.Self)
+	opts = append(opts, kgo.Dialer(guard.Dial))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("forwarding client: %w", err)
@@ -202,13 +208,12 @@ func peerSeeds(brokers []server.ClusterBroker, self int32, listener string) (map
 	return ids, seeds
 }
 
-// Dial connects to a broker's Kafka listener through the forwarding
-// client's guard: refused while the cluster counts the broker dead, and
-// closed once it does. Other clients of this process that talk to
-// brokers (the _schemas store) use it so that a frozen broker cannot hold
-// their requests either. Unlike the forwarding client's own dials it
-// reaches this broker too: the _schemas store talks to this node's
-// listener when it leads the topic.
+// Dial connects to a broker's Kafka listener as the forwarding client
+// does: in process when it is this broker, refused while the cluster
+// counts the broker dead, and closed once it does. Other clients of this
+// process that talk to brokers (the _schemas store) use it so that a
+// frozen broker cannot hold their requests either, and so that they
+// reach this broker without a socket.
 func (f *Forwarder) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	return f.guard.Dial(ctx, network, addr)
 }

@@ -39,19 +39,24 @@ import (
 // twice), and refuses new connections to it until the controller lists it
 // as live again.
 
-// The guard also keeps the forwarding client off this broker itself:
-// everything addressed to this broker is served in process by the callers
-// (the core's local paths), so a connection to its own listener would
-// only be franz-go choosing it for a metadata refresh, or a leader it
-// learnt from a peer before this broker's own view moved. Such a dial is
-// refused as a dial error, which franz-go answers by trying the next
-// broker.
+// The guard also keeps this process's clients off this broker's own
+// listener: the callers serve what is addressed to this broker in process
+// (the core's local paths), but franz-go may still choose it for a
+// metadata refresh, send the records of a partition whose leadership
+// moved here since the core routed them (the idempotent producer's
+// retry, whose sequence numbers let this broker recognise a record the
+// old leader had written), or lead the _schemas topic here. Those dials
+// become in-process connections to this broker (dialSelf, net.Pipe to
+// its Kafka server), or, without one, are refused as a dial error, which
+// franz-go answers by trying the next broker.
 
 // liveGuard tracks the connections a franz-go client opens, by address,
 // and refuses or closes those to brokers the cluster view says are not
 // live. Safe for concurrent use.
 type liveGuard struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// dialSelf connects to this broker in process (nil: refused).
+	dialSelf func(ctx context.Context, network, addr string) (net.Conn, error)
 	// selfID is this broker's id: its addresses in each view join self.
 	selfID int32
 
@@ -70,12 +75,12 @@ type liveGuard struct {
 	}
 }
 
-func newLiveGuard(dial func(ctx context.Context, network, addr string) (net.Conn, error), selfID int32, self []string) *liveGuard {
+func newLiveGuard(dial, dialSelf func(ctx context.Context, network, addr string) (net.Conn, error), selfID int32, self []string) *liveGuard {
 	if dial == nil {
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	g := &liveGuard{dial: dial, selfID: selfID}
+	g := &liveGuard{dial: dial, dialSelf: dialSelf, selfID: selfID}
 	g.mu.self = map[string]bool{}
 	for _, s := range self {
 		g.mu.self[s] = true
@@ -86,28 +91,24 @@ func newLiveGuard(dial func(ctx context.Context, network, addr string) (net.Conn
 	return g
 }
 
-// errSelfDial: the forwarding client chose this broker's own listener.
+// errSelfDial: a client chose this broker's own listener, and there is
+// no in-process way to it.
 var errSelfDial = errors.New("this broker's own listener: its requests are served in process")
 
-// DialPeer connects to addr unless it is this broker or a broker the
-// cluster declared dead; the forwarding client dials through it.
-func (g *liveGuard) DialPeer(ctx context.Context, network, addr string) (net.Conn, error) {
+// Dial connects to addr: in process when it is this broker's, refused
+// when it is a broker the cluster declared dead.
+func (g *liveGuard) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	g.mu.Lock()
-	self := g.mu.self[addr]
+	self, down := g.mu.self[addr], g.mu.down[addr]
 	g.mu.Unlock()
 	if self {
+		if g.dialSelf != nil {
+			return g.dialSelf(ctx, network, addr)
+		}
 		// An *net.OpError of a dial: franz-go skips to the next broker
 		// (a metadata refresh) or refreshes its metadata (a produce).
 		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("%s: %w", addr, errSelfDial)}
 	}
-	return g.Dial(ctx, network, addr)
-}
-
-// Dial connects to addr unless it is a broker the cluster declared dead.
-func (g *liveGuard) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	g.mu.Lock()
-	down := g.mu.down[addr]
-	g.mu.Unlock()
 	if down {
 		return nil, fmt.Errorf("%w: the broker at %s is not live in the cluster's metadata", server.ErrLeaderNotAvailable, addr)
 	}

@@ -41,7 +41,7 @@ func silentBroker(t *testing.T) (server.ClusterBroker, string) {
 // listing it; dials to it are refused until it is listed again.
 func TestGuardCutsABrokerDeclaredDead(t *testing.T) {
 	b, addr := silentBroker(t)
-	g := newLiveGuard(nil, 1, []string{"127.0.0.1:1"})
+	g := newLiveGuard(nil, nil, 1, []string{"127.0.0.1:1"})
 	ctx := context.Background()
 	g.SetLive([]server.ClusterBroker{b})
 	c, err := g.Dial(ctx, "tcp", addr)

@@ -41,8 +41,10 @@ func (l *dialLog) dialled(addr string) bool {
 // The forwarder of one of three brokers (kfake's broker 0) carries
 // produce, fetch, ListOffsets, admin and coordinator requests to the other
 // two, and franz-go refreshes its metadata from the brokers it knows in
-// turn, yet it never dials its own broker; a request addressed to it is
-// refused, its callers serving those in process.
+// turn, yet it never dials its own broker over the network: franz-go's
+// own choices of it (metadata, records of a partition it leads) go to
+// DialSelf (here a TCP dial standing in for ferry's pipe), and a request
+// addressed to it is refused, its callers serving those in process.
 func TestForwarderNeverDialsItsOwnBroker(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(6, "t"))
 	if err != nil {
@@ -52,8 +54,8 @@ func TestForwarderNeverDialsItsOwnBroker(t *testing.T) {
 	view := clusterView(t, c.ListenAddrs())
 	i := slices.IndexFunc(view, func(b server.ClusterBroker) bool { return b.ID == 0 })
 	self := net.JoinHostPort(view[i].Host, fmt.Sprint(view[i].Port))
-	var log dialLog
-	f, err := New(Config{BrokerID: 0, Self: []string{self}, Dial: log.dial, ClientID: "self-test"})
+	var log, selfLog dialLog
+	f, err := New(Config{BrokerID: 0, Self: []string{self}, Dial: log.dial, DialSelf: selfLog.dial, ClientID: "self-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +66,13 @@ func TestForwarderNeverDialsItsOwnBroker(t *testing.T) {
 
 	lead := leaders(t, c)
 	var recs []server.ProduceRecord
+	ledHere := false
 	for p, l := range lead {
-		if l != 0 {
-			recs = append(recs, server.ProduceRecord{Partition: p, Record: records.Record{Value: []byte("v"), Timestamp: 1}})
-		}
+		recs = append(recs, server.ProduceRecord{Partition: p, Record: records.Record{Value: []byte("v"), Timestamp: 1}})
+		ledHere = ledHere || l == 0
+	}
+	if !ledHere {
+		t.Fatalf("kfake's broker 0 leads none of t's partitions: %v", lead)
 	}
 	out := make([]server.ForwardOutcome, len(recs))
 	f.Produce(ctx, "t", recs, 10*time.Second, out)
@@ -76,7 +81,7 @@ func TestForwarderNeverDialsItsOwnBroker(t *testing.T) {
 			t.Fatalf("record %d to t-%d: %v", i, recs[i].Partition, o.Err)
 		}
 	}
-	p := recs[0].Partition
+	p := recs[slices.IndexFunc(recs, func(r server.ProduceRecord) bool { return lead[r.Partition] != 0 })].Partition
 	if _, err := f.Fetch(ctx, lead[p], server.FetchRequest{Topic: "t", Partition: p, MaxBytes: 1 << 20}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +112,9 @@ func TestForwarderNeverDialsItsOwnBroker(t *testing.T) {
 	}
 	if log.dialled(self) {
 		t.Fatalf("the forwarder dialled its own broker at %s (dials: %v)", self, log.addrs)
+	}
+	if !selfLog.dialled(self) || slices.ContainsFunc(selfLog.addrs, func(a string) bool { return a != self }) {
+		t.Fatalf("dials in process: %v, want only %s, at least once", selfLog.addrs, self)
 	}
 	for _, b := range view {
 		if addr := net.JoinHostPort(b.Host, fmt.Sprint(b.Port)); b.ID != 0 && !log.dialled(addr) {
@@ -158,7 +166,7 @@ func TestSeedsFollowTheLivePeers(t *testing.T) {
 	// This broker's addresses, configured or from a view, are refused as
 	// a dial error (franz-go moves to the next broker).
 	for _, addr := range []string{"127.0.0.1:1", "127.0.0.1:10", "127.0.0.1:11"} {
-		_, err := f.guard.DialPeer(ctx, "tcp", addr)
+		_, err := f.guard.Dial(ctx, "tcp", addr)
 		var oe *net.OpError
 		if !errors.Is(err, errSelfDial) || !errors.As(err, &oe) || oe.Op != "dial" {
 			t.Fatalf("dial to this broker's %s: %v", addr, err)

@@ -134,9 +134,10 @@ func portOf(t *testing.T, addr string) int {
 // TestNodeNeverDialsItself (issue 24): on a 3-broker cluster, a node that
 // is not the controller serves over HTTP produce to partitions other
 // brokers lead, reads of them, admin requests the controller answers, and
-// transactions across the three leaders; throughout, its process holds
-// no connection to its own Kafka listener (sampled from /proc every 10
-// ms), while it does hold connections to its peers' listeners.
+// transactions across the three leaders, and every node registers schemas
+// (the _schemas store, whose leader is one of them); throughout, no
+// node's process holds a connection to its own Kafka listener (sampled
+// from /proc every 10 ms), while each holds connections to its peers'.
 func TestNodeNeverDialsItself(t *testing.T) {
 	if _, err := os.Stat("/proc/self/net/tcp"); err != nil {
 		t.Skip("needs /proc/<pid>/net/tcp (Linux)")
@@ -150,15 +151,16 @@ func TestNodeNeverDialsItself(t *testing.T) {
 		return getJSONQuiet(nodes[0].URL+"/cluster", &cluster) == nil && cluster.ControllerID > 0
 	})
 	var node *harness.Node
-	var peers []*harness.Node
 	for i, n := range nodes {
 		if node == nil && int32(i+1) != cluster.ControllerID {
 			node = n
-			continue
 		}
-		peers = append(peers, n)
 	}
-	watch := watchSockets(t, node, peers)
+	watches := make([]*socketWatch, len(nodes))
+	for i, n := range nodes {
+		peers := slices.Delete(slices.Clone(nodes), i, i+1)
+		watches[i] = watchSockets(t, n, peers)
+	}
 
 	for round := range 3 {
 		var recs []string
@@ -203,13 +205,30 @@ func TestNodeNeverDialsItself(t *testing.T) {
 		})
 	}
 
-	watch.finish()
-	watch.mu.Lock()
-	defer watch.mu.Unlock()
-	if watch.toPeers == 0 {
-		t.Fatal("no sample saw the node's connections to its peers' Kafka listeners: the sampling sees nothing")
+	// The registry on every node: the first write creates _schemas.
+	for i, n := range nodes {
+		subject := fmt.Sprintf("selfdial-%d-value", i)
+		harness.WaitFor(t, "a schema registered through "+n.URL, time.Minute, func() bool {
+			_, err := register(t, n, subject, recordSchema(fmt.Sprintf("S%d", i)))
+			return err == nil
+		})
+		for _, reader := range nodes {
+			harness.WaitFor(t, subject+" read through "+reader.URL, 30*time.Second, func() bool {
+				_, err := registryCall(t, reader, "GET", "/subjects/"+subject+"/versions/latest", nil, nil)
+				return err == nil
+			})
+		}
 	}
-	if len(watch.self) > 0 {
-		t.Fatalf("the node at %s connected to its own Kafka listener %s (/proc/net/tcp local -> remote): %v", node.URL, node.KafkaAddr, slices.Collect(maps.Keys(watch.self)))
+
+	for i, w := range watches {
+		w.finish()
+		n := nodes[i]
+		if w.toPeers == 0 {
+			t.Errorf("no sample saw broker %d's connections to its peers' Kafka listeners: the sampling sees nothing", i+1)
+		}
+		if len(w.self) > 0 {
+			t.Errorf("broker %d (%s) connected to its own Kafka listener %s (/proc/net/tcp local -> remote): %v",
+				i+1, n.URL, n.KafkaAddr, slices.Collect(maps.Keys(w.self)))
+		}
 	}
 }
