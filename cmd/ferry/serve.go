@@ -1038,8 +1038,8 @@ func openSchemaRegistry(s serveSettings, clustered bool, dial wire.DialFunc, log
 }
 
 // openSchemasTopic opens the cluster's _schemas store. It bootstraps from
-// this node's own inter-broker listener (selfKafkaAddr); the client finds
-// the topic's leader from there.
+// this node's own broker (selfKafkaAddr, which dial reaches in process);
+// the client finds the topic's leader from there.
 func openSchemasTopic(s serveSettings, dial wire.DialFunc, logger *slog.Logger) (schemaregistry.Store, error) {
 	journal := filepath.Join(s.broker.DataDir, "schemas", "journal.jsonl")
 	if fi, err := os.Stat(journal); err == nil && fi.Size() > 0 {
