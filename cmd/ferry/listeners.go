@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/replication/zookeeper"
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/kafka"
@@ -323,13 +322,13 @@ func (ls *listenerSettings) setConnectionRate(name, v string) error {
 }
 
 // kafkaListeners opens each TLS listener's files and returns the
-// listeners for the Kafka server, and the dial of the inter-broker
-// listener: nil for plain TCP, a TLS dial (the listener's keystore as the
+// listeners for the Kafka server, and the TLS of the inter-broker
+// listener: nil for plain TCP, its files (the listener's keystore as the
 // client certificate, its truststore for the other brokers' certificates)
 // when it is SSL.
-func kafkaListeners(s serveSettings, logger *slog.Logger) ([]kafka.Listener, wire.DialFunc, error) {
+func kafkaListeners(s serveSettings, logger *slog.Logger) ([]kafka.Listener, *tlsconf.Source, error) {
 	out := make([]kafka.Listener, 0, len(s.listeners))
-	var interDial wire.DialFunc
+	var interTLS *tlsconf.Source
 	for name := range s.listenerCfg.connectionRates {
 		if !slices.ContainsFunc(s.listeners, func(l listenerSpec) bool { return strings.EqualFold(l.name, name) }) {
 			return nil, nil, fmt.Errorf("listener.name.%s.max.connection.creation.rate: there is no listener %s", name, strings.ToUpper(name))
@@ -345,12 +344,12 @@ func kafkaListeners(s serveSettings, logger *slog.Logger) ([]kafka.Listener, wir
 			}
 			kl.TLS = src.ServerConfig()
 			if l.name == s.interBroker {
-				interDial = src.Dial
+				interTLS = src
 			}
 		}
 		out = append(out, kl)
 	}
-	return out, interDial, nil
+	return out, interTLS, nil
 }
 
 // interBrokerSpec is the inter-broker listener.
@@ -358,17 +357,31 @@ func (s serveSettings) interBrokerSpec() listenerSpec {
 	return s.listeners[indexOfListener(s.listeners, s.interBroker)]
 }
 
-// selfKafkaAddr is where this node's own clients (the schema registry's
-// topic store, forwarding, elections and reassignments from HTTP) reach
-// its inter-broker listener: the listen address on plaintext, which is
-// sure to be this node's (the advertised one may name a load balancer),
-// the advertised one over TLS, which the certificate is made for.
+// selfKafkaAddr is where this node's own client, the schema registry's
+// topic store, reaches its inter-broker listener: the listen address on
+// plaintext, which is sure to be this node's (the advertised one may name
+// a load balancer), the advertised one over TLS, which the certificate is
+// made for.
 func (s serveSettings) selfKafkaAddr() string {
 	l := s.interBrokerSpec()
 	if l.protocol.TLS() {
 		return l.advertised
 	}
 	return defaultAdvertised(l.addr)
+}
+
+// ownKafkaAddrs are addresses that reach this node's own Kafka
+// listeners, selfKafkaAddr first: the forwarding client never dials them
+// (the cluster views add the advertised ones as registered).
+func (s serveSettings) ownKafkaAddrs() []string {
+	out := []string{s.selfKafkaAddr()}
+	for _, l := range s.listeners {
+		out = append(out, l.advertised, defaultAdvertised(l.addr))
+		if host, port, err := net.SplitHostPort(l.addr); err == nil && (host == "" || host == "0.0.0.0" || host == "::") {
+			out = append(out, net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port))
+		}
+	}
+	return out
 }
 
 // endpoints are the listeners as /brokers/ids/<id> records them.

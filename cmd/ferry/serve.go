@@ -652,9 +652,15 @@ func runServe(args []string) error {
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
-	listeners, interDial, err := kafkaListeners(s, logger)
+	listeners, interTLS, err := kafkaListeners(s, logger)
+	var interDial, selfDial wire.DialFunc
+	if interTLS != nil {
+		interDial = interTLS.Dial
+	}
+	interDial, err = withInterBrokerSASL(s, interDial)
+	inProcess := &inProcessKafka{listener: s.interBroker}
 	if err == nil {
-		interDial, err = withInterBrokerSASL(s, interDial)
+		selfDial, err = inProcess.dial(s, interTLS)
 	}
 	if err != nil {
 		return err
@@ -671,19 +677,22 @@ func runServe(args []string) error {
 		}
 		defer node.close()
 	}
-	// peerDial reaches other brokers' Kafka listeners for this process's
-	// own clients (the gateway's forwards and admin requests, the _schemas
-	// store): on a cluster through the forwarder's guard, which cuts every
-	// connection to a broker the controller declares dead, so that a
-	// frozen peer holds none of them beyond the election
-	// (server/forward/liveness.go).
+	// peerDial reaches brokers' Kafka listeners for the _schemas store
+	// (the gateway's forwards, admin and coordinator requests go through
+	// the forwarder itself): on a cluster through the forwarder's guard,
+	// which cuts every connection to a broker the controller declares
+	// dead, so that a frozen peer holds none of them beyond the election
+	// (server/forward/liveness.go), and reaches this node in process.
 	peerDial := interDial
 	var broker *server.Broker
 	var fwd *forward.Forwarder
 	if node != nil {
 		// Any node serves every partition over HTTP: the others' through
-		// their leaders' Kafka listeners.
-		fwd, err = forward.New(forward.Config{Seeds: []string{s.selfKafkaAddr()}, Dial: interDial,
+		// their leaders' Kafka listeners, never through its own (the
+		// forwarder's seeds are the live peers of each cluster view; what
+		// franz-go still sends here goes in process).
+		fwd, err = forward.New(forward.Config{BrokerID: s.broker.BrokerID, Self: s.ownKafkaAddrs(), Listener: s.interBroker,
+			Dial: interDial, DialSelf: selfDial,
 			ClientID: fmt.Sprintf("ferry-gateway-%d", s.broker.BrokerID), Logger: logger,
 			MaxBatchBytes: func(topic string) int32 {
 				return int32(min(broker.ProduceLimits(topic).MaxRecordsBytes+recordbatch.HeaderSize, math.MaxInt32))
@@ -813,7 +822,7 @@ func runServe(args []string) error {
 	// forwarder to the one that is.
 	var adminCfg server.AdminConfig
 	if node != nil {
-		if err := node.runController(logger, m, s, interDial); err != nil {
+		if err := node.runController(logger, m, s, ownOr(s.ownKafkaAddrs(), selfDial, interDial)); err != nil {
 			closeCore()
 			return err
 		}
@@ -833,6 +842,7 @@ func runServe(args []string) error {
 		closeCore()
 		return err
 	}
+	inProcess.server.Store(kafkaServer)
 	klns, err := listenKafka(s.listeners)
 	if err != nil {
 		closeCore()
@@ -1028,8 +1038,8 @@ func openSchemaRegistry(s serveSettings, clustered bool, dial wire.DialFunc, log
 }
 
 // openSchemasTopic opens the cluster's _schemas store. It bootstraps from
-// this node's own inter-broker listener (selfKafkaAddr); the client finds
-// the topic's leader from there.
+// this node's own broker (selfKafkaAddr, which dial reaches in process);
+// the client finds the topic's leader from there.
 func openSchemasTopic(s serveSettings, dial wire.DialFunc, logger *slog.Logger) (schemaregistry.Store, error) {
 	journal := filepath.Join(s.broker.DataDir, "schemas", "journal.jsonl")
 	if fi, err := os.Stat(journal); err == nil && fi.Size() > 0 {

@@ -1,7 +1,14 @@
 // Package forward is a cluster broker's way to the partitions other
 // brokers lead, for the HTTP gateway: server.Forwarder on one franz-go
-// client per process, which keeps a pooled connection to each broker's
-// Kafka listener and learns leaders from this broker's own Metadata.
+// client per process, which keeps a pooled connection to each other
+// broker's Kafka listener and learns leaders from their Metadata.
+//
+// It never opens a socket to its own broker: the callers serve what this
+// broker leads or coordinates in process, the client's seeds are the live
+// peers of each cluster view (LiveBrokers), and the guard turns a dial to
+// any of this broker's own addresses (franz-go choosing it for a metadata
+// refresh, or as a partition's new leader) into an in-process connection
+// (Config.DialSelf).
 //
 // Produce goes through franz-go's idempotent producer with acks=all:
 // records are batched per partition with those of concurrent requests,
@@ -27,6 +34,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,9 +50,16 @@ import (
 
 // Config describes the client.
 type Config struct {
-	// Seeds are Kafka listeners to learn the cluster from: this broker's
-	// own advertised address, whose Metadata describes every broker.
-	Seeds []string
+	// BrokerID is this broker's id. Its requests are never forwarded:
+	// the views' other live brokers are the client's seeds.
+	BrokerID int32
+	// Self are addresses that reach this broker's own Kafka listeners
+	// beyond those the views list for it (its listen addresses); at least
+	// one. Dials to them go to DialSelf.
+	Self []string
+	// Listener is the inter-broker listener's name: a peer's endpoint of
+	// that name is its seed address (none: its first endpoint).
+	Listener string
 	// ClientID names the client in other brokers' logs and metrics.
 	ClientID string
 	// MaxBatchBytes is a topic's max.message.bytes, the most a forwarded
@@ -51,8 +67,13 @@ type Config struct {
 	MaxBatchBytes func(topic string) int32
 	// Dial connects to the brokers' inter-broker listener (nil: plain
 	// TCP; a TLS dial when it is SSL).
-	Dial   func(ctx context.Context, network, addr string) (net.Conn, error)
-	Logger *slog.Logger
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// DialSelf connects to this broker's inter-broker listener in
+	// process, as Dial would over the network (its TLS and SASL
+	// handshakes over net.Pipe); used for every address in Self or that
+	// the views list for this broker. Nil: those dials are refused.
+	DialSelf func(ctx context.Context, network, addr string) (net.Conn, error)
+	Logger   *slog.Logger
 }
 
 // defaultBatchMaxBytes is franz-go's default batch bound.
@@ -71,15 +92,18 @@ const forwardLinger = time.Millisecond
 // Forwarder implements server.Forwarder. Close it after the listeners
 // that use it.
 type Forwarder struct {
-	cl     *kgo.Client
-	logger *slog.Logger
-	guard  *liveGuard
+	cl       *kgo.Client
+	logger   *slog.Logger
+	guard    *liveGuard
+	self     int32
+	listener string
 
-	// known holds the broker ids the client has addresses for; a fetch
-	// to another refreshes the client's metadata first.
-	known struct {
+	// peers is the last view's live brokers other than this one: the
+	// ones a request may go to, and the client's seeds.
+	peers struct {
 		sync.RWMutex
-		ids map[int32]bool
+		ids   map[int32]bool
+		seeds []string
 	}
 }
 
@@ -90,11 +114,17 @@ func New(cfg Config) (*Forwarder, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if len(cfg.Self) == 0 {
+		return nil, errors.New("forwarding client: no address of this broker's own listeners")
+	}
 	// Fetch v13+ names topics by id: stay at v12, which names them.
 	versions := kversion.Stable()
 	versions.SetMaxKeyVersion(int16(kmsg.Fetch), 12)
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Seeds...),
+		// franz-go needs a seed from the start: this broker's own
+		// address, reached in process, until the first view names the
+		// peers.
+		kgo.SeedBrokers(cfg.Self[0]),
 		kgo.ClientID(cfg.ClientID),
 		kgo.MaxVersions(versions),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -116,16 +146,17 @@ func New(cfg Config) (*Forwarder, error) {
 			return min(max(cfg.MaxBatchBytes(topic), 512), 1<<30)
 		}))
 	}
-	// Every connection goes through the guard, which cuts those to brokers
-	// the cluster has declared dead (liveness.go).
-	guard := newLiveGuard(cfg.Dial, cfg.Seeds)
+	// Every connection goes through the guard, which connects to this
+	// broker in process and cuts the connections to brokers the cluster
+	// has declared dead (liveness.go).
+	guard := newLiveGuard(cfg.Dial, cfg.DialSelf, cfg.BrokerID, cfg.Self)
 	opts = append(opts, kgo.Dialer(guard.Dial))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("forwarding client: %w", err)
 	}
-	f := &Forwarder{cl: cl, logger: cfg.Logger.With("component", "forward"), guard: guard}
-	f.known.ids = map[int32]bool{}
+	f := &Forwarder{cl: cl, logger: cfg.Logger.With("component", "forward"), guard: guard, self: cfg.BrokerID, listener: cfg.Listener}
+	f.peers.ids = map[int32]bool{}
 	return f, nil
 }
 
@@ -134,15 +165,55 @@ func (f *Forwarder) Close() { f.cl.Close() }
 
 // LiveBrokers implements server.Forwarder: connections to brokers no
 // longer live are closed, failing what waits on them, and not opened
-// again until the brokers are live (liveness.go).
-func (f *Forwarder) LiveBrokers(brokers []server.ClusterBroker) { f.guard.SetLive(brokers) }
+// again until the brokers are live (liveness.go); the other live brokers
+// become the client's seeds.
+func (f *Forwarder) LiveBrokers(brokers []server.ClusterBroker) {
+	f.guard.SetLive(brokers)
+	ids, seeds := peerSeeds(brokers, f.self, f.listener)
+	f.peers.Lock()
+	defer f.peers.Unlock()
+	f.peers.ids = ids
+	// No peers live (this broker alone, or a view in the middle of a
+	// restart): the last seeds stay, the guard refusing the dead ones.
+	if len(seeds) == 0 || slices.Equal(seeds, f.peers.seeds) {
+		return
+	}
+	// Under the lock, so that two views' seeds are applied in order.
+	if err := f.cl.UpdateSeedBrokers(seeds...); err != nil {
+		f.logger.Warn("the cluster view's brokers cannot be the forwarding client's seeds", "seeds", seeds, "err", err)
+		return
+	}
+	f.peers.seeds = seeds
+}
+
+// peerSeeds is the ids of brokers other than self, and their addresses
+// on listener, sorted.
+func peerSeeds(brokers []server.ClusterBroker, self int32, listener string) (map[int32]bool, []string) {
+	ids := map[int32]bool{}
+	var seeds []string
+	for _, b := range brokers {
+		if b.ID == self {
+			continue
+		}
+		ids[b.ID] = true
+		host, port := b.Host, b.Port
+		for _, ep := range b.Endpoints {
+			if ep.Listener == listener {
+				host, port = ep.Host, ep.Port
+			}
+		}
+		seeds = append(seeds, net.JoinHostPort(host, strconv.Itoa(int(port))))
+	}
+	slices.Sort(seeds)
+	return ids, seeds
+}
 
 // Dial connects to a broker's Kafka listener as the forwarding client
-// does: refused while the cluster counts the broker dead, and closed once
-// it does. Other clients of this process that talk to brokers (the
-// _schemas store) use it so that a frozen broker cannot hold their
-// requests either; the core's admin requests go through the forwarding
-// client itself (admin.go).
+// does: in process when it is this broker, refused while the cluster
+// counts the broker dead, and closed once it does. Other clients of this
+// process that talk to brokers (the _schemas store) use it so that a
+// frozen broker cannot hold their requests either, and so that they
+// reach this broker without a socket.
 func (f *Forwarder) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	return f.guard.Dial(ctx, network, addr)
 }
@@ -353,33 +424,20 @@ func answerError(topic string, partition, leader int32, code int16) error {
 	return fmt.Errorf("%w: %s-%d: broker %d answered %v", coreError(err), topic, partition, leader, err)
 }
 
-// learn makes sure the client has broker id's address: a Metadata
-// request through the client, which takes the brokers it lists, when id
-// is not among those the last one listed.
-func (f *Forwarder) learn(ctx context.Context, id int32) error {
-	f.known.RLock()
-	ok := f.known.ids[id]
-	f.known.RUnlock()
-	if ok {
-		return nil
+// learn checks that a request may go to broker id: another broker the
+// last cluster view lists as live. This broker's own requests are served
+// in process by the callers; one that reaches here is refused rather
+// than sent to this broker's listener. (franz-go finds id's address in
+// its metadata, refreshed from a peer when it has none.)
+func (f *Forwarder) learn(_ context.Context, id int32) error {
+	if id == f.self {
+		return fmt.Errorf("%w: broker %d is this one, whose requests are served in process, never forwarded", server.ErrLeaderNotAvailable, id)
 	}
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = []kmsg.MetadataRequestTopic{} // brokers only
-	// Asked of the seed, this broker itself: franz-go would ask the brokers
-	// it knows in turn, a frozen one among them.
-	resp, err := req.RequestWith(ctx, f.cl.SeedBrokers()[0])
-	if err != nil {
-		return fmt.Errorf("%w: learn the cluster's brokers: %v", server.ErrLeaderNotAvailable, err)
-	}
-	ids := make(map[int32]bool, len(resp.Brokers))
-	for _, b := range resp.Brokers {
-		ids[b.NodeID] = true
-	}
-	f.known.Lock()
-	f.known.ids = ids
-	f.known.Unlock()
-	if !ids[id] {
-		return fmt.Errorf("%w: broker %d is not in the cluster's metadata", server.ErrLeaderNotAvailable, id)
+	f.peers.RLock()
+	ok := f.peers.ids[id]
+	f.peers.RUnlock()
+	if !ok {
+		return fmt.Errorf("%w: broker %d is not live in the cluster's metadata", server.ErrLeaderNotAvailable, id)
 	}
 	return nil
 }

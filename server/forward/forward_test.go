@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,12 +25,46 @@ func fakeCluster(t *testing.T) (*kfake.Cluster, *Forwarder) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	f, err := New(Config{Seeds: c.ListenAddrs(), ClientID: "test", MaxBatchBytes: func(string) int32 { return 1 << 20 }})
+	// As a broker outside kfake's: every kfake broker is a peer.
+	f, err := New(Config{BrokerID: 1000, Self: []string{closedAddr(t)}, ClientID: "test", MaxBatchBytes: func(string) int32 { return 1 << 20 }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Close)
+	f.LiveBrokers(clusterView(t, c.ListenAddrs()))
 	return c, f
+}
+
+// clusterView is the live brokers as the cluster describes them, asked
+// of the brokers at seeds.
+func clusterView(t *testing.T, seeds []string) []server.ClusterBroker {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	bs, err := kadm.NewClient(cl).ListBrokers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var view []server.ClusterBroker
+	for _, b := range bs {
+		view = append(view, server.ClusterBroker{ID: b.NodeID, Host: b.Host, Port: b.Port})
+	}
+	return view
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
 
 func leaders(t *testing.T, c *kfake.Cluster) map[int32]int32 {
@@ -107,17 +143,14 @@ func TestProduceFetchListOffsets(t *testing.T) {
 // With no broker to reach, Produce returns by its timeout and reports
 // every record not acknowledged.
 func TestProduceReturnsByItsTimeout(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
-	f, err := New(Config{Seeds: []string{addr}})
+	addr := closedAddr(t)
+	port, _ := strconv.Atoi(addr[strings.LastIndex(addr, ":")+1:])
+	f, err := New(Config{BrokerID: 1, Self: []string{closedAddr(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	f.LiveBrokers([]server.ClusterBroker{{ID: 1}, {ID: 2, Host: "127.0.0.1", Port: int32(port)}})
 	out := make([]server.ForwardOutcome, 3)
 	start := time.Now()
 	f.Produce(context.Background(), "t", make([]server.ProduceRecord, 3), 300*time.Millisecond, out)

@@ -2,7 +2,9 @@ package forward
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -37,18 +39,34 @@ import (
 // twice), and refuses new connections to it until the controller lists it
 // as live again.
 
+// The guard also keeps this process's clients off this broker's own
+// listener: the callers serve what is addressed to this broker in process
+// (the core's local paths), but franz-go may still choose it for a
+// metadata refresh, send the records of a partition whose leadership
+// moved here since the core routed them (the idempotent producer's
+// retry, whose sequence numbers let this broker recognise a record the
+// old leader had written), or lead the _schemas topic here. Those dials
+// become in-process connections to this broker (dialSelf, net.Pipe to
+// its Kafka server), or, without one, are refused as a dial error, which
+// franz-go answers by trying the next broker.
+
 // liveGuard tracks the connections a franz-go client opens, by address,
 // and refuses or closes those to brokers the cluster view says are not
 // live. Safe for concurrent use.
 type liveGuard struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// seeds are this broker's own listeners, never cut: a view that
-	// leaves this broker out (its own registration flapping) must not
-	// keep the clients from the one broker whose metadata they trust.
-	seeds map[string]bool
+	// dialSelf connects to this broker in process (nil: refused).
+	dialSelf func(ctx context.Context, network, addr string) (net.Conn, error)
+	// selfID is this broker's id: its addresses in each view join self.
+	selfID int32
 
 	mu struct {
 		sync.Mutex
+		// self: addresses of this broker's own listeners, the configured
+		// ones and those the views list for it. Never down: a view that
+		// leaves this broker out (its own registration flapping) must not
+		// cut the clients that still reach it (the _schemas store).
+		self map[string]bool
 		// down: addresses of brokers once live, absent from the last view.
 		down map[string]bool
 		// live: addresses of the brokers the last view listed.
@@ -57,14 +75,15 @@ type liveGuard struct {
 	}
 }
 
-func newLiveGuard(dial func(ctx context.Context, network, addr string) (net.Conn, error), seeds []string) *liveGuard {
+func newLiveGuard(dial, dialSelf func(ctx context.Context, network, addr string) (net.Conn, error), selfID int32, self []string) *liveGuard {
 	if dial == nil {
 		var d net.Dialer
 		dial = d.DialContext
 	}
-	g := &liveGuard{dial: dial, seeds: map[string]bool{}}
-	for _, s := range seeds {
-		g.seeds[s] = true
+	g := &liveGuard{dial: dial, dialSelf: dialSelf, selfID: selfID}
+	g.mu.self = map[string]bool{}
+	for _, s := range self {
+		g.mu.self[s] = true
 	}
 	g.mu.down = map[string]bool{}
 	g.mu.live = map[string]bool{}
@@ -72,11 +91,24 @@ func newLiveGuard(dial func(ctx context.Context, network, addr string) (net.Conn
 	return g
 }
 
-// Dial connects to addr unless it is a broker the cluster declared dead.
+// errSelfDial: a client chose this broker's own listener, and there is
+// no in-process way to it.
+var errSelfDial = errors.New("this broker's own listener: its requests are served in process")
+
+// Dial connects to addr: in process when it is this broker's, refused
+// when it is a broker the cluster declared dead.
 func (g *liveGuard) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	g.mu.Lock()
-	down := g.mu.down[addr]
+	self, down := g.mu.self[addr], g.mu.down[addr]
 	g.mu.Unlock()
+	if self {
+		if g.dialSelf != nil {
+			return g.dialSelf(ctx, network, addr)
+		}
+		// An *net.OpError of a dial: franz-go skips to the next broker
+		// (a metadata refresh) or refreshes its metadata (a produce).
+		return nil, &net.OpError{Op: "dial", Net: network, Err: fmt.Errorf("%s: %w", addr, errSelfDial)}
+	}
 	if down {
 		return nil, fmt.Errorf("%w: the broker at %s is not live in the cluster's metadata", server.ErrLeaderNotAvailable, addr)
 	}
@@ -104,9 +136,14 @@ func (g *liveGuard) Dial(ctx context.Context, network, addr string) (net.Conn, e
 // are again.
 func (g *liveGuard) SetLive(brokers []server.ClusterBroker) {
 	g.mu.Lock()
+	for _, b := range brokers {
+		if b.ID == g.selfID {
+			maps.Copy(g.mu.self, liveAddrs([]server.ClusterBroker{b}))
+		}
+	}
 	live := liveAddrs(brokers)
 	down := nowDown(g.mu.live, g.mu.down, live)
-	for addr := range g.seeds {
+	for addr := range g.mu.self {
 		delete(down, addr)
 	}
 	var doomed []*guardedConn

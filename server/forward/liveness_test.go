@@ -41,7 +41,7 @@ func silentBroker(t *testing.T) (server.ClusterBroker, string) {
 // listing it; dials to it are refused until it is listed again.
 func TestGuardCutsABrokerDeclaredDead(t *testing.T) {
 	b, addr := silentBroker(t)
-	g := newLiveGuard(nil, []string{"127.0.0.1:1"})
+	g := newLiveGuard(nil, nil, 1, []string{"127.0.0.1:1"})
 	ctx := context.Background()
 	g.SetLive([]server.ClusterBroker{b})
 	c, err := g.Dial(ctx, "tcp", addr)
@@ -71,10 +71,10 @@ func TestGuardCutsABrokerDeclaredDead(t *testing.T) {
 	if _, err := g.Dial(ctx, "tcp", addr); !errors.Is(err, server.ErrLeaderNotAvailable) {
 		t.Fatalf("dial to a dead broker: %v", err)
 	}
-	g.SetLive([]server.ClusterBroker{{ID: 1, Host: "127.0.0.1", Port: 1}})
+	g.SetLive([]server.ClusterBroker{{ID: 1, Host: "127.0.0.1", Port: 1, Endpoints: []server.Endpoint{{Listener: "EXTERNAL", Host: "localhost", Port: 3}}}})
 	g.SetLive(nil)
-	if g.mu.down["127.0.0.1:1"] {
-		t.Fatal("this broker's own listener (a seed) is down")
+	if g.mu.down["127.0.0.1:1"] || g.mu.down["localhost:3"] {
+		t.Fatal("this broker's own listener is down")
 	}
 	g.SetLive([]server.ClusterBroker{b})
 	c2, err := g.Dial(ctx, "tcp", addr)

@@ -209,6 +209,26 @@ func (s *Server) ServeListener(name string, ln net.Listener) error {
 	}
 }
 
+// ServeConn serves nc as a connection accepted on the named listener,
+// its handshakes (TLS, SASL) and limits included: this process's own
+// Kafka clients (the HTTP gateway's forwarding client, the _schemas
+// store) reach this broker through it over net.Pipe, never through a
+// socket to its own listener. It returns once nc is being served, or
+// with ErrServerClosed after Shutdown (nc closed).
+func (s *Server) ServeConn(listener string, nc net.Conn) error {
+	l := s.listenerNamed(listener)
+	if l == nil {
+		nc.Close()
+		return fmt.Errorf("kafka: no listener named %q", listener)
+	}
+	if s.closing() {
+		nc.Close()
+		return ErrServerClosed
+	}
+	s.startConn(nc, l) // closes nc if Shutdown began meanwhile
+	return nil
+}
+
 // isTemporary: errors worth retrying (EMFILE, ECONNABORTED, timeouts).
 func isTemporary(err error) bool {
 	if errors.Is(err, net.ErrClosed) {

@@ -269,24 +269,35 @@ func verifyChain(cs tls.ConnectionState, roots *x509.CertPool) error {
 // server's certificate for addr's host. Its signature is the one
 // franz-go's kgo.Dialer and net/http's DialTLSContext take.
 func (s *Source) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
+	return s.Over(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		if deadline, ok := ctx.Deadline(); ok {
+			d.Deadline = deadline
+		}
+		return d.DialContext(ctx, network, addr)
+	})(ctx, network, addr)
+}
+
+// Over is Dial on the connections base makes (a process reaching its
+// own listener in process, over net.Pipe): the same handshake and
+// verification, for addr's host.
+func (s *Source) Over(base func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		nc, err := base(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := tls.Client(nc, s.ClientConfig(host))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		return tc, nil
 	}
-	var d net.Dialer
-	if deadline, ok := ctx.Deadline(); ok {
-		d.Deadline = deadline
-	}
-	nc, err := d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	tc := tls.Client(nc, s.ClientConfig(host))
-	if err := tc.HandshakeContext(ctx); err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
-	}
-	return tc, nil
 }
 
 // loadKeystore reads a PEM keystore: one private key and its chain.
