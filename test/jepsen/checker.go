@@ -462,10 +462,12 @@ func sortedPositions(m map[position][]Record) []position {
 	return ps
 }
 
-// Gap is a stretch without acknowledgements on one partition.
+// Gap is a stretch without acknowledgements on one partition (AckGaps)
+// or without commits by one producer (CommitGaps).
 type Gap struct {
 	Topic     string
 	Partition int32
+	Producer  string
 	From, To  time.Time // the acks that bound it (From: the window's start when no ack came before)
 	Duration  time.Duration
 }
@@ -477,24 +479,52 @@ func AckGaps(writes []Write, from, to time.Time) map[string]Gap {
 	acks := map[partitionKey][]time.Time{}
 	for _, w := range writes {
 		k := partitionKey{w.Topic, w.Partition}
-		if _, ok := acks[k]; !ok {
-			acks[k] = nil
-		}
-		if w.Outcome == Acked && !w.End.Before(from) && !w.End.After(to) {
+		if w.Outcome == Acked {
 			acks[k] = append(acks[k], w.End)
+		} else if _, ok := acks[k]; !ok {
+			acks[k] = nil
 		}
 	}
 	gaps := map[string]Gap{}
 	for k, times := range acks {
-		slices.SortFunc(times, time.Time.Compare)
-		bounds := append(append([]time.Time{from}, times...), to)
-		g := Gap{Topic: k.topic, Partition: k.partition}
-		for i := 1; i < len(bounds); i++ {
-			if d := bounds[i].Sub(bounds[i-1]); d > g.Duration {
-				g.From, g.To, g.Duration = bounds[i-1], bounds[i], d
-			}
-		}
+		g := longestGap(times, from, to)
+		g.Topic, g.Partition = k.topic, k.partition
 		gaps[fmt.Sprintf("%s-%d", k.topic, k.partition)] = g
 	}
 	return gaps
+}
+
+// CommitGaps is, per producer, the longest time within [from, to]
+// between consecutive acknowledged commits, as AckGaps.
+func CommitGaps(txns []Txn, from, to time.Time) map[string]Gap {
+	commits := map[string][]time.Time{}
+	for _, x := range txns {
+		if x.Outcome == Committed {
+			commits[x.Producer] = append(commits[x.Producer], x.End)
+		} else if _, ok := commits[x.Producer]; !ok {
+			commits[x.Producer] = nil
+		}
+	}
+	gaps := map[string]Gap{}
+	for p, times := range commits {
+		g := longestGap(times, from, to)
+		g.Producer = p
+		gaps[p] = g
+	}
+	return gaps
+}
+
+// longestGap is the longest stretch between consecutive times within
+// [from, to], from and to bounding it.
+func longestGap(times []time.Time, from, to time.Time) Gap {
+	times = slices.DeleteFunc(slices.Clone(times), func(t time.Time) bool { return t.Before(from) || t.After(to) })
+	slices.SortFunc(times, time.Time.Compare)
+	bounds := append(append([]time.Time{from}, times...), to)
+	var g Gap
+	for i := 1; i < len(bounds); i++ {
+		if d := bounds[i].Sub(bounds[i-1]); d > g.Duration {
+			g.From, g.To, g.Duration = bounds[i-1], bounds[i], d
+		}
+	}
+	return g
 }

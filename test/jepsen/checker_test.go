@@ -206,3 +206,21 @@ func TestAckGaps(t *testing.T) {
 		t.Errorf("t-1: %+v, want the whole window, 9.5s", g)
 	}
 }
+
+// A producer whose commits stop for 3 s shows a 3 s gap; aborted and
+// undecided transactions are no commits.
+func TestCommitGaps(t *testing.T) {
+	txns := []Txn{
+		txnAt("p", "p-0", Committed, 1), // ends 1.5
+		txnAt("p", "p-1", Aborted, 2),   // 2.5, not a commit
+		txnAt("p", "p-2", Committed, 4), // 4.5
+		txnAt("q", "q-0", TxnIndeterminate, 1),
+	}
+	gaps := CommitGaps(txns, at(0), at(5))
+	if g := gaps["p"]; g.Duration != 3*time.Second || !g.From.Equal(at(1.5)) || !g.To.Equal(at(4.5)) {
+		t.Errorf("p: %+v, want 3s from 1.5 to 4.5", g)
+	}
+	if g := gaps["q"]; g.Duration != 5*time.Second {
+		t.Errorf("q: %+v, want the whole window, 5s", g)
+	}
+}
