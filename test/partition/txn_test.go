@@ -57,11 +57,18 @@ func runTxnNemesis(t *testing.T, n nemesis, rounds int) {
 		name := fmt.Sprintf("b%d", i+1)
 		p := jepsen.TxnProducer{Name: "tx" + name, Topic: topic, Partitions: partitions, PerTxn: 4,
 			AbortEvery: 4, Every: 100 * time.Millisecond, Max: 5000, Timeout: 30 * time.Second}
-		newClient := func() (*kgo.Client, error) {
-			return kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr), kgo.TransactionalID(p.Name),
-				kgo.TransactionTimeout(10*time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-				kgo.MetadataMinAge(250*time.Millisecond), kgo.ProducerLinger(0))
+		opts := []kgo.Opt{kgo.SeedBrokers(node.KafkaAddr), kgo.TransactionalID(p.Name),
+			kgo.TransactionTimeout(10 * time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.MetadataMinAge(250 * time.Millisecond), kgo.ProducerLinger(0)}
+		if dir := os.Getenv("FERRY_JEPSEN_DIR"); dir != "" {
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("txn-%s-%s.client.log", strings.ReplaceAll(n.name, "|", "_"), p.Name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelInfo, nil)))
 		}
+		newClient := func() (*kgo.Client, error) { return kgo.NewClient(opts...) }
 		producers.Go(func() { jepsen.ProduceTxns(ctx, history, newClient, p) })
 		consumers.Go(func() {
 			if err := jepsen.ConsumeCommitted(readCtx, live, []string{node.KafkaAddr}, "live "+name, topic, partitions); err != nil {
@@ -98,7 +105,7 @@ func runTxnNemesis(t *testing.T, n nemesis, rounds int) {
 	txns := history.Txns()
 	report := jepsen.CheckTxn(txns, append(final, live.Records()...))
 	t.Logf("%s: %s; %d transactions attempted in %v", n.name, report, len(txns), time.Since(began).Round(time.Second))
-	keepHistory(t, n.name, txns, append(final, live.Records()...))
+	keepHistory(t, c, n.name, txns, append(final, live.Records()...))
 	if report.Txns[jepsen.Committed] == 0 || report.Txns[jepsen.Aborted] == 0 {
 		t.Errorf("%s: the workload needs commits and aborts: %s", n.name, report)
 	}
@@ -199,16 +206,23 @@ func commitFigures(txns []jepsen.Txn, startAt, healAt, now time.Time) string {
 	return b.String()
 }
 
-// keepHistory writes the transactions and reads as JSON under
-// $FERRY_JEPSEN_DIR, when set, for checking again offline.
-func keepHistory(t *testing.T, name string, txns []jepsen.Txn, reads []jepsen.Record) {
+// keepHistory writes the transactions and reads as JSON, and each
+// broker's log, under $FERRY_JEPSEN_DIR when set, for checking again
+// offline and finding a stall's cause.
+func keepHistory(t *testing.T, c *cluster, name string, txns []jepsen.Txn, reads []jepsen.Record) {
 	dir := os.Getenv("FERRY_JEPSEN_DIR")
 	if dir == "" {
 		return
 	}
+	prefix := filepath.Join(dir, "txn-"+strings.ReplaceAll(name, "|", "_"))
 	b, err := json.Marshal(map[string]any{"txns": txns, "reads": reads})
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "txn-"+strings.ReplaceAll(name, "|", "_")+".json"), b, 0o644)
+		err = os.WriteFile(prefix+".json", b, 0o644)
+	}
+	for i, node := range c.nodes {
+		if err == nil {
+			err = os.WriteFile(fmt.Sprintf("%s-b%d.log", prefix, i+1), []byte(node.Logs()), 0o644)
+		}
 	}
 	if err != nil {
 		t.Errorf("keep the history: %v", err)
