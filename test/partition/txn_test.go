@@ -66,7 +66,8 @@ func runTxnNemesis(t *testing.T, n nemesis, rounds int) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { f.Close() })
-			opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelInfo, nil)))
+			stamp := func() string { return time.Now().Format("15:04:05.000 ") }
+			opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, stamp)))
 		}
 		newClient := func() (*kgo.Client, error) { return kgo.NewClient(opts...) }
 		producers.Go(func() { jepsen.ProduceTxns(ctx, history, newClient, p) })
