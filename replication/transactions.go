@@ -177,10 +177,22 @@ func (p *Replica) appendTxnMarker(producerID int64, producerEpoch int16, m recor
 
 // endTxn applies a marker at offset to the producer's state and indexes an
 // abort. Expects e.mu (or a load in progress).
+//
+// An abort is indexed before the transaction stops holding the LSO back:
+// the marker is already in the log, so the high watermark may pass it at
+// any moment (at once with no follower), and a read_committed fetch that
+// found the LSO past the marker but the index without the abort would
+// hand out the aborted records as committed (an aborted read, seen under
+// the flapping nemesis).
 func (ps *producerState) endTxn(log *storage.Log, e *producerEntry, id int64, epoch int16, m recordbatch.EndTxnMarker, offset, now int64) error {
 	first := e.txnFirst
 	if first == noTxn {
 		first = offset // a transaction that wrote nothing here
+	}
+	var indexErr error
+	if !m.Commit {
+		indexErr = log.AppendAbortedTxn(storage.AbortedTxn{ProducerID: id, FirstOffset: first, LastOffset: offset,
+			LastStableOffset: ps.stableWithout(id, offset+1)})
 	}
 	e.txnFirst = noTxn
 	e.coordinatorEpoch = m.CoordinatorEpoch
@@ -196,15 +208,22 @@ func (ps *producerState) endTxn(log *storage.Log, e *producerEntry, id int64, ep
 		ps.pruneCompletedLocked(ps.highWatermark.Load())
 	}
 	ps.txn.completing = append(ps.txn.completing, txnSpan{first: first, marker: offset})
-	stable := offset + 1
-	for _, f := range ps.txn.ongoing {
-		stable = min(stable, f)
-	}
 	ps.txn.Unlock()
-	if m.Commit {
-		return nil
+	return indexErr
+}
+
+// stableWithout is the LSO the other producers' open transactions allow,
+// at most upTo: what an abort's index entry records.
+func (ps *producerState) stableWithout(id, upTo int64) int64 {
+	ps.txn.Lock()
+	defer ps.txn.Unlock()
+	stable := upTo
+	for other, f := range ps.txn.ongoing {
+		if other != id {
+			stable = min(stable, f)
+		}
 	}
-	return log.AppendAbortedTxn(storage.AbortedTxn{ProducerID: id, FirstOffset: first, LastOffset: offset, LastStableOffset: stable})
+	return stable
 }
 
 // applyMarker applies a marker found in the log (a replay, a follower's

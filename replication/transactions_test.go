@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/storage"
+	"github.com/ferry-mq/ferry/storage/errorfs"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
 
@@ -280,4 +281,27 @@ func TestTxnStateFromSnapshotAndLogAbove(t *testing.T) {
 	}
 	mustMarker(t, c, 7, 0, true, end+2)
 	wantLSO(t, c, end+3)
+}
+
+// An abort is in the aborted-transaction index before the LSO passes its
+// records: while the index entry is being written, the marker is in the
+// log and (no follower here) below the high watermark, yet a
+// read_committed fetch must still stop before the aborted records, or it
+// would find them below the LSO with no abort to drop them by. The
+// flapping nemesis caught a consumer reading an aborted transaction in
+// that window.
+func TestTxnAbortIndexedBeforeTheLSOPassesIt(t *testing.T) {
+	fs := errorfs.New(nil)
+	p, _ := newTestPartition(t, func(c *Config) { c.FS = fs })
+	mustProduceTxn(t, p, txnBatch(t, 7, 0, 0, 2), 0) // 0-1
+	lsoDuringIndexWrite := int64(-1)
+	fs.Inject(errorfs.Fault{Op: errorfs.OpWrite, PathSuffix: ".txnindex", Times: 1, Hook: func(string) {
+		lsoDuringIndexWrite = p.LastStableOffset()
+	}})
+	mustMarker(t, p, 7, 0, false, 2)
+	if lsoDuringIndexWrite != 0 {
+		t.Fatalf("LSO %d while the abort was being indexed, want 0 (the aborted records are below it, unindexed)", lsoDuringIndexWrite)
+	}
+	wantLSO(t, p, 3)
+	wantAborted(t, p, storage.AbortedTxn{ProducerID: 7, FirstOffset: 0, LastOffset: 2, LastStableOffset: 3})
 }

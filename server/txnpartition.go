@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/delayed"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
@@ -159,6 +162,16 @@ func producerBatch(checked *records.Produced) (recordbatch.Header, bool, error) 
 // verifyTxnBatch asks the coordinator, when the batch would open its
 // producer's transaction here, whether this partition is in it (KIP-890
 // part 1), and returns the guard the append checks.
+//
+// The coordinator is usually on another broker, and the leader least able
+// to reach it is one cut off from the cluster, which is losing the
+// partition: the question is abandoned as soon as the partition stops
+// being led here (the leader fenced itself, a new role, a deletion) and
+// the produce answers NOT_LEADER_OR_FOLLOWER, so that the client takes its
+// batch to the new leader at once. Waiting out the request instead held
+// the transaction past its timeout, and the coordinator aborted it (the
+// partition nemeses showed transactions fenced 17 s after they began
+// where the leader moved in 7).
 func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h recordbatch.Header, transactionalID string) (replication.TxnGuard, error) {
 	need, guard := p.TxnVerification(h)
 	box := b.txn.verifier.Load()
@@ -168,7 +181,15 @@ func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h r
 	if transactionalID == "" {
 		return guard, fmt.Errorf("%w: a transactional batch without the request's transactional id", ErrInvalidTxnState)
 	}
+	ctx, stop := b.whileLeading(ctx, p)
+	defer stop()
+	if err := p.CheckLeading(); err != nil {
+		return guard, err
+	}
 	code := box.v.VerifyTxnPartition(ctx, transactionalID, h.ProducerID, h.ProducerEpoch, p.Topic(), p.Index())
+	if err := p.CheckLeading(); err != nil {
+		return guard, err // whatever the coordinator said, this broker no longer leads
+	}
 	if code != KafkaNone {
 		return guard, &TxnCodeError{Code: code, Message: fmt.Sprintf(
 			"%s-%d is not in the ongoing transaction of %q (producer %d, epoch %d): the coordinator answered error %d",
@@ -176,3 +197,25 @@ func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h r
 	}
 	return guard, nil
 }
+
+// whileLeading is ctx, ended also when p stops being led here: the
+// purgatory hears it (a fence, a new role, a deletion) as Gone. Call stop
+// when done. Register before checking the leadership, so that a change in
+// between is not missed.
+func (b *Broker) whileLeading(ctx context.Context, p *replication.Replica) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	gone := delayed.NewProduce([]delayed.Wait{{Key: delayed.Key{Topic: p.Topic(), Partition: p.Index()}, Offset: math.MaxInt64}})
+	b.waiters.Register(gone, leadershipWatchBound, b.waitState)
+	go func() {
+		select {
+		case <-gone.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { b.waiters.Cancel(gone); cancel() }
+}
+
+// leadershipWatchBound bounds a whileLeading watch whose caller forgot to
+// stop it; callers stop it long before.
+const leadershipWatchBound = 10 * time.Minute

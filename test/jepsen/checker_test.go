@@ -119,12 +119,17 @@ func TestEachAnomalyIsFound(t *testing.T) {
 			// A consumer read the indeterminate x at offset 4 during the
 			// faults; the final reads end at 3.
 			w = append(w, Write{Producer: "k2", Via: "kafka", Topic: "t", Value: "x", Outcome: Indeterminate, Start: at(2), End: at(3)})
-			live := read("live http b1", 4, "x")
-			live.Live = true
-			return w, append(r, live)
+			return w, append(r, liveReads(r[0], r[1], r[2], r[3], read("kafka", 4, "x"))...)
+		}},
+		{PollSkip, func(w []Write, r []Record) ([]Write, []Record) {
+			// A consumer read a, then d: b and c, which the final reads
+			// hold, passed by.
+			return w, append(r, liveReads(r[0], r[3])...)
 		}},
 	}
+	covered := map[Kind]bool{}
 	for _, c := range cases {
+		covered[c.kind] = true
 		t.Run(string(c.kind), func(t *testing.T) {
 			w, r := c.break_(clean())
 			rep := Check(w, r)
@@ -136,6 +141,21 @@ func TestEachAnomalyIsFound(t *testing.T) {
 			}
 		})
 	}
+	for _, k := range Kinds {
+		if !covered[k] {
+			t.Errorf("no case finds %s", k)
+		}
+	}
+}
+
+// liveReads is rs as read by a consumer while the faults ran.
+func liveReads(rs ...Record) []Record {
+	var out []Record
+	for _, r := range rs {
+		r.Source, r.Live = "live http b1", true
+		out = append(out, r)
+	}
+	return out
 }
 
 func dropValue(r []Record, v string) []Record {
@@ -184,5 +204,23 @@ func TestAckGaps(t *testing.T) {
 	}
 	if g := gaps["t-1"]; g.Duration != 9500*time.Millisecond {
 		t.Errorf("t-1: %+v, want the whole window, 9.5s", g)
+	}
+}
+
+// A producer whose commits stop for 3 s shows a 3 s gap; aborted and
+// undecided transactions are no commits.
+func TestCommitGaps(t *testing.T) {
+	txns := []Txn{
+		txnAt("p", "p-0", Committed, 1), // ends 1.5
+		txnAt("p", "p-1", Aborted, 2),   // 2.5, not a commit
+		txnAt("p", "p-2", Committed, 4), // 4.5
+		txnAt("q", "q-0", TxnIndeterminate, 1),
+	}
+	gaps := CommitGaps(txns, at(0), at(5))
+	if g := gaps["p"]; g.Duration != 3*time.Second || !g.From.Equal(at(1.5)) || !g.To.Equal(at(4.5)) {
+		t.Errorf("p: %+v, want 3s from 1.5 to 4.5", g)
+	}
+	if g := gaps["q"]; g.Duration != 5*time.Second {
+		t.Errorf("q: %+v, want the whole window, 5s", g)
 	}
 }

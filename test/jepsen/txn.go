@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -15,22 +14,26 @@ import (
 // Transactions: producers write several records per transaction (across
 // partitions), commit most and abort some on purpose; read_committed
 // consumers read while the faults run and once more at the end.
-// CheckTxn counts the anomalies of Jepsen's Kafka transaction workload:
+// CheckTxn counts, besides the anomalies any read back shows (duplicate,
+// inconsistent-offset, nonmonotonic-read, poll-skip, wrong-offset,
+// unexpected, read-lost: see the package doc), those of Jepsen's Kafka
+// transaction workload:
 //
 //   - aborted-read (G1a): a read_committed reader saw a record of a
-//     transaction that was aborted;
+//     transaction that was aborted, or that never asked to commit;
 //   - precommitted-read: a read_committed reader saw a record before its
-//     transaction's producer had asked to commit (uncommitted data);
+//     transaction's producer had asked to commit (uncommitted data; a
+//     read after the ask and before its acknowledgement is allowed);
 //   - lost-committed: a record of a transaction whose commit was
 //     acknowledged is not in the final read_committed reads;
-//   - nonatomic: some records of one transaction are in the final
-//     read_committed reads and others are not;
-//   - txn-duplicate: one record at two positions under read_committed (a
-//     retried write landing again, in a later transaction);
-//   - txn-unexpected: a read_committed record no transaction wrote;
-//   - txn-read-lost: a record of a transaction not known aborted that a
-//     read_committed consumer saw during the faults and the final reads
-//     do not hold at that position.
+//   - nonatomic: some records of an undecided transaction are in the
+//     final reads and others are not;
+//   - send-order: a transaction's records to one partition in another
+//     order than it sent them;
+//   - realtime-order: a record of a transaction that asked to commit
+//     before another started, after one of the other's records;
+//   - duplicate, across transactions: a record at two positions (a
+//     retried write landing again, in a later transaction).
 
 // TxnOutcome is what a transactional producer was told about one
 // transaction.
@@ -80,152 +83,224 @@ type Txn struct {
 }
 
 // TxnHistory collects transactions from concurrent producers.
-type TxnHistory struct {
-	mu   sync.Mutex
-	txns []Txn
-}
+type TxnHistory struct{ events[Txn] }
 
 // Add appends x.
-func (h *TxnHistory) Add(x Txn) {
-	h.mu.Lock()
-	h.txns = append(h.txns, x)
-	h.mu.Unlock()
-}
+func (h *TxnHistory) Add(x Txn) { h.add(x) }
 
 // Txns is a copy of the history so far.
-func (h *TxnHistory) Txns() []Txn {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.txns)
-}
+func (h *TxnHistory) Txns() []Txn { return h.copy() }
 
-// Transaction anomaly kinds.
+// Anomalies of transactions (CheckTxn), besides the shared ones.
 const (
-	AbortedRead       Kind = "aborted-read"
-	PrecommittedRead  Kind = "precommitted-read"
-	LostCommitted     Kind = "lost-committed"
-	Nonatomic         Kind = "nonatomic"
-	TxnDuplicate      Kind = "txn-duplicate"
-	TxnUnexpected     Kind = "txn-unexpected"
-	TxnReadLost       Kind = "txn-read-lost"
-	TxnNonmonotonicRd Kind = "txn-nonmonotonic-read"
+	AbortedRead      Kind = "aborted-read"
+	PrecommittedRead Kind = "precommitted-read"
+	LostCommitted    Kind = "lost-committed"
+	Nonatomic        Kind = "nonatomic"
+	SendOrder        Kind = "send-order"
+	RealtimeOrder    Kind = "realtime-order"
 )
 
 // TxnKinds is every kind CheckTxn counts, in report order.
-var TxnKinds = []Kind{AbortedRead, PrecommittedRead, LostCommitted, Nonatomic, TxnDuplicate,
-	TxnUnexpected, TxnReadLost, TxnNonmonotonicRd}
+var TxnKinds = []Kind{AbortedRead, PrecommittedRead, LostCommitted, Nonatomic, Duplicate,
+	InconsistentOffset, NonmonotonicRead, PollSkip, SendOrder, RealtimeOrder, WrongOffset,
+	Unexpected, ReadLost}
 
-// TxnReport is CheckTxn's answer.
-type TxnReport struct {
-	Txns      map[TxnOutcome]int
-	Read      int // records in the final read_committed reads
-	LiveRead  int
-	Count     map[Kind]int
-	Anomalies []Anomaly
-}
-
-// Total is the number of anomalies of every kind.
-func (r TxnReport) Total() int { return len(r.Anomalies) }
-
-func (r TxnReport) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "transactions: %d committed, %d aborted, %d indeterminate; %d records read, %d read live; anomalies:",
-		r.Txns[Committed], r.Txns[Aborted], r.Txns[TxnIndeterminate], r.Read, r.LiveRead)
-	for _, k := range TxnKinds {
-		fmt.Fprintf(&b, " %s=%d", k, r.Count[k])
-	}
-	for i, a := range r.Anomalies {
-		if i == 20 {
-			fmt.Fprintf(&b, "\n  … %d more", len(r.Anomalies)-i)
-			break
-		}
-		fmt.Fprintf(&b, "\n  %s: %s", a.Kind, a.Detail)
-	}
-	return b.String()
+// mustAbort: the transaction cannot have committed. A coordinator only
+// commits on an EndTxn(commit), so one whose producer aborted it, or
+// never asked to commit (it failed before, and the next client with its
+// transactional id fenced it and aborted what it left open), ends
+// aborted.
+func (x *Txn) mustAbort() bool {
+	return x.Outcome == Aborted || (x.Outcome == TxnIndeterminate && x.CommitAt.IsZero())
 }
 
 // CheckTxn compares the transactions with what read_committed readers
 // read: reads is the final read (Live false) of every partition written,
 // after every transaction ended, plus what consumers read during the
-// faults (Live, with At set).
-func CheckTxn(txns []Txn, reads []Record) TxnReport {
-	r := TxnReport{Txns: map[TxnOutcome]int{}, Count: map[Kind]int{}}
-	add := func(k Kind, format string, args ...any) {
-		r.Count[k]++
-		r.Anomalies = append(r.Anomalies, Anomaly{k, fmt.Sprintf(format, args...)})
-	}
+// faults (Live, with At set), each source's records in the order it read
+// them.
+//
+// Kafka's rule for read_committed is that a record becomes visible once
+// its transaction's commit marker is in the partition, which the
+// coordinator writes only after it decided to commit (PrepareCommit in
+// its log), which it does only on the producer's EndTxn(commit). The
+// producer may be told of the commit after readers saw it, so a read
+// between asking to commit and the answer is allowed; one before the ask
+// is a precommitted read, one of a transaction that cannot have
+// committed is an aborted read (G1a).
+func CheckTxn(txns []Txn, reads []Record) Report {
+	c := newChecker(TxnKinds, reads)
+	c.report.Txns = map[TxnOutcome]int{}
 	txnOf := map[string]*Txn{}
+	wrote := map[string]TxnValue{}
 	for i := range txns {
-		r.Txns[txns[i].Outcome]++
+		c.report.Txns[txns[i].Outcome]++
 		for _, v := range txns[i].Values {
-			txnOf[v.Value] = &txns[i]
+			txnOf[v.Value], wrote[v.Value] = &txns[i], v
 		}
 	}
-	final := map[string][]position{}
-	type streamKey struct {
-		source string
-		partitionKey
-	}
-	last := map[streamKey]int64{}
-	for _, rec := range reads {
-		k := streamKey{rec.Source, partitionKey{rec.Topic, rec.Partition}}
-		if prev, ok := last[k]; ok && rec.Offset <= prev {
-			add(TxnNonmonotonicRd, "%s read %s-%d offset %d after %d", rec.Source, rec.Topic, rec.Partition, rec.Offset, prev)
-		}
-		last[k] = rec.Offset
-		p := position{rec.Topic, rec.Partition, rec.Offset}
-		if rec.Live {
-			r.LiveRead++
-		} else {
-			r.Read++
-			if !slices.Contains(final[rec.Value], p) {
-				final[rec.Value] = append(final[rec.Value], p)
-			}
-		}
-		x := txnOf[rec.Value]
+	c.checkReads(func(v string) bool { return txnOf[v] != nil },
+		func(v string) bool { return txnOf[v] != nil && !txnOf[v].mustAbort() })
+	for _, r := range reads {
+		x := txnOf[r.Value]
+		p := position{r.Topic, r.Partition, r.Offset}
 		switch {
 		case x == nil:
-			add(TxnUnexpected, "%s read %s at %s, which no transaction wrote", rec.Source, rec.Value, p)
-		case x.Outcome == Aborted:
-			add(AbortedRead, "%s read %s at %s of %s, aborted (%s)", rec.Source, rec.Value, p, x.Name, x.End.Format("15:04:05.000"))
-		case rec.Live && !rec.At.IsZero() && (x.CommitAt.IsZero() || rec.At.Before(x.CommitAt)):
-			add(PrecommittedRead, "%s read %s at %s (%s) of %s before its commit was asked (%s)",
-				rec.Source, rec.Value, p, rec.At.Format("15:04:05.000"), x.Name, fmtTime(x.CommitAt))
+		case x.mustAbort():
+			c.add(AbortedRead, "%s read %s at %s of %s, %s (%s)", r.Source, r.Value, p, x.Name, x.endedAs(), fmtTime(x.End))
+		case r.Live && !r.At.IsZero() && !x.CommitAt.IsZero() && r.At.Before(x.CommitAt):
+			c.add(PrecommittedRead, "%s read %s at %s (%s) of %s before its commit was asked (%s)",
+				r.Source, r.Value, p, fmtTime(r.At), x.Name, fmtTime(x.CommitAt))
+		}
+		if v, ok := wrote[r.Value]; ok && (v.Topic != r.Topic || v.Partition != r.Partition) {
+			c.add(WrongOffset, "%s read %s of %s at %s; it was written to %s-%d", r.Source, r.Value, x.Name, p, v.Topic, v.Partition)
 		}
 	}
-	for _, rec := range reads {
-		if x := txnOf[rec.Value]; rec.Live && x != nil && x.Outcome != Aborted && !slices.Contains(final[rec.Value], position{rec.Topic, rec.Partition, rec.Offset}) {
-			add(TxnReadLost, "%s read %s at %s-%d@%d; the final reads have it at %v",
-				rec.Source, rec.Value, rec.Topic, rec.Partition, rec.Offset, final[rec.Value])
+	for i := range txns {
+		c.txnWhole(&txns[i])
+		c.txnInSendOrder(&txns[i])
+	}
+	c.txnsInRealtimeOrder(txns)
+	return c.report
+}
+
+func (x *Txn) endedAs() string {
+	if x.Outcome == Aborted {
+		return "aborted"
+	}
+	return "never asked to commit (" + x.Err + ")"
+}
+
+// txnWhole: a committed transaction is in the final reads whole; one
+// whose outcome is unknown is there whole or not at all.
+func (c *checker) txnWhole(x *Txn) {
+	var present, absent []string
+	for _, v := range x.Values {
+		if len(c.where[v.Value]) > 0 {
+			present = append(present, v.Value)
+		} else {
+			absent = append(absent, v.Value)
 		}
 	}
-	values := make([]string, 0, len(final))
-	for v := range final {
-		values = append(values, v)
+	switch {
+	case x.Outcome == Committed && len(absent) > 0:
+		c.add(LostCommitted, "%s committed (%s) but %v are not in the log (present: %v)", x.Name, fmtTime(x.End), absent, present)
+	case x.Outcome == TxnIndeterminate && !x.mustAbort() && len(present) > 0 && len(absent) > 0:
+		c.add(Nonatomic, "%s (%s): %v visible, %v not", x.Name, x.Err, present, absent)
 	}
-	sort.Strings(values)
-	for _, v := range values {
-		if len(final[v]) > 1 {
-			add(TxnDuplicate, "%s at %v", v, final[v])
+}
+
+// txnInSendOrder: a transaction's records to one partition are in the
+// log in the order it sent them.
+func (c *checker) txnInSendOrder(x *Txn) {
+	last := map[partitionKey]position{}
+	lastValue := map[partitionKey]string{}
+	for _, v := range x.Values {
+		ps := c.where[v.Value]
+		if len(ps) != 1 {
+			continue // absent (judged above) or doubled (a duplicate)
 		}
+		k := partitionKey{ps[0].topic, ps[0].partition}
+		if prev, ok := last[k]; ok && ps[0].offset <= prev.offset {
+			c.add(SendOrder, "%s sent %s before %s, the log has them at %s and %s", x.Name, lastValue[k], v.Value, prev, ps[0])
+		}
+		last[k], lastValue[k] = ps[0], v.Value
 	}
-	for _, x := range txns {
-		var present, absent []string
+}
+
+// txnSpan is where one transaction's records are in one partition.
+type txnSpan struct {
+	x             *Txn
+	first, last   int64
+	firstV, lastV string
+}
+
+// txnsInRealtimeOrder: a log is one order, and a transaction's records
+// are appended between its start and its ask to commit (the producer
+// waits for their acknowledgements before asking). So when X asked to
+// commit before Y started, every record of X in a partition precedes
+// every record of Y there; a record found after a later transaction's is
+// one appended late (a delayed retry landing in a later transaction) or
+// a log reordered.
+func (c *checker) txnsInRealtimeOrder(txns []Txn) {
+	spans := map[partitionKey][]txnSpan{}
+	for i := range txns {
+		x := &txns[i]
+		mine := map[partitionKey]*txnSpan{}
 		for _, v := range x.Values {
-			if len(final[v.Value]) > 0 {
-				present = append(present, v.Value)
-			} else {
-				absent = append(absent, v.Value)
+			ps := c.where[v.Value]
+			if len(ps) != 1 {
+				continue // absent, or doubled: a duplicate already
+			}
+			for _, p := range ps {
+				k := partitionKey{p.topic, p.partition}
+				s := mine[k]
+				if s == nil {
+					s = &txnSpan{x: x, first: p.offset, last: p.offset, firstV: v.Value, lastV: v.Value}
+					mine[k] = s
+				}
+				if p.offset < s.first {
+					s.first, s.firstV = p.offset, v.Value
+				}
+				if p.offset > s.last {
+					s.last, s.lastV = p.offset, v.Value
+				}
 			}
 		}
-		switch {
-		case x.Outcome == Committed && len(absent) > 0:
-			add(LostCommitted, "%s committed (%s) but %v are not in the log (present: %v)", x.Name, x.End.Format("15:04:05.000"), absent, present)
-		case x.Outcome == TxnIndeterminate && len(present) > 0 && len(absent) > 0:
-			add(Nonatomic, "%s (%s): %v visible, %v not", x.Name, x.Err, present, absent)
+		for k, s := range mine {
+			spans[k] = append(spans[k], *s)
 		}
 	}
-	return r
+	for _, k := range sortedPartitions(spans) {
+		c.partitionInRealtimeOrder(k, spans[k])
+	}
+}
+
+// partitionInRealtimeOrder checks one partition's spans: sorted by the
+// time each transaction asked to commit, the latest record of those that
+// asked before Y started must be below Y's first.
+func (c *checker) partitionInRealtimeOrder(k partitionKey, spans []txnSpan) {
+	var asked []txnSpan
+	for _, s := range spans {
+		if !s.x.CommitAt.IsZero() {
+			asked = append(asked, s)
+		}
+	}
+	slices.SortFunc(asked, func(a, b txnSpan) int { return a.x.CommitAt.Compare(b.x.CommitAt) })
+	// highest[i] is the span with the highest last offset among asked[:i+1].
+	highest := make([]txnSpan, len(asked))
+	for i, s := range asked {
+		highest[i] = s
+		if i > 0 && highest[i-1].last > s.last {
+			highest[i] = highest[i-1]
+		}
+	}
+	slices.SortFunc(spans, func(a, b txnSpan) int { return a.x.Start.Compare(b.x.Start) })
+	for _, y := range spans {
+		n := sort.Search(len(asked), func(i int) bool { return !asked[i].x.CommitAt.Before(y.x.Start) })
+		if n == 0 {
+			continue
+		}
+		if h := highest[n-1]; h.last >= y.first {
+			c.add(RealtimeOrder, "%s-%d: %s asked to commit (%s) before %s started (%s), yet its %s is at %d, after %s's %s at %d",
+				k.topic, k.partition, h.x.Name, fmtTime(h.x.CommitAt), y.x.Name, fmtTime(y.x.Start), h.lastV, h.last, y.x.Name, y.firstV, y.first)
+		}
+	}
+}
+
+func sortedPartitions[V any](m map[partitionKey]V) []partitionKey {
+	ks := make([]partitionKey, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, func(a, b partitionKey) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
+			return c
+		}
+		return int(a.partition - b.partition)
+	})
+	return ks
 }
 
 func fmtTime(t time.Time) string {
@@ -353,35 +428,9 @@ func ConsumeCommitted(ctx context.Context, into *Reads, seeds []string, source, 
 			recs = append(recs, Record{Source: source, Live: true, At: at, Topic: r.Topic, Partition: r.Partition,
 				Offset: r.Offset, Value: decodeValue(r.Value)})
 		})
-		into.add(recs)
+		into.add(recs...)
 	}
 	return nil
-}
-
-// ReadCommitted reads partitions 0..partitions-1 of topic at
-// read_committed from the start until nothing more arrives for idle (call
-// it once every transaction has ended); Source "final".
-func ReadCommitted(ctx context.Context, seeds []string, topic string, partitions int32, idle time.Duration) ([]Record, error) {
-	cl, err := committedReader(seeds, topic, partitions)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	var out []Record
-	for ctx.Err() == nil {
-		pctx, cancel := context.WithTimeout(ctx, idle)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			out = append(out, Record{Source: "final", Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: decodeValue(r.Value)})
-		})
-		if n == 0 && ctx.Err() == nil {
-			return out, nil
-		}
-	}
-	return out, ctx.Err()
 }
 
 func committedReader(seeds []string, topic string, partitions int32) (*kgo.Client, error) {

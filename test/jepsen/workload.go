@@ -9,9 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -124,35 +122,39 @@ func refused(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial" && !op.Timeout()
 }
 
-// ReadKafka reads partitions 0..partitions-1 of topic from their start to
-// their high watermarks (as of the call) through a Kafka client, in
-// order; the records' Source is "kafka".
+// ReadKafka reads partitions 0..partitions-1 of topic from their start to their
+// high watermarks (as of the call) through a Kafka client, in order; the
+// records' Source is "kafka".
 func ReadKafka(ctx context.Context, seeds []string, topic string, partitions int32) ([]Record, error) {
-	adm, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
+	return readBack(ctx, seeds, topic, partitions, false, 0)
+}
+
+// ReadCommitted reads partitions 0..partitions-1 of topic at
+// read_committed from the start to their last stable offsets (as of the
+// call); call it once every transaction has ended. Source "final".
+func ReadCommitted(ctx context.Context, seeds []string, topic string, partitions int32, idle time.Duration) ([]Record, error) {
+	return readBack(ctx, seeds, topic, partitions, true, idle)
+}
+
+// readBack is the final read of both checks. Read uncommitted, it ends
+// when every partition's record below its end offset arrived; read
+// committed, the records below the last stable offset may end with
+// markers and aborted records that never arrive, so a poll of idle that
+// brings nothing ends it too.
+func readBack(ctx context.Context, seeds []string, topic string, partitions int32, committed bool, idle time.Duration) ([]Record, error) {
+	want, err := endOffsets(ctx, seeds, topic, partitions, committed)
+	if err != nil || len(want) == 0 {
 		return nil, err
 	}
-	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topic)
-	adm.Close()
-	if err != nil {
-		return nil, fmt.Errorf("list end offsets: %w", err)
+	source, opts := "kafka", []kgo.Opt{kgo.SeedBrokers(seeds...)}
+	if committed {
+		source, opts = "final", append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
-	want := map[int32]int64{}
 	start := map[int32]kgo.Offset{}
-	for p := int32(0); p < partitions; p++ {
-		end, ok := ends.Lookup(topic, p)
-		if !ok || end.Err != nil {
-			return nil, fmt.Errorf("end offset of %s-%d: %v", topic, p, end.Err)
-		}
-		if end.Offset > 0 {
-			want[p] = end.Offset
-			start[p] = kgo.NewOffset().AtStart()
-		}
+	for p := range want {
+		start[p] = kgo.NewOffset().AtStart()
 	}
-	if len(want) == 0 {
-		return nil, nil
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}))
+	cl, err := kgo.NewClient(append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}))...)
 	if err != nil {
 		return nil, err
 	}
@@ -160,22 +162,61 @@ func ReadKafka(ctx context.Context, seeds []string, topic string, partitions int
 	var out []Record
 	next := map[int32]int64{}
 	for done := 0; done < len(want); {
-		fs := cl.PollFetches(ctx)
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if committed {
+			pctx, cancel = context.WithTimeout(ctx, idle)
+		}
+		fs := cl.PollFetches(pctx)
+		cancel()
 		if ctx.Err() != nil {
 			return out, fmt.Errorf("read %s: %w (at %v of %v)", topic, ctx.Err(), next, want)
 		}
+		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset >= want[r.Partition] {
 				return
 			}
-			out = append(out, Record{Source: "kafka", Topic: topic, Partition: r.Partition, Offset: r.Offset, Value: decodeValue(r.Value)})
+			n++
+			out = append(out, Record{Source: source, Topic: topic, Partition: r.Partition, Offset: r.Offset, Value: decodeValue(r.Value)})
 			next[r.Partition] = r.Offset + 1
 			if next[r.Partition] == want[r.Partition] {
 				done++
 			}
 		})
+		if committed && n == 0 {
+			break
+		}
 	}
 	return out, nil
+}
+
+// endOffsets is each non-empty partition's high watermark, or its last
+// stable offset when committed.
+func endOffsets(ctx context.Context, seeds []string, topic string, partitions int32, committed bool) (map[int32]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	list := kadm.NewClient(cl).ListEndOffsets
+	if committed {
+		list = kadm.NewClient(cl).ListCommittedOffsets
+	}
+	ends, err := list(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets: %w", err)
+	}
+	want := map[int32]int64{}
+	for p := int32(0); p < partitions; p++ {
+		end, ok := ends.Lookup(topic, p)
+		if !ok || end.Err != nil {
+			return nil, fmt.Errorf("end offset of %s-%d: %v", topic, p, end.Err)
+		}
+		if end.Offset > 0 {
+			want[p] = end.Offset
+		}
+	}
+	return want, nil
 }
 
 // ReadHTTP reads one partition of topic through one node's gateway
@@ -235,23 +276,10 @@ func readPage(ctx context.Context, client *http.Client, baseURL, topic string, p
 }
 
 // Reads collects records from concurrent consumers.
-type Reads struct {
-	mu   sync.Mutex
-	recs []Record
-}
-
-func (r *Reads) add(recs []Record) {
-	r.mu.Lock()
-	r.recs = append(r.recs, recs...)
-	r.mu.Unlock()
-}
+type Reads struct{ events[Record] }
 
 // Records is a copy of what was read so far.
-func (r *Reads) Records() []Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.recs)
-}
+func (r *Reads) Records() []Record { return r.copy() }
 
 // ConsumeHTTP reads one partition through one node's gateway while the
 // faults run, from offset 0 on, long-polling (500 ms) for more, until ctx
@@ -264,7 +292,7 @@ func ConsumeHTTP(ctx context.Context, into *Reads, client *http.Client, baseURL,
 		for i := range recs {
 			recs[i].Source, recs[i].Live = "live http "+node, true
 		}
-		into.add(recs)
+		into.add(recs...)
 		next = max(next, n)
 		if err != nil {
 			select {

@@ -2,9 +2,13 @@ package partition_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,9 +25,11 @@ import (
 // aborting every fourth on purpose, while a read_committed consumer per
 // broker reads; each nemesis is applied and healed, the producers stop,
 // every transaction ends, and test/jepsen's CheckTxn finds no aborted read
-// (G1a), no read before a commit was asked, no lost or torn commit and no
-// duplicate. `make test` runs the split-brain nemesis once; FERRY_LONG=1
-// runs every nemesis three rounds.
+// (G1a), no read before a commit was asked, no lost or torn commit, no
+// duplicate, no record out of order or passed over. Each round logs its
+// commits and each producer's longest stretch without one (a stall).
+// `make test` runs the split-brain nemesis once; FERRY_LONG=1 runs every
+// nemesis three rounds; FERRY_JEPSEN_DIR keeps the histories.
 func TestTxnPartitionNemeses(t *testing.T) {
 	nemeses, rounds, hold := []nemesis{splitBrain}, 1, 15*time.Second
 	if os.Getenv("FERRY_LONG") != "" {
@@ -51,11 +57,19 @@ func runTxnNemesis(t *testing.T, n nemesis, rounds int) {
 		name := fmt.Sprintf("b%d", i+1)
 		p := jepsen.TxnProducer{Name: "tx" + name, Topic: topic, Partitions: partitions, PerTxn: 4,
 			AbortEvery: 4, Every: 100 * time.Millisecond, Max: 5000, Timeout: 30 * time.Second}
-		newClient := func() (*kgo.Client, error) {
-			return kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr), kgo.TransactionalID(p.Name),
-				kgo.TransactionTimeout(10*time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-				kgo.MetadataMinAge(250*time.Millisecond), kgo.ProducerLinger(0))
+		opts := []kgo.Opt{kgo.SeedBrokers(node.KafkaAddr), kgo.TransactionalID(p.Name),
+			kgo.TransactionTimeout(10 * time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.MetadataMinAge(250 * time.Millisecond), kgo.ProducerLinger(0)}
+		if dir := os.Getenv("FERRY_JEPSEN_DIR"); dir != "" {
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("txn-%s-%s.client.log", strings.ReplaceAll(n.name, "|", "_"), p.Name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			stamp := func() string { return time.Now().Format("15:04:05.000 ") }
+			opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, stamp)))
 		}
+		newClient := func() (*kgo.Client, error) { return kgo.NewClient(opts...) }
 		producers.Go(func() { jepsen.ProduceTxns(ctx, history, newClient, p) })
 		consumers.Go(func() {
 			if err := jepsen.ConsumeCommitted(readCtx, live, []string{node.KafkaAddr}, "live "+name, topic, partitions); err != nil {
@@ -65,13 +79,17 @@ func runTxnNemesis(t *testing.T, n nemesis, rounds int) {
 	}
 	t.Cleanup(func() { cancel(); stopReading(); producers.Wait(); consumers.Wait() })
 
+	began := time.Now()
 	for round := 1; round <= rounds; round++ {
 		waitCommits(t, history, 3, 60*time.Second)
+		startAt := time.Now()
 		what := holdNemesis(t, c, n)
+		healAt := time.Now()
 		perPartition := c.waitFullISR(topic, partitions, isrBound)
 		waitCommits(t, history, 3, 60*time.Second)
 		time.Sleep(3 * time.Second)
-		t.Logf("round %d: %s; held %v; ISR whole %v after the heal", round, what, n.hold, slices.Max(perPartition).Round(time.Millisecond))
+		t.Logf("round %d: %s; held %v; ISR whole %v after the heal; %s", round, what, n.hold,
+			slices.Max(perPartition).Round(time.Millisecond), commitFigures(history.Txns(), startAt, healAt, time.Now()))
 	}
 	cancel()
 	producers.Wait()
@@ -87,7 +105,8 @@ func runTxnNemesis(t *testing.T, n nemesis, rounds int) {
 	consumers.Wait()
 	txns := history.Txns()
 	report := jepsen.CheckTxn(txns, append(final, live.Records()...))
-	t.Logf("%s: %s", n.name, report)
+	t.Logf("%s: %s; %d transactions attempted in %v", n.name, report, len(txns), time.Since(began).Round(time.Second))
+	keepHistory(t, c, n.name, txns, append(final, live.Records()...))
 	if report.Txns[jepsen.Committed] == 0 || report.Txns[jepsen.Aborted] == 0 {
 		t.Errorf("%s: the workload needs commits and aborts: %s", n.name, report)
 	}
@@ -154,4 +173,59 @@ func waitNoOpenTransactions(t *testing.T, c *cluster) {
 		ls, err := adm.ListTransactions(ctx, nil, []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 		return err == nil && len(ls) == 0
 	})
+}
+
+// commitFigures is one round's commits: how many, each producer's longest
+// stretch without one from the fault to now, and how long after the heal
+// each committed again (a stall shows as a long one).
+func commitFigures(txns []jepsen.Txn, startAt, healAt, now time.Time) string {
+	committed := 0
+	firstAfterHeal := map[string]time.Duration{}
+	for _, x := range txns {
+		if x.Outcome != jepsen.Committed || x.End.Before(startAt) {
+			continue
+		}
+		committed++
+		if d := x.End.Sub(healAt); d >= 0 {
+			if prev, ok := firstAfterHeal[x.Producer]; !ok || d < prev {
+				firstAfterHeal[x.Producer] = d
+			}
+		}
+	}
+	gaps := jepsen.CommitGaps(txns, startAt, now)
+	producers := slices.Sorted(maps.Keys(gaps))
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d commits; longest without a commit, first commit after the heal:", committed)
+	for _, p := range producers {
+		after := "none"
+		if d, ok := firstAfterHeal[p]; ok {
+			after = d.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(&b, " %s %v (from +%v), %s;", p, gaps[p].Duration.Round(time.Millisecond),
+			gaps[p].From.Sub(startAt).Round(time.Millisecond), after)
+	}
+	return b.String()
+}
+
+// keepHistory writes the transactions and reads as JSON, and each
+// broker's log, under $FERRY_JEPSEN_DIR when set, for checking again
+// offline and finding a stall's cause.
+func keepHistory(t *testing.T, c *cluster, name string, txns []jepsen.Txn, reads []jepsen.Record) {
+	dir := os.Getenv("FERRY_JEPSEN_DIR")
+	if dir == "" {
+		return
+	}
+	prefix := filepath.Join(dir, "txn-"+strings.ReplaceAll(name, "|", "_"))
+	b, err := json.Marshal(map[string]any{"txns": txns, "reads": reads})
+	if err == nil {
+		err = os.WriteFile(prefix+".json", b, 0o644)
+	}
+	for i, node := range c.nodes {
+		if err == nil {
+			err = os.WriteFile(fmt.Sprintf("%s-b%d.log", prefix, i+1), []byte(node.Logs()), 0o644)
+		}
+	}
+	if err != nil {
+		t.Errorf("keep the history: %v", err)
+	}
 }

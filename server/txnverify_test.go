@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ferry-mq/ferry/replication"
+)
+
+// blockedVerifier is a coordinator that cannot be reached: it answers
+// only when the produce gives up asking, as a peer request to a cut-off
+// broker does when its context ends.
+type blockedVerifier struct{ asked, gaveUp chan struct{} }
+
+func (v blockedVerifier) VerifyTxnPartition(ctx context.Context, _ string, _ int64, _ int16, _ string, _ int32) int16 {
+	close(v.asked)
+	<-ctx.Done()
+	close(v.gaveUp)
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+// A leader waiting for the coordinator's KIP-890 answer stops waiting when
+// it stops leading the partition, and the produce answers
+// NOT_LEADER_OR_FOLLOWER at once, whether the leader fenced itself (cut
+// from ZooKeeper and its followers) or the controller moved the
+// partition. Under the partition nemeses the wait ran to the request's
+// timeout instead, past the transaction's, and the coordinator aborted
+// the transaction the client was about to take to the new leader.
+func TestTxnVerificationEndsWhenLeadershipEnds(t *testing.T) {
+	cases := []struct {
+		name string
+		end  func(t *testing.T, b *Broker, guard *replication.SessionGuard)
+	}{
+		{"the leader fences itself", func(t *testing.T, b *Broker, guard *replication.SessionGuard) {
+			guard.Disconnected(time.Now())
+			guard.Expired() // and no follower fetches: the broker's fence check fences it
+		}},
+		{"the controller moves the partition", func(t *testing.T, b *Broker, guard *replication.SessionGuard) {
+			setTestRole(t, b, 2, 2)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			guard := replication.NewSessionGuard(50 * time.Millisecond)
+			b := newTestBroker(t, func(cfg *Config) { cfg.BrokerID, cfg.AwaitRoles, cfg.ZooKeeperSession = 1, true, guard })
+			if err := b.CreateTopic(TopicSpec{Name: "t", Partitions: 1}); err != nil {
+				t.Fatal(err)
+			}
+			setTestRole(t, b, 1, 1)
+			v := blockedVerifier{asked: make(chan struct{}), gaveUp: make(chan struct{})}
+			b.SetTxnVerifier(v)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			answered := make(chan error, 1)
+			go func() {
+				_, err := b.AppendBatch(ctx, BatchProduce{Topic: "t", Partition: 0, Batches: batchAt(t, 0, 7, true, 1),
+					Acks: AcksAll, TransactionalID: "tx"})
+				answered <- err
+			}()
+			<-v.asked
+			start := time.Now()
+			c.end(t, b, guard)
+			select {
+			case err := <-answered:
+				if !errors.Is(err, ErrNotLeader) {
+					t.Fatalf("produce answered %v, want NOT_LEADER_OR_FOLLOWER", err)
+				}
+				t.Logf("answered %v after the leadership ended: %v", time.Since(start).Round(time.Millisecond), err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the produce still waits for the coordinator 10 s after the leadership ended")
+			}
+			<-v.gaveUp
+			p, err := b.Partition("t", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end := p.LogEndOffset(); end != 0 {
+				t.Fatalf("log end %d: the refused batch was written", end)
+			}
+		})
+	}
+}
+
+// setTestRole makes leader lead t-0 at epoch, with three replicas in sync.
+func setTestRole(t *testing.T, b *Broker, leader, epoch int32) {
+	t.Helper()
+	role := PartitionRole{Topic: "t", Partition: 0,
+		Role: replication.Role{Leader: leader, LeaderEpoch: epoch, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}}
+	addrs := []BrokerAddress{{ID: 1, Host: "127.0.0.1", Port: 1}, {ID: 2, Host: "127.0.0.1", Port: 1}, {ID: 3, Host: "127.0.0.1", Port: 1}}
+	errs, err := b.ApplyLeaderAndIsr(1, []PartitionRole{role}, addrs)
+	if err != nil || errs[0] != nil {
+		t.Fatalf("LeaderAndIsr leader %d epoch %d: %v %v", leader, epoch, err, errs)
+	}
+}
