@@ -161,6 +161,11 @@ func (c *conn) readLoop() {
 		}
 		resp, keep, served := c.s.handle(c, frame)
 		release()
+		if lm != nil {
+			// Counted before the answer goes out: a client that reads
+			// it and then scrapes /metrics finds its request there.
+			served.Observe(now(lm) - started)
+		}
 		if len(resp.files) == 0 && c.queued.Load() == 0 {
 			resp.buf = c.writeDirect(resp.buf)
 		}
@@ -175,7 +180,6 @@ func (c *conn) readLoop() {
 		}
 		if lm != nil {
 			waiting = metrics.Now()
-			served.Observe(waiting - started)
 			lm.Busy(waiting - started)
 		}
 		if !keep {
