@@ -21,12 +21,14 @@ test: test-deps fmt-check vet build
 
 # Long variants (FERRY_LONG=1), e.g. 50,000 partitions on one node with
 # their create, restart time and RSS logged, every network partition
-# nemesis three rounds each (test/partition); not part of `make test`.
+# nemesis three rounds each (test/partition), franz-go's TestTxnEtl and
+# librdkafka's own transaction and idempotence tests in full
+# (test/cluster); not part of `make test`.
 test-long: build test-deps
 	FERRY_LONG=1 $(GO) test -count=1 -v -run Long -timeout 30m ./test/e2e/
 	FERRY_LONG=1 $(GO) test -count=1 -v -run "LeaderKills|LongFreeze" -timeout 30m ./test/cluster/
 	FERRY_LONG=1 $(GO) test -count=1 -v -run "PartitionNemeses" -timeout 80m ./test/partition/
-	FERRY_LONG=1 $(GO) test -count=1 -v -run "TestLongFranzGoTxnEtl" -timeout 30m ./test/cluster/
+	FERRY_LONG=1 $(GO) test -count=1 -v -run "TestLongFranzGoTxnEtl|TestLibrdkafkaOwnTransactionTests" -timeout 30m ./test/cluster/
 
 test-deps:
 	./scripts/install-test-deps.sh

@@ -27,14 +27,53 @@ command -v nft >/dev/null || need+=(nftables)
 # systemd-analyze verifies deployments/systemd/ferry.service
 # (cmd/ferry/deployments_test.go); nothing here boots systemd.
 command -v systemd-analyze >/dev/null || need+=(systemd)
-if [ ${#need[@]} -eq 0 ]; then
-  exit 0
+# librdkafka's own regression tests (test/cluster/librdkafka_suite_test.go)
+# are built against the distribution's librdkafka: its headers, a C/C++
+# toolchain, pkg-config, and RapidJSON (test 0098); their source comes
+# below.
+dpkg -s librdkafka-dev >/dev/null 2>&1 || need+=(librdkafka-dev)
+{ command -v cc && command -v c++ && command -v dpkg-source; } >/dev/null || need+=(build-essential)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+[ -f /usr/include/rapidjson/document.h ] || need+=(rapidjson-dev)
+updated=
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-test-deps: missing ${need[*]} and not root; install them by hand" >&2
+    exit 1
+  fi
+  echo "install-test-deps: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  updated=1
+  apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-if [ "$(id -u)" != 0 ]; then
-  echo "install-test-deps: missing ${need[*]} and not root; install them by hand" >&2
-  exit 1
+
+# The source of the installed librdkafka, its tests/ included, from
+# Debian's source package of the same version: apt-get source, with
+# deb-src entries for the Debian mirror the machine already uses.
+src_root=/usr/local/src/ferry-test-deps
+rdk_version=$(dpkg-query -W -f='${Version}' librdkafka-dev)
+rdk_upstream=${rdk_version#*:}
+rdk_upstream=${rdk_upstream%-*}
+if [ ! -f "$src_root/librdkafka-$rdk_upstream/tests/0103-transactions.c" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-test-deps: librdkafka's source is missing and not root: run apt-get source librdkafka=$rdk_version in $src_root" >&2
+    exit 1
+  fi
+  if ! grep -rqsE '^(deb-src[[:space:]]|Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+      sed -E 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+        >/etc/apt/sources.list.d/ferry-test-deb-src.sources
+    elif grep -qsE '^deb[[:space:]]' /etc/apt/sources.list; then
+      sed -nE 's/^deb([[:space:]])/deb-src\1/p' /etc/apt/sources.list >/etc/apt/sources.list.d/ferry-test-deb-src.list
+    else
+      echo "install-test-deps: no Debian apt source to add deb-src entries for" >&2
+      exit 1
+    fi
+    updated=
+  fi
+  [ -n "$updated" ] || apt-get update -qq
+  echo "install-test-deps: apt-get source librdkafka=$rdk_version into $src_root"
+  mkdir -p "$src_root"
+  (cd "$src_root" && apt-get source -qq "librdkafka=$rdk_version" >/dev/null)
 fi
-echo "install-test-deps: installing ${need[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq "${need[@]}" >/dev/null

@@ -95,6 +95,7 @@ const (
 const (
 	KafkaInvalidTxnState              int16 = 48
 	KafkaTransactionCoordinatorFenced int16 = 52
+	KafkaProducerFenced               int16 = 90
 )
 
 // kafkaCodes is the one table from core errors to Kafka error codes.

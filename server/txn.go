@@ -23,10 +23,11 @@ type TxnMarker struct {
 
 // TxnVerifier answers KIP-890 part 1's question before a leader appends a
 // transactional batch: is this partition in the producer's ongoing
-// transaction? It returns 0 when it is, else the Kafka error code the
-// produce is answered with (INVALID_TXN_STATE, PRODUCER_FENCED,
-// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...), so a late, delayed
-// produce cannot land in a later transaction.
+// transaction? It returns 0 when it is, else the coordinator's Kafka
+// error code (INVALID_TXN_STATE, PRODUCER_FENCED, NOT_COORDINATOR,
+// COORDINATOR_NOT_AVAILABLE, ...), which the produce is answered with,
+// PRODUCER_FENCED as INVALID_PRODUCER_EPOCH; so a late, delayed produce
+// cannot land in a later transaction.
 type TxnVerifier interface {
 	VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) (errorCode int16)
 }

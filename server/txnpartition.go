@@ -190,6 +190,14 @@ func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h r
 	if err := p.CheckLeading(); err != nil {
 		return guard, err // whatever the coordinator said, this broker no longer leads
 	}
+	if code == KafkaProducerFenced {
+		// PRODUCER_FENCED is the coordinator's answer (KIP-588); on a
+		// produce, clients know a fenced producer by INVALID_PRODUCER_EPOCH,
+		// as Kafka's AddPartitionsToTxnManager answers. librdkafka takes
+		// PRODUCER_FENCED there for an abortable error and lets the zombie
+		// go on to a new transaction.
+		code = KafkaInvalidProducerEpoch
+	}
 	if code != KafkaNone {
 		return guard, &TxnCodeError{Code: code, Message: fmt.Sprintf(
 			"%s-%d is not in the ongoing transaction of %q (producer %d, epoch %d): the coordinator answered error %d",

@@ -114,9 +114,13 @@ func (b *batch) flush() []Action {
 		}
 	}
 	if c.active {
+		// Kafka's order (ControllerBrokerRequestBatch): a broker learns the
+		// new metadata before it stops a replica, so a deleted topic leaves
+		// every broker's metadata, and DeleteTopics is answered, before its
+		// replicas go; clients whose fetch fails then find it already gone.
 		out = b.appendLeaderAndIsrs(out)
-		out = b.appendStops(out)
 		out = b.appendMetadata(out)
+		out = b.appendStops(out)
 	}
 	return append(out, b.answers...)
 }

@@ -230,9 +230,9 @@ func TestScriptTopicDeletion(t *testing.T) {
 		// Marked (twice in the list: once is enough); an unknown topic's mark is cleared.
 		{ev: TopicDeletionsRequested{Topics: []string{"gone", "never", "gone"}}, want: []string{
 			"zk delete topic never",
+			"UpdateMetadata →[1 2] live [1 2] | gone-0 leader -2 epoch 0 isr [1 2] | gone-1 leader -2 epoch 1 isr [2]",
 			"StopReplica →1 [gone-0] delete=true",
 			"StopReplica →2 [gone-0 gone-1] delete=true",
-			"UpdateMetadata →[1 2] live [1 2] | gone-0 leader -2 epoch 0 isr [1 2] | gone-1 leader -2 epoch 1 isr [2]",
 		}},
 		// The leader of gone-1 dies: no election for a topic being deleted.
 		{ev: BrokersChanged{Live: brokers(1)}, want: []string{
@@ -246,18 +246,18 @@ func TestScriptTopicDeletion(t *testing.T) {
 			States:   map[TopicPartition]LeaderAndIsr{gone(0): {Leader: 1, ISR: []int32{1, 2}, ZkVersion: 0}, gone(1): {Leader: 2, LeaderEpoch: 1, ISR: []int32{2}, ZkVersion: 1}},
 			Deleting: []string{"gone"},
 		}}, want: []string{
+			"UpdateMetadata →[1 2] live [1 2] | gone-0 leader -2 epoch 0 isr [1 2] | gone-1 leader -2 epoch 1 isr [2]",
 			"StopReplica →1 [gone-0] delete=true",
 			"StopReplica →2 [gone-0 gone-1] delete=true",
-			"UpdateMetadata →[1 2] live [1 2] | gone-0 leader -2 epoch 0 isr [1 2] | gone-1 leader -2 epoch 1 isr [2]",
 		}},
 		{ev: ReplicasDeleted{ControllerEpoch: 2, Broker: 1, Partitions: []TopicPartition{gone(0)}}, want: nil},
 		{ev: ReplicasDeleted{ControllerEpoch: 1, Broker: 2, Partitions: []TopicPartition{gone(0), gone(1)}}, want: nil}, // an old term's answer
 		{ev: ReplicasDeleted{ControllerEpoch: 2, Broker: 2, Partitions: []TopicPartition{gone(0), gone(1)}}, want: nil},
 		// Broker 3 held gone-1 and was dead: its return deletes it, then the znodes go.
 		{ev: BrokersChanged{Live: brokers(1, 2, 3)}, want: []string{
-			"StopReplica →3 [gone-1] delete=true",
 			"UpdateMetadata →[3] live [1 2 3] | gone-0 leader -2 epoch 0 isr [1 2] | gone-1 leader -2 epoch 1 isr [2]",
 			"UpdateMetadata →[1 2] live [1 2 3]",
+			"StopReplica →3 [gone-1] delete=true",
 		}},
 		{ev: ReplicasDeleted{ControllerEpoch: 2, Broker: 3, Partitions: []TopicPartition{gone(1)}}, want: []string{
 			"zk delete topic gone",
@@ -379,9 +379,9 @@ func TestScriptReassignment(t *testing.T) {
 			"zk topic t 0:[3 4]+[]-[]",
 			"LeaderAndIsr →3 | t-0 leader 3 epoch 2 isr [3 4]",
 			"LeaderAndIsr →4 | t-0 leader 3 epoch 2 isr [3 4]",
+			"UpdateMetadata →[1 2 3 4] live [1 2 3 4] | t-0 leader 3 epoch 2 isr [3 4]",
 			"StopReplica →1 [t-0] delete=true",
 			"StopReplica →2 [t-0] delete=true",
-			"UpdateMetadata →[1 2 3 4] live [1 2 3 4] | t-0 leader 3 epoch 2 isr [3 4]",
 			"zk reassign_partitions {}",
 		}},
 	})

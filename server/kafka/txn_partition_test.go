@@ -264,6 +264,31 @@ func TestTxnProduceIsVerified(t *testing.T) {
 	}
 }
 
+// A coordinator that answers the verification PRODUCER_FENCED (a newer
+// producer took the transactional id) makes the produce's answer
+// INVALID_PRODUCER_EPOCH, as Kafka's AddPartitionsToTxnManager does:
+// librdkafka knows a fenced producer on a produce by that code alone and
+// takes PRODUCER_FENCED there for an abortable error, so the zombie went
+// on to a new transaction (librdkafka's own test 0103, do_test_fenced_txn).
+// Nothing is written.
+func TestFencedTxnProduceAnswersInvalidProducerEpoch(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	createTopic(t, ts, "tx", 1)
+	ts.broker.SetTxnVerifier(verifierFunc(func(txnID string, id int64, epoch int16, topic string, partition int32) int16 {
+		if epoch == 0 {
+			return kerr.ProducerFenced.Code
+		}
+		return 0
+	}))
+	if p := produceTxnBatch(t, c, "zombie", "tx", txnBatchOf(t, 100, 0, 0, "late")); p.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("fenced producer's batch: error %d, want INVALID_PRODUCER_EPOCH (%d)", p.ErrorCode, kerr.InvalidProducerEpoch.Code)
+	}
+	if p := produceTxnBatch(t, c, "zombie", "tx", txnBatchOf(t, 100, 1, 0, "new")); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("the new epoch's batch: error %d offset %d (the fenced one must have written nothing)", p.ErrorCode, p.BaseOffset)
+	}
+}
+
 // Markers may go to __consumer_offsets (transactional offset commits end
 // there), and the group coordinator still loads that partition after a
 // restart, the markers skipped.

@@ -152,3 +152,99 @@ func TestLibrdkafkaTransactions(t *testing.T) {
 		t.Fatalf("group %s committed %+v, want offset 109 or 110", group, o)
 	}
 }
+
+// librdkafkaFenceScript: producer p1 opens a transaction and writes one
+// record; p2 initializes the same transactional id, which fences p1 (its
+// transaction is aborted); p1 then produces again and tries to commit.
+// It prints the late record's fate and the commit's error with
+// librdkafka's classification of it.
+const librdkafkaFenceScript = `
+import sys, confluent_kafka as ck
+seeds, topic = sys.argv[1:3]
+conf = {"bootstrap.servers": seeds, "transactional.id": "fence-" + topic}
+p1 = ck.Producer(conf)
+p1.init_transactions(60)
+p1.begin_transaction()
+p1.produce(topic, value=b"before")
+p1.flush(60)
+p2 = ck.Producer(conf)
+p2.init_transactions(60)
+def classify(e):
+    err = e.args[0]
+    return "%s fatal=%s abortable=%s" % (err.name(), err.fatal(), err.txn_requires_abort())
+late = []
+p1.produce(topic, value=b"late", on_delivery=lambda err, msg: late.append(err))
+try:
+    p1.flush(60)  # raises once the producer has a fatal error
+    print("late flush: ok", flush=True)
+except ck.KafkaException as e:
+    print("late flush:", classify(e), flush=True)
+print("late delivery:", ("none" if not late else late[0].name() if late[0] else "ok"), flush=True)
+try:
+    p1.commit_transaction(60)
+    print("commit: ok", flush=True)
+except ck.KafkaException as e:
+    print("commit:", classify(e), flush=True)
+p2.begin_transaction()
+p2.produce(topic, value=b"p2")
+p2.commit_transaction(60)
+print("p2 committed", flush=True)
+`
+
+// TestLibrdkafkaFencedProducerIsFatal: a librdkafka transactional
+// producer fenced by a newer instance, whose next produce goes to the
+// partition it wrote before, fails fatally (librdkafka's _FENCED), not
+// with an abortable error it could recover from by starting another
+// transaction; only the new instance's record is committed. Found by
+// librdkafka's own test 0103 (do_test_fenced_txn): ferry answered the
+// produce PRODUCER_FENCED, which librdkafka treats as abortable, where
+// Kafka answers INVALID_PRODUCER_EPOCH.
+func TestLibrdkafkaFencedProducerIsFatal(t *testing.T) {
+	python := "/usr/bin/python3"
+	out, err := exec.Command(python, "-c", "import confluent_kafka").CombinedOutput()
+	if err != nil {
+		err = fmt.Errorf("%s -c 'import confluent_kafka': %v %s", python, err, bytes.TrimSpace(out))
+	}
+	harness.RequireService(t, "python3-confluent-kafka", err)
+	_, err = exec.LookPath("kcat")
+	harness.RequireService(t, "kcat", err)
+
+	nodes := startCluster(t, 3, "--transaction-state-log-num-partitions", "3")
+	const topic = "rdkafka-fence"
+	adm := txnAdmin(t, nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	waitISR(t, adm, topic, 3)
+
+	script := filepath.Join(t.TempDir(), "fence.py")
+	if err := os.WriteFile(script, []byte(librdkafkaFenceScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bootstrap := strings.Join(seeds(nodes), ",")
+	rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
+	run, err := exec.CommandContext(rctx, python, script, bootstrap, topic).CombinedOutput()
+	rcancel()
+	if err != nil {
+		t.Fatalf("librdkafka fencing script: %v\n%s", err, run)
+	}
+	if !strings.Contains(string(run), "commit: _FENCED fatal=True abortable=False") ||
+		!strings.Contains(string(run), "p2 committed") {
+		t.Fatalf("the fenced producer's commit must fail fatally with _FENCED:\n%s", run)
+	}
+	if strings.Contains(string(run), "late delivery: ok") {
+		t.Fatalf("the fenced producer's late record was delivered:\n%s", run)
+	}
+
+	kctx, kcancel := context.WithTimeout(ctx, time.Minute)
+	defer kcancel()
+	b, err := exec.CommandContext(kctx, "kcat", "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%s\n").Output()
+	if err != nil {
+		t.Fatalf("kcat: %v", err)
+	}
+	if got := strings.Fields(string(b)); !slices.Equal(got, []string{"p2"}) {
+		t.Fatalf("read_committed reader read %v, want only the new instance's [p2]", got)
+	}
+}
