@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/api"
+	"github.com/ferry-mq/ferry/cmd/ferry/internal/gcfloor"
 	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
@@ -651,6 +652,9 @@ func runServe(args []string) error {
 	logger = logger.With("broker", s.broker.BrokerID)
 	for _, w := range warnings {
 		logger.Warn(w)
+	}
+	if gcfloor.Start(gcfloor.DefaultFloor) { // off when GOGC is set
+		logger.Debug("garbage collector heap goal kept at a floor", "floor_bytes", gcfloor.DefaultFloor)
 	}
 	listeners, interDial, err := kafkaListeners(s, logger)
 	if err == nil {
