@@ -202,6 +202,7 @@ func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionB
 	which := slices.Grow(sc.which[:0], len(batches))
 	logAppendTime := int64(-1)
 	var failed error
+	woken := b.WokenMark()
 	for i := range batches {
 		pb := &batches[i]
 		if pb.local == nil {
@@ -225,6 +226,7 @@ func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionB
 			logAppendTime = ar.LogAppendTime
 		}
 	}
+	b.YieldToWoken(woken) // the consumers these records woke go first
 	if len(appended) > 0 {
 		sc.appended, sc.which = appended, which
 		for k, err := range b.WaitAcks(ctx, appended, timeout) {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/api"
+	"github.com/ferry-mq/ferry/cmd/ferry/internal/gcfloor"
 	"github.com/ferry-mq/ferry/replication/wire"
 	"github.com/ferry-mq/ferry/schemaregistry"
 	"github.com/ferry-mq/ferry/server"
@@ -652,7 +653,13 @@ func runServe(args []string) error {
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
+	if gcfloor.Start(gcfloor.DefaultFloor) { // off when GOGC is set
+		logger.Debug("garbage collector heap goal kept at a floor", "floor_bytes", gcfloor.DefaultFloor)
+	}
 	listeners, interTLS, err := kafkaListeners(s, logger)
+	if err != nil {
+		return err
+	}
 	var interDial, selfDial wire.DialFunc
 	if interTLS != nil {
 		interDial = interTLS.Dial

@@ -230,6 +230,9 @@ type Purgatory struct {
 	clock  Clock
 	seed   maphash.Seed
 	closed atomic.Bool
+	// woken counts the Ops that Notify completed, whose waiting
+	// goroutines it made runnable (Woken).
+	woken  atomic.Uint64
 	shards [shardCount]shard
 }
 
@@ -352,6 +355,9 @@ func (pg *Purgatory) Notify(k Key, st State) {
 	for _, op := range ready {
 		pg.finish(op, Ready)
 	}
+	if len(ready) > 0 {
+		pg.woken.Add(uint64(len(ready)))
+	}
 	if st.Gone {
 		s.mu.Lock()
 		if wl := s.watchers[k]; wl != nil && len(wl.ops) == 0 {
@@ -360,6 +366,13 @@ func (pg *Purgatory) Notify(k Key, st State) {
 		s.mu.Unlock()
 	}
 }
+
+// Woken counts the Ops Notify has completed since New. A caller that
+// reads it before and after its own Notifys (an append) learns whether it
+// may have woken a waiting request: it may then let that request run
+// before it goes on (another goroutine's Notify also counts, so the answer
+// can be a false yes, never a false no).
+func (pg *Purgatory) Woken() uint64 { return pg.woken.Load() }
 
 // Cancel completes op with Cancelled unless it already completed.
 func (pg *Purgatory) Cancel(op *Op) { pg.finish(op, Cancelled) }

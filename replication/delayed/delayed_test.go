@@ -428,3 +428,28 @@ func TestFollowerFetchCountsBytesToTheLogEnd(t *testing.T) {
 	pg.Notify(a, st)
 	mustOutcome(t, consumer, Ready)
 }
+
+// Woken counts the Ops a Notify completed (whose waiters it made
+// runnable), not those completed at Register, by expiry or cancelled.
+func TestWokenCountsNotifyCompletions(t *testing.T) {
+	clk, ps := &fakeClock{}, emptyParts(a, b)
+	pg := New(clk)
+	pg.Register(fetchAtEnd(ps, 1, a), time.Second, ps.lookup)
+	pg.Register(fetchAtEnd(ps, 1, a, b), time.Second, ps.lookup)
+	pg.Register(fetchAtEnd(ps, 1000, b), time.Second, ps.lookup)
+	if n := pg.Woken(); n != 0 {
+		t.Fatalf("woken %d before any append", n)
+	}
+	pg.Notify(a, ps.appendBytes(a, 10))
+	if n := pg.Woken(); n != 2 {
+		t.Fatalf("woken %d by an append that satisfies two ops, want 2", n)
+	}
+	pg.Notify(b, ps.appendBytes(b, 10)) // short of the third op's MinBytes
+	ready := pg.Register(NewFetch(1, []Wait{{Key: a, Offset: 0, BaseBytes: ps[a].VisibleBytes}}), time.Second, ps.lookup)
+	mustOutcome(t, ready, Ready) // answered at Register: nobody waited
+	pg.Cancel(pg.Register(fetchAtEnd(ps, 1, a), time.Second, ps.lookup))
+	clk.advance(time.Second) // the third op expires
+	if n := pg.Woken(); n != 2 {
+		t.Fatalf("woken %d after a short append, a Register, a Cancel and an expiry; want still 2", n)
+	}
+}

@@ -92,7 +92,9 @@ func (s *Server) handleProduce(ctx context.Context, kreq kmsg.Request) kmsg.Resp
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	woken := s.broker.WokenMark()
 	appendInParallel(work, recordBytes >= parallelAppendBytes && distinctPartitions(req))
+	s.broker.YieldToWoken(woken) // the consumers these records woke go first
 	if req.Acks == server.AcksAll {
 		timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
 		parked := quota.Park(ctx)

@@ -28,7 +28,12 @@ type Manager struct {
 	// ipQuotas: some ip entity has a connection_creation_rate; likewise
 	// read without mu, so a broker without one pays nothing per accept.
 	ipQuotas atomic.Bool
-	mu       struct {
+	// rateQuotas: some user or client entity has a quota other than
+	// request_percentage (a byte or mutation rate). Read without mu, so a
+	// broker without one takes no lock for the bytes of each produce and
+	// fetch.
+	rateQuotas atomic.Bool
+	mu         struct {
 		sync.Mutex
 		table    Table
 		buckets  map[bucketKey]*bucket
@@ -96,6 +101,24 @@ func (m *Manager) restartRatesLocked() {
 	clear(m.mu.buckets)
 	clear(m.mu.handlers)
 	m.noteRequestQuotasLocked()
+	m.noteRateQuotasLocked()
+}
+
+// noteRateQuotasLocked keeps rateQuotas true exactly while a user or
+// client entity has a quota that rate resolves. m.mu is held.
+func (m *Manager) noteRateQuotasLocked() {
+	for e, q := range m.mu.table {
+		if e.IP.Set {
+			continue // Resolve never matches an ip entity
+		}
+		for key := range q {
+			if key != RequestPercentage {
+				m.rateQuotas.Store(true)
+				return
+			}
+		}
+	}
+	m.rateQuotas.Store(false)
 }
 
 // Get is one entity's quotas.
@@ -132,6 +155,9 @@ func (m *Manager) Pending(key, user, client string, now time.Time) Throttle {
 }
 
 func (m *Manager) rate(key, user, client string, n int, now time.Time, record bool) Throttle {
+	if !m.rateQuotas.Load() {
+		return Throttle{} // what Resolve finds with no such quota
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	limit, entity, ok := m.mu.table.Resolve(key, user, client)
@@ -196,6 +222,9 @@ func (m *Manager) ratesLocked() int { return len(m.mu.buckets) + len(m.mu.handle
 // WindowBytes is the most bytes of key the entity may take in one
 // second, for bounding a fetch; ok false: no quota.
 func (m *Manager) WindowBytes(key, user, client string) (int64, bool) {
+	if !m.rateQuotas.Load() {
+		return 0, false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	limit, _, ok := m.mu.table.Resolve(key, user, client)

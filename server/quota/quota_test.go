@@ -296,3 +296,43 @@ func TestUnchangedQuotasKeepTheirRates(t *testing.T) {
 		t.Fatalf("after a changed Set: owes %v, want 0", d)
 	}
 }
+
+// Byte rates are resolved under the lock only while some user or client
+// entity has one; a table with only request_percentage or ip quotas
+// leaves produce and fetch bytes unmetered, as the lookup itself would.
+func TestByteRatesFollowTheTable(t *testing.T) {
+	m := NewManager()
+	now := time.Unix(1000, 0)
+	metered := func() bool {
+		th := m.Record(ProducerByteRate, "alice", "c", 1<<30, now)
+		_, window := m.WindowBytes(ProducerByteRate, "alice", "c")
+		if th.Quota != window {
+			t.Fatalf("Record says quota %v, WindowBytes %v", th.Quota, window)
+		}
+		return th.Quota && th.Delay > 0
+	}
+	if metered() {
+		t.Fatal("metered with no quotas")
+	}
+	m.Set(Entity{User: Named("alice")}, Quotas{RequestPercentage: 5})
+	m.Set(Entity{IP: DefaultComponent}, Quotas{ConnectionCreationRate: 10})
+	if metered() {
+		t.Fatal("metered with only request_percentage and ip quotas")
+	}
+	m.Set(Entity{User: Named("alice")}, Quotas{RequestPercentage: 5, ProducerByteRate: 1024})
+	if !metered() {
+		t.Fatal("not metered with a producer_byte_rate")
+	}
+	m.Set(Entity{User: Named("alice")}, nil)
+	if metered() {
+		t.Fatal("metered after the byte rate was removed")
+	}
+	m.Replace(Table{{User: DefaultComponent, Client: DefaultComponent}: {ProducerByteRate: 1024}})
+	if !metered() {
+		t.Fatal("Replace with a default byte rate: not metered")
+	}
+	m.Replace(Table{})
+	if metered() {
+		t.Fatal("Replace with nothing: still metered")
+	}
+}
