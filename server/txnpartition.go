@@ -224,6 +224,35 @@ func (b *Broker) whileLeading(ctx context.Context, p *replication.Replica) (cont
 	return ctx, func() { b.waiters.Cancel(gone); cancel() }
 }
 
+// WhileLeading is ctx, ended also when topic-partition stops being led
+// here, for a question a leader asks another broker on its partition's
+// behalf (the group coordinator's KIP-890 check of a TxnOffsetCommit):
+// a leader cut off from the cluster stops waiting as soon as it is
+// deposed. Call stop when done. The error is the partition's when it is
+// not led here now.
+func (b *Broker) WhileLeading(ctx context.Context, topic string, partition int32) (_ context.Context, stop func(), _ error) {
+	p, err := b.partition(topic, partition)
+	if err != nil {
+		return ctx, func() {}, err
+	}
+	ctx, stop = b.whileLeading(ctx, p)
+	if err := p.CheckLeading(); err != nil {
+		stop()
+		return ctx, func() {}, err
+	}
+	return ctx, stop, nil
+}
+
+// CheckLeading is nil when topic-partition is led here now, else the
+// partition's error (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).
+func (b *Broker) CheckLeading(topic string, partition int32) error {
+	p, err := b.partition(topic, partition)
+	if err != nil {
+		return err
+	}
+	return p.CheckLeading()
+}
+
 // leadershipWatchBound bounds a whileLeading watch whose caller forgot to
 // stop it; callers stop it long before.
 const leadershipWatchBound = 10 * time.Minute

@@ -48,13 +48,27 @@ func (c *Coordinator) SetTxnVerifier(v server.TxnVerifier) {
 
 // verifyTxnCommit asks the transaction coordinator about the commit's
 // producer; coordinator lookup errors of the transaction side become
-// COORDINATOR_NOT_AVAILABLE, which the client retries.
+// COORDINATOR_NOT_AVAILABLE, which the client retries. The question ends
+// when this broker stops leading the group's offsets partition (answered
+// NOT_COORDINATOR, so the client finds the new coordinator at once): a
+// coordinator cut off from the cluster would otherwise hold the commit
+// until the request timed out, and the transaction past its own timeout,
+// as the partition nemeses showed for produce (server/txnpartition.go).
 func (c *Coordinator) verifyTxnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
 	box := c.txnVerifier.Load()
 	if box == nil {
 		return errNone
 	}
-	code := box.v.VerifyTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, c.offsetsPartition(req.Group))
+	partition := c.offsetsPartition(req.Group)
+	ctx, stop, err := c.broker.WhileLeading(ctx, OffsetsTopic, partition)
+	if err != nil {
+		return errNotCoordinator
+	}
+	defer stop()
+	code := box.v.VerifyTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, partition)
+	if err := c.broker.CheckLeading(OffsetsTopic, partition); err != nil {
+		return errNotCoordinator // whatever the transaction coordinator said, this broker no longer coordinates the group
+	}
 	switch code {
 	case errNotCoordinator, errCoordinatorLoadInProgress:
 		return errCoordinatorNotAvailable
