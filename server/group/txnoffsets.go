@@ -54,7 +54,13 @@ func (c *Coordinator) verifyTxnCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	if box == nil {
 		return errNone
 	}
-	code := box.v.VerifyTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, c.offsetsPartition(req.Group))
+	var code int16
+	if adder, ok := box.v.(server.TxnPartitionAdder); ok && req.Version >= 5 {
+		// KIP-890 part 2: the client sent no AddOffsetsToTxn.
+		code = adder.AddTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, c.offsetsPartition(req.Group))
+	} else {
+		code = box.v.VerifyTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, c.offsetsPartition(req.Group))
+	}
 	switch code {
 	case errNotCoordinator, errCoordinatorLoadInProgress:
 		return errCoordinatorNotAvailable
@@ -62,7 +68,8 @@ func (c *Coordinator) verifyTxnCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	return code
 }
 
-// HandleTxnOffsetCommit serves TxnOffsetCommit v0–v4: v2+ leader epochs,
+// HandleTxnOffsetCommit serves TxnOffsetCommit v0–v5 (v5 adds the
+// group's partition to the transaction, KIP-890 part 2): v2+ leader epochs,
 // v3+ the member's generation, id and instance id (KIP-447), checked only
 // when given. The commits are answered once durable (fsync, acks=all) and
 // stay pending until the producer's transaction ends.

@@ -141,7 +141,7 @@ func (s *Server) producePartition(ctx context.Context, version, acks int16, txnI
 		rp.ErrorCode, rp.ErrorMessage = code, errorMessage(err)
 		return server.Appended{}
 	}
-	a, err := s.broker.AppendBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: data, Acks: acks, TransactionalID: txnID})
+	a, err := s.broker.AppendBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: data, Acks: acks, TransactionalID: txnID, AddToTxn: version >= 12 && txnID != ""})
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
 		rp.ErrorMessage = errorMessage(err)

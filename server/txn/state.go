@@ -50,9 +50,9 @@ func ParseState(name string) (State, bool) {
 // validPrevious is Kafka's TransactionState.validPreviousStates: a
 // transition to the key is legal only from one of these.
 var validPrevious = map[State][]State{
-	Empty:             {Empty, CompleteCommit, CompleteAbort},
-	Ongoing:           {Ongoing, Empty, CompleteCommit, CompleteAbort},
-	PrepareCommit:     {Ongoing},
+	Empty:         {Empty, CompleteCommit, CompleteAbort},
+	Ongoing:       {Ongoing, Empty, CompleteCommit, CompleteAbort},
+	PrepareCommit: {Ongoing},
 	// Empty and Complete* to PrepareAbort is transaction.version 2's
 	// abort of a transaction that added nothing (KIP-890 part 2).
 	PrepareAbort:      {Ongoing, PrepareEpochFence, Empty, CompleteCommit, CompleteAbort},

@@ -1,0 +1,235 @@
+package kafka
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/ferry-mq/ferry/server/txn"
+	"github.com/ferry-mq/ferry/test/harness"
+)
+
+// KIP-890 part 2 (transaction.version 2) next to the transactions of
+// Kafka 3.x: the same franz-go chain, with the client opted in and with
+// it held back by a MaxVersions cap (Produce 11), against one broker
+// with transaction.version 2.
+
+// keyCounter counts the requests a client wrote, by key.
+type keyCounter struct {
+	mu   sync.Mutex
+	keys map[int16]int
+}
+
+func (k *keyCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil {
+		k.keys = map[int16]int{}
+	}
+	k.keys[key]++
+}
+
+func (k *keyCounter) count(key kmsg.Key) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys[int16(key)]
+}
+
+func tv1Versions() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+	return v
+}
+
+func newTV2Server(t *testing.T) (*testServer, *markerSink) {
+	ts, sink := newTxnTestServerTuned(t, func(c *txn.Config) { c.TransactionVersion = 2 })
+	needPartitionSide(t, ts)
+	return ts, sink
+}
+
+func TestTransactionVersionsCommitAndAbort(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+		tv2  bool
+	}{
+		{"TV2", nil, true},
+		{"TV1 capped at Produce v11", []kgo.Opt{kgo.MaxVersions(tv1Versions())}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, sink := newTV2Server(t)
+			createTopic(t, ts, "txn-out", 1)
+			keys := &keyCounter{}
+			cl := txnClient(t, ts, "producer-1", append(tc.opts, kgo.WithHooks(keys))...)
+			produceInTxn(t, cl, "c1", "c2")
+			if err := endTxn(cl, kgo.TryCommit); err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+			produceInTxn(t, cl, "a1")
+			if err := endTxn(cl, kgo.TryAbort); err != nil {
+				t.Fatalf("abort: %v", err)
+			}
+			produceInTxn(t, cl, "c3")
+			if err := endTxn(cl, kgo.TryCommit); err != nil {
+				t.Fatalf("second commit: %v", err)
+			}
+			harness.WaitFor(t, "the last commit completes", 10*time.Second, func() bool {
+				d, code := ts.txns.Describe("producer-1")
+				return code == 0 && d.State == txn.CompleteCommit
+			})
+			var commits []bool
+			var epochs []int16
+			for _, m := range sink.markers() {
+				commits, epochs = append(commits, m.Commit), append(epochs, m.ProducerEpoch)
+			}
+			if !slices.Equal(commits, []bool{true, false, true}) {
+				t.Fatalf("markers commit/abort: %v", commits)
+			}
+			adds := keys.count(kmsg.AddPartitionsToTxn)
+			d, _ := ts.txns.Describe("producer-1")
+			if tc.tv2 {
+				// franz-go's first transaction runs as version 1 (it
+				// learns the feature from that EndTxn's connection, then
+				// re-inits to epoch 1 and opts in); each later end bumped
+				// the epoch and the markers carry the bumped one.
+				if !slices.Equal(epochs, []int16{0, 2, 3}) || d.ProducerEpoch != 3 {
+					t.Fatalf("marker epochs %v, coordinator epoch %d: want 0 2 3, 3", epochs, d.ProducerEpoch)
+				}
+				if adds != 1 {
+					t.Fatalf("an opted-in client sent %d AddPartitionsToTxn, want 1 (its first transaction's)", adds)
+				}
+			} else {
+				if !slices.Equal(epochs, []int16{0, 0, 0}) || d.ProducerEpoch != 0 {
+					t.Fatalf("marker epochs %v, coordinator epoch %d: want 0 0 0, 0", epochs, d.ProducerEpoch)
+				}
+				if adds != 3 {
+					t.Fatalf("a capped client sent %d AddPartitionsToTxn, want 3", adds)
+				}
+			}
+			if got := readAll(t, ts, kgo.ReadCommitted(), 3); !slices.Equal(got, []string{"c1", "c2", "c3"}) {
+				t.Fatalf("read_committed: %v", got)
+			}
+			if got := readAll(t, ts, kgo.ReadUncommitted(), 4); !slices.Equal(got, []string{"c1", "c2", "a1", "c3"}) {
+				t.Fatalf("read_uncommitted: %v", got)
+			}
+		})
+	}
+}
+
+// A consume-transform-produce session: under transaction.version 2 the
+// group's offsets join the transaction through TxnOffsetCommit v5 alone.
+func TestTransactionVersionsGroupSession(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+		tv2  bool
+	}{
+		{"TV2", nil, true},
+		{"TV1 capped at Produce v11", []kgo.Opt{kgo.MaxVersions(tv1Versions())}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, _ := newTV2Server(t)
+			createTopic(t, ts, "etl-in", 1)
+			createTopic(t, ts, "txn-out", 1)
+			in, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.DefaultProduceTopic("etl-in"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			const n = 30
+			for i := range n {
+				if err := in.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			keys := &keyCounter{}
+			sess, err := kgo.NewGroupTransactSession(append(tc.opts, kgo.SeedBrokers(ts.addr), kgo.TransactionalID("etl-session"),
+				kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("etl-in"), kgo.DefaultProduceTopic("txn-out"), kgo.WithHooks(keys),
+				kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close()
+			copied := 0
+			for copied < n && ctx.Err() == nil {
+				fetches := sess.PollFetches(ctx)
+				if err := sess.Begin(); err != nil {
+					t.Fatal(err)
+				}
+				fetches.EachRecord(func(r *kgo.Record) {
+					sess.Produce(ctx, &kgo.Record{Value: r.Value}, func(_ *kgo.Record, err error) {
+						if err != nil {
+							t.Errorf("produce: %v", err)
+						}
+					})
+				})
+				committed, err := sess.End(ctx, kgo.TryCommit)
+				if err != nil {
+					t.Fatalf("end: %v", err)
+				}
+				if committed {
+					copied += fetches.NumRecords()
+				}
+			}
+			if got := readAll(t, ts, kgo.ReadCommitted(), n); len(got) != n {
+				t.Fatalf("read_committed holds %d records, want %d", len(got), n)
+			}
+			harness.WaitFor(t, "the group's offset is committed", 10*time.Second, func() bool {
+				offs, err := kadm.NewClient(in).FetchOffsets(ctx, "etl")
+				o, ok := offs.Lookup("etl-in", 0)
+				return err == nil && ok && o.At == n
+			})
+			addOffsets := keys.count(kmsg.AddOffsetsToTxn)
+			if tc.tv2 != (addOffsets == 0) {
+				t.Fatalf("AddOffsetsToTxn sent %d times (transaction.version 2 in use: %v)", addOffsets, tc.tv2)
+			}
+		})
+	}
+}
+
+// ApiVersions advertises transaction.version and the KIP-890 part 2
+// versions only when it is 2; a default broker answers as before.
+func TestTransactionVersionAdvertised(t *testing.T) {
+	for _, tv := range []int16{1, 2} {
+		ts, _ := newTxnTestServerTuned(t, func(c *txn.Config) { c.TransactionVersion = tv })
+		for _, v := range []int16{3, 4} {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.ClientSoftwareName, req.ClientSoftwareVersion = "ferry-test", "1"
+			resp := do[*kmsg.ApiVersionsResponse](ts.dial(t), req, v)
+			maxOf := map[int16]int16{}
+			for _, k := range resp.ApiKeys {
+				maxOf[k.ApiKey] = k.MaxVersion
+			}
+			var finalized int16
+			for _, f := range resp.FinalizedFeatures {
+				if f.Name == "transaction.version" {
+					finalized = f.MaxVersionLevel
+				}
+			}
+			want := map[bool][3]int16{false: {11, 4, 4}, true: {12, 5, 5}}[tv == 2]
+			if got := [3]int16{maxOf[0], maxOf[26], maxOf[28]}; got != want {
+				t.Fatalf("tv %d, v%d: Produce/EndTxn/TxnOffsetCommit max %v, want %v", tv, v, got, want)
+			}
+			if tv == 2 && finalized != 2 || tv != 2 && len(resp.FinalizedFeatures)+len(resp.SupportedFeatures) != 0 {
+				t.Fatalf("tv %d, v%d: features %+v %+v", tv, v, resp.SupportedFeatures, resp.FinalizedFeatures)
+			}
+			for _, f := range resp.SupportedFeatures {
+				if v == 3 && f.MinVersion == 0 {
+					t.Fatalf("v3 answered a feature with min version 0 (KAFKA-17011): %+v", f)
+				}
+			}
+		}
+	}
+}
