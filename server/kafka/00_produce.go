@@ -1,6 +1,10 @@
 package kafka
 
-// Produce (key 0), versions 0–11.
+// Produce (key 0), versions 0–11, and 12 with transaction.version 2
+// (KIP-890 part 2; the body is v11's): a transactional batch opening its
+// producer's transaction on a partition adds the partition to the
+// transaction at the coordinator (server.BatchProduce.AddToTxn) instead of
+// only verifying it is there.
 //
 // v0–v2 may carry magic 0 or 1 message sets (clients before 0.11): they
 // are converted up to a magic 2 batch first (00_produce_legacy.go). An
