@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -232,4 +233,81 @@ func TestTransactionVersionAdvertised(t *testing.T) {
 			}
 		}
 	}
+}
+
+func produceTxnAt(t *testing.T, c *client, version int16, txnID, topic string, data []byte) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	req := produceReq(topic, 0, -1, data)
+	req.TransactionID = kmsg.StringPtr(txnID)
+	return do[*kmsg.ProduceResponse](c, req, version).Topics[0].Partitions[0]
+}
+
+// The wire rules of transaction.version 2, request by request: Produce
+// v12 adds its partition (an unknown or fenced producer is refused and
+// nothing is written), Produce v11 still only verifies, EndTxn v5 answers
+// the bumped epoch and a retry of it is answered the same, the old epoch
+// is fenced afterwards.
+func TestProduceV12AddsPartitionAndEndTxnV5Bumps(t *testing.T) {
+	ts, _ := newTV2Server(t)
+	c := ts.dial(t)
+	createTopic(t, ts, "tx", 1)
+	createTopic(t, ts, "tx-v11", 1)
+	pid, epoch := startTxn(t, c, "p")
+
+	if p := produceTxnAt(t, c, 12, "nobody", "tx", txnBatchOf(t, 999, 0, 0, "x")); p.ErrorCode != kerr.InvalidProducerIDMapping.Code {
+		t.Fatalf("unknown transactional id: %s, want INVALID_PRODUCER_ID_MAPPING", codeName(p.ErrorCode))
+	}
+	if p := produceTxnAt(t, c, 11, "p", "tx-v11", txnBatchOf(t, pid, epoch, 0, "y")); p.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("v11 of a partition never added: %s, want INVALID_TXN_STATE", codeName(p.ErrorCode))
+	}
+	if p := produceTxnAt(t, c, 12, "p", "tx", txnBatchOf(t, pid, epoch, 0, "a")); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("v12: %s at %d, want NONE at 0 (the refused ones wrote nothing)", codeName(p.ErrorCode), p.BaseOffset)
+	}
+	if p := produceTxnAt(t, c, 12, "p", "tx", txnBatchOf(t, pid, epoch, 1, "b")); p.ErrorCode != 0 || p.BaseOffset != 1 {
+		t.Fatalf("v12 second batch: %s at %d", codeName(p.ErrorCode), p.BaseOffset)
+	}
+	d := describeTxn(c, "p")
+	if d.State != "Ongoing" || len(d.Topics) != 1 || d.Topics[0].Topic != "tx" {
+		t.Fatalf("after the v12 produce the coordinator holds %s %+v, want Ongoing with tx", d.State, d.Topics)
+	}
+
+	end := do[*kmsg.EndTxnResponse](c, endTxnReq("p", pid, epoch, true), 5)
+	if end.ErrorCode != 0 || end.ProducerID != pid || end.ProducerEpoch != epoch+1 {
+		t.Fatalf("EndTxn v5: %s, producer %d/%d, want NONE %d/%d", codeName(end.ErrorCode), end.ProducerID, end.ProducerEpoch, pid, epoch+1)
+	}
+	again := do[*kmsg.EndTxnResponse](c, endTxnReq("p", pid, epoch, true), 5)
+	if again.ErrorCode != 0 || again.ProducerEpoch != epoch+1 {
+		t.Fatalf("EndTxn v5 retried: %s epoch %d", codeName(again.ErrorCode), again.ProducerEpoch)
+	}
+	harness.WaitFor(t, "the commit completes", 10*time.Second, func() bool { return describeTxn(c, "p").State == "CompleteCommit" })
+	if p := produceTxnAt(t, c, 12, "p", "tx", txnBatchOf(t, pid, epoch, 2, "late")); p.ErrorCode == 0 {
+		t.Fatal("a batch of the ended transaction's epoch was appended after the bump")
+	}
+	if p := produceTxnAt(t, c, 12, "p", "tx", txnBatchOf(t, pid, epoch+1, 0, "next")); p.ErrorCode != 0 {
+		t.Fatalf("the next transaction's first batch: %s", codeName(p.ErrorCode))
+	}
+	if abort := do[*kmsg.EndTxnResponse](c, endTxnReq("p", pid, epoch+1, false), 5); abort.ErrorCode != 0 || abort.ProducerEpoch != epoch+2 {
+		t.Fatalf("abort v5: %s epoch %d", codeName(abort.ErrorCode), abort.ProducerEpoch)
+	}
+	harness.WaitFor(t, "the abort completes", 10*time.Second, func() bool { return describeTxn(c, "p").State == "CompleteAbort" })
+	if got := readTopic(t, ts, "tx"); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("read_committed of tx: %v, want [a b]", got)
+	}
+}
+
+func readTopic(t *testing.T, ts *testServer, topic string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var got []string
+	for ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
 }
