@@ -31,7 +31,7 @@ var txnOptions = []option{
 		"the longest transaction.timeout.ms a producer may ask (INVALID_TRANSACTION_TIMEOUT above it)", "900000", 1,
 		func(c *txn.Config, n int64) { c.MaxTimeout = time.Duration(n) * time.Millisecond }),
 	txnIntOption("transaction-version", "transaction.version",
-		"the finalized transaction.version feature: 2 is KIP-890 part 2 (a produce adds its partition to the transaction, every EndTxn bumps the epoch; clients opt in), 1 the transactions of Kafka 3.x", "1", 0,
+		"the finalized transaction.version feature: 2 is KIP-890 part 2 (a produce adds its partition to the transaction, every EndTxn bumps the epoch; clients opt in), 1 the transactions of Kafka 3.x; set the same on every broker, once all run a version serving 2 (a client opts in when any broker advertises it)", "1", 0,
 		func(c *txn.Config, n int64) { c.TransactionVersion = int16(min(n, 32767)) }),
 	txnIntOption("transactional-id-expiration-ms", "transactional.id.expiration.ms",
 		"a transactional id without an open transaction that sees no request this long is removed", "604800000", 1,
