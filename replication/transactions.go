@@ -68,6 +68,20 @@ type TxnGuard struct {
 // producer has no ongoing transaction on this partition. The guard is
 // passed to AppendProducerBatch once the coordinator said yes.
 func (p *Replica) TxnVerification(h recordbatch.Header) (need bool, guard TxnGuard) {
+	return p.txnCheck(h, false)
+}
+
+// TxnAddition is TxnVerification for KIP-890 part 2 (transaction.version
+// 2), where each transaction of a producer has its own epoch: a batch of
+// another epoch than the producer's transaction open here begins the
+// producer's next transaction (the open one's marker is on its way), so
+// its partition must be added too. The coordinator answers the add only
+// once that marker is written: the caller takes the guard again then.
+func (p *Replica) TxnAddition(h recordbatch.Header) (need bool, guard TxnGuard) {
+	return p.txnCheck(h, true)
+}
+
+func (p *Replica) txnCheck(h recordbatch.Header, byEpoch bool) (need bool, guard TxnGuard) {
 	if !h.IsTransactional() || h.ProducerID < 0 {
 		return false, TxnGuard{}
 	}
@@ -76,7 +90,7 @@ func (p *Replica) TxnVerification(h recordbatch.Header) (need bool, guard TxnGua
 	e := ps.entry(h.ProducerID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.txnFirst != noTxn {
+	if e.txnFirst != noTxn && (!byEpoch || e.epoch == h.ProducerEpoch) {
 		return false, TxnGuard{}
 	}
 	return true, TxnGuard{markers: e.markers, verified: true}

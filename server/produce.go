@@ -503,6 +503,10 @@ type BatchProduce struct {
 	// TransactionalID is the produce request's transactional_id, for the
 	// KIP-890 verification of a transactional batch.
 	TransactionalID string
+	// AddToTxn is KIP-890 part 2 (produce v12+, transaction.version 2):
+	// a transactional batch opening its transaction here adds the
+	// partition to it at the coordinator instead of only verifying.
+	AddToTxn bool
 }
 
 // produceBatch appends a client's batches (AppendBatch) and waits for
@@ -578,7 +582,7 @@ func (b *Broker) validateAndAppend(ctx context.Context, t *topic, p *replication
 		if err != nil {
 			return storage.AppendResult{}, err
 		}
-		guard, err := b.verifyTxnBatch(ctx, p, h, req.TransactionalID)
+		guard, err := b.verifyTxnBatch(ctx, p, h, req.TransactionalID, req.AddToTxn)
 		if err != nil {
 			return storage.AppendResult{}, err
 		}

@@ -32,6 +32,15 @@ type TxnVerifier interface {
 	VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) (errorCode int16)
 }
 
+// TxnPartitionAdder is KIP-890 part 2's (transaction.version 2) answer
+// to the same question: a produce v12+ or TxnOffsetCommit v5+ of a
+// partition not yet in the producer's transaction adds it there (the
+// client sends no AddPartitionsToTxn or AddOffsetsToTxn), written at the
+// coordinator before the batch is appended. Same codes as TxnVerifier.
+type TxnPartitionAdder interface {
+	AddTxnPartition(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) (errorCode int16)
+}
+
 // TxnMarkerListener learns of every marker this broker's leader replicas
 // made durable, in log order per partition: the group coordinator
 // materializes or drops a producer's transactional offset commits on

@@ -48,6 +48,14 @@ type txnHooks struct {
 
 type verifierBox struct{ v TxnVerifier }
 
+func boxAdder(box *verifierBox) (TxnPartitionAdder, bool) {
+	if box == nil {
+		return nil, false
+	}
+	a, ok := box.v.(TxnPartitionAdder)
+	return a, ok
+}
+
 // SetTxnVerifier installs the coordinator's KIP-890 check (nil removes
 // it: transactional batches are then appended unverified, as before
 // KIP-890).
@@ -161,7 +169,10 @@ func producerBatch(checked *records.Produced) (recordbatch.Header, bool, error) 
 
 // verifyTxnBatch asks the coordinator, when the batch would open its
 // producer's transaction here, whether this partition is in it (KIP-890
-// part 1), and returns the guard the append checks.
+// part 1), or has it added (add: part 2), and returns the guard the
+// append checks. Only the batch opening the transaction asks: the
+// partition's producer state then holds it open under that producer id
+// and epoch until its marker, which is the cache of the answer.
 //
 // The coordinator is usually on another broker, and the leader least able
 // to reach it is one cut off from the cluster, which is losing the
@@ -172,10 +183,13 @@ func producerBatch(checked *records.Produced) (recordbatch.Header, bool, error) 
 // the transaction past its timeout, and the coordinator aborted it (the
 // partition nemeses showed transactions fenced 17 s after they began
 // where the leader moved in 7).
-func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h recordbatch.Header, transactionalID string) (replication.TxnGuard, error) {
+func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h recordbatch.Header, transactionalID string, add bool) (replication.TxnGuard, error) {
 	need, guard := p.TxnVerification(h)
+	if add {
+		need, guard = p.TxnAddition(h)
+	}
 	box := b.txn.verifier.Load()
-	if !need || box == nil {
+	if !need || box == nil && !add {
 		return replication.TxnGuard{}, nil
 	}
 	if transactionalID == "" {
@@ -186,9 +200,23 @@ func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h r
 	if err := p.CheckLeading(); err != nil {
 		return guard, err
 	}
-	code := box.v.VerifyTxnPartition(ctx, transactionalID, h.ProducerID, h.ProducerEpoch, p.Topic(), p.Index())
+	var code int16
+	if adder, ok := boxAdder(box); add && ok {
+		code = adder.AddTxnPartition(ctx, transactionalID, h.ProducerID, h.ProducerEpoch, p.Topic(), p.Index())
+	} else if add {
+		return guard, fmt.Errorf("%w: no transaction coordinator adds partitions on this broker (transaction.version 2)", ErrInvalidTxnState)
+	} else {
+		code = box.v.VerifyTxnPartition(ctx, transactionalID, h.ProducerID, h.ProducerEpoch, p.Topic(), p.Index())
+	}
 	if err := p.CheckLeading(); err != nil {
 		return guard, err // whatever the coordinator said, this broker no longer leads
+	}
+	if code == KafkaNone && add {
+		// The add waited for the producer's previous transaction to
+		// complete, its marker included: the guard is taken after it. A
+		// marker ending this transaction before the append carries a
+		// newer epoch (KIP-890 part 2), which fences the batch.
+		_, guard = p.TxnAddition(h)
 	}
 	if code == KafkaProducerFenced {
 		// PRODUCER_FENCED is the coordinator's answer (KIP-588); on a

@@ -65,7 +65,13 @@ func (c *Coordinator) verifyTxnCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 		return errNotCoordinator
 	}
 	defer stop()
-	code := box.v.VerifyTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, partition)
+	var code int16
+	if adder, ok := box.v.(server.TxnPartitionAdder); ok && req.Version >= 5 {
+		// KIP-890 part 2: the client sent no AddOffsetsToTxn.
+		code = adder.AddTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, partition)
+	} else {
+		code = box.v.VerifyTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, partition)
+	}
 	if err := c.broker.CheckLeading(OffsetsTopic, partition); err != nil {
 		return errNotCoordinator // whatever the transaction coordinator said, this broker no longer coordinates the group
 	}
@@ -76,7 +82,8 @@ func (c *Coordinator) verifyTxnCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	return code
 }
 
-// HandleTxnOffsetCommit serves TxnOffsetCommit v0–v4: v2+ leader epochs,
+// HandleTxnOffsetCommit serves TxnOffsetCommit v0–v5 (v5 adds the
+// group's partition to the transaction, KIP-890 part 2): v2+ leader epochs,
 // v3+ the member's generation, id and instance id (KIP-447), checked only
 // when given. The commits are answered once durable (fsync, acks=all) and
 // stay pending until the producer's transaction ends.

@@ -1,6 +1,10 @@
 package kafka
 
-// Produce (key 0), versions 0–11.
+// Produce (key 0), versions 0–11, and 12 with transaction.version 2
+// (KIP-890 part 2; the body is v11's): a transactional batch opening its
+// producer's transaction on a partition adds the partition to the
+// transaction at the coordinator (server.BatchProduce.AddToTxn) instead of
+// only verifying it is there.
 //
 // v0–v2 may carry magic 0 or 1 message sets (clients before 0.11): they
 // are converted up to a magic 2 batch first (00_produce_legacy.go). An
@@ -143,7 +147,7 @@ func (s *Server) producePartition(ctx context.Context, version, acks int16, txnI
 		rp.ErrorCode, rp.ErrorMessage = code, errorMessage(err)
 		return server.Appended{}
 	}
-	a, err := s.broker.AppendBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: data, Acks: acks, TransactionalID: txnID})
+	a, err := s.broker.AppendBatch(ctx, server.BatchProduce{Topic: topic, Partition: p.Partition, Batches: data, Acks: acks, TransactionalID: txnID, AddToTxn: version >= 12 && txnID != ""})
 	if err != nil {
 		rp.ErrorCode = errorCode(err)
 		rp.ErrorMessage = errorMessage(err)

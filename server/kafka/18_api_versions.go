@@ -8,7 +8,11 @@ package kafka
 // before they know what the broker speaks. A request for a version above 4
 // gets a v0 answer with UNSUPPORTED_VERSION and the ranges, so the client
 // retries with a version this broker serves. No features are advertised
-// (in particular no transaction.version), and no KIP-848 or telemetry APIs.
+// unless transaction.version is 2 (txn.Config.TransactionVersion): then v3+
+// advertise the feature transaction.version, supported 0–2 (1–2 to v3,
+// whose Java and librdkafka readers refuse a minimum of 0, KAFKA-17011)
+// and finalized at level 2, which is what makes franz-go and the Java
+// client (4.0+) use KIP-890 part 2. No KIP-848 or telemetry APIs.
 // Kafka checks the v3 ClientSoftwareName/Version format; ferry does not.
 
 import (
@@ -22,6 +26,16 @@ func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) kmsg.Re
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = s.apiKeys()
+	if tv := s.transactionVersion(); tv >= 2 && req.Version >= 3 {
+		minTV := int16(0)
+		if req.Version == 3 {
+			minTV = 1
+		}
+		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: "transaction.version", MinVersion: minTV, MaxVersion: 2}}
+		// The level never changes while the broker runs: epoch 1.
+		resp.FinalizedFeaturesEpoch = 1
+		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: "transaction.version", MinVersionLevel: tv, MaxVersionLevel: tv}}
+	}
 	return resp
 }
 
@@ -32,7 +46,7 @@ func (s *Server) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 		if !s.serves(a) {
 			continue
 		}
-		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max})
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: s.maxVersion(a)})
 	}
 	return keys
 }

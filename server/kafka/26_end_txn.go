@@ -1,8 +1,10 @@
 package kafka
 
 // EndTxn (key 26), versions 0–4 (v4 only allows the TRANSACTION_ABORTABLE
-// error, KIP-890; v5's epoch bump per transaction, KIP-890 part 2, is not
-// served).
+// error, KIP-890), and v5 with transaction.version 2 (KIP-890 part 2):
+// every end bumps the producer's epoch (txn.Txn.EndTxnV2), the markers
+// carry the bumped epoch, and the answer holds the producer id and epoch
+// of the producer's next transaction.
 //
 // The coordinator (server/txn) writes PrepareCommit or PrepareAbort to
 // __transaction_state and answers; the markers then go to each
@@ -28,6 +30,11 @@ func (s *Server) handleEndTxn(ctx context.Context, kreq kmsg.Request) kmsg.Respo
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	if !s.authorized(ctx, auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID) {
 		resp.ErrorCode = codeTxnIDAuthFailed
+		return resp
+	}
+	if req.Version >= 5 {
+		pid, epoch, code := s.cfg.Txns.EndTxnV2(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, pid, epoch
 		return resp
 	}
 	code := s.cfg.Txns.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)

@@ -99,7 +99,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 	m := make(map[int16]*api, len(apis))
 	for i := range apis {
 		a := &apis[i]
-		if a.max > kmsg.RequestForKey(a.key).MaxVersion() {
+		if max(a.max, tv2Versions[a.key]) > kmsg.RequestForKey(a.key).MaxVersion() {
 			panic("kafka: apis table serves a version kmsg cannot encode: " + kmsg.NameForKey(a.key))
 		}
 		m[a.key] = a
@@ -113,6 +113,29 @@ func lookupAPI(key int16) *api { return apiByKey[key] }
 // a cluster's broker.
 func (s *Server) serves(a *api) bool {
 	return a != nil && (!a.interBroker || s.cfg.InterBroker) && (!txnAPIs[a.key] || s.cfg.Txns != nil)
+}
+
+// maxVersion is the newest version of a served here: Produce v12, EndTxn
+// v5 and TxnOffsetCommit v5 (KIP-890 part 2) only with transaction.version
+// 2, so clients of a version-1 broker negotiate exactly as before.
+func (s *Server) maxVersion(a *api) int16 {
+	if s.transactionVersion() >= 2 {
+		if v, ok := tv2Versions[a.key]; ok {
+			return v
+		}
+	}
+	return a.max
+}
+
+var tv2Versions = map[int16]int16{0: 12, 26: 5, 28: 5}
+
+// transactionVersion is the finalized transaction.version: 0 without a
+// transaction coordinator.
+func (s *Server) transactionVersion() int16 {
+	if s.cfg.Txns == nil {
+		return 0
+	}
+	return s.cfg.Txns.TransactionVersion()
 }
 
 // txnAPIs are served only with a transaction coordinator.

@@ -93,7 +93,27 @@
 // AddPartitionsToTxn, EndTxn or Produce through Peers for another broker
 // (transactorcalls.go). It holds no goroutine beyond a request's.
 //
-// Not done: KIP-890 part 2 (an epoch bump per transaction, EndTxn v5),
-// KIP-939 two-phase commit, KIP-994's transactional-id pattern filter
+// # transaction.version 2 (KIP-890 part 2)
+//
+// With Config.TransactionVersion 2 (the broker setting transaction.version,
+// default 1) ApiVersions advertises the finalized feature and Produce
+// v12, EndTxn v5 and TxnOffsetCommit v5; a client that opts in (franz-go
+// 1.22+, the Java client 4.0+) sends no AddPartitionsToTxn or
+// AddOffsetsToTxn: the partition leader, on the batch that opens the
+// producer's transaction there (a batch of a newer epoch than the open
+// one included), calls AddPartitions here (Verifier.AddTxnPartition:
+// locally, or AddPartitionsToTxn v4 without verifyOnly to the
+// coordinator's broker), and the group coordinator does the same for
+// TxnOffsetCommit v5. An add arriving while the previous transaction's
+// markers are written is parked and answered after its completion, so
+// the leader appends only once the previous marker is in its log. EndTxn
+// v5 (Txn.EndTxnV2) bumps the epoch on every end, the markers carry it,
+// and the producer is answered it; an empty abort is legal; the epoch
+// running out rotates the producer id (NextProducerID, written in value
+// version 1). Clients held below those versions run as before on the
+// same broker. Not yet the default: the cluster and end-to-end suites
+// have not all run with it.
+//
+// Not done: KIP-939 two-phase commit, KIP-994's transactional-id pattern filter
 // (ListTransactions v2).
 package txn

@@ -344,6 +344,24 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, e
 	return code
 }
 
+// EndTxnV2 serves EndTxn v5 (KIP-890 part 2): as EndTxn, with the
+// epoch bumped by every end (Txn.EndTxnV2); it answers the producer id
+// and epoch of the producer's next transaction.
+func (c *Coordinator) EndTxnV2(ctx context.Context, id string, producerID int64, epoch int16, commit bool) (int64, int16, int16) {
+	if id == "" {
+		return -1, -1, errInvalidRequest
+	}
+	now := c.nowMs()
+	next, code := c.transition(ctx, id, false, func(t *Txn) Outcome {
+		return t.EndTxnV2(producerID, epoch, commit, now, c.newProducerID)
+	})
+	if code != 0 {
+		return -1, -1, code
+	}
+	pid, e := next.ProducerAfterEnd()
+	return pid, e, 0
+}
+
 // Describe is DescribeTransactions for one id.
 func (c *Coordinator) Describe(id string) (Txn, int16) {
 	if _, _, code := c.serves(id); code != 0 {

@@ -29,8 +29,10 @@ func stateKey(id string) []byte {
 	return k.AppendTo(nil)
 }
 
-// stateValue encodes t as value version 0, as Kafka 3.x writes it; nil
-// (a tombstone) for a Dead id.
+// stateValue encodes t as value version 0, as Kafka 3.x writes it, or 1
+// (Kafka 4's, with tagged fields) while a transaction.version 2 end
+// rotates the producer id, so a coordinator loading it completes the
+// rotation; nil (a tombstone) for a Dead id.
 func stateValue(t *Txn) []byte {
 	if t.State == Dead {
 		return nil
@@ -38,6 +40,9 @@ func stateValue(t *Txn) []byte {
 	v := kmsg.NewTxnMetadataValue()
 	v.Version = 0
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis = t.ProducerID, t.ProducerEpoch, t.TimeoutMs
+	if t.NextProducerID >= 0 {
+		v.Version, v.PreviousProducerID, v.NextProducerID = 1, t.PrevProducerID, t.NextProducerID
+	}
 	v.State = kmsg.TransactionState(t.State)
 	v.LastUpdateTimestamp, v.StartTimestamp = t.UpdateMs, t.StartMs
 	for i := 0; i < len(t.Partitions); {
@@ -72,10 +77,13 @@ func decodeValue(id string, value []byte) (Txn, error) {
 	if v.Version > 1 || v.State < 0 || State(v.State) > PrepareEpochFence || v.TimeoutMillis < 0 {
 		return Txn{}, fmt.Errorf("%w: value of %q: version %d, state %d", errBadRecord, id, v.Version, v.State)
 	}
-	t := Txn{ID: id, ProducerID: v.ProducerID, ProducerEpoch: v.ProducerEpoch, PrevProducerID: noID, LastProducerEpoch: noEpoch,
+	t := Txn{ID: id, ProducerID: v.ProducerID, ProducerEpoch: v.ProducerEpoch, PrevProducerID: noID, LastProducerEpoch: noEpoch, NextProducerID: noID,
 		TimeoutMs: v.TimeoutMillis, State: State(v.State), StartMs: v.StartTimestamp, UpdateMs: v.LastUpdateTimestamp}
 	if v.Version >= 1 && v.PreviousProducerID >= 0 {
 		t.PrevProducerID = v.PreviousProducerID
+	}
+	if v.Version >= 1 && v.NextProducerID >= 0 && (t.State == PrepareCommit || t.State == PrepareAbort) {
+		t.NextProducerID = v.NextProducerID
 	}
 	for _, topic := range v.Topics {
 		for _, p := range topic.Partitions {

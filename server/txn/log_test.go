@@ -9,7 +9,7 @@ import (
 
 func TestStateRecordRoundTrip(t *testing.T) {
 	tx := Txn{ID: "tx-1", ProducerID: 42, ProducerEpoch: 3, PrevProducerID: noID, LastProducerEpoch: noEpoch, TimeoutMs: 60000,
-		State: Ongoing, Partitions: []TopicPartition{tpC, tpA, tpB}, StartMs: 1000, UpdateMs: 2000}
+		State: Ongoing, Partitions: []TopicPartition{tpC, tpA, tpB}, StartMs: 1000, UpdateMs: 2000, NextProducerID: noID}
 	table := map[string]Txn{}
 	applyRecord(table, stateKey(tx.ID), stateValue(&tx))
 	if !reflect.DeepEqual(table["tx-1"], tx) {
@@ -20,6 +20,14 @@ func TestStateRecordRoundTrip(t *testing.T) {
 	if err := v.ReadFrom(stateValue(&tx)); err != nil || v.ProducerID != 42 || len(v.Topics) != 2 || v.Topics[1].Topic != "orders" ||
 		!reflect.DeepEqual(v.Topics[1].Partitions, []int32{0, 1}) {
 		t.Fatalf("kmsg reads %+v, %v", v, err)
+	}
+	// A transaction.version 2 end rotating the producer id keeps the
+	// id it answered through a coordinator's load.
+	rotating := tx
+	rotating.State, rotating.ProducerEpoch, rotating.PrevProducerID, rotating.NextProducerID = PrepareCommit, 32767, 40, 43
+	applyRecord(table, stateKey(tx.ID), stateValue(&rotating))
+	if !reflect.DeepEqual(table["tx-1"], rotating) {
+		t.Fatalf("read back %+v\nwrote %+v", table["tx-1"], rotating)
 	}
 	dead := tx
 	dead.State = Dead

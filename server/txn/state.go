@@ -50,10 +50,12 @@ func ParseState(name string) (State, bool) {
 // validPrevious is Kafka's TransactionState.validPreviousStates: a
 // transition to the key is legal only from one of these.
 var validPrevious = map[State][]State{
-	Empty:             {Empty, CompleteCommit, CompleteAbort},
-	Ongoing:           {Ongoing, Empty, CompleteCommit, CompleteAbort},
-	PrepareCommit:     {Ongoing},
-	PrepareAbort:      {Ongoing, PrepareEpochFence},
+	Empty:         {Empty, CompleteCommit, CompleteAbort},
+	Ongoing:       {Ongoing, Empty, CompleteCommit, CompleteAbort},
+	PrepareCommit: {Ongoing},
+	// Empty and Complete* to PrepareAbort is transaction.version 2's
+	// abort of a transaction that added nothing (KIP-890 part 2).
+	PrepareAbort:      {Ongoing, PrepareEpochFence, Empty, CompleteCommit, CompleteAbort},
 	CompleteCommit:    {PrepareCommit},
 	CompleteAbort:     {PrepareAbort},
 	Dead:              {Empty, CompleteCommit, CompleteAbort},
@@ -103,6 +105,11 @@ type Txn struct {
 	// before; UpdateMs when the metadata last changed.
 	StartMs  int64
 	UpdateMs int64
+	// NextProducerID is, while a transaction.version 2 end whose epoch
+	// ran out is being completed, the producer id the producer was
+	// answered with (epoch 0); Complete switches to it. Its markers are
+	// written under the old id at epoch MaxInt16, as Kafka's. noID else.
+	NextProducerID int64
 }
 
 // NewTxn is the metadata of an id seen for the first time, before its
@@ -110,7 +117,7 @@ type Txn struct {
 // gives epoch 0.
 func NewTxn(id string, producerID int64, timeoutMs int32, nowMs int64) Txn {
 	return Txn{ID: id, ProducerID: producerID, ProducerEpoch: noEpoch, PrevProducerID: noID, LastProducerEpoch: noEpoch,
-		TimeoutMs: timeoutMs, State: Empty, StartMs: -1, UpdateMs: nowMs}
+		TimeoutMs: timeoutMs, State: Empty, StartMs: -1, UpdateMs: nowMs, NextProducerID: noID}
 }
 
 // Has reports whether tp is in the transaction.
@@ -234,6 +241,10 @@ func (t Txn) fenceAndAbort(nowMs int64, code int16) Outcome {
 // and EndTxn: its id and exact epoch.
 func (t *Txn) checkProducer(producerID int64, epoch int16) int16 {
 	switch {
+	case t.NextProducerID >= 0 && producerID == t.NextProducerID && epoch == 0:
+		// The producer's next transaction under the id it was given
+		// while this one's markers are written: it waits for Complete.
+		return errConcurrentTransactions
 	case producerID != t.ProducerID:
 		return errInvalidProducerMapping
 	case epoch != t.ProducerEpoch:
@@ -345,7 +356,90 @@ func (t Txn) Complete(nowMs int64) Outcome {
 		return answer(errInvalidTxnState)
 	}
 	next.Partitions, next.UpdateMs = nil, nowMs
+	if t.NextProducerID >= 0 {
+		next.PrevProducerID, next.ProducerID, next.ProducerEpoch, next.NextProducerID = t.ProducerID, t.NextProducerID, 0, noID
+	}
 	return t.to(next, 0)
+}
+
+// EndTxnV2 decides an EndTxn v5 (KIP-890 part 2, transaction.version 2):
+// every end bumps the producer's epoch, the markers carry the bumped
+// epoch (so a late write of the ended transaction is fenced on every
+// partition) and the producer is answered the new epoch, its next
+// transaction's. An abort with nothing added is legal (the producer may
+// have had a produce registered at a partition and lost its answer) and
+// bumps the epoch too. An end asked again by a producer that lost the
+// answer (its epoch is the one before the bump) is answered as done when
+// it asks for what was decided. When the epoch runs out the producer is
+// given a new producer id at epoch 0, and the markers go out under the
+// old id at epoch MaxInt16.
+func (t Txn) EndTxnV2(producerID int64, epoch int16, commit bool, nowMs int64, newID func() (int64, error)) Outcome {
+	if t.isEndRetry(producerID, epoch) {
+		switch t.State {
+		case PrepareCommit, CompleteCommit:
+			return answer(codeIf(!commit, errInvalidTxnState))
+		case PrepareAbort, CompleteAbort:
+			return answer(codeIf(commit, errInvalidTxnState))
+		}
+		return answer(errInvalidTxnState)
+	}
+	if code := t.checkProducer(producerID, epoch); code != 0 {
+		return answer(code)
+	}
+	switch t.State {
+	case Ongoing:
+	case Empty, CompleteCommit, CompleteAbort:
+		if commit {
+			return answer(errInvalidTxnState)
+		}
+	case PrepareCommit, PrepareAbort:
+		return answer(errConcurrentTransactions)
+	default:
+		return answer(errInvalidTxnState)
+	}
+	next := t
+	next.State, next.UpdateMs, next.LastProducerEpoch = PrepareAbort, nowMs, epoch
+	if commit {
+		next.State = PrepareCommit
+	}
+	if t.State != Ongoing {
+		next.Partitions, next.StartMs = nil, nowMs
+	}
+	if t.epochExhausted() {
+		id, err := newID()
+		if err != nil {
+			return answer(errCoordinatorUnavailable)
+		}
+		next.ProducerEpoch, next.NextProducerID = math.MaxInt16, id
+	} else {
+		next.ProducerEpoch = epoch + 1
+	}
+	return t.to(next, 0)
+}
+
+// isEndRetry reports whether an EndTxn v5 comes from a producer that
+// lost the answer to the end already decided: its epoch is the one that
+// end bumped, or the last one of the producer id it rotated away from.
+func (t *Txn) isEndRetry(producerID int64, epoch int16) bool {
+	if t.LastProducerEpoch < 0 || epoch != t.LastProducerEpoch {
+		return false
+	}
+	switch {
+	case producerID == t.ProducerID:
+		return t.ProducerEpoch == epoch+1 || t.NextProducerID >= 0 && t.ProducerEpoch == math.MaxInt16
+	case producerID == t.PrevProducerID:
+		return t.ProducerEpoch == 0 && epoch >= math.MaxInt16-1
+	}
+	return false
+}
+
+// ProducerAfterEnd is the producer id and epoch an EndTxn v5 answers:
+// the next transaction's.
+func (t *Txn) ProducerAfterEnd() (int64, int16) {
+	if t.NextProducerID >= 0 {
+		return t.NextProducerID, 0
+	}
+	return t.ProducerID, t.ProducerEpoch
 }
 
 // Decision is one request's decision on the metadata, as the coordinator

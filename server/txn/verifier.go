@@ -19,15 +19,33 @@ type Verifier struct {
 	Peers PeerRequester
 }
 
-var _ server.TxnVerifier = (*Verifier)(nil)
+var (
+	_ server.TxnVerifier       = (*Verifier)(nil)
+	_ server.TxnPartitionAdder = (*Verifier)(nil)
+)
 
 // VerifyTxnPartition implements server.TxnVerifier.
 func (v *Verifier) VerifyTxnPartition(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	return v.ask(ctx, id, producerID, epoch, topic, partition, true)
+}
+
+// AddTxnPartition implements server.TxnPartitionAdder: the local
+// coordinator's AddPartitions, or AddPartitionsToTxn v4 without
+// verifyOnly to another broker's, as Kafka 4's AddPartitionsToTxnManager
+// does for transaction.version 2.
+func (v *Verifier) AddTxnPartition(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	return v.ask(ctx, id, producerID, epoch, topic, partition, false)
+}
+
+func (v *Verifier) ask(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32, verifyOnly bool) int16 {
 	c := v.Coordinator
 	code := c.Coordinates(id)
 	if code != errNotCoordinator || v.Peers == nil {
 		if code != 0 {
 			return code
+		}
+		if !verifyOnly {
+			return c.AddPartitions(ctx, id, producerID, epoch, []TopicPartition{{topic, partition}})
 		}
 		return c.VerifyTxnPartition(ctx, id, producerID, epoch, topic, partition)
 	}
@@ -39,6 +57,7 @@ func (v *Verifier) VerifyTxnPartition(ctx context.Context, id string, producerID
 		return code // the controller named us; the load has not begun
 	}
 	req := VerifyRequest(id, producerID, epoch, topic, partition)
+	req.Transactions[0].VerifyOnly = verifyOnly
 	kresp, err := v.Peers.Request(ctx, leader, req)
 	if err != nil {
 		return errCoordinatorUnavailable

@@ -215,15 +215,20 @@ func benchClient(b testing.TB, nodes []*harness.Node, topic string, extra ...kgo
 
 // startTxnBrokers is startCluster for benchmarks: three brokers with
 // three __transaction_state partitions.
-func startTxnBrokers(tb testing.TB) []*harness.Node {
+func startTxnBrokers(tb testing.TB, extra ...string) []*harness.Node {
 	tb.Helper()
+	// FERRY_BENCH_TXN_VERSION sets the brokers' transaction.version, to
+	// measure KIP-890 part 2 against version 1 in the same conditions.
+	if v := os.Getenv("FERRY_BENCH_TXN_VERSION"); v != "" && len(extra) == 0 {
+		extra = []string{"--transaction-version", v}
+	}
 	connect := zks.Require(tb).Addr() + "/" + tb.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	nodes := make([]*harness.Node, 3)
 	var wg sync.WaitGroup
 	for i := range nodes {
 		wg.Go(func() {
-			nodes[i] = harness.Start(tb, "--broker-id", strconv.Itoa(i+1), "--zookeeper", connect,
-				"--zookeeper-session-timeout-ms", "6000", "--transaction-state-log-num-partitions", "3")
+			nodes[i] = harness.Start(tb, append([]string{"--broker-id", strconv.Itoa(i + 1), "--zookeeper", connect,
+				"--zookeeper-session-timeout-ms", "6000", "--transaction-state-log-num-partitions", "3"}, extra...)...)
 		})
 	}
 	wg.Wait()
