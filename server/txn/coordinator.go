@@ -147,6 +147,15 @@ type Coordinator struct {
 	cfg    Config
 	logger *slog.Logger
 
+	// singleNode serializes the lazy creation of __transaction_state on a
+	// single node: a request arriving while another creates and loads it
+	// waits for the load instead of finding the topic but not its
+	// partitions (NOT_COORDINATOR).
+	singleNode struct {
+		sync.Mutex
+		ready atomic.Bool
+	}
+
 	mu struct {
 		sync.Mutex
 		txns map[string]*entry

@@ -110,16 +110,15 @@ func (c *Coordinator) serves(id string) (p, epoch int32, code int16) {
 	if c.closed() {
 		return 0, 0, errCoordinatorUnavailable
 	}
-	p, ok := c.state.Partition(id)
-	if !ok && !c.state.Clustered() {
+	if !c.state.Clustered() {
 		// A single node coordinates every id: the first request of a
 		// transaction creates the state topic, whichever API it is.
-		if err := c.createSingleNodeState(); err != nil {
+		if err := c.ensureSingleNodeState(); err != nil {
 			c.logger.Warn("create "+StateTopic, "err", err)
 			return 0, 0, errCoordinatorUnavailable
 		}
-		p, ok = c.state.Partition(id)
 	}
+	p, ok := c.state.Partition(id)
 	if !ok {
 		return 0, 0, errNotCoordinator
 	}
@@ -140,13 +139,29 @@ func (c *Coordinator) Coordinates(id string) int16 {
 	return code
 }
 
-// createSingleNodeState creates __transaction_state on a single node and
-// loads it (nothing to read but what a concurrent caller wrote).
-func (c *Coordinator) createSingleNodeState() error {
-	if err := c.state.Create(); err != nil {
-		return err
+// ensureSingleNodeState creates __transaction_state on a single node, if
+// it is missing, and loads it (nothing to read but what a concurrent
+// caller wrote). A topic there from before is loaded by the leadership
+// watcher, which answers LOAD_IN_PROGRESS meanwhile.
+func (c *Coordinator) ensureSingleNodeState() error {
+	if c.singleNode.ready.Load() {
+		return nil
 	}
-	return c.loadLedPartitions()
+	c.singleNode.Lock()
+	defer c.singleNode.Unlock()
+	if c.singleNode.ready.Load() {
+		return nil
+	}
+	if c.state.PartitionCount() < 1 {
+		if err := c.state.Create(); err != nil {
+			return err
+		}
+		if err := c.loadLedPartitions(); err != nil {
+			return err
+		}
+	}
+	c.singleNode.ready.Store(true)
+	return nil
 }
 
 // errNoCoordinator: the id's partition has no leader yet.
@@ -160,10 +175,8 @@ func (c *Coordinator) CoordinatorOf(id string) (int32, error) {
 		return -1, fmt.Errorf("%w: shutting down", errNoCoordinator)
 	}
 	if !c.state.Clustered() {
-		if c.state.PartitionCount() < 1 {
-			if err := c.createSingleNodeState(); err != nil {
-				return -1, err
-			}
+		if err := c.ensureSingleNodeState(); err != nil {
+			return -1, err
 		}
 		return c.broker.BrokerID(), nil
 	}
