@@ -20,7 +20,7 @@ func TestTickLoopRunsJobsOneAtATime(t *testing.T) {
 			if running.Add(1) > 1 {
 				overlaps.Add(1)
 			}
-			time.Sleep(time.Millisecond) // long enough for an overlap to show
+			time.Sleep(time.Millisecond) // the job's work, not a wait: it lasts long enough for a second job started meanwhile to show as an overlap
 			n.Add(1)
 			running.Add(-1)
 		}

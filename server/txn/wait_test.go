@@ -33,11 +33,11 @@ func TestAddPartitionsWaitsForTheCompletionInFlight(t *testing.T) {
 		t.Fatalf("answered CONCURRENT_TRANSACTIONS after %v, before concurrentWait", waited)
 	}
 
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		ml.fail(nil)
-	}()
-	must(t, "add as the markers go through", n.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 1}}))
+	added := make(chan int16, 1)
+	go func() { added <- n.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 1}}) }()
+	harness.WaitFor(t, "the add waits for the markers", 5*time.Second, func() bool { return parkedCount(n.c, "tx") == 1 })
+	ml.fail(nil)
+	must(t, "add as the markers go through", <-added)
 	if got, _ := n.c.Describe("tx"); got.State != Ongoing || len(got.Partitions) != 1 {
 		t.Fatalf("after the wait: %+v", got)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,44 +154,46 @@ func endToEnd(b *testing.B, nodes []*harness.Node, topic string, txn bool) [2]ti
 	}
 	defer co.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	var lat []time.Duration
+	var (
+		mu       sync.Mutex
+		lat      []time.Duration
+		warmedUp atomic.Bool
+	)
+	received := func() int { mu.Lock(); defer mu.Unlock(); return len(lat) }
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
 			fs := co.PollFetches(ctx)
 			now := time.Now()
+			mu.Lock()
 			fs.EachRecord(func(r *kgo.Record) {
+				if string(r.Value) == warmUpValue {
+					warmedUp.Store(true)
+					return
+				}
 				sent, _ := strconv.ParseInt(string(r.Value), 10, 64)
 				lat = append(lat, now.Sub(time.Unix(0, sent)))
 			})
+			mu.Unlock()
 		}
 	}()
-	time.Sleep(time.Second) // the consumer is assigned and fetching
+	// One record read back shows the consumer assigned and fetching, so
+	// no measured record waits for the group's join.
+	produceBatch(b, pr, txn, []*kgo.Record{{Value: []byte(warmUpValue)}})
+	harness.WaitFor(b, "the consumer reads the warm-up record", 60*time.Second, warmedUp.Load)
 	start := time.Now()
 	sent := 0
 	for time.Since(start) < benchWindow() {
-		if txn {
-			if err := pr.BeginTransaction(); err != nil {
-				b.Fatal(err)
-			}
-		}
 		var rs []*kgo.Record
 		for range 10 {
 			rs = append(rs, &kgo.Record{Value: []byte(strconv.FormatInt(time.Now().UnixNano(), 10))})
 		}
-		if err := pr.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-			b.Fatal(err)
-		}
-		if txn {
-			if err := pr.EndTransaction(ctx, kgo.TryCommit); err != nil {
-				b.Fatal(err)
-			}
-		}
+		produceBatch(b, pr, txn, rs)
 		sent += 10
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the pace: about 1,000 records/s
 	}
-	time.Sleep(2 * time.Second) // the last records arrive
+	harness.WaitFor(b, "the last records arrive", 60*time.Second, func() bool { return received() >= sent })
 	cancel()
 	<-done
 	if len(lat) < sent*9/10 {
@@ -236,4 +239,26 @@ func startTxnBrokers(tb testing.TB, extra ...string) []*harness.Node {
 		tb.FailNow()
 	}
 	return nodes
+}
+
+// warmUpValue marks the record that shows a latency consumer is reading.
+const warmUpValue = "warm-up"
+
+// produceBatch writes rs and waits for them, in one transaction when txn.
+func produceBatch(b *testing.B, pr *kgo.Client, txn bool, rs []*kgo.Record) {
+	b.Helper()
+	ctx := context.Background()
+	if txn {
+		if err := pr.BeginTransaction(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := pr.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		b.Fatal(err)
+	}
+	if txn {
+		if err := pr.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -65,7 +65,9 @@ func TestTxnChainExactlyOnceThroughKills(t *testing.T) {
 	coord := txnCoordinatorOf(t, adm, "w1")
 	t.Logf("killing broker %d, the transaction coordinator of w1", coord)
 	nodes[coord-1].Kill()
-	time.Sleep(3 * time.Second)
+	harness.WaitFor(t, "another broker coordinates w1", 60*time.Second, func() bool {
+		return txnCoordinatorOf(t, adm, "w1") != coord
+	})
 	workers.stop("w2") // leaves while the coordinator is down
 	nodes[coord-1].Restart()
 	nodes[coord-1].WaitKafka()
@@ -80,7 +82,10 @@ func TestTxnChainExactlyOnceThroughKills(t *testing.T) {
 	})
 	t.Logf("killing broker %d, the leader of %s-1", leader, out)
 	nodes[leader-1].Kill()
-	time.Sleep(3 * time.Second)
+	harness.WaitFor(t, "another leader of "+out+"-1", 60*time.Second, func() bool {
+		l := leaderOfPartition(adm, out, 1)
+		return l > 0 && l != leader
+	})
 	nodes[leader-1].Restart()
 	nodes[leader-1].WaitKafka()
 
@@ -156,7 +161,7 @@ func (w *chainWorkers) start(name string) {
 			}
 			if err := s.Begin(); err != nil {
 				w.t.Logf("%s: begin: %v", name, err)
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // a backoff before the next poll's transaction
 				continue
 			}
 			var n int64
@@ -231,7 +236,7 @@ func produceInputPaced(nodes []*harness.Node, topic string, total int) error {
 		if err != nil {
 			return fmt.Errorf("records %d..: %w", from, err)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // the pace: the inputs span the kills
 	}
 	return nil
 }

@@ -86,8 +86,8 @@ func runTxnNemesis(t *testing.T, n nemesis, rounds int) {
 		what := holdNemesis(t, c, n)
 		healAt := time.Now()
 		perPartition := c.waitFullISR(topic, partitions, isrBound)
-		waitCommits(t, history, 3, 60*time.Second)
-		time.Sleep(3 * time.Second)
+		// Commits after the heal, enough to measure how the producers resumed.
+		waitCommits(t, history, 20, 60*time.Second)
 		t.Logf("round %d: %s; held %v; ISR whole %v after the heal; %s", round, what, n.hold,
 			slices.Max(perPartition).Round(time.Millisecond), commitFigures(history.Txns(), startAt, healAt, time.Now()))
 	}
