@@ -171,6 +171,15 @@ func TestFranzGoTransactionTimeoutAborts(t *testing.T) {
 func TestFranzGoGroupTransactSession(t *testing.T) {
 	ts, _ := newTxnTestServer(t)
 	needPartitionSide(t, ts)
+	copyThroughGroupSession(t, ts, 50)
+}
+
+// copyThroughGroupSession writes n records to etl-in and copies them to
+// txn-out with a GroupTransactSession (group "etl"), each poll one
+// transaction, then checks read_committed holds n records and the group's
+// offset is n.
+func copyThroughGroupSession(t *testing.T, ts *testServer, n int, opts ...kgo.Opt) {
+	t.Helper()
 	createTopic(t, ts, "etl-in", 1)
 	createTopic(t, ts, "txn-out", 1)
 	in, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.DefaultProduceTopic("etl-in"))
@@ -180,15 +189,14 @@ func TestFranzGoGroupTransactSession(t *testing.T) {
 	defer in.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	const n = 50
 	for i := range n {
 		if err := in.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(ts.addr), kgo.TransactionalID("etl-session"),
+	sess, err := kgo.NewGroupTransactSession(append(opts, kgo.SeedBrokers(ts.addr), kgo.TransactionalID("etl-session"),
 		kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("etl-in"), kgo.DefaultProduceTopic("txn-out"),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +228,6 @@ func TestFranzGoGroupTransactSession(t *testing.T) {
 	harness.WaitFor(t, "the group's offset is committed", 10*time.Second, func() bool {
 		offs, err := kadm.NewClient(in).FetchOffsets(ctx, "etl")
 		o, ok := offs.Lookup("etl-in", 0)
-		return err == nil && ok && o.At == n
+		return err == nil && ok && o.At == int64(n)
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -140,58 +139,8 @@ func TestTransactionVersionsGroupSession(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts, _ := newTV2Server(t)
-			createTopic(t, ts, "etl-in", 1)
-			createTopic(t, ts, "txn-out", 1)
-			in, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.DefaultProduceTopic("etl-in"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer in.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			const n = 30
-			for i := range n {
-				if err := in.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
-					t.Fatal(err)
-				}
-			}
 			keys := &keyCounter{}
-			sess, err := kgo.NewGroupTransactSession(append(tc.opts, kgo.SeedBrokers(ts.addr), kgo.TransactionalID("etl-session"),
-				kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("etl-in"), kgo.DefaultProduceTopic("txn-out"), kgo.WithHooks(keys),
-				kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sess.Close()
-			copied := 0
-			for copied < n && ctx.Err() == nil {
-				fetches := sess.PollFetches(ctx)
-				if err := sess.Begin(); err != nil {
-					t.Fatal(err)
-				}
-				fetches.EachRecord(func(r *kgo.Record) {
-					sess.Produce(ctx, &kgo.Record{Value: r.Value}, func(_ *kgo.Record, err error) {
-						if err != nil {
-							t.Errorf("produce: %v", err)
-						}
-					})
-				})
-				committed, err := sess.End(ctx, kgo.TryCommit)
-				if err != nil {
-					t.Fatalf("end: %v", err)
-				}
-				if committed {
-					copied += fetches.NumRecords()
-				}
-			}
-			if got := readAll(t, ts, kgo.ReadCommitted(), n); len(got) != n {
-				t.Fatalf("read_committed holds %d records, want %d", len(got), n)
-			}
-			harness.WaitFor(t, "the group's offset is committed", 10*time.Second, func() bool {
-				offs, err := kadm.NewClient(in).FetchOffsets(ctx, "etl")
-				o, ok := offs.Lookup("etl-in", 0)
-				return err == nil && ok && o.At == n
-			})
+			copyThroughGroupSession(t, ts, 30, append(tc.opts, kgo.WithHooks(keys))...)
 			addOffsets := keys.count(kmsg.AddOffsetsToTxn)
 			if tc.tv2 != (addOffsets == 0) {
 				t.Fatalf("AddOffsetsToTxn sent %d times (transaction.version 2 in use: %v)", addOffsets, tc.tv2)
