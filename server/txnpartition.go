@@ -48,14 +48,6 @@ type txnHooks struct {
 
 type verifierBox struct{ v TxnVerifier }
 
-func boxAdder(box *verifierBox) (TxnPartitionAdder, bool) {
-	if box == nil {
-		return nil, false
-	}
-	a, ok := box.v.(TxnPartitionAdder)
-	return a, ok
-}
-
 // SetTxnVerifier installs the coordinator's KIP-890 check (nil removes
 // it: transactional batches are then appended unverified, as before
 // KIP-890).
@@ -173,14 +165,9 @@ func producerBatch(checked *records.Produced) (recordbatch.Header, bool, error) 
 // append checks. Only the batch opening the transaction asks: the
 // partition's producer state then holds it open under that producer id
 // and epoch until its marker, which is the cache of the answer.
-//
-// The coordinator is usually on another broker, and the leader least able
-// to reach it is one cut off from the cluster, which is losing the
-// partition: the question is abandoned as soon as the partition stops
-// being led here (the leader fenced itself, a new role, a deletion) and
-// the produce answers NOT_LEADER_OR_FOLLOWER, so that the client takes its
-// batch to the new leader at once. Waiting out the request instead held
-// the transaction past its timeout, and the coordinator aborted it (the
+// The question ends when the partition stops being led here
+// (askTxnCoordinator): waiting out the request instead held the
+// transaction past its timeout, and the coordinator aborted it (the
 // partition nemeses showed transactions fenced 17 s after they began
 // where the leader moved in 7).
 func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h recordbatch.Header, transactionalID string, add bool) (replication.TxnGuard, error) {
@@ -195,21 +182,13 @@ func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h r
 	if transactionalID == "" {
 		return guard, fmt.Errorf("%w: a transactional batch without the request's transactional id", ErrInvalidTxnState)
 	}
-	ctx, stop := b.whileLeading(ctx, p)
-	defer stop()
-	if err := p.CheckLeading(); err != nil {
+	var v TxnVerifier
+	if box != nil {
+		v = box.v
+	}
+	code, err := b.askTxnCoordinator(ctx, p, v, transactionalID, h.ProducerID, h.ProducerEpoch, add)
+	if err != nil {
 		return guard, err
-	}
-	var code int16
-	if adder, ok := boxAdder(box); add && ok {
-		code = adder.AddTxnPartition(ctx, transactionalID, h.ProducerID, h.ProducerEpoch, p.Topic(), p.Index())
-	} else if add {
-		return guard, fmt.Errorf("%w: no transaction coordinator adds partitions on this broker (transaction.version 2)", ErrInvalidTxnState)
-	} else {
-		code = box.v.VerifyTxnPartition(ctx, transactionalID, h.ProducerID, h.ProducerEpoch, p.Topic(), p.Index())
-	}
-	if err := p.CheckLeading(); err != nil {
-		return guard, err // whatever the coordinator said, this broker no longer leads
 	}
 	if code == KafkaNone && add {
 		// The add waited for the producer's previous transaction to
@@ -252,33 +231,46 @@ func (b *Broker) whileLeading(ctx context.Context, p *replication.Replica) (cont
 	return ctx, func() { b.waiters.Cancel(gone); cancel() }
 }
 
-// WhileLeading is ctx, ended also when topic-partition stops being led
-// here, for a question a leader asks another broker on its partition's
-// behalf (the group coordinator's KIP-890 check of a TxnOffsetCommit):
-// a leader cut off from the cluster stops waiting as soon as it is
-// deposed. Call stop when done. The error is the partition's when it is
-// not led here now.
-func (b *Broker) WhileLeading(ctx context.Context, topic string, partition int32) (_ context.Context, stop func(), _ error) {
-	p, err := b.partition(topic, partition)
-	if err != nil {
-		return ctx, func() {}, err
-	}
-	ctx, stop = b.whileLeading(ctx, p)
+// askTxnCoordinator asks v whether p is in the producer's ongoing
+// transaction (KIP-890 part 1), or, with add, to add it there (part 2),
+// on p's behalf as its leader: for a produce, and for the group
+// coordinator's TxnOffsetCommit of its __consumer_offsets partition. The
+// coordinator is usually another broker, and the leader least able to
+// reach it is one cut off from the cluster, which is losing p: the
+// question is abandoned as soon as p stops being led here, and the error
+// is then p's (NOT_LEADER_OR_FOLLOWER), whatever the coordinator said, so
+// the client goes to the new leader before its transaction times out.
+func (b *Broker) askTxnCoordinator(ctx context.Context, p *replication.Replica, v TxnVerifier, transactionalID string,
+	producerID int64, producerEpoch int16, add bool) (int16, error) {
+	ctx, stop := b.whileLeading(ctx, p)
+	defer stop()
 	if err := p.CheckLeading(); err != nil {
-		stop()
-		return ctx, func() {}, err
+		return 0, err
 	}
-	return ctx, stop, nil
+	var code int16
+	if adder, ok := v.(TxnPartitionAdder); add && ok {
+		code = adder.AddTxnPartition(ctx, transactionalID, producerID, producerEpoch, p.Topic(), p.Index())
+	} else if add {
+		return 0, fmt.Errorf("%w: no transaction coordinator adds partitions on this broker (transaction.version 2)", ErrInvalidTxnState)
+	} else {
+		code = v.VerifyTxnPartition(ctx, transactionalID, producerID, producerEpoch, p.Topic(), p.Index())
+	}
+	if err := p.CheckLeading(); err != nil {
+		return 0, err
+	}
+	return code, nil
 }
 
-// CheckLeading is nil when topic-partition is led here now, else the
-// partition's error (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION).
-func (b *Broker) CheckLeading(topic string, partition int32) error {
+// AskTxnCoordinator is askTxnCoordinator for topic-partition as this
+// broker leads it: the group coordinator's check (or, add, KIP-890 part
+// 2's addition) of a TxnOffsetCommit's __consumer_offsets partition.
+func (b *Broker) AskTxnCoordinator(ctx context.Context, v TxnVerifier, topic string, partition int32, transactionalID string,
+	producerID int64, producerEpoch int16, add bool) (int16, error) {
 	p, err := b.partition(topic, partition)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return p.CheckLeading()
+	return b.askTxnCoordinator(ctx, p, v, transactionalID, producerID, producerEpoch, add)
 }
 
 // leadershipWatchBound bounds a whileLeading watch whose caller forgot to

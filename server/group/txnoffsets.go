@@ -49,31 +49,20 @@ func (c *Coordinator) SetTxnVerifier(v server.TxnVerifier) {
 // verifyTxnCommit asks the transaction coordinator about the commit's
 // producer; coordinator lookup errors of the transaction side become
 // COORDINATOR_NOT_AVAILABLE, which the client retries. The question ends
-// when this broker stops leading the group's offsets partition (answered
-// NOT_COORDINATOR, so the client finds the new coordinator at once): a
-// coordinator cut off from the cluster would otherwise hold the commit
-// until the request timed out, and the transaction past its own timeout,
-// as the partition nemeses showed for produce (server/txnpartition.go).
+// when this broker stops leading the group's offsets partition
+// (Broker.AskTxnCoordinator), answered NOT_COORDINATOR so that the client
+// finds the new coordinator before its transaction times out.
 func (c *Coordinator) verifyTxnCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) int16 {
 	box := c.txnVerifier.Load()
 	if box == nil {
 		return errNone
 	}
-	partition := c.offsetsPartition(req.Group)
-	ctx, stop, err := c.broker.WhileLeading(ctx, OffsetsTopic, partition)
+	_, isAdder := box.v.(server.TxnPartitionAdder)
+	add := isAdder && req.Version >= 5 // KIP-890 part 2: the client sent no AddOffsetsToTxn
+	code, err := c.broker.AskTxnCoordinator(ctx, box.v, OffsetsTopic, c.offsetsPartition(req.Group),
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, add)
 	if err != nil {
-		return errNotCoordinator
-	}
-	defer stop()
-	var code int16
-	if adder, ok := box.v.(server.TxnPartitionAdder); ok && req.Version >= 5 {
-		// KIP-890 part 2: the client sent no AddOffsetsToTxn.
-		code = adder.AddTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, partition)
-	} else {
-		code = box.v.VerifyTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, OffsetsTopic, partition)
-	}
-	if err := c.broker.CheckLeading(OffsetsTopic, partition); err != nil {
-		return errNotCoordinator // whatever the transaction coordinator said, this broker no longer coordinates the group
+		return errNotCoordinator // this broker no longer coordinates the group
 	}
 	switch code {
 	case errNotCoordinator, errCoordinatorLoadInProgress:
