@@ -254,8 +254,8 @@ func hammerMetadata(ctx context.Context, cl *kgo.Client, topic string) *metadata
 	return h
 }
 
-// A request_percentage quota of 1% (a hundredth of one handler thread) on
-// one client id slows franz-go hammering cheap Metadata requests well below
+// A request_percentage quota of 0.2% (a five-hundredth of one handler
+// thread) on one client id slows franz-go hammering cheap Metadata requests well below
 // an unquoted client id hammering beside it, with throttle_time_ms in the
 // responses; the other client id gets none. Lifted, it throttles no more.
 func TestRequestQuotaSlowsAClient(t *testing.T) {
@@ -263,8 +263,8 @@ func TestRequestQuotaSlowsAClient(t *testing.T) {
 	// Partitions make each Metadata cost the broker more than the round
 	// trip costs the client, so the quota, not the client, sets the pace.
 	createTopic(t, node, "q-requests", 256)
-	cli(t, node, "", "quotas", "set", "--entity-type", "clients", "--entity-name", "busy", "--add-config", "request_percentage=1")
-	if got := squeeze(cli(t, node, "", "quotas", "list")); got != "client-id 'busy' request_percentage=1\n" {
+	cli(t, node, "", "quotas", "set", "--entity-type", "clients", "--entity-name", "busy", "--add-config", "request_percentage=0.2")
+	if got := squeeze(cli(t, node, "", "quotas", "list")); got != "client-id 'busy' request_percentage=0.2\n" {
 		t.Fatalf("list: %q", got)
 	}
 	var busyHook, freeHook throttleHook
@@ -277,7 +277,7 @@ func TestRequestQuotaSlowsAClient(t *testing.T) {
 	go func() { results <- hammerMetadata(ctx, busy, "q-requests") }()
 	freeRes := hammerMetadata(ctx, free, "q-requests")
 	busyRes := <-results
-	t.Logf("busy (request_percentage=1): %d requests served, %d throttled (%d throttle hooks); free: %d served, %d throttled",
+	t.Logf("busy (request_percentage=0.2): %d requests served, %d throttled (%d throttle hooks); free: %d served, %d throttled",
 		busyRes.served, busyRes.throttled, busyHook.throttled.Load(), freeRes.served, freeRes.throttled)
 	if busyRes.err != nil || freeRes.err != nil {
 		t.Fatalf("requests failed: busy %v, free %v", busyRes.err, freeRes.err)
