@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"github.com/ferry-mq/ferry/server/features"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -93,6 +94,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{51, 0, 0, (*Server).handleAlterUserScramCredentials, false},
 		{60, 0, 1, (*Server).handleDescribeCluster, false},
 		{61, 0, 0, (*Server).handleDescribeProducers, false},
+		{57, 0, 1, (*Server).handleUpdateFeatures, false},
 		{65, 0, 0, (*Server).handleDescribeTransactions, false},
 		{66, 0, 1, (*Server).handleListTransactions, false},
 	}
@@ -115,14 +117,24 @@ func (s *Server) serves(a *api) bool {
 	return a != nil && (!a.interBroker || s.cfg.InterBroker) && (!txnAPIs[a.key] || s.cfg.Txns != nil)
 }
 
-// maxVersion is the newest version of a served here: Produce v12, EndTxn
-// v5 and TxnOffsetCommit v5 (KIP-890 part 2) only with transaction.version
-// 2, so clients of a version-1 broker negotiate exactly as before.
+// maxVersion is the newest version of a advertised here: Produce v12,
+// EndTxn v5 and TxnOffsetCommit v5 (KIP-890 part 2) only while the
+// cluster's transaction.version is 2, so clients negotiate by the
+// finalized level.
 func (s *Server) maxVersion(a *api) int16 {
 	if s.transactionVersion() >= 2 {
-		if v, ok := tv2Versions[a.key]; ok {
-			return v
-		}
+		return servedMax(a)
+	}
+	return a.max
+}
+
+// servedMax is the newest version of a this listener decodes: the
+// KIP-890 part 2 versions whatever the finalized level, as Kafka does, so
+// a client that negotiated them before a downgrade ends the transactions
+// it opened with them (each request is decided by its version).
+func servedMax(a *api) int16 {
+	if v, ok := tv2Versions[a.key]; ok {
+		return v
 	}
 	return a.max
 }
@@ -135,7 +147,7 @@ func (s *Server) transactionVersion() int16 {
 	if s.cfg.Txns == nil {
 		return 0
 	}
-	return s.cfg.Txns.TransactionVersion()
+	return s.cfg.Features.Level(features.TransactionVersion)
 }
 
 // txnAPIs are served only with a transaction coordinator.
