@@ -509,7 +509,9 @@ func decodeBroker(id int32, data []byte) (BrokerInfo, error) {
 			return BrokerInfo{}, fmt.Errorf("%w: %s: feature %q range %d-%d", ErrCorrupt, what, truncate(name), r.Min, r.Max)
 		}
 	}
-	b.Features = v.Features
+	if len(v.Features) > 0 {
+		b.Features = v.Features
+	}
 	return b, nil
 }
 

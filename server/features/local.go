@@ -60,20 +60,29 @@ func (s *LocalStore) read() (Finalized, error) {
 	if err != nil {
 		return Finalized{}, err
 	}
-	var f localFile
 	if len(data) > maxLocalFileBytes {
 		return Finalized{}, fmt.Errorf("%s: larger than %d bytes", s.path, maxLocalFileBytes)
 	}
+	f, err := parseLocalFile(data)
+	if err != nil {
+		return Finalized{}, fmt.Errorf("%s: %w", s.path, err)
+	}
+	return f, nil
+}
+
+// parseLocalFile reads LocalFile's bytes.
+func parseLocalFile(data []byte) (Finalized, error) {
+	var f localFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return Finalized{}, fmt.Errorf("parse %s: %w", s.path, err)
+		return Finalized{}, err
 	}
 	if f.Version != 1 || f.Epoch < 0 {
-		return Finalized{}, fmt.Errorf("%s: version %d, epoch %d", s.path, f.Version, f.Epoch)
+		return Finalized{}, fmt.Errorf("version %d, epoch %d", f.Version, f.Epoch)
 	}
 	levels := map[string]int16{}
 	for n, l := range f.Features {
-		if l < 0 {
-			return Finalized{}, fmt.Errorf("%s: %s at level %d", s.path, n, l)
+		if l < 0 || n == "" {
+			return Finalized{}, fmt.Errorf("feature %q at level %d", n, l)
 		}
 		if l > 0 {
 			levels[n] = l

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"github.com/ferry-mq/ferry/server/features"
 	"sync"
 	"testing"
 	"time"
@@ -133,8 +134,12 @@ func startTxn(t *testing.T, c *client, id string) (int64, int16) {
 	return resp.ProducerID, resp.ProducerEpoch
 }
 
+// With transaction.version finalized at 1 the transaction APIs are
+// Kafka 3.9's ranges (at 2, TestTransactionVersionAdvertised).
 func TestTxnApisAdvertisedWithCoordinator(t *testing.T) {
-	ts, _ := newTxnTestServer(t)
+	ts, _ := newTxnTestServerTuned(t, nil, func(c *Config) {
+		c.Features = features.NewFixed(map[string]int16{features.TransactionVersion: 1})
+	})
 	resp := do[*kmsg.ApiVersionsResponse](ts.dial(t), kmsg.NewPtrApiVersionsRequest(), 3)
 	want := map[int16][2]int16{24: {0, 5}, 25: {0, 4}, 26: {0, 4}, 28: {0, 4}, 65: {0, 0}, 66: {0, 1}} // Kafka 3.9's
 	for _, k := range resp.ApiKeys {
