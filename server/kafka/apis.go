@@ -26,8 +26,10 @@ const (
 )
 
 // apis is the one table of what this listener serves; ApiVersions
-// advertises exactly these ranges, and a request outside them closes the
-// connection (ApiVersions excepted, which Kafka always answers).
+// advertises exactly these ranges (the KIP-890 part 2 versions, tv2Versions,
+// while transaction.version is finalized at 2), and a request outside them
+// closes the connection (ApiVersions excepted, which Kafka always answers;
+// the KIP-890 part 2 versions are decoded at any level, see servedMax).
 //
 // Every API starts at the first version Kafka 3.9 serves (v0 for all of
 // these): Kafka 4.0 dropped the older ones (KIP-896), but tools still in
