@@ -458,15 +458,15 @@ func (w *jsonWriter) securityProtocolMap(eps []Endpoint) {
 }
 
 type brokerJSON struct {
-	Version     *int              `json:"version"`
-	Host        *string           `json:"host"`
-	Port        *int              `json:"port"`
-	JMXPort     *int              `json:"jmx_port"`
-	Timestamp   string            `json:"timestamp"`
-	Endpoints   []string          `json:"endpoints"`
-	Rack        *string           `json:"rack"`
-	ProtocolMap map[string]string `json:"listener_security_protocol_map"`
-	HTTP        string            `json:"ferry_http_endpoint"`
+	Version     *int                    `json:"version"`
+	Host        *string                 `json:"host"`
+	Port        *int                    `json:"port"`
+	JMXPort     *int                    `json:"jmx_port"`
+	Timestamp   string                  `json:"timestamp"`
+	Endpoints   []string                `json:"endpoints"`
+	Rack        *string                 `json:"rack"`
+	ProtocolMap map[string]string       `json:"listener_security_protocol_map"`
+	HTTP        string                  `json:"ferry_http_endpoint"`
 	Features    map[string]FeatureRange `json:"features"`
 }
 

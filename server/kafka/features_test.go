@@ -21,7 +21,9 @@ func newFeaturesServer(t *testing.T, dir string) (*testServer, *features.Manager
 	t.Helper()
 	supported := features.Supported(features.MaxTransactionVersion)
 	m, err := features.Open(features.Config{Store: features.NewLocalStore(dir), Supported: supported,
-		Brokers: func() ([]features.BrokerSupport, error) { return []features.BrokerSupport{{ID: 0, Features: supported}}, nil }})
+		Brokers: func() ([]features.BrokerSupport, error) {
+			return []features.BrokerSupport{{ID: 0, Features: supported}}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
