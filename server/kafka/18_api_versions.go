@@ -12,9 +12,9 @@ package kafka
 // this broker's supported range (from 1 to v3, whose Java and librdkafka
 // readers refuse a minimum of 0, KAFKA-17011), and the cluster's
 // finalized level and its epoch (server/features); a finalized level of
-// 2 is what makes franz-go and the Java client (4.0+) use KIP-890 part 2,
-// and Produce v12, EndTxn v5 and TxnOffsetCommit v5 are advertised only
-// then. No KIP-848 or telemetry APIs. Kafka checks the v3
+// 2 is what makes franz-go and the Java client (4.0+) use KIP-890 part 2
+// (Produce v12, EndTxn v5 and TxnOffsetCommit v5 are advertised at every
+// level, as Kafka 4 does: apis.go's maxVersion). No KIP-848 or telemetry APIs. Kafka checks the v3
 // ClientSoftwareName/Version format; ferry does not.
 
 import (

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"github.com/ferry-mq/ferry/server/features"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -26,10 +25,10 @@ const (
 )
 
 // apis is the one table of what this listener serves; ApiVersions
-// advertises exactly these ranges (the KIP-890 part 2 versions, tv2Versions,
-// while transaction.version is finalized at 2), and a request outside them
-// closes the connection (ApiVersions excepted, which Kafka always answers;
-// the KIP-890 part 2 versions are decoded at any level, see servedMax).
+// advertises exactly these ranges (with the KIP-890 part 2 versions,
+// tv2Versions, when a transaction coordinator runs), and a request outside
+// them closes the connection (ApiVersions excepted, which Kafka always
+// answers).
 //
 // Every API starts at the first version Kafka 3.9 serves (v0 for all of
 // these): Kafka 4.0 dropped the older ones (KIP-896), but tools still in
@@ -119,21 +118,22 @@ func (s *Server) serves(a *api) bool {
 	return a != nil && (!a.interBroker || s.cfg.InterBroker) && (!txnAPIs[a.key] || s.cfg.Txns != nil)
 }
 
-// maxVersion is the newest version of a advertised here: Produce v12,
-// EndTxn v5 and TxnOffsetCommit v5 (KIP-890 part 2) only while the
-// cluster's transaction.version is 2, so clients negotiate by the
-// finalized level.
+// maxVersion is the newest version of a advertised here: with a
+// transaction coordinator, Produce v12, EndTxn v5 and TxnOffsetCommit v5
+// (KIP-890 part 2) whatever the finalized transaction.version, as Kafka
+// 4 advertises them; a client opts in by the finalized feature, not by
+// the versions (franz-go, the Java client), and one that opted in keeps
+// its transaction's protocol on the connections it opens after a
+// downgrade, which a cap at Produce v11 there would break mid-transaction
+// (the produce would neither add the partition nor find it added).
 func (s *Server) maxVersion(a *api) int16 {
-	if s.transactionVersion() >= 2 {
+	if s.cfg.Txns != nil {
 		return servedMax(a)
 	}
 	return a.max
 }
 
-// servedMax is the newest version of a this listener decodes: the
-// KIP-890 part 2 versions whatever the finalized level, as Kafka does, so
-// a client that negotiated them before a downgrade ends the transactions
-// it opened with them (each request is decided by its version).
+// servedMax is the newest version of a this listener decodes.
 func servedMax(a *api) int16 {
 	if v, ok := tv2Versions[a.key]; ok {
 		return v
@@ -142,15 +142,6 @@ func servedMax(a *api) int16 {
 }
 
 var tv2Versions = map[int16]int16{0: 12, 26: 5, 28: 5}
-
-// transactionVersion is the finalized transaction.version: 0 without a
-// transaction coordinator.
-func (s *Server) transactionVersion() int16 {
-	if s.cfg.Txns == nil {
-		return 0
-	}
-	return s.cfg.Features.Level(features.TransactionVersion)
-}
 
 // txnAPIs are served only with a transaction coordinator.
 var txnAPIs = map[int16]bool{24: true, 25: true, 26: true, 28: true, 65: true, 66: true}

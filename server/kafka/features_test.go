@@ -66,7 +66,7 @@ func finalizedTV(c *client) (level int16, epoch int64, produceMax int16) {
 // downgrade needs the downgrade type, levels outside what the broker
 // supports and unknown features are INVALID_UPDATE_VERSION, validate-only
 // changes nothing; a downgrade and an upgrade are stored (epoch bumped,
-// kept across a restart) and ApiVersions advertises by them.
+// kept across a restart) and ApiVersions advertises them.
 func TestUpdateFeatures(t *testing.T) {
 	dir := t.TempDir()
 	ts, _ := newFeaturesServer(t, dir)
@@ -108,8 +108,8 @@ func TestUpdateFeatures(t *testing.T) {
 	if r := updateFeature(c, 1, 1, 3, false); r.ErrorCode != 0 {
 		t.Fatalf("unsafe downgrade: %s %v", codeName(r.ErrorCode), r.ErrorMessage)
 	}
-	if level, epoch, produceMax := finalizedTV(c); level != 1 || epoch != 1 || produceMax != 11 {
-		t.Fatalf("after the downgrade: level %d epoch %d produce max %d, want 1 1 11", level, epoch, produceMax)
+	if level, epoch, produceMax := finalizedTV(c); level != 1 || epoch != 1 || produceMax != 12 {
+		t.Fatalf("after the downgrade: level %d epoch %d produce max %d, want 1 1 12", level, epoch, produceMax)
 	}
 	if r := updateFeature(c, 0, 2, 1, false); r.ErrorCode != 0 {
 		t.Fatalf("v0 upgrade: %s %v", codeName(r.ErrorCode), r.ErrorMessage)

@@ -151,8 +151,8 @@ func TestTransactionVersionsGroupSession(t *testing.T) {
 }
 
 // ApiVersions advertises the supported range of transaction.version and
-// its finalized level, and the KIP-890 part 2 versions only when that is
-// 2; a cluster finalized at 1 negotiates as before.
+// its finalized level (what clients opt in by), and the KIP-890 part 2
+// versions at every level, as Kafka 4 does.
 func TestTransactionVersionAdvertised(t *testing.T) {
 	for _, tv := range []int16{1, 2} {
 		ts, _ := newTxnTestServerTuned(t, nil, func(c *Config) {
@@ -172,7 +172,7 @@ func TestTransactionVersionAdvertised(t *testing.T) {
 					finalized = f.MaxVersionLevel
 				}
 			}
-			want := map[bool][3]int16{false: {11, 4, 4}, true: {12, 5, 5}}[tv == 2]
+			want := [3]int16{12, 5, 5} // at every level, as Kafka 4
 			if got := [3]int16{maxOf[0], maxOf[26], maxOf[28]}; got != want {
 				t.Fatalf("tv %d, v%d: Produce/EndTxn/TxnOffsetCommit max %v, want %v", tv, v, got, want)
 			}

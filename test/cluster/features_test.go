@@ -18,7 +18,8 @@ import (
 )
 
 // advertisedTV is what a broker's ApiVersions says of transaction.version:
-// the finalized level and epoch, and the highest EndTxn version.
+// the finalized level and epoch, and the highest EndTxn version (5 at
+// every level).
 func advertisedTV(t testing.TB, addr string) (level int16, epoch int64, endTxnMax int16, err error) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -56,7 +57,7 @@ func waitAllAdvertise(t testing.TB, nodes []*harness.Node, level int16) int64 {
 		epochs := map[int64]bool{}
 		for _, n := range nodes {
 			l, e, endMax, err := advertisedTV(t, n.KafkaAddr)
-			if err != nil || l != level || (level >= 2) != (endMax == 5) {
+			if err != nil || l != level || endMax != 5 {
 				return false
 			}
 			epochs[e], epoch = true, e

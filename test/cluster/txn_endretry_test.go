@@ -99,3 +99,81 @@ func TestEndTxnV5RetryAcrossCoordinatorFailover(t *testing.T) {
 		t.Fatalf("read_committed: %v", got)
 	}
 }
+
+// A downgrade of transaction.version to 1 while version-2 transactions
+// are open on a cluster loses and mixes nothing: the open transaction
+// goes on to partitions led by other brokers (added by the produce on a
+// connection that negotiated version 2, or by AddPartitionsToTxn on one
+// opened after the downgrade) and commits; a producer that connects
+// after the downgrade runs version 1; a read_committed reader sees every
+// committed record once.
+func TestDowngradeWithOpenTransactionOnCluster(t *testing.T) {
+	nodes := startTxnBrokers(t)
+	waitAllAdvertise(t, nodes, 2)
+	adm := txnAdmin(t, nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const topic = "downgrade-open"
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, "leaders", 30*time.Second, func() bool {
+		return leaderOfPartition(adm, topic, 0) > 0 && leaderOfPartition(adm, topic, 1) > 0 && leaderOfPartition(adm, topic, 2) > 0
+	})
+	adds := &addCounter{}
+	open := benchClient(t, nodes, topic, kgo.TransactionalID("open-across"), kgo.WithHooks(adds), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produce := func(cl *kgo.Client, v string, p int32) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v), Partition: p}).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", v, err)
+		}
+	}
+	// franz-go's first transaction runs as version 1; it opts in after.
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(open, "warm-up", 0)
+	if err := open.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	addsBefore := adds.n.Load()
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(open, "before-0", 0)
+	if code, msg := setTV(t, nodes, 1, 2); code != 0 {
+		t.Fatalf("downgrade: %d %s", code, msg)
+	}
+	waitAllAdvertise(t, nodes, 1)
+	produce(open, "after-1", 1)
+	produce(open, "after-2", 2)
+	if err := open.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit across the downgrade: %v", err)
+	}
+	// The client may add the partitions whose leaders it first reached
+	// after the downgrade explicitly (those connections negotiated
+	// Produce v11): the coordinator keeps one partition set either way.
+	t.Logf("AddPartitionsToTxn of the open transaction after the downgrade: %d", adds.n.Load()-addsBefore)
+	lateAdds := &addCounter{}
+	late := benchClient(t, nodes, topic, kgo.TransactionalID("after-downgrade"), kgo.WithHooks(lateAdds), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := late.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(late, "v1", 1)
+	if err := late.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if lateAdds.n.Load() == 0 {
+		t.Fatal("a producer connecting after the downgrade used version 2")
+	}
+	reader := benchClient(t, nodes, topic, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []string
+	for len(got) < 5 && ctx.Err() == nil {
+		reader.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"after-1", "after-2", "before-0", "v1", "warm-up"}) {
+		t.Fatalf("read_committed: %v", got)
+	}
+}
