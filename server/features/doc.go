@@ -30,9 +30,10 @@
 // the downgrade type. The write is conditional on the epoch read, so two
 // concurrent updates cannot both apply to the same level.
 //
-// A downgrade does not end anything open: the coordinator decides each
-// request by its version (an EndTxn v5 is a version-2 end whatever the
-// level), so a transaction begun under version 2 ends as it began on
-// connections that negotiated before the change; new connections
-// negotiate by the new level.
+// A downgrade does not end anything open: clients choose the protocol by
+// the finalized level (franz-go once per session, the Java client per
+// transaction), every broker serves both protocols' versions at every
+// level, as Kafka 4 does, and the coordinator decides each request by its
+// version (an EndTxn v5 is a version-2 end whatever the level), so a
+// transaction begun under version 2 ends as it began.
 package features
