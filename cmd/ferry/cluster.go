@@ -381,7 +381,7 @@ func (n *clusterNode) register(s serveSettings) error {
 		return err
 	}
 	info := zookeeper.BrokerInfo{ID: s.broker.BrokerID, Rack: s.brokerRack, JMXPort: -1, Timestamp: time.Now().UnixMilli(), HTTP: s.advertisedHTTPAddr,
-		Endpoints: eps}
+		Endpoints: eps, Features: supportedFeatures(s)}
 	// A broker restarted right after a crash finds its old session's
 	// registration still there until ZooKeeper expires that session: it
 	// waits for the expiry rather than fail (Kafka's broker exits).

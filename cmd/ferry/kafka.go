@@ -43,6 +43,7 @@ var kafkaScripts = map[string]func([]string) error{
 	"kafka-producer-perf-test.sh":         kafkaProducerPerfTest,
 	"kafka-consumer-perf-test.sh":         kafkaConsumerPerfTest,
 	"kafka-transactions.sh":               kafkaTransactions,
+	"kafka-features.sh":                   kafkaFeatures,
 }
 
 // kafkaScriptNames are the script names, sorted.

@@ -35,6 +35,8 @@ env FERRY_BOOTSTRAP; on a SASL listener --sasl-mechanism M --sasl-username U
   ferry transactions describe-producers --topic T --partition P | find-hanging [--topic T]…
   ferry transactions abort --topic T --partition P (--start-offset N |
                           --producer-id I --producer-epoch E --coordinator-epoch C)
+  ferry features describe | upgrade --feature transaction.version=2 |
+                          downgrade --feature transaction.version=1 [--unsafe] [--dry-run]
   ferry reassign --generate --topics-to-move-json-file F --broker-list 3,4
   ferry reassign --execute|--verify|--cancel --reassignment-json-file F [--wait D]
                           (kafka-reassign-partitions.sh's JSON files)
@@ -93,6 +95,8 @@ func main() {
 		err = runGroups(os.Args[2:])
 	case "transactions":
 		err = runTransactions(os.Args[2:])
+	case "features":
+		err = runFeatures(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
 	case "brokers":

@@ -94,6 +94,9 @@ type serveSettings struct {
 	offsetsRetention, offsetsRetentionCheck time.Duration
 	// txn is the transaction coordinator's settings (txnserve.go).
 	txn txn.Config
+	// maxTransactionVersion is this broker's highest supported
+	// transaction.version (the flag transaction-version).
+	maxTransactionVersion int16
 	// groupLagSampleInterval is how often groups' lag is sampled for
 	// GET /groups/{group}/lag/history.
 	groupLagSampleInterval time.Duration
@@ -738,6 +741,12 @@ func runServe(args []string) error {
 		node.followConfigChanges(broker)
 		node.followPeers()
 	}
+	finalized, stopFeatures, err := openFeatures(s, node, logger)
+	if err != nil {
+		broker.Close()
+		return err
+	}
+	defer stopFeatures()
 	groupCfg := group.Config{Logger: logger, InitialRebalanceDelay: s.groupInitialDelay, OffsetsTopicPartitions: s.offsetsPartitions,
 		OffsetsTopicReplicationFactor: s.offsetsReplicationFactor, OffsetsTopicSegmentBytes: s.offsetsSegmentBytes,
 		OffsetsRetention: s.offsetsRetention, OffsetsRetentionCheckInterval: s.offsetsRetentionCheck,
@@ -771,7 +780,7 @@ func runServe(args []string) error {
 	groups.SetTxnVerifier(txnVerifier)
 	closeCore := func() { txns.Close(); idem.Close(); groups.Close(); broker.Close() }
 	kcfg := s.kafkaLimits
-	kcfg.Txns = txns
+	kcfg.Txns, kcfg.Features = txns, finalized
 	kcfg.Listeners, kcfg.Logger, kcfg.Metrics = listeners, logger, m
 	kcfg.InterBroker, kcfg.InterBrokerListener = node != nil, s.interBroker
 	if err := openCredentials(&kcfg, s, node); err != nil {

@@ -83,3 +83,25 @@ func TestClusterKeepsSaslOffTheInterBrokerListener(t *testing.T) {
 		t.Fatalf("SASL for clients, PLAINTEXT between brokers: %+v %v", s.listeners, err)
 	}
 }
+
+// transaction-version is a broker's highest supported transaction.version
+// (the cluster finalizes the level): 2 by default, 1 to emulate an older
+// broker, anything else refused.
+func TestSupportedTransactionVersionSetting(t *testing.T) {
+	s, _, err := loadServeSettings(nil)
+	if err != nil || s.maxTransactionVersion != 2 {
+		t.Fatalf("default: %d %v, want 2", s.maxTransactionVersion, err)
+	}
+	props := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(props, []byte("transaction.version=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, _, err = loadServeSettings([]string{"--config", props}); err != nil || s.maxTransactionVersion != 1 {
+		t.Fatalf("properties: %d %v, want 1", s.maxTransactionVersion, err)
+	}
+	for _, bad := range []string{"0", "3", "x"} {
+		if _, _, err := loadServeSettings([]string{"--transaction-version", bad}); err == nil {
+			t.Fatalf("--transaction-version %s accepted", bad)
+		}
+	}
+}

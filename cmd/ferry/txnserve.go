@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/features"
 	"github.com/ferry-mq/ferry/server/forward"
 	"github.com/ferry-mq/ferry/server/txn"
 )
@@ -30,9 +31,16 @@ var txnOptions = []option{
 	txnIntOption("transaction-max-timeout-ms", "transaction.max.timeout.ms",
 		"the longest transaction.timeout.ms a producer may ask (INVALID_TRANSACTION_TIMEOUT above it)", "900000", 1,
 		func(c *txn.Config, n int64) { c.MaxTimeout = time.Duration(n) * time.Millisecond }),
-	txnIntOption("transaction-version", "transaction.version",
-		"the finalized transaction.version feature: 2 is KIP-890 part 2 (a produce adds its partition to the transaction, every EndTxn bumps the epoch; clients opt in), 1 the transactions of Kafka 3.x; set the same on every broker, once all run a version serving 2 (a client opts in when any broker advertises it)", "1", 0,
-		func(c *txn.Config, n int64) { c.TransactionVersion = int16(min(n, 32767)) }),
+	{"transaction-version", []string{"transaction.version"},
+		"the highest transaction.version (KIP-890) this broker supports, 1 or 2; the level the cluster uses is finalized once for all brokers (kafka-features.sh, `ferry features`): a new cluster finalizes the highest level every registered broker supports, and a broker that supports less than the finalized level refuses to start. 1 emulates a broker of an older release (a mixed cluster)", "2",
+		func(s *serveSettings, v string) error {
+			n, err := strconv.ParseInt(v, 10, 16)
+			if err == nil && (n < 1 || n > int64(features.MaxTransactionVersion)) {
+				err = fmt.Errorf("must be 1 or %d", features.MaxTransactionVersion)
+			}
+			s.maxTransactionVersion = int16(n)
+			return err
+		}},
 	txnIntOption("transactional-id-expiration-ms", "transactional.id.expiration.ms",
 		"a transactional id without an open transaction that sees no request this long is removed", "604800000", 1,
 		func(c *txn.Config, n int64) { c.IDExpiration = time.Duration(n) * time.Millisecond }),

@@ -344,6 +344,16 @@ type BrokerInfo struct {
 	// readers ignore keys they do not know), so a node can hand a request
 	// to the broker that serves it.
 	HTTP string
+	// Features are the broker's supported feature ranges (KIP-584), as
+	// Kafka writes them: {"transaction.version":{"min_version":0,"max_version":2}}.
+	// A broker that lists no range for a feature supports only level 0.
+	Features map[string]FeatureRange
+}
+
+// FeatureRange is the levels of a feature a broker supports.
+type FeatureRange struct {
+	Min int16 `json:"min_version"`
+	Max int16 `json:"max_version"`
 }
 
 // plaintext is the top-level host/port Kafka keeps for old clients: the
@@ -405,7 +415,7 @@ func encodeBroker(b BrokerInfo) []byte {
 		case "listener_security_protocol_map":
 			w.field(k, func() { w.securityProtocolMap(b.Endpoints) })
 		case "features":
-			w.field(k, func() { w.buf.WriteString("{}") })
+			w.field(k, func() { w.featureRanges(b.Features) })
 		}
 	}
 	if b.HTTP != "" {
@@ -413,6 +423,24 @@ func encodeBroker(b BrokerInfo) []byte {
 	}
 	w.close('}')
 	return w.bytes()
+}
+
+func (w *jsonWriter) featureRanges(fs map[string]FeatureRange) {
+	names := make([]string, 0, len(fs))
+	for n := range fs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	w.open('{')
+	for _, n := range names {
+		w.field(n, func() {
+			w.open('{')
+			w.intField("min_version", int64(fs[n].Min))
+			w.intField("max_version", int64(fs[n].Max))
+			w.close('}')
+		})
+	}
+	w.close('}')
 }
 
 // securityProtocolMap is a Scala immutable Map, in insertion order for
@@ -430,15 +458,16 @@ func (w *jsonWriter) securityProtocolMap(eps []Endpoint) {
 }
 
 type brokerJSON struct {
-	Version     *int              `json:"version"`
-	Host        *string           `json:"host"`
-	Port        *int              `json:"port"`
-	JMXPort     *int              `json:"jmx_port"`
-	Timestamp   string            `json:"timestamp"`
-	Endpoints   []string          `json:"endpoints"`
-	Rack        *string           `json:"rack"`
-	ProtocolMap map[string]string `json:"listener_security_protocol_map"`
-	HTTP        string            `json:"ferry_http_endpoint"`
+	Version     *int                    `json:"version"`
+	Host        *string                 `json:"host"`
+	Port        *int                    `json:"port"`
+	JMXPort     *int                    `json:"jmx_port"`
+	Timestamp   string                  `json:"timestamp"`
+	Endpoints   []string                `json:"endpoints"`
+	Rack        *string                 `json:"rack"`
+	ProtocolMap map[string]string       `json:"listener_security_protocol_map"`
+	HTTP        string                  `json:"ferry_http_endpoint"`
+	Features    map[string]FeatureRange `json:"features"`
 }
 
 func decodeBroker(id int32, data []byte) (BrokerInfo, error) {
@@ -474,6 +503,14 @@ func decodeBroker(id int32, data []byte) (BrokerInfo, error) {
 			return BrokerInfo{}, fmt.Errorf("%w: %s: ferry_http_endpoint %q", ErrCorrupt, what, truncate(v.HTTP))
 		}
 		b.HTTP = v.HTTP
+	}
+	for name, r := range v.Features {
+		if name == "" || r.Min < 0 || r.Max < r.Min {
+			return BrokerInfo{}, fmt.Errorf("%w: %s: feature %q range %d-%d", ErrCorrupt, what, truncate(name), r.Min, r.Max)
+		}
+	}
+	if len(v.Features) > 0 {
+		b.Features = v.Features
 	}
 	return b, nil
 }

@@ -202,7 +202,7 @@ func TestMalformedZnodesAreCorrupt(t *testing.T) {
 // something that decodes the same.
 func FuzzDecoders(f *testing.F) {
 	for _, s := range []string{kafkaBroker, kafkaBrokerRack, kafkaTopic, kafkaState, kafkaController,
-		kafkaClusterID, kafkaConfig, kafkaISRChange, kafkaReassign, "1", ""} {
+		kafkaClusterID, kafkaConfig, kafkaISRChange, kafkaReassign, kafkaFeatureV2, kafkaFeatureV1, kafkaBrokerTV, "1", ""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -221,6 +221,12 @@ func FuzzDecoders(f *testing.F) {
 			again, err := decodeState("s", encodeState(st), 1)
 			if err != nil || !reflect.DeepEqual(again, st) {
 				t.Fatalf("state re-decode: %v %+v %+v", err, again, st)
+			}
+		}
+		if f, err := decodeFeatures(data, 1); err == nil {
+			again, err := decodeFeatures(encodeFeatures(f.Levels), 1)
+			if err != nil || !reflect.DeepEqual(again.Levels, f.Levels) {
+				t.Fatalf("features re-decode: %v %+v %+v", err, again, f)
 			}
 		}
 		decodeController(data)

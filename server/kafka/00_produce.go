@@ -1,7 +1,8 @@
 package kafka
 
-// Produce (key 0), versions 0–11, and 12 with transaction.version 2
-// (KIP-890 part 2; the body is v11's): a transactional batch opening its
+// Produce (key 0), versions 0–11, and 12 with a transaction coordinator
+// (KIP-890 part 2; the body is v11's; clients use it once the cluster's
+// transaction.version is 2): a transactional batch opening its
 // producer's transaction on a partition adds the partition to the
 // transaction at the coordinator (server.BatchProduce.AddToTxn) instead of
 // only verifying it is there.

@@ -1,22 +1,25 @@
 package kafka
 
 // ApiVersions (key 18), versions 0–4 (v4 is v3 with KAFKA-17011 fixed:
-// a feature's MinVersion may be 0; ferry advertises no features).
+// a feature's MinVersion may be 0).
 //
 // Advertises exactly the apis table. The response header is always v0
 // (no tagged fields), even for v3+, as Kafka does, so clients can parse it
 // before they know what the broker speaks. A request for a version above 4
 // gets a v0 answer with UNSUPPORTED_VERSION and the ranges, so the client
-// retries with a version this broker serves. No features are advertised
-// unless transaction.version is 2 (txn.Config.TransactionVersion): then v3+
-// advertise the feature transaction.version, supported 0–2 (1–2 to v3,
-// whose Java and librdkafka readers refuse a minimum of 0, KAFKA-17011)
-// and finalized at level 2, which is what makes franz-go and the Java
-// client (4.0+) use KIP-890 part 2. No KIP-848 or telemetry APIs.
-// Kafka checks the v3 ClientSoftwareName/Version format; ferry does not.
+// retries with a version this broker serves. With a transaction
+// coordinator, v3+ advertise the feature transaction.version (KIP-584):
+// this broker's supported range (from 1 to v3, whose Java and librdkafka
+// readers refuse a minimum of 0, KAFKA-17011), and the cluster's
+// finalized level and its epoch (server/features); a finalized level of
+// 2 is what makes franz-go and the Java client (4.0+) use KIP-890 part 2
+// (Produce v12, EndTxn v5 and TxnOffsetCommit v5 are advertised at every
+// level, as Kafka 4 does: apis.go's maxVersion). No KIP-848 or telemetry APIs. Kafka checks the v3
+// ClientSoftwareName/Version format; ferry does not.
 
 import (
 	"context"
+	"github.com/ferry-mq/ferry/server/features"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,17 +29,24 @@ func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) kmsg.Re
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = s.apiKeys()
-	if tv := s.transactionVersion(); tv >= 2 && req.Version >= 3 {
-		minTV := int16(0)
-		if req.Version == 3 {
-			minTV = 1
-		}
-		resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: "transaction.version", MinVersion: minTV, MaxVersion: 2}}
-		// The level never changes while the broker runs: epoch 1.
-		resp.FinalizedFeaturesEpoch = 1
-		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: "transaction.version", MinVersionLevel: tv, MaxVersionLevel: tv}}
+	if s.cfg.Txns != nil && req.Version >= 3 {
+		s.advertiseFeatures(resp)
 	}
 	return resp
+}
+
+// advertiseFeatures fills the supported and finalized features.
+func (s *Server) advertiseFeatures(resp *kmsg.ApiVersionsResponse) {
+	supported := s.cfg.Features.Supported()[features.TransactionVersion]
+	if resp.Version == 3 {
+		supported.Min = max(supported.Min, 1)
+	}
+	resp.SupportedFeatures = []kmsg.ApiVersionsResponseSupportedFeature{{Name: features.TransactionVersion, MinVersion: supported.Min, MaxVersion: supported.Max}}
+	finalized := s.cfg.Features.Finalized()
+	resp.FinalizedFeaturesEpoch = finalized.Epoch
+	if level := finalized.Level(features.TransactionVersion); level > 0 {
+		resp.FinalizedFeatures = []kmsg.ApiVersionsResponseFinalizedFeature{{Name: features.TransactionVersion, MinVersionLevel: level, MaxVersionLevel: level}}
+	}
 }
 
 func (s *Server) apiKeys() []kmsg.ApiVersionsResponseApiKey {

@@ -1,8 +1,10 @@
 package kafka
 
 // EndTxn (key 26), versions 0–4 (v4 only allows the TRANSACTION_ABORTABLE
-// error, KIP-890), and v5 with transaction.version 2 (KIP-890 part 2):
-// every end bumps the producer's epoch (txn.Txn.EndTxnV2), the markers
+// error, KIP-890), and v5 (KIP-890 part 2; clients use it once the
+// cluster's transaction.version is 2, and a transaction opened before a
+// downgrade ends as it began): every end bumps the producer's epoch
+// (txn.Txn.EndTxnV2), the markers
 // carry the bumped epoch, and the answer holds the producer id and epoch
 // of the producer's next transaction.
 //

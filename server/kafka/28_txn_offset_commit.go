@@ -1,8 +1,8 @@
 package kafka
 
 // TxnOffsetCommit (key 28), versions 0–4 (v4 only allows the
-// TRANSACTION_ABORTABLE error, KIP-890), and v5 with transaction.version
-// 2 (KIP-890 part 2): the group's __consumer_offsets partition is added
+// TRANSACTION_ABORTABLE error, KIP-890), and v5 (KIP-890 part 2; clients
+// use it once the cluster's transaction.version is 2): the group's __consumer_offsets partition is added
 // to the producer's transaction at its coordinator (the client sends no
 // AddOffsetsToTxn) before the commits are written, where v4 only
 // verifies it is there.

@@ -331,6 +331,9 @@ func TestGroupAndClusterAPIsEnforced(t *testing.T) {
 	if r := do[*kmsg.DescribeClusterResponse](c, kmsg.NewPtrDescribeClusterRequest(), 0); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Errorf("describe cluster: %d", r.ErrorCode)
 	}
+	if r := updateFeature(c, 1, 1, 2, false); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("update features without ALTER on the cluster: %d", r.ErrorCode)
+	}
 	ip := kmsg.NewPtrInitProducerIDRequest()
 	if r := do[*kmsg.InitProducerIDResponse](c, ip, 4); r.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 		t.Errorf("init producer id without IDEMPOTENT_WRITE nor any topic WRITE: %d", r.ErrorCode)

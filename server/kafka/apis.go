@@ -25,8 +25,10 @@ const (
 )
 
 // apis is the one table of what this listener serves; ApiVersions
-// advertises exactly these ranges, and a request outside them closes the
-// connection (ApiVersions excepted, which Kafka always answers).
+// advertises exactly these ranges (with the KIP-890 part 2 versions,
+// tv2Versions, when a transaction coordinator runs), and a request outside
+// them closes the connection (ApiVersions excepted, which Kafka always
+// answers).
 //
 // Every API starts at the first version Kafka 3.9 serves (v0 for all of
 // these): Kafka 4.0 dropped the older ones (KIP-896), but tools still in
@@ -93,6 +95,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{51, 0, 0, (*Server).handleAlterUserScramCredentials, false},
 		{60, 0, 1, (*Server).handleDescribeCluster, false},
 		{61, 0, 0, (*Server).handleDescribeProducers, false},
+		{57, 0, 1, (*Server).handleUpdateFeatures, false},
 		{65, 0, 0, (*Server).handleDescribeTransactions, false},
 		{66, 0, 1, (*Server).handleListTransactions, false},
 	}
@@ -115,28 +118,30 @@ func (s *Server) serves(a *api) bool {
 	return a != nil && (!a.interBroker || s.cfg.InterBroker) && (!txnAPIs[a.key] || s.cfg.Txns != nil)
 }
 
-// maxVersion is the newest version of a served here: Produce v12, EndTxn
-// v5 and TxnOffsetCommit v5 (KIP-890 part 2) only with transaction.version
-// 2, so clients of a version-1 broker negotiate exactly as before.
+// maxVersion is the newest version of a advertised here: with a
+// transaction coordinator, Produce v12, EndTxn v5 and TxnOffsetCommit v5
+// (KIP-890 part 2) whatever the finalized transaction.version, as Kafka
+// 4 advertises them; a client opts in by the finalized feature, not by
+// the versions (franz-go, the Java client), and one that opted in keeps
+// its transaction's protocol on the connections it opens after a
+// downgrade, which a cap at Produce v11 there would break mid-transaction
+// (the produce would neither add the partition nor find it added).
 func (s *Server) maxVersion(a *api) int16 {
-	if s.transactionVersion() >= 2 {
-		if v, ok := tv2Versions[a.key]; ok {
-			return v
-		}
+	if s.cfg.Txns != nil {
+		return servedMax(a)
+	}
+	return a.max
+}
+
+// servedMax is the newest version of a this listener decodes.
+func servedMax(a *api) int16 {
+	if v, ok := tv2Versions[a.key]; ok {
+		return v
 	}
 	return a.max
 }
 
 var tv2Versions = map[int16]int16{0: 12, 26: 5, 28: 5}
-
-// transactionVersion is the finalized transaction.version: 0 without a
-// transaction coordinator.
-func (s *Server) transactionVersion() int16 {
-	if s.cfg.Txns == nil {
-		return 0
-	}
-	return s.cfg.Txns.TransactionVersion()
-}
 
 // txnAPIs are served only with a transaction coordinator.
 var txnAPIs = map[int16]bool{24: true, 25: true, 26: true, 28: true, 65: true, 66: true}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/ferry-mq/ferry/server/features"
 	"log/slog"
 	"net/netip"
 	"strconv"
@@ -109,6 +110,10 @@ type Config struct {
 	// nil: transactional producers are refused as before (INVALID_REQUEST,
 	// COORDINATOR_NOT_AVAILABLE) and those APIs are not advertised.
 	Txns *txn.Coordinator
+	// Features is the cluster's finalized features (transaction.version),
+	// advertised by ApiVersions and changed by UpdateFeatures; nil: fixed
+	// at transaction.version 2, as a new single node finalizes.
+	Features *features.Manager
 	// ACLs are the authorizer's bindings and the store behind DescribeAcls,
 	// CreateAcls and DeleteAcls (authorizer.class.name set); nil: ACLs
 	// are off, every request is allowed and those APIs answer

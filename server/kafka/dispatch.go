@@ -157,8 +157,8 @@ func (s *Server) decodeRequest(h requestHeader, rest []byte) (kmsg.Request, erro
 	if !s.serves(a) {
 		return nil, fmt.Errorf("unknown or unsupported api key %d", h.key)
 	}
-	if h.version < a.min || h.version > s.maxVersion(a) {
-		return nil, fmt.Errorf("version %d is outside the served range %d-%d", h.version, a.min, s.maxVersion(a))
+	if h.version < a.min || h.version > servedMax(a) {
+		return nil, fmt.Errorf("version %d is outside the served range %d-%d", h.version, a.min, servedMax(a))
 	}
 	req := kmsg.RequestForKey(h.key)
 	req.SetVersion(h.version)

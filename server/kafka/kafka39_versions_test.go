@@ -26,6 +26,7 @@ var kafka39 = map[int16][2]int16{
 	47: {0, 0}, 60: {0, 1}, 61: {0, 0},
 	17: {0, 1}, 36: {0, 2}, 50: {0, 0}, 51: {0, 0}, // SASL and its users
 	48: {0, 1}, 49: {0, 1}, // client quotas
+	57: {0, 1}, // UpdateFeatures
 }
 
 func TestApiVersionsAdvertisesKafka39Ranges(t *testing.T) {

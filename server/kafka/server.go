@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ferry-mq/ferry/server/features"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -75,6 +76,9 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 		return nil, errors.New("kafka: New needs a broker and a group coordinator")
 	}
 	cfg.Defaults()
+	if cfg.Features == nil {
+		cfg.Features = features.NewFixed(map[string]int16{features.TransactionVersion: features.MaxTransactionVersion})
+	}
 	if cfg.AdvertisedAddr == "" {
 		cfg.AdvertisedAddr = b.Config().AdvertisedKafkaAddr
 	}

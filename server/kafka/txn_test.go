@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"github.com/ferry-mq/ferry/server/features"
 	"sync"
 	"testing"
 	"time"
@@ -133,14 +134,18 @@ func startTxn(t *testing.T, c *client, id string) (int64, int16) {
 	return resp.ProducerID, resp.ProducerEpoch
 }
 
+// The transaction APIs are Kafka 4's ranges (3.9's but EndTxn and
+// TxnOffsetCommit v5, KIP-890 part 2) at transaction.version 1 too.
 func TestTxnApisAdvertisedWithCoordinator(t *testing.T) {
-	ts, _ := newTxnTestServer(t)
+	ts, _ := newTxnTestServerTuned(t, nil, func(c *Config) {
+		c.Features = features.NewFixed(map[string]int16{features.TransactionVersion: 1})
+	})
 	resp := do[*kmsg.ApiVersionsResponse](ts.dial(t), kmsg.NewPtrApiVersionsRequest(), 3)
-	want := map[int16][2]int16{24: {0, 5}, 25: {0, 4}, 26: {0, 4}, 28: {0, 4}, 65: {0, 0}, 66: {0, 1}} // Kafka 3.9's
+	want := map[int16][2]int16{24: {0, 5}, 25: {0, 4}, 26: {0, 5}, 28: {0, 5}, 65: {0, 0}, 66: {0, 1}}
 	for _, k := range resp.ApiKeys {
 		if w, ok := want[k.ApiKey]; ok {
 			if k.MinVersion != w[0] || k.MaxVersion != w[1] {
-				t.Fatalf("%s: %d-%d, Kafka 3.9 serves %d-%d", kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion, w[0], w[1])
+				t.Fatalf("%s: %d-%d, want %d-%d", kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion, w[0], w[1])
 			}
 			delete(want, k.ApiKey)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/ferry-mq/ferry/server/features"
 	"github.com/ferry-mq/ferry/server/txn"
 	"github.com/ferry-mq/ferry/test/harness"
 )
@@ -52,7 +53,7 @@ func tv1Versions() *kversion.Versions {
 }
 
 func newTV2Server(t *testing.T) (*testServer, *markerSink) {
-	ts, sink := newTxnTestServerTuned(t, func(c *txn.Config) { c.TransactionVersion = 2 })
+	ts, sink := newTxnTestServerTuned(t, nil) // a new node finalizes transaction.version 2
 	needPartitionSide(t, ts)
 	return ts, sink
 }
@@ -149,11 +150,14 @@ func TestTransactionVersionsGroupSession(t *testing.T) {
 	}
 }
 
-// ApiVersions advertises transaction.version and the KIP-890 part 2
-// versions only when it is 2; a default broker answers as before.
+// ApiVersions advertises the supported range of transaction.version and
+// its finalized level (what clients opt in by), and the KIP-890 part 2
+// versions at every level, as Kafka 4 does.
 func TestTransactionVersionAdvertised(t *testing.T) {
 	for _, tv := range []int16{1, 2} {
-		ts, _ := newTxnTestServerTuned(t, func(c *txn.Config) { c.TransactionVersion = tv })
+		ts, _ := newTxnTestServerTuned(t, nil, func(c *Config) {
+			c.Features = features.NewFixed(map[string]int16{features.TransactionVersion: tv})
+		})
 		for _, v := range []int16{3, 4} {
 			req := kmsg.NewPtrApiVersionsRequest()
 			req.ClientSoftwareName, req.ClientSoftwareVersion = "ferry-test", "1"
@@ -168,11 +172,11 @@ func TestTransactionVersionAdvertised(t *testing.T) {
 					finalized = f.MaxVersionLevel
 				}
 			}
-			want := map[bool][3]int16{false: {11, 4, 4}, true: {12, 5, 5}}[tv == 2]
+			want := [3]int16{12, 5, 5} // at every level, as Kafka 4
 			if got := [3]int16{maxOf[0], maxOf[26], maxOf[28]}; got != want {
 				t.Fatalf("tv %d, v%d: Produce/EndTxn/TxnOffsetCommit max %v, want %v", tv, v, got, want)
 			}
-			if tv == 2 && finalized != 2 || tv != 2 && len(resp.FinalizedFeatures)+len(resp.SupportedFeatures) != 0 {
+			if finalized != tv || len(resp.SupportedFeatures) != 1 || resp.SupportedFeatures[0].MaxVersion != 2 {
 				t.Fatalf("tv %d, v%d: features %+v %+v", tv, v, resp.SupportedFeatures, resp.FinalizedFeatures)
 			}
 			for _, f := range resp.SupportedFeatures {

@@ -49,13 +49,6 @@ type Config struct {
 	// RemoveExpiredInterval is
 	// transaction.remove.expired.transaction.cleanup.interval.ms. Default 1 h.
 	RemoveExpiredInterval time.Duration
-	// TransactionVersion is the finalized feature transaction.version
-	// (Kafka's name): 2 turns on KIP-890 part 2 (ApiVersions advertises
-	// it with Produce v12, EndTxn v5 and TxnOffsetCommit v5, so a client
-	// that opts in sends no AddPartitionsToTxn or AddOffsetsToTxn and
-	// gets a new epoch from every EndTxn); 0 and 1 are the transactions
-	// of Kafka 3.x. Default 1.
-	TransactionVersion int16
 	// MarkerRetryBackoff is the wait before markers that failed are sent
 	// again. Default 100 ms.
 	MarkerRetryBackoff time.Duration
@@ -64,13 +57,6 @@ type Config struct {
 	// ManualTick turns off the background loop; tests call Tick.
 	ManualTick bool
 }
-
-// MaxTransactionVersion is the highest transaction.version served.
-const MaxTransactionVersion = 2
-
-// TransactionVersion is the finalized transaction.version
-// (Config.TransactionVersion).
-func (c *Coordinator) TransactionVersion() int16 { return c.cfg.TransactionVersion }
 
 // Defaults fills zero fields.
 func (c *Config) Defaults() {
@@ -101,9 +87,6 @@ func (c *Config) Defaults() {
 	if c.RemoveExpiredInterval == 0 {
 		c.RemoveExpiredInterval = time.Hour
 	}
-	if c.TransactionVersion == 0 {
-		c.TransactionVersion = 1
-	}
 	if c.MarkerRetryBackoff == 0 {
 		c.MarkerRetryBackoff = 100 * time.Millisecond
 	}
@@ -121,8 +104,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("transaction.state.log.num.partitions %d: must be >= 1", c.StatePartitions)
 	case c.StateReplicationFactor < 1:
 		return fmt.Errorf("transaction.state.log.replication.factor %d: must be >= 1", c.StateReplicationFactor)
-	case c.TransactionVersion < 0 || c.TransactionVersion > MaxTransactionVersion:
-		return fmt.Errorf("transaction.version %d: must be 0, 1 or 2", c.TransactionVersion)
 	case c.StateMinISR < 1:
 		return fmt.Errorf("transaction.state.log.min.isr %d: must be >= 1", c.StateMinISR)
 	case c.StateSegmentBytes < 1024:

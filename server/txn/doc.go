@@ -95,9 +95,10 @@
 //
 // # transaction.version 2 (KIP-890 part 2)
 //
-// With Config.TransactionVersion 2 (the broker setting transaction.version,
-// default 1) ApiVersions advertises the finalized feature and Produce
-// v12, EndTxn v5 and TxnOffsetCommit v5; a client that opts in (franz-go
+// When the cluster finalizes the feature transaction.version at 2 (the
+// default of a new cluster, server/features) ApiVersions advertises it
+// with Produce v12, EndTxn v5 and TxnOffsetCommit v5; a client that opts
+// in (franz-go
 // 1.22+, the Java client 4.0+) sends no AddPartitionsToTxn or
 // AddOffsetsToTxn: the partition leader, on the batch that opens the
 // producer's transaction there (a batch of a newer epoch than the open
@@ -109,10 +110,17 @@
 // the leader appends only once the previous marker is in its log. EndTxn
 // v5 (Txn.EndTxnV2) bumps the epoch on every end, the markers carry it,
 // and the producer is answered it; an empty abort is legal; the epoch
-// running out rotates the producer id (NextProducerID, written in value
-// version 1). Clients held below those versions run as before on the
-// same broker. Not yet the default: the cluster and end-to-end suites
-// have not all run with it.
+// running out rotates the producer id (NextProducerID). Clients held
+// below those versions (librdkafka) run as before on the same broker:
+// every request is decided by its own version, never by the level, so a
+// downgrade leaves open transactions to end as they began.
+//
+// A version-2 end is written as value version 1 with Kafka 4's tagged
+// fields: ClientTransactionVersion 2, PreviousProducerId and
+// NextProducerId. A coordinator loading it (after a failover) knows the
+// producer's epoch before the bump, the current one less one, as Kafka
+// does, so an EndTxn v5 retried across the failover is answered as the
+// retry it is (success and the current epoch), not PRODUCER_FENCED.
 //
 // Not done: KIP-939 two-phase commit, KIP-994's transactional-id pattern filter
 // (ListTransactions v2).

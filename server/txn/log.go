@@ -3,6 +3,7 @@ package txn
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,9 +31,10 @@ func stateKey(id string) []byte {
 }
 
 // stateValue encodes t as value version 0, as Kafka 3.x writes it, or 1
-// (Kafka 4's, with tagged fields) while a transaction.version 2 end
-// rotates the producer id, so a coordinator loading it completes the
-// rotation; nil (a tombstone) for a Dead id.
+// (Kafka 4's, with tagged fields) for the work of a transaction.version 2
+// end (ClientTransactionVersion, PreviousProducerId, NextProducerId), so
+// a coordinator loading it completes a rotation of the producer id and
+// recognises the end's retry; nil (a tombstone) for a Dead id.
 func stateValue(t *Txn) []byte {
 	if t.State == Dead {
 		return nil
@@ -40,8 +42,9 @@ func stateValue(t *Txn) []byte {
 	v := kmsg.NewTxnMetadataValue()
 	v.Version = 0
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis = t.ProducerID, t.ProducerEpoch, t.TimeoutMs
-	if t.NextProducerID >= 0 {
+	if t.NextProducerID >= 0 || t.ClientTransactionVersion >= 2 {
 		v.Version, v.PreviousProducerID, v.NextProducerID = 1, t.PrevProducerID, t.NextProducerID
+		v.ClientTransactionVersion = t.ClientTransactionVersion
 	}
 	v.State = kmsg.TransactionState(t.State)
 	v.LastUpdateTimestamp, v.StartTimestamp = t.UpdateMs, t.StartMs
@@ -85,6 +88,10 @@ func decodeValue(id string, value []byte) (Txn, error) {
 	if v.Version >= 1 && v.NextProducerID >= 0 && (t.State == PrepareCommit || t.State == PrepareAbort) {
 		t.NextProducerID = v.NextProducerID
 	}
+	if v.Version >= 1 && v.ClientTransactionVersion >= 2 {
+		t.ClientTransactionVersion = 2
+		t.LastProducerEpoch = epochBeforeEnd(&t)
+	}
 	for _, topic := range v.Topics {
 		for _, p := range topic.Partitions {
 			t.Partitions = append(t.Partitions, TopicPartition{Topic: topic.Topic, Partition: p})
@@ -93,6 +100,30 @@ func decodeValue(id string, value []byte) (Txn, error) {
 	slices.SortFunc(t.Partitions, comparePartitions)
 	t.Partitions = slices.Compact(t.Partitions)
 	return t, nil
+}
+
+// epochBeforeEnd is the epoch a producer sent the version-2 end that left
+// t (loaded from the log) with: what Txn.EndTxnV2 held in memory as
+// LastProducerEpoch, which the log does not carry (Kafka's neither). The
+// end bumped the epoch by one, or, when it ran out, moved to MaxInt16
+// with a next producer id and then, completed, to that id at epoch 0.
+func epochBeforeEnd(t *Txn) int16 {
+	switch t.State {
+	case PrepareCommit, PrepareAbort:
+		if t.NextProducerID >= 0 {
+			return math.MaxInt16 - 1
+		}
+	case CompleteCommit, CompleteAbort:
+		if t.ProducerEpoch == 0 && t.PrevProducerID >= 0 {
+			return math.MaxInt16 - 1
+		}
+	default:
+		return noEpoch // the producer has moved on since that end
+	}
+	if t.ProducerEpoch <= 0 {
+		return noEpoch
+	}
+	return t.ProducerEpoch - 1
 }
 
 // applyRecord applies one record of the log to table: the last value per

@@ -110,6 +110,11 @@ type Txn struct {
 	// answered with (epoch 0); Complete switches to it. Its markers are
 	// written under the old id at epoch MaxInt16, as Kafka's. noID else.
 	NextProducerID int64
+	// ClientTransactionVersion is 2 while the state is the work of an
+	// EndTxn v5 (Kafka 4's field of the same name), 0 after any other
+	// end: a coordinator loading a version-2 end recognises the
+	// producer's retry of it by the epoch before the bump.
+	ClientTransactionVersion int16
 }
 
 // NewTxn is the metadata of an id seen for the first time, before its
@@ -233,7 +238,8 @@ func (t Txn) fenceAndAbort(nowMs int64, code int16) Outcome {
 	if !t.epochExhausted() {
 		next.ProducerEpoch, next.LastProducerEpoch = t.ProducerEpoch+1, noEpoch
 	}
-	next.State, next.UpdateMs = PrepareAbort, nowMs
+	// The coordinator's own end: no client retries it.
+	next.State, next.UpdateMs, next.ClientTransactionVersion = PrepareAbort, nowMs, 0
 	return t.to(next, code)
 }
 
@@ -312,7 +318,7 @@ func (t Txn) EndTxn(producerID int64, epoch int16, commit bool, nowMs int64) Out
 	switch t.State {
 	case Ongoing:
 		next := t
-		next.State, next.UpdateMs = PrepareAbort, nowMs
+		next.State, next.UpdateMs, next.ClientTransactionVersion = PrepareAbort, nowMs, 0
 		if commit {
 			next.State = PrepareCommit
 		}
@@ -398,7 +404,7 @@ func (t Txn) EndTxnV2(producerID int64, epoch int16, commit bool, nowMs int64, n
 		return answer(errInvalidTxnState)
 	}
 	next := t
-	next.State, next.UpdateMs, next.LastProducerEpoch = PrepareAbort, nowMs, epoch
+	next.State, next.UpdateMs, next.LastProducerEpoch, next.ClientTransactionVersion = PrepareAbort, nowMs, epoch, 2
 	if commit {
 		next.State = PrepareCommit
 	}

@@ -220,10 +220,17 @@ func benchClient(b testing.TB, nodes []*harness.Node, topic string, extra ...kgo
 // three __transaction_state partitions.
 func startTxnBrokers(tb testing.TB, extra ...string) []*harness.Node {
 	tb.Helper()
-	// FERRY_BENCH_TXN_VERSION sets the brokers' transaction.version, to
-	// measure KIP-890 part 2 against version 1 in the same conditions.
+	// FERRY_BENCH_TXN_VERSION is the transaction.version the cluster
+	// finalizes (kafka-features.sh's UpdateFeatures once the brokers are
+	// up; a new cluster is at 2), to measure KIP-890 part 2 against
+	// version 1 in the same conditions.
+	level := int16(0)
 	if v := os.Getenv("FERRY_BENCH_TXN_VERSION"); v != "" && len(extra) == 0 {
-		extra = []string{"--transaction-version", v}
+		n, err := strconv.ParseInt(v, 10, 16)
+		if err != nil || n < 1 || n > 2 {
+			tb.Fatalf("FERRY_BENCH_TXN_VERSION=%q: want 1 or 2", v)
+		}
+		level = int16(n)
 	}
 	connect := zks.Require(tb).Addr() + "/" + tb.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	nodes := make([]*harness.Node, 3)
@@ -237,6 +244,15 @@ func startTxnBrokers(tb testing.TB, extra ...string) []*harness.Node {
 	wg.Wait()
 	if slices.Contains(nodes, nil) {
 		tb.FailNow()
+	}
+	if level > 0 {
+		waitAllAdvertise(tb, nodes, 2)
+		if level < 2 {
+			if code, msg := setTV(tb, nodes, level, 2); code != 0 {
+				tb.Fatalf("finalize transaction.version %d: %d %s", level, code, msg)
+			}
+		}
+		waitAllAdvertise(tb, nodes, level)
 	}
 	return nodes
 }

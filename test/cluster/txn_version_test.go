@@ -25,13 +25,14 @@ func (a *addCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ 
 }
 
 // The same transactional chain (commits and aborts over three partitions
-// led by three brokers, the coordinator on one of them) on brokers with
-// transaction.version 2, by a franz-go client that opts in (KIP-890 part
+// led by three brokers, the coordinator on one of them) on a cluster at
+// transaction.version 2 (its default), by a franz-go client that opts in (KIP-890 part
 // 2: its produces add the partitions, through the leaders' calls to the
 // coordinator) and by one held at Produce v11 (the transactions of Kafka
 // 3.x); a read_committed reader sees exactly the committed records.
 func TestTxnVersionsChainOnCluster(t *testing.T) {
-	nodes := startTxnBrokers(t, "--transaction-version", "2")
+	nodes := startTxnBrokers(t)
+	waitAllAdvertise(t, nodes, 2) // a new cluster finalizes 2
 	adm := txnAdmin(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

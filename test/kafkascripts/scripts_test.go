@@ -91,7 +91,7 @@ var scripts = []string{"kafka-topics.sh", "kafka-console-producer.sh", "kafka-co
 	"kafka-consumer-groups.sh", "kafka-reassign-partitions.sh", "kafka-preferred-replica-election.sh",
 	"kafka-leader-election.sh", "kafka-configs.sh", "kafka-acls.sh", "kafka-get-offsets.sh",
 	"kafka-delete-records.sh", "kafka-log-dirs.sh", "kafka-dump-log.sh", "kafka-producer-perf-test.sh",
-	"kafka-consumer-perf-test.sh", "kafka-transactions.sh"}
+	"kafka-consumer-perf-test.sh", "kafka-transactions.sh", "kafka-features.sh"}
 
 // TestScriptsHelpAndUsageErrors needs no broker: every script answers -h
 // and --help with its options (exit 0), and a mistake with Kafka's words
@@ -131,6 +131,8 @@ func TestScriptsHelpAndUsageErrors(t *testing.T) {
 		{"kafka-get-offsets.sh", []string{"--bootstrap-server", "127.0.0.1:1", "--topic", "t", "--topic-partitions", "t:0"}, "cannot be used with topic or partitions"},
 		{"kafka-producer-perf-test.sh", []string{"--topic", "t", "--num-records", "1", "--record-size", "1"}, "--throughput is required"},
 		{"kafka-transactions.sh", []string{"--bootstrap-server", "127.0.0.1:1"}, "Missing command"},
+		{"kafka-features.sh", []string{"--bootstrap-server", "127.0.0.1:1"}, "Missing command"},
+		{"kafka-features.sh", []string{"--bootstrap-server", "127.0.0.1:1", "upgrade", "--metadata", "3.9"}, "--metadata is not supported"},
 	} {
 		res := run(t, "", c.name, c.args...)
 		if res.code != 1 || !strings.Contains(res.stderr, c.want) {
