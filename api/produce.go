@@ -106,7 +106,8 @@ func getProduceState(topic string, limits produceLimits) *produceState {
 }
 
 func putProduceState(st *produceState) {
-	if st.body.Cap() > maxPooledBodyBytes || cap(st.arena) > maxPooledBodyBytes || cap(st.req.Records) > maxPooledRecords {
+	if st.body.Cap() > maxPooledBodyBytes || cap(st.arena) > maxPooledBodyBytes || cap(st.req.Records) > maxPooledRecords ||
+		cap(st.req.Offsets) > maxPooledRecords {
 		return
 	}
 	st.reset("")
@@ -262,6 +263,9 @@ func (g *Gateway) produceAs(w http.ResponseWriter, r *http.Request, restProxy bo
 		return
 	}
 	res, err := g.broker.Produce(r.Context(), &st.req)
+	// The answer is written before st goes back to the pool; the next
+	// request on st reuses the offsets' array (req.Offsets).
+	st.req.Offsets = res.Offsets[:0]
 	partial, ok := partialWrite(err)
 	if !ok {
 		writeCoreError(w, err)
