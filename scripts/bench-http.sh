@@ -5,7 +5,10 @@
 # produce (fsync before acknowledgement, group commit) against plain produce
 # at 32 connections, and produce with HTTP Basic to a node with --security
 # (ACLs on, the user a super user) against the same without credentials.
-# Loopback only; every run is bounded by DURATION.
+# Loopback only; every run is bounded by DURATION. To see where ferry's
+# time goes while wrk drives it, build it with -tags pprof and set
+# FERRY_PPROF_ADDR (cmd/ferry/pprof.go); BenchmarkProduceHandler (api/) is
+# the same path in process, with its allocations.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
