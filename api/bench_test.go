@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/auth"
 )
@@ -123,4 +125,49 @@ type writerOf struct {
 
 func (w writerOf) Authorize(_ context.Context, a auth.Action) bool {
 	return a.Principal == w.p && a.Operation == auth.OpWrite && a.Resource == auth.Resource{Type: auth.ResourceTopic, Name: w.topic}
+}
+
+// TestProduceHandlerAllocations counts what the gateway's produce path
+// allocates beyond a no-op chi handler that reads the body and answers
+// (test/bench/noop's), both served the bench script's request through
+// httptest, so the count is ferry's own and does not creep back.
+func TestProduceHandlerAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's instrumentation allocates")
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	broker, err := server.Open(server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broker.Close()
+	g, err := New(broker, Config{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := chi.NewRouter()
+	answer := []byte(`{"offsets":[{"partition":0,"offset":0}]}` + "\n")
+	noop.Post("/kafka/{topic}", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", typeJSON)
+		w.Write(answer)
+	})
+	body := benchBody()
+	serve := func(h http.Handler) func() {
+		return func() {
+			req := httptest.NewRequest("POST", "/kafka/topic1", strings.NewReader(body))
+			req.Header.Set("Content-Type", typeJSON)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusOK {
+				t.Fatalf("%d %s", w.Code, w.Body)
+			}
+		}
+	}
+	ferry, baseline := testing.AllocsPerRun(200, serve(g.Handler())), testing.AllocsPerRun(200, serve(noop))
+	// The request recorder (with its body guard), the body's size limit
+	// and the log's published segment view.
+	if own := ferry - baseline; own > 3 {
+		t.Fatalf("produce allocates %.0f times per request beyond the no-op handler's %.0f, want at most 3", own, baseline)
+	}
 }

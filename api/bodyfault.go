@@ -56,9 +56,16 @@ type guardedBody struct {
 	answer faultWriter
 }
 
-// guard wraps r's body (already size-limited) and w.
+// guard wraps r's body (already size-limited) and w. Under observe, w is
+// the request's recorder and the guard lives in it.
 func guard(w http.ResponseWriter, body io.ReadCloser) (*faultWriter, *faultReader) {
-	g := &guardedBody{body: faultReader{ReadCloser: body}}
+	var g *guardedBody
+	if rec, ok := w.(*recorder); ok {
+		g = &rec.guarded
+	} else {
+		g = new(guardedBody)
+	}
+	*g = guardedBody{body: faultReader{ReadCloser: body}}
 	g.answer = faultWriter{ResponseWriter: w, body: &g.body}
 	return &g.answer, &g.body
 }

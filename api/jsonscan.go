@@ -30,18 +30,34 @@ func (s *scanner) errorf(format string, args ...any) error {
 }
 
 func (s *scanner) skipSpace() {
-	start := s.pos
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			s.spaces += s.pos - start
-			return
-		}
+	// Compact bodies have no whitespace between tokens: one comparison.
+	if s.pos < len(s.data) && s.data[s.pos] > ' ' {
+		return
 	}
-	s.spaces += s.pos - start
+	s.skipSpaceSlow()
 }
+
+func (s *scanner) skipSpaceSlow() {
+	data, p := s.data, s.pos
+	for p < len(data) && isSpace[data[p]] {
+		p++
+	}
+	s.spaces += p - s.pos
+	s.pos = p
+}
+
+// isSpace marks JSON's insignificant whitespace; stringSpecial the bytes
+// that end a run of plain string bytes (quote, backslash, control bytes).
+var isSpace, stringSpecial = func() (space, special [256]bool) {
+	for _, c := range []byte{' ', '\t', '\n', '\r'} {
+		space[c] = true
+	}
+	for c := 0; c < 0x20; c++ {
+		special[c] = true
+	}
+	special['"'], special['\\'] = true, true
+	return space, special
+}()
 
 // peek returns the next non-space byte, or 0 at the end.
 func (s *scanner) peek() byte {
@@ -88,9 +104,9 @@ func (s *scanner) skipValue(depth int) error {
 	}
 	switch c := s.data[s.pos]; {
 	case c == '{':
-		return s.objectKeys(func([]byte) error { return s.skipValue(depth + 1) })
+		return s.skipObject(depth)
 	case c == '[':
-		return s.arrayItems(func(int) error { return s.skipValue(depth + 1) })
+		return s.skipArray(depth)
 	case c == '"':
 		_, err := s.stringEnd()
 		return err
@@ -107,28 +123,95 @@ func (s *scanner) skipValue(depth int) error {
 	}
 }
 
-// stringEnd scans a string starting at its quote and returns the index of
-// its first byte after the quote; escapes are validated.
-func (s *scanner) stringEnd() (hasEscape bool, err error) {
-	s.pos++ // opening quote
-	for s.pos < len(s.data) {
-		c := s.data[s.pos]
-		switch {
-		case c == '"':
+// skipObject is objectKeys with skipValue for fn, without the call
+// through a closure per member: values nested in records (the common
+// {"value": {...}}) are skipped this way.
+func (s *scanner) skipObject(depth int) error {
+	s.pos++ // '{'
+	if s.peek() == '}' {
+		s.pos++
+		return nil
+	}
+	for {
+		if s.peek() != '"' {
+			return s.errorf("want a string")
+		}
+		if _, err := s.stringEnd(); err != nil {
+			return err
+		}
+		if err := s.expect(':'); err != nil {
+			return err
+		}
+		s.skipSpace()
+		if err := s.skipValue(depth + 1); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
 			s.pos++
+		case '}':
+			s.pos++
+			return nil
+		default:
+			return s.errorf("want ',' or '}' in object")
+		}
+	}
+}
+
+// skipArray is arrayItems with skipValue for fn.
+func (s *scanner) skipArray(depth int) error {
+	s.pos++ // '['
+	if s.peek() == ']' {
+		s.pos++
+		return nil
+	}
+	for {
+		s.skipSpace()
+		if err := s.skipValue(depth + 1); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case ']':
+			s.pos++
+			return nil
+		default:
+			return s.errorf("want ',' or ']' in array")
+		}
+	}
+}
+
+// stringEnd scans a string starting at its quote and moves past its
+// closing quote; escapes are validated.
+func (s *scanner) stringEnd() (hasEscape bool, err error) {
+	data, p := s.data, s.pos+1 // past the opening quote
+	for {
+		// The plain bytes of a run, in a loop the compiler keeps in
+		// registers (s.pos would be stored back at every byte).
+		for p < len(data) && !stringSpecial[data[p]] {
+			p++
+		}
+		if p >= len(data) {
+			s.pos = p
+			return false, s.errorf("unterminated string")
+		}
+		switch c := data[p]; {
+		case c == '"':
+			s.pos = p + 1
 			return hasEscape, nil
 		case c == '\\':
 			hasEscape = true
+			s.pos = p
 			if err := s.skipEscape(); err != nil {
 				return false, err
 			}
-		case c < 0x20:
-			return false, s.errorf("control character in string")
+			p = s.pos
 		default:
-			s.pos++
+			s.pos = p
+			return false, s.errorf("control character in string")
 		}
 	}
-	return false, s.errorf("unterminated string")
 }
 
 func (s *scanner) skipEscape() error {

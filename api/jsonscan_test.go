@@ -114,3 +114,19 @@ func TestMediaTypeMatchesParseMediaType(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeProduceBody is the scanner's share of
+// BenchmarkProduceHandler: the bench script's body of 10 records.
+func BenchmarkDecodeProduceBody(b *testing.B) {
+	body := []byte(benchBody())
+	st := new(produceState)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		st.reset("t")
+		st.body.Write(body)
+		if err := st.decode(formatJSON); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -95,6 +95,9 @@ type recorder struct {
 	// route is the matched route's pattern, set by the route middleware
 	// (authz.go) so it is built once per request.
 	route string
+	// guarded is limitBody's body and answer guard for this request,
+	// allocated with the recorder: one allocation per request for both.
+	guarded guardedBody
 }
 
 // recorderOf finds the request recorder under the writers that wrap it

@@ -106,7 +106,8 @@ func getProduceState(topic string, limits produceLimits) *produceState {
 }
 
 func putProduceState(st *produceState) {
-	if st.body.Cap() > maxPooledBodyBytes || cap(st.arena) > maxPooledBodyBytes || cap(st.req.Records) > maxPooledRecords {
+	if st.body.Cap() > maxPooledBodyBytes || cap(st.arena) > maxPooledBodyBytes || cap(st.req.Records) > maxPooledRecords ||
+		cap(st.req.Offsets) > maxPooledRecords {
 		return
 	}
 	st.reset("")
@@ -159,22 +160,32 @@ func minRecordBytes(rec *records.Record) int {
 
 // add appends rec unless a limit refuses it; its error ends the scan.
 func (st *produceState) add(rec server.ProduceRecord) error {
+	st.req.Records = append(st.req.Records, rec)
+	return st.admitLast()
+}
+
+// admitLast keeps the last record of st.req.Records unless a limit
+// refuses it (then it is dropped and the error ends the scan). Records
+// are decoded in place, so a request copies none of them.
+func (st *produceState) admitLast() error {
 	l := &st.limits
-	size := minRecordBytes(&rec.Record)
+	n := len(st.req.Records) - 1 // the record's index
+	size := minRecordBytes(&st.req.Records[n].Record)
 	l.totalBytes += size
 	switch {
-	case l.maxRecords > 0 && len(st.req.Records) >= l.maxRecords:
+	case l.maxRecords > 0 && n >= l.maxRecords:
 		l.refused = fmt.Errorf("the body holds more than %d records, the most one request may hold", l.maxRecords)
 	case l.maxRecordBytes > 0 && size > l.maxRecordBytes:
 		l.refused = fmt.Errorf("record %d encodes to at least %d bytes; max.message.bytes allows %d of records per batch",
-			len(st.req.Records), size, l.maxRecordBytes)
+			n, size, l.maxRecordBytes)
 	case l.maxTotalBytes > 0 && l.totalBytes > l.maxTotalBytes:
 		l.refused = fmt.Errorf("the first %d records encode to at least %d bytes, more than the topic's partitions take in one request (%d bytes each by max.message.bytes)",
-			len(st.req.Records)+1, l.totalBytes, l.maxRecordBytes)
+			n+1, l.totalBytes, l.maxRecordBytes)
 	default:
-		st.req.Records = append(st.req.Records, rec)
 		return nil
 	}
+	st.req.Records[n] = server.ProduceRecord{}
+	st.req.Records = st.req.Records[:n]
 	return l.refused
 }
 
@@ -262,6 +273,9 @@ func (g *Gateway) produceAs(w http.ResponseWriter, r *http.Request, restProxy bo
 		return
 	}
 	res, err := g.broker.Produce(r.Context(), &st.req)
+	// The answer is written before st goes back to the pool; the next
+	// request on st reuses the offsets' array (req.Offsets).
+	st.req.Offsets = res.Offsets[:0]
 	partial, ok := partialWrite(err)
 	if !ok {
 		writeCoreError(w, err)
@@ -413,11 +427,11 @@ func (st *produceState) decodeRecordsObject(sc *scanner, format bodyFormat) (fou
 		st.req.Records = st.req.Records[:0]
 		st.limits.totalBytes = 0
 		return sc.arrayItems(func(i int) error {
-			rec, err := st.record(sc, format)
-			if err != nil {
+			st.req.Records = append(st.req.Records, server.ProduceRecord{Partition: server.PartitionAuto})
+			if err := st.record(sc, format, &st.req.Records[len(st.req.Records)-1]); err != nil {
 				return fmt.Errorf("records[%d]: %v", i, err)
 			}
-			return st.add(rec)
+			return st.admitLast()
 		})
 	})
 	if err == nil {
@@ -459,10 +473,10 @@ func (st *produceState) decodeNDJSON(body []byte) error {
 	return nil
 }
 
-// record reads one {"key","value","partition","headers","timestamp"} object.
-func (st *produceState) record(sc *scanner, format bodyFormat) (server.ProduceRecord, error) {
-	pr := server.ProduceRecord{Partition: server.PartitionAuto}
-	err := sc.objectKeys(func(key []byte) error {
+// record reads one {"key","value","partition","headers","timestamp"}
+// object into pr.
+func (st *produceState) record(sc *scanner, format bodyFormat, pr *server.ProduceRecord) error {
+	return sc.objectKeys(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "key":
@@ -490,7 +504,6 @@ func (st *produceState) record(sc *scanner, format bodyFormat) (server.ProduceRe
 		}
 		return nil
 	})
-	return pr, err
 }
 
 func (st *produceState) headers(sc *scanner) ([]records.Header, error) {

@@ -5,7 +5,10 @@
 # produce (fsync before acknowledgement, group commit) against plain produce
 # at 32 connections, and produce with HTTP Basic to a node with --security
 # (ACLs on, the user a super user) against the same without credentials.
-# Loopback only; every run is bounded by DURATION.
+# Loopback only; every run is bounded by DURATION. To see where ferry's
+# time goes while wrk drives it, build it with -tags pprof and set
+# FERRY_PPROF_ADDR (cmd/ferry/pprof.go); BenchmarkProduceHandler (api/) is
+# the same path in process, with its allocations.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-10s}
@@ -59,6 +62,9 @@ for round in $(seq "$ROUNDS"); do
   run ferry   "http://127.0.0.1:$FERRY_PORT" topic1   >>"$results"
   run durable "http://127.0.0.1:$FERRY_PORT" durable1 >>"$results"
   run basic   "http://127.0.0.1:$SECURE_PORT" topic1 "$BASIC" >>"$results"
+  # Each round's ratio as it ends: the machine is shared, so the spread
+  # of the rounds says how far to trust the median.
+  tail -n 4 "$results" | awk -v r="$round" '{rps[$1]=$2} END {printf "round %d: ferry/no-op %.2f (%d / %d req/s)\n", r, rps["ferry"]/rps["noop"], rps["ferry"], rps["noop"]}'
 done
 
 python3 - "$results" "$CONNS" "$DURATION" "$ROUNDS" <<'PY'

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ferry-mq/ferry/replication"
@@ -58,7 +59,15 @@ func checkReplicas(p *replication.Replica, acks int16) error {
 // acks asks, timeout passes or ctx ends, and returns one error per item
 // (nil: acknowledged). Items with acks 0 or 1 are acknowledged already.
 func (b *Broker) WaitAcks(ctx context.Context, appended []Appended, timeout time.Duration) []error {
-	errs := make([]error, len(appended))
+	return b.waitAcksInto(ctx, appended, timeout, nil)
+}
+
+// waitAcksInto is WaitAcks answering in errs' array when it is large
+// enough (the gateway's pooled produce scratch), so a request allocates
+// no slice for it.
+func (b *Broker) waitAcksInto(ctx context.Context, appended []Appended, timeout time.Duration, errs []error) []error {
+	errs = slices.Grow(errs[:0], len(appended))[:len(appended)]
+	clear(errs)
 	var waits []delayed.Wait
 	var which []int
 	for i, a := range appended {

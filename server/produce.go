@@ -46,6 +46,10 @@ type ProduceRequest struct {
 	// Kafka's coordinator writes them, so the partition's commit or abort
 	// marker decides its records.
 	Transaction *ProduceTransaction
+	// Offsets, when its capacity holds Records, is the array the result's
+	// offsets are written into, so a caller that pools its requests (the
+	// gateway) allocates none per request; else the result gets its own.
+	Offsets []RecordOffset
 }
 
 // ProduceTransaction is the producer an internal transactional write
@@ -82,6 +86,7 @@ type produceScratch struct {
 	outcomes []localOutcome
 	appended []Appended
 	which    []int
+	ackErrs  []error
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(produceScratch) }}
@@ -114,6 +119,8 @@ func putProduceScratch(sc *produceScratch) {
 	clear(sc.appended[:cap(sc.appended)])
 	sc.appended = sc.appended[:0]
 	sc.which = sc.which[:0]
+	clear(sc.ackErrs[:cap(sc.ackErrs)])
+	sc.ackErrs = sc.ackErrs[:0]
 	scratchPool.Put(sc)
 }
 
@@ -180,7 +187,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout, sc)
 		<-done
 	}
-	res, err := settleProduce(t.meta.Name, len(req.Records), batches, local, fwd)
+	res, err := settleProduce(req.Offsets, t.meta.Name, len(req.Records), batches, local, fwd)
 	if logAppendTime >= 0 && err == nil {
 		res.LogAppendTime = logAppendTime
 	}
@@ -229,7 +236,8 @@ func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionB
 	b.YieldToWoken(woken) // the consumers these records woke go first
 	if len(appended) > 0 {
 		sc.appended, sc.which = appended, which
-		for k, err := range b.WaitAcks(ctx, appended, timeout) {
+		sc.ackErrs = b.waitAcksInto(ctx, appended, timeout, sc.ackErrs)
+		for k, err := range sc.ackErrs {
 			if err != nil {
 				out[which[k]].err = err
 			}
@@ -270,13 +278,16 @@ func (b *Broker) topicForProduce(name string) (t *topic, created bool, err error
 // a replica the controller opens here meanwhile is in a newer snapshot of
 // the table, and the snapshot routed by is returned.
 func (b *Broker) routeBatches(ctx context.Context, t *topic, batches []partitionBatch, recs []ProduceRecord, internal, created bool) ([]ProduceRecord, *topic, error) {
-	deadline := time.Now().Add(autoCreateLeaderWait)
+	var deadline time.Time // set at the first wait: most requests route at once
 	for {
 		err := b.routeOnce(t, batches, internal)
 		if err == nil {
 			break
 		}
 		waits := created && errors.Is(err, ErrLeaderNotAvailable) || errors.Is(err, errNotDescribedYet)
+		if deadline.IsZero() {
+			deadline = time.Now().Add(autoCreateLeaderWait)
+		}
 		if !waits || time.Now().After(deadline) {
 			return nil, t, err
 		}

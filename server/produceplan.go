@@ -77,8 +77,13 @@ type localOutcome struct {
 // gets its offset, in request order. When some partition failed, a
 // request that wrote nothing answers the first failure's error, one that
 // wrote some a *PartialWriteError (the offsets of the failed records -1).
-func settleProduce(topic string, n int, batches []partitionBatch, local []localOutcome, fwd []ForwardOutcome) (ProduceResult, error) {
-	res := ProduceResult{Offsets: make([]RecordOffset, n), LogAppendTime: -1}
+//
+// The offsets go into offsets' array when it holds n (ProduceRequest.Offsets).
+func settleProduce(offsets []RecordOffset, topic string, n int, batches []partitionBatch, local []localOutcome, fwd []ForwardOutcome) (ProduceResult, error) {
+	if cap(offsets) < n {
+		offsets = make([]RecordOffset, n)
+	}
+	res := ProduceResult{Offsets: offsets[:n], LogAppendTime: -1}
 	var failures []PartitionFailure
 	written := 0
 	fail := func(p int32, err error) {

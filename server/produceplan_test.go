@@ -72,7 +72,7 @@ func TestSettleProduceMergesInRequestOrder(t *testing.T) {
 	}
 	local := []localOutcome{{base: 10}, {}, {}}
 	fwd := []ForwardOutcome{{Offset: 7}, {Offset: 9}, {Offset: 0}} // another writer came between 7 and 9
-	res, err := settleProduce("t", 5, batches, local, fwd)
+	res, err := settleProduce(nil, "t", 5, batches, local, fwd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestSettleProduceReportsAPartialWrite(t *testing.T) {
 		{index: 1, indexes: []int{1, 3}, forwarded: 0},
 	}
 	down := fmt.Errorf("%w: t-1: its leader, broker 2, is not live", ErrLeaderNotAvailable)
-	res, err := settleProduce("t", 4, batches, []localOutcome{{base: 5}, {}}, []ForwardOutcome{{Offset: -1, Err: down}, {Offset: -1, Err: down}})
+	res, err := settleProduce(nil, "t", 4, batches, []localOutcome{{base: 5}, {}}, []ForwardOutcome{{Offset: -1, Err: down}, {Offset: -1, Err: down}})
 	var partial *PartialWriteError
 	if !errors.As(err, &partial) || !errors.Is(err, ErrLeaderNotAvailable) {
 		t.Fatalf("err %v, want a PartialWriteError that is ErrLeaderNotAvailable", err)
@@ -120,7 +120,7 @@ func TestSettleProduceNothingWritten(t *testing.T) {
 	here := &replication.Replica{}
 	batches := []partitionBatch{{index: 0, indexes: []int{0}, local: here}, {index: 1, indexes: []int{1}}}
 	timedOut := fmt.Errorf("%w: t-0", ErrRequestTimedOut)
-	_, err := settleProduce("t", 2, batches, []localOutcome{{err: timedOut}, {}}, []ForwardOutcome{{Offset: -1, Err: errors.New("x")}})
+	_, err := settleProduce(nil, "t", 2, batches, []localOutcome{{err: timedOut}, {}}, []ForwardOutcome{{Offset: -1, Err: errors.New("x")}})
 	var partial *PartialWriteError
 	if errors.As(err, &partial) || !errors.Is(err, ErrRequestTimedOut) {
 		t.Fatalf("err %v, want the first failure alone", err)
