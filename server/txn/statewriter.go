@@ -35,7 +35,10 @@ type stateWriter struct {
 
 type queuedWrite struct {
 	record records.Record
-	done   chan error
+	// appended is closed once the record is in this broker's log (its
+	// group appended locally), before the replicas acknowledge it.
+	appended chan struct{}
+	done     chan error
 }
 
 // writer returns partition p's queue.
@@ -50,13 +53,14 @@ func (c *Coordinator) writer(p int32) *stateWriter {
 	return w
 }
 
-// write appends t's record to partition p, grouped with the other records
-// of p queued meanwhile, and returns once it is acknowledged (acks=all;
-// syncStateWrites) or failed.
-func (c *Coordinator) write(ctx context.Context, p int32, t *Txn) error {
+// enqueue queues t's record for partition p and returns its write. The
+// log holds one id's records in the order they were queued, so a caller
+// queues under the entry's mu the state it decided there: a later record
+// of the id always holds the later state.
+func (c *Coordinator) enqueue(p int32, t *Txn) queuedWrite {
 	w := c.writer(p)
 	q := queuedWrite{record: records.Record{Key: stateKey(t.ID), Value: stateValue(t), Timestamp: c.nowMs()},
-		done: make(chan error, 1)}
+		appended: make(chan struct{}), done: make(chan error, 1)}
 	w.mu.Lock()
 	w.mu.queue = append(w.mu.queue, q)
 	start := !w.mu.flushing
@@ -65,10 +69,28 @@ func (c *Coordinator) write(ctx context.Context, p int32, t *Txn) error {
 	if start {
 		go c.flush(w, p)
 	}
-	// Not abandoned on ctx: the record may be appended anyway, and the
-	// caller must not apply or forget a change whose outcome it does not
-	// know; flush gives up after its own timeout.
+	return q
+}
+
+// wait returns the write's outcome once the in-sync replicas acknowledged
+// it or it failed. Not abandoned on ctx: the record may be appended
+// anyway, and the caller must not apply or forget a change whose outcome
+// it does not know; flush gives up after its own timeout.
+func (q queuedWrite) wait() error {
 	return <-q.done
+}
+
+// waitAppended returns once the record is in this broker's log (nil), or
+// with the write's error when it failed before; the acknowledgement may
+// still fail after (wait).
+func (q queuedWrite) waitAppended() error {
+	select {
+	case <-q.appended:
+		return nil
+	case err := <-q.done:
+		q.done <- err // for wait
+		return err
+	}
 }
 
 // flush appends p's queued records, a group at a time, until the queue is
@@ -106,11 +128,15 @@ func (c *Coordinator) appendGroup(p int32, group []queuedWrite) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req := &server.ProduceRequest{Topic: StateTopic, Sync: c.syncStateWrites(), Internal: true,
-		Records: make([]server.ProduceRecord, len(group))}
+		Records: make([]server.ProduceRecord, len(group)),
+		OnAppended: func() {
+			for _, q := range group {
+				close(q.appended)
+			}
+		}}
 	for i, q := range group {
 		req.Records[i] = server.ProduceRecord{Partition: p, Record: q.record}
 	}
 	c.stateAppends.Add(1)
-	_, err := c.broker.Produce(ctx, req)
-	return err
+	return c.appendState(ctx, req)
 }
