@@ -252,10 +252,7 @@ func (c *Coordinator) writeEarly(ctx context.Context, e *entry, p int32, out Out
 	}
 	e.txn = out.Next
 	e.earlyWrites++
-	q := c.enqueue(p, &out.Next)
-	e.mu.Unlock()
-	go func() {
-		err := q.wait()
+	q := c.enqueueSettled(p, &out.Next, func(err error) {
 		e.mu.Lock()
 		e.earlyWrites--
 		if err == nil {
@@ -269,7 +266,8 @@ func (c *Coordinator) writeEarly(ctx context.Context, e *entry, p int32, out Out
 			e.settled = nil
 		}
 		e.mu.Unlock()
-	}()
+	})
+	e.mu.Unlock()
 	if err := q.waitAppended(); err != nil {
 		return Txn{}, writeCode(err)
 	}

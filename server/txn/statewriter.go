@@ -39,6 +39,9 @@ type queuedWrite struct {
 	// group appended locally), before the replicas acknowledge it.
 	appended chan struct{}
 	done     chan error
+	// settled, when not nil, is called with the outcome by the flush, for
+	// a writer that does not wait for it (writeEarly).
+	settled func(error)
 }
 
 // writer returns partition p's queue.
@@ -57,10 +60,13 @@ func (c *Coordinator) writer(p int32) *stateWriter {
 // log holds one id's records in the order they were queued, so a caller
 // queues under the entry's mu the state it decided there: a later record
 // of the id always holds the later state.
-func (c *Coordinator) enqueue(p int32, t *Txn) queuedWrite {
+func (c *Coordinator) enqueue(p int32, t *Txn) queuedWrite { return c.enqueueSettled(p, t, nil) }
+
+// enqueueSettled is enqueue, with settled called with the outcome.
+func (c *Coordinator) enqueueSettled(p int32, t *Txn, settled func(error)) queuedWrite {
 	w := c.writer(p)
 	q := queuedWrite{record: records.Record{Key: stateKey(t.ID), Value: stateValue(t), Timestamp: c.nowMs()},
-		appended: make(chan struct{}), done: make(chan error, 1)}
+		appended: make(chan struct{}), done: make(chan error, 1), settled: settled}
 	w.mu.Lock()
 	w.mu.queue = append(w.mu.queue, q)
 	start := !w.mu.flushing
@@ -118,6 +124,9 @@ func (c *Coordinator) flush(w *stateWriter, p int32) {
 		w.mu.Unlock()
 		err := c.appendGroup(p, group)
 		for _, q := range group {
+			if q.settled != nil {
+				q.settled(err)
+			}
 			q.done <- err
 		}
 	}
