@@ -195,9 +195,6 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 	e.mu.Lock()
 	e.busy = false
 	e.notifyLocked()
-	if err == nil {
-		e.durableLocked(out.Next)
-	}
 	if err != nil {
 		e.mu.Unlock()
 		c.logger.Warn("writing transaction state failed", "transactional_id", id, "state", out.Next.State, "err", err)
@@ -212,6 +209,7 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 		e.mu.Unlock()
 		return Txn{}, errNotCoordinator
 	}
+	e.durableLocked(out.Next)
 	e.txn, e.written = out.Next, true
 	startMarkers := out.Markers && !e.completing
 	if startMarkers {
@@ -431,11 +429,12 @@ func (c *Coordinator) AddProducerPartitions(ctx context.Context, id string, prod
 // VerifyPartitions answers AddPartitionsToTxn v4's verifyOnly batches
 // (KIP-890): one code per partition, nothing written. A partition added
 // by a record not yet acknowledged is answered once it is
-// (awaitDurable); CONCURRENT_TRANSACTIONS, which the leader's producer
-// retries, if that does not come before ctx ends.
+// (awaitDurable), on the metadata as it is then; CONCURRENT_TRANSACTIONS,
+// which the leader's producer retries, if that does not come before ctx
+// ends.
 func (c *Coordinator) VerifyPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []TopicPartition) []int16 {
-	codes := make([]int16, len(tps))
 	fill := func(code int16) []int16 {
+		codes := make([]int16, len(tps))
 		for i := range codes {
 			codes[i] = code
 		}
@@ -448,28 +447,37 @@ func (c *Coordinator) VerifyPartitions(ctx context.Context, id string, producerI
 	if !ok {
 		return fill(errInvalidProducerMapping)
 	}
-	e.mu.Lock()
-	if !e.written {
-		e.mu.Unlock()
-		return fill(errInvalidProducerMapping)
-	}
-	for i, tp := range tps {
-		codes[i] = e.txn.VerifyPartition(producerID, epoch, tp)
-	}
-	e.mu.Unlock()
-	var added []TopicPartition
-	for i, tp := range tps {
-		if codes[i] == 0 {
-			added = append(added, tp)
+	for {
+		codes, undurable := verifyNow(e, producerID, epoch, tps)
+		if len(undurable) == 0 {
+			return codes
+		}
+		if !c.awaitDurable(ctx, id, e, undurable) {
+			return fill(errConcurrentTransactions)
+		}
+		if _, _, code := c.serves(id); code != 0 {
+			return fill(code)
 		}
 	}
-	if len(added) > 0 && !c.awaitDurable(ctx, id, e, added) {
-		return fill(errConcurrentTransactions)
+}
+
+// verifyNow is each partition's verification on e's metadata now, and
+// the partitions it passes whose record is not yet acknowledged.
+func verifyNow(e *entry, producerID int64, epoch int16, tps []TopicPartition) (codes []int16, undurable []TopicPartition) {
+	codes = make([]int16, len(tps))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, tp := range tps {
+		if !e.written {
+			codes[i] = errInvalidProducerMapping
+			continue
+		}
+		codes[i] = e.txn.VerifyPartition(producerID, epoch, tp)
+		if codes[i] == 0 && slices.Contains(e.undurable, tp) {
+			undurable = append(undurable, tp)
+		}
 	}
-	if _, _, code := c.serves(id); code != 0 {
-		return fill(code)
-	}
-	return codes
+	return codes, undurable
 }
 
 // VerifyTxnPartition implements server.TxnVerifier for an id this broker
