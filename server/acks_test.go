@@ -131,3 +131,38 @@ func TestBrokerReplicationDefaults(t *testing.T) {
 		t.Fatalf("default.replication.factor 3 on one broker: %v", err)
 	}
 }
+
+// OnAppended is called once the request's records are in the log, before
+// the acknowledgement, and not for a request refused before it appended.
+func TestProduceOnAppendedBeforeTheAcknowledgement(t *testing.T) {
+	b := newTestBroker(t)
+	if err := b.CreateTopic(TopicSpec{Name: "hook", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CreateTopic(TopicSpec{Name: "hook-isr", Partitions: 1, Configs: map[string]string{CfgMinInsyncReplicas: "2"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var calls int
+	var endAtCall int64
+	req := &ProduceRequest{Topic: "hook", Records: []ProduceRecord{
+		{Partition: 0, Record: records.Record{Value: []byte("a")}},
+		{Partition: 1, Record: records.Record{Value: []byte("b")}},
+	}, OnAppended: func() {
+		calls++
+		p, _ := b.Partition("hook", 1)
+		endAtCall = p.LogEndOffset()
+	}}
+	if _, err := b.Produce(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || endAtCall != 1 {
+		t.Fatalf("OnAppended called %d times, log end %d then; want once, with both records appended", calls, endAtCall)
+	}
+	calls = 0
+	refused := &ProduceRequest{Topic: "hook-isr", Records: []ProduceRecord{{Partition: 0, Record: records.Record{Value: []byte("c")}}},
+		OnAppended: func() { calls++ }}
+	if _, err := b.Produce(ctx, refused); !errors.Is(err, ErrNotEnoughReplicas) || calls != 0 {
+		t.Fatalf("refused append: %v, OnAppended called %d times", err, calls)
+	}
+}

@@ -50,6 +50,12 @@ type ProduceRequest struct {
 	// offsets are written into, so a caller that pools its requests (the
 	// gateway) allocates none per request; else the result gets its own.
 	Offsets []RecordOffset
+	// OnAppended, when set, is called once every batch of the request is
+	// in this broker's log, before the wait for the in-sync replicas; not
+	// when an append failed or a batch went to another broker. The
+	// transaction coordinator answers a producer's AddPartitionsToTxn
+	// there (server/txn's early writes).
+	OnAppended func()
 }
 
 // ProduceTransaction is the producer an internal transactional write
@@ -173,7 +179,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 	logAppendTime := int64(-1)
 	switch {
 	case len(forwarded) == 0:
-		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout, sc)
+		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout, sc, req.OnAppended)
 	case len(forwarded) == len(req.Records):
 		fwd = make([]ForwardOutcome, len(forwarded))
 		b.cfg.Forwarder.Produce(ctx, t.meta.Name, forwarded, timeout, fwd)
@@ -184,7 +190,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 			defer close(done)
 			b.cfg.Forwarder.Produce(ctx, t.meta.Name, forwarded, timeout, fwd)
 		}()
-		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout, sc)
+		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout, sc, nil)
 		<-done
 	}
 	res, err := settleProduce(req.Offsets, t.meta.Name, len(req.Records), batches, local, fwd)
@@ -198,8 +204,10 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 // then waits once for their acknowledgements. An append that fails stops
 // the appends not yet made (as before forwarding existed, when a request
 // was all local).
-// The outcomes live in sc.
-func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionBatch, sync bool, timeout time.Duration, sc *produceScratch) ([]localOutcome, int64) {
+// The outcomes live in sc. appended, when not nil, is called once every
+// batch is appended (none failed), before the wait.
+func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionBatch, sync bool, timeout time.Duration, sc *produceScratch,
+	appendedAll func()) ([]localOutcome, int64) {
 	out := slices.Grow(sc.outcomes[:0], len(batches))[:len(batches)]
 	sc.outcomes = out
 	// The builder computed every CRC just now.
@@ -234,6 +242,9 @@ func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionB
 		}
 	}
 	b.YieldToWoken(woken) // the consumers these records woke go first
+	if appendedAll != nil && failed == nil && len(appended) > 0 {
+		appendedAll()
+	}
 	if len(appended) > 0 {
 		sc.appended, sc.which = appended, which
 		sc.ackErrs = b.waitAcksInto(ctx, appended, timeout, sc.ackErrs)

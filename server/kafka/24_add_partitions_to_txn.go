@@ -5,7 +5,9 @@ package kafka
 //
 // v0–v3 come from a transactional producer: its partitions join its
 // ongoing transaction at the coordinator (server/txn), written to
-// __transaction_state before the answer. v4+ carry batches of
+// __transaction_state before the answer (in this broker's log only, for
+// partitions joining a transaction already ongoing: their leaders'
+// verification waits for the replicas). v4+ carry batches of
 // transactions and come from brokers: with verifyOnly (KIP-890 part 1) a
 // partition leader asks whether a partition is already in a producer's
 // transaction, and nothing is written. PRODUCER_FENCED is answered
@@ -46,7 +48,7 @@ func (s *Server) handleAddPartitionsToTxn(ctx context.Context, kreq kmsg.Request
 		for _, t := range req.Topics {
 			topics = append(topics, txnTopic{t.Topic, t.Partitions})
 		}
-		codes := s.addTxnPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, topics, false, req.Version < 2)
+		codes := s.addTxnPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, topics, false, req.Version < 2, true)
 		for i, t := range topics {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = t.topic
@@ -68,7 +70,7 @@ func (s *Server) handleAddPartitionsToTxn(ctx context.Context, kreq kmsg.Request
 		for _, t := range tx.Topics {
 			topics = append(topics, txnTopic{t.Topic, t.Partitions})
 		}
-		codes := s.addTxnPartitions(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, topics, tx.VerifyOnly, false)
+		codes := s.addTxnPartitions(ctx, tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, topics, tx.VerifyOnly, false, false)
 		rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 		rtx.TransactionalID = tx.TransactionalID
 		for i, t := range topics {
@@ -88,8 +90,10 @@ func (s *Server) handleAddPartitionsToTxn(ctx context.Context, kreq kmsg.Request
 
 // addTxnPartitions checks one transaction's partitions and, when every
 // one passes, adds (or, verifyOnly, verifies) them at the coordinator; it
-// returns one code per partition, in request order.
-func (s *Server) addTxnPartitions(ctx context.Context, id string, pid int64, epoch int16, topics txnTopics, verifyOnly, oldFenced bool) [][]int16 {
+// returns one code per partition, in request order. A producer's
+// (fromProducer: v0–v3) partitions joining an ongoing transaction are
+// answered before their record is acknowledged (AddProducerPartitions).
+func (s *Server) addTxnPartitions(ctx context.Context, id string, pid int64, epoch int16, topics txnTopics, verifyOnly, oldFenced, fromProducer bool) [][]int16 {
 	codes := make([][]int16, len(topics))
 	all := func(code int16) [][]int16 {
 		for i, t := range topics {
@@ -142,7 +146,7 @@ func (s *Server) addTxnPartitions(ctx context.Context, id string, pid int64, epo
 		}
 	}
 	if verifyOnly {
-		got := s.cfg.Txns.VerifyPartitions(id, pid, epoch, tps)
+		got := s.cfg.Txns.VerifyPartitions(ctx, id, pid, epoch, tps)
 		k := 0
 		for i := range codes {
 			for j := range codes[i] {
@@ -151,6 +155,9 @@ func (s *Server) addTxnPartitions(ctx context.Context, id string, pid int64, epo
 			}
 		}
 		return codes
+	}
+	if fromProducer {
+		return all(fencedCode(s.cfg.Txns.AddProducerPartitions(ctx, id, pid, epoch, tps), oldFenced))
 	}
 	return all(fencedCode(s.cfg.Txns.AddPartitions(ctx, id, pid, epoch, tps), oldFenced))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -164,6 +165,10 @@ type Coordinator struct {
 	// concurrentWait is how long a request waits out a transition in
 	// flight (concurrentWait); set before the first request.
 	concurrentWait time.Duration
+	// appendState appends a group of state records and waits for the
+	// in-sync replicas (the broker's Produce); tests put replication
+	// delays and losses around it. Set before the first request.
+	appendState func(ctx context.Context, req *server.ProduceRequest) error
 }
 
 // entry is one transactional id's metadata, owned by its mu.
@@ -193,6 +198,30 @@ type entry struct {
 	// changed, when not nil, is closed when busy or completing clears:
 	// requests waiting out CONCURRENT_TRANSACTIONS try again.
 	changed chan struct{}
+
+	// undurable are partitions txn holds that no acknowledged record of
+	// the id holds yet: a producer's AddPartitionsToTxn is answered once
+	// its record is in this broker's log (writeEarly), and a leader's
+	// KIP-890 verification of such a partition waits until a record
+	// holding it is acknowledged (awaitDurable), so no data reaches a
+	// partition that a new coordinator, reading the log, would not know
+	// to send a marker to.
+	undurable []TopicPartition
+	// earlyWrites counts the early records not yet acknowledged or
+	// failed; settled, when not nil, is closed when one of them ends.
+	earlyWrites int
+	settled     chan struct{}
+}
+
+// durableLocked records that t, a state of e's id, is acknowledged: the
+// partitions it holds are durable, and none of an ended transaction
+// matters any more. e.mu is held.
+func (e *entry) durableLocked(t Txn) {
+	if t.State != Ongoing {
+		e.undurable = nil
+		return
+	}
+	e.undurable = slices.DeleteFunc(e.undurable, t.Has)
 }
 
 // notifyLocked wakes the requests waiting for e to change; e.mu is held.
@@ -215,6 +244,10 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 	}
 	c := &Coordinator{broker: b, cfg: cfg, logger: cfg.Logger.With("component", "txn"), life: ownership.NewLifecycle(),
 		concurrentWait: concurrentWait}
+	c.appendState = func(ctx context.Context, req *server.ProduceRequest) error {
+		_, err := b.Produce(ctx, req)
+		return err
+	}
 	c.mu.txns = map[string]*entry{}
 	c.state = &ownership.Topic{Broker: b, Name: StateTopic, Partitions: cfg.StatePartitions,
 		ReplicationFactor: cfg.StateReplicationFactor, ReplicationSetting: "transaction.state.log.replication.factor",

@@ -29,7 +29,17 @@
 // cluster (min.isr 2: two brokers hold each answered write), so a write
 // is not fsynced there; a single node fsyncs each. Writes of one
 // partition queued while an append of it is in flight share the next
-// append (statewriter.go). Records are in
+// append (statewriter.go). One exception to the answer waiting: a
+// producer's AddPartitionsToTxn adding partitions to a transaction
+// already ongoing is answered once its record is in this broker's log
+// (writeEarly), and the partitions' leaders' KIP-890 verification waits
+// until an acknowledged record holds them (awaitDurable, which writes
+// the state again when the early record failed), so the producer's data
+// never reaches a partition a new coordinator would not know of; a
+// producer that lost such an add with its coordinator is refused at the
+// produce (INVALID_TXN_STATE, abortable). The first partitions of a
+// transaction, a leader's own add (transaction.version 2) and
+// AddOffsetsToTxn wait as the others. Records are in
 // Kafka's record formats (key v0: the transactional id; value v0 written,
 // v0 and v1 read; a tombstone for an expired id), in partition
 // abs(javaHash(id)) % transaction.state.log.num.partitions. The topic is

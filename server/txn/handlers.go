@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -31,9 +32,16 @@ var (
 // being written it is parked instead: the completer decides it right
 // after the completion and writes both as one record (park).
 func (c *Coordinator) transition(ctx context.Context, id string, create bool, decide func(t *Txn) Outcome) (Txn, int16) {
+	return c.transitionAnswering(ctx, id, create, false, decide)
+}
+
+// transitionAnswering is transition; with early, a decision that adds
+// partitions to an ongoing transaction is answered once its record is in
+// this broker's log, before the replicas have it (writeEarly).
+func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create, early bool, decide func(t *Txn) Outcome) (Txn, int16) {
 	deadline := time.Now().Add(c.concurrentWait)
 	for {
-		t, code := c.transitionOnce(ctx, id, create, decide)
+		t, code := c.transitionOnce(ctx, id, create, early, decide)
 		if code != errConcurrentTransactions {
 			return t, code
 		}
@@ -141,7 +149,7 @@ func (c *Coordinator) park(ctx context.Context, e *entry, pr *parkedRequest, dea
 const concurrentWait = 200 * time.Millisecond
 
 // transitionOnce is one attempt of transition.
-func (c *Coordinator) transitionOnce(ctx context.Context, id string, create bool, decide func(t *Txn) Outcome) (Txn, int16) {
+func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, early bool, decide func(t *Txn) Outcome) (Txn, int16) {
 	p, epoch, code := c.serves(id)
 	if code != 0 {
 		return Txn{}, code
@@ -175,10 +183,14 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create bool
 		}
 		return cur, out.Code
 	}
+	if early && e.written && e.txn.State == Ongoing && out.Next.State == Ongoing {
+		return c.writeEarly(ctx, e, p, out) // e.mu unlocked there
+	}
+	q := c.enqueue(p, &out.Next)
 	e.busy = true
 	e.mu.Unlock()
 
-	err := c.write(ctx, p, &out.Next)
+	err := q.wait()
 
 	e.mu.Lock()
 	e.busy = false
@@ -197,6 +209,7 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create bool
 		e.mu.Unlock()
 		return Txn{}, errNotCoordinator
 	}
+	e.durableLocked(out.Next)
 	e.txn, e.written = out.Next, true
 	startMarkers := out.Markers && !e.completing
 	if startMarkers {
@@ -210,6 +223,96 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create bool
 		c.startCompletion(e, out.Next, p, epoch, c.termOf(p))
 	}
 	return out.Next, out.Code
+}
+
+// writeEarly applies out, which adds partitions to e's ongoing
+// transaction, in memory at once, queues its record, and answers once
+// the record is in this broker's log: the producer's next requests
+// (produce to the partitions added already, EndTxn) overlap its
+// replication. e.mu is held and released here.
+//
+// The partitions added stay in e.undurable until a record holding them
+// is acknowledged. A leader's verification of one of them waits for
+// that (awaitDurable), so data reaches a partition only once the log
+// holds it in the transaction, as when the answer waited. If the write
+// fails, memory holds more than the log: the next record of the id (the
+// verification asks for one, EndTxn writes one) holds all of it, and a
+// new coordinator that read the log without it also refuses the
+// partition's data (INVALID_TXN_STATE at the produce, an abortable
+// error; the transaction it knows is aborted or committed without it,
+// and no data of it is on that partition). Markers sent to a partition
+// that had no data are harmless.
+func (c *Coordinator) writeEarly(ctx context.Context, e *entry, p int32, out Outcome) (Txn, int16) {
+	for _, tp := range out.Next.Partitions {
+		if !e.txn.Has(tp) && !slices.Contains(e.undurable, tp) {
+			e.undurable = append(e.undurable, tp)
+		}
+	}
+	e.txn = out.Next
+	e.earlyWrites++
+	q := c.enqueueSettled(p, &out.Next, func(err error) {
+		e.mu.Lock()
+		e.earlyWrites--
+		if err == nil {
+			e.durableLocked(out.Next)
+		} else {
+			c.logger.Warn("writing partitions added to a transaction failed; the next record holds them",
+				"transactional_id", out.Next.ID, "err", err)
+		}
+		if e.settled != nil {
+			close(e.settled)
+			e.settled = nil
+		}
+		e.mu.Unlock()
+	})
+	e.mu.Unlock()
+	if err := q.waitAppended(); err != nil {
+		return Txn{}, writeCode(err)
+	}
+	if _, _, code := c.serves(out.Next.ID); code != 0 {
+		return Txn{}, code // deposed meanwhile: the next coordinator reads the log
+	}
+	return out.Next, out.Code
+}
+
+// awaitDurable returns once every partition of tps in e's transaction is
+// held by an acknowledged record of the id: it waits for the early writes
+// in flight, and when one failed writes the current state again. false
+// when that did not happen before ctx ended or the coordinator stopped
+// serving the id.
+func (c *Coordinator) awaitDurable(ctx context.Context, id string, e *entry, tps []TopicPartition) bool {
+	for attempt := 0; ; attempt++ {
+		e.mu.Lock()
+		pending := slices.ContainsFunc(tps, func(tp TopicPartition) bool { return slices.Contains(e.undurable, tp) })
+		if !pending {
+			e.mu.Unlock()
+			return true
+		}
+		if e.earlyWrites > 0 {
+			if e.settled == nil {
+				e.settled = make(chan struct{})
+			}
+			settled := e.settled
+			e.mu.Unlock()
+			select {
+			case <-settled:
+				continue
+			case <-ctx.Done():
+			case <-c.life.Closing():
+			}
+			return false
+		}
+		e.mu.Unlock()
+		if attempt > 3 {
+			return false
+		}
+		// The early write failed and no record followed: write the
+		// state again.
+		now := c.nowMs()
+		if _, code := c.transition(ctx, id, false, func(t *Txn) Outcome { return t.Rewrite(now) }); code != 0 {
+			return false
+		}
+	}
 }
 
 // lookup returns id's entry, creating an unwritten one when create.
@@ -281,8 +384,11 @@ func (c *Coordinator) newProducerID() (int64, error) {
 	return pid, err
 }
 
-// AddPartitions serves AddPartitionsToTxn (and AddOffsetsToTxn, whose one
-// partition is the group's __consumer_offsets partition).
+// AddPartitions serves AddPartitionsToTxn for a partition leader
+// (transaction.version 2's add, v4 without verifyOnly), AddOffsetsToTxn
+// (whose one partition is the group's __consumer_offsets partition) and
+// the HTTP gateway's transactions: answered once the partitions are in
+// an acknowledged record, as the caller appends to them next.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []TopicPartition) int16 {
 	if id == "" {
 		return errInvalidRequest
@@ -291,14 +397,44 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID i
 	_, code := c.transition(ctx, id, false, func(t *Txn) Outcome {
 		return t.AddPartitions(producerID, epoch, tps, now)
 	})
+	if code == 0 {
+		// Added already by the producer's early write, maybe not yet
+		// acknowledged.
+		if e, ok := c.lookup(id, false); ok && !c.awaitDurable(ctx, id, e, tps) {
+			return errConcurrentTransactions
+		}
+	}
+	return code
+}
+
+// AddProducerPartitions serves a producer's AddPartitionsToTxn (v0–v3):
+// as AddPartitions, but partitions joining a transaction already ongoing
+// are answered once their record is in this broker's log, before its
+// replicas acknowledge it (writeEarly). The producer sends its data to
+// them next, and their leaders' KIP-890 verification waits for that
+// acknowledgement; the producer meanwhile goes on. The first partitions
+// of a transaction wait for their record as before: a new coordinator
+// that lost it would know no transaction for the producer to abort.
+func (c *Coordinator) AddProducerPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []TopicPartition) int16 {
+	if id == "" {
+		return errInvalidRequest
+	}
+	now := c.nowMs()
+	_, code := c.transitionAnswering(ctx, id, false, true, func(t *Txn) Outcome {
+		return t.AddPartitions(producerID, epoch, tps, now)
+	})
 	return code
 }
 
 // VerifyPartitions answers AddPartitionsToTxn v4's verifyOnly batches
-// (KIP-890): one code per partition, nothing written.
-func (c *Coordinator) VerifyPartitions(id string, producerID int64, epoch int16, tps []TopicPartition) []int16 {
-	codes := make([]int16, len(tps))
+// (KIP-890): one code per partition, nothing written. A partition added
+// by a record not yet acknowledged is answered once it is
+// (awaitDurable), on the metadata as it is then; CONCURRENT_TRANSACTIONS,
+// which the leader's producer retries, if that does not come before ctx
+// ends.
+func (c *Coordinator) VerifyPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []TopicPartition) []int16 {
 	fill := func(code int16) []int16 {
+		codes := make([]int16, len(tps))
 		for i := range codes {
 			codes[i] = code
 		}
@@ -311,21 +447,43 @@ func (c *Coordinator) VerifyPartitions(id string, producerID int64, epoch int16,
 	if !ok {
 		return fill(errInvalidProducerMapping)
 	}
+	for {
+		codes, undurable := verifyNow(e, producerID, epoch, tps)
+		if len(undurable) == 0 {
+			return codes
+		}
+		if !c.awaitDurable(ctx, id, e, undurable) {
+			return fill(errConcurrentTransactions)
+		}
+		if _, _, code := c.serves(id); code != 0 {
+			return fill(code)
+		}
+	}
+}
+
+// verifyNow is each partition's verification on e's metadata now, and
+// the partitions it passes whose record is not yet acknowledged.
+func verifyNow(e *entry, producerID int64, epoch int16, tps []TopicPartition) (codes []int16, undurable []TopicPartition) {
+	codes = make([]int16, len(tps))
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.written {
-		return fill(errInvalidProducerMapping)
-	}
 	for i, tp := range tps {
+		if !e.written {
+			codes[i] = errInvalidProducerMapping
+			continue
+		}
 		codes[i] = e.txn.VerifyPartition(producerID, epoch, tp)
+		if codes[i] == 0 && slices.Contains(e.undurable, tp) {
+			undurable = append(undurable, tp)
+		}
 	}
-	return codes
+	return codes, undurable
 }
 
 // VerifyTxnPartition implements server.TxnVerifier for an id this broker
 // coordinates.
-func (c *Coordinator) VerifyTxnPartition(_ context.Context, id string, producerID int64, epoch int16, topic string, partition int32) int16 {
-	return c.VerifyPartitions(id, producerID, epoch, []TopicPartition{{topic, partition}})[0]
+func (c *Coordinator) VerifyTxnPartition(ctx context.Context, id string, producerID int64, epoch int16, topic string, partition int32) int16 {
+	return c.VerifyPartitions(ctx, id, producerID, epoch, []TopicPartition{{topic, partition}})[0]
 }
 
 // EndTxn serves EndTxn: the commit or abort is prepared and written, the

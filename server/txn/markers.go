@@ -109,14 +109,18 @@ func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool
 		decisions[i] = pr.decide
 	}
 	out, answers := e.txn.CompleteThen(c.nowMs(), decisions)
+	q := c.enqueue(p, &out.Next)
 	e.busy = true
 	e.mu.Unlock()
 
-	err := c.write(context.Background(), p, &out.Next)
+	err := q.wait()
 
 	e.mu.Lock()
 	e.busy = false
 	e.notifyLocked()
+	if err == nil {
+		e.durableLocked(out.Next)
+	}
 	code := int16(0)
 	switch {
 	case err != nil:

@@ -509,3 +509,17 @@ func (t Txn) Expire(nowMs int64) Outcome {
 	next.State, next.Partitions, next.UpdateMs = Dead, nil, nowMs
 	return t.to(next, 0)
 }
+
+// Rewrite is an ongoing transaction written again as it stands: the
+// coordinator's repair when the record that added some of its partitions
+// failed after the producer was answered (Coordinator.writeEarly), so
+// that an acknowledged record holds them before their data is accepted.
+// Nothing is written in another state: its record held them all.
+func (t Txn) Rewrite(nowMs int64) Outcome {
+	if t.State != Ongoing {
+		return answer(0)
+	}
+	next := t
+	next.Partitions, next.UpdateMs = slices.Clone(t.Partitions), nowMs
+	return t.to(next, 0)
+}

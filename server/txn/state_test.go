@@ -331,3 +331,27 @@ func answerCodes(answers []Outcome) []int16 {
 	}
 	return codes
 }
+
+// Rewrite writes an ongoing transaction again as it stands (the repair of
+// an early add whose record failed), and nothing in any other state.
+func TestRewriteOnlyAnOngoingTransaction(t *testing.T) {
+	tps := []TopicPartition{{"a", 0}, {"b", 1}}
+	txn := run(t, NewTxn("tx", 7, 60000, 0), []step{
+		{name: "init", do: initPID(60000), write: true, state: Empty, epoch: 0},
+		{name: "empty: nothing to rewrite", do: func(t Txn, now int64) Outcome { return t.Rewrite(now) }},
+		{name: "add", do: func(t Txn, now int64) Outcome { return t.AddPartitions(7, 0, tps, now) }, write: true, state: Ongoing},
+	})
+	out := txn.Rewrite(5000)
+	if !out.Write || out.Code != 0 || out.Markers || out.Next.State != Ongoing || out.Next.UpdateMs != 5000 ||
+		len(out.Next.Partitions) != 2 || !out.Next.Has(tps[0]) || !out.Next.Has(tps[1]) || out.Next.StartMs != txn.StartMs {
+		t.Fatalf("rewrite of %+v: %+v", txn, out)
+	}
+	out.Next.Partitions[0] = TopicPartition{"z", 9}
+	if !txn.Has(tps[0]) {
+		t.Fatal("the rewrite shares its partitions with the metadata it was decided on")
+	}
+	run(t, txn, []step{
+		{name: "commit", do: func(t Txn, now int64) Outcome { return t.EndTxn(7, 0, true, now) }, write: true, state: PrepareCommit, marker: true},
+		{name: "prepared: nothing to rewrite", do: func(t Txn, now int64) Outcome { return t.Rewrite(now) }},
+	})
+}

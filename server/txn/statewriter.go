@@ -35,7 +35,13 @@ type stateWriter struct {
 
 type queuedWrite struct {
 	record records.Record
-	done   chan error
+	// appended is closed once the record is in this broker's log (its
+	// group appended locally), before the replicas acknowledge it.
+	appended chan struct{}
+	done     chan error
+	// settled, when not nil, is called with the outcome by the flush, for
+	// a writer that does not wait for it (writeEarly).
+	settled func(error)
 }
 
 // writer returns partition p's queue.
@@ -50,13 +56,17 @@ func (c *Coordinator) writer(p int32) *stateWriter {
 	return w
 }
 
-// write appends t's record to partition p, grouped with the other records
-// of p queued meanwhile, and returns once it is acknowledged (acks=all;
-// syncStateWrites) or failed.
-func (c *Coordinator) write(ctx context.Context, p int32, t *Txn) error {
+// enqueue queues t's record for partition p and returns its write. The
+// log holds one id's records in the order they were queued, so a caller
+// queues under the entry's mu the state it decided there: a later record
+// of the id always holds the later state.
+func (c *Coordinator) enqueue(p int32, t *Txn) queuedWrite { return c.enqueueSettled(p, t, nil) }
+
+// enqueueSettled is enqueue, with settled called with the outcome.
+func (c *Coordinator) enqueueSettled(p int32, t *Txn, settled func(error)) queuedWrite {
 	w := c.writer(p)
 	q := queuedWrite{record: records.Record{Key: stateKey(t.ID), Value: stateValue(t), Timestamp: c.nowMs()},
-		done: make(chan error, 1)}
+		appended: make(chan struct{}), done: make(chan error, 1), settled: settled}
 	w.mu.Lock()
 	w.mu.queue = append(w.mu.queue, q)
 	start := !w.mu.flushing
@@ -65,10 +75,28 @@ func (c *Coordinator) write(ctx context.Context, p int32, t *Txn) error {
 	if start {
 		go c.flush(w, p)
 	}
-	// Not abandoned on ctx: the record may be appended anyway, and the
-	// caller must not apply or forget a change whose outcome it does not
-	// know; flush gives up after its own timeout.
+	return q
+}
+
+// wait returns the write's outcome once the in-sync replicas acknowledged
+// it or it failed. Not abandoned on ctx: the record may be appended
+// anyway, and the caller must not apply or forget a change whose outcome
+// it does not know; flush gives up after its own timeout.
+func (q queuedWrite) wait() error {
 	return <-q.done
+}
+
+// waitAppended returns once the record is in this broker's log (nil), or
+// with the write's error when it failed before; the acknowledgement may
+// still fail after (wait).
+func (q queuedWrite) waitAppended() error {
+	select {
+	case <-q.appended:
+		return nil
+	case err := <-q.done:
+		q.done <- err // for wait
+		return err
+	}
 }
 
 // flush appends p's queued records, a group at a time, until the queue is
@@ -96,6 +124,9 @@ func (c *Coordinator) flush(w *stateWriter, p int32) {
 		w.mu.Unlock()
 		err := c.appendGroup(p, group)
 		for _, q := range group {
+			if q.settled != nil {
+				q.settled(err)
+			}
 			q.done <- err
 		}
 	}
@@ -106,11 +137,15 @@ func (c *Coordinator) appendGroup(p int32, group []queuedWrite) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req := &server.ProduceRequest{Topic: StateTopic, Sync: c.syncStateWrites(), Internal: true,
-		Records: make([]server.ProduceRecord, len(group))}
+		Records: make([]server.ProduceRecord, len(group)),
+		OnAppended: func() {
+			for _, q := range group {
+				close(q.appended)
+			}
+		}}
 	for i, q := range group {
 		req.Records[i] = server.ProduceRecord{Partition: p, Record: q.record}
 	}
 	c.stateAppends.Add(1)
-	_, err := c.broker.Produce(ctx, req)
-	return err
+	return c.appendState(ctx, req)
 }
