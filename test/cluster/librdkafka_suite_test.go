@@ -77,6 +77,38 @@ func TestLibrdkafkaOwnTransactionTests(t *testing.T) {
 		t.Fatal(err)
 	}
 	javaProducerByFranzGo(t, work)
+	out, err := runLibrdkafkaTests(t, runner, work, tests, args)
+	results, failed := librdkafkaResults(out)
+	if err != nil && initTimeoutRaced(out) {
+		// 0103 asserts that init_transactions with a 1 ms timeout times
+		// out, which a broker answering FindCoordinator and
+		// InitProducerId within that millisecond fails: the test's
+		// timing against a fast broker, not a fault. The run, aborted
+		// there, goes again once, and everything must pass then.
+		t.Logf("librdkafka's 0103 saw init_transactions(p, 1) finish within 1 ms; running the tests again:\n%s", librdkafkaFailures(out))
+		out, err = runLibrdkafkaTests(t, runner, work, tests, args)
+		results, failed = librdkafkaResults(out)
+	}
+	if err != nil || len(failed) > 0 {
+		t.Fatalf("librdkafka's tests failed (%v; failed %v):\n%s\n\nthe failures:\n%s", err, failed, tail(out, 300), librdkafkaFailures(out))
+	}
+	for _, n := range tests {
+		if !slices.ContainsFunc(results, func(r string) bool { return strings.HasPrefix(r, n+"_") }) {
+			t.Fatalf("test %s did not report PASSED (passed: %v):\n%s", n, results, tail(out, 100))
+		}
+	}
+	// 0098's first half ran its producer through java/run-class.sh.
+	if runs := bytes.Count(out, []byte("TransactionProducerCli (franz-go): command: 'topic,")); slices.Contains(tests, "0098") && runs == 0 {
+		t.Fatalf("test 0098 never ran TransactionProducerCli:\n%s", tail(out, 100))
+	} else {
+		t.Logf("passed: %v (0098 ran TransactionProducerCli %d times)", results, runs)
+	}
+}
+
+// runLibrdkafkaTests runs the runner on tests in work (its test.conf
+// names the brokers) and returns its output.
+func runLibrdkafkaTests(t *testing.T, runner, work string, tests, args []string) ([]byte, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	// SIGPIPE ignored: sockem, the tests' socket emulator (0076, 0094),
@@ -94,22 +126,32 @@ func TestLibrdkafkaOwnTransactionTests(t *testing.T) {
 		"KAFKA_PATH="+work)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	t.Logf("librdkafka %s test runner, TESTS=%s %v: %s", version, strings.Join(tests, ","), args, time.Since(start).Round(time.Second))
-	results, failed := librdkafkaResults(out)
-	if err != nil || len(failed) > 0 {
-		t.Fatalf("librdkafka's tests failed (%v; failed %v):\n%s\n\nthe failures:\n%s", err, failed, tail(out, 300), librdkafkaFailures(out))
-	}
-	for _, n := range tests {
-		if !slices.ContainsFunc(results, func(r string) bool { return strings.HasPrefix(r, n+"_") }) {
-			t.Fatalf("test %s did not report PASSED (passed: %v):\n%s", n, results, tail(out, 100))
+	t.Logf("librdkafka test runner, TESTS=%s %v: %s", strings.Join(tests, ","), args, time.Since(start).Round(time.Second))
+	return out, err
+}
+
+// initTimeoutRaced reports whether the run's only failure is 0103's
+// assertion that init_transactions(p, 1) times out: every failure report
+// is 0103's misuse test, in its sub-test "timeout on first", or the
+// runner's exit check that finds the handle the failed assertion left.
+func initTimeoutRaced(out []byte) bool {
+	lines := strings.Split(string(out), "\n")
+	subtest, failures := "", 0
+	for _, l := range lines {
+		if strings.Contains(l, "[0103_transactions ") && strings.Contains(l, "[ Test ") {
+			subtest = l
+		}
+		if strings.Contains(l, "### Test") && strings.Contains(l, "failed at") {
+			if strings.Contains(l, `"<MAIN>" failed at test.c`) && strings.Contains(l, "test_wait_exit") {
+				continue
+			}
+			failures++
+			if !strings.Contains(l, "0103_transactions (do_test_misuse_txn") || !strings.Contains(subtest, "timeout on first") {
+				return false
+			}
 		}
 	}
-	// 0098's first half ran its producer through java/run-class.sh.
-	if runs := bytes.Count(out, []byte("TransactionProducerCli (franz-go): command: 'topic,")); slices.Contains(tests, "0098") && runs == 0 {
-		t.Fatalf("test 0098 never ran TransactionProducerCli:\n%s", tail(out, 100))
-	} else {
-		t.Logf("passed: %v (0098 ran TransactionProducerCli %d times)", results, runs)
-	}
+	return failures > 0 && bytes.Contains(out, []byte("Expected init_transactions() to fail"))
 }
 
 // librdkafkaResults reads the runner's summary table: the tests that
@@ -371,5 +413,29 @@ func javaProducerByFranzGo(t *testing.T, work string) {
 	}
 	if err := os.WriteFile(filepath.Join(work, "Makefile"), []byte("java:\n\t@true\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The rerun is for 0103's 1 ms init_transactions assertion alone (a CI
+// run's output): any other failure, or that assertion in another sub-test,
+// fails the suite at once.
+func TestInitTimeoutRacedOnlyFor0103sTimingAssertion(t *testing.T) {
+	raced, err := os.ReadFile("testdata/librdkafka-0103-init-raced.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !initTimeoutRaced(raced) {
+		t.Error("the CI run's output: not recognised as 0103's init_transactions(p, 1) race")
+	}
+	otherSubtest := bytes.Replace(raced, []byte("timeout on first ]"), []byte("finish on first, again ]"), 1)
+	if initTimeoutRaced(otherSubtest) {
+		t.Error("the assertion in another sub-test taken for the race")
+	}
+	otherTest := append(slices.Clone(raced), []byte("\n### Test \"0129_fetch_aborted_msgs\" failed at 0129-fetch_aborted_msgs.c:50:do_test() at now: ###\n")...)
+	if initTimeoutRaced(otherTest) {
+		t.Error("a second test's failure taken for the race")
+	}
+	if initTimeoutRaced([]byte("[0103_transactions / 0.1s] [ Test multiple init_transactions(): timeout on first ]\n")) {
+		t.Error("a run without failures taken for the race")
 	}
 }
