@@ -418,9 +418,22 @@ func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 // kill), and the transaction must not commit the inputs' offsets then:
 // at every point each input below the group's committed offset is in the
 // read_committed output, and a worker that goes on copies each input
-// exactly once.
+// exactly once. At both transaction.version levels: the client commits
+// the same way at either.
 func TestTxnCopyCommitsOnlyWhatItProduced(t *testing.T) {
+	for _, level := range []int16{2, 1} {
+		t.Run(fmt.Sprintf("transaction.version=%d", level), func(t *testing.T) { testCopyCommitsOnlyWhatItProduced(t, level) })
+	}
+}
+
+func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16) {
 	nodes := startCluster(t, 3)
+	if level != 2 {
+		if code, msg := setTV(t, nodes, level, 2); code != 0 {
+			t.Fatalf("transaction.version %d: %d %q", level, code, msg)
+		}
+		waitAllAdvertise(t, nodes, level)
+	}
 	const (
 		in, out, group = "copy-in", "copy-out", "copy-group"
 		total          = 20
