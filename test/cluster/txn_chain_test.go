@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,6 +108,23 @@ func TestTxnChainExactlyOnceThroughKills(t *testing.T) {
 			dups = append(dups, fmt.Sprintf("%s×%d", v, c))
 		}
 	}
+	if len(missing) > 0 {
+		// Which of the chain's parts lost them: the input log, the
+		// output log (read_uncommitted holds what was written there,
+		// committed or not), or read_committed's view of it.
+		input := readIsolatedValues(t, nodes, in, total, 30*time.Second, kgo.ReadUncommitted())
+		written := readIsolatedValues(t, nodes, out, total, 30*time.Second, kgo.ReadUncommitted())
+		var inInput, inOutput int
+		for _, n := range missing {
+			if input[strconv.Itoa(n)] > 0 {
+				inInput++
+			}
+			if written[strconv.Itoa(n)] > 0 {
+				inOutput++
+			}
+		}
+		t.Logf("of the %d missing: %d in the input log, %d in the output log read uncommitted", len(missing), inInput, inOutput)
+	}
 	if len(missing) > 0 || len(dups) > 0 || len(got) != total {
 		t.Fatalf("read_committed output: %d distinct of %d; missing %d (first %v); duplicated %d (first %v)",
 			len(got), total, len(missing), first(missing, 10), len(dups), first(dups, 10))
@@ -124,32 +142,49 @@ type chainWorkers struct {
 
 	mu      sync.Mutex
 	running map[string]func() // name → stop and wait
+
+	clientLog chainClientLog
+}
+
+// chainClientLog keeps the workers' franz-go logs (info and above): a
+// failure prints them, so the transactions' ends and resets can be read
+// against the brokers' logs.
+type chainClientLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *chainClientLog) logger(name string) kgo.Logger {
+	return kgo.BasicLogger(chainLogWriter{l}, kgo.LogLevelInfo, func() string {
+		return time.Now().UTC().Format("15:04:05.000 ") + name + " "
+	})
+}
+
+type chainLogWriter struct{ l *chainClientLog }
+
+func (w chainLogWriter) Write(b []byte) (int, error) {
+	w.l.mu.Lock()
+	defer w.l.mu.Unlock()
+	return w.l.buf.Write(b)
+}
+
+func (l *chainClientLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 func (w *chainWorkers) start(name string) {
 	w.t.Helper()
 	if w.aborted == nil {
 		w.aborted = new(atomic.Int64)
+		w.t.Cleanup(func() {
+			if w.t.Failed() {
+				w.t.Logf("workers' client logs:\n%s", w.clientLog.String())
+			}
+		})
 	}
-	s, err := kgo.NewGroupTransactSession(
-		kgo.SeedBrokers(seeds(w.nodes)...),
-		kgo.TransactionalID(name),
-		kgo.TransactionTimeout(20*time.Second),
-		kgo.ConsumerGroup(w.group),
-		kgo.ConsumeTopics(w.in),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic(w.out),
-		kgo.RecordRetries(100),
-		kgo.RetryTimeout(60*time.Second),
-		kgo.SessionTimeout(10*time.Second),
-		kgo.RebalanceTimeout(30*time.Second),
-	)
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	s := newChainSession(w.t, w.nodes, name, w.group, w.in, w.out, kgo.WithLogger(w.clientLog.logger(name)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -164,14 +199,10 @@ func (w *chainWorkers) start(name string) {
 				time.Sleep(100 * time.Millisecond) // a backoff before the next poll's transaction
 				continue
 			}
-			var n int64
-			fs.EachRecord(func(r *kgo.Record) {
-				n++
-				s.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, nil)
-			})
-			endCtx, endCancel := context.WithTimeout(context.Background(), 60*time.Second)
-			ok, err := s.End(endCtx, kgo.TryCommit)
-			endCancel()
+			n, ok, failed, err := copyTransaction(ctx, s, fs)
+			if len(failed) > 0 {
+				w.t.Logf("%s: %d produces of the transaction failed, so it was aborted: %v", name, len(failed), first(failed, 3))
+			}
 			switch {
 			case ok:
 				w.committed.Add(n)
@@ -189,6 +220,67 @@ func (w *chainWorkers) start(name string) {
 	}
 	w.running[name] = func() { cancel(); <-done; s.Close() }
 	w.mu.Unlock()
+}
+
+// newChainSession is a chain worker's GroupTransactSession: transactional
+// id name, read_committed, stable offsets, acks=all, copying in to out.
+func newChainSession(t *testing.T, nodes []*harness.Node, name, group, in, out string, opts ...kgo.Opt) *kgo.GroupTransactSession {
+	t.Helper()
+	s, err := kgo.NewGroupTransactSession(append([]kgo.Opt{
+		kgo.SeedBrokers(seeds(nodes)...),
+		kgo.TransactionalID(name),
+		kgo.TransactionTimeout(20 * time.Second),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(in),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic(out),
+		kgo.RecordRetries(100),
+		kgo.RetryTimeout(60 * time.Second),
+		kgo.SessionTimeout(10 * time.Second),
+		kgo.RebalanceTimeout(30 * time.Second),
+	}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// copyTransaction produces fs's records (begun in s) and ends the
+// transaction: a commit only when every produce succeeded. franz-go
+// commits what was produced when asked to (unlike the Java client, which
+// refuses once a send failed), and a produce that failed (its context
+// ended while the partition had no reachable leader, its retries ran out,
+// a broker refused it) would otherwise have its input's offset committed
+// without its output: exactly-once lost by the client, whatever the
+// brokers did. It returns how many records were copied, whether they
+// were committed, the failed produces and End's error.
+func copyTransaction(ctx context.Context, s *kgo.GroupTransactSession, fs kgo.Fetches) (n int64, committed bool, failed []string, err error) {
+	var mu sync.Mutex
+	fs.EachRecord(func(r *kgo.Record) {
+		n++
+		s.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, func(r *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				failed = append(failed, fmt.Sprintf("%s (%v)", r.Value, err))
+				mu.Unlock()
+			}
+		})
+	})
+	endCtx, endCancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer endCancel()
+	// End flushes before it decides, but the decision is taken before:
+	// flush here so that every produce's outcome is known.
+	if err := s.Client().Flush(endCtx); err != nil {
+		return n, false, nil, err
+	}
+	mu.Lock()
+	try := kgo.TransactionEndTry(len(failed) == 0)
+	mu.Unlock()
+	committed, err = s.End(endCtx, try)
+	return n, committed, failed, err
 }
 
 func (w *chainWorkers) stop(name string) {
@@ -245,8 +337,14 @@ func produceInputPaced(nodes []*harness.Node, topic string, total int) error {
 // it holds want distinct values (or timeout) and counts each value.
 func readCommittedValues(t *testing.T, nodes []*harness.Node, topic string, want int, timeout time.Duration) map[string]int {
 	t.Helper()
+	return readIsolatedValues(t, nodes, topic, want, timeout, kgo.ReadCommitted())
+}
+
+// readValues is readCommittedValues at the isolation level given.
+func readIsolatedValues(t *testing.T, nodes []*harness.Node, topic string, want int, timeout time.Duration, isolation kgo.IsolationLevel) map[string]int {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(isolation))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,3 +411,143 @@ func leaderOfPartition(adm *kadm.Client, topic string, p int32) int32 {
 }
 
 func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
+
+// TestTxnCopyCommitsOnlyWhatItProduced: a chain worker's produces fail
+// (their context ends while the output partition's leader is dead, as
+// when TestTxnChainExactlyOnceThroughKills stops a worker right after a
+// kill), and the transaction must not commit the inputs' offsets then:
+// at every point each input below the group's committed offset is in the
+// read_committed output, and a worker that goes on copies each input
+// exactly once. At both transaction.version levels: the client commits
+// the same way at either.
+func TestTxnCopyCommitsOnlyWhatItProduced(t *testing.T) {
+	for _, level := range []int16{2, 1} {
+		t.Run(fmt.Sprintf("transaction.version=%d", level), func(t *testing.T) { testCopyCommitsOnlyWhatItProduced(t, level) })
+	}
+}
+
+func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16) {
+	nodes := startCluster(t, 3)
+	if level != 2 {
+		if code, msg := setTV(t, nodes, level, 2); code != 0 {
+			t.Fatalf("transaction.version %d: %d %q", level, code, msg)
+		}
+		waitAllAdvertise(t, nodes, level)
+	}
+	const (
+		in, out, group = "copy-in", "copy-out", "copy-group"
+		total          = 20
+	)
+	adm := txnAdmin(t, nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, out); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, "the topics have leaders", 30*time.Second, func() bool {
+		return leaderOfPartition(adm, in, 0) > 0 && leaderOfPartition(adm, out, 0) > 0 &&
+			leaderOfPartition(adm, out, 1) > 0 && leaderOfPartition(adm, out, 2) > 0
+	})
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.DefaultProduceTopic(in), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs []*kgo.Record
+	for n := range total {
+		v := []byte(strconv.Itoa(n)) // keyed: the copies spread over out's partitions
+		inputs = append(inputs, &kgo.Record{Key: v, Value: v})
+	}
+	if err := producer.ProduceSync(ctx, inputs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	producer.Close()
+
+	s := newChainSession(t, nodes, "copier", group, in, out)
+	defer s.Close()
+	poll := func() kgo.Fetches {
+		t.Helper()
+		var all kgo.Fetches
+		deadline := time.Now().Add(30 * time.Second)
+		for all.NumRecords() < total && time.Now().Before(deadline) {
+			pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
+			all = append(all, s.PollFetches(pctx)...)
+			pcancel()
+		}
+		if all.NumRecords() < total {
+			t.Fatalf("polled %d of the %d inputs", all.NumRecords(), total)
+		}
+		return all
+	}
+	fs := poll()
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	// One output partition loses its leader: the copies to the others
+	// are written, those to it wait. The worker is stopped before a new
+	// leader is known, and they end with their context.
+	leader := leaderOfPartition(adm, out, 0)
+	nodes[leader-1].Kill()
+	produceCtx, stopWorker := context.WithCancel(ctx)
+	time.AfterFunc(100*time.Millisecond, stopWorker)
+	_, committed, failed, err := copyTransaction(produceCtx, s, fs)
+	t.Logf("with %s-0's leader (broker %d) dead: committed %v, %d produces failed (first %v), end error %v",
+		out, leader, committed, len(failed), first(failed, 3), err)
+	if len(failed) == 0 {
+		t.Fatal("no produce failed: the test did not reach the case it is for")
+	}
+	nodes[leader-1].Restart()
+	nodes[leader-1].WaitKafka()
+	checkCopied(t, adm, nodes, group, in, out, 0)
+
+	// Going on, the worker copies everything, each input once.
+	harness.WaitFor(t, "the inputs copied", 2*time.Minute, func() bool {
+		fs := poll()
+		if err := s.Begin(); err != nil {
+			t.Logf("begin: %v", err)
+			return false
+		}
+		_, committed, failed, err := copyTransaction(ctx, s, fs)
+		if !committed {
+			t.Logf("not committed: %d produces failed (first %v), end error %v", len(failed), first(failed, 3), err)
+		}
+		return committed
+	})
+	checkCopied(t, adm, nodes, group, in, out, total)
+	values := readCommittedValues(t, nodes, out, total, 30*time.Second)
+	for n := range total {
+		if c := values[strconv.Itoa(n)]; c != 1 {
+			t.Errorf("input %d is %d times in the output", n, c)
+		}
+	}
+}
+
+// checkCopied waits until the group's committed offset of in-0 is at
+// least atLeast (a commit's marker reaches the group after EndTxn is
+// answered), then fails the test unless every input below it is in out's
+// read_committed records.
+func checkCopied(t *testing.T, adm *kadm.Client, nodes []*harness.Node, group, in, out string, atLeast int64) {
+	t.Helper()
+	committed := int64(0)
+	harness.WaitFor(t, fmt.Sprintf("a committed offset of %s-0 at least %d", in, atLeast), 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		offsets, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return false
+		}
+		if o, ok := offsets.Lookup(in, 0); ok {
+			committed = o.At
+		}
+		return committed >= atLeast
+	})
+	values := readCommittedValues(t, nodes, out, int(committed), 30*time.Second)
+	for n := range committed {
+		if values[strconv.FormatInt(n, 10)] == 0 {
+			t.Fatalf("input %d is below the group's committed offset %d but not in the read_committed output (%d values there)",
+				n, committed, len(values))
+		}
+	}
+}

@@ -192,9 +192,29 @@ func start(t testing.TB, fdLimit int, roots *x509.CertPool, prepare func(string)
 		n.Kill()
 		if t.Failed() {
 			t.Logf("ferry logs:\n%s", n.Logs())
+			n.keepDataDir()
 		}
 	})
 	return n
+}
+
+// keepDataDir copies a failed test's data directory under
+// $FERRY_KEEP_DATA before t.TempDir's cleanup removes it, so the logs a
+// failure leaves can be read afterwards (ferry dump-log).
+func (n *Node) keepDataDir() {
+	root := os.Getenv("FERRY_KEEP_DATA")
+	if root == "" {
+		return
+	}
+	dst, err := os.MkdirTemp(root, strings.ReplaceAll(n.t.Name(), "/", "_")+"-")
+	if err == nil {
+		err = os.CopyFS(dst, os.DirFS(n.DataDir))
+	}
+	if err != nil {
+		n.t.Logf("keeping %s: %v", n.DataDir, err)
+		return
+	}
+	n.t.Logf("data of the node at %s kept in %s", n.URL, dst)
 }
 
 func (n *Node) start() {
