@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,22 +11,46 @@ import (
 
 // TestTickLoopRunsJobsOneAtATime: each job runs at its own interval, the
 // shorter one more often, and never two at once (the coordinators' jobs
-// share state on that promise).
+// share state on that promise): while the fast job holds the loop past
+// the slow job's due time, the slow job waits for it.
 func TestTickLoopRunsJobsOneAtATime(t *testing.T) {
+	const slowInterval = 20 * time.Millisecond
 	life := NewLifecycle()
 	defer life.Close()
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	releaseHeld := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseHeld() // before Close, which waits for the held job
 	var running, overlaps, fast, slow atomic.Int32
-	job := func(n *atomic.Int32) func() {
+	job := func(n *atomic.Int32, hold bool) func() {
 		return func() {
 			if running.Add(1) > 1 {
 				overlaps.Add(1)
 			}
-			time.Sleep(time.Millisecond) // the job's work, not a wait: it lasts long enough for a second job started meanwhile to show as an overlap
+			if hold {
+				holdOnce.Do(func() { close(held); <-release })
+			}
 			n.Add(1)
 			running.Add(-1)
 		}
 	}
-	life.TickLoop(Every{Interval: 2 * time.Millisecond, Run: job(&fast)}, Every{Interval: 20 * time.Millisecond, Run: job(&slow)})
+	start := time.Now()
+	life.TickLoop(Every{Interval: 2 * time.Millisecond, Run: job(&fast, true)}, Every{Interval: slowInterval, Run: job(&slow, false)})
+	harness.WaitFor(t, "the fast job holds the loop", 10*time.Second, func() bool {
+		select {
+		case <-held:
+			return true
+		default:
+			return false
+		}
+	})
+	harness.WaitFor(t, "the slow job is overdue while the fast one runs", 10*time.Second, func() bool {
+		return time.Since(start) > 2*slowInterval
+	})
+	if n := slow.Load(); n != 0 {
+		t.Fatalf("the slow job ran %d times while the fast one held the loop", n)
+	}
+	releaseHeld()
 	harness.WaitFor(t, "the slow job ran three times", 10*time.Second, func() bool { return slow.Load() >= 3 })
 	if f, s := fast.Load(), slow.Load(); f <= s {
 		t.Fatalf("the 2 ms job ran %d times, the 20 ms one %d", f, s)

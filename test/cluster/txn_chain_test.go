@@ -196,7 +196,10 @@ func (w *chainWorkers) start(name string) {
 			}
 			if err := s.Begin(); err != nil {
 				w.t.Logf("%s: begin: %v", name, err)
-				time.Sleep(100 * time.Millisecond) // a backoff before the next poll's transaction
+				select { // a backoff before the next poll's transaction, cut short by stop
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
 				continue
 			}
 			n, ok, failed, err := copyTransaction(ctx, s, fs)
@@ -316,6 +319,9 @@ func produceInputPaced(nodes []*harness.Node, topic string, total int) error {
 	}
 	defer cl.Close()
 	const step = 50
+	// A batch every 500 ms: the inputs span the kills.
+	pace := time.NewTicker(500 * time.Millisecond)
+	defer pace.Stop()
 	for from := 0; from < total; from += step {
 		var rs []*kgo.Record
 		for n := from; n < min(from+step, total); n++ {
@@ -328,7 +334,7 @@ func produceInputPaced(nodes []*harness.Node, topic string, total int) error {
 		if err != nil {
 			return fmt.Errorf("records %d..: %w", from, err)
 		}
-		time.Sleep(500 * time.Millisecond) // the pace: the inputs span the kills
+		<-pace.C
 	}
 	return nil
 }
