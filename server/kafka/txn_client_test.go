@@ -78,11 +78,11 @@ func readAll(t *testing.T, ts *testServer, level kgo.IsolationLevel, want int) [
 	return got
 }
 
-func TestFranzGoTransactionalCommitAndAbort(t *testing.T) {
-	ts, sink := newTxnTestServer(t)
-	needPartitionSide(t, ts)
-	createTopic(t, ts, "txn-out", 1)
-	cl := txnClient(t, ts, "producer-1")
+// commitAbortCommit runs three transactions of the transactional id id
+// on cl: c1 and c2 committed, a1 aborted, c3 committed; and waits until
+// the coordinator has completed the last.
+func commitAbortCommit(t *testing.T, ts *testServer, cl *kgo.Client, id string) {
+	t.Helper()
 	produceInTxn(t, cl, "c1", "c2")
 	if err := endTxn(cl, kgo.TryCommit); err != nil {
 		t.Fatalf("commit: %v", err)
@@ -96,9 +96,17 @@ func TestFranzGoTransactionalCommitAndAbort(t *testing.T) {
 		t.Fatalf("second commit: %v", err)
 	}
 	harness.WaitFor(t, "the last commit completes", 10*time.Second, func() bool {
-		d, code := ts.txns.Describe("producer-1")
+		d, code := ts.txns.Describe(id)
 		return code == 0 && d.State == txn.CompleteCommit
 	})
+}
+
+func TestFranzGoTransactionalCommitAndAbort(t *testing.T) {
+	ts, sink := newTxnTestServer(t)
+	needPartitionSide(t, ts)
+	createTopic(t, ts, "txn-out", 1)
+	cl := txnClient(t, ts, "producer-1")
+	commitAbortCommit(t, ts, cl, "producer-1")
 	var outcomes []bool
 	for _, m := range sink.markers() {
 		if m.Topic != "txn-out" || m.Partition != 0 {

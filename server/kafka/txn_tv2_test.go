@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/ferry-mq/ferry/server/features"
-	"github.com/ferry-mq/ferry/server/txn"
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
@@ -52,6 +51,23 @@ func tv1Versions() *kversion.Versions {
 	return v
 }
 
+// clientTransactionVersions are the two kinds of transactional client: one
+// that uses transaction.version 2, and one capped at version 1's requests.
+func clientTransactionVersions() []struct {
+	name string
+	opts []kgo.Opt
+	tv2  bool
+} {
+	return []struct {
+		name string
+		opts []kgo.Opt
+		tv2  bool
+	}{
+		{"TV2", nil, true},
+		{"TV1 capped at Produce v11", []kgo.Opt{kgo.MaxVersions(tv1Versions())}, false},
+	}
+}
+
 func newTV2Server(t *testing.T) (*testServer, *markerSink) {
 	ts, sink := newTxnTestServerTuned(t, nil) // a new node finalizes transaction.version 2
 	needPartitionSide(t, ts)
@@ -59,35 +75,13 @@ func newTV2Server(t *testing.T) (*testServer, *markerSink) {
 }
 
 func TestTransactionVersionsCommitAndAbort(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts []kgo.Opt
-		tv2  bool
-	}{
-		{"TV2", nil, true},
-		{"TV1 capped at Produce v11", []kgo.Opt{kgo.MaxVersions(tv1Versions())}, false},
-	} {
+	for _, tc := range clientTransactionVersions() {
 		t.Run(tc.name, func(t *testing.T) {
 			ts, sink := newTV2Server(t)
 			createTopic(t, ts, "txn-out", 1)
 			keys := &keyCounter{}
 			cl := txnClient(t, ts, "producer-1", append(tc.opts, kgo.WithHooks(keys))...)
-			produceInTxn(t, cl, "c1", "c2")
-			if err := endTxn(cl, kgo.TryCommit); err != nil {
-				t.Fatalf("commit: %v", err)
-			}
-			produceInTxn(t, cl, "a1")
-			if err := endTxn(cl, kgo.TryAbort); err != nil {
-				t.Fatalf("abort: %v", err)
-			}
-			produceInTxn(t, cl, "c3")
-			if err := endTxn(cl, kgo.TryCommit); err != nil {
-				t.Fatalf("second commit: %v", err)
-			}
-			harness.WaitFor(t, "the last commit completes", 10*time.Second, func() bool {
-				d, code := ts.txns.Describe("producer-1")
-				return code == 0 && d.State == txn.CompleteCommit
-			})
+			commitAbortCommit(t, ts, cl, "producer-1")
 			var commits []bool
 			var epochs []int16
 			for _, m := range sink.markers() {
@@ -130,14 +124,7 @@ func TestTransactionVersionsCommitAndAbort(t *testing.T) {
 // A consume-transform-produce session: under transaction.version 2 the
 // group's offsets join the transaction through TxnOffsetCommit v5 alone.
 func TestTransactionVersionsGroupSession(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts []kgo.Opt
-		tv2  bool
-	}{
-		{"TV2", nil, true},
-		{"TV1 capped at Produce v11", []kgo.Opt{kgo.MaxVersions(tv1Versions())}, false},
-	} {
+	for _, tc := range clientTransactionVersions() {
 		t.Run(tc.name, func(t *testing.T) {
 			ts, _ := newTV2Server(t)
 			keys := &keyCounter{}
