@@ -390,13 +390,7 @@ func (c *Coordinator) newProducerID() (int64, error) {
 // the HTTP gateway's transactions: answered once the partitions are in
 // an acknowledged record, as the caller appends to them next.
 func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []TopicPartition) int16 {
-	if id == "" {
-		return errInvalidRequest
-	}
-	now := c.nowMs()
-	_, code := c.transition(ctx, id, false, func(t *Txn) Outcome {
-		return t.AddPartitions(producerID, epoch, tps, now)
-	})
+	code := c.addPartitions(ctx, id, producerID, epoch, tps, false)
 	if code == 0 {
 		// Added already by the producer's early write, maybe not yet
 		// acknowledged.
@@ -416,11 +410,16 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID i
 // of a transaction wait for their record as before: a new coordinator
 // that lost it would know no transaction for the producer to abort.
 func (c *Coordinator) AddProducerPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []TopicPartition) int16 {
+	return c.addPartitions(ctx, id, producerID, epoch, tps, true)
+}
+
+// addPartitions adds tps to id's transaction; early as transitionAnswering.
+func (c *Coordinator) addPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []TopicPartition, early bool) int16 {
 	if id == "" {
 		return errInvalidRequest
 	}
 	now := c.nowMs()
-	_, code := c.transitionAnswering(ctx, id, false, true, func(t *Txn) Outcome {
+	_, code := c.transitionAnswering(ctx, id, false, early, func(t *Txn) Outcome {
 		return t.AddPartitions(producerID, epoch, tps, now)
 	})
 	return code
