@@ -145,6 +145,17 @@ func TestUIGroupLagChart(t *testing.T) {
 		chromedp.Navigate(node.URL+"/ui/#/groups/lagging"),
 		chromedp.WaitVisible(chromedp.CSS("#lag-history svg.lag-chart")))
 	b.waitText("#lag-caption", "Now 3") // 4 records, committed 1
+	// The caption reads the lag now; the history samples it every 300 ms,
+	// so the rise is in it only if a sample of 3 is taken first.
+	harness.WaitFor(t, "a lag history sample of 3", uiTimeout, func() bool {
+		var h struct {
+			Samples []struct {
+				Lag int64 `json:"lag"`
+			} `json:"samples"`
+		}
+		uiGetJSON(t, node.URL+"/groups/lagging/lag/history", &h)
+		return len(h.Samples) > 0 && h.Samples[len(h.Samples)-1].Lag == 3
+	})
 	// More records arrive: the chart, refreshed from the samples, shows the lag rise.
 	restCall(t, http.MethodPost, node.URL+"/kafka/lagged", "application/x-ndjson", "", "{\"n\":5}\n{\"n\":6}\n{\"n\":7}\n")
 	b.waitText("#lag-caption", "Now 6")
