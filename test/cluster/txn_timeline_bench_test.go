@@ -3,8 +3,10 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +52,7 @@ func (tl *txnTimeline) reset() {
 // time per transaction spent in it (client write to answer read) and the
 // mean time per transaction with no request in flight (the client's own
 // work and its waits), beside the same figures for the idempotent loop.
+// Records are 100 bytes, or FERRY_BENCH_SIZE.
 func BenchmarkTxnTimeline(b *testing.B) {
 	for range b.N {
 		nodes := startTxnBrokers(b)
@@ -62,7 +65,11 @@ func BenchmarkTxnTimeline(b *testing.B) {
 		tl := &txnTimeline{}
 		idem := benchClient(b, nodes, topic, kgo.WithHooks(tl))
 		txn := benchClient(b, nodes, topic, kgo.TransactionalID("bench-txn-timeline"), kgo.WithHooks(tl))
-		value := make([]byte, 100)
+		size := 100
+		if n, err := strconv.Atoi(os.Getenv("FERRY_BENCH_SIZE")); err == nil && n > 0 {
+			size = n
+		}
+		value := make([]byte, size)
 		for _, k := range []int{10, 100, 1000} {
 			for _, useTxn := range []bool{false, true} {
 				cl := idem
