@@ -12,8 +12,11 @@ import (
 // defaults on a new cluster or data dir): ZooKeeper's /feature on a
 // cluster, after this broker registered its supported ranges, followed
 // by a watch; ferry-features.json in the data dir on a single node. A
-// broker that cannot serve the finalized levels does not start.
-func openFeatures(s serveSettings, node *clusterNode, logger *slog.Logger) (*features.Manager, func(), error) {
+// broker that cannot serve the finalized levels does not start; one that
+// reads such levels later (only a hand edit of /feature can write them)
+// gets the error on unservable, and serve shuts it down with a non-zero
+// exit, as Kafka's broker exits. A single node reads its file only here.
+func openFeatures(s serveSettings, node *clusterNode, logger *slog.Logger) (m *features.Manager, stop func(), unservable <-chan error, err error) {
 	cfg := features.Config{Supported: features.Supported(s.maxTransactionVersion), Logger: logger.With("component", "features")}
 	if node == nil {
 		cfg.Store = features.NewLocalStore(s.broker.DataDir)
@@ -21,23 +24,30 @@ func openFeatures(s serveSettings, node *clusterNode, logger *slog.Logger) (*fea
 			return []features.BrokerSupport{{ID: s.broker.BrokerID, Features: cfg.Supported}}, nil
 		}
 		m, err := features.Open(cfg)
-		return m, func() {}, err
+		return m, func() {}, nil, err
 	}
 	cfg.Store = zkFeatureStore{node.zk}
 	cfg.Brokers = func() ([]features.BrokerSupport, error) { return brokersFeatures(node.zk) }
-	m, err := features.Open(cfg)
+	m, err = features.Open(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	w := node.zk.WatchFeatures()
+	failed := make(chan error, 1)
 	go func() {
 		for f := range w.C {
-			if f.Epoch >= 0 {
-				m.Observe(features.Finalized{Levels: f.Levels, Epoch: f.Epoch})
+			if f.Epoch < 0 {
+				continue
+			}
+			if err := m.Observe(features.Finalized{Levels: f.Levels, Epoch: f.Epoch}); err != nil {
+				select {
+				case failed <- err:
+				default: // the first is being acted on
+				}
 			}
 		}
 	}()
-	return m, w.Stop, nil
+	return m, w.Stop, failed, nil
 }
 
 // supportedFeatures is what a broker registers in /brokers/ids/<id>.

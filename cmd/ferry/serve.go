@@ -741,7 +741,7 @@ func runServe(args []string) error {
 		node.followConfigChanges(broker)
 		node.followPeers()
 	}
-	finalized, stopFeatures, err := openFeatures(s, node, logger)
+	finalized, stopFeatures, unservableFeatures, err := openFeatures(s, node, logger)
 	if err != nil {
 		broker.Close()
 		return err
@@ -895,6 +895,8 @@ func runServe(args []string) error {
 		logger.Info("shutting down", "signal", sig.String())
 	case err = <-serveErr:
 		logger.Error("listener failed", "err", err)
+	case err = <-unservableFeatures: // nil on a single node: never
+		logger.Error("the cluster finalized a feature level this broker cannot serve; shutting down", "err", err)
 	}
 	if node != nil {
 		// While its listeners still serve, so the new leaders' followers

@@ -21,7 +21,12 @@
 // finalized level refuses to start, as Kafka's does
 // (FeatureCacheUpdateException): it can neither lower the level nor serve
 // it. A later change read from the store (Observe, fed by the ZooKeeper
-// watch) that this broker cannot serve is logged and not adopted.
+// watch) that this broker cannot serve is not adopted and is returned as
+// ErrIncompatible: the broker then shuts down with a non-zero exit, as
+// Kafka's does (FinalizedFeatureChangeListener: "The broker will
+// eventually exit"), rather than go on serving a level the other brokers
+// and their clients have left. Only a hand edit of the store can cause
+// it (Update refuses a level a registered broker does not support).
 //
 // Changes (Update, UpdateFeatures key 57, kafka-features.sh) are decided
 // by Decide, plain code: Kafka 3.9's rules and INVALID_UPDATE_VERSION

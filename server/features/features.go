@@ -167,16 +167,21 @@ func (m *Manager) Level(name string) int16 { return m.cur.Load().Level(name) }
 func (m *Manager) Supported() map[string]Range { return m.cfg.Supported }
 
 // Observe adopts f, read from the store after a change, when it is newer
-// than what this broker holds and this broker can serve it.
-func (m *Manager) Observe(f Finalized) {
+// than what this broker holds and this broker can serve it. A newer f it
+// cannot serve is not adopted and is returned as ErrIncompatible: the
+// broker must stop serving, as Kafka's exits
+// (FinalizedFeatureChangeListener's FeatureCacheUpdateException), since
+// the other brokers and their clients now act by a level it does not
+// implement.
+func (m *Manager) Observe(f Finalized) error {
 	if f.Epoch < m.cur.Load().Epoch {
-		return
+		return nil
 	}
 	if err := Compatible(f, m.cfg.Supported); err != nil {
-		m.cfg.Logger.Error("finalized features changed to levels this broker cannot serve; keeping the previous ones", "err", err)
-		return
+		return fmt.Errorf("finalized features at epoch %d: %w", f.Epoch, err)
 	}
 	m.cur.Store(&f)
+	return nil
 }
 
 // UpgradeType is UpdateFeatures' upgrade type, numbered as Kafka's.
@@ -300,7 +305,9 @@ func (m *Manager) Update(updates []Update, validateOnly bool) ([]Result, error) 
 		if err != nil {
 			return nil, err
 		}
-		m.Observe(written)
+		if err := m.Observe(written); err != nil {
+			return nil, err // Decide let through a level this broker cannot serve
+		}
 		m.cfg.Logger.Info("finalized features updated", "levels", fmt.Sprint(written.Levels), "epoch", written.Epoch)
 		return results, nil
 	}

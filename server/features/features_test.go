@@ -67,7 +67,8 @@ func TestDecide(t *testing.T) {
 
 // A new store finalizes the highest level every registered broker
 // supports; a broker that cannot serve the finalized level is refused;
-// a change read later that it cannot serve is not adopted.
+// a change read later that it cannot serve is not adopted but returned
+// (the broker then stops).
 func TestOpenFinalizesAndRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -93,12 +94,19 @@ func TestOpenFinalizesAndRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Observe(Finalized{Levels: map[string]int16{tv: 2}, Epoch: 5})
-	m.Observe(Finalized{Levels: map[string]int16{}, Epoch: 3})
+	err = m.Observe(Finalized{Levels: map[string]int16{tv: 2}, Epoch: 5})
+	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "transaction.version is finalized at level 2, this broker supports 0-1") {
+		t.Fatalf("a change to a level this broker cannot serve: %v, want ErrIncompatible naming the level", err)
+	}
+	if err := m.Observe(Finalized{Levels: map[string]int16{tv: 9}, Epoch: 3}); err != nil {
+		t.Fatalf("an older epoch, unservable, is ignored: %v", err)
+	}
 	if f := m.Finalized(); f.Level(tv) != 1 || f.Epoch != 4 {
 		t.Fatalf("adopted %+v", f)
 	}
-	m.Observe(Finalized{Levels: map[string]int16{}, Epoch: 6})
+	if err := m.Observe(Finalized{Levels: map[string]int16{}, Epoch: 6}); err != nil {
+		t.Fatal(err)
+	}
 	if f := m.Finalized(); f.Level(tv) != 0 || f.Epoch != 6 {
 		t.Fatalf("a servable change not adopted: %+v", f)
 	}

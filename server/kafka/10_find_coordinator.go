@@ -10,6 +10,10 @@ package kafka
 // COORDINATOR_NOT_AVAILABLE (retriable).
 // Transactional ids (key type 1) are server/txn.Coordinator's, when
 // Config.Txns is set; without it they answer COORDINATOR_NOT_AVAILABLE.
+// Both coordinators answer COORDINATOR_NOT_AVAILABLE rather than name
+// this broker while it leads the key's partition but fenced itself (cut
+// from ZooKeeper: server/ownership.Topic), as Metadata then names no
+// leader.
 //
 // ACLs: DESCRIBE on the group (or, for a transaction coordinator, the
 // transactional id), else GROUP_AUTHORIZATION_FAILED

@@ -25,7 +25,9 @@
 //     (compacted, one replica on a single node, min.insync.replicas capped
 //     at the replication factor), a key's partition (hash of key → partition)
 //     and coordinator (→ the partition's leader in the controller's view,
-//     creating the topic on a cluster's first lookup), and reading a
+//     creating the topic on a cluster's first lookup; none while that is
+//     this broker and it fenced itself, cut from ZooKeeper:
+//     replication/fence), and reading a
 //     partition's log back for Load.
 //   - Lifecycle (lifecycle.go) is an owner's goroutines: the Table's
 //     loads, its tick loop (TickLoop: jobs at their intervals, one at a

@@ -101,7 +101,8 @@ func (t *Topic) Create() error {
 
 // Leader is the broker leading key's partition in the controller's view,
 // which coordinates key on a cluster; the first lookup of a cluster
-// creates the topic. Its errors wrap NoCoordinator. A single node's
+// creates the topic. None while this broker is that leader but fenced
+// itself (fencedHere). Its errors wrap NoCoordinator. A single node's
 // owner answers for itself instead.
 func (t *Topic) Leader(key string) (int32, error) {
 	_, pv, err := t.leader(key)
@@ -139,7 +140,31 @@ func (t *Topic) leader(key string) (int32, server.PartitionView, error) {
 	if !ok || pv.Leader < 0 {
 		return p, pv, fmt.Errorf("%w: %s-%d has no leader", t.NoCoordinator, t.Name, p)
 	}
+	if err := t.fencedHere(p, pv.Leader); err != nil {
+		return p, pv, fmt.Errorf("%w: %w", t.NoCoordinator, err)
+	}
 	return p, pv, nil
+}
+
+// fencedHere is why this broker, named leader of partition p by its view,
+// must not name itself coordinator: it leads p but fenced itself (cut
+// from ZooKeeper for its session timeout and no follower fetched,
+// replication/fence), so its view is stale and another broker leads p or
+// will shortly, as its Metadata then says (no leader). Clients are told
+// COORDINATOR_NOT_AVAILABLE and ask again, elsewhere; naming itself sent
+// them to a coordinator whose writes are refused, and back again. nil
+// otherwise: a leader still in contact, or one no clean election can
+// replace (its ISR is itself alone), goes on coordinating.
+func (t *Topic) fencedHere(p, leader int32) error {
+	self := t.Broker.BrokerID()
+	if leader != self {
+		return nil
+	}
+	part, err := t.Broker.Partition(t.Name, p)
+	if err != nil || part.Leader() != self {
+		return nil
+	}
+	return part.CheckLeading()
 }
 
 // ReadLog reads partition p from its log start to its log end, calling

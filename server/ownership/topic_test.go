@@ -7,10 +7,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/replication/fence"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 var errNoOwner = errors.New("no owner")
@@ -129,6 +134,84 @@ func TestTopicLeaderAndCoordinator(t *testing.T) {
 	if id, err := topic.Leader("c"); err != nil || id != 9 {
 		t.Fatalf("leader of c: %d, %v", id, err)
 	}
+}
+
+// TestFencedLeaderNamesNoCoordinator: a broker that leads a key's
+// partition in its last view but fenced itself, cut from ZooKeeper for
+// its session timeout with no follower fetching (replication/fence),
+// names no coordinator for the key (the owners answer
+// COORDINATOR_NOT_AVAILABLE): another broker leads, or will shortly. A
+// partition whose ISR is this broker alone, which nobody can take over,
+// and keys led by other brokers are answered as before. The same session
+// reconnecting ends the fence at once; after an expiry it lasts until the
+// controller gives the role again.
+func TestFencedLeaderNamesNoCoordinator(t *testing.T) {
+	guard := replication.NewSessionGuard(50 * time.Millisecond)
+	b := openBroker(t, server.Config{BrokerID: 1, AwaitRoles: true, ZooKeeperSession: guard})
+	topic := testTopic(b)
+	if err := b.CreateTopic(server.TopicSpec{Name: topic.Name, Partitions: 4}); err != nil {
+		t.Fatal(err)
+	}
+	tp := func(p int32) server.TopicPartition { return server.TopicPartition{Topic: topic.Name, Partition: p} }
+	brokers := []server.ClusterBroker{{ID: 1, Host: "h1", Port: 1}, {ID: 2, Host: "h2", Port: 2}, {ID: 3, Host: "h3", Port: 3}}
+	if err := b.ApplyUpdateMetadata(1, 1, brokers, map[server.TopicPartition]server.PartitionView{
+		tp(0): {Leader: 2, Replicas: []int32{2, 1, 3}, ISR: []int32{2, 1, 3}},
+		tp(2): {Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1}},
+		tp(3): {Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lead := func(epoch int32) {
+		t.Helper()
+		roles := []server.PartitionRole{
+			{Topic: topic.Name, Partition: 2, Role: replication.Role{Leader: 1, LeaderEpoch: epoch, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}},
+			{Topic: topic.Name, Partition: 3, Role: replication.Role{Leader: 1, LeaderEpoch: epoch, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}},
+		}
+		addrs := []server.BrokerAddress{{ID: 1, Host: "127.0.0.1", Port: 1}, {ID: 2, Host: "127.0.0.1", Port: 1}, {ID: 3, Host: "127.0.0.1", Port: 1}}
+		if errs, err := b.ApplyLeaderAndIsr(1, roles, addrs); err != nil || errs[0] != nil || errs[1] != nil {
+			t.Fatalf("LeaderAndIsr at epoch %d: %v %v", epoch, err, errs)
+		}
+	}
+	lead(1)
+	named := func(key string, want int32) {
+		t.Helper()
+		if id, err := topic.Leader(key); err != nil || id != want {
+			t.Fatalf("leader of %s: %d, %v; want %d", key, id, err, want)
+		}
+		if co, err := topic.Coordinator(key); err != nil || co.ID != want {
+			t.Fatalf("coordinator of %s: %+v, %v; want %d", key, co, err, want)
+		}
+	}
+	fenced := func(what string) {
+		t.Helper()
+		harness.WaitFor(t, what+": no coordinator for d", 10*time.Second, func() bool {
+			_, err := topic.Leader("d")
+			return err != nil
+		})
+		_, err := topic.Leader("d")
+		if !errors.Is(err, errNoOwner) || !strings.Contains(err.Error(), "lost its ZooKeeper session") {
+			t.Fatalf("%s: leader of d: %v, want the owner's error saying the session is lost", what, err)
+		}
+		if _, err := topic.Coordinator("d"); !errors.Is(err, errNoOwner) {
+			t.Fatalf("%s: coordinator of d: %v", what, err)
+		}
+		named("c", 1) // its ISR is this broker alone: nobody else can lead it
+		named("a", 2)
+	}
+	named("d", 1)
+	named("c", 1)
+
+	guard.Disconnected(time.Now().Add(-fence.ExpiryRounding - time.Second)) // cut, no word of an expiry yet
+	fenced("cut from ZooKeeper past its session timeout")
+	guard.Connected() // the same session: the controller still counts this broker
+	named("d", 1)
+
+	guard.Disconnected(time.Now())
+	guard.Expired()
+	guard.Connected() // a new session: the role is not confirmed yet
+	fenced("its session expired")
+	lead(2) // the controller's LeaderAndIsr after the new registration
+	named("d", 1)
 }
 
 // TestReadRecordsReadsTheWholeLog: records come back in order, tombstones

@@ -57,6 +57,12 @@ type Config struct {
 	Now func() time.Time
 	// ManualTick turns off the background loop; tests call Tick.
 	ManualTick bool
+	// StateAcknowledged, when set, runs after each append of state records
+	// returns and before the coordinator acts on its outcome: a test that
+	// blocks in it holds back the acknowledgement as replicas that have not
+	// fetched yet would, while the records are in this broker's log.
+	// Tests outside the package only; nil in production.
+	StateAcknowledged func()
 }
 
 // Defaults fills zero fields.
@@ -246,6 +252,9 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 		concurrentWait: concurrentWait}
 	c.appendState = func(ctx context.Context, req *server.ProduceRequest) error {
 		_, err := b.Produce(ctx, req)
+		if cfg.StateAcknowledged != nil {
+			cfg.StateAcknowledged()
+		}
 		return err
 	}
 	c.mu.txns = map[string]*entry{}

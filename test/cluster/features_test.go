@@ -150,6 +150,40 @@ func TestTransactionVersionFinalizedClusterWide(t *testing.T) {
 	}
 }
 
+// A broker that reads from /feature a transaction.version it cannot serve
+// stops serving, as Kafka's broker exits (FinalizedFeatureChangeListener):
+// it logs why, shuts down and exits non-zero. Only a hand edit of
+// /feature can do this (UpdateFeatures refuses a level a registered
+// broker does not support). The brokers that serve the level adopt it
+// and go on.
+func TestBrokerExitsOnAnUnservableFinalizedLevel(t *testing.T) {
+	nodes := startTxnBrokers(t)
+	waitAllAdvertise(t, nodes, 2)
+	if code, msg := setTV(t, nodes, 1, 2); code != 0 {
+		t.Fatalf("safe downgrade: %d %q", code, msg)
+	}
+	waitAllAdvertise(t, nodes, 1)
+	older := harness.Start(t, "--broker-id", "4", "--zookeeper", zkConnect(t, nodes[0]), "--zookeeper-session-timeout-ms", "6000",
+		"--transaction-state-log-num-partitions", "3", "--transaction-version", "1")
+	epoch := waitAllAdvertise(t, append(slices.Clone(nodes), older), 1)
+
+	if _, err := zkOf(t, nodes[0]).SetFeatures(map[string]int16{"transaction.version": 2}, epoch); err != nil {
+		t.Fatalf("writing transaction.version 2 to /feature by hand: %v", err)
+	}
+	code, exited := older.Exited(60 * time.Second)
+	if !exited {
+		t.Fatalf("broker 4, supporting transaction.version 0-1, still runs a minute after /feature said 2:\n%s", older.Logs())
+	}
+	logs := older.Logs()
+	if code == 0 || !strings.Contains(logs, "cannot serve; shutting down") ||
+		!strings.Contains(logs, "transaction.version is finalized at level 2, this broker supports 0-1") {
+		t.Fatalf("broker 4 exited with %d, want non-zero and the reason logged:\n%s", code, logs)
+	}
+	waitAllAdvertise(t, nodes, 2)
+	cl, _ := replicatedProducer(t, nodes, "after-exit")
+	produceNumbered(t, cl, 0, 5)
+}
+
 // runBrokerUntilExit runs `ferry serve` with args on free ports and a
 // fresh data dir, and returns its output once it exits (killed after a
 // minute).

@@ -32,7 +32,7 @@ type cuttableCluster struct {
 	zk, peer []*zkserver.Proxy
 }
 
-func startCuttableCluster(t *testing.T) *cuttableCluster {
+func startCuttableCluster(t *testing.T, extra ...string) *cuttableCluster {
 	t.Helper()
 	zkAddr := zks.Require(t).Addr()
 	chroot := "/" + t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -47,6 +47,7 @@ func startCuttableCluster(t *testing.T) *cuttableCluster {
 			"--advertised-listeners", "PLAINTEXT://{kafka-addr},INTERNAL://" + c.peer[i].Addr(),
 			"--listener-security-protocol-map", "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
 			"--inter-broker-listener-name", "INTERNAL"}
+		args[i] = append(args[i], extra...)
 	}
 	var wg sync.WaitGroup
 	for i := range c.nodes {
@@ -211,6 +212,88 @@ func TestCutLeaderFencesItself(t *testing.T) {
 		t.Errorf("the producer stalled %v", gap)
 	}
 	checkAcked(t, c.nodes, topic, acked)
+}
+
+// findCoordinatorAt asks the broker at addr for key's coordinator (typ 0:
+// a group, 1: a transactional id): the node it names and the error code
+// (-2: no answer).
+func findCoordinatorAt(addr string, typ int8, key string) (int32, int16) {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType, req.CoordinatorKey = typ, key
+	resp := askOnce(addr, req)
+	if resp == nil {
+		return -1, -2
+	}
+	fr := resp.(*kmsg.FindCoordinatorResponse)
+	return fr.NodeID, fr.ErrorCode
+}
+
+// A transaction and a group coordinator cut from ZooKeeper and its peers
+// (clients still reach it) stop naming themselves once they fence
+// themselves: FindCoordinator answers COORDINATOR_NOT_AVAILABLE
+// (retriable), as their Metadata names no leader, and the other brokers
+// name the coordinators elected in their place. Before, the cut broker
+// named itself from its stale view while its state writes were refused
+// (NOT_COORDINATOR), so its clients went back and forth to it.
+func TestCutCoordinatorNamesNoCoordinator(t *testing.T) {
+	c := startCuttableCluster(t, "--transaction-state-log-num-partitions", "3", "--offsets-topic-num-partitions", "3")
+	const txnID = "fenced-tx"
+	var old int32
+	harness.WaitFor(t, "every broker names the same transaction coordinator", 60*time.Second, func() bool {
+		old = -1
+		for _, n := range c.nodes {
+			id, code := findCoordinatorAt(n.KafkaAddr, 1, txnID)
+			if code != 0 || (old >= 0 && id != old) {
+				return false
+			}
+			old = id
+		}
+		return old > 0
+	})
+	oldAddr := c.nodes[old-1].KafkaAddr
+	// A group its coordinator also coordinates (3 partitions: one in three).
+	group := ""
+	harness.WaitFor(t, "a group coordinated by broker "+strconv.Itoa(int(old)), 60*time.Second, func() bool {
+		for i := range 30 {
+			g := "fenced-group-" + strconv.Itoa(i)
+			if id, code := findCoordinatorAt(oldAddr, 0, g); code == 0 && id == old {
+				group = g
+				return true
+			}
+		}
+		return false
+	})
+
+	cut := time.Now()
+	c.cut(old)
+	defer c.heal(old)
+	t.Logf("broker %d (coordinator of %s and group %s) cut from ZooKeeper and its peers", old, txnID, group)
+	var named int32 // what the cut broker answered until then
+	harness.WaitFor(t, "the cut coordinator names no transaction coordinator", 30*time.Second, func() bool {
+		id, code := findCoordinatorAt(oldAddr, 1, txnID)
+		if code == 0 {
+			named = id
+		}
+		return code == kerr.CoordinatorNotAvailable.Code
+	})
+	if took := time.Since(cut); took < 2*time.Second {
+		t.Errorf("COORDINATOR_NOT_AVAILABLE %v after the cut: before its session could have expired", took)
+	}
+	if id, code := findCoordinatorAt(oldAddr, 0, group); code != kerr.CoordinatorNotAvailable.Code {
+		t.Errorf("the cut broker's group coordinator: node %d, %v; want COORDINATOR_NOT_AVAILABLE", id, kerr.ErrorForCode(code))
+	}
+	t.Logf("COORDINATOR_NOT_AVAILABLE %v after the cut (named broker %d until then)", time.Since(cut).Round(time.Millisecond), named)
+	for id := int32(1); id <= 3; id++ {
+		if id == old {
+			continue
+		}
+		addr := c.nodes[id-1].KafkaAddr
+		harness.WaitFor(t, fmt.Sprintf("broker %d names another coordinator", id), 30*time.Second, func() bool {
+			tc, tcode := findCoordinatorAt(addr, 1, txnID)
+			gc, gcode := findCoordinatorAt(addr, 0, group)
+			return tcode == 0 && tc != old && tc > 0 && gcode == 0 && gc != old && gc > 0
+		})
+	}
 }
 
 // metadataLine describes topic's partition 0 in the Metadata of the

@@ -376,6 +376,17 @@ func (n *Node) Running() bool {
 	}
 }
 
+// Exited waits up to d for the process to end by itself and returns its
+// exit code; false when it still runs then.
+func (n *Node) Exited(d time.Duration) (code int, exited bool) {
+	select {
+	case <-n.done:
+		return n.cmd.ProcessState.ExitCode(), true
+	case <-time.After(d):
+		return 0, false
+	}
+}
+
 // PID is the process id of the running ferry.
 func (n *Node) PID() int { return n.cmd.Process.Pid }
 
