@@ -199,11 +199,12 @@ func (s *Server) start() error {
 	return nil
 }
 
-// waitReady polls ruok until imok, the process exits or the timeout.
+// waitReady polls until the server serves sessions (Serving), the
+// process exits or the timeout.
 func waitReady(addr string, exited <-chan struct{}, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		if Ruok(addr) == nil {
+		if Serving(addr) == nil {
 			return nil
 		}
 		select {
@@ -218,18 +219,10 @@ func waitReady(addr string, exited <-chan struct{}, timeout time.Duration) error
 }
 
 // Ruok sends the four-letter word ruok and reports whether the server
-// answered imok (it does once it serves requests).
+// answered imok. ZooKeeper answers it as soon as its listener runs,
+// before it serves sessions: Serving is the readiness check.
 func Ruok(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("ruok")); err != nil {
-		return err
-	}
-	b, err := io.ReadAll(io.LimitReader(c, 64))
+	b, err := fourLetterWord(addr, "ruok", 64)
 	if err != nil {
 		return err
 	}
@@ -237,6 +230,36 @@ func Ruok(addr string) error {
 		return fmt.Errorf("ruok answered %q", b)
 	}
 	return nil
+}
+
+// Serving reports whether the server serves sessions: srvr names its
+// mode (standalone, leader, follower) only then, and answers "This
+// ZooKeeper instance is not currently serving requests" before. A
+// client connecting earlier waits for its session, which on a loaded
+// machine outlasted a test's 10 s connect (CI, replication/cluster).
+func Serving(addr string) error {
+	b, err := fourLetterWord(addr, "srvr", 4096)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(b), "Mode: ") {
+		return fmt.Errorf("srvr answered %q", b)
+	}
+	return nil
+}
+
+// fourLetterWord sends word and reads the answer, up to limit bytes.
+func fourLetterWord(addr, word string, limit int64) ([]byte, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte(word)); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(c, limit))
 }
 
 func (s *Server) logTail() string {

@@ -16,6 +16,9 @@ func TestSharedAnswersRuok(t *testing.T) {
 	if err := Ruok(srv.Addr()); err != nil {
 		t.Fatal(err)
 	}
+	if err := Serving(srv.Addr()); err != nil {
+		t.Fatalf("a server Require returned does not serve: %v", err)
+	}
 }
 
 func TestStartStopKillRestart(t *testing.T) {
