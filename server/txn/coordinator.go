@@ -171,6 +171,9 @@ type Coordinator struct {
 	// concurrentWait is how long a request waits out a transition in
 	// flight (concurrentWait); set before the first request.
 	concurrentWait time.Duration
+	// endingCompletion, when not nil, runs as a completion ends
+	// (endCompletion); tests hold it there. Set before the first request.
+	endingCompletion func()
 	// appendState appends a group of state records and waits for the
 	// in-sync replicas (the broker's Produce); tests put replication
 	// delays and losses around it. Set before the first request.
@@ -204,6 +207,12 @@ type entry struct {
 	// changed, when not nil, is closed when busy or completing clears:
 	// requests waiting out CONCURRENT_TRANSACTIONS try again.
 	changed chan struct{}
+	// preparedLate: a transition prepared a commit or abort while the
+	// previous completion was still ending (completing, its record
+	// written), so it did not start its markers: endCompletion does. At
+	// transaction.version 1 the two transactions have the same producer
+	// id, epoch and state, which sameTransaction cannot tell apart.
+	preparedLate bool
 
 	// undurable are partitions txn holds that no acknowledged record of
 	// the id holds yet: a producer's AddPartitionsToTxn is answered once

@@ -214,6 +214,8 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 	startMarkers := out.Markers && !e.completing
 	if startMarkers {
 		e.completing = true
+	} else if out.Markers {
+		e.preparedLate = true
 	}
 	e.mu.Unlock()
 	if out.Next.State == Dead {

@@ -61,11 +61,15 @@ func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32
 // but before this ran (its markers were not started, as t's completion
 // held e) gets its own completion now.
 func (c *Coordinator) endCompletion(e *entry, t Txn) {
+	if c.endingCompletion != nil {
+		c.endingCompletion()
+	}
 	e.mu.Lock()
 	parked := e.parked
 	e.parked, e.markersDone = nil, false
 	cur := e.txn
-	next := (cur.State == PrepareCommit || cur.State == PrepareAbort) && !sameTransaction(&cur, &t)
+	next := (cur.State == PrepareCommit || cur.State == PrepareAbort) && (e.preparedLate || !sameTransaction(&cur, &t))
+	e.preparedLate = false
 	e.completing = next
 	e.notifyLocked()
 	e.mu.Unlock()

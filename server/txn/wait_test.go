@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,5 +166,38 @@ func TestParkedRequestGivesUp(t *testing.T) {
 	}
 	if k := parkedCount(n.c, "tx"); k != 0 {
 		t.Fatalf("%d requests still parked after a cancel", k)
+	}
+}
+
+// A commit prepared while the previous completion is still ending (its
+// CompleteCommit written, the completer not yet done) gets its markers:
+// at transaction.version 1 both transactions have the same producer id,
+// epoch and state, and the ending completion took the new one for its
+// own, leaving it prepared for good (a hanging transaction).
+func TestCommitPreparedWhileTheLastCompletionEnds(t *testing.T) {
+	ml := &markerLog{}
+	n := newNode(t, t.TempDir(), ml, &clock{now: time.UnixMilli(1_700_000_000_000)})
+	ending, release := make(chan struct{}), make(chan struct{})
+	var holdOnce sync.Once
+	n.c.endingCompletion = func() {
+		holdOnce.Do(func() {
+			close(ending)
+			<-release
+		})
+	}
+	ctx := context.Background()
+	pid, epoch, code := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
+	must(t, "init", code)
+	must(t, "add", n.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 0}}))
+	must(t, "first commit", n.c.EndTxn(ctx, "tx", pid, epoch, true))
+	<-ending // the first commit's markers and CompleteCommit are written
+
+	must(t, "next add", n.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 1}}))
+	must(t, "second commit", n.c.EndTxn(ctx, "tx", pid, epoch, true))
+	close(release)
+	n.waitState("tx", CompleteCommit)
+	markers, _ := ml.snapshot()
+	if len(markers) != 2 || markers[0].Partition != 0 || markers[1].Partition != 1 || !markers[1].Commit {
+		t.Fatalf("markers: %+v, want a commit of orders-0, then one of orders-1", markers)
 	}
 }
