@@ -111,9 +111,14 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 		}
 		// The fetch offset is the follower's log end: the leader counts
 		// its progress (high watermark, ISR) before serving it, as Kafka.
+		woken := b.WokenMark()
 		if err := p.FollowerFetched(req.ReplicaID, -1, req.Offset); err != nil {
 			return FetchResult{}, err
 		}
+		// A high watermark it moved completed the acks=all produces
+		// waiting for this follower (and the consumers waiting for those
+		// records): they answer before this fetch reads and parks again.
+		b.YieldToWoken(woken)
 	}
 	// The Kafka listener fetches with no MaxWait and waits itself: only a
 	// fetch that may wait takes a wait point (the partition's lock).
