@@ -34,6 +34,10 @@ type FetchRequest struct {
 	// the partition's assigned replicas other than this broker.
 	Follower  bool
 	ReplicaID int32
+	// Counted: the listener counted this follower's offset already
+	// (CountFollowerFetch), before reading any partition of its request;
+	// Fetch does not count it again.
+	Counted bool
 	// ReadCommitted is Kafka's isolation_level 1: read only below the last
 	// stable offset, and learn the aborted transactions in the range
 	// (FetchResult.AbortedTxns).
@@ -109,10 +113,16 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 		if err := CheckFollower(p, b.cfg.BrokerID, req.ReplicaID); err != nil {
 			return FetchResult{}, err
 		}
-		// The fetch offset is the follower's log end: the leader counts
-		// its progress (high watermark, ISR) before serving it, as Kafka.
-		if err := p.FollowerFetched(req.ReplicaID, -1, req.Offset); err != nil {
-			return FetchResult{}, err
+		if !req.Counted {
+			woken := b.WokenMark()
+			if err := countFollowerFetch(p, req.ReplicaID, req.Offset); err != nil {
+				return FetchResult{}, err
+			}
+			// A high watermark it moved completed the acks=all produces
+			// waiting for this follower (and the consumers waiting for
+			// those records): they answer before this fetch reads and
+			// parks again.
+			b.YieldToWoken(woken)
 		}
 	}
 	// The Kafka listener fetches with no MaxWait and waits itself: only a
@@ -136,6 +146,29 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 		b.cfg.Metrics.Topic(req.Topic).Out(n)
 	}
 	return res, err
+}
+
+// CountFollowerFetch counts a follower's fetch of a partition from offset
+// without reading it: the fetch offset is the follower's log end, and the
+// leader counts its progress (high watermark, ISR) before serving it, as
+// Kafka does. A listener counts every partition of a follower's request
+// this way before reading any (then Fetch with Counted), so the high
+// watermark moves, and the acks=all produces waiting for this follower
+// answer, without waiting for the reads of the partitions listed before;
+// it calls YieldToWoken after. The error is the one Fetch would answer.
+func (b *Broker) CountFollowerFetch(topicName string, partition, replica int32, offset int64) error {
+	p, err := b.partition(topicName, partition)
+	if err != nil {
+		return err
+	}
+	if err := CheckFollower(p, b.cfg.BrokerID, replica); err != nil {
+		return err
+	}
+	return countFollowerFetch(p, replica, offset)
+}
+
+func countFollowerFetch(p *replication.Replica, replica int32, offset int64) error {
+	return p.FollowerFetched(replica, -1, offset)
 }
 
 // Size is the bytes of the batches returned, whether in Data or only in

@@ -54,11 +54,14 @@ func (b *Broker) WaitForData(ctx context.Context, minBytes int64, waits []delaye
 	return b.WatchFetch(minBytes, waits, maxWait).Wait(ctx)
 }
 
-// WokenMark is taken before a produce's appends, for YieldToWoken.
+// WokenMark is taken before a produce's appends, or a follower's fetch
+// being counted, for YieldToWoken.
 func (b *Broker) WokenMark() uint64 { return b.waiters.Woken() }
 
 // YieldToWoken lets the waiting requests that appends since mark completed
-// (fetches, long-polls) run before the caller answers its producer. Each
+// (fetches, long-polls) run before the caller answers its producer; after
+// a follower's fetch moved the high watermark, the acks=all produces it
+// completed run before the fetch goes on to read and park. Each
 // is made runnable as the next goroutine of the appender's P, where it
 // would wait until the appender had encoded and written its own answer and
 // blocked: tens of microseconds added to every woken consumer's latency,

@@ -25,7 +25,10 @@ package kafka
 // rather than exceed the limit. Follower fetches (ReplicaID >= 0, or
 // ReplicaState in v15+) must come from another assigned replica
 // (NOT_LEADER_OR_FOLLOWER otherwise) and read up to the log end rather
-// than the high watermark, waiting on the bytes below it;
+// than the high watermark, waiting on the bytes below it; the follower's
+// offset in every partition of its request is counted (its progress: the
+// high watermark, the ISR) before any partition is read, as Kafka counts
+// each partition of a fetch whether or not the response's bytes reach it;
 // LastFetchedEpoch (divergence) is not checked. On plaintext connections
 // v4+ batches are not read: storage finds their byte ranges (Chunks) and
 // the writer sends them from the segment files with sendfile
@@ -108,10 +111,16 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 	total, failed := 0, false
 	replica := fetchingReplica(req)
 	followerDenied := replica >= 0 && !s.authorizedCluster(ctx, auth.OpClusterAction)
+	var counted []bool
+	if replica >= 0 && !followerDenied {
+		counted = s.countFollowerFetch(req, replica)
+	}
+	k := 0 // the partition's place in the request, for counted
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
 		if followerDenied || replica < 0 && !s.authorizedTopic(ctx, auth.OpRead, t.Topic) {
+			k += len(t.Partitions)
 			rt.Partitions = deniedFetchPartitions(t.Partitions)
 			if chunksOnly {
 				resp.chunks = append(resp.chunks, make([][]server.Chunk, len(t.Partitions))...)
@@ -123,7 +132,10 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions))
 		for i := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
-			n, wait, ok, chunks := s.fetchPartition(ctx, resp, t.Topic, &t.Partitions[i], &rp, replica, budget-total, total == 0, chunksOnly)
+			isCounted := counted != nil && counted[k]
+			k++
+			n, wait, ok, chunks := s.fetchPartition(ctx, resp, t.Topic, &t.Partitions[i], &rp, replica, isCounted,
+				budget-total, total == 0, chunksOnly)
 			if chunksOnly {
 				resp.chunks = append(resp.chunks, chunks)
 			}
@@ -137,6 +149,42 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest) (*fetchA
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, waits, failed || total >= int(req.MinBytes) || len(waits) == 0 && resp.throttleDelay == 0
+}
+
+// countFollowerFetch counts a follower's offsets in every partition it
+// asks for before reading any (server.CountFollowerFetch): with many
+// partitions in the request, the one that moves the high watermark no
+// longer waits for the partitions listed before it to be read, and the
+// acks=all produces it completes answer first. counted[k] says the k-th
+// requested partition was counted; one that was not (an error, a fenced
+// or unknown leader epoch, a throttled follower held back) is handled by
+// fetchPartition as before, which counts it or answers its error.
+func (s *Server) countFollowerFetch(req *kmsg.FetchRequest, replica int32) []bool {
+	counted := make([]bool, requestedPartitions(req))
+	woken := s.broker.WokenMark()
+	k := 0
+	for _, t := range req.Topics {
+		for i := range t.Partitions {
+			counted[k] = s.countFollowerPartition(t.Topic, &t.Partitions[i], replica)
+			k++
+		}
+	}
+	s.broker.YieldToWoken(woken)
+	return counted
+}
+
+// countFollowerPartition counts the partitions fetchPartition would
+// count: known here, in the follower's leader epoch, not held back by the
+// leader replication throttle.
+func (s *Server) countFollowerPartition(topic string, fp *kmsg.FetchRequestTopicPartition, replica int32) bool {
+	p, err := s.broker.Partition(topic, fp.Partition)
+	if err != nil || checkLeaderEpoch(fp.CurrentLeaderEpoch, p.LeaderEpoch()) != 0 {
+		return false
+	}
+	if _, delay := s.broker.LeaderThrottle(topic, p, replica); delay > 0 {
+		return false
+	}
+	return s.broker.CountFollowerFetch(topic, fp.Partition, replica, fp.FetchOffset) == nil
 }
 
 // deniedFetchPartitions answers a topic the fetcher may not read (a
@@ -158,7 +206,7 @@ func deniedFetchPartitions(ps []kmsg.FetchRequestTopicPartition) []kmsg.FetchRes
 // on the partition counts from (ok false on an error: no wait); with
 // chunksOnly the bytes are not read and chunks (always set) say where they lie.
 func (s *Server) fetchPartition(ctx context.Context, resp *fetchAnswer, topic string, fp *kmsg.FetchRequestTopicPartition,
-	rp *kmsg.FetchResponseTopicPartition, replica int32, budget int, first, chunksOnly bool) (n int, wait delayed.Wait, ok bool, chunks []server.Chunk) {
+	rp *kmsg.FetchResponseTopicPartition, replica int32, counted bool, budget int, first, chunksOnly bool) (n int, wait delayed.Wait, ok bool, chunks []server.Chunk) {
 	rp.Partition = fp.Partition
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 	rp.RecordBatches = []byte{} // never null: librdkafka rejects a null record set
@@ -203,7 +251,7 @@ func (s *Server) fetchPartition(ctx context.Context, resp *fetchAnswer, topic st
 	}
 	res, err := s.broker.Fetch(ctx, server.FetchRequest{Topic: topic, Partition: fp.Partition,
 		Offset: fp.FetchOffset, MaxBytes: max(limit, 1), ChunksOnly: chunksOnly, Follower: follower, ReplicaID: replica,
-		ReadCommitted: !follower && resp.readCommitted}, nil)
+		Counted: counted, ReadCommitted: !follower && resp.readCommitted}, nil)
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 	if res.AbortedTxns != nil {
 		rp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(res.AbortedTxns))
