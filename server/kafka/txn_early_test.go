@@ -137,6 +137,16 @@ func TestAddPartitionsToTxnEarlyAnswerByVersion(t *testing.T) {
 			t.Fatalf("AddPartitionsToTxn v%d to an ongoing transaction was not answered before the state's acknowledgement", v)
 		}
 		expectCode(t, "early add", addCode(r), 0)
+		// The next hold must not catch this record's acknowledgement,
+		// which may not have reached the gate yet (its append answered
+		// the add first); the state writer appends one group at a time,
+		// so the next add would wait behind it. A leader's verification
+		// of the partition is answered once the record is acknowledged.
+		vr, ok := within(answerOf(ts.dial(t), brokerAddReq("tx", pid, epoch, true, "orders", int32(v)+1), 4), 10*time.Second)
+		if !ok {
+			t.Fatalf("the verification of orders-%d was not answered once its record was released", v+1)
+		}
+		expectCode(t, "verification once released", addCode(vr), 0)
 	}
 
 	release := gate.holdAcks()
