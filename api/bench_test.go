@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/auth"
+	"github.com/ferry-mq/ferry/server/metrics"
 )
 
 // benchBody is what scripts/bench-http.sh sends: 10 JSON records of ~100 bytes.
@@ -29,28 +30,53 @@ func benchBody() string {
 // BenchmarkProduceHandler measures the gateway's produce path in process
 // (decode, partition, encode, append, answer) without the network.
 func BenchmarkProduceHandler(b *testing.B) {
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	broker, err := server.Open(server.Config{DataDir: b.TempDir(), AutoCreateTopics: true}, logger)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer broker.Close()
-	g, _ := New(broker, Config{Logger: logger})
-	h := g.Handler()
 	body := benchBody()
+	post := postBenchBody(b, benchGateway(b, Config{}, nil).Handler(), body, "")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for b.Loop() {
+		post()
+	}
+	b.ReportMetric(float64(b.N*10)/b.Elapsed().Seconds(), "records/s")
+}
+
+// benchGateway is a single node's gateway on a fresh data dir (cfg's
+// Logger and Metrics set here; m may be nil), for the produce benchmarks.
+func benchGateway(tb testing.TB, cfg Config, m *metrics.Metrics) *Gateway {
+	tb.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	broker, err := server.Open(server.Config{DataDir: tb.TempDir(), AutoCreateTopics: true, Metrics: m}, logger)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { broker.Close() })
+	cfg.Logger, cfg.Metrics = logger, m
+	g, err := New(broker, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+// postBenchBody returns a call that POSTs body to /kafka/topic1 on h as
+// the bench script does (with header as Authorization, or as Cookie when
+// it is a session cookie), failing tb unless it is answered 200.
+func postBenchBody(tb testing.TB, h http.Handler, body, header string) func() {
+	return func() {
 		req := httptest.NewRequest("POST", "/kafka/topic1", strings.NewReader(body))
 		req.Header.Set("Content-Type", typeJSON)
+		switch {
+		case strings.HasPrefix(header, sessionCookie+"="):
+			req.Header.Set("Cookie", header)
+		case header != "":
+			req.Header.Set("Authorization", header)
+		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		if w.Code != http.StatusOK {
-			b.Fatalf("%d %s", w.Code, w.Body)
+			tb.Fatalf("%d %s", w.Code, w.Body)
 		}
 	}
-	b.ReportMetric(float64(b.N*10)/b.Elapsed().Seconds(), "records/s")
 }
 
 // BenchmarkProduceAuthenticated is BenchmarkProduceHandler with and
@@ -60,7 +86,6 @@ func BenchmarkProduceHandler(b *testing.B) {
 // with a keep-alive connection or a long-lived token meets it), then
 // the session cookie. Target: authentication costs at most 10%.
 func BenchmarkProduceAuthenticated(b *testing.B) {
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	creds := &memCredentials{}
 	cred, err := auth.NewScramCredential(auth.ScramSHA512, "s3cret", auth.DefaultScramIterations)
 	if err != nil {
@@ -70,23 +95,14 @@ func BenchmarkProduceAuthenticated(b *testing.B) {
 	body := benchBody()
 	for _, mode := range []string{"none", "basic", "session", "basic+acl"} {
 		b.Run(mode, func(b *testing.B) {
-			broker, err := server.Open(server.Config{DataDir: b.TempDir(), AutoCreateTopics: true}, logger)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer broker.Close()
-			cfg := Config{Logger: logger}
+			var cfg Config
 			if mode != "none" {
 				cfg.Auth = &HTTPAuth{Credentials: creds, SessionKey: testSessionKey}
 			}
 			if mode == "basic+acl" {
 				cfg.Authorizer = writerOf{auth.User("bench"), "topic1"}
 			}
-			g, err := New(broker, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := g.Handler()
+			g := benchGateway(b, cfg, nil)
 			header := ""
 			switch mode {
 			case "basic", "basic+acl":
@@ -95,21 +111,11 @@ func BenchmarkProduceAuthenticated(b *testing.B) {
 				value, _ := g.authn.issueSession("bench", cred)
 				header = sessionCookie + "=" + value
 			}
+			post := postBenchBody(b, g.Handler(), body, header)
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				req := httptest.NewRequest("POST", "/kafka/topic1", strings.NewReader(body))
-				req.Header.Set("Content-Type", typeJSON)
-				if mode == "session" {
-					req.Header.Set("Cookie", header)
-				} else if header != "" {
-					req.Header.Set("Authorization", header)
-				}
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, req)
-				if w.Code != http.StatusOK {
-					b.Fatalf("%d %s", w.Code, w.Body)
-				}
+				post()
 			}
 			b.ReportMetric(float64(b.N*10)/b.Elapsed().Seconds(), "records/s")
 		})
@@ -135,16 +141,6 @@ func TestProduceHandlerAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's instrumentation allocates")
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	broker, err := server.Open(server.Config{DataDir: t.TempDir(), AutoCreateTopics: true}, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer broker.Close()
-	g, err := New(broker, Config{Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
 	noop := chi.NewRouter()
 	answer := []byte(`{"offsets":[{"partition":0,"offset":0}]}` + "\n")
 	noop.Post("/kafka/{topic}", func(w http.ResponseWriter, r *http.Request) {
@@ -153,18 +149,8 @@ func TestProduceHandlerAllocations(t *testing.T) {
 		w.Write(answer)
 	})
 	body := benchBody()
-	serve := func(h http.Handler) func() {
-		return func() {
-			req := httptest.NewRequest("POST", "/kafka/topic1", strings.NewReader(body))
-			req.Header.Set("Content-Type", typeJSON)
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, req)
-			if w.Code != http.StatusOK {
-				t.Fatalf("%d %s", w.Code, w.Body)
-			}
-		}
-	}
-	ferry, baseline := testing.AllocsPerRun(200, serve(g.Handler())), testing.AllocsPerRun(200, serve(noop))
+	ferry := testing.AllocsPerRun(200, postBenchBody(t, benchGateway(t, Config{}, nil).Handler(), body, ""))
+	baseline := testing.AllocsPerRun(200, postBenchBody(t, noop, body, ""))
 	// The request recorder (with its body guard), the body's size limit
 	// and the log's published segment view.
 	if own := ferry - baseline; own > 3 {
