@@ -123,13 +123,39 @@ func (s *scanner) skipValue(depth int) error {
 	}
 }
 
+// empty moves past close when it is the next byte: an object or array
+// just opened and empty.
+func (s *scanner) empty(close byte) bool {
+	if s.peek() != close {
+		return false
+	}
+	s.pos++
+	return true
+}
+
+// next moves past the ',' or the close ('}' or ']') after a member or an
+// element; more is false at the close, and with an error on anything else.
+func (s *scanner) next(close byte) (more bool, err error) {
+	switch s.peek() {
+	case ',':
+		s.pos++
+		return true, nil
+	case close:
+		s.pos++
+		return false, nil
+	}
+	if close == '}' {
+		return false, s.errorf("want ',' or '}' in object")
+	}
+	return false, s.errorf("want ',' or ']' in array")
+}
+
 // skipObject is objectKeys with skipValue for fn, without the call
 // through a closure per member: values nested in records (the common
 // {"value": {...}}) are skipped this way.
 func (s *scanner) skipObject(depth int) error {
 	s.pos++ // '{'
-	if s.peek() == '}' {
-		s.pos++
+	if s.empty('}') {
 		return nil
 	}
 	for {
@@ -146,14 +172,8 @@ func (s *scanner) skipObject(depth int) error {
 		if err := s.skipValue(depth + 1); err != nil {
 			return err
 		}
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			return nil
-		default:
-			return s.errorf("want ',' or '}' in object")
+		if more, err := s.next('}'); !more {
+			return err
 		}
 	}
 }
@@ -161,8 +181,7 @@ func (s *scanner) skipObject(depth int) error {
 // skipArray is arrayItems with skipValue for fn.
 func (s *scanner) skipArray(depth int) error {
 	s.pos++ // '['
-	if s.peek() == ']' {
-		s.pos++
+	if s.empty(']') {
 		return nil
 	}
 	for {
@@ -170,14 +189,8 @@ func (s *scanner) skipArray(depth int) error {
 		if err := s.skipValue(depth + 1); err != nil {
 			return err
 		}
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case ']':
-			s.pos++
-			return nil
-		default:
-			return s.errorf("want ',' or ']' in array")
+		if more, err := s.next(']'); !more {
+			return err
 		}
 	}
 }
@@ -337,8 +350,7 @@ func (s *scanner) objectKeys(fn func(key []byte) error) error {
 	if err := s.expect('{'); err != nil {
 		return err
 	}
-	if s.peek() == '}' {
-		s.pos++
+	if s.empty('}') {
 		return nil
 	}
 	for {
@@ -353,14 +365,8 @@ func (s *scanner) objectKeys(fn func(key []byte) error) error {
 		if err := fn(key); err != nil {
 			return err
 		}
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			return nil
-		default:
-			return s.errorf("want ',' or '}' in object")
+		if more, err := s.next('}'); !more {
+			return err
 		}
 	}
 }
@@ -370,8 +376,7 @@ func (s *scanner) arrayItems(fn func(i int) error) error {
 	if err := s.expect('['); err != nil {
 		return err
 	}
-	if s.peek() == ']' {
-		s.pos++
+	if s.empty(']') {
 		return nil
 	}
 	for i := 0; ; i++ {
@@ -379,14 +384,8 @@ func (s *scanner) arrayItems(fn func(i int) error) error {
 		if err := fn(i); err != nil {
 			return err
 		}
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case ']':
-			s.pos++
-			return nil
-		default:
-			return s.errorf("want ',' or ']' in array")
+		if more, err := s.next(']'); !more {
+			return err
 		}
 	}
 }
