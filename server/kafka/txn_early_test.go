@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"encoding/binary"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,38 +9,8 @@ import (
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/txn"
+	"github.com/ferry-mq/ferry/server/txn/txntest"
 )
-
-// ackGate holds back the acknowledgement of the transaction coordinator's
-// state appends (txn.Config.StateAcknowledged): the records are in the
-// broker's log, as when its replicas have not fetched them yet.
-type ackGate struct {
-	mu   sync.Mutex
-	hold chan struct{} // not nil: acknowledgements wait for it to close
-}
-
-func (g *ackGate) wait() {
-	g.mu.Lock()
-	hold := g.hold
-	g.mu.Unlock()
-	if hold != nil {
-		<-hold
-	}
-}
-
-// holdAcks makes appends from now on wait for release.
-func (g *ackGate) holdAcks() (release func()) {
-	hold := make(chan struct{})
-	g.mu.Lock()
-	g.hold = hold
-	g.mu.Unlock()
-	return sync.OnceFunc(func() {
-		g.mu.Lock()
-		g.hold = nil
-		g.mu.Unlock()
-		close(hold)
-	})
-}
 
 // answerOf sends req at version v on c and delivers its response, or nil
 // when none can be read (10 s) or decoded; c must carry no other request.
@@ -119,8 +88,8 @@ func addCode(r kmsg.Response) int16 {
 // leader appends the producer's data next. Swapping the listener's
 // routing fails both halves.
 func TestAddPartitionsToTxnEarlyAnswerByVersion(t *testing.T) {
-	gate := &ackGate{}
-	ts, _ := newTxnTestServerTuned(t, func(c *txn.Config) { c.StateAcknowledged = gate.wait })
+	gate := &txntest.AckGate{}
+	ts, _ := newTxnTestServerTuned(t, func(c *txn.Config) { c.StateAcknowledged = gate.Wait })
 	if err := ts.broker.CreateTopic(server.TopicSpec{Name: "orders", Partitions: 8, ReplicationFactor: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +98,7 @@ func TestAddPartitionsToTxnEarlyAnswerByVersion(t *testing.T) {
 	expectCode(t, "the transaction's first partition", addCode(do[*kmsg.AddPartitionsToTxnResponse](c, addPartitionsReq("tx", pid, epoch, "orders", 0), 3)), 0)
 
 	for v := int16(0); v <= 3; v++ {
-		release := gate.holdAcks()
+		release := gate.HoldAcks()
 		answer := answerOf(ts.dial(t), addPartitionsReq("tx", pid, epoch, "orders", int32(v)+1), v)
 		r, ok := within(answer, 5*time.Second)
 		release()
@@ -149,7 +118,7 @@ func TestAddPartitionsToTxnEarlyAnswerByVersion(t *testing.T) {
 		expectCode(t, "verification once released", addCode(vr), 0)
 	}
 
-	release := gate.holdAcks()
+	release := gate.HoldAcks()
 	defer release()
 	answer := answerOf(ts.dial(t), brokerAddReq("tx", pid, epoch, false, "orders", 5), 4)
 	if r, ok := within(answer, 300*time.Millisecond); ok {
@@ -164,7 +133,7 @@ func TestAddPartitionsToTxnEarlyAnswerByVersion(t *testing.T) {
 
 	// A partition the producer added early is verified once its record is
 	// acknowledged, not before.
-	release = gate.holdAcks()
+	release = gate.HoldAcks()
 	defer release()
 	r, ok = within(answerOf(ts.dial(t), addPartitionsReq("tx", pid, epoch, "orders", 6), 3), 5*time.Second)
 	if !ok {

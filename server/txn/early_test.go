@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/txn/txntest"
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
@@ -19,10 +20,10 @@ import (
 // record (it reaches no log, as when the coordinator dies before its
 // followers fetch it).
 type replicationGate struct {
+	txntest.AckGate
 	real func(context.Context, *server.ProduceRequest) error
 	mu   sync.Mutex
-	hold chan struct{} // not nil: acknowledgements wait for it to close
-	lose bool          // the record is "appended" but reaches no log
+	lose bool // the record is "appended" but reaches no log
 }
 
 var errRecordLost = fmt.Errorf("%w: the record did not reach the replicas", server.ErrNotEnoughReplicasAfterAppend)
@@ -35,7 +36,7 @@ func gateReplication(c *Coordinator) *replicationGate {
 
 func (g *replicationGate) append(ctx context.Context, req *server.ProduceRequest) error {
 	g.mu.Lock()
-	hold, lose := g.hold, g.lose
+	lose := g.lose
 	g.mu.Unlock()
 	if lose {
 		if req.OnAppended != nil {
@@ -44,24 +45,8 @@ func (g *replicationGate) append(ctx context.Context, req *server.ProduceRequest
 		return errRecordLost
 	}
 	err := g.real(ctx, req)
-	if hold != nil {
-		<-hold
-	}
+	g.Wait()
 	return err
-}
-
-// holdAcks makes appends from now on wait for release.
-func (g *replicationGate) holdAcks() (release func()) {
-	hold := make(chan struct{})
-	g.mu.Lock()
-	g.hold = hold
-	g.mu.Unlock()
-	return sync.OnceFunc(func() {
-		g.mu.Lock()
-		g.hold = nil
-		g.mu.Unlock()
-		close(hold)
-	})
 }
 
 func (g *replicationGate) loseRecords(lose bool) {
@@ -101,7 +86,7 @@ func TestEarlyAddAnsweredBeforeTheReplicasAcknowledge(t *testing.T) {
 	ctx := context.Background()
 	pid, epoch := startTxn(t, n)
 
-	release := g.holdAcks()
+	release := g.HoldAcks()
 	defer release()
 	must(t, "early add", n.c.AddProducerPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 1}}))
 	if got, _ := n.c.Describe("tx"); !got.Has(TopicPartition{"orders", 1}) {
@@ -141,7 +126,7 @@ func TestFirstAddOfATransactionWaitsForTheReplicas(t *testing.T) {
 	ctx := context.Background()
 	pid, epoch, code := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
 	must(t, "init", code)
-	release := g.holdAcks()
+	release := g.HoldAcks()
 	defer release()
 	added := make(chan int16, 1)
 	go func() {
