@@ -72,13 +72,32 @@ func TestSettleProduceMergesInRequestOrder(t *testing.T) {
 	}
 	local := []localOutcome{{base: 10}, {}, {}}
 	fwd := []ForwardOutcome{{Offset: 7}, {Offset: 9}, {Offset: 0}} // another writer came between 7 and 9
+	want := []RecordOffset{{0, 10}, {1, 7}, {2, 0}, {0, 11}, {1, 9}}
 	res, err := settleProduce(nil, "t", 5, batches, local, fwd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []RecordOffset{{0, 10}, {1, 7}, {2, 0}, {0, 11}, {1, 9}}
 	if fmt.Sprint(res.Offsets) != fmt.Sprint(want) {
 		t.Fatalf("offsets %v, want %v", res.Offsets, want)
+	}
+
+	// A pooled array (ProduceRequest.Offsets) left by a larger request is
+	// written over and answered in, not reallocated.
+	pooled := make([]RecordOffset, 8)
+	for i := range pooled {
+		pooled[i] = RecordOffset{Partition: 99, Offset: 99}
+	}
+	res, err = settleProduce(pooled[:0], "t", 5, batches, local, fwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(res.Offsets) != fmt.Sprint(want) || &res.Offsets[0] != &pooled[0] {
+		t.Fatalf("offsets %v in the pooled array: %v, want %v in it", res.Offsets, &res.Offsets[0] == &pooled[0], want)
+	}
+	// One too small is not used.
+	small := make([]RecordOffset, 0, 4)
+	if res, _ = settleProduce(small, "t", 5, batches, local, fwd); fmt.Sprint(res.Offsets) != fmt.Sprint(want) {
+		t.Fatalf("offsets %v with a short pooled array, want %v", res.Offsets, want)
 	}
 }
 
