@@ -70,13 +70,24 @@ func BenchmarkTxnProduce(b *testing.B) {
 // for benchWindow and returns records per second.
 func produceLoop(b *testing.B, cl *kgo.Client, k int, value []byte, txn bool) float64 {
 	b.Helper()
+	rate, err := produceFor(cl, "", k, value, txn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rate
+}
+
+// produceFor is produceLoop's loop, which returns its error so that
+// producers on other goroutines can run it; it writes to topic, or to
+// the client's default topic when topic is "".
+func produceFor(cl *kgo.Client, topic string, k int, value []byte, txn bool) (float64, error) {
 	ctx := context.Background()
 	start := time.Now()
 	n := 0
 	for time.Since(start) < benchWindow() {
 		if txn {
 			if err := cl.BeginTransaction(); err != nil {
-				b.Fatal(err)
+				return 0, err
 			}
 		}
 		var wg sync.WaitGroup
@@ -84,7 +95,7 @@ func produceLoop(b *testing.B, cl *kgo.Client, k int, value []byte, txn bool) fl
 		var mu sync.Mutex
 		for range k {
 			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value}, func(_ *kgo.Record, err error) {
 				if err != nil {
 					mu.Lock()
 					failed = err
@@ -94,20 +105,94 @@ func produceLoop(b *testing.B, cl *kgo.Client, k int, value []byte, txn bool) fl
 			})
 		}
 		if err := cl.Flush(ctx); err != nil {
-			b.Fatal(err)
+			return 0, err
 		}
 		wg.Wait()
 		if failed != nil {
-			b.Fatal(failed)
+			return 0, failed
 		}
 		if txn {
 			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-				b.Fatal(err)
+				return 0, err
 			}
 		}
 		n += k
 	}
-	return float64(n) / time.Since(start).Seconds()
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// BenchmarkTxnProduceConcurrent is BenchmarkTxnProduce with several
+// producers writing at once (FERRY_BENCH_PRODUCERS, default 4), as the
+// tasks of a Kafka Streams or Flink job do, each with its own
+// transactional id: the brokers' throughput rather than one producer's
+// round trips. One producer waits, per transaction, for its EndTxn and
+// its next transaction's first add, both replicated writes; with several,
+// the others' records fill those waits, so the ratio shows what a
+// transaction costs the brokers. Reports the summed records per second
+// (medians of three rounds) and the ratio.
+func BenchmarkTxnProduceConcurrent(b *testing.B) {
+	producers := 4
+	if v, err := strconv.Atoi(os.Getenv("FERRY_BENCH_PRODUCERS")); err == nil && v > 0 {
+		producers = v
+	}
+	for range b.N {
+		nodes := startTxnBrokers(b)
+		adm := txnAdmin(b, nodes)
+		idem := make([]*kgo.Client, producers)
+		txn := make([]*kgo.Client, producers)
+		for i := range producers {
+			idem[i] = benchClient(b, nodes, "")
+			txn[i] = benchClient(b, nodes, "", kgo.TransactionalID(fmt.Sprintf("bench-txn-%d", i)))
+		}
+		for _, size := range []int{100, 1024} {
+			value := make([]byte, size)
+			for _, k := range []int{10, 100, 1000} {
+				// A topic per measurement, deleted after it: four producers
+				// write several GB a minute, which would fill the disk.
+				topic := fmt.Sprintf("bench-txn-%dx%d", k, size)
+				ctx := context.Background()
+				if _, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil {
+					b.Fatal(err)
+				}
+				harness.WaitFor(b, "leaders", 30*time.Second, func() bool { return leaderOfPartition(adm, topic, 2) > 0 })
+				var idemRates, txnRates []float64
+				for range 3 {
+					idemRates = append(idemRates, produceTogether(b, idem, topic, k, value, false))
+					txnRates = append(txnRates, produceTogether(b, txn, topic, k, value, true))
+				}
+				if _, err := adm.DeleteTopic(ctx, topic); err != nil {
+					b.Fatal(err)
+				}
+				im, tm := medianOf(idemRates), medianOf(txnRates)
+				b.ReportMetric(im, fmt.Sprintf("idempotent-rec/s@%dx%dB", k, size))
+				b.ReportMetric(tm, fmt.Sprintf("txn-rec/s@%dx%dB", k, size))
+				b.ReportMetric(tm/im, fmt.Sprintf("txn/idem@%dx%dB", k, size))
+				b.Logf("%d producers, %d records of %d bytes per transaction: idempotent %.0f rec/s %v, transactional %.0f rec/s %v, ratio %.2f",
+					producers, k, size, im, idemRates, tm, txnRates, tm/im)
+			}
+		}
+	}
+}
+
+// produceTogether runs produceFor on every client at once and returns
+// their summed records per second.
+func produceTogether(b *testing.B, clients []*kgo.Client, topic string, k int, value []byte, txn bool) float64 {
+	b.Helper()
+	rates := make([]float64, len(clients))
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		wg.Go(func() { rates[i], errs[i] = produceFor(cl, topic, k, value, txn) })
+	}
+	wg.Wait()
+	total := 0.0
+	for i := range clients {
+		if errs[i] != nil {
+			b.Fatalf("producer %d: %v", i, errs[i])
+		}
+		total += rates[i]
+	}
+	return total
 }
 
 // BenchmarkTxnEndToEnd: the time from producing a record to a

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -33,7 +34,8 @@ var (
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ferry-bin-")
+		removeOrphanBinaries()
+		dir, err := os.MkdirTemp("", fmt.Sprintf("ferry-bin-%d-", os.Getpid()))
 		if err != nil {
 			buildErr = err
 			return
@@ -49,6 +51,22 @@ func Binary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// removeOrphanBinaries removes the binaries built by test processes that
+// have ended: a test binary has no exit hook to remove its own, and each
+// is 50 MB, which hundreds of runs turn into a full disk.
+func removeOrphanBinaries() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "ferry-bin-*-*"))
+	for _, dir := range dirs {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(dir), "ferry-bin-%d-", &pid); err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(dir)
+		}
+	}
 }
 
 func repoRoot() string {
