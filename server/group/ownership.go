@@ -114,8 +114,9 @@ func (c *Coordinator) unloadPartition(p int32) int {
 
 // serves is the gate every group request passes (Kafka's
 // validateGroupStatus): the coordinator is open, and this broker leads the
-// group's partition and has loaded it. An empty name passes: callers
-// answer INVALID_GROUP_ID themselves.
+// group's partition, has loaded it and has not fenced itself
+// (ownership.Topic.Fenced). An empty name passes: callers answer
+// INVALID_GROUP_ID themselves.
 func (c *Coordinator) serves(name string) int16 {
 	if c.closed() {
 		return errCoordinatorNotAvailable
@@ -133,6 +134,8 @@ func (c *Coordinator) serves(name string) int16 {
 		return errNotCoordinator
 	case op.State == ownership.Loading:
 		return errCoordinatorLoadInProgress
+	case c.offsets.Fenced(p) != nil:
+		return errNotCoordinator
 	}
 	return errNone
 }

@@ -156,12 +156,21 @@ func (t *Topic) leader(key string) (int32, server.PartitionView, error) {
 // otherwise: a leader still in contact, or one no clean election can
 // replace (its ISR is itself alone), goes on coordinating.
 func (t *Topic) fencedHere(p, leader int32) error {
-	self := t.Broker.BrokerID()
-	if leader != self {
+	if leader != t.Broker.BrokerID() {
 		return nil
 	}
+	return t.Fenced(p)
+}
+
+// Fenced is why this broker, leading partition p, must not coordinate
+// p's keys now (fencedHere), or nil. The owners' gates ask it on every
+// request, not only FindCoordinator: a member that found this broker
+// before the fence goes on heartbeating here, and answered, it would not
+// look for the coordinator elected in its place while that one's group
+// rebalances without it.
+func (t *Topic) Fenced(p int32) error {
 	part, err := t.Broker.Partition(t.Name, p)
-	if err != nil || part.Leader() != self {
+	if err != nil || part.Leader() != t.Broker.BrokerID() {
 		return nil
 	}
 	return part.CheckLeading()

@@ -105,7 +105,8 @@ func (c *Coordinator) loadLedPartitions() error {
 }
 
 // serves is the gate of every request for id: this broker leads the id's
-// partition and has loaded it. It returns the partition and its epoch.
+// partition, has loaded it and has not fenced itself
+// (ownership.Topic.Fenced). It returns the partition and its epoch.
 func (c *Coordinator) serves(id string) (p, epoch int32, code int16) {
 	if c.closed() {
 		return 0, 0, errCoordinatorUnavailable
@@ -128,6 +129,8 @@ func (c *Coordinator) serves(id string) (p, epoch int32, code int16) {
 		return p, 0, errNotCoordinator
 	case op.State == ownership.Loading:
 		return p, 0, errLoadInProgress
+	case c.state.Fenced(p) != nil:
+		return p, 0, errNotCoordinator
 	}
 	return p, op.LeaderEpoch, 0
 }

@@ -84,6 +84,19 @@ func askOnce(addr string, req kmsg.Request) kmsg.Response {
 	return resp
 }
 
+// askLatest sends req to the broker at addr at the newest version both
+// sides know (askOnce stops at Kafka 2.8's, which lacks the newer APIs).
+func askLatest(addr string, req kmsg.Request) (kmsg.Response, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	return cl.SeedBrokers()[0].Request(ctx, req)
+}
+
 // produceTo sends one acks=all record straight to the broker at addr and
 // returns the partition's error code (-2: no answer).
 func produceTo(t *testing.T, addr, topic string) int16 {
@@ -264,6 +277,13 @@ func TestCutCoordinatorNamesNoCoordinator(t *testing.T) {
 		return false
 	})
 
+	// A member joined there before the cut, as a consumer of the group
+	// would have.
+	member := joinAlone(t, oldAddr, group)
+	if code := heartbeatAt(oldAddr, group, member); code != 0 {
+		t.Fatalf("heartbeat before the cut: %v", kerr.ErrorForCode(code))
+	}
+
 	cut := time.Now()
 	c.cut(old)
 	defer c.heal(old)
@@ -282,6 +302,20 @@ func TestCutCoordinatorNamesNoCoordinator(t *testing.T) {
 	if id, code := findCoordinatorAt(oldAddr, 0, group); code != kerr.CoordinatorNotAvailable.Code {
 		t.Errorf("the cut broker's group coordinator: node %d, %v; want COORDINATOR_NOT_AVAILABLE", id, kerr.ErrorForCode(code))
 	}
+	// The member's heartbeat there is refused too, so it looks for the
+	// coordinator elected in its place rather than stay in a group
+	// another broker rebalances without it.
+	if code := heartbeatAt(oldAddr, group, member); code != kerr.NotCoordinator.Code {
+		t.Errorf("the member's heartbeat at the cut coordinator: %v; want NOT_COORDINATOR", kerr.ErrorForCode(code))
+	}
+	// And the transaction coordinator's: its memory is as stale.
+	describe := kmsg.NewPtrDescribeTransactionsRequest()
+	describe.TransactionalIDs = []string{txnID}
+	if resp, err := askLatest(oldAddr, describe); err != nil {
+		t.Errorf("DescribeTransactions at the cut coordinator: %v", err)
+	} else if ts := resp.(*kmsg.DescribeTransactionsResponse).TransactionStates; len(ts) != 1 || ts[0].ErrorCode != kerr.NotCoordinator.Code {
+		t.Errorf("DescribeTransactions at the cut coordinator: %+v; want NOT_COORDINATOR", ts)
+	}
 	t.Logf("COORDINATOR_NOT_AVAILABLE %v after the cut (named broker %d until then)", time.Since(cut).Round(time.Millisecond), named)
 	for id := int32(1); id <= 3; id++ {
 		if id == old {
@@ -294,6 +328,72 @@ func TestCutCoordinatorNamesNoCoordinator(t *testing.T) {
 			return tcode == 0 && tc != old && tc > 0 && gcode == 0 && gc != old && gc > 0
 		})
 	}
+}
+
+// groupMember is a classic-protocol member of a group: its id and
+// generation.
+type groupMember struct {
+	id         string
+	generation int32
+}
+
+// joinAlone joins group at the coordinator at addr as its only member
+// (JoinGroup twice, as KIP-394 asks, then SyncGroup as the leader).
+func joinAlone(t *testing.T, addr, group string) groupMember {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var m groupMember
+	for range 2 {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.ProtocolType = group, m.id, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 60000, 10000
+		proto := kmsg.NewJoinGroupRequestProtocol()
+		proto.Name, proto.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0}
+		req.Protocols = append(req.Protocols, proto)
+		resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatalf("join %s: %v", group, err)
+		}
+		jr := resp.(*kmsg.JoinGroupResponse)
+		m = groupMember{id: jr.MemberID, generation: jr.Generation}
+		switch jr.ErrorCode {
+		case kerr.MemberIDRequired.Code:
+			continue
+		case 0:
+		default:
+			t.Fatalf("join %s: %v", group, kerr.ErrorForCode(jr.ErrorCode))
+		}
+		sync := kmsg.NewPtrSyncGroupRequest()
+		sync.Group, sync.MemberID, sync.Generation = group, m.id, m.generation
+		resp, err = cl.SeedBrokers()[0].Request(ctx, sync)
+		if err != nil {
+			t.Fatalf("sync %s: %v", group, err)
+		}
+		if code := resp.(*kmsg.SyncGroupResponse).ErrorCode; code != 0 {
+			t.Fatalf("sync %s: %v", group, kerr.ErrorForCode(code))
+		}
+		return m
+	}
+	t.Fatalf("join %s: a member id was asked for twice", group)
+	return m
+}
+
+// heartbeatAt sends m's heartbeat to the broker at addr and returns the
+// error code (-2: no answer).
+func heartbeatAt(addr, group string, m groupMember) int16 {
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.MemberID, req.Generation = group, m.id, m.generation
+	resp := askOnce(addr, req)
+	if resp == nil {
+		return -2
+	}
+	return resp.(*kmsg.HeartbeatResponse).ErrorCode
 }
 
 // metadataLine describes topic's partition 0 in the Metadata of the
