@@ -91,11 +91,18 @@ const (
 	KafkaReassignmentInProgress      int16 = 60
 )
 
-// Kafka codes of the partition side of transactions (txnpartition.go).
+// Kafka codes of the partition side of transactions (txnpartition.go),
+// and the coordinator's answers to a KIP-890 check that a produce
+// translates (produceCodeOfVerification).
 const (
 	KafkaInvalidTxnState              int16 = 48
 	KafkaTransactionCoordinatorFenced int16 = 52
 	KafkaProducerFenced               int16 = 90
+	KafkaNetworkException             int16 = 13
+	KafkaCoordinatorLoadInProgress    int16 = 14
+	KafkaCoordinatorNotAvailable      int16 = 15
+	KafkaNotCoordinator               int16 = 16
+	KafkaConcurrentTransactions       int16 = 51
 )
 
 // kafkaCodes is the one table from core errors to Kafka error codes.

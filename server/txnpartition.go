@@ -197,20 +197,39 @@ func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h r
 		// newer epoch (KIP-890 part 2), which fences the batch.
 		_, guard = p.TxnAddition(h)
 	}
-	if code == KafkaProducerFenced {
-		// PRODUCER_FENCED is the coordinator's answer (KIP-588); on a
-		// produce, clients know a fenced producer by INVALID_PRODUCER_EPOCH,
-		// as Kafka's AddPartitionsToTxnManager answers. librdkafka takes
-		// PRODUCER_FENCED there for an abortable error and lets the zombie
-		// go on to a new transaction.
-		code = KafkaInvalidProducerEpoch
-	}
 	if code != KafkaNone {
-		return guard, &TxnCodeError{Code: code, Message: fmt.Sprintf(
+		return guard, &TxnCodeError{Code: produceCodeOfVerification(code, add), Message: fmt.Sprintf(
 			"%s-%d is not in the ongoing transaction of %q (producer %d, epoch %d): the coordinator answered error %d",
 			p.Topic(), p.Index(), transactionalID, h.ProducerID, h.ProducerEpoch, code)}
 	}
 	return guard, nil
+}
+
+// produceCodeOfVerification is the produce's error for the coordinator's
+// answer to its KIP-890 check (add: part 2's addition), as Kafka's
+// ReplicaManager translates it:
+//   - PRODUCER_FENCED (KIP-588) is INVALID_PRODUCER_EPOCH, by which clients
+//     know a fenced producer on a produce; librdkafka takes PRODUCER_FENCED
+//     there for an abortable error and lets the zombie go on to a new
+//     transaction.
+//   - The coordinator being away, loading, unreachable, or (before
+//     transaction.version 2) busy is NOT_ENOUGH_REPLICAS: retriable, and
+//     retried by every client, where producers before KIP-890 do not retry
+//     the coordinator's codes on a produce (librdkafka fails the
+//     transaction) and it asks for no metadata refresh. A version 2
+//     producer knows CONCURRENT_TRANSACTIONS on a produce.
+func produceCodeOfVerification(code int16, add bool) int16 {
+	switch code {
+	case KafkaProducerFenced:
+		return KafkaInvalidProducerEpoch
+	case KafkaNetworkException, KafkaCoordinatorLoadInProgress, KafkaCoordinatorNotAvailable, KafkaNotCoordinator:
+		return KafkaNotEnoughReplicas
+	case KafkaConcurrentTransactions:
+		if !add {
+			return KafkaNotEnoughReplicas
+		}
+	}
+	return code
 }
 
 // whileLeading is ctx, ended also when p stops being led here: the

@@ -96,3 +96,59 @@ func setTestRole(t *testing.T, b *Broker, leader, epoch int32) {
 		t.Fatalf("LeaderAndIsr leader %d epoch %d: %v %v", leader, epoch, err, errs)
 	}
 }
+
+// answeringVerifier is a coordinator that answers every check, and every
+// addition, with code.
+type answeringVerifier struct{ code int16 }
+
+func (v answeringVerifier) VerifyTxnPartition(context.Context, string, int64, int16, string, int32) int16 {
+	return v.code
+}
+
+func (v answeringVerifier) AddTxnPartition(context.Context, string, int64, int16, string, int32) int16 {
+	return v.code
+}
+
+// A produce refused by its coordinator's KIP-890 answer carries the code
+// Kafka's ReplicaManager gives the producer: the coordinator being away,
+// loading, unreachable or (before transaction.version 2) busy is
+// NOT_ENOUGH_REPLICAS, which every client retries, and PRODUCER_FENCED is
+// INVALID_PRODUCER_EPOCH; nothing is written either way.
+func TestTxnVerificationAnswersTheProducerKafkasCode(t *testing.T) {
+	cases := []struct {
+		answered int16
+		add      bool // transaction.version 2: the leader adds
+		want     int16
+	}{
+		{kerr.CoordinatorNotAvailable.Code, false, KafkaNotEnoughReplicas},
+		{kerr.NotCoordinator.Code, false, KafkaNotEnoughReplicas},
+		{kerr.CoordinatorLoadInProgress.Code, false, KafkaNotEnoughReplicas},
+		{kerr.NetworkException.Code, false, KafkaNotEnoughReplicas},
+		{kerr.ConcurrentTransactions.Code, false, KafkaNotEnoughReplicas},
+		{kerr.ConcurrentTransactions.Code, true, kerr.ConcurrentTransactions.Code},
+		{kerr.CoordinatorNotAvailable.Code, true, KafkaNotEnoughReplicas},
+		{kerr.ProducerFenced.Code, false, KafkaInvalidProducerEpoch},
+		{kerr.ProducerFenced.Code, true, KafkaInvalidProducerEpoch},
+		{kerr.InvalidTxnState.Code, false, KafkaInvalidTxnState},
+	}
+	b := newTestBroker(t)
+	if err := b.CreateTopic(TopicSpec{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		b.SetTxnVerifier(answeringVerifier{c.answered})
+		_, err := b.AppendBatch(context.Background(), BatchProduce{Topic: "t", Partition: 0, Batches: batchAt(t, 0, 7, true, 1),
+			Acks: AcksAll, TransactionalID: "tx", AddToTxn: c.add})
+		if got := KafkaCode(err); got != c.want {
+			t.Errorf("coordinator answered %v (add %v): produce answered %v (%v), want %v",
+				kerr.ErrorForCode(c.answered), c.add, kerr.ErrorForCode(got), err, kerr.ErrorForCode(c.want))
+		}
+	}
+	p, err := b.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := p.LogEndOffset(); end != 0 {
+		t.Fatalf("log end %d: a refused batch was written", end)
+	}
+}
