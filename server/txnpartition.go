@@ -214,10 +214,10 @@ func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h r
 //     transaction.
 //   - The coordinator being away, loading, unreachable, or (before
 //     transaction.version 2) busy is NOT_ENOUGH_REPLICAS: retriable, and
-//     retried by every client, where producers before KIP-890 do not retry
-//     the coordinator's codes on a produce (librdkafka fails the
-//     transaction) and it asks for no metadata refresh. A version 2
-//     producer knows CONCURRENT_TRANSACTIONS on a produce.
+//     retried by every client, where producers written before KIP-890
+//     need not retry the coordinator's codes on a produce, and it asks for
+//     no metadata refresh. A version 2 producer knows
+//     CONCURRENT_TRANSACTIONS on a produce.
 func produceCodeOfVerification(code int16, add bool) int16 {
 	switch code {
 	case KafkaProducerFenced:
