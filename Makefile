@@ -57,9 +57,10 @@ bench-compaction:
 
 # Transactions on three brokers: transactional vs idempotent produce at
 # 10, 100 and 1,000 records per transaction (records/s, medians of three
-# rounds, txn/idem ratios; targets >= 0.85 at 1,000, >= 0.60 at 100), and
-# produce-to-read_committed-consumer latency p50/p99 (FERRY_BENCH_WINDOW
-# per measurement, default 5s).
+# rounds, txn/idem ratios; targets >= 0.85 at 1,000, >= 0.60 at 100), one
+# producer of each and then four (BenchmarkTxnProduceConcurrent,
+# FERRY_BENCH_PRODUCERS), and produce-to-read_committed-consumer latency
+# p50/p99 (FERRY_BENCH_WINDOW per measurement, default 5s).
 bench-txn:
 	$(GO) test -run '^$$' -bench 'BenchmarkTxnProduce|BenchmarkTxnEndToEnd' -benchtime 1x -count 1 -timeout 30m ./test/cluster/
 
