@@ -82,6 +82,9 @@ type producerEntry struct {
 	// markers counts the markers applied since the entry was made
 	// (KIP-890's verification guard; not persisted).
 	markers uint64
+	// txnClosed, when not nil, is closed by the next marker applied:
+	// AwaitTxnOrder's waiters look again (transactions.go).
+	txnClosed chan struct{}
 }
 
 func newProducerEntry() *producerEntry {

@@ -604,7 +604,7 @@ func (b *Broker) validateAndAppend(ctx context.Context, t *topic, p *replication
 		if err != nil {
 			return storage.AppendResult{}, err
 		}
-		guard, err := b.verifyTxnBatch(ctx, p, h, req.TransactionalID, req.AddToTxn)
+		guard, err := b.verifyTxnBatch(ctx, p, h, req.TransactionalID, req.AddToTxn, cmp.Or(req.Timeout, DefaultProduceTimeout))
 		if err != nil {
 			return storage.AppendResult{}, err
 		}

@@ -1,6 +1,9 @@
 package server
 
-import "context"
+import (
+	"context"
+	"encoding/binary"
+)
 
 // The seams between the transaction coordinator (server/txn) and the
 // partitions it writes to. The coordinator decides; the partitions'
@@ -19,6 +22,14 @@ type TxnMarker struct {
 	CoordinatorEpoch int32
 	Topic            string
 	Partition        int32
+	// TxnEpoch, when HasTxnEpoch, is the producer epoch of the data the
+	// marker ends. Kafka's coordinators and tools do not say it, nor
+	// does a transaction.version 1 end; a version 2 coordinator does, so
+	// that a resent marker of a transaction the partition closed already
+	// (the next transaction, whose epoch is this marker's, may have begun
+	// there) is answered as written and appends nothing.
+	TxnEpoch    int16
+	HasTxnEpoch bool
 }
 
 // TxnVerifier answers KIP-890 part 1's question before a leader appends a
@@ -47,4 +58,25 @@ type TxnPartitionAdder interface {
 // __consumer_offsets when its marker lands there.
 type TxnMarkerListener interface {
 	TxnMarkerWritten(topic string, partition int32, producerID int64, producerEpoch int16, commit bool, offset int64)
+}
+
+// TxnEpochTag is the tagged field (WriteTxnMarkers v1+, on each marker
+// entry) in which a ferry coordinator tells another ferry broker the
+// TxnEpoch of its markers. The number is far from Kafka's own tags;
+// Kafka brokers skip tags they do not know.
+const TxnEpochTag uint32 = 0x6665
+
+// EncodeTxnEpochTag is TxnEpochTag's value: the epoch, big-endian.
+func EncodeTxnEpochTag(epoch int16) []byte {
+	return binary.BigEndian.AppendUint16(nil, uint16(epoch))
+}
+
+// DecodeTxnEpochTag reads TxnEpochTag's value; false when it is not two
+// bytes or not an epoch.
+func DecodeTxnEpochTag(v []byte) (int16, bool) {
+	if len(v) != 2 {
+		return 0, false
+	}
+	epoch := int16(binary.BigEndian.Uint16(v))
+	return epoch, epoch >= 0
 }

@@ -32,16 +32,30 @@ var (
 // being written it is parked instead: the completer decides it right
 // after the completion and writes both as one record (park).
 func (c *Coordinator) transition(ctx context.Context, id string, create bool, decide func(t *Txn) Outcome) (Txn, int16) {
-	return c.transitionAnswering(ctx, id, create, false, decide)
+	return c.transitionAnswering(ctx, id, create, answerDurable, decide)
 }
 
-// transitionAnswering is transition; with early, a decision that adds
-// partitions to an ongoing transaction is answered once its record is in
-// this broker's log, before the replicas have it (writeEarly).
-func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create, early bool, decide func(t *Txn) Outcome) (Txn, int16) {
+// answering is when transitionAnswering answers a decision.
+type answering int
+
+const (
+	// answerDurable: once its record is acknowledged; requests arriving
+	// while markers are written wait for them (park).
+	answerDurable answering = iota
+	// answerEarly: a decision adding partitions to an ongoing transaction
+	// is answered once its record is in this broker's log (writeEarly).
+	answerEarly
+	// answerAhead: a partition leader's add (transaction.version 2)
+	// arriving while the previous transaction's markers are written is
+	// decided at once, ahead of them (writeAhead).
+	answerAhead
+)
+
+// transitionAnswering is transition, answering as how says.
+func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create bool, how answering, decide func(t *Txn) Outcome) (Txn, int16) {
 	deadline := time.Now().Add(c.concurrentWait)
 	for {
-		t, code := c.transitionOnce(ctx, id, create, early, decide)
+		t, code := c.transitionOnce(ctx, id, create, how == answerEarly, decide)
 		if code != errConcurrentTransactions {
 			return t, code
 		}
@@ -49,10 +63,22 @@ func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create
 		if !ok {
 			return t, code
 		}
+		var p, coordinatorEpoch int32
+		if how == answerAhead {
+			var serving int16
+			if p, coordinatorEpoch, serving = c.serves(id); serving != 0 {
+				return t, serving
+			}
+		}
 		e.mu.Lock()
 		if !e.busy && !e.completing {
 			e.mu.Unlock()
 			return t, code
+		}
+		if how == answerAhead && e.completing && !e.markersDone && !e.busy {
+			if t, code, decided := c.writeAhead(e, id, p, coordinatorEpoch, decide); decided {
+				return t, code // e.mu unlocked there
+			}
 		}
 		if e.completing && !e.markersDone && !e.busy {
 			pr := &parkedRequest{decide: decide, done: make(chan parkedAnswer, 1)}
@@ -210,7 +236,7 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 		return Txn{}, errNotCoordinator
 	}
 	e.durableLocked(out.Next)
-	e.txn, e.written = out.Next, true
+	e.txn, e.written = e.settledLocked(out.Next), true
 	startMarkers := out.Markers && !e.completing
 	if startMarkers {
 		e.completing = true
@@ -225,6 +251,44 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 		c.startCompletion(e, out.Next, p, epoch, c.termOf(p))
 	}
 	return out.Next, out.Code
+}
+
+// writeAhead decides a partition leader's add for the producer's next
+// transaction while the prepared one's markers are being written
+// (Txn.AheadOfMarkers): one record holds the next transaction Ongoing and
+// the markers still pending, and the add is answered once it is
+// acknowledged, without waiting for the markers. The completer goes on
+// sending them; the leader waits on its partition for the previous
+// marker before it appends. e.mu is held; decided false (nothing done,
+// e.mu still held) when the add does not qualify, else e.mu is released.
+func (c *Coordinator) writeAhead(e *entry, id string, p, coordinatorEpoch int32, decide func(t *Txn) Outcome) (Txn, int16, bool) {
+	if !e.written {
+		return Txn{}, 0, false
+	}
+	out, ok := e.txn.AheadOfMarkers(c.nowMs(), coordinatorEpoch, decide)
+	if !ok {
+		return Txn{}, 0, false
+	}
+	q := c.enqueue(p, &out.Next)
+	e.busy = true
+	e.mu.Unlock()
+
+	err := q.wait()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.busy = false
+	e.notifyLocked()
+	if err != nil {
+		c.logger.Warn("writing a transaction ahead of its predecessor's markers failed", "transactional_id", id, "err", err)
+		return Txn{}, writeCode(err), true
+	}
+	if _, _, code := c.serves(id); code != 0 {
+		return Txn{}, errNotCoordinator, true // deposed while writing: the next coordinator reads the log
+	}
+	e.durableLocked(out.Next)
+	e.txn = e.settledLocked(out.Next)
+	return out.Next, out.Code, true
 }
 
 // writeEarly applies out, which adds partitions to e's ongoing
@@ -403,6 +467,27 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID i
 	return code
 }
 
+// AddLeaderPartitions is AddPartitions for a partition leader's add
+// (transaction.version 2: Verifier.AddTxnPartition, AddPartitionsToTxn
+// v4 without verifyOnly): an add for the producer's next transaction
+// arriving while the previous one's markers are written is decided at
+// once (writeAhead) rather than after them.
+func (c *Coordinator) AddLeaderPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []TopicPartition) int16 {
+	if id == "" {
+		return errInvalidRequest
+	}
+	now := c.nowMs()
+	_, code := c.transitionAnswering(ctx, id, false, answerAhead, func(t *Txn) Outcome {
+		return t.AddPartitions(producerID, epoch, tps, now)
+	})
+	if code == 0 {
+		if e, ok := c.lookup(id, false); ok && !c.awaitDurable(ctx, id, e, tps) {
+			return errConcurrentTransactions
+		}
+	}
+	return code
+}
+
 // AddProducerPartitions serves a producer's AddPartitionsToTxn (v0–v3):
 // as AddPartitions, but partitions joining a transaction already ongoing
 // are answered once their record is in this broker's log, before its
@@ -421,7 +506,11 @@ func (c *Coordinator) addPartitions(ctx context.Context, id string, producerID i
 		return errInvalidRequest
 	}
 	now := c.nowMs()
-	_, code := c.transitionAnswering(ctx, id, false, early, func(t *Txn) Outcome {
+	how := answerDurable
+	if early {
+		how = answerEarly
+	}
+	_, code := c.transitionAnswering(ctx, id, false, how, func(t *Txn) Outcome {
 		return t.AddPartitions(producerID, epoch, tps, now)
 	})
 	return code
