@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/test/harness"
@@ -281,4 +282,38 @@ func TestAheadRecordLandingAfterTheMarkers(t *testing.T) {
 		tx, _ := n.c.Describe("tx")
 		return tx.State == Ongoing && tx.Pending == nil
 	})
+}
+
+// Between ferry brokers the markers' data epoch travels in a tagged field
+// of WriteTxnMarkers v1; a marker without one carries no tag.
+func TestMarkersRequestCarriesTheTxnEpoch(t *testing.T) {
+	req := MarkersRequest([]server.TxnMarker{
+		{ProducerID: 7, ProducerEpoch: 2, Commit: true, Topic: "orders", Partition: 0, TxnEpoch: 1, HasTxnEpoch: true},
+		{ProducerID: 7, ProducerEpoch: 2, Commit: true, Topic: "orders", Partition: 1, TxnEpoch: 1, HasTxnEpoch: true},
+		{ProducerID: 8, ProducerEpoch: 0, Topic: "orders", Partition: 2},
+	})
+	req.Version = 1
+	var back = kmsg.NewPtrWriteTxnMarkersRequest()
+	back.Version = 1
+	if err := back.ReadFrom(req.AppendTo(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Markers) != 2 {
+		t.Fatalf("%d marker entries, want 2", len(back.Markers))
+	}
+	for i, want := range []struct {
+		epoch int16
+		has   bool
+	}{{1, true}, {0, false}} {
+		var got int16
+		has := false
+		back.Markers[i].UnknownTags.Each(func(tag uint32, v []byte) {
+			if tag == server.TxnEpochTag {
+				got, has = server.DecodeTxnEpochTag(v)
+			}
+		})
+		if has != want.has || got != want.epoch {
+			t.Errorf("entry %d: epoch %d (%v), want %d (%v)", i, got, has, want.epoch, want.has)
+		}
+	}
 }
