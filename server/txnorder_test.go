@@ -14,8 +14,12 @@ import (
 // previous transaction's markers.
 type instantAdder struct{}
 
-func (instantAdder) VerifyTxnPartition(context.Context, string, int64, int16, string, int32) int16 { return 0 }
-func (instantAdder) AddTxnPartition(context.Context, string, int64, int16, string, int32) int16    { return 0 }
+func (instantAdder) VerifyTxnPartition(context.Context, string, int64, int16, string, int32) int16 {
+	return 0
+}
+func (instantAdder) AddTxnPartition(context.Context, string, int64, int16, string, int32) int16 {
+	return 0
+}
 
 // markerCount counts the markers the broker's listeners hear.
 type markerCount struct{ n int }
