@@ -39,6 +39,15 @@ import (
 //     (TxnVerification); a marker landing between that check and the
 //     append makes the append INVALID_TXN_STATE, so a late produce cannot
 //     open a transaction the coordinator never heard of.
+//   - KIP-890 part 2 (transaction.version 2), where each transaction has
+//     its own epoch and its markers carry the next one's: a batch of a
+//     newer epoch than the producer's transaction open here waits for
+//     that transaction's marker (AwaitTxnOrder), since the coordinator
+//     may add the partition to the next transaction before it is sent;
+//     a marker that says the epoch of the data it ends
+//     (AppendTxnMarkerEnding) appends nothing when the producer's state
+//     here is past that epoch (a resend: the transaction is closed here)
+//     and is refused, retriable, when it is ahead of the open one.
 //
 // A follower applies the batches it copies without the checks: the
 // leader made them.
