@@ -85,8 +85,9 @@ func (p *Replica) TxnVerification(h recordbatch.Header) (need bool, guard TxnGua
 // 2), where each transaction of a producer has its own epoch: a batch of
 // another epoch than the producer's transaction open here begins the
 // producer's next transaction (the open one's marker is on its way), so
-// its partition must be added too. The coordinator answers the add only
-// once that marker is written: the caller takes the guard again then.
+// its partition must be added too. The coordinator may answer the add
+// before that marker is here: the caller waits for it (AwaitTxnOrder)
+// and takes the guard again then.
 func (p *Replica) TxnAddition(h recordbatch.Header) (need bool, guard TxnGuard) {
 	return p.txnCheck(h, true)
 }
