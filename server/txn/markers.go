@@ -108,7 +108,9 @@ func (c *Coordinator) endCompletion(e *entry, t Txn) {
 // the metadata written and whether it is another prepared transaction
 // whose markers are due.
 func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool) {
-	c.awaitNextRequest(e)
+	if !c.movedOn(e, &t) {
+		c.awaitNextRequest(e)
+	}
 	e.mu.Lock()
 	e.markersDone = true
 	// A leader's add may have begun the next transaction ahead of them
@@ -117,11 +119,14 @@ func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool
 	parked := e.parked
 	e.parked = nil
 	if len(parked) == 0 || e.busy || !sameTransaction(&e.txn, &t) {
+		movedOn := !e.busy && !sameTransaction(&e.txn, &t)
 		e.mu.Unlock()
 		for _, pr := range parked {
 			pr.done <- parkedAnswer{retry: true}
 		}
-		c.recordCompletion(t, p, term)
+		if !movedOn {
+			c.recordCompletion(t, p, term)
+		}
 		return Txn{}, false
 	}
 	decisions := make([]Decision, len(parked))
@@ -167,6 +172,16 @@ func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool
 		pr.done <- parkedAnswer{txn: answers[i].Next, code: answers[i].Code}
 	}
 	return out.Next, out.Markers
+}
+
+// movedOn reports whether e's state is no longer the prepared t, and no
+// write that could leave it so is in flight: the next transaction's
+// record (writeAhead) completed t, so no completion is written and no
+// request is waited for.
+func (c *Coordinator) movedOn(e *entry, t *Txn) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.busy && !sameTransaction(&e.txn, t)
 }
 
 // completionLinger is how long a completion whose markers are written
