@@ -39,7 +39,7 @@ func txnBatchAt(t *testing.T, id int64, epoch int16) []byte {
 
 // The leader appends the producer's next transaction (a new epoch) only
 // once the open one's marker is in: without it the produce is answered
-// REQUEST_TIMED_OUT after its timeout (retriable), with it the retry
+// NOT_ENOUGH_REPLICAS after its timeout (retriable), with it the retry
 // goes through. A resent marker of the closed transaction then appends
 // nothing, tells no listener, and is answered as written; the next
 // transaction stays open.
@@ -61,8 +61,8 @@ func TestNextTransactionWaitsForThePreviousMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := produce(1, 50*time.Millisecond); !errors.Is(err, ErrRequestTimedOut) {
-		t.Fatalf("next transaction before the marker: %v, want REQUEST_TIMED_OUT", err)
+	if err := produce(1, 50*time.Millisecond); !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("next transaction before the marker: %v, want NOT_ENOUGH_REPLICAS", err)
 	} else if waited := time.Since(start); waited > 5*time.Second {
 		t.Fatalf("answered after %v", waited)
 	}

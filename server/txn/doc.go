@@ -141,7 +141,7 @@
 //
 //   - the partition leader appends a batch of the new epoch only after the
 //     previous transaction's marker is in its log
-//     (replication.Replica.AwaitTxnOrder; REQUEST_TIMED_OUT, retriable,
+//     (replication.Replica.AwaitTxnOrder; NOT_ENOUGH_REPLICAS, retriable,
 //     after the produce's timeout), so that marker cannot end the next
 //     transaction's data;
 //   - the next transaction's own markers (its end, a timeout abort, a
