@@ -196,11 +196,15 @@ func TestPendingMarkersResentAfterFailover(t *testing.T) {
 }
 
 // The record holding the next transaction and the pending markers fails:
-// the add is refused (retriable), the prepared transaction completes as
-// before, and the add then goes through.
+// the add is refused (retriable) though memory holds the next
+// transaction (as an early write's, writeEarly); the markers complete the
+// previous one, the retried add writes the state again before it is
+// answered, and a restart reads the next transaction with its partition.
 func TestAheadRecordFailing(t *testing.T) {
 	ml := &markerLog{}
-	n := newNode(t, t.TempDir(), ml, &clock{now: time.UnixMilli(1_700_000_000_000)})
+	clk := &clock{now: time.UnixMilli(1_700_000_000_000)}
+	dir := t.TempDir()
+	n := newNode(t, dir, ml, clk)
 	ctx := context.Background()
 	pid, epoch := beginV2(t, n, ml)
 	g := gateReplication(n.c)
@@ -208,14 +212,57 @@ func TestAheadRecordFailing(t *testing.T) {
 	if code := n.c.AddLeaderPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 1}}); code == 0 {
 		t.Fatal("the add was answered though its record failed")
 	}
-	if tx, _ := n.c.Describe("tx"); tx.State != PrepareCommit || tx.Pending != nil {
-		t.Fatalf("after the failed record: %+v", tx)
-	}
 	g.loseRecords(false)
 	ml.fail(nil)
-	n.waitState("tx", CompleteCommit)
+	harness.WaitFor(t, "the previous markers written", 5*time.Second, func() bool { return len(markersOf(ml)) == 1 })
+	appends := n.c.stateAppends.Load()
 	must(t, "the add again", n.c.AddLeaderPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 1}}))
+	if n.c.stateAppends.Load() == appends {
+		t.Fatal("the retried add was answered without a record holding its partition")
+	}
 	wantMarkers(t, markersOf(ml), server.TxnMarker{ProducerEpoch: 1, Partition: 0, Commit: true, TxnEpoch: 0, HasTxnEpoch: true})
+	n.stop()
+	n = newNode(t, dir, &markerLog{}, clk)
+	if tx := n.waitState("tx", Ongoing); !tx.Has(TopicPartition{"orders", 1}) || tx.ProducerEpoch != epoch {
+		t.Fatalf("reloaded: %+v", tx)
+	}
+}
+
+// Leaders' adds of the next transaction arriving together do not wait
+// for each other's record to be decided: the second is decided on the
+// first's state in memory and its record queued (sharing the next append
+// with any others queued meanwhile).
+func TestLeaderAddsAheadDoNotWaitForEachOther(t *testing.T) {
+	ml := &markerLog{}
+	n := newNode(t, t.TempDir(), ml, &clock{now: time.UnixMilli(1_700_000_000_000)})
+	ctx := context.Background()
+	pid, epoch := beginV2(t, n, ml)
+	g := gateReplication(n.c)
+	release := g.HoldAcks()
+	appends := n.c.stateAppends.Load()
+	answers := make(chan int16, 2)
+	go func() { answers <- n.c.AddLeaderPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 1}}) }()
+	harness.WaitFor(t, "the first add's record appended", 5*time.Second, func() bool { return n.c.stateAppends.Load() > appends })
+	go func() { answers <- n.c.AddLeaderPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 2}}) }()
+	harness.WaitFor(t, "the second add's record queued", 5*time.Second, func() bool {
+		e, _ := n.c.lookup("tx", false)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.earlyWrites == 2
+	})
+	if _, ok := answered(answers, 20*time.Millisecond); ok {
+		t.Fatal("an add was answered before its record was acknowledged")
+	}
+	release()
+	for range 2 {
+		must(t, "add", <-answers)
+	}
+	if d := n.c.stateAppends.Load() - appends; d > 2 {
+		t.Fatalf("%d appends for two adds", d)
+	}
+	if tx, _ := n.c.Describe("tx"); len(tx.Partitions) != 2 || tx.Pending == nil {
+		t.Fatalf("after both adds: %+v", tx)
+	}
 }
 
 // The next transaction times out, or a new producer instance fences it,
@@ -272,7 +319,7 @@ func TestAheadRecordLandingAfterTheMarkers(t *testing.T) {
 		e, _ := n.c.lookup("tx", false)
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		return e.busy
+		return e.earlyWrites > 0
 	})
 	ml.fail(nil)
 	harness.WaitFor(t, "the markers are written", 5*time.Second, func() bool { return len(markersOf(ml)) == 1 })

@@ -45,9 +45,11 @@ const (
 	// answerEarly: a decision adding partitions to an ongoing transaction
 	// is answered once its record is in this broker's log (writeEarly).
 	answerEarly
-	// answerAhead: a partition leader's add (transaction.version 2)
-	// arriving while the previous transaction's markers are written is
-	// decided at once, ahead of them (writeAhead).
+	// answerAhead: a partition leader's add (transaction.version 2),
+	// answered once its record is acknowledged, but decided in memory at
+	// once so that the other leaders' adds share the append (writeEarly);
+	// one arriving while the previous transaction's markers are written
+	// is decided at once, ahead of them (writeAhead).
 	answerAhead
 )
 
@@ -55,7 +57,7 @@ const (
 func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create bool, how answering, decide func(t *Txn) Outcome) (Txn, int16) {
 	deadline := time.Now().Add(c.concurrentWait)
 	for {
-		t, code := c.transitionOnce(ctx, id, create, how == answerEarly, decide)
+		t, code := c.transitionOnce(ctx, id, create, how, decide)
 		if code != errConcurrentTransactions {
 			return t, code
 		}
@@ -76,7 +78,7 @@ func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create
 			return t, code
 		}
 		if how == answerAhead && e.completing && !e.markersDone && !e.busy {
-			if t, code, decided := c.writeAhead(e, id, p, coordinatorEpoch, decide); decided {
+			if t, code, decided := c.writeAhead(ctx, e, p, coordinatorEpoch, decide); decided {
 				return t, code // e.mu unlocked there
 			}
 		}
@@ -175,7 +177,7 @@ func (c *Coordinator) park(ctx context.Context, e *entry, pr *parkedRequest, dea
 const concurrentWait = 200 * time.Millisecond
 
 // transitionOnce is one attempt of transition.
-func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, early bool, decide func(t *Txn) Outcome) (Txn, int16) {
+func (c *Coordinator) transitionOnce(ctx context.Context, id string, create bool, how answering, decide func(t *Txn) Outcome) (Txn, int16) {
 	p, epoch, code := c.serves(id)
 	if code != 0 {
 		return Txn{}, code
@@ -209,8 +211,8 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 		}
 		return cur, out.Code
 	}
-	if early && e.written && e.txn.State == Ongoing && out.Next.State == Ongoing {
-		return c.writeEarly(ctx, e, p, out) // e.mu unlocked there
+	if how != answerDurable && e.written && e.txn.State == Ongoing && out.Next.State == Ongoing {
+		return c.writeEarly(ctx, e, p, out, how == answerAhead) // e.mu unlocked there
 	}
 	q := c.enqueue(p, &out.Next)
 	e.busy = true
@@ -259,9 +261,13 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 // the markers still pending, and the add is answered once it is
 // acknowledged, without waiting for the markers. The completer goes on
 // sending them; the leader waits on its partition for the previous
-// marker before it appends. e.mu is held; decided false (nothing done,
-// e.mu still held) when the add does not qualify, else e.mu is released.
-func (c *Coordinator) writeAhead(e *entry, id string, p, coordinatorEpoch int32, decide func(t *Txn) Outcome) (Txn, int16, bool) {
+// marker before it appends. The state changes in memory at once, as an
+// early write's (writeEarly): the other leaders' adds of the same
+// transaction, arriving while the record is written, are decided on it
+// and share the next append instead of waiting for this one. e.mu is
+// held; decided false (nothing done, e.mu still held) when the add does
+// not qualify, else e.mu is released.
+func (c *Coordinator) writeAhead(ctx context.Context, e *entry, p, coordinatorEpoch int32, decide func(t *Txn) Outcome) (Txn, int16, bool) {
 	if !e.written {
 		return Txn{}, 0, false
 	}
@@ -269,26 +275,8 @@ func (c *Coordinator) writeAhead(e *entry, id string, p, coordinatorEpoch int32,
 	if !ok {
 		return Txn{}, 0, false
 	}
-	q := c.enqueue(p, &out.Next)
-	e.busy = true
-	e.mu.Unlock()
-
-	err := q.wait()
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.busy = false
-	e.notifyLocked()
-	if err != nil {
-		c.logger.Warn("writing a transaction ahead of its predecessor's markers failed", "transactional_id", id, "err", err)
-		return Txn{}, writeCode(err), true
-	}
-	if _, _, code := c.serves(id); code != 0 {
-		return Txn{}, errNotCoordinator, true // deposed while writing: the next coordinator reads the log
-	}
-	e.durableLocked(out.Next)
-	e.txn = e.settledLocked(out.Next)
-	return out.Next, out.Code, true
+	t, code := c.writeEarly(ctx, e, p, out, true)
+	return t, code, true
 }
 
 // writeEarly applies out, which adds partitions to e's ongoing
@@ -308,13 +296,17 @@ func (c *Coordinator) writeAhead(e *entry, id string, p, coordinatorEpoch int32,
 // error; the transaction it knows is aborted or committed without it,
 // and no data of it is on that partition). Markers sent to a partition
 // that had no data are harmless.
-func (c *Coordinator) writeEarly(ctx context.Context, e *entry, p int32, out Outcome) (Txn, int16) {
+//
+// untilDurable answers once the record is acknowledged instead: a
+// partition leader's add (answerAhead), which appends next.
+func (c *Coordinator) writeEarly(ctx context.Context, e *entry, p int32, out Outcome, untilDurable bool) (Txn, int16) {
+	ongoing := e.txn.State == Ongoing // else the transaction begins ahead of the markers
 	for _, tp := range out.Next.Partitions {
-		if !e.txn.Has(tp) && !slices.Contains(e.undurable, tp) {
+		if (!ongoing || !e.txn.Has(tp)) && !slices.Contains(e.undurable, tp) {
 			e.undurable = append(e.undurable, tp)
 		}
 	}
-	e.txn = out.Next
+	e.txn = e.settledLocked(out.Next)
 	e.earlyWrites++
 	q := c.enqueueSettled(p, &out.Next, func(err error) {
 		e.mu.Lock()
@@ -332,7 +324,11 @@ func (c *Coordinator) writeEarly(ctx context.Context, e *entry, p int32, out Out
 		e.mu.Unlock()
 	})
 	e.mu.Unlock()
-	if err := q.waitAppended(); err != nil {
+	wait := q.waitAppended
+	if untilDurable {
+		wait = q.wait
+	}
+	if err := wait(); err != nil {
 		return Txn{}, writeCode(err)
 	}
 	if _, _, code := c.serves(out.Next.ID); code != 0 {
