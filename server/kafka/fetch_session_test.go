@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -281,7 +282,8 @@ func TestFollowerSessionCountsItsOffsets(t *testing.T) {
 func TestFetchSessionFranzGo(t *testing.T) {
 	ts := newTestServer(t, func(c *Config) { c.FetchSessionCacheSlots = 1 })
 	createTopic(t, ts, "many", 12)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.ConsumeTopics("many"), kgo.DefaultProduceTopic("many"),
+	logs := &kgoLog{}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.ConsumeTopics("many"), kgo.DefaultProduceTopic("many"), kgo.WithLogger(logs),
 		kgo.FetchMaxWait(200*time.Millisecond), kgo.MetadataMaxAge(250*time.Millisecond), kgo.MetadataMinAge(50*time.Millisecond),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -337,6 +339,34 @@ func TestFetchSessionFranzGo(t *testing.T) {
 	if n, p := ts.fetchSessions.Len(), ts.fetchSessions.Partitions(); n != 1 || p != 1 {
 		t.Fatalf("%d sessions of %d partitions, want only the follower's", n, p)
 	}
+	if !logs.has("SessionIDNotFound") {
+		t.Fatal("franz-go never heard FETCH_SESSION_ID_NOT_FOUND for its evicted session")
+	}
+}
+
+// kgoLog keeps franz-go's log lines.
+type kgoLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *kgoLog) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+
+func (l *kgoLog) Log(_ kgo.LogLevel, msg string, kv ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprint(msg, kv))
+}
+
+func (l *kgoLog) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func allSeen(seen, want map[string]bool) bool {
