@@ -226,10 +226,12 @@ func lessValuable(a, b *session) bool {
 	return a.id < b.id
 }
 
-// outweighs: a new session of n partitions is worth at least victim.
+// outweighs: a new session of n partitions is worth more than victim
+// (as in Kafka, where the new key's id 0 sorts below any session's, an
+// equal size is not enough).
 func outweighs(follower bool, n int, victim *session) bool {
 	if follower != victim.follower {
 		return follower
 	}
-	return n >= len(victim.parts)
+	return n > len(victim.parts)
 }

@@ -35,9 +35,9 @@
 // request size). When the cache is full a new session takes the place of
 // one that has not been used for EvictionAge, else of the least valuable
 // one older than EvictionAge (consumers before followers, fewer partitions
-// before more), and a follower's takes a consumer's at any age, as Kafka's
-// FetchSessionCache does; otherwise the fetch is answered without a
-// session. Unlike Kafka, a session serves only the principal that opened
+// before more) when the new one has more partitions, and a follower's
+// takes a consumer's at any age, as Kafka's FetchSessionCache does;
+// otherwise the fetch is answered without a session. Unlike Kafka, a session serves only the principal that opened
 // it (another gets FETCH_SESSION_ID_NOT_FOUND): its id is all a client
 // shows, and guessing one should not let a client disturb another's.
 package fetchsession

@@ -228,7 +228,7 @@ func TestSessionTopicIDs(t *testing.T) {
 }
 
 // The cache holds Slots sessions: a new one takes a stale session's
-// place, else a consumer's older than EvictionAge with no more partitions;
+// place, else a consumer's older than EvictionAge with fewer partitions;
 // a follower's takes any consumer's; none takes a follower's younger than
 // EvictionAge; without room the fetch is answered without a session.
 func TestSessionEviction(t *testing.T) {
@@ -264,9 +264,12 @@ func TestSessionEviction(t *testing.T) {
 	if open(false, 4, now) != 0 {
 		t.Fatal("a smaller consumer session took a larger one's place")
 	}
-	c3 := open(false, 5, now)
+	if open(false, 5, now) != 0 {
+		t.Fatal("a consumer session took the place of one as large")
+	}
+	c3 := open(false, 6, now)
 	if c3 == 0 || exists(c2, 2, now) {
-		t.Fatal("an old consumer session of equal size was not replaced")
+		t.Fatal("an old, smaller consumer session was not replaced")
 	}
 	// Unused for EvictionAge: stale, dropped for anyone.
 	later := now.Add(age + time.Second)
