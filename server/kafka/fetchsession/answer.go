@@ -56,26 +56,27 @@ func (f *Fetch) Unanswered() int32 {
 // answer marks which partitions an incremental answer sends, remembers
 // what they told, and moves them to the end of the fetch order. c.mu is
 // held.
-func (s *session) answer(told []partition, resp *kmsg.FetchResponse, hasRecords func(int) bool, now time.Time) []bool {
-	send := make([]bool, len(told))
+func (s *session) answer(was []told, resp *kmsg.FetchResponse, hasRecords func(int) bool, now time.Time) []bool {
+	send := make([]bool, len(was))
 	k := 0
 	for ti := range resp.Topics {
 		for pi := range resp.Topics[ti].Partitions {
-			if k >= len(told) {
-				return send
+			if k >= len(was) {
+				break
 			}
 			rp := &resp.Topics[ti].Partitions[pi]
-			t := &told[k]
-			send[k] = len(rp.RecordBatches) > 0 || hasRecords != nil && hasRecords(k) || rp.ErrorCode != 0 || rp.HighWatermark != t.highWatermark ||
-				rp.LastStableOffset != t.lastStable || rp.LogStartOffset != t.logStart
-			if p := s.parts[t.key]; p != nil {
-				p.tell(rp)
+			t := &was[k]
+			send[k] = len(rp.RecordBatches) > 0 || hasRecords != nil && hasRecords(k) || rp.ErrorCode != 0 ||
+				rp.HighWatermark != t.highWatermark || rp.LastStableOffset != t.lastStable || rp.LogStartOffset != t.logStart
+			if !t.p.gone {
+				t.p.tell(rp)
+				t.p.sent = send[k]
 			}
 			k++
 		}
 	}
 	s.lastUsed = now
-	s.sentToEnd(told, send)
+	s.sentToEnd()
 	return send
 }
 
@@ -89,31 +90,21 @@ func (p *partition) tell(rp *kmsg.FetchResponseTopicPartition) {
 	p.highWatermark, p.lastStable, p.logStart = rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset
 }
 
-// sentToEnd moves the partitions sent behind the others, keeping the
-// order within each group.
-func (s *session) sentToEnd(told []partition, send []bool) {
-	moved := make([]*partition, 0, len(send))
-	for k := range told {
-		if send[k] {
-			if p := s.parts[told[k].key]; p != nil {
-				moved = append(moved, p)
-			}
-		}
-	}
-	if len(moved) == 0 || len(moved) == len(s.order) {
-		return
-	}
-	isMoved := make(map[*partition]bool, len(moved))
-	for _, p := range moved {
-		isMoved[p] = true
-	}
-	order := make([]*partition, 0, len(s.order))
+// sentToEnd moves the partitions just sent behind the others, keeping the
+// order within each group, and clears their marks.
+func (s *session) sentToEnd() {
+	s.scratch = s.scratch[:0]
+	kept := s.order[:0]
 	for _, p := range s.order {
-		if !isMoved[p] {
-			order = append(order, p)
+		if p.sent {
+			p.sent = false
+			s.scratch = append(s.scratch, p)
+		} else {
+			kept = append(kept, p)
 		}
 	}
-	s.order = append(order, moved...)
+	s.order = append(kept, s.scratch...)
+	clear(s.scratch)
 }
 
 // remember records, for a full fetch's session, what its answer told.

@@ -123,6 +123,9 @@ type partition struct {
 	key                                 Key
 	fetch                               kmsg.FetchRequestTopicPartition
 	highWatermark, lastStable, logStart int64
+	// sent marks it in the answer being taken (session.answer); gone,
+	// once forgotten or replaced, for an answer begun before.
+	sent, gone bool
 }
 
 // session is one client's. Its fields are guarded by Cache.mu.
@@ -135,7 +138,9 @@ type session struct {
 	createdAt time.Time
 	lastUsed  time.Time
 	parts     map[Key]*partition
-	order     []*partition // fetch order; nil entries were removed
+	order     []*partition // fetch order
+	// scratch is sentToEnd's, kept between fetches.
+	scratch []*partition
 }
 
 // Cache is a broker's fetch sessions, shared by all its connections.
@@ -202,7 +207,7 @@ type Fetch struct {
 	// told is, per partition of Topics, what the client knew before this
 	// fetch, so Answer can be called again (a fetch read twice) and
 	// still compare with it.
-	told []partition
+	told []told
 }
 
 // Begin checks a request's session fields and says what to fetch. A
@@ -280,7 +285,8 @@ func (c *Cache) update(s *session, topics []kmsg.FetchRequestTopic, forgotten []
 	for _, t := range forgotten {
 		for _, pn := range t.Partitions {
 			k := s.key(t.Topic, t.TopicID, pn)
-			if s.parts[k] != nil {
+			if p := s.parts[k]; p != nil {
+				p.gone = true
 				delete(s.parts, k)
 				c.mu.partitions--
 				removed = true
@@ -303,7 +309,7 @@ func (s *session) key(topic string, id [16]byte, p int32) Key {
 func (s *session) compact() {
 	kept := s.order[:0]
 	for _, p := range s.order {
-		if s.parts[p.key] == p {
+		if !p.gone {
 			kept = append(kept, p)
 		}
 	}
@@ -313,21 +319,37 @@ func (s *session) compact() {
 
 // request lists the session's partitions as a full fetch would, in its
 // order, grouping consecutive partitions of one topic; told is what was
-// last sent of each, in the same order.
-func (s *session) request() ([]kmsg.FetchRequestTopic, []partition) {
-	topics := make([]kmsg.FetchRequestTopic, 0, 1)
-	told := make([]partition, len(s.order))
+// last sent of each, in the same order. Two allocations besides told: the
+// partitions share one array.
+func (s *session) request() ([]kmsg.FetchRequestTopic, []told) {
+	runs := 0
 	for i, p := range s.order {
-		told[i] = *p
-		if n := len(topics); n == 0 || topics[n-1].Topic != p.key.Topic || topics[n-1].TopicID != p.key.TopicID {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = p.key.Topic, p.key.TopicID
-			topics = append(topics, t)
+		if i == 0 || !sameTopic(s.order[i-1].key, p.key) {
+			runs++
 		}
-		t := &topics[len(topics)-1]
-		t.Partitions = append(t.Partitions, p.fetch)
 	}
-	return topics, told
+	topics := make([]kmsg.FetchRequestTopic, 0, runs)
+	parts := make([]kmsg.FetchRequestTopicPartition, len(s.order))
+	was := make([]told, len(s.order))
+	start := 0
+	for i, p := range s.order {
+		was[i] = told{p: p, highWatermark: p.highWatermark, lastStable: p.lastStable, logStart: p.logStart}
+		parts[i] = p.fetch
+		if i+1 == len(s.order) || !sameTopic(s.order[i+1].key, p.key) {
+			topics = append(topics, kmsg.FetchRequestTopic{Topic: p.key.Topic, TopicID: p.key.TopicID,
+				Partitions: parts[start : i+1 : i+1]})
+			start = i + 1
+		}
+	}
+	return topics, was
+}
+
+func sameTopic(a, b Key) bool { return a.Topic == b.Topic && a.TopicID == b.TopicID }
+
+// told is what a client knew of a partition before a fetch.
+type told struct {
+	p                                   *partition
+	highWatermark, lastStable, logStart int64
 }
 
 // remove drops a session. c.mu is held.
