@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ferry-mq/ferry/server/metrics"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/test/harness"
 )
@@ -280,7 +281,8 @@ func TestFollowerSessionCountsItsOffsets(t *testing.T) {
 // its session is evicted (by a follower's, which may take a consumer's)
 // it starts over with a full fetch and goes on reading.
 func TestFetchSessionFranzGo(t *testing.T) {
-	ts := newTestServer(t, func(c *Config) { c.FetchSessionCacheSlots = 1 })
+	m := metrics.New()
+	ts := newTestServer(t, func(c *Config) { c.FetchSessionCacheSlots, c.Metrics = 1, m })
 	createTopic(t, ts, "many", 12)
 	logs := &kgoLog{}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.ConsumeTopics("many"), kgo.DefaultProduceTopic("many"), kgo.WithLogger(logs),
@@ -315,8 +317,8 @@ func TestFetchSessionFranzGo(t *testing.T) {
 		}
 	}
 	consume(produceAll("one", 12))
-	if n, p := ts.fetchSessions.Len(), ts.fetchSessions.Partitions(); n != 1 || p != 12 {
-		t.Fatalf("%d sessions of %d partitions, want the consumer's of 12", n, p)
+	if n, p := metricValue(t, m, "ferry_kafka_fetch_sessions"), metricValue(t, m, "ferry_kafka_fetch_session_partitions"); n != 1 || p != 12 {
+		t.Fatalf("ferry_kafka_fetch_sessions %v, ferry_kafka_fetch_session_partitions %v: want the consumer's session of 12", n, p)
 	}
 	consume(produceAll("two", 12)) // read through incremental fetches
 
@@ -338,6 +340,9 @@ func TestFetchSessionFranzGo(t *testing.T) {
 	consume(produceAll("four", 16))
 	if n, p := ts.fetchSessions.Len(), ts.fetchSessions.Partitions(); n != 1 || p != 1 {
 		t.Fatalf("%d sessions of %d partitions, want only the follower's", n, p)
+	}
+	if e := metricValue(t, m, "ferry_kafka_fetch_session_evictions_total"); e < 1 {
+		t.Fatalf("ferry_kafka_fetch_session_evictions_total %v after the consumer's session was evicted", e)
 	}
 	if !logs.has("SessionIDNotFound") {
 		t.Fatal("franz-go never heard FETCH_SESSION_ID_NOT_FOUND for its evicted session")
@@ -406,4 +411,21 @@ func TestThrottledFetchKeepsItsSession(t *testing.T) {
 	if r := do[*kmsg.FetchResponse](c2, sessionFetch(full.SessionID, 9, nil, nil), 12); r.ErrorCode != kerr.InvalidFetchSessionEpoch.Code {
 		t.Fatalf("a wrong epoch: error %d", r.ErrorCode)
 	}
+}
+
+// metricValue is an unlabelled gauge's or counter's value.
+func metricValue(t *testing.T, m *metrics.Metrics, name string) float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			mt := f.GetMetric()[0]
+			return mt.GetGauge().GetValue() + mt.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/group"
 	"github.com/ferry-mq/ferry/server/kafka/fetchsession"
+	"github.com/ferry-mq/ferry/server/metrics"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -103,6 +104,10 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 	if cfg.ACLs != nil {
 		s.authz = cfg.ACLs.Authorizer()
 	}
+	cfg.Metrics.AddFetchSessionSource(func() metrics.FetchSessionStat {
+		sessions, partitions, evictions := s.fetchSessions.Stats()
+		return metrics.FetchSessionStat{Sessions: sessions, Partitions: partitions, Evictions: evictions}
+	})
 	s.admin = server.NewAdmin(b, server.AdminConfig{})
 	if cfg.Admin != nil {
 		s.admin = cfg.Admin.AtThisBroker()

@@ -172,6 +172,7 @@ func (c *Cache) dropStale(now time.Time) {
 	for _, s := range c.mu.sessions {
 		if now.Sub(s.lastUsed) > c.cfg.EvictionAge {
 			c.remove(s)
+			c.mu.evictions++
 		}
 	}
 }
@@ -186,6 +187,7 @@ func (c *Cache) makeRoom(follower bool, n int, now time.Time) bool {
 			return false
 		}
 		c.remove(victim)
+		c.mu.evictions++
 	}
 	return true
 }

@@ -150,6 +150,8 @@ type Cache struct {
 		sync.Mutex
 		sessions   map[int32]*session
 		partitions int // in all sessions
+		// evictions counts sessions dropped for a new one or unused.
+		evictions uint64
 	}
 }
 
@@ -161,7 +163,15 @@ func New(cfg Config) *Cache {
 	return c
 }
 
-// Len is the number of sessions, Partitions the partitions in them.
+// Stats reports the sessions, the partitions in them and the evictions
+// so far, together.
+func (c *Cache) Stats() (sessions, partitions int, evictions uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.mu.sessions), c.mu.partitions, c.mu.evictions
+}
+
+// Len is the number of sessions.
 func (c *Cache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -276,6 +276,9 @@ func TestSessionEviction(t *testing.T) {
 	if open(false, 1, later) == 0 || c.Len() != 1 {
 		t.Fatalf("stale sessions kept: %d", c.Len())
 	}
+	if _, _, evictions := c.Stats(); evictions != 4 {
+		t.Fatalf("%d evictions counted, want 4 (c1, c2, then c3 and f1 gone stale)", evictions)
+	}
 }
 
 // Partitions are bounded per session and in total.
