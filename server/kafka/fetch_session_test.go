@@ -3,10 +3,12 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -428,4 +430,87 @@ func metricValue(t *testing.T, m *metrics.Metrics, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// An incremental answer sent from the segment files (sendfile) is the
+// copying listener's: the partitions left out are left out of both, with
+// their file sections, and the ones sent carry the same bytes.
+func TestSendfileIncrementalFetchMatchesCopying(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) { c.FetchMaxBytes = 6000 })
+	ids := fillZeroCopyTopic(t, ts)
+	copying := secondListener(t, ts, func(c *Config) { c.FetchMaxBytes, c.DisableSendfile = 6000, true })
+	var sections atomic.Int64
+	setSectionHook(t, func() { sections.Add(1) })
+	p0, err := ts.broker.Partition("zc", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int16{12, 13} {
+		zc, cp := ts.dial(t), copying.dial(t)
+		var sessionOf [2]int32 // each listener's session
+		answers := func(req func() *kmsg.FetchRequest) [2]*kmsg.FetchResponse {
+			t.Helper()
+			var out [2]*kmsg.FetchResponse
+			for i, c := range []*client{zc, cp} {
+				r := req()
+				if i == 1 {
+					r.SessionID = sessionOf[1]
+				} else {
+					r.SessionID = sessionOf[0]
+				}
+				frame := rawFetch(t, c, r, v)
+				resp := kmsg.NewPtrFetchResponse()
+				resp.SetVersion(v)
+				body := frame[4:]
+				if resp.IsFlexible() {
+					body = body[1:]
+				}
+				if err := resp.ReadFrom(body); err != nil {
+					t.Fatalf("v%d: decode: %v", v, err)
+				}
+				out[i] = resp
+			}
+			return out
+		}
+		full := answers(func() *kmsg.FetchRequest { r := fetchAll(ids, 700); r.SessionEpoch = 0; return r })
+		sessionOf = [2]int32{full[0].SessionID, full[1].SessionID}
+		if sessionOf[0] == 0 || sessionOf[1] == 0 {
+			t.Fatalf("v%d: no sessions opened", v)
+		}
+		before := sections.Load()
+		inc := answers(func() *kmsg.FetchRequest {
+			r := fetchAll(ids, 700)
+			r.SessionEpoch = 1
+			r.Topics = r.Topics[:1]
+			r.Topics[0].Partitions = []kmsg.FetchRequestTopicPartition{r.Topics[0].Partitions[0], r.Topics[0].Partitions[1]}
+			r.Topics[0].Partitions[0].FetchOffset = p0.LogEndOffset()
+			r.Topics[0].Partitions[1].PartitionMaxBytes = 1 << 20
+			if v < firstTopicIDFetchVersion {
+				r.Topics[0].TopicID = [16]byte{}
+			}
+			return r
+		})
+		if sections.Load() == before {
+			t.Fatalf("v%d: the incremental answer sent nothing from a file", v)
+		}
+		inc[0].SessionID, inc[1].SessionID = 0, 0
+		if !reflect.DeepEqual(inc[0], inc[1]) {
+			t.Fatalf("v%d: the sendfile incremental answer differs from the copying one:\n%+v\n%+v", v, inc[0], inc[1])
+		}
+		var got []string
+		for _, rt := range inc[0].Topics {
+			for _, rp := range rt.Partitions {
+				got = append(got, fmt.Sprintf("%d:%d:%v", rp.Partition, rp.ErrorCode, len(rp.RecordBatches) > 0))
+			}
+		}
+		// zc:0 at its end and the empty zc:2 did not change; zc:1 read again
+		// from 0; zc:3 and zc-missing:0–3 fail, so are always sent.
+		want := []string{"1:0:true", "3:1:false", "0:3:false", "1:3:false", "2:3:false", "3:3:false"}
+		if v >= firstTopicIDFetchVersion {
+			want = []string{"1:0:true", "3:1:false", "0:100:false", "1:100:false", "2:100:false", "3:100:false"}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("v%d: incremental answer sends %v, want %v", v, got, want)
+		}
+	}
 }
