@@ -18,22 +18,27 @@ type session struct {
 	id    int32 // 0: none
 	epoch int32 // the next fetch's: 0 is a full fetch
 	// sent is each partition's fields as the leader's session holds them
-	// once it has read the last fetch.
-	sent map[key]kmsg.FetchRequestTopicPartition
+	// once it has read the last fetch; spare is the map the next fetch
+	// fills, the one before last's, kept so that a fetch allocates none.
+	sent, spare map[key]kmsg.FetchRequestTopicPartition
 }
 
 // shape makes req, which lists every partition to fetch, the session's
 // next fetch; full reports a full one.
 func (s *session) shape(req *kmsg.FetchRequest) (full bool) {
 	req.SessionID, req.SessionEpoch = s.id, s.epoch
-	wanted := make(map[key]kmsg.FetchRequestTopicPartition, len(s.sent))
+	wanted := s.spare
+	if wanted == nil {
+		wanted = make(map[key]kmsg.FetchRequestTopicPartition)
+	}
+	clear(wanted)
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			wanted[key{t.Topic, p.Partition}] = p
 		}
 	}
 	sent := s.sent
-	s.sent = wanted
+	s.sent, s.spare = wanted, sent
 	if s.epoch == 0 {
 		return true
 	}
@@ -51,10 +56,13 @@ func (s *session) shape(req *kmsg.FetchRequest) (full bool) {
 		}
 	}
 	req.Topics = topics
-	forgotten := map[string]int{}
+	var forgotten map[string]int // topic → its index in ForgottenTopics
 	for k := range sent {
 		if _, ok := wanted[k]; ok {
 			continue
+		}
+		if forgotten == nil {
+			forgotten = map[string]int{}
 		}
 		i, ok := forgotten[k.topic]
 		if !ok {

@@ -91,3 +91,29 @@ func TestSessionShapesFetches(t *testing.T) {
 	}
 	step("full after it", map[int32]int64{0: 2}, answer(82, 0), 81, 0, []int32{0}, nil)
 }
+
+// BenchmarkSessionShape: the follower's side of one incremental fetch of
+// 21 partitions, one of which moved (the replica fetcher's loop while a
+// producer writes one partition).
+func BenchmarkSessionShape(b *testing.B) {
+	offsets := map[int32]int64{}
+	for p := range int32(21) {
+		offsets[p] = 100
+	}
+	var s session
+	s.shape(fetchOf(offsets))
+	s.answered(answer(7, 0), true)
+	reqs := make([]*kmsg.FetchRequest, b.N)
+	for i := range reqs {
+		offsets[0] = int64(101 + i)
+		reqs[i] = fetchOf(offsets)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if s.shape(reqs[i]) {
+			b.Fatal("a full fetch in the session")
+		}
+		s.answered(answer(7, 0), false)
+	}
+}
