@@ -124,7 +124,8 @@ type partition struct {
 	fetch                               kmsg.FetchRequestTopicPartition
 	highWatermark, lastStable, logStart int64
 	// sent marks it in the answer being taken (session.answer); gone,
-	// once forgotten or replaced, for an answer begun before.
+	// once forgotten (ForgottenTopics), for an answer begun before. A
+	// partition listed again keeps its struct: only its fetch changes.
 	sent, gone bool
 }
 
