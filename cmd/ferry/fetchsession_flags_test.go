@@ -26,7 +26,13 @@ func TestFetchSessionSettings(t *testing.T) {
 			t.Errorf("%v: slots %d age %v, want %d %v", c.args, s.kafkaLimits.FetchSessionCacheSlots, s.kafkaLimits.FetchSessionEvictionAge, c.slots, c.age)
 		}
 	}
-	if _, _, err := loadServeSettings([]string{"--min-incremental-fetch-session-eviction-ms", "soon"}); err == nil {
-		t.Fatal("a bad eviction time accepted")
+	for _, bad := range [][]string{
+		{"--min-incremental-fetch-session-eviction-ms", "soon"},
+		{"--min-incremental-fetch-session-eviction-ms", "-5"},
+		{"--max-incremental-fetch-session-cache-slots", "many"},
+	} {
+		if _, _, err := loadServeSettings(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }
