@@ -357,6 +357,16 @@ var serveOptions = []option{
 		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.MaxConnectionCreationRate, v) }},
 	{"fetch-max-bytes", []string{"fetch.max.bytes"}, "largest Kafka Fetch response", strconv.Itoa(kafka.DefaultFetchMaxBytes),
 		func(s *serveSettings, v string) error { return parseInt(&s.kafkaLimits.FetchMaxBytes, v) }},
+	{"max-incremental-fetch-session-cache-slots", []string{"max.incremental.fetch.session.cache.slots"}, "incremental Kafka fetch sessions (KIP-227) the broker keeps, for consumers and followers together (0: none, every fetch a full one)", "1000",
+		func(s *serveSettings, v string) error {
+			err := parseInt(&s.kafkaLimits.FetchSessionCacheSlots, v)
+			if s.kafkaLimits.FetchSessionCacheSlots <= 0 {
+				s.kafkaLimits.FetchSessionCacheSlots = -1 // the listener's "none"; its 0 is the default
+			}
+			return err
+		}},
+	{"min-incremental-fetch-session-eviction-ms", []string{"min.incremental.fetch.session.eviction.ms"}, "a fetch session unused this long may make way for a new one", "120000",
+		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.FetchSessionEvictionAge, v) }},
 	{"connections-max-idle-ms", []string{"connections.max.idle.ms"}, "close Kafka connections idle this long", "600000",
 		func(s *serveSettings, v string) error { return parseMillis(&s.kafkaLimits.IdleTimeout, v) }},
 	{"authorizer-class-name", []string{"authorizer.class.name"}, "turns ACLs on: ferry, or any of Kafka's authorizer class names (kafka.security.authorizer.AclAuthorizer, …), all served by ferry's own; empty: off (with --security: ferry)", "",

@@ -1,8 +1,13 @@
 // Package fetcher copies partitions from their leader onto this broker's
 // follower replicas: Kafka's ReplicaFetcherThread. One Fetcher serves one
-// leader broker, with one connection and one goroutine, and asks for all
+// leader broker, with one connection and one goroutine, and fetches all
 // its partitions in each Fetch (with this broker's id as the replica id,
-// so the leader reads to its log end and counts this follower's progress).
+// so the leader reads to its log end and counts this follower's progress),
+// through an incremental fetch session (KIP-227, session.go): after the
+// first, full, fetch, a Fetch lists only the partitions whose fetch offset
+// or leader epoch moved, or that were added or dropped, and the answer
+// only the partitions that changed; the leader reads and counts the
+// others from its session, at the offsets last listed.
 //
 // Each answer is applied partition by partition: batches are appended
 // with the leader's offsets (replication.Partition.AppendAsFollower), then
@@ -137,7 +142,9 @@ type key struct {
 type Status struct {
 	// Err is the leader's last error for it (nil: fetching).
 	Err error
-	// Fetches counts the answers applied without error.
+	// Fetches counts the answers that named the partition, applied
+	// without error (an incremental fetch's answer leaves out the
+	// partitions that did not change).
 	Fetches int64
 }
 
@@ -179,6 +186,9 @@ type Fetcher struct {
 	opSince atomic.Int64
 	opDial  atomic.Bool
 	kicked  atomic.Bool
+	// session is the incremental fetch session with the leader; only the
+	// goroutine uses it.
+	session session
 	mu      struct {
 		sync.Mutex
 		partitions map[key]*partitionState
@@ -364,17 +374,23 @@ func (f *Fetcher) run(ctx context.Context) {
 			}
 			continue // the truncated partitions join the next fetch
 		}
+		full := f.session.shape(req)
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		f.beginOp(false)
 		err := c.RoundTrip(req, resp, f.cfg.RequestTimeout)
 		f.endOp()
 		if err != nil {
+			f.session.lost()
 			if ctx.Err() == nil {
 				f.logger.Warn("fetch from the leader failed; reconnecting", "addr", f.cfg.Addr, "err", err)
 			}
 			c.Close()
 			c = nil
 			f.backoff(ctx)
+			continue
+		}
+		if err := f.session.answered(resp, full); err != nil {
+			f.logger.Info("the leader ended the fetch session; fetching in full", "err", err)
 			continue
 		}
 		f.apply(resp, wanted, time.Now())

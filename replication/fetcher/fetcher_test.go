@@ -35,6 +35,12 @@ type leader struct {
 
 func startLeader(t *testing.T, addr string) *leader {
 	t.Helper()
+	return startLeaderWith(t, addr, nil)
+}
+
+// startLeaderWith also lets the test change the listener's config.
+func startLeaderWith(t *testing.T, addr string, mutate func(*kafka.Config)) *leader {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, err := server.Open(server.Config{DataDir: t.TempDir(), BrokerID: 1}, logger)
 	if err != nil {
@@ -48,7 +54,11 @@ func startLeader(t *testing.T, addr string) *leader {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := kafka.New(b, g, kafka.Config{Addr: ln.Addr().String(), AdvertisedAddr: ln.Addr().String(), Logger: logger})
+	kcfg := kafka.Config{Addr: ln.Addr().String(), AdvertisedAddr: ln.Addr().String(), Logger: logger}
+	if mutate != nil {
+		mutate(&kcfg)
+	}
+	s, err := kafka.New(b, g, kcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

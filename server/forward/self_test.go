@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -46,9 +47,19 @@ func (l *dialLog) dialled(addr string) bool {
 // DialSelf (here a TCP dial standing in for ferry's pipe), and a request
 // addressed to it is refused, its callers serving those in process.
 func TestForwarderNeverDialsItsOwnBroker(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(6, "t"))
-	if err != nil {
-		t.Fatal(err)
+	// kfake places leaders at random: broker 0 leads none of six
+	// partitions in one cluster of eleven, so a cluster where it leads
+	// one is made.
+	var c *kfake.Cluster
+	for attempt := 0; ; attempt++ {
+		var err error
+		if c, err = kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(6, "t")); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(slices.Collect(maps.Values(leaders(t, c))), 0) || attempt == 20 {
+			break
+		}
+		c.Close()
 	}
 	defer c.Close()
 	view := clusterView(t, c.ListenAddrs())

@@ -7,9 +7,19 @@ package kafka
 // topics by id, v0–v3 answer in the old message formats, down-converted
 // from the stored batches (01_fetch_legacy.go).
 //
-// Sessionless: every response has SessionID 0 and is a full response, which
-// KIP-227 allows (clients then send full requests); ForgottenTopics is
-// ignored. v4+ batches are sent as stored, never re-encoded.
+// Incremental fetch sessions (KIP-227, v7+; 01_fetch_session.go and the
+// fetchsession package): a full fetch with SessionEpoch 0 opens a session
+// when the cache has room (FetchSessionCacheSlots), epoch -1 fetches
+// without one; an incremental fetch (epoch > 0) names only the partitions
+// it adds or whose fetch offset moved and forgets others (ForgottenTopics),
+// is served as a full fetch of every partition of its session — so its
+// long poll wakes on any of them, and a follower's offset in each counts
+// as if listed — and is answered with only the partitions that changed
+// (records, an error, a new high watermark, last stable offset or log
+// start offset). Session errors (FETCH_SESSION_ID_NOT_FOUND,
+// INVALID_FETCH_SESSION_EPOCH, FETCH_SESSION_TOPIC_ID_ERROR) are the whole
+// answer. Unlike Kafka, a session serves only its opener's principal.
+// v4+ batches are sent as stored, never re-encoded.
 // Only records below the high watermark are returned; with IsolationLevel
 // 1 (read_committed, v4+) only those below the last stable offset, with
 // the aborted transactions that overlap them (AbortedTransactions, null

@@ -21,11 +21,16 @@ const firstTopicIDFetchVersion = 13
 
 func (s *Server) serveFetch(ctx context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.FetchRequest)
+	sess, sessionErr := s.beginFetchSession(ctx, req)
+	if sessionErr != nil {
+		return sessionErr
+	}
 	unknownIDs := s.resolveFetchTopicIDs(req)
 	ans, ok := s.handleFetch(ctx, req).(*fetchAnswer)
 	if !ok {
 		return nil
 	}
+	s.answerFetchSession(req, ans, sess, unknownIDs)
 	if ans.chunks != nil {
 		if hook := testHookBeforeOpenSections.Load(); hook != nil {
 			(*hook)()
@@ -39,19 +44,12 @@ func (s *Server) serveFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respons
 			if ans, ok = s.handleFetch(ctx, req).(*fetchAnswer); !ok {
 				return nil
 			}
+			s.answerFetchSession(req, ans, sess, unknownIDs)
 		} else {
-			sf := &sendfileFetch{FetchResponse: ans.FetchResponse, parts: parts}
-			if req.Version >= firstTopicIDFetchVersion {
-				answerFetchTopicIDs(req, sf.FetchResponse, unknownIDs)
-			}
-			return sf
+			return &sendfileFetch{FetchResponse: ans.FetchResponse, parts: parts}
 		}
 	}
-	resp := ans.FetchResponse
-	if req.Version >= firstTopicIDFetchVersion {
-		answerFetchTopicIDs(req, resp, unknownIDs)
-	}
-	return s.downConvertFetch(req, resp)
+	return s.downConvertFetch(req, ans.FetchResponse)
 }
 
 // withoutSendfile makes a request's fetches copy their batches.

@@ -174,6 +174,14 @@ type Config struct {
 	// request's own MaxBytes; the first batch is sent even when larger,
 	// so consumers make progress. Default 57671680 (55 MiB).
 	FetchMaxBytes int32
+	// FetchSessionCacheSlots is max.incremental.fetch.session.cache.slots:
+	// how many incremental fetch sessions (KIP-227) the broker keeps, for
+	// consumers and followers together. 0: 1000; negative: none (every
+	// fetch is answered without a session).
+	FetchSessionCacheSlots int
+	// FetchSessionEvictionAge is min.incremental.fetch.session.eviction.ms:
+	// a session unused this long may make way for a new one. 0: 120 s.
+	FetchSessionEvictionAge time.Duration
 	// DisableSendfile serves Fetch record batches from memory (read, then
 	// written) instead of from the segment files with sendfile, which is
 	// used by default on plaintext TCP connections for Fetch v4+. A TLS
@@ -257,6 +265,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max.connection.creation.rate %d: must not be negative (0: unbounded)", c.MaxConnectionCreationRate)
 	case c.FetchMaxBytes < 1024:
 		return fmt.Errorf("fetch.max.bytes %d: must be at least 1024", c.FetchMaxBytes)
+	case c.FetchSessionEvictionAge < 0:
+		return fmt.Errorf("min.incremental.fetch.session.eviction.ms %v: must not be negative", c.FetchSessionEvictionAge)
 	case c.ReauthTimeout < 0:
 		return fmt.Errorf("connections.max.reauth.ms %v: must not be negative", c.ReauthTimeout)
 	case c.SASL() && c.Credentials == nil:

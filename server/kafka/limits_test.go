@@ -328,6 +328,7 @@ func TestConfigValidatesLimits(t *testing.T) {
 		{"negative per-ip", Config{MaxConnectionsPerIP: -1}},
 		{"negative max.connections", Config{MaxConnections: -1}},
 		{"tiny fetch.max.bytes", Config{FetchMaxBytes: 10}},
+		{"negative fetch session eviction age", Config{FetchSessionEvictionAge: -time.Second}},
 		{"override host name", Config{MaxConnectionsPerIPOverrides: map[string]int{"example.com": 1}}},
 	} {
 		tc.cfg.Defaults()

@@ -67,9 +67,7 @@ func (s *Server) serveFetchWithQuota(ctx context.Context, kreq kmsg.Request) kms
 	user, client := quotaNames(ctx)
 	if owed := s.cfg.Quotas.Pending(quota.ConsumerByteRate, user, client, time.Now()); owed.Delay > 0 {
 		ms := s.muteFor(ctx, "fetch", user, client, owed)
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.ThrottleMillis = ms
-		return resp
+		return s.throttledFetch(ctx, req, ms)
 	}
 	if limit, ok := s.cfg.Quotas.WindowBytes(quota.ConsumerByteRate, user, client); ok && (req.MaxBytes <= 0 || int64(req.MaxBytes) > limit) {
 		req.MaxBytes = int32(min(max(limit, 1), int64(s.cfg.FetchMaxBytes)))

@@ -15,6 +15,8 @@ import (
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/auth"
 	"github.com/ferry-mq/ferry/server/group"
+	"github.com/ferry-mq/ferry/server/kafka/fetchsession"
+	"github.com/ferry-mq/ferry/server/metrics"
 )
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -44,6 +46,10 @@ type Server struct {
 	// wg tracks every goroutine the server starts: accept loops and each
 	// connection's reader and writer.
 	wg sync.WaitGroup
+
+	// fetchSessions are the incremental fetch sessions of every
+	// connection (01_fetch_session.go).
+	fetchSessions *fetchsession.Cache
 
 	// denials spaces the audit log's lines for repeated refusals.
 	denials deniedLog
@@ -93,10 +99,15 @@ func New(b *server.Broker, groups *group.Coordinator, cfg Config) (*Server, erro
 		return nil, err
 	}
 	s := &Server{broker: b, groups: groups, cfg: cfg, logger: cfg.Logger.With("component", "kafka"),
-		metrics: newListenerMetrics(cfg.Metrics), listeners: ls}
+		metrics: newListenerMetrics(cfg.Metrics), listeners: ls,
+		fetchSessions: fetchsession.New(fetchsession.Config{Slots: cfg.FetchSessionCacheSlots, EvictionAge: cfg.FetchSessionEvictionAge})}
 	if cfg.ACLs != nil {
 		s.authz = cfg.ACLs.Authorizer()
 	}
+	cfg.Metrics.AddFetchSessionSource(func() metrics.FetchSessionStat {
+		sessions, partitions, evictions := s.fetchSessions.Stats()
+		return metrics.FetchSessionStat{Sessions: sessions, Partitions: partitions, Evictions: evictions}
+	})
 	s.admin = server.NewAdmin(b, server.AdminConfig{})
 	if cfg.Admin != nil {
 		s.admin = cfg.Admin.AtThisBroker()

@@ -50,13 +50,23 @@ type LagStat struct {
 	Lag       int64
 }
 
+// FetchSessionStat is the Kafka listener's incremental fetch session
+// cache (KIP-227) at scrape time.
+type FetchSessionStat struct {
+	Sessions, Partitions int
+	// Evictions counts the sessions dropped for a new one or for going
+	// unused, since the listener started.
+	Evictions uint64
+}
+
 // sources are the state read at scrape time, registered by their owners.
 type sources struct {
-	mu         sync.Mutex
-	partitions []iter.Seq[PartitionStat]
-	lags       []iter.Seq[LagStat]
-	leaderless []func() int
-	schemas    []func(context.Context) (int, error)
+	mu            sync.Mutex
+	partitions    []iter.Seq[PartitionStat]
+	lags          []iter.Seq[LagStat]
+	leaderless    []func() int
+	schemas       []func(context.Context) (int, error)
+	fetchSessions []func() FetchSessionStat
 }
 
 // AddPartitionSource registers the partitions to report (the broker core).
@@ -104,10 +114,53 @@ func (m *Metrics) AddSchemaSource(count func(context.Context) (int, error)) {
 	m.sources.schemas = append(m.sources.schemas, count)
 }
 
+// AddFetchSessionSource registers the Kafka listener's fetch session
+// cache.
+func (m *Metrics) AddFetchSessionSource(read func() FetchSessionStat) {
+	if m == nil {
+		return
+	}
+	m.sources.mu.Lock()
+	defer m.sources.mu.Unlock()
+	m.sources.fetchSessions = append(m.sources.fetchSessions, read)
+}
+
 func (m *Metrics) snapshotSources() sources {
 	m.sources.mu.Lock()
 	defer m.sources.mu.Unlock()
-	return sources{partitions: m.sources.partitions, lags: m.sources.lags, leaderless: m.sources.leaderless, schemas: m.sources.schemas}
+	return sources{partitions: m.sources.partitions, lags: m.sources.lags, leaderless: m.sources.leaderless, schemas: m.sources.schemas,
+		fetchSessions: m.sources.fetchSessions}
+}
+
+var (
+	descFetchSessions = prometheus.NewDesc("ferry_kafka_fetch_sessions",
+		"Incremental fetch sessions (KIP-227) the Kafka listener holds (Kafka's NumIncrementalFetchSessions).", nil, nil)
+	descFetchSessionPartitions = prometheus.NewDesc("ferry_kafka_fetch_session_partitions",
+		"Partitions in all incremental fetch sessions (Kafka's NumIncrementalFetchPartitionsCached).", nil, nil)
+	descFetchSessionEvictions = prometheus.NewDesc("ferry_kafka_fetch_session_evictions_total",
+		"Fetch sessions dropped for a new one or for going unused (Kafka's IncrementalFetchSessionEvictionsPerSec).", nil, nil)
+)
+
+// fetchSessionCollector reads the fetch session caches at scrape time.
+type fetchSessionCollector struct{ m *Metrics }
+
+func (c *fetchSessionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descFetchSessions
+	ch <- descFetchSessionPartitions
+	ch <- descFetchSessionEvictions
+}
+
+func (c *fetchSessionCollector) Collect(ch chan<- prometheus.Metric) {
+	var sum FetchSessionStat
+	for _, read := range c.m.snapshotSources().fetchSessions {
+		st := read()
+		sum.Sessions += st.Sessions
+		sum.Partitions += st.Partitions
+		sum.Evictions += st.Evictions
+	}
+	ch <- prometheus.MustNewConstMetric(descFetchSessions, prometheus.GaugeValue, float64(sum.Sessions))
+	ch <- prometheus.MustNewConstMetric(descFetchSessionPartitions, prometheus.GaugeValue, float64(sum.Partitions))
+	ch <- prometheus.MustNewConstMetric(descFetchSessionEvictions, prometheus.CounterValue, float64(sum.Evictions))
 }
 
 var (

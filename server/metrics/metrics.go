@@ -65,6 +65,11 @@
 //	                                  queued.max.request.bytes in use, and connections waiting for it
 //	                                  (Kafka's MemoryPoolAvailable / MemoryPoolUsed idea)
 //	ferry_schema_registry_requests_total, ferry_schema_registry_schemas
+//	ferry_kafka_fetch_sessions, ferry_kafka_fetch_session_partitions,
+//	ferry_kafka_fetch_session_evictions_total
+//	                                  FetchSessionCache NumIncrementalFetchSessions /
+//	                                  NumIncrementalFetchPartitionsCached /
+//	                                  IncrementalFetchSessionEvictionsPerSec (KIP-227)
 package metrics
 
 import (
@@ -165,7 +170,7 @@ func New() *Metrics {
 		m.conns, m.rejected, m.throttle, m.reserved, m.waiting, m.isrShrinks, m.isrExpands, m.leaderElections, m.uncleanElect, m.logRecoveries,
 		m.controllerActive, m.flush, m.schemaRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&partitionCollector{m: m}, &lagCollector{m: m}, &schemaCollector{m: m}, &listenerCollector{m: m})
+		&partitionCollector{m: m}, &lagCollector{m: m}, &schemaCollector{m: m}, &listenerCollector{m: m}, &fetchSessionCollector{m: m})
 	return m
 }
 

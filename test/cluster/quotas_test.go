@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"crypto/rand"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,6 +47,12 @@ func TestClientQuotaSetOnOneBrokerHeldByAnother(t *testing.T) {
 		return err == nil && len(resp.Entries) == 1 && len(resp.Entries[0].Values) == 1 && resp.Entries[0].Values[0].Value == rate
 	})
 
+	// The producer asks broker 3 alone for metadata: a topic it does not
+	// list yet would hold the producer back for franz-go's metadata
+	// refresh (5 s), the whole window.
+	harness.WaitFor(t, "broker 3 names itself leader of q-cluster", 20*time.Second, func() bool {
+		return strings.HasPrefix(metadataLine(nodes[2].KafkaAddr, "q-cluster"), "leader 3 ")
+	})
 	var h quotaThrottleHook
 	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[2].KafkaAddr), kgo.ClientID("slow"), kgo.WithHooks(&h),
 		kgo.ProducerBatchMaxBytes(64<<10), kgo.MaxBufferedRecords(64), kgo.RequiredAcks(kgo.LeaderAck()),

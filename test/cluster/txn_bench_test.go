@@ -32,35 +32,64 @@ func benchWindow() time.Duration {
 // 100 and 1,000, alternating the two within each of three rounds; reports
 // the medians in records per second and txn/idempotent ratios (targets:
 // >= 0.85 at 1,000, >= 0.60 at 100).
-func BenchmarkTxnProduce(b *testing.B) {
+func BenchmarkTxnProduce(b *testing.B) { benchTxnProduce(b, 1) }
+
+// BenchmarkTxnProduceConcurrent is BenchmarkTxnProduce with several
+// producers writing at once (FERRY_BENCH_PRODUCERS, default 4), as the
+// tasks of a Kafka Streams or Flink job do, each with its own
+// transactional id: the brokers' throughput rather than one producer's
+// round trips. One producer waits, per transaction, for its EndTxn and
+// its next transaction's first add, both replicated writes; with several,
+// the others' records fill those waits, so the ratio shows what a
+// transaction costs the brokers. Reports the summed records per second.
+func BenchmarkTxnProduceConcurrent(b *testing.B) {
+	producers := 4
+	if v, err := strconv.Atoi(os.Getenv("FERRY_BENCH_PRODUCERS")); err == nil && v > 0 {
+		producers = v
+	}
+	benchTxnProduce(b, producers)
+}
+
+// benchTxnProduce measures every cell with producers idempotent and as
+// many transactional producers, summing their rates.
+func benchTxnProduce(b *testing.B, producers int) {
 	for range b.N {
 		nodes := startTxnBrokers(b)
-		const topic = "bench-txn"
 		adm := txnAdmin(b, nodes)
-		ctx := context.Background()
-		if _, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil {
-			b.Fatal(err)
+		idem := make([]*kgo.Client, producers)
+		txn := make([]*kgo.Client, producers)
+		for i := range producers {
+			idem[i] = benchClient(b, nodes, "")
+			txn[i] = benchClient(b, nodes, "", kgo.TransactionalID(fmt.Sprintf("bench-txn-%d", i)))
 		}
-		harness.WaitFor(b, "leaders", 30*time.Second, func() bool { return leaderOfPartition(adm, topic, 2) > 0 })
-		idem := benchClient(b, nodes, topic)
-		txn := benchClient(b, nodes, topic, kgo.TransactionalID("bench-txn"))
 		// 100-byte records, and 1 KiB ones: the size of KIP-98's own
 		// throughput comparison, where a transaction's fixed cost weighs
 		// against ten times the bytes.
 		for _, size := range []int{100, 1024} {
 			value := make([]byte, size)
 			for _, k := range []int{10, 100, 1000} {
+				// A topic per measurement, deleted after it: four producers
+				// write several GB a minute, which would fill the disk.
+				topic := fmt.Sprintf("bench-txn-%dx%d", k, size)
+				ctx := context.Background()
+				if _, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil {
+					b.Fatal(err)
+				}
+				harness.WaitFor(b, "leaders", 30*time.Second, func() bool { return leaderOfPartition(adm, topic, 2) > 0 })
 				var idemRates, txnRates []float64
 				for range 3 {
-					idemRates = append(idemRates, produceLoop(b, idem, k, value, false))
-					txnRates = append(txnRates, produceLoop(b, txn, k, value, true))
+					idemRates = append(idemRates, produceTogether(b, idem, topic, k, value, false))
+					txnRates = append(txnRates, produceTogether(b, txn, topic, k, value, true))
+				}
+				if _, err := adm.DeleteTopic(ctx, topic); err != nil {
+					b.Fatal(err)
 				}
 				im, tm := medianOf(idemRates), medianOf(txnRates)
 				b.ReportMetric(im, fmt.Sprintf("idempotent-rec/s@%dx%dB", k, size))
 				b.ReportMetric(tm, fmt.Sprintf("txn-rec/s@%dx%dB", k, size))
 				b.ReportMetric(tm/im, fmt.Sprintf("txn/idem@%dx%dB", k, size))
-				b.Logf("%d records of %d bytes per transaction: idempotent %.0f rec/s %v, transactional %.0f rec/s %v, ratio %.2f",
-					k, size, im, idemRates, tm, txnRates, tm/im)
+				b.Logf("%d producers, %d records of %d bytes per transaction: idempotent %.0f rec/s %v, transactional %.0f rec/s %v, ratio %.2f",
+					producers, k, size, im, idemRates, tm, txnRates, tm/im)
 			}
 		}
 	}
@@ -119,59 +148,6 @@ func produceFor(cl *kgo.Client, topic string, k int, value []byte, txn bool) (fl
 		n += k
 	}
 	return float64(n) / time.Since(start).Seconds(), nil
-}
-
-// BenchmarkTxnProduceConcurrent is BenchmarkTxnProduce with several
-// producers writing at once (FERRY_BENCH_PRODUCERS, default 4), as the
-// tasks of a Kafka Streams or Flink job do, each with its own
-// transactional id: the brokers' throughput rather than one producer's
-// round trips. One producer waits, per transaction, for its EndTxn and
-// its next transaction's first add, both replicated writes; with several,
-// the others' records fill those waits, so the ratio shows what a
-// transaction costs the brokers. Reports the summed records per second
-// (medians of three rounds) and the ratio.
-func BenchmarkTxnProduceConcurrent(b *testing.B) {
-	producers := 4
-	if v, err := strconv.Atoi(os.Getenv("FERRY_BENCH_PRODUCERS")); err == nil && v > 0 {
-		producers = v
-	}
-	for range b.N {
-		nodes := startTxnBrokers(b)
-		adm := txnAdmin(b, nodes)
-		idem := make([]*kgo.Client, producers)
-		txn := make([]*kgo.Client, producers)
-		for i := range producers {
-			idem[i] = benchClient(b, nodes, "")
-			txn[i] = benchClient(b, nodes, "", kgo.TransactionalID(fmt.Sprintf("bench-txn-%d", i)))
-		}
-		for _, size := range []int{100, 1024} {
-			value := make([]byte, size)
-			for _, k := range []int{10, 100, 1000} {
-				// A topic per measurement, deleted after it: four producers
-				// write several GB a minute, which would fill the disk.
-				topic := fmt.Sprintf("bench-txn-%dx%d", k, size)
-				ctx := context.Background()
-				if _, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil {
-					b.Fatal(err)
-				}
-				harness.WaitFor(b, "leaders", 30*time.Second, func() bool { return leaderOfPartition(adm, topic, 2) > 0 })
-				var idemRates, txnRates []float64
-				for range 3 {
-					idemRates = append(idemRates, produceTogether(b, idem, topic, k, value, false))
-					txnRates = append(txnRates, produceTogether(b, txn, topic, k, value, true))
-				}
-				if _, err := adm.DeleteTopic(ctx, topic); err != nil {
-					b.Fatal(err)
-				}
-				im, tm := medianOf(idemRates), medianOf(txnRates)
-				b.ReportMetric(im, fmt.Sprintf("idempotent-rec/s@%dx%dB", k, size))
-				b.ReportMetric(tm, fmt.Sprintf("txn-rec/s@%dx%dB", k, size))
-				b.ReportMetric(tm/im, fmt.Sprintf("txn/idem@%dx%dB", k, size))
-				b.Logf("%d producers, %d records of %d bytes per transaction: idempotent %.0f rec/s %v, transactional %.0f rec/s %v, ratio %.2f",
-					producers, k, size, im, idemRates, tm, txnRates, tm/im)
-			}
-		}
-	}
 }
 
 // produceTogether runs produceFor on every client at once and returns
