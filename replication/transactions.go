@@ -48,6 +48,9 @@ import (
 //     (AppendTxnMarkerEnding) appends nothing when the producer's state
 //     here is past that epoch (a resend: the transaction is closed here)
 //     and is refused, retriable, when it is ahead of the open one.
+//   - a coordinator's own transactional batch for a producer (the group
+//     coordinator's offset commits, AppendCoordinatorTxnBatch) opens the
+//     producer's transaction like a client's, without a sequence.
 //
 // A follower applies the batches it copies without the checks: the
 // leader made them.

@@ -398,3 +398,47 @@ func TestTxnAwaitOrderWaitsForTheOpenTransactionsMarker(t *testing.T) {
 	}
 	mustProduceTxn(t, p, txnBatch(t, 7, 1, 0, 1), 2)
 }
+
+func coordinatorTxn(t *testing.T, p *Replica, batch []byte) (int64, error) {
+	t.Helper()
+	res, err := p.AppendCoordinatorTxnBatch(recordbatch.ReadHeader(batch), batch, storage.AppendOptions{})
+	return res.BaseOffset, err
+}
+
+// A coordinator's transactional batch (the group coordinator's
+// TxnOffsetCommit: no sequence) opens its producer's transaction as a
+// client's does: the LSO stops at it, the producer's next transaction
+// waits for its marker, and that marker resent after the next
+// transaction began appends nothing. Two alike in one transaction are
+// both appended (no sequence, no duplicate); an older epoch is fenced.
+func TestCoordinatorTxnBatchOpensTheProducersTransaction(t *testing.T) {
+	p, _ := newTestPartition(t)
+	commit := func(epoch int16) []byte { return txnBatch(t, 7, epoch, -1, 1) }
+	for want := int64(0); want < 2; want++ {
+		if off, err := coordinatorTxn(t, p, commit(0)); err != nil || off != want {
+			t.Fatalf("coordinator batch: offset %d, %v; want %d", off, err, want)
+		}
+	}
+	wantLSO(t, p, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := p.AwaitTxnOrder(ctx, 7, 1); err == nil {
+		t.Fatal("the next transaction did not wait for the open one's marker")
+	}
+	if off, appended, err := markerEnding(t, p, 7, 1, 0, true); err != nil || !appended || off != 2 {
+		t.Fatalf("marker: offset %d, appended %v, %v", off, appended, err)
+	}
+	if off, err := coordinatorTxn(t, p, commit(1)); err != nil || off != 3 {
+		t.Fatalf("next transaction's batch: offset %d, %v", off, err)
+	}
+	if _, appended, err := markerEnding(t, p, 7, 1, 0, true); err != nil || appended {
+		t.Fatalf("resent marker: appended %v, %v; want nothing appended", appended, err)
+	}
+	wantLSO(t, p, 3)
+	if _, err := coordinatorTxn(t, p, commit(0)); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("batch of the fenced epoch: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if _, err := coordinatorTxn(t, p, idemBatch(t, 7, 1, -1, 1)); err == nil {
+		t.Fatal("a non-transactional batch was taken as a coordinator's transaction")
+	}
+}
