@@ -44,9 +44,6 @@ type Appended struct {
 	storage.AppendResult
 	partition *replication.Replica
 	acks      int16
-	// closedAlready: a marker whose transaction the partition had closed;
-	// nothing was appended (Replica.AppendTxnMarkerEnding).
-	closedAlready bool
 }
 
 // checkReplicas refuses an acks=all append up front when the partition

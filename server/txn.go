@@ -32,6 +32,16 @@ type TxnMarker struct {
 	HasTxnEpoch bool
 }
 
+// DataEpoch is the producer epoch of the data m ends, when m says it
+// (HasTxnEpoch with an epoch); known false otherwise: the marker ends
+// whatever transaction its producer has open.
+func (m TxnMarker) DataEpoch() (epoch int16, known bool) {
+	if m.HasTxnEpoch && m.TxnEpoch >= 0 {
+		return m.TxnEpoch, true
+	}
+	return 0, false
+}
+
 // TxnVerifier answers KIP-890 part 1's question before a leader appends a
 // transactional batch: is this partition in the producer's ongoing
 // transaction? It returns 0 when it is, else the coordinator's Kafka
@@ -53,11 +63,28 @@ type TxnPartitionAdder interface {
 }
 
 // TxnMarkerListener learns of every marker this broker's leader replicas
-// made durable, in log order per partition: the group coordinator
-// materializes or drops a producer's transactional offset commits on
-// __consumer_offsets when its marker lands there.
+// made durable: the group coordinator materializes or drops a producer's
+// transactional offset commits on __consumer_offsets when its marker
+// lands there.
+//
+// dataEpoch, when dataEpochKnown, is the producer epoch of the data the
+// marker ends (TxnMarker.DataEpoch, a transaction.version 2 end): the
+// producer's next transaction, of a later epoch, may have begun on the
+// partition before this marker was told (its markers are written ahead
+// of it, server/txn's doc), so a listener decides only what that
+// epoch wrote. Unknown (transaction.version 1, Kafka's tools, an
+// operator's abort): the marker ends all the producer has open there, no
+// transaction runs ahead of it.
+//
+// The same decision may be told more than once: a resent marker whose
+// transaction the partition had closed already appends nothing and is
+// told again once its acks=all wait succeeds (its first copy's wait may
+// have failed untold); offset is then the log end at the resend, not
+// the first copy's. Listeners must take a repeat as a no-op. Within a
+// partition markers are told in log order, except such a repeat, which
+// may come after the next transaction's data.
 type TxnMarkerListener interface {
-	TxnMarkerWritten(topic string, partition int32, producerID int64, producerEpoch int16, commit bool, offset int64)
+	TxnMarkerWritten(topic string, partition int32, producerID int64, dataEpoch int16, dataEpochKnown, commit bool, offset int64)
 }
 
 // TxnEpochTag is the tagged field (WriteTxnMarkers v1+, on each marker

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,10 +23,31 @@ func (instantAdder) AddTxnPartition(context.Context, string, int64, int16, strin
 	return 0
 }
 
-// markerCount counts the markers the broker's listeners hear.
-type markerCount struct{ n int }
+// heardMarker is one marker a listener was told of.
+type heardMarker struct {
+	producerID int64
+	dataEpoch  int16
+	known      bool
+	commit     bool
+}
 
-func (m *markerCount) TxnMarkerWritten(string, int32, int64, int16, bool, int64) { m.n++ }
+// markerHeard records the markers the broker's listeners are told of.
+type markerHeard struct {
+	mu    sync.Mutex
+	heard []heardMarker
+}
+
+func (m *markerHeard) TxnMarkerWritten(_ string, _ int32, producerID int64, dataEpoch int16, known, commit bool, _ int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.heard = append(m.heard, heardMarker{producerID, dataEpoch, known, commit})
+}
+
+func (m *markerHeard) told() []heardMarker {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.heard)
+}
 
 func txnBatchAt(t *testing.T, id int64, epoch int16) []byte {
 	t.Helper()
@@ -41,7 +64,8 @@ func txnBatchAt(t *testing.T, id int64, epoch int16) []byte {
 // once the open one's marker is in: without it the produce is answered
 // NOT_ENOUGH_REPLICAS after its timeout (retriable), with it the retry
 // goes through. A resent marker of the closed transaction then appends
-// nothing, tells no listener, and is answered as written; the next
+// nothing and is answered as written; the listeners hear it again with
+// the epoch of the data it ends (a repeat they ignore), and the next
 // transaction stays open.
 func TestNextTransactionWaitsForThePreviousMarker(t *testing.T) {
 	b := newTestBroker(t)
@@ -49,7 +73,7 @@ func TestNextTransactionWaitsForThePreviousMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.SetTxnVerifier(instantAdder{})
-	heard := &markerCount{}
+	heard := &markerHeard{}
 	b.AddTxnMarkerListener(heard)
 	ctx := context.Background()
 	produce := func(epoch int16, timeout time.Duration) error {
@@ -86,8 +110,9 @@ func TestNextTransactionWaitsForThePreviousMarker(t *testing.T) {
 	if errs := b.WriteTxnMarkers(ctx, []TxnMarker{marker}); errs[0] != nil {
 		t.Fatalf("resent marker: %v", errs[0])
 	}
-	if end := p.LogEndOffset(); end != 3 || heard.n != 1 {
-		t.Fatalf("after the resent marker: log end %d, listeners told %d times; want 3 and 1", end, heard.n)
+	ended := heardMarker{producerID: 7, dataEpoch: 0, known: true, commit: true}
+	if end, told := p.LogEndOffset(), heard.told(); end != 3 || !slices.Equal(told, []heardMarker{ended, ended}) {
+		t.Fatalf("after the resent marker: log end %d, listeners told %+v; want 3 and the epoch 0 commit twice", end, told)
 	}
 	if lso := p.LastStableOffset(); lso != 2 {
 		t.Fatalf("LSO %d, want 2: the next transaction is open", lso)
@@ -95,5 +120,62 @@ func TestNextTransactionWaitsForThePreviousMarker(t *testing.T) {
 	early := TxnMarker{ProducerID: 7, ProducerEpoch: 3, Commit: true, Topic: "t", Partition: 0, TxnEpoch: 2, HasTxnEpoch: true}
 	if errs := b.WriteTxnMarkers(ctx, []TxnMarker{early}); !errors.Is(errs[0], ErrNotEnoughReplicas) {
 		t.Fatalf("a marker ahead of the open transaction's: %v, want a retriable NOT_ENOUGH_REPLICAS", errs[0])
+	}
+}
+
+// A marker whose acks=all wait failed after its append told nobody; the
+// coordinator resends it after the producer's next transaction began on
+// the partition (transaction.version 2 answers that add ahead of the
+// markers). The resend appends nothing, and its own wait covering the
+// first copy, it tells the listeners the decision with the epoch of the
+// data it ends, so that a group coordinator decides that transaction's
+// offset commits and not the next one's.
+func TestResentMarkerTellsTheListenersItsDataEpoch(t *testing.T) {
+	b := newTestBroker(t)
+	if err := b.CreateTopic(TopicSpec{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	b.SetTxnVerifier(instantAdder{})
+	heard := &markerHeard{}
+	b.AddTxnMarkerListener(heard)
+	ctx := context.Background()
+	produce := func(epoch int16) {
+		t.Helper()
+		if _, err := b.produceBatch(ctx, BatchProduce{Topic: "t", Partition: 0, Batches: txnBatchAt(t, 7, epoch),
+			Acks: AcksAll, TransactionalID: "tx", AddToTxn: true, Timeout: 5 * time.Second}); err != nil {
+			t.Fatalf("produce at epoch %d: %v", epoch, err)
+		}
+	}
+	produce(0)
+	marker := TxnMarker{ProducerID: 7, ProducerEpoch: 1, Commit: true, Topic: "t", Partition: 0, TxnEpoch: 0, HasTxnEpoch: true}
+	// The first copy: appended, its wait failed, so WriteTxnMarkers told
+	// nobody. appendTxnMarker is that append without the wait.
+	if _, err := b.appendTxnMarker(marker); err != nil {
+		t.Fatal(err)
+	}
+	produce(1)
+	if told := heard.told(); len(told) != 0 {
+		t.Fatalf("told %+v before the resend", told)
+	}
+	p, _ := b.Partition("t", 0)
+	if errs := b.WriteTxnMarkers(ctx, []TxnMarker{marker}); errs[0] != nil {
+		t.Fatalf("resent marker: %v", errs[0])
+	}
+	want := []heardMarker{{producerID: 7, dataEpoch: 0, known: true, commit: true}}
+	if end, told := p.LogEndOffset(), heard.told(); end != 3 || !slices.Equal(told, want) {
+		t.Fatalf("after the resend: log end %d, told %+v; want 3 (data, marker, data) and %+v", end, told, want)
+	}
+	if lso := p.LastStableOffset(); lso != 2 {
+		t.Fatalf("LSO %d, want 2: the next transaction is open", lso)
+	}
+	// A marker that does not say its data epoch (transaction.version 1,
+	// an operator's abort) is told as unknown.
+	abort := TxnMarker{ProducerID: 7, ProducerEpoch: 1, Topic: "t", Partition: 0}
+	if errs := b.WriteTxnMarkers(ctx, []TxnMarker{abort}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	want = append(want, heardMarker{producerID: 7})
+	if told := heard.told(); !slices.Equal(told, want) {
+		t.Fatalf("told %+v, want %+v", told, want)
 	}
 }

@@ -60,7 +60,8 @@ func (b *Broker) SetTxnVerifier(v TxnVerifier) {
 }
 
 // AddTxnMarkerListener adds l to those told of every marker this broker's
-// leader replicas made durable (acks=all), in log order per partition.
+// leader replicas made durable (acks=all); TxnMarkerListener says in what
+// order, and that a resent marker is told again.
 func (b *Broker) AddTxnMarkerListener(l TxnMarkerListener) {
 	b.txn.mu.Lock()
 	defer b.txn.mu.Unlock()
@@ -95,7 +96,12 @@ func (b *Broker) WriteTxnMarkers(ctx context.Context, markers []TxnMarker) []err
 	}
 	acked := b.WaitAcks(ctx, appended, DefaultProduceTimeout)
 	for k, i := range which {
-		if errs[i] = acked[k]; errs[i] == nil && !appended[k].closedAlready {
+		// A marker closed already (a resend that appended nothing) is
+		// told too: its first copy's acks wait may have failed, telling
+		// nobody, and this wait covered that copy. Its data epoch keeps
+		// the listeners from deciding the next transaction with it,
+		// whose data may be in the log by now.
+		if errs[i] = acked[k]; errs[i] == nil {
 			b.tellMarkerListeners(markers[i], appended[k].BaseOffset)
 		}
 	}
@@ -119,10 +125,10 @@ func (b *Broker) appendTxnMarker(m TxnMarker) (Appended, error) {
 	}
 	opts := storage.AppendOptions{Sync: t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}
 	ends := replication.UnknownTxnEpoch
-	if m.HasTxnEpoch && m.TxnEpoch >= 0 {
-		ends = m.TxnEpoch
+	if epoch, known := m.DataEpoch(); known {
+		ends = epoch
 	}
-	res, written, err := p.AppendTxnMarkerEnding(m.ProducerID, m.ProducerEpoch, ends,
+	res, _, err := p.AppendTxnMarkerEnding(m.ProducerID, m.ProducerEpoch, ends,
 		recordbatch.EndTxnMarker{Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}, opts)
 	if err != nil {
 		switch {
@@ -134,9 +140,9 @@ func (b *Broker) appendTxnMarker(m TxnMarker) (Appended, error) {
 		}
 		return Appended{}, err
 	}
-	// Closed already (!written): the wait covers the log as it stands,
-	// the first copy of the marker included.
-	return Appended{AppendResult: res, partition: p, acks: AcksAll, closedAlready: !written}, nil
+	// Closed already (nothing appended): res covers the log as it
+	// stands, so the wait covers the marker's first copy.
+	return Appended{AppendResult: res, partition: p, acks: AcksAll}, nil
 }
 
 func (b *Broker) tellMarkerListeners(m TxnMarker, offset int64) {
@@ -144,8 +150,9 @@ func (b *Broker) tellMarkerListeners(m TxnMarker, offset int64) {
 	if ls == nil {
 		return
 	}
+	dataEpoch, known := m.DataEpoch()
 	for _, l := range *ls {
-		l.TxnMarkerWritten(m.Topic, m.Partition, m.ProducerID, m.ProducerEpoch, m.Commit, offset)
+		l.TxnMarkerWritten(m.Topic, m.Partition, m.ProducerID, dataEpoch, known, m.Commit, offset)
 	}
 }
 
