@@ -157,7 +157,17 @@
 //     a partition where the next transaction has begun, or ended, appends
 //     nothing and is answered as written; the epoch of the next
 //     transaction is the same as the marker's, which the partition could
-//     not tell apart otherwise.
+//     not tell apart otherwise;
+//   - the same holds on __consumer_offsets: the group coordinator's
+//     TxnOffsetCommit batches open the producer's transaction in the
+//     partition's producer state (Replica.AppendCoordinatorTxnBatch),
+//     so the next transaction's commit waits for the previous marker too
+//     and a resent marker appends nothing there; the broker tells its
+//     marker listeners of such a resend once its acks=all wait succeeds
+//     (the first copy's wait may have failed untold), with the data
+//     epoch (server.TxnMarkerListener), and the group coordinator keeps
+//     pending commits per producer id and epoch, so the resend decides
+//     the previous transaction's offsets and never the next one's.
 //
 // transaction.version 1 (AddPartitionsToTxn v0–v4 from the producer, one
 // epoch across transactions) is unchanged: its adds wait as before, as
