@@ -74,7 +74,17 @@ func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create
 		}
 		e.mu.Lock()
 		if !e.busy && !e.completing {
+			// Nothing in flight. When the state the request was decided
+			// on has changed since (another leader's add of the same
+			// transaction moved it on, ahead of the markers), decide it
+			// again on the new one: answering CONCURRENT_TRANSACTIONS
+			// then made the producer back off, 100 ms and more, for a
+			// transaction that would take the partition at once.
+			changed := !sameTransaction(&e.txn, &t)
 			e.mu.Unlock()
+			if changed && time.Now().Before(deadline) {
+				continue
+			}
 			return t, code
 		}
 		if how == answerAhead && e.completing && !e.markersDone && !e.busy {
