@@ -82,6 +82,9 @@ type producerEntry struct {
 	// markers counts the markers applied since the entry was made
 	// (KIP-890's verification guard; not persisted).
 	markers uint64
+	// txnClosed, when not nil, is closed by the next marker applied:
+	// AwaitTxnOrder's waiters look again (transactions.go).
+	txnClosed chan struct{}
 }
 
 func newProducerEntry() *producerEntry {
@@ -127,6 +130,46 @@ func (p *Replica) AppendProducerBatch(h recordbatch.Header, batch []byte, opts s
 	}
 	if err := e.checkTxn(h, guard); err != nil {
 		return storage.AppendResult{}, fmt.Errorf("%s-%d producer %d: %w", p.topic, p.index, h.ProducerID, err)
+	}
+	opening := ps.holdLSO(e, h.ProducerID, h, p.log.LogEndOffset())
+	res, err := p.Append(batch, opts)
+	if err != nil {
+		if opening {
+			ps.releaseLSO(h.ProducerID)
+		}
+		return res, err
+	}
+	ps.beginTxn(e, h.ProducerID, h, res.BaseOffset)
+	e.record(h, res.BaseOffset, res.LastOffset, time.Now().UnixMilli())
+	return res, nil
+}
+
+// AppendCoordinatorTxnBatch appends, as the leader, a transactional
+// batch that a coordinator on this broker wrote for a producer: the group
+// coordinator's TxnOffsetCommit on __consumer_offsets (Kafka's
+// AppendOrigin.COORDINATOR). The producer's transaction opens here at it
+// as at a client's batch, so that the LSO, the order of the producer's
+// next transaction (AwaitTxnOrder) and a resent marker
+// (AppendTxnMarkerEnding) see it, as a follower copying it does
+// (recordReplicated); without it a resent marker of the previous
+// transaction was appended again and ended this one's commits in the log.
+// It has no sequence (the coordinator writes each once), so none is
+// checked; an older epoch than the producer's is
+// ErrInvalidProducerEpoch (a fenced producer's late commit).
+func (p *Replica) AppendCoordinatorTxnBatch(h recordbatch.Header, batch []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
+	if !h.IsTransactional() || h.ProducerID < 0 {
+		return storage.AppendResult{}, fmt.Errorf("%s-%d: a coordinator's batch without a producer's transaction", p.topic, p.index)
+	}
+	ps := p.producers
+	ps.appendMu.RLock()
+	defer ps.appendMu.RUnlock()
+	ps.ready(p.log)
+	e := ps.entry(h.ProducerID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.epoch != noEpoch && h.ProducerEpoch < e.epoch {
+		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d producer %d: epoch %d is older than %d",
+			ErrInvalidProducerEpoch, p.topic, p.index, h.ProducerID, h.ProducerEpoch, e.epoch)
 	}
 	opening := ps.holdLSO(e, h.ProducerID, h, p.log.LogEndOffset())
 	res, err := p.Append(batch, opts)

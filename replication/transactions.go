@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -38,6 +39,18 @@ import (
 //     (TxnVerification); a marker landing between that check and the
 //     append makes the append INVALID_TXN_STATE, so a late produce cannot
 //     open a transaction the coordinator never heard of.
+//   - KIP-890 part 2 (transaction.version 2), where each transaction has
+//     its own epoch and its markers carry the next one's: a batch of a
+//     newer epoch than the producer's transaction open here waits for
+//     that transaction's marker (AwaitTxnOrder), since the coordinator
+//     may add the partition to the next transaction before it is sent;
+//     a marker that says the epoch of the data it ends
+//     (AppendTxnMarkerEnding) appends nothing when the producer's state
+//     here is past that epoch (a resend: the transaction is closed here)
+//     and is refused, retriable, when it is ahead of the open one.
+//   - a coordinator's own transactional batch for a producer (the group
+//     coordinator's offset commits, AppendCoordinatorTxnBatch) opens the
+//     producer's transaction like a client's, without a sequence.
 //
 // A follower applies the batches it copies without the checks: the
 // leader made them.
@@ -75,8 +88,9 @@ func (p *Replica) TxnVerification(h recordbatch.Header) (need bool, guard TxnGua
 // 2), where each transaction of a producer has its own epoch: a batch of
 // another epoch than the producer's transaction open here begins the
 // producer's next transaction (the open one's marker is on its way), so
-// its partition must be added too. The coordinator answers the add only
-// once that marker is written: the caller takes the guard again then.
+// its partition must be added too. The coordinator may answer the add
+// before that marker is here: the caller waits for it (AwaitTxnOrder)
+// and takes the guard again then.
 func (p *Replica) TxnAddition(h recordbatch.Header) (need bool, guard TxnGuard) {
 	return p.txnCheck(h, true)
 }
@@ -94,6 +108,43 @@ func (p *Replica) txnCheck(h recordbatch.Header, byEpoch bool) (need bool, guard
 		return false, TxnGuard{}
 	}
 	return true, TxnGuard{markers: e.markers, verified: true}
+}
+
+// AwaitTxnOrder returns once a transactional batch of producerID at
+// producerEpoch may open the producer's transaction here in log order
+// (transaction.version 2): when the producer has a transaction of an
+// older epoch open here, its marker must be appended first, or that
+// marker, carrying the batch's epoch, would end the batch's transaction
+// too. The coordinator answers the add of the next
+// transaction's partitions while the previous one's markers may still be
+// on their way, so the leader waits for the marker here, until ctx ends
+// (ctx's error then: the producer retries). The marker written first, a
+// batch appended after it makes it durable with it.
+func (p *Replica) AwaitTxnOrder(ctx context.Context, producerID int64, producerEpoch int16) error {
+	if producerID < 0 {
+		return nil
+	}
+	ps := p.producers
+	ps.ready(p.log)
+	for {
+		e := ps.entry(producerID)
+		e.mu.Lock()
+		if e.txnFirst == noTxn || e.epoch == noEpoch || e.epoch >= producerEpoch {
+			e.mu.Unlock()
+			return nil
+		}
+		if e.txnClosed == nil {
+			e.txnClosed = make(chan struct{})
+		}
+		closed, open := e.txnClosed, e.epoch
+		e.mu.Unlock()
+		select {
+		case <-closed:
+		case <-ctx.Done():
+			return fmt.Errorf("%s-%d producer %d: the marker of its transaction at epoch %d, before epoch %d, has not come: %w",
+				p.topic, p.index, producerID, open, producerEpoch, ctx.Err())
+		}
+	}
 }
 
 // checkTxn applies the transaction rules to a data batch. Expects e.mu.
@@ -152,9 +203,40 @@ func (ps *producerState) beginTxn(e *producerEntry, id int64, h recordbatch.Head
 // transaction on this partition, as the leader, after the epoch checks.
 // The aborted-transaction index has an abort's entry before it returns.
 func (p *Replica) AppendTxnMarker(producerID int64, producerEpoch int16, m recordbatch.EndTxnMarker, opts storage.AppendOptions) (storage.AppendResult, error) {
-	res, indexErr, err := p.appendTxnMarker(producerID, producerEpoch, m, opts)
-	if err != nil || indexErr == nil {
-		return res, err
+	res, _, err := p.AppendTxnMarkerEnding(producerID, producerEpoch, UnknownTxnEpoch, m, opts)
+	return res, err
+}
+
+// UnknownTxnEpoch: a marker that does not say the epoch of the data it
+// ends (Kafka's coordinators and tools, and a transaction.version 1 end).
+const UnknownTxnEpoch int16 = -1
+
+// ErrTxnMarkerEarly: the marker ends a transaction of a later epoch than
+// the one the producer has open here, whose own marker has not come yet;
+// the coordinator sends it again (retriable).
+var ErrTxnMarkerEarly = errors.New("transaction marker ahead of an earlier one")
+
+// AppendTxnMarkerEnding is AppendTxnMarker for a marker that says the
+// producer epoch of the data it ends (dataEpoch; UnknownTxnEpoch: as
+// AppendTxnMarker). At transaction.version 2 a coordinator answers the
+// add of the producer's next transaction while the previous one's
+// markers are still being written, and the next transaction's epoch is
+// the marker's: a resent marker of the previous one (its first answer
+// lost, or a new coordinator resending what the log left pending) must
+// not end the next one. So when the producer's state here is past
+// dataEpoch (a transaction of a later epoch is open, or a later marker
+// was written) the transaction it ends is already closed here: nothing
+// is appended (appended false) and res covers the log as it stands, so
+// the caller's acks=all wait makes the earlier marker durable before it
+// answers. A marker for a later epoch than the transaction open here is
+// ErrTxnMarkerEarly.
+func (p *Replica) AppendTxnMarkerEnding(producerID int64, producerEpoch, dataEpoch int16, m recordbatch.EndTxnMarker, opts storage.AppendOptions) (res storage.AppendResult, appended bool, err error) {
+	res, indexErr, skipped, err := p.appendTxnMarker(producerID, producerEpoch, dataEpoch, m, opts)
+	if err != nil || skipped {
+		return res, false, err
+	}
+	if indexErr == nil {
+		return res, true, nil
 	}
 	// The marker is in the log but its abort is not indexed: a
 	// read_committed reader would take the aborted records for committed.
@@ -162,10 +244,10 @@ func (p *Replica) AppendTxnMarker(producerID int64, producerEpoch int16, m recor
 	// and the log, which indexes the abort again.
 	p.logger.Error("aborted transaction index", "producer", producerID, "marker", res.BaseOffset, "err", indexErr)
 	p.producers.recover(func() (bool, error) { return true, nil }, p.log.LogEndOffset)
-	return res, fmt.Errorf("%w: %s-%d: %v", storage.ErrFailed, p.topic, p.index, indexErr)
+	return res, true, fmt.Errorf("%w: %s-%d: %v", storage.ErrFailed, p.topic, p.index, indexErr)
 }
 
-func (p *Replica) appendTxnMarker(producerID int64, producerEpoch int16, m recordbatch.EndTxnMarker, opts storage.AppendOptions) (storage.AppendResult, error, error) {
+func (p *Replica) appendTxnMarker(producerID int64, producerEpoch, dataEpoch int16, m recordbatch.EndTxnMarker, opts storage.AppendOptions) (res storage.AppendResult, indexErr error, skipped bool, err error) {
 	ps := p.producers
 	ps.appendMu.RLock()
 	defer ps.appendMu.RUnlock()
@@ -173,20 +255,37 @@ func (p *Replica) appendTxnMarker(producerID int64, producerEpoch int16, m recor
 	e := ps.entry(producerID)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if dataEpoch != UnknownTxnEpoch && e.epoch != noEpoch {
+		open := e.txnFirst != noTxn
+		switch {
+		case open && e.epoch > dataEpoch, !open && e.epoch > producerEpoch:
+			// Closed here already: the next transaction's data, or a
+			// later marker, came after this one's first copy.
+			if m.CoordinatorEpoch < e.coordinatorEpoch {
+				return res, nil, false, fmt.Errorf("%w: %s-%d producer %d: coordinator epoch %d is older than %d",
+					ErrTxnCoordinatorFenced, p.topic, p.index, producerID, m.CoordinatorEpoch, e.coordinatorEpoch)
+			}
+			end := p.log.LogEndOffset()
+			return storage.AppendResult{BaseOffset: end - 1, LastOffset: end - 1}, nil, true, nil
+		case open && e.epoch < dataEpoch:
+			return res, nil, false, fmt.Errorf("%w: %s-%d producer %d: the marker ends epoch %d, epoch %d is open here",
+				ErrTxnMarkerEarly, p.topic, p.index, producerID, dataEpoch, e.epoch)
+		}
+	}
 	switch {
 	case e.epoch != noEpoch && producerEpoch < e.epoch:
-		return storage.AppendResult{}, nil, fmt.Errorf("%w: %s-%d producer %d: marker epoch %d is older than %d",
+		return res, nil, false, fmt.Errorf("%w: %s-%d producer %d: marker epoch %d is older than %d",
 			ErrInvalidProducerEpoch, p.topic, p.index, producerID, producerEpoch, e.epoch)
 	case m.CoordinatorEpoch < e.coordinatorEpoch:
-		return storage.AppendResult{}, nil, fmt.Errorf("%w: %s-%d producer %d: coordinator epoch %d is older than %d",
+		return res, nil, false, fmt.Errorf("%w: %s-%d producer %d: coordinator epoch %d is older than %d",
 			ErrTxnCoordinatorFenced, p.topic, p.index, producerID, m.CoordinatorEpoch, e.coordinatorEpoch)
 	}
 	batch := recordbatch.AppendEndTxnMarker(nil, producerID, producerEpoch, m, p.now().UnixMilli())
-	res, err := p.Append(batch, opts)
+	res, err = p.Append(batch, opts)
 	if err != nil {
-		return res, nil, err
+		return res, nil, false, err
 	}
-	return res, ps.endTxn(p.log, e, producerID, producerEpoch, m, res.BaseOffset, time.Now().UnixMilli()), nil
+	return res, ps.endTxn(p.log, e, producerID, producerEpoch, m, res.BaseOffset, time.Now().UnixMilli()), false, nil
 }
 
 // endTxn applies a marker at offset to the producer's state and indexes an
@@ -211,6 +310,10 @@ func (ps *producerState) endTxn(log *storage.Log, e *producerEntry, id int64, ep
 	e.txnFirst = noTxn
 	e.coordinatorEpoch = m.CoordinatorEpoch
 	e.markers++
+	if e.txnClosed != nil {
+		close(e.txnClosed)
+		e.txnClosed = nil
+	}
 	e.lastAppend = now
 	if epoch != e.epoch {
 		e.epoch = epoch

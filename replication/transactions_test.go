@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -304,4 +305,140 @@ func TestTxnAbortIndexedBeforeTheLSOPassesIt(t *testing.T) {
 	}
 	wantLSO(t, p, 3)
 	wantAborted(t, p, storage.AbortedTxn{ProducerID: 7, FirstOffset: 0, LastOffset: 2, LastStableOffset: 3})
+}
+
+func markerEnding(t *testing.T, p *Replica, id int64, epoch, ends int16, commit bool) (off int64, appended bool, err error) {
+	t.Helper()
+	res, appended, err := p.AppendTxnMarkerEnding(id, epoch, ends, recordbatch.EndTxnMarker{Commit: commit}, storage.AppendOptions{})
+	return res.BaseOffset, appended, err
+}
+
+// transaction.version 2: each transaction has its own epoch and its
+// markers carry the next one's. A marker that says the epoch it ends,
+// resent after the partition closed that transaction (a lost answer, a
+// new coordinator resending what its log left pending), appends nothing,
+// whether the next transaction has begun here or ended too; one ahead
+// of the open transaction's own marker is refused, retriable.
+func TestTxnMarkerEndingAClosedTransactionAppendsNothing(t *testing.T) {
+	p, _ := newTestPartition(t)
+	mustProduceTxn(t, p, txnBatch(t, 7, 0, 0, 2), 0) // transaction at epoch 0: 0-1
+	if _, _, err := markerEnding(t, p, 7, 2, 1, true); !errors.Is(err, ErrTxnMarkerEarly) {
+		t.Fatalf("marker ending epoch 1 while epoch 0 is open: %v, want ErrTxnMarkerEarly", err)
+	}
+	if off, appended, err := markerEnding(t, p, 7, 1, 0, true); err != nil || !appended || off != 2 {
+		t.Fatalf("marker ending epoch 0: offset %d, appended %v, %v", off, appended, err)
+	}
+	// The resend before the next transaction's data: a copy, as Kafka
+	// appends it (the group coordinator's listener hears it again).
+	if off, appended, err := markerEnding(t, p, 7, 1, 0, true); err != nil || !appended || off != 3 {
+		t.Fatalf("the marker again, nothing open: offset %d, appended %v, %v", off, appended, err)
+	}
+	mustProduceTxn(t, p, txnBatch(t, 7, 1, 0, 2), 4) // the next transaction, epoch 1: 4-5
+	p.hw.Store(p.LogEndOffset())
+	wantLSO(t, p, 4)
+	end := p.LogEndOffset()
+	if off, appended, err := markerEnding(t, p, 7, 1, 0, true); err != nil || appended || off != end-1 {
+		t.Fatalf("the marker again after the next transaction's data: offset %d, appended %v, %v; want nothing appended, up to %d",
+			off, appended, err, end-1)
+	}
+	if p.LogEndOffset() != end {
+		t.Fatalf("log end %d, want %d", p.LogEndOffset(), end)
+	}
+	wantLSO(t, p, 4) // still open: the stale marker did not end it
+	if off, appended, err := markerEnding(t, p, 7, 2, 1, false); err != nil || !appended || off != 6 {
+		t.Fatalf("marker ending epoch 1: offset %d, appended %v, %v", off, appended, err)
+	}
+	p.hw.Store(p.LogEndOffset())
+	wantLSO(t, p, 7)
+	wantAborted(t, p, storage.AbortedTxn{ProducerID: 7, FirstOffset: 4, LastOffset: 6, LastStableOffset: 7})
+	// Epoch 0's marker once more, after epoch 1's: closed, not fenced.
+	if _, appended, err := markerEnding(t, p, 7, 1, 0, true); err != nil || appended {
+		t.Fatalf("epoch 0's marker after epoch 1's: appended %v, %v", appended, err)
+	}
+	// Without the epoch it ends (Kafka's tools): as before, fenced.
+	if _, err := marker(t, p, 7, 1, true, 0); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("an older marker without its data epoch: %v, want ErrInvalidProducerEpoch", err)
+	}
+}
+
+// A batch opening the producer's next transaction waits for the marker of
+// the one open here (whose marker would end both otherwise), until its
+// context ends; the marker's append releases it.
+func TestTxnAwaitOrderWaitsForTheOpenTransactionsMarker(t *testing.T) {
+	p, _ := newTestPartition(t)
+	mustProduceTxn(t, p, txnBatch(t, 7, 0, 0, 1), 0)
+	if err := p.AwaitTxnOrder(t.Context(), 7, 0); err != nil {
+		t.Fatalf("same epoch: %v", err)
+	}
+	if err := p.AwaitTxnOrder(t.Context(), 8, 3); err != nil {
+		t.Fatalf("another producer: %v", err)
+	}
+	short, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if err := p.AwaitTxnOrder(short, 7, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("no marker: %v, want the context's deadline", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.AwaitTxnOrder(t.Context(), 7, 1) }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned before the marker: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if _, appended, err := markerEnding(t, p, 7, 1, 0, true); err != nil || !appended {
+		t.Fatalf("marker: appended %v, %v", appended, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still waiting after the marker")
+	}
+	mustProduceTxn(t, p, txnBatch(t, 7, 1, 0, 1), 2)
+}
+
+func coordinatorTxn(t *testing.T, p *Replica, batch []byte) (int64, error) {
+	t.Helper()
+	res, err := p.AppendCoordinatorTxnBatch(recordbatch.ReadHeader(batch), batch, storage.AppendOptions{})
+	return res.BaseOffset, err
+}
+
+// A coordinator's transactional batch (the group coordinator's
+// TxnOffsetCommit: no sequence) opens its producer's transaction as a
+// client's does: the LSO stops at it, the producer's next transaction
+// waits for its marker, and that marker resent after the next
+// transaction began appends nothing. Two alike in one transaction are
+// both appended (no sequence, no duplicate); an older epoch is fenced.
+func TestCoordinatorTxnBatchOpensTheProducersTransaction(t *testing.T) {
+	p, _ := newTestPartition(t)
+	commit := func(epoch int16) []byte { return txnBatch(t, 7, epoch, -1, 1) }
+	for want := int64(0); want < 2; want++ {
+		if off, err := coordinatorTxn(t, p, commit(0)); err != nil || off != want {
+			t.Fatalf("coordinator batch: offset %d, %v; want %d", off, err, want)
+		}
+	}
+	wantLSO(t, p, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := p.AwaitTxnOrder(ctx, 7, 1); err == nil {
+		t.Fatal("the next transaction did not wait for the open one's marker")
+	}
+	if off, appended, err := markerEnding(t, p, 7, 1, 0, true); err != nil || !appended || off != 2 {
+		t.Fatalf("marker: offset %d, appended %v, %v", off, appended, err)
+	}
+	if off, err := coordinatorTxn(t, p, commit(1)); err != nil || off != 3 {
+		t.Fatalf("next transaction's batch: offset %d, %v", off, err)
+	}
+	if _, appended, err := markerEnding(t, p, 7, 1, 0, true); err != nil || appended {
+		t.Fatalf("resent marker: appended %v, %v; want nothing appended", appended, err)
+	}
+	wantLSO(t, p, 3)
+	if _, err := coordinatorTxn(t, p, commit(0)); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("batch of the fenced epoch: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if _, err := coordinatorTxn(t, p, idemBatch(t, 7, 1, -1, 1)); err == nil {
+		t.Fatal("a non-transactional batch was taken as a coordinator's transaction")
+	}
 }

@@ -179,7 +179,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 	logAppendTime := int64(-1)
 	switch {
 	case len(forwarded) == 0:
-		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout, sc, req.OnAppended)
+		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, coordinatorTxn(req), timeout, sc, req.OnAppended)
 	case len(forwarded) == len(req.Records):
 		fwd = make([]ForwardOutcome, len(forwarded))
 		b.cfg.Forwarder.Produce(ctx, t.meta.Name, forwarded, timeout, fwd)
@@ -190,7 +190,7 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 			defer close(done)
 			b.cfg.Forwarder.Produce(ctx, t.meta.Name, forwarded, timeout, fwd)
 		}()
-		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, timeout, sc, nil)
+		local, logAppendTime = b.appendLocal(ctx, t, batches, req.Sync, coordinatorTxn(req), timeout, sc, nil)
 		<-done
 	}
 	res, err := settleProduce(req.Offsets, t.meta.Name, len(req.Records), batches, local, fwd)
@@ -205,8 +205,9 @@ func (b *Broker) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 // the appends not yet made (as before forwarding existed, when a request
 // was all local).
 // The outcomes live in sc. appended, when not nil, is called once every
-// batch is appended (none failed), before the wait.
-func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionBatch, sync bool, timeout time.Duration, sc *produceScratch,
+// batch is appended (none failed), before the wait. txn: the batches are
+// an internal writer's transaction (coordinatorTxn).
+func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionBatch, sync, txn bool, timeout time.Duration, sc *produceScratch,
 	appendedAll func()) ([]localOutcome, int64) {
 	out := slices.Grow(sc.outcomes[:0], len(batches))[:len(batches)]
 	sc.outcomes = out
@@ -227,9 +228,18 @@ func (b *Broker) appendLocal(ctx context.Context, t *topic, batches []partitionB
 			out[i].err = failed
 			continue
 		}
-		ar, err := pb.local.Append(pb.bytes, opts)
+		var ar storage.AppendResult
+		var err error
+		if txn {
+			ar, err = pb.local.AppendCoordinatorTxnBatch(recordbatch.ReadHeader(pb.bytes), pb.bytes, opts)
+		} else {
+			ar, err = pb.local.Append(pb.bytes, opts)
+		}
 		if err != nil {
-			failed = appendError(t.meta.Name, pb.index, err)
+			failed = err
+			if !isProducerRuleError(err) {
+				failed = appendError(t.meta.Name, pb.index, err)
+			}
 			out[i].err = failed
 			continue
 		}
@@ -428,6 +438,10 @@ func batchOptionsFor(req *ProduceRequest) records.BatchOptions {
 		BaseSequence: -1, Transactional: true}
 }
 
+// coordinatorTxn: req is an internal writer's transactional write, which
+// the partition's producer state must see (Replica.AppendCoordinatorTxnBatch).
+func coordinatorTxn(req *ProduceRequest) bool { return req.Internal && req.Transaction != nil }
+
 // encodeBatches encodes the batch of each local partition and checks
 // every partition's records against max.message.bytes, forwarded ones
 // included, so a request the leader would refuse writes nothing anywhere.
@@ -604,7 +618,7 @@ func (b *Broker) validateAndAppend(ctx context.Context, t *topic, p *replication
 		if err != nil {
 			return storage.AppendResult{}, err
 		}
-		guard, err := b.verifyTxnBatch(ctx, p, h, req.TransactionalID, req.AddToTxn)
+		guard, err := b.verifyTxnBatch(ctx, p, h, req.TransactionalID, req.AddToTxn, cmp.Or(req.Timeout, DefaultProduceTimeout))
 		if err != nil {
 			return storage.AppendResult{}, err
 		}

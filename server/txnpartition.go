@@ -60,7 +60,8 @@ func (b *Broker) SetTxnVerifier(v TxnVerifier) {
 }
 
 // AddTxnMarkerListener adds l to those told of every marker this broker's
-// leader replicas made durable (acks=all), in log order per partition.
+// leader replicas made durable (acks=all); TxnMarkerListener says in what
+// order, and that a resent marker is told again.
 func (b *Broker) AddTxnMarkerListener(l TxnMarkerListener) {
 	b.txn.mu.Lock()
 	defer b.txn.mu.Unlock()
@@ -95,6 +96,11 @@ func (b *Broker) WriteTxnMarkers(ctx context.Context, markers []TxnMarker) []err
 	}
 	acked := b.WaitAcks(ctx, appended, DefaultProduceTimeout)
 	for k, i := range which {
+		// A marker closed already (a resend that appended nothing) is
+		// told too: its first copy's acks wait may have failed, telling
+		// nobody, and this wait covered that copy. Its data epoch keeps
+		// the listeners from deciding the next transaction with it,
+		// whose data may be in the log by now.
 		if errs[i] = acked[k]; errs[i] == nil {
 			b.tellMarkerListeners(markers[i], appended[k].BaseOffset)
 		}
@@ -118,14 +124,24 @@ func (b *Broker) appendTxnMarker(m TxnMarker) (Appended, error) {
 		return Appended{}, err
 	}
 	opts := storage.AppendOptions{Sync: t.settings.syncAppends, LogAppendTime: t.settings.logAppendTime}
-	res, err := p.AppendTxnMarker(m.ProducerID, m.ProducerEpoch,
+	ends := replication.UnknownTxnEpoch
+	if epoch, known := m.DataEpoch(); known {
+		ends = epoch
+	}
+	res, _, err := p.AppendTxnMarkerEnding(m.ProducerID, m.ProducerEpoch, ends,
 		recordbatch.EndTxnMarker{Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}, opts)
 	if err != nil {
-		if !isProducerRuleError(err) && !errors.Is(err, ErrTxnCoordinatorFenced) {
+		switch {
+		case errors.Is(err, replication.ErrTxnMarkerEarly):
+			// The coordinator sends it again once the earlier marker is in.
+			err = fmt.Errorf("%w: %v", ErrNotEnoughReplicas, err)
+		case !isProducerRuleError(err) && !errors.Is(err, ErrTxnCoordinatorFenced):
 			err = appendError(m.Topic, m.Partition, err)
 		}
 		return Appended{}, err
 	}
+	// Closed already (nothing appended): res covers the log as it
+	// stands, so the wait covers the marker's first copy.
 	return Appended{AppendResult: res, partition: p, acks: AcksAll}, nil
 }
 
@@ -134,8 +150,9 @@ func (b *Broker) tellMarkerListeners(m TxnMarker, offset int64) {
 	if ls == nil {
 		return
 	}
+	dataEpoch, known := m.DataEpoch()
 	for _, l := range *ls {
-		l.TxnMarkerWritten(m.Topic, m.Partition, m.ProducerID, m.ProducerEpoch, m.Commit, offset)
+		l.TxnMarkerWritten(m.Topic, m.Partition, m.ProducerID, dataEpoch, known, m.Commit, offset)
 	}
 }
 
@@ -170,7 +187,7 @@ func producerBatch(checked *records.Produced) (recordbatch.Header, bool, error) 
 // transaction past its timeout, and the coordinator aborted it (the
 // partition nemeses showed transactions fenced 17 s after they began
 // where the leader moved in 7).
-func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h recordbatch.Header, transactionalID string, add bool) (replication.TxnGuard, error) {
+func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h recordbatch.Header, transactionalID string, add bool, timeout time.Duration) (replication.TxnGuard, error) {
 	need, guard := p.TxnVerification(h)
 	if add {
 		need, guard = p.TxnAddition(h)
@@ -191,10 +208,14 @@ func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h r
 		return guard, err
 	}
 	if code == KafkaNone && add {
-		// The add waited for the producer's previous transaction to
-		// complete, its marker included: the guard is taken after it. A
+		// The coordinator may answer before the previous transaction's
+		// marker is here (it writes the next transaction ahead of the
+		// markers): the batch waits for it, then the guard is taken. A
 		// marker ending this transaction before the append carries a
 		// newer epoch (KIP-890 part 2), which fences the batch.
+		if err := b.awaitTxnOrder(ctx, p, h.ProducerID, h.ProducerEpoch, timeout); err != nil {
+			return guard, err
+		}
 		_, guard = p.TxnAddition(h)
 	}
 	if code != KafkaNone {
@@ -230,6 +251,28 @@ func produceCodeOfVerification(code int16, add bool) int16 {
 		}
 	}
 	return code
+}
+
+// awaitTxnOrder waits, as p's leader, until a batch of the producer at
+// producerEpoch may open its transaction in log order
+// (Replica.AwaitTxnOrder): at most timeout (the produce's), then
+// NOT_ENOUGH_REPLICAS, which every producer retries without a metadata
+// refresh, as for the coordinator's other transient answers
+// (produceCodeOfVerification; the coordinator keeps sending the marker);
+// NOT_LEADER_OR_FOLLOWER once p is led elsewhere.
+func (b *Broker) awaitTxnOrder(ctx context.Context, p *replication.Replica, producerID int64, producerEpoch int16, timeout time.Duration) error {
+	ctx, stop := b.whileLeading(ctx, p)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := p.AwaitTxnOrder(ctx, producerID, producerEpoch)
+	if lerr := p.CheckLeading(); lerr != nil {
+		return lerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotEnoughReplicas, err)
+	}
+	return nil
 }
 
 // whileLeading is ctx, ended also when p stops being led here: the
@@ -289,7 +332,13 @@ func (b *Broker) AskTxnCoordinator(ctx context.Context, v TxnVerifier, topic str
 	if err != nil {
 		return 0, err
 	}
-	return b.askTxnCoordinator(ctx, p, v, transactionalID, producerID, producerEpoch, add)
+	code, err := b.askTxnCoordinator(ctx, p, v, transactionalID, producerID, producerEpoch, add)
+	if err != nil || code != KafkaNone || !add {
+		return code, err
+	}
+	// As a produce's (verifyTxnBatch): the add may be answered before
+	// the previous transaction's marker is in this partition.
+	return code, b.awaitTxnOrder(ctx, p, producerID, producerEpoch, DefaultProduceTimeout)
 }
 
 // leadershipWatchBound bounds a whileLeading watch whose caller forgot to

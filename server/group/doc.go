@@ -41,6 +41,27 @@
 // them in the same order; the table changes only after the write is
 // durable.
 //
+// # Transactional offset commits
+//
+// TxnOffsetCommit (txnoffsets.go) writes a transactional batch of the
+// producer (its id and epoch, no sequence) that opens the producer's
+// transaction on the partition like a client's batch
+// (Replica.AppendCoordinatorTxnBatch), then holds the commits pending in
+// group.txnOffsets, keyed by producer id and epoch. The broker tells the
+// coordinator of every durable marker (server.TxnMarkerListener,
+// TxnMarkerWritten): a commit makes the pending commits the group's
+// offsets, an abort drops them. A marker that says the epoch of the data
+// it ends (transaction.version 2) decides only that epoch's commits: the
+// producer's next transaction, one epoch up, may have committed offsets
+// on the partition before a resent copy of the previous marker is told
+// (its first acks=all wait failed). One that does not say it decides all
+// the producer's commits. A coordinator loading the partition replays the
+// log: a control batch decides every transactional commit of its
+// producer before it (the partition appends the next transaction's
+// batches only after the previous marker); what is left is pending under
+// its batch's producer id and epoch. OffsetFetch's require_stable answers
+// UNSTABLE_OFFSET_COMMIT for a partition with a pending commit.
+//
 // # Membership rules that differ from a first reading of Kafka
 //
 // Members are named "<client.id>-<uuid>" (static members

@@ -161,10 +161,12 @@ type group struct {
 	// forget it meanwhile (the commit would land in a detached group).
 	committing int
 	// txnOffsets are the transactional offset commits (TxnOffsetCommit)
-	// written but not yet decided, per producer id: a commit marker on
-	// the group's __consumer_offsets partition makes them committed, an
-	// abort drops them (txnoffsets.go).
-	txnOffsets map[int64]map[topicPartition]offsetEntry
+	// written but not yet decided, per producer id and epoch (one
+	// transaction each at transaction.version 2, whose next transaction
+	// may commit before the previous one's marker is told): a commit
+	// marker on the group's __consumer_offsets partition makes them
+	// committed, an abort drops them (txnoffsets.go).
+	txnOffsets map[txnKey]map[topicPartition]offsetEntry
 	// changed is closed on every state or assignment change (for pollers).
 	changed chan struct{}
 }

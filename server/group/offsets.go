@@ -144,6 +144,10 @@ func commitCode(err error) int16 {
 	switch {
 	case errors.Is(err, server.ErrRecordTooLarge):
 		return errInvalidCommitOffsetSize
+	case errors.Is(err, server.ErrInvalidProducerEpoch):
+		// A transactional commit of an epoch older than the producer's
+		// on the partition: a fenced producer's.
+		return errInvalidProducerEpoch
 	case errors.Is(err, server.ErrNotLeader):
 		// Leadership moved while the commit was written: the client finds
 		// the new coordinator.
@@ -168,7 +172,7 @@ func (c *Coordinator) storeOffsets(ctx context.Context, g *group, set map[topicP
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if txn != nil {
-		g.holdTxnOffsets(txn.ProducerID, set)
+		g.holdTxnOffsets(txnKey{txn.ProducerID, txn.ProducerEpoch}, set)
 		return nil
 	}
 	for tp, e := range set {

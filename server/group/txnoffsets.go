@@ -1,8 +1,10 @@
 package group
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,11 +18,19 @@ import (
 // producer's commits to the group's __consumer_offsets partition as a
 // transactional batch of that producer (Kafka's own format: offset commit
 // records, the producer's id and epoch, no sequence), then holds them as
-// pending. The transaction coordinator's marker on that partition decides
-// them: the broker tells TxnMarkerWritten, and a commit makes them the
-// group's committed offsets, an abort drops them. A coordinator loading
-// the partition replays the same rule from the log: the records of a
-// transactional batch wait for their producer's next control batch.
+// pending under the producer's id and epoch (txnKey). The transaction
+// coordinator's marker on that partition decides them: the broker tells
+// TxnMarkerWritten, and a commit makes them the group's committed
+// offsets, an abort drops them. A marker that says the epoch of the data
+// it ends (transaction.version 2) decides that epoch's commits only: the
+// producer's next transaction, one epoch up, may have committed offsets
+// here before this marker was told (a resend of a marker whose first
+// acks wait failed), and is not this marker's to decide. A marker that
+// does not say it decides all the producer's (nothing runs ahead of it).
+// A coordinator loading the partition replays the same rule from the
+// log: the records of a transactional batch wait for their producer's
+// next control batch, which the partition appends before any batch of
+// the next transaction (replication.Replica.AwaitTxnOrder).
 
 var (
 	errUnstableOffsetCommit = kerr.UnstableOffsetCommit.Code
@@ -132,16 +142,26 @@ func (c *Coordinator) txnCommitGate(req *kmsg.TxnOffsetCommitRequest) int16 {
 	return g.commitCheck(req.MemberID, instanceID, req.Generation)
 }
 
-// holdTxnOffsets holds a producer's written commits pending until its
+// txnKey names a producer's transaction by what its commits carry: the
+// producer id and epoch of the TxnOffsetCommit, or of the transactional
+// batch in the log. At transaction.version 2 each transaction has its
+// own epoch, so the key tells one from the producer's next; at version
+// 1 one epoch spans its transactions, which never overlap.
+type txnKey struct {
+	producerID int64
+	epoch      int16
+}
+
+// holdTxnOffsets holds a transaction's written commits pending until its
 // marker. Callers hold g.mu.
-func (g *group) holdTxnOffsets(pid int64, set map[topicPartition]offsetEntry) {
+func (g *group) holdTxnOffsets(k txnKey, set map[topicPartition]offsetEntry) {
 	if g.txnOffsets == nil {
-		g.txnOffsets = map[int64]map[topicPartition]offsetEntry{}
+		g.txnOffsets = map[txnKey]map[topicPartition]offsetEntry{}
 	}
-	pending := g.txnOffsets[pid]
+	pending := g.txnOffsets[k]
 	if pending == nil {
 		pending = map[topicPartition]offsetEntry{}
-		g.txnOffsets[pid] = pending
+		g.txnOffsets[k] = pending
 	}
 	for tp, e := range set {
 		pending[tp] = e
@@ -149,9 +169,9 @@ func (g *group) holdTxnOffsets(pid int64, set map[topicPartition]offsetEntry) {
 }
 
 // TxnMarkerWritten implements server.TxnMarkerListener: a marker on a
-// __consumer_offsets partition decides the pending commits of its
-// producer in every group of that partition.
-func (c *Coordinator) TxnMarkerWritten(topic string, partition int32, producerID int64, _ int16, commit bool, _ int64) {
+// __consumer_offsets partition decides, in every group of that
+// partition, the pending commits of the transaction it ends.
+func (c *Coordinator) TxnMarkerWritten(topic string, partition int32, producerID int64, dataEpoch int16, dataEpochKnown, commit bool, _ int64) {
 	if topic != OffsetsTopic {
 		return
 	}
@@ -160,15 +180,27 @@ func (c *Coordinator) TxnMarkerWritten(topic string, partition int32, producerID
 			continue
 		}
 		g.mu.Lock()
-		if pending, ok := g.txnOffsets[producerID]; ok {
-			if commit {
-				for tp, e := range pending {
-					materialize(g.offsets, tp, e)
-				}
-			}
-			delete(g.txnOffsets, producerID)
-		}
+		g.decideTxnOffsets(producerID, dataEpoch, dataEpochKnown, commit)
 		g.mu.Unlock()
+	}
+}
+
+// decideTxnOffsets applies a marker of producerID: the commits pending at
+// dataEpoch when it is known, else all the producer's. A marker told
+// again finds nothing left. Callers hold g.mu.
+func (g *group) decideTxnOffsets(producerID int64, dataEpoch int16, dataEpochKnown, commit bool) {
+	for k, pending := range g.txnOffsets {
+		if k.producerID != producerID || dataEpochKnown && k.epoch != dataEpoch {
+			continue
+		}
+		if commit {
+			// materialize orders by log offset, so the map's order does
+			// not matter when an unknown epoch decides several.
+			for tp, e := range pending {
+				materialize(g.offsets, tp, e)
+			}
+		}
+		delete(g.txnOffsets, k)
 	}
 }
 
@@ -200,7 +232,8 @@ func (c *Coordinator) unstableOffsets(name string) map[topicPartition]bool {
 }
 
 // PendingTxnOffsets reports, per producer id, how many transactional
-// commits of group await their marker.
+// commits of group await their marker (summed over the producer's
+// epochs).
 func (c *Coordinator) PendingTxnOffsets(name string) map[int64]int {
 	g := c.lockGroup(name, false)
 	if g == nil {
@@ -208,20 +241,22 @@ func (c *Coordinator) PendingTxnOffsets(name string) map[int64]int {
 	}
 	defer g.mu.Unlock()
 	out := map[int64]int{}
-	for pid, pending := range g.txnOffsets {
-		out[pid] = len(pending)
+	for k, pending := range g.txnOffsets {
+		out[k.producerID] += len(pending)
 	}
 	return out
 }
 
 // loadedTxn is what a partition's replay leaves pending: per group, per
-// producer id, the commits written in a transaction not yet ended.
-type loadedTxn map[string]map[int64]map[topicPartition]offsetEntry
+// transaction (producer id and epoch), the commits written in a
+// transaction not yet ended.
+type loadedTxn map[string]map[txnKey]map[topicPartition]offsetEntry
 
 // txnReplay follows a __consumer_offsets log's transactional batches in
-// order: their records wait per producer until its control batch.
+// order: their records wait, under their batch's producer id and epoch,
+// until the producer's control batch.
 type txnReplay struct {
-	open map[int64][]records.Record // copies
+	open map[txnKey][]records.Record // copies
 }
 
 // batch handles one batch of the log: false when it is a plain batch the
@@ -232,30 +267,17 @@ func (r *txnReplay) batch(h recordbatch.Header, batch []byte, from int64, maxDec
 	case h.IsControl():
 		commit, ok := controlCommit(batch)
 		if ok {
-			if commit {
-				decided := map[string]map[topicPartition]offsetEntry{}
-				for _, rec := range r.open[h.ProducerID] {
-					applyOffsetRecord(decided, rec)
-				}
-				for name, offs := range decided {
-					if table[name] == nil {
-						table[name] = map[topicPartition]offsetEntry{}
-					}
-					for tp, e := range offs {
-						materialize(table[name], tp, e)
-					}
-				}
-			}
-			delete(r.open, h.ProducerID)
+			r.end(h.ProducerID, commit, table)
 		}
 		return true, nil
 	case h.Attributes&recordbatch.AttrTransactional != 0 && h.ProducerID >= 0:
+		k := txnKey{h.ProducerID, h.ProducerEpoch}
 		err := records.Decode(batch, from, maxDecompressed, func(rec records.Record) bool {
 			rec.Key, rec.Value, rec.Headers = cloneBytes(rec.Key), cloneBytes(rec.Value), nil
 			if r.open == nil {
-				r.open = map[int64][]records.Record{}
+				r.open = map[txnKey][]records.Record{}
 			}
-			r.open[h.ProducerID] = append(r.open[h.ProducerID], rec)
+			r.open[k] = append(r.open[k], rec)
 			return true
 		})
 		return true, err
@@ -263,10 +285,41 @@ func (r *txnReplay) batch(h recordbatch.Header, batch []byte, from int64, maxDec
 	return false, nil
 }
 
-// pending is what the replay leaves undecided, by group and producer.
+// end applies a control batch of producerID to what the producer has
+// open: in the log a marker ends every batch of its producer before it,
+// whatever their epoch, as the partition's read_committed readers see
+// it (its leader appends the next transaction's data only after the
+// marker), so the replay needs no data epoch.
+func (r *txnReplay) end(producerID int64, commit bool, table map[string]map[topicPartition]offsetEntry) {
+	var recs []records.Record
+	for k, open := range r.open {
+		if k.producerID == producerID {
+			recs = append(recs, open...)
+			delete(r.open, k)
+		}
+	}
+	if !commit {
+		return
+	}
+	slices.SortStableFunc(recs, func(a, b records.Record) int { return cmp.Compare(a.Offset, b.Offset) })
+	decided := map[string]map[topicPartition]offsetEntry{}
+	for _, rec := range recs {
+		applyOffsetRecord(decided, rec)
+	}
+	for name, offs := range decided {
+		if table[name] == nil {
+			table[name] = map[topicPartition]offsetEntry{}
+		}
+		for tp, e := range offs {
+			materialize(table[name], tp, e)
+		}
+	}
+}
+
+// pending is what the replay leaves undecided, by group and transaction.
 func (r *txnReplay) pending() loadedTxn {
 	out := loadedTxn{}
-	for pid, recs := range r.open {
+	for k, recs := range r.open {
 		table := map[string]map[topicPartition]offsetEntry{}
 		for _, rec := range recs {
 			applyOffsetRecord(table, rec)
@@ -276,9 +329,9 @@ func (r *txnReplay) pending() loadedTxn {
 				continue
 			}
 			if out[name] == nil {
-				out[name] = map[int64]map[topicPartition]offsetEntry{}
+				out[name] = map[txnKey]map[topicPartition]offsetEntry{}
 			}
-			out[name][pid] = offs
+			out[name][k] = offs
 		}
 	}
 	return out
@@ -330,14 +383,15 @@ func controlCommit(batch []byte) (commit, ok bool) {
 	return false, false
 }
 
-// installTxn makes the loaded pending commits the groups'. Callers hold own.
+// installTxn makes the loaded pending commits the groups', and counts
+// their transactions. Callers hold own.
 func (c *Coordinator) installTxn(pending loadedTxn) int {
 	n := 0
-	for name, byProducer := range pending {
+	for name, byTxn := range pending {
 		g := c.lockGroup(name, true)
-		g.txnOffsets = byProducer
+		g.txnOffsets = byTxn
 		g.mu.Unlock()
-		n += len(byProducer)
+		n += len(byTxn)
 	}
 	return n
 }

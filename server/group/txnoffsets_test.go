@@ -1,19 +1,31 @@
 package group
 
 import (
+	"context"
 	"encoding/binary"
 	"hash/crc32"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // controlBatch is Kafka's EndTxnMarker control batch for producer pid, as
 // franz-go's kmsg encodes it.
 func controlBatch(t *testing.T, base, pid int64, commit bool) []byte {
+	t.Helper()
+	return controlBatchAt(t, base, pid, 0, commit)
+}
+
+// controlBatchAt is controlBatch with the marker's producer epoch.
+func controlBatchAt(t *testing.T, base, pid int64, epoch int16, commit bool) []byte {
 	t.Helper()
 	var typ int16
 	if commit {
@@ -26,7 +38,7 @@ func controlBatch(t *testing.T, base, pid int64, commit bool) []byte {
 	rec := kmsg.Record{Key: key, Value: value}
 	recBytes := rec.AppendTo(nil)
 	b := kmsg.RecordBatch{FirstOffset: base, PartitionLeaderEpoch: -1, Magic: 2, Attributes: 0x20 | 0x10,
-		ProducerID: pid, ProducerEpoch: 0, FirstSequence: -1, NumRecords: 1, Records: recBytes}
+		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: -1, NumRecords: 1, Records: recBytes}
 	raw := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
 	return raw
@@ -34,10 +46,16 @@ func controlBatch(t *testing.T, base, pid int64, commit bool) []byte {
 
 func txnCommitBatch(t *testing.T, base, pid int64, grp string, offset int64) []byte {
 	t.Helper()
+	return txnCommitBatchAt(t, base, pid, 0, grp, offset)
+}
+
+// txnCommitBatchAt is txnCommitBatch at a producer epoch.
+func txnCommitBatchAt(t *testing.T, base, pid int64, epoch int16, grp string, offset int64) []byte {
+	t.Helper()
 	var bld records.Builder
 	bld.Add(records.Record{Key: offsetKey(grp, topicPartition{"in", 0}),
 		Value: offsetValue(offsetEntry{offset: offset, leaderEpoch: -1, commitTime: 1}), Timestamp: 1})
-	data, err := bld.AppendBatch(nil, records.BatchOptions{ProducerID: pid, BaseSequence: -1, Transactional: true})
+	data, err := bld.AppendBatch(nil, records.BatchOptions{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: -1, Transactional: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +106,7 @@ func TestTxnReplayFollowsMarkers(t *testing.T) {
 		t.Fatalf("table %+v", table)
 	}
 	pending := r.pending()
-	if len(pending) != 1 || pending["open"][3][topicPartition{"in", 0}].offset != 30 {
+	if len(pending) != 1 || pending["open"][txnKey{3, 0}][topicPartition{"in", 0}].offset != 30 {
 		t.Fatalf("pending %+v", pending)
 	}
 }
@@ -134,5 +152,224 @@ func TestTxnCommitYieldsToLaterPlainCommit(t *testing.T) {
 	materialize(live, topicPartition{"in", 1}, offsetEntry{offset: 5, logOffset: 3})
 	if live[topicPartition{"in", 0}].offset != 20 || live[topicPartition{"in", 1}].offset != 5 {
 		t.Fatalf("live %+v", live)
+	}
+}
+
+// A transaction.version 2 producer's transactions each have their own
+// epoch, and the next one may commit offsets before the previous one's
+// marker is told here: a marker saying the epoch of the data it ends
+// decides that epoch's commits only; one that does not decides all the
+// producer's.
+func TestTxnMarkerDecidesItsOwnEpochsCommits(t *testing.T) {
+	in0, in1 := topicPartition{"in", 0}, topicPartition{"in", 1}
+	g := &group{offsets: map[topicPartition]offsetEntry{}}
+	g.holdTxnOffsets(txnKey{7, 4}, map[topicPartition]offsetEntry{in0: {offset: 10, logOffset: 0}})
+	g.holdTxnOffsets(txnKey{7, 5}, map[topicPartition]offsetEntry{in0: {offset: 20, logOffset: 2}, in1: {offset: 5, logOffset: 2}})
+	g.holdTxnOffsets(txnKey{8, 4}, map[topicPartition]offsetEntry{in1: {offset: 99, logOffset: 3}})
+
+	g.decideTxnOffsets(7, 4, true, true)
+	if g.offsets[in0].offset != 10 || len(g.offsets) != 1 {
+		t.Fatalf("after epoch 4's commit: offsets %+v, want in-0 at 10 only", g.offsets)
+	}
+	if _, ok := g.txnOffsets[txnKey{7, 5}]; !ok || len(g.txnOffsets) != 2 {
+		t.Fatalf("after epoch 4's commit: pending %+v, want epoch 5's and producer 8's", g.txnOffsets)
+	}
+	g.decideTxnOffsets(7, 4, true, true) // told again: nothing left
+	g.decideTxnOffsets(7, 5, true, false)
+	if g.offsets[in0].offset != 10 || len(g.offsets) != 1 || len(g.txnOffsets) != 1 {
+		t.Fatalf("after epoch 5's abort: offsets %+v pending %+v", g.offsets, g.txnOffsets)
+	}
+
+	g.holdTxnOffsets(txnKey{7, 6}, map[topicPartition]offsetEntry{in0: {offset: 30, logOffset: 5}})
+	g.holdTxnOffsets(txnKey{7, 7}, map[topicPartition]offsetEntry{in0: {offset: 40, logOffset: 7}})
+	g.decideTxnOffsets(7, 0, false, true)
+	if g.offsets[in0].offset != 40 || len(g.txnOffsets) != 1 {
+		t.Fatalf("after a commit of unknown epoch: offsets %+v pending %+v; want in-0 at the later 40, producer 8 pending",
+			g.offsets, g.txnOffsets)
+	}
+	if _, ok := g.txnOffsets[txnKey{8, 4}]; !ok {
+		t.Fatalf("another producer's commits decided: %+v", g.txnOffsets)
+	}
+}
+
+// The replay of a log where the producer's next transaction (epoch e+1)
+// committed offsets after the previous one's marker: the previous one's
+// offsets are the group's, the next one's pending under (pid, e+1), where
+// the next marker, saying epoch e+1, finds them.
+func TestTxnReplayKeysPendingCommitsByEpoch(t *testing.T) {
+	table := map[string]map[topicPartition]offsetEntry{}
+	var r txnReplay
+	for _, b := range [][]byte{
+		txnCommitBatchAt(t, 0, 7, 4, "g", 10),
+		controlBatchAt(t, 1, 7, 5, true),
+		txnCommitBatchAt(t, 2, 7, 5, "g", 20),
+	} {
+		h := recordbatch.ReadHeader(b)
+		if done, err := r.batch(h, b, 0, 0, table); err != nil || !done {
+			t.Fatalf("batch at %d: %v %v", h.BaseOffset, done, err)
+		}
+	}
+	if e := table["g"][topicPartition{"in", 0}]; e.offset != 10 {
+		t.Fatalf("replayed offset %+v, want epoch 4's 10", table["g"])
+	}
+	pending := r.pending()
+	if got := pending["g"][txnKey{7, 5}][topicPartition{"in", 0}]; len(pending["g"]) != 1 || got.offset != 20 {
+		t.Fatalf("pending %+v, want epoch 5's 20 under producer 7 epoch 5", pending)
+	}
+}
+
+// txnCommit writes a transactional offset commit of producer 7 at epoch
+// (TxnOffsetCommit v3).
+func (e *testEnv) txnCommit(group string, epoch int16, offset int64) {
+	e.t.Helper()
+	if code := e.txnCommitCode(context.Background(), 3, group, epoch, offset); code != errNone {
+		e.t.Fatalf("TxnOffsetCommit at epoch %d: error %d", epoch, code)
+	}
+}
+
+func (e *testEnv) txnCommitCode(ctx context.Context, version int16, group string, epoch int16, offset int64) int16 {
+	e.t.Helper()
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, req.Generation = version, "tx", group, 7, epoch, -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return e.c.HandleTxnOffsetCommit(ctx, req).Topics[0].Partitions[0].ErrorCode
+}
+
+// instantAdder is a transaction.version 2 coordinator answering every
+// add at once, as one answering ahead of the previous markers does.
+type instantAdder struct{}
+
+func (instantAdder) VerifyTxnPartition(context.Context, string, int64, int16, string, int32) int16 {
+	return 0
+}
+func (instantAdder) AddTxnPartition(context.Context, string, int64, int16, string, int32) int16 {
+	return 0
+}
+
+// The group's transactional commits open the producer's transaction in
+// the __consumer_offsets partition's producer state, as a client's
+// batches do: a TxnOffsetCommit v5 of the producer's next transaction
+// (epoch 1), added ahead of the previous transaction's marker, is not
+// written before that marker, which would otherwise end it in the log;
+// and a commit of an older epoch than the partition's is refused as a
+// fenced producer's.
+func TestNextTransactionsCommitWaitsForThePreviousMarker(t *testing.T) {
+	e := newTestEnv(t)
+	e.createTopic("orders", 1)
+	e.broker.AddTxnMarkerListener(e.c)
+	e.c.SetTxnVerifier(instantAdder{})
+	const name = "billing"
+	part := e.c.offsetsPartition(name)
+	p, err := e.broker.Partition(OffsetsTopic, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if code := e.txnCommitCode(ctx, 5, name, 0, 10); code != errNone {
+		t.Fatalf("N's commit: error %d", code)
+	}
+	end := p.LogEndOffset()
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if code := e.txnCommitCode(short, 5, name, 1, 20); code == errNone {
+		t.Fatal("N+1's commit was written before N's marker")
+	}
+	if p.LogEndOffset() != end {
+		t.Fatalf("log end %d, was %d: N+1's commit written before N's marker", p.LogEndOffset(), end)
+	}
+	n := server.TxnMarker{ProducerID: 7, ProducerEpoch: 1, Commit: true, Topic: OffsetsTopic, Partition: part, TxnEpoch: 0, HasTxnEpoch: true}
+	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{n}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if code := e.txnCommitCode(ctx, 5, name, 1, 20); code != errNone {
+		t.Fatalf("N+1's commit after N's marker: error %d", code)
+	}
+	if lso := p.LastStableOffset(); lso != end+1 {
+		t.Fatalf("LSO %d, want %d: N+1's commit holds it", lso, end+1)
+	}
+	if got, pending := e.fetchV1(name, "orders", 0)[0], e.c.PendingTxnOffsets(name); got != 10 || pending[7] != 1 {
+		t.Fatalf("committed %d, pending %v; want 10 and N+1's pending", got, pending)
+	}
+	e.c.SetTxnVerifier(nil)
+	if code := e.txnCommitCode(ctx, 3, name, 0, 30); code != errInvalidProducerEpoch {
+		t.Fatalf("a commit of the fenced epoch 0: error %d, want INVALID_PRODUCER_EPOCH", code)
+	}
+}
+
+// The exactly-once hole of markers written ahead of the next transaction
+// (transaction.version 2), end to end on a broker with its group
+// coordinator: transaction N (epoch 0) commits offset 10; its marker is
+// appended but its acks=all wait fails, so the coordinator is not told;
+// transaction N+1 (epoch 1) commits offset 20 on the same partition; the
+// transaction coordinator resends N's marker, which appends nothing there
+// now. The resend must decide N's commit, and only it: offset 10 is
+// committed, N+1's 20 stays pending until its own marker (an abort here),
+// and a coordinator loading the log in between sees the same.
+func TestResentMarkerDecidesOnlyItsTransactionsOffsets(t *testing.T) {
+	e := newTestEnv(t)
+	e.createTopic("orders", 1)
+	e.broker.AddTxnMarkerListener(e.c)
+	const name = "billing"
+	part := e.c.offsetsPartition(name)
+	ctx := context.Background()
+	marker := func(epoch, dataEpoch int16, commit bool) server.TxnMarker {
+		return server.TxnMarker{ProducerID: 7, ProducerEpoch: epoch, Commit: commit, Topic: OffsetsTopic, Partition: part,
+			TxnEpoch: dataEpoch, HasTxnEpoch: true}
+	}
+	logEnd := func() int64 {
+		p, err := e.broker.Partition(OffsetsTopic, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.LogEndOffset()
+	}
+	committed := func() int64 { return e.fetchV1(name, "orders", 0)[0] }
+
+	e.txnCommit(name, 0, 10)
+	// N's marker: in the log, its wait failed, nobody told (the append
+	// WriteTxnMarkers does, without its wait and listeners).
+	p, err := e.broker.Partition(OffsetsTopic, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := marker(1, 0, true)
+	if _, appended, err := p.(*replication.Replica).AppendTxnMarkerEnding(n.ProducerID, n.ProducerEpoch, n.TxnEpoch,
+		recordbatch.EndTxnMarker{Commit: true}, storage.AppendOptions{}); err != nil || !appended {
+		t.Fatalf("N's marker: appended %v, %v", appended, err)
+	}
+	if got := committed(); got != -1 {
+		t.Fatalf("committed %d before any marker was told", got)
+	}
+	e.txnCommit(name, 1, 20)
+	end := logEnd()
+	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{n}); errs[0] != nil {
+		t.Fatalf("N's marker resent: %v", errs[0])
+	}
+	if logEnd() != end {
+		t.Fatalf("the resent marker was appended again (log end %d, was %d)", logEnd(), end)
+	}
+	if got, pending := committed(), e.c.PendingTxnOffsets(name); got != 10 || pending[7] != 1 {
+		t.Fatalf("after N's resent marker: committed %d, pending %v; want N's 10 committed and N+1's one commit pending", got, pending)
+	}
+
+	// A coordinator loading the log now: N's offsets committed, N+1's
+	// pending under epoch 1, which N+1's marker then decides.
+	e.close()
+	e.open()
+	e.broker.AddTxnMarkerListener(e.c)
+	harness.WaitFor(t, "the coordinator serves the group", 10*time.Second, func() bool { return e.c.serves(name) == errNone })
+	if got, pending := committed(), e.c.PendingTxnOffsets(name); got != 10 || pending[7] != 1 {
+		t.Fatalf("after a reload: committed %d, pending %v; want 10 and one pending", got, pending)
+	}
+	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{marker(2, 1, false)}); errs[0] != nil {
+		t.Fatalf("N+1's abort: %v", errs[0])
+	}
+	if got, pending := committed(), e.c.PendingTxnOffsets(name); got != 10 || len(pending) != 0 {
+		t.Fatalf("after N+1's abort: committed %d, pending %v; want 10 and none", got, pending)
 	}
 }

@@ -159,7 +159,7 @@ func (s *Server) addTxnPartitions(ctx context.Context, id string, pid int64, epo
 	if fromProducer {
 		return all(fencedCode(s.cfg.Txns.AddProducerPartitions(ctx, id, pid, epoch, tps), oldFenced))
 	}
-	return all(fencedCode(s.cfg.Txns.AddPartitions(ctx, id, pid, epoch, tps), oldFenced))
+	return all(fencedCode(s.cfg.Txns.AddLeaderPartitions(ctx, id, pid, epoch, tps), oldFenced))
 }
 
 // fencedCode answers PRODUCER_FENCED as INVALID_PRODUCER_EPOCH to request

@@ -15,6 +15,11 @@ package kafka
 //
 // ACLs: CLUSTER_ACTION on the cluster (it is an inter-broker request), else
 // CLUSTER_AUTHORIZATION_FAILED for every partition, as Kafka answers.
+//
+// A ferry coordinator adds to each marker entry (v1+) the tagged field
+// server.TxnEpochTag: the epoch of the data the markers end, which lets
+// the leader answer a resent marker of a transaction it closed already
+// without ending the producer's next one (Broker.WriteTxnMarkers).
 
 import (
 	"context"
@@ -31,10 +36,18 @@ func (s *Server) handleWriteTxnMarkers(ctx context.Context, kreq kmsg.Request) k
 	allowed := s.authorizedCluster(ctx, auth.OpClusterAction)
 	var markers []server.TxnMarker
 	for _, m := range req.Markers {
+		var txnEpoch int16
+		hasTxnEpoch := false
+		m.UnknownTags.Each(func(tag uint32, v []byte) {
+			if tag == server.TxnEpochTag {
+				txnEpoch, hasTxnEpoch = server.DecodeTxnEpochTag(v)
+			}
+		})
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
 				markers = append(markers, server.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-					Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch, Topic: t.Topic, Partition: p})
+					Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch, Topic: t.Topic, Partition: p,
+					TxnEpoch: txnEpoch, HasTxnEpoch: hasTxnEpoch})
 			}
 		}
 	}

@@ -97,7 +97,7 @@ type markerLog struct {
 	seen []string
 }
 
-func (l *markerLog) TxnMarkerWritten(topic string, partition int32, producerID int64, _ int16, commit bool, offset int64) {
+func (l *markerLog) TxnMarkerWritten(topic string, partition int32, producerID int64, _ int16, _, commit bool, offset int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	what := "abort"

@@ -37,7 +37,8 @@ func (m *markerSink) WriteTxnMarkers(ctx context.Context, ms []server.TxnMarker)
 		return real.WriteTxnMarkers(ctx, ms)
 	}
 	for _, mk := range ms {
-		m.ts.groups.TxnMarkerWritten(mk.Topic, mk.Partition, mk.ProducerID, mk.ProducerEpoch, mk.Commit, -1)
+		dataEpoch, known := mk.DataEpoch()
+		m.ts.groups.TxnMarkerWritten(mk.Topic, mk.Partition, mk.ProducerID, dataEpoch, known, mk.Commit, -1)
 	}
 	return make([]error, len(ms))
 }

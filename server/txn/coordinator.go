@@ -226,6 +226,44 @@ type entry struct {
 	// failed; settled, when not nil, is closed when one of them ends.
 	earlyWrites int
 	settled     chan struct{}
+
+	// markersWritten are the last markers a completer saw all written
+	// (hasMarkersWritten: any): a state whose Pending are these, landing
+	// from a write decided before they were, drops them (settledLocked).
+	markersWritten    markersKey
+	hasMarkersWritten bool
+}
+
+// markersKey names one transaction's markers: producer id, the markers'
+// epoch and outcome.
+type markersKey struct {
+	producerID int64
+	epoch      int16
+	commit     bool
+}
+
+func preparedKey(t *Txn) markersKey {
+	return markersKey{t.ProducerID, t.ProducerEpoch, t.State == PrepareCommit}
+}
+
+func pendingKey(pm *PendingMarkers) markersKey {
+	return markersKey{pm.ProducerID, pm.ProducerEpoch, pm.Commit}
+}
+
+// settledLocked is t without its Pending markers when they are written
+// already; e.mu is held.
+func (e *entry) settledLocked(t Txn) Txn {
+	if t.Pending != nil && e.hasMarkersWritten && pendingKey(t.Pending) == e.markersWritten {
+		t.Pending = nil
+	}
+	return t
+}
+
+// markersWrittenLocked records that the markers k are all written, and
+// drops them from the state's Pending; e.mu is held.
+func (e *entry) markersWrittenLocked(k markersKey) {
+	e.markersWritten, e.hasMarkersWritten = k, true
+	e.txn = e.settledLocked(e.txn)
 }
 
 // durableLocked records that t, a state of e's id, is acknowledged: the

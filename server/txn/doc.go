@@ -115,15 +115,63 @@
 // one included), calls AddPartitions here (Verifier.AddTxnPartition:
 // locally, or AddPartitionsToTxn v4 without verifyOnly to the
 // coordinator's broker), and the group coordinator does the same for
-// TxnOffsetCommit v5. An add arriving while the previous transaction's
-// markers are written is parked and answered after its completion, so
-// the leader appends only once the previous marker is in its log. EndTxn
+// TxnOffsetCommit v5. EndTxn
 // v5 (Txn.EndTxnV2) bumps the epoch on every end, the markers carry it,
 // and the producer is answered it; an empty abort is legal; the epoch
 // running out rotates the producer id (NextProducerID). Clients held
 // below those versions (librdkafka) run as before on the same broker:
 // every request is decided by its own version, never by the level, so a
 // downgrade leaves open transactions to end as they began.
+//
+// # Markers ahead of the next transaction (transaction.version 2)
+//
+// A leader's add for the producer's next transaction (at the epoch the
+// end bumped to) that arrives while the previous transaction's markers
+// are still being written is not parked (writeAhead, Txn.AheadOfMarkers):
+// one record holds the previous transaction completed, the next one
+// Ongoing with the partition, and the previous markers Pending beside it
+// (ferry's tagged field 0x6665 in value version 1: producer id, the
+// markers' epoch, the data's epoch, commit or abort, coordinator epoch,
+// partitions; Kafka's readers skip the tag), and the add is answered once
+// that record is acknowledged. Kafka's states are unchanged: the stored
+// state is Ongoing. The completer goes on sending the markers; once they
+// are all written the pending set is dropped in memory and the next
+// record of the id carries none (nothing is written for it). Ordering
+// holds it together:
+//
+//   - the partition leader appends a batch of the new epoch only after the
+//     previous transaction's marker is in its log
+//     (replication.Replica.AwaitTxnOrder; NOT_ENOUGH_REPLICAS, retriable,
+//     after the produce's timeout), so that marker cannot end the next
+//     transaction's data;
+//   - the next transaction's own markers (its end, a timeout abort, a
+//     fencing InitProducerId) go out only after the pending ones are
+//     written: its completion starts when the previous one ends
+//     (preparedLate), and a completer whose state holds Pending sends
+//     them first (startCompletion), as does a coordinator loading such a
+//     record (after a failover), which treats the id as completing;
+//   - every marker of an EndTxn v5 says the epoch of the data it ends
+//     (server.TxnMarker.TxnEpoch; between brokers the tagged field
+//     server.TxnEpochTag of WriteTxnMarkers v1), so a resent marker (a
+//     lost answer, a new coordinator resending pending markers) reaching
+//     a partition where the next transaction has begun, or ended, appends
+//     nothing and is answered as written; the epoch of the next
+//     transaction is the same as the marker's, which the partition could
+//     not tell apart otherwise;
+//   - the same holds on __consumer_offsets: the group coordinator's
+//     TxnOffsetCommit batches open the producer's transaction in the
+//     partition's producer state (Replica.AppendCoordinatorTxnBatch),
+//     so the next transaction's commit waits for the previous marker too
+//     and a resent marker appends nothing there; the broker tells its
+//     marker listeners of such a resend once its acks=all wait succeeds
+//     (the first copy's wait may have failed untold), with the data
+//     epoch (server.TxnMarkerListener), and the group coordinator keeps
+//     pending commits per producer id and epoch, so the resend decides
+//     the previous transaction's offsets and never the next one's.
+//
+// transaction.version 1 (AddPartitionsToTxn v0–v4 from the producer, one
+// epoch across transactions) is unchanged: its adds wait as before, as
+// its markers cannot be told apart from the next transaction's.
 //
 // A version-2 end is written as value version 1 with Kafka 4's tagged
 // fields: ClientTransactionVersion 2, PreviousProducerId and

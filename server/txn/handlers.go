@@ -32,16 +32,32 @@ var (
 // being written it is parked instead: the completer decides it right
 // after the completion and writes both as one record (park).
 func (c *Coordinator) transition(ctx context.Context, id string, create bool, decide func(t *Txn) Outcome) (Txn, int16) {
-	return c.transitionAnswering(ctx, id, create, false, decide)
+	return c.transitionAnswering(ctx, id, create, answerDurable, decide)
 }
 
-// transitionAnswering is transition; with early, a decision that adds
-// partitions to an ongoing transaction is answered once its record is in
-// this broker's log, before the replicas have it (writeEarly).
-func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create, early bool, decide func(t *Txn) Outcome) (Txn, int16) {
+// answering is when transitionAnswering answers a decision.
+type answering int
+
+const (
+	// answerDurable: once its record is acknowledged; requests arriving
+	// while markers are written wait for them (park).
+	answerDurable answering = iota
+	// answerEarly: a decision adding partitions to an ongoing transaction
+	// is answered once its record is in this broker's log (writeEarly).
+	answerEarly
+	// answerAhead: a partition leader's add (transaction.version 2),
+	// answered once its record is acknowledged, but decided in memory at
+	// once so that the other leaders' adds share the append (writeEarly);
+	// one arriving while the previous transaction's markers are written
+	// is decided at once, ahead of them (writeAhead).
+	answerAhead
+)
+
+// transitionAnswering is transition, answering as how says.
+func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create bool, how answering, decide func(t *Txn) Outcome) (Txn, int16) {
 	deadline := time.Now().Add(c.concurrentWait)
 	for {
-		t, code := c.transitionOnce(ctx, id, create, early, decide)
+		t, code := c.transitionOnce(ctx, id, create, how, decide)
 		if code != errConcurrentTransactions {
 			return t, code
 		}
@@ -49,10 +65,32 @@ func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create
 		if !ok {
 			return t, code
 		}
+		var p, coordinatorEpoch int32
+		if how == answerAhead {
+			var serving int16
+			if p, coordinatorEpoch, serving = c.serves(id); serving != 0 {
+				return t, serving
+			}
+		}
 		e.mu.Lock()
 		if !e.busy && !e.completing {
+			// Nothing in flight. When the state the request was decided
+			// on has changed since (another leader's add of the same
+			// transaction moved it on, ahead of the markers), decide it
+			// again on the new one: answering CONCURRENT_TRANSACTIONS
+			// then made the producer back off, 100 ms and more, for a
+			// transaction that would take the partition at once.
+			changed := !sameTransaction(&e.txn, &t)
 			e.mu.Unlock()
+			if changed && time.Now().Before(deadline) {
+				continue
+			}
 			return t, code
+		}
+		if how == answerAhead && e.completing && !e.markersDone && !e.busy {
+			if t, code, decided := c.writeAhead(ctx, e, p, coordinatorEpoch, decide); decided {
+				return t, code // e.mu unlocked there
+			}
 		}
 		if e.completing && !e.markersDone && !e.busy {
 			pr := &parkedRequest{decide: decide, done: make(chan parkedAnswer, 1)}
@@ -149,7 +187,7 @@ func (c *Coordinator) park(ctx context.Context, e *entry, pr *parkedRequest, dea
 const concurrentWait = 200 * time.Millisecond
 
 // transitionOnce is one attempt of transition.
-func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, early bool, decide func(t *Txn) Outcome) (Txn, int16) {
+func (c *Coordinator) transitionOnce(ctx context.Context, id string, create bool, how answering, decide func(t *Txn) Outcome) (Txn, int16) {
 	p, epoch, code := c.serves(id)
 	if code != 0 {
 		return Txn{}, code
@@ -183,8 +221,8 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 		}
 		return cur, out.Code
 	}
-	if early && e.written && e.txn.State == Ongoing && out.Next.State == Ongoing {
-		return c.writeEarly(ctx, e, p, out) // e.mu unlocked there
+	if how != answerDurable && e.written && e.txn.State == Ongoing && out.Next.State == Ongoing {
+		return c.writeEarly(ctx, e, p, out, how == answerAhead) // e.mu unlocked there
 	}
 	q := c.enqueue(p, &out.Next)
 	e.busy = true
@@ -210,7 +248,7 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 		return Txn{}, errNotCoordinator
 	}
 	e.durableLocked(out.Next)
-	e.txn, e.written = out.Next, true
+	e.txn, e.written = e.settledLocked(out.Next), true
 	startMarkers := out.Markers && !e.completing
 	if startMarkers {
 		e.completing = true
@@ -225,6 +263,30 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 		c.startCompletion(e, out.Next, p, epoch, c.termOf(p))
 	}
 	return out.Next, out.Code
+}
+
+// writeAhead decides a partition leader's add for the producer's next
+// transaction while the prepared one's markers are being written
+// (Txn.AheadOfMarkers): one record holds the next transaction Ongoing and
+// the markers still pending, and the add is answered once it is
+// acknowledged, without waiting for the markers. The completer goes on
+// sending them; the leader waits on its partition for the previous
+// marker before it appends. The state changes in memory at once, as an
+// early write's (writeEarly): the other leaders' adds of the same
+// transaction, arriving while the record is written, are decided on it
+// and share the next append instead of waiting for this one. e.mu is
+// held; decided false (nothing done, e.mu still held) when the add does
+// not qualify, else e.mu is released.
+func (c *Coordinator) writeAhead(ctx context.Context, e *entry, p, coordinatorEpoch int32, decide func(t *Txn) Outcome) (Txn, int16, bool) {
+	if !e.written {
+		return Txn{}, 0, false
+	}
+	out, ok := e.txn.AheadOfMarkers(c.nowMs(), coordinatorEpoch, decide)
+	if !ok {
+		return Txn{}, 0, false
+	}
+	t, code := c.writeEarly(ctx, e, p, out, true)
+	return t, code, true
 }
 
 // writeEarly applies out, which adds partitions to e's ongoing
@@ -244,13 +306,17 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create, ear
 // error; the transaction it knows is aborted or committed without it,
 // and no data of it is on that partition). Markers sent to a partition
 // that had no data are harmless.
-func (c *Coordinator) writeEarly(ctx context.Context, e *entry, p int32, out Outcome) (Txn, int16) {
+//
+// untilDurable answers once the record is acknowledged instead: a
+// partition leader's add (answerAhead), which appends next.
+func (c *Coordinator) writeEarly(ctx context.Context, e *entry, p int32, out Outcome, untilDurable bool) (Txn, int16) {
+	ongoing := e.txn.State == Ongoing // else the transaction begins ahead of the markers
 	for _, tp := range out.Next.Partitions {
-		if !e.txn.Has(tp) && !slices.Contains(e.undurable, tp) {
+		if (!ongoing || !e.txn.Has(tp)) && !slices.Contains(e.undurable, tp) {
 			e.undurable = append(e.undurable, tp)
 		}
 	}
-	e.txn = out.Next
+	e.txn = e.settledLocked(out.Next)
 	e.earlyWrites++
 	q := c.enqueueSettled(p, &out.Next, func(err error) {
 		e.mu.Lock()
@@ -268,7 +334,11 @@ func (c *Coordinator) writeEarly(ctx context.Context, e *entry, p int32, out Out
 		e.mu.Unlock()
 	})
 	e.mu.Unlock()
-	if err := q.waitAppended(); err != nil {
+	wait := q.waitAppended
+	if untilDurable {
+		wait = q.wait
+	}
+	if err := wait(); err != nil {
 		return Txn{}, writeCode(err)
 	}
 	if _, _, code := c.serves(out.Next.ID); code != 0 {
@@ -403,6 +473,27 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID i
 	return code
 }
 
+// AddLeaderPartitions is AddPartitions for a partition leader's add
+// (transaction.version 2: Verifier.AddTxnPartition, AddPartitionsToTxn
+// v4 without verifyOnly): an add for the producer's next transaction
+// arriving while the previous one's markers are written is decided at
+// once (writeAhead) rather than after them.
+func (c *Coordinator) AddLeaderPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []TopicPartition) int16 {
+	if id == "" {
+		return errInvalidRequest
+	}
+	now := c.nowMs()
+	_, code := c.transitionAnswering(ctx, id, false, answerAhead, func(t *Txn) Outcome {
+		return t.AddPartitions(producerID, epoch, tps, now)
+	})
+	if code == 0 {
+		if e, ok := c.lookup(id, false); ok && !c.awaitDurable(ctx, id, e, tps) {
+			return errConcurrentTransactions
+		}
+	}
+	return code
+}
+
 // AddProducerPartitions serves a producer's AddPartitionsToTxn (v0–v3):
 // as AddPartitions, but partitions joining a transaction already ongoing
 // are answered once their record is in this broker's log, before its
@@ -421,7 +512,11 @@ func (c *Coordinator) addPartitions(ctx context.Context, id string, producerID i
 		return errInvalidRequest
 	}
 	now := c.nowMs()
-	_, code := c.transitionAnswering(ctx, id, false, early, func(t *Txn) Outcome {
+	how := answerDurable
+	if early {
+		how = answerEarly
+	}
+	_, code := c.transitionAnswering(ctx, id, false, how, func(t *Txn) Outcome {
 		return t.AddPartitions(producerID, epoch, tps, now)
 	})
 	return code

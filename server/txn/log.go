@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -42,9 +43,12 @@ func stateValue(t *Txn) []byte {
 	v := kmsg.NewTxnMetadataValue()
 	v.Version = 0
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis = t.ProducerID, t.ProducerEpoch, t.TimeoutMs
-	if t.NextProducerID >= 0 || t.ClientTransactionVersion >= 2 {
+	if t.NextProducerID >= 0 || t.ClientTransactionVersion >= 2 || t.Pending != nil {
 		v.Version, v.PreviousProducerID, v.NextProducerID = 1, t.PrevProducerID, t.NextProducerID
 		v.ClientTransactionVersion = t.ClientTransactionVersion
+	}
+	if t.Pending != nil {
+		v.UnknownTags.Set(pendingMarkersTag, encodePendingMarkers(t.Pending))
 	}
 	v.State = kmsg.TransactionState(t.State)
 	v.LastUpdateTimestamp, v.StartTimestamp = t.UpdateMs, t.StartMs
@@ -99,7 +103,90 @@ func decodeValue(id string, value []byte) (Txn, error) {
 	}
 	slices.SortFunc(t.Partitions, comparePartitions)
 	t.Partitions = slices.Compact(t.Partitions)
+	var pendingErr error
+	v.UnknownTags.Each(func(tag uint32, b []byte) {
+		if tag == pendingMarkersTag && v.Version >= 1 {
+			t.Pending, pendingErr = decodePendingMarkers(b)
+		}
+	})
+	if pendingErr != nil {
+		return Txn{}, fmt.Errorf("%w: value of %q: pending markers: %v", errBadRecord, id, pendingErr)
+	}
 	return t, nil
+}
+
+// pendingMarkersTag is ferry's tagged field of a value version 1 holding
+// Txn.Pending; far from Kafka's tags (0–2), which Kafka's readers skip
+// when unknown.
+const pendingMarkersTag uint32 = 0x6665
+
+// encodePendingMarkers is pendingMarkersTag's value: producer id (8
+// bytes), markers' epoch, data epoch (2 each), commit (1), coordinator
+// epoch (4), partition count (4), then per partition the topic's length
+// (2), the topic and the partition (4); big-endian.
+func encodePendingMarkers(pm *PendingMarkers) []byte {
+	b := binary.BigEndian.AppendUint64(nil, uint64(pm.ProducerID))
+	b = binary.BigEndian.AppendUint16(b, uint16(pm.ProducerEpoch))
+	b = binary.BigEndian.AppendUint16(b, uint16(pm.TxnEpoch))
+	commit := byte(0)
+	if pm.Commit {
+		commit = 1
+	}
+	b = append(b, commit)
+	b = binary.BigEndian.AppendUint32(b, uint32(pm.CoordinatorEpoch))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(pm.Partitions)))
+	for _, tp := range pm.Partitions {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(tp.Topic)))
+		b = append(b, tp.Topic...)
+		b = binary.BigEndian.AppendUint32(b, uint32(tp.Partition))
+	}
+	return b
+}
+
+// decodePendingMarkers reads encodePendingMarkers' bytes; every count
+// and length is bounded by the bytes there.
+func decodePendingMarkers(b []byte) (*PendingMarkers, error) {
+	const head = 8 + 2 + 2 + 1 + 4 + 4
+	if len(b) < head {
+		return nil, errors.New("short")
+	}
+	pm := &PendingMarkers{
+		ProducerID:       int64(binary.BigEndian.Uint64(b)),
+		ProducerEpoch:    int16(binary.BigEndian.Uint16(b[8:])),
+		TxnEpoch:         int16(binary.BigEndian.Uint16(b[10:])),
+		Commit:           b[12] == 1,
+		CoordinatorEpoch: int32(binary.BigEndian.Uint32(b[13:])),
+	}
+	if b[12] > 1 || pm.ProducerID < 0 || pm.ProducerEpoch < 0 || pm.TxnEpoch < 0 {
+		return nil, errors.New("invalid producer, epoch or outcome")
+	}
+	n := binary.BigEndian.Uint32(b[17:])
+	b = b[head:]
+	if uint64(n) > uint64(len(b))/6 { // each partition takes 6 bytes at least
+		return nil, fmt.Errorf("%d partitions in %d bytes", n, len(b))
+	}
+	pm.Partitions = make([]TopicPartition, 0, n)
+	for range n {
+		if len(b) < 2 {
+			return nil, errors.New("short partition")
+		}
+		l := int(binary.BigEndian.Uint16(b))
+		if len(b) < 2+l+4 {
+			return nil, errors.New("short partition")
+		}
+		tp := TopicPartition{Topic: string(b[2 : 2+l]), Partition: int32(binary.BigEndian.Uint32(b[2+l:]))}
+		if tp.Topic == "" || tp.Partition < 0 {
+			return nil, errors.New("invalid partition")
+		}
+		pm.Partitions = append(pm.Partitions, tp)
+		b = b[2+l+4:]
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("%d bytes left over", len(b))
+	}
+	slices.SortFunc(pm.Partitions, comparePartitions)
+	pm.Partitions = slices.Compact(pm.Partitions)
+	return pm, nil
 }
 
 // epochBeforeEnd is the epoch a producer sent the version-2 end that left

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -70,12 +71,19 @@ func FuzzStateRecord(f *testing.F) {
 	tx := Txn{ID: "t", ProducerID: 1, State: Ongoing, Partitions: []TopicPartition{tpA}}
 	f.Add(stateKey("t"), stateValue(&tx))
 	f.Add([]byte{0, 0}, []byte{0, 1, 0xff})
+	ahead := Txn{ID: "t", ProducerID: 1, ProducerEpoch: 2, State: Ongoing, Partitions: []TopicPartition{tpB}, ClientTransactionVersion: 2,
+		Pending: &PendingMarkers{ProducerID: 1, ProducerEpoch: 2, TxnEpoch: 1, Commit: true, Partitions: []TopicPartition{tpA}}}
+	f.Add(stateKey("t"), stateValue(&ahead))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		table := map[string]Txn{}
 		applyRecord(table, key, value)
 		for _, got := range table {
 			if got.State < Empty || got.State > PrepareEpochFence {
 				t.Fatalf("state %d accepted", got.State)
+			}
+			if pm := got.Pending; pm != nil && (pm.ProducerID < 0 || pm.ProducerEpoch < 0 || pm.TxnEpoch < 0 ||
+				slices.ContainsFunc(pm.Partitions, func(tp TopicPartition) bool { return tp.Topic == "" || tp.Partition < 0 })) {
+				t.Fatalf("pending markers %+v accepted", pm)
 			}
 		}
 	})

@@ -40,10 +40,23 @@ func fencedMarker(err error) bool {
 // Requests parked meanwhile are decided with the completion (complete);
 // when they prepare another commit or abort, its markers follow in the
 // same goroutine.
+//
+// A state with Pending markers (the previous transaction's, which the
+// next one began ahead of) has them written first: the next
+// transaction's own markers must not reach a partition before them.
 func (c *Coordinator) startCompletion(e *entry, t Txn, p, coordinatorEpoch int32, term uint64) {
 	c.life.Go(func() {
-		for {
-			if !c.sendMarkers(t, p, coordinatorEpoch, term) {
+		if pm := t.Pending; pm != nil {
+			if !c.sendMarkers(t.ID, pendingMarkers(pm, coordinatorEpoch), p, term) {
+				c.endCompletion(e, t)
+				return
+			}
+			e.mu.Lock()
+			e.markersWrittenLocked(pendingKey(pm))
+			e.mu.Unlock()
+		}
+		for t.State == PrepareCommit || t.State == PrepareAbort {
+			if !c.sendMarkers(t.ID, preparedMarkers(&t, coordinatorEpoch), p, term) {
 				break
 			}
 			next, again := c.complete(e, t, p, term)
@@ -95,17 +108,25 @@ func (c *Coordinator) endCompletion(e *entry, t Txn) {
 // the metadata written and whether it is another prepared transaction
 // whose markers are due.
 func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool) {
-	c.awaitNextRequest(e)
+	if !c.movedOn(e, &t) {
+		c.awaitNextRequest(e)
+	}
 	e.mu.Lock()
 	e.markersDone = true
+	// A leader's add may have begun the next transaction ahead of them
+	// (writeAhead): its state holds them pending until now.
+	e.markersWrittenLocked(preparedKey(&t))
 	parked := e.parked
 	e.parked = nil
 	if len(parked) == 0 || e.busy || !sameTransaction(&e.txn, &t) {
+		movedOn := !e.busy && !sameTransaction(&e.txn, &t)
 		e.mu.Unlock()
 		for _, pr := range parked {
 			pr.done <- parkedAnswer{retry: true}
 		}
-		c.recordCompletion(t, p, term)
+		if !movedOn {
+			c.recordCompletion(t, p, term)
+		}
 		return Txn{}, false
 	}
 	decisions := make([]Decision, len(parked))
@@ -142,7 +163,7 @@ func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool
 		c.recordCompletion(t, p, term)
 		return Txn{}, false
 	}
-	e.txn = out.Next
+	e.txn = e.settledLocked(out.Next)
 	// Requests arriving from now on park for the markers of the next
 	// prepared transaction, if the decisions prepared one.
 	e.markersDone = !out.Markers
@@ -151,6 +172,16 @@ func (c *Coordinator) complete(e *entry, t Txn, p int32, term uint64) (Txn, bool
 		pr.done <- parkedAnswer{txn: answers[i].Next, code: answers[i].Code}
 	}
 	return out.Next, out.Markers
+}
+
+// movedOn reports whether e's state is no longer the prepared t, and no
+// write that could leave it so is in flight: the next transaction's
+// record (writeAhead) completed t, so no completion is written and no
+// request is waited for.
+func (c *Coordinator) movedOn(e *entry, t *Txn) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.busy && !sameTransaction(&e.txn, t)
 }
 
 // completionLinger is how long a completion whose markers are written
@@ -204,14 +235,34 @@ func (c *Coordinator) termOf(p int32) uint64 {
 	return 0
 }
 
-// sendMarkers writes t's markers until each is written or its partition
-// is gone; false when this broker stopped coordinating first.
-func (c *Coordinator) sendMarkers(t Txn, p, coordinatorEpoch int32, term uint64) bool {
-	pending := make([]server.TxnMarker, 0, len(t.Partitions))
+// preparedMarkers are the prepared t's markers, saying the epoch of the
+// data they end when it is known (Txn.MarkersTxnEpoch).
+func preparedMarkers(t *Txn, coordinatorEpoch int32) []server.TxnMarker {
+	txnEpoch, known := t.MarkersTxnEpoch()
+	out := make([]server.TxnMarker, 0, len(t.Partitions))
 	for _, tp := range t.Partitions {
-		pending = append(pending, server.TxnMarker{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch,
-			Commit: t.State == PrepareCommit, CoordinatorEpoch: coordinatorEpoch, Topic: tp.Topic, Partition: tp.Partition})
+		out = append(out, server.TxnMarker{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch,
+			Commit: t.State == PrepareCommit, CoordinatorEpoch: coordinatorEpoch, Topic: tp.Topic, Partition: tp.Partition,
+			TxnEpoch: txnEpoch, HasTxnEpoch: known})
 	}
+	return out
+}
+
+// pendingMarkers are pm's markers, sent with this coordinator's epoch
+// (at least the one that decided them).
+func pendingMarkers(pm *PendingMarkers, coordinatorEpoch int32) []server.TxnMarker {
+	out := make([]server.TxnMarker, 0, len(pm.Partitions))
+	for _, tp := range pm.Partitions {
+		out = append(out, server.TxnMarker{ProducerID: pm.ProducerID, ProducerEpoch: pm.ProducerEpoch,
+			Commit: pm.Commit, CoordinatorEpoch: max(coordinatorEpoch, pm.CoordinatorEpoch), Topic: tp.Topic, Partition: tp.Partition,
+			TxnEpoch: pm.TxnEpoch, HasTxnEpoch: true})
+	}
+	return out
+}
+
+// sendMarkers writes the markers of id until each is written or its
+// partition is gone; false when this broker stopped coordinating first.
+func (c *Coordinator) sendMarkers(id string, pending []server.TxnMarker, p int32, term uint64) bool {
 	for attempt := 0; len(pending) > 0; attempt++ {
 		if c.closed() || !c.leads(p, term) {
 			return false
@@ -230,14 +281,14 @@ func (c *Coordinator) sendMarkers(t Txn, p, coordinatorEpoch int32, term uint64)
 			switch {
 			case err == nil:
 			case errors.Is(err, ErrPartitionGone):
-				c.logger.Info("dropped the marker of a deleted partition", "transactional_id", t.ID, "topic", m.Topic, "partition", m.Partition)
+				c.logger.Info("dropped the marker of a deleted partition", "transactional_id", id, "topic", m.Topic, "partition", m.Partition)
 			case fencedMarker(err):
 				c.logger.Error("a partition leader fenced this coordinator's marker; the transaction stays prepared until a newer coordinator completes it",
-					"transactional_id", t.ID, "topic", m.Topic, "partition", m.Partition, "err", err)
+					"transactional_id", id, "topic", m.Topic, "partition", m.Partition, "err", err)
 				return false
 			default:
 				if attempt%50 == 0 {
-					c.logger.Warn("writing a transaction marker failed; retrying", "transactional_id", t.ID,
+					c.logger.Warn("writing a transaction marker failed; retrying", "transactional_id", id,
 						"topic", m.Topic, "partition", m.Partition, "attempt", attempt, "err", err)
 				}
 				retry = append(retry, m)
@@ -401,18 +452,23 @@ func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []s
 func MarkersRequest(markers []server.TxnMarker) *kmsg.WriteTxnMarkersRequest {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	type group struct {
-		pid    int64
-		epoch  int16
-		commit bool
-		coord  int32
+		pid         int64
+		epoch       int16
+		commit      bool
+		coord       int32
+		txnEpoch    int16
+		hasTxnEpoch bool
 	}
 	at := map[group]int{}
 	for _, mk := range markers {
-		g := group{mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch}
+		g := group{mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch, mk.TxnEpoch, mk.HasTxnEpoch}
 		i, ok := at[g]
 		if !ok {
 			rm := kmsg.NewWriteTxnMarkersRequestMarker()
 			rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = g.pid, g.epoch, g.commit, g.coord
+			if g.hasTxnEpoch {
+				rm.UnknownTags.Set(server.TxnEpochTag, server.EncodeTxnEpochTag(g.txnEpoch))
+			}
 			req.Markers = append(req.Markers, rm)
 			i = len(req.Markers) - 1
 			at[g] = i

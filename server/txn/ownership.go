@@ -53,7 +53,9 @@ func (c *Coordinator) install(p int32, o ownership.Owned, table map[string]Txn, 
 	c.mu.Lock()
 	for id, t := range table {
 		e := &entry{txn: t, written: true}
-		if t.State == PrepareCommit || t.State == PrepareAbort {
+		if t.State == PrepareCommit || t.State == PrepareAbort || t.Pending != nil {
+			// Markers to send: the prepared transaction's, and before
+			// them those a transaction begun ahead of them left pending.
 			e.completing = true
 			prepared = append(prepared, e)
 		}

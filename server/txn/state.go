@@ -115,6 +115,74 @@ type Txn struct {
 	// end: a coordinator loading a version-2 end recognises the
 	// producer's retry of it by the epoch before the bump.
 	ClientTransactionVersion int16
+	// Pending, when not nil, are the markers of the producer's previous
+	// transaction, still being written while this one (Ongoing, or
+	// prepared after) began ahead of them (AheadOfMarkers). Never
+	// modified: a state without them has Pending nil.
+	Pending *PendingMarkers
+}
+
+// PendingMarkers are a completed transaction's markers not yet all
+// written (transaction.version 2): the next transaction's leaders were
+// answered before them, so the record that began it holds them, and a
+// coordinator loading it sends them before any marker of the next one.
+type PendingMarkers struct {
+	ProducerID int64
+	// ProducerEpoch is the markers' epoch (the bumped one, the next
+	// transaction's); TxnEpoch the epoch of the data they end.
+	ProducerEpoch    int16
+	TxnEpoch         int16
+	Commit           bool
+	CoordinatorEpoch int32
+	Partitions       []TopicPartition
+}
+
+// endsSame reports whether pm are the markers of the prepared t.
+func (pm *PendingMarkers) endsSame(t *Txn) bool {
+	return pm != nil && pm.ProducerID == t.ProducerID && pm.ProducerEpoch == t.ProducerEpoch &&
+		pm.Commit == (t.State == PrepareCommit)
+}
+
+// MarkersTxnEpoch is the epoch of the data the prepared t's markers end,
+// and whether it is known: an EndTxn v5's (each transaction its own
+// epoch); not for a transaction.version 1 end or the coordinator's own
+// aborts, whose markers go out as Kafka's.
+func (t *Txn) MarkersTxnEpoch() (int16, bool) {
+	if t.ClientTransactionVersion != 2 || t.LastProducerEpoch < 0 {
+		return 0, false
+	}
+	return t.LastProducerEpoch, true
+}
+
+// AheadOfMarkers decides, while the prepared t's markers are being
+// written, a partition leader's add for the producer's next transaction
+// (transaction.version 2, decide: its AddPartitions, at the epoch the
+// end bumped to) at once instead of after the markers: t completed, the
+// next transaction Ongoing with the partition, and t's markers Pending
+// beside it, all in one record. The leader then waits, on its partition,
+// for t's marker before it appends (Replica.AwaitTxnOrder), and markers
+// that say the epoch they end cannot end the next transaction. false
+// when the decision does not qualify (a version 1 end, a rotation to a
+// new producer id, markers already pending, or anything but an add that
+// begins the next transaction): the caller waits for the markers.
+func (t Txn) AheadOfMarkers(nowMs int64, coordinatorEpoch int32, decide Decision) (Outcome, bool) {
+	txnEpoch, known := t.MarkersTxnEpoch()
+	if t.State != PrepareCommit && t.State != PrepareAbort || !known || t.NextProducerID >= 0 || t.Pending != nil {
+		return Outcome{}, false
+	}
+	done := t.Complete(nowMs)
+	if !done.Write {
+		return Outcome{}, false
+	}
+	state := done.Next
+	o := decide(&state)
+	if !o.Write || o.Code != 0 || o.Next.State != Ongoing {
+		return Outcome{}, false
+	}
+	o.Next.Pending = &PendingMarkers{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch, TxnEpoch: txnEpoch,
+		Commit: t.State == PrepareCommit, CoordinatorEpoch: coordinatorEpoch, Partitions: t.Partitions}
+	o.Markers = false
+	return o, true
 }
 
 // NewTxn is the metadata of an id seen for the first time, before its
@@ -496,6 +564,9 @@ func (t Txn) AbortTimedOut(nowMs int64) Outcome { return t.fenceAndAbort(nowMs, 
 // (transactional.id.expiration.ms after its last change, with no
 // transaction open).
 func (t *Txn) Expired(nowMs int64, expirationMs int64) bool {
+	if t.Pending != nil {
+		return false
+	}
 	switch t.State {
 	case Empty, CompleteCommit, CompleteAbort:
 		return nowMs-t.UpdateMs >= expirationMs

@@ -45,7 +45,7 @@ func (v *Verifier) ask(ctx context.Context, id string, producerID int64, epoch i
 			return code
 		}
 		if !verifyOnly {
-			return c.AddPartitions(ctx, id, producerID, epoch, []TopicPartition{{topic, partition}})
+			return c.AddLeaderPartitions(ctx, id, producerID, epoch, []TopicPartition{{topic, partition}})
 		}
 		return c.VerifyTxnPartition(ctx, id, producerID, epoch, topic, partition)
 	}
