@@ -131,6 +131,15 @@ func (p *Replica) AppendProducerBatch(h recordbatch.Header, batch []byte, opts s
 	if err := e.checkTxn(h, guard); err != nil {
 		return storage.AppendResult{}, fmt.Errorf("%s-%d producer %d: %w", p.topic, p.index, h.ProducerID, err)
 	}
+	return p.appendOpening(e, h, batch, opts)
+}
+
+// appendOpening appends a producer's checked batch and records it in e:
+// the producer's transaction opens at it when it is transactional (the
+// LSO held from before the append, released if the append fails).
+// Expects appendMu read-locked and e.mu.
+func (p *Replica) appendOpening(e *producerEntry, h recordbatch.Header, batch []byte, opts storage.AppendOptions) (storage.AppendResult, error) {
+	ps := p.producers
 	opening := ps.holdLSO(e, h.ProducerID, h, p.log.LogEndOffset())
 	res, err := p.Append(batch, opts)
 	if err != nil {
@@ -171,17 +180,7 @@ func (p *Replica) AppendCoordinatorTxnBatch(h recordbatch.Header, batch []byte, 
 		return storage.AppendResult{}, fmt.Errorf("%w: %s-%d producer %d: epoch %d is older than %d",
 			ErrInvalidProducerEpoch, p.topic, p.index, h.ProducerID, h.ProducerEpoch, e.epoch)
 	}
-	opening := ps.holdLSO(e, h.ProducerID, h, p.log.LogEndOffset())
-	res, err := p.Append(batch, opts)
-	if err != nil {
-		if opening {
-			ps.releaseLSO(h.ProducerID)
-		}
-		return res, err
-	}
-	ps.beginTxn(e, h.ProducerID, h, res.BaseOffset)
-	e.record(h, res.BaseOffset, res.LastOffset, time.Now().UnixMilli())
-	return res, nil
+	return p.appendOpening(e, h, batch, opts)
 }
 
 func errorDetail(err error, e *producerEntry, h recordbatch.Header) string {
