@@ -4,6 +4,7 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -70,7 +71,39 @@ func startClusterAt(t *testing.T, connect string, n int, extra ...string) []*har
 			t.FailNow() // a broker did not start; harness logged why
 		}
 	}
+	waitControllerSeesAll(t, nodes)
 	return nodes
+}
+
+// waitControllerSeesAll waits until the controller has described every
+// node to every node (GET /cluster's broker_count). A node is ready once
+// it serves HTTP, which can be before the controller heard of it: a node
+// the harness restarted on new ports (its first ports were taken) came up
+// last, and a CreateTopic of replication factor 3 sent at once was
+// answered INVALID_REPLICATION_FACTOR (one local CI run). A node whose
+// /cluster needs credentials (--security) is not asked.
+func waitControllerSeesAll(t testing.TB, nodes []*harness.Node) {
+	t.Helper()
+	harness.WaitFor(t, "the controller describing every broker to every broker", 60*time.Second, func() bool {
+		for _, n := range nodes {
+			res, err := http.Get(n.URL + "/cluster")
+			if err != nil {
+				return false
+			}
+			var c struct {
+				BrokerCount int `json:"broker_count"`
+			}
+			err = json.NewDecoder(res.Body).Decode(&c)
+			res.Body.Close()
+			switch {
+			case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden:
+				continue
+			case res.StatusCode != http.StatusOK || err != nil || c.BrokerCount < len(nodes):
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func seeds(nodes []*harness.Node) []string {

@@ -310,6 +310,7 @@ func startTxnBrokers(tb testing.TB, extra ...string) []*harness.Node {
 	if slices.Contains(nodes, nil) {
 		tb.FailNow()
 	}
+	waitControllerSeesAll(tb, nodes)
 	if level > 0 {
 		waitAllAdvertise(tb, nodes, 2)
 		if level < 2 {
