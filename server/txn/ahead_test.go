@@ -371,7 +371,7 @@ func TestMarkersRequestCarriesTheTxnEpoch(t *testing.T) {
 // decided on the committing state while another leader's add moved the
 // transaction on, ahead of the markers, is decided again on the new
 // state: answering it CONCURRENT_TRANSACTIONS made the producer back off
-// 100 ms or more (BenchmarkTxnTimeline's transactions of 1,000 records,
+// 200 ms or more (BenchmarkTxnTimeline's transactions of 1,000 records,
 // over three partitions, took 44 ms instead of 4 in one run of five).
 func TestConcurrentLeaderAddsAfterACommitAreAllTaken(t *testing.T) {
 	ml := &markerLog{}
