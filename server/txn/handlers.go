@@ -78,8 +78,9 @@ func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create
 			// on has changed since (another leader's add of the same
 			// transaction moved it on, ahead of the markers), decide it
 			// again on the new one: answering CONCURRENT_TRANSACTIONS
-			// then made the producer back off, 200 ms and more (franz-go: 250 ms, jittered by ±20%, doubling), for a
-			// transaction that would take the partition at once.
+			// then made the producer back off 200 ms and more
+			// (franz-go: 250 ms ±20%, doubling) for a transaction that
+			// would take the partition at once.
 			changed := !sameTransaction(&e.txn, &t)
 			e.mu.Unlock()
 			if changed && time.Now().Before(deadline) {
