@@ -147,6 +147,21 @@ func (p *Replica) AwaitTxnOrder(ctx context.Context, producerID int64, producerE
 	}
 }
 
+// AwaitingTxnOrder reports whether a batch of producerID waits in
+// AwaitTxnOrder for the marker of the producer's open transaction here.
+func (p *Replica) AwaitingTxnOrder(producerID int64) bool {
+	ps := p.producers
+	ps.mu.Lock()
+	e, ok := ps.mu.entries[producerID]
+	ps.mu.Unlock()
+	if !ok {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.txnClosed != nil
+}
+
 // checkTxn applies the transaction rules to a data batch. Expects e.mu.
 func (e *producerEntry) checkTxn(h recordbatch.Header, guard TxnGuard) error {
 	switch {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // instantAdder is a transaction.version 2 coordinator that adds every
@@ -97,7 +98,11 @@ func TestNextTransactionWaitsForThePreviousMarker(t *testing.T) {
 	marker := TxnMarker{ProducerID: 7, ProducerEpoch: 1, Commit: true, Topic: "t", Partition: 0, TxnEpoch: 0, HasTxnEpoch: true}
 	waiting := make(chan error, 1)
 	go func() { waiting <- produce(1, 10*time.Second) }()
-	time.Sleep(20 * time.Millisecond)
+	replica, err := b.partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, "the next transaction's batch waiting for the marker", 5*time.Second, func() bool { return replica.AwaitingTxnOrder(7) })
 	if errs := b.WriteTxnMarkers(ctx, []TxnMarker{marker}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}

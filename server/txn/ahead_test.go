@@ -145,10 +145,7 @@ func TestLeaderAddAnsweredAheadOfTheMarkers(t *testing.T) {
 	must(t, "another leader", n.c.AddLeaderPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 2}}))
 	_, _, code := n.c.EndTxnV2(ctx, "tx", pid, epoch, false)
 	must(t, "abort the next transaction", code)
-	time.Sleep(20 * time.Millisecond)
-	if got := markersOf(ml); len(got) != 0 {
-		t.Fatalf("markers written while the first ones fail: %+v", got)
-	}
+	awaitOnlyPendingTried(t, ml, 0)
 	ml.fail(nil)
 	n.waitState("tx", CompleteAbort)
 	got := markersOf(ml)
@@ -292,10 +289,7 @@ func TestNextTransactionAbortedWhileMarkersPending(t *testing.T) {
 			if tx.State != PrepareAbort || tx.Pending == nil {
 				t.Fatalf("after the %s: %+v", how, tx)
 			}
-			time.Sleep(20 * time.Millisecond)
-			if got := markersOf(ml); len(got) != 0 {
-				t.Fatalf("markers while the first ones fail: %+v", got)
-			}
+			awaitOnlyPendingTried(t, ml, 0)
 			ml.fail(nil)
 			n.waitState("tx", CompleteAbort)
 			wantMarkers(t, markersOf(ml),
@@ -399,5 +393,28 @@ func TestConcurrentLeaderAddsAfterACommitAreAllTaken(t *testing.T) {
 	}
 	if refused > 0 {
 		t.Fatalf("%d of 900 leaders' adds answered CONCURRENT_TRANSACTIONS", refused)
+	}
+}
+
+// awaitOnlyPendingTried waits, while ml fails every marker, for the
+// coordinator to try its markers twice more, then fails the test if any
+// marker tried meanwhile is not for partition pending: the next
+// transaction's markers must wait for the earlier ones.
+func awaitOnlyPendingTried(t *testing.T, ml *markerLog, pending int32) {
+	t.Helper()
+	_, calls := ml.snapshot()
+	harness.WaitFor(t, "the pending markers retried", 5*time.Second, func() bool {
+		_, now := ml.snapshot()
+		return now >= calls+2
+	})
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	if len(ml.written) != 0 {
+		t.Fatalf("markers written while the first ones fail: %+v", ml.written)
+	}
+	for _, mk := range ml.tried {
+		if mk.Partition != pending {
+			t.Fatalf("marker for partition %d tried before the pending one (partition %d) was written: %+v", mk.Partition, pending, ml.tried)
+		}
 	}
 }

@@ -28,12 +28,15 @@ type markerLog struct {
 	written []server.TxnMarker
 	failing error
 	calls   int
+	// tried holds every marker asked for, written or failed.
+	tried []server.TxnMarker
 }
 
 func (m *markerLog) WriteTxnMarkers(_ context.Context, ms []server.TxnMarker) []error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
+	m.tried = append(m.tried, ms...)
 	errs := make([]error, len(ms))
 	for i, mk := range ms {
 		if m.failing != nil {
