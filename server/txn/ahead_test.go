@@ -182,8 +182,12 @@ func TestPendingMarkersResentAfterFailover(t *testing.T) {
 	must(t, "commit the next transaction", code)
 	ml2.fail(nil)
 	n.waitState("tx", CompleteCommit)
+	// The loaded record carried partition 0 (the first transaction's)
+	// for the next one, which the coordinator before could have let its
+	// leader add without a write: its end marks it too.
 	wantMarkers(t, markersOf(ml2),
 		server.TxnMarker{ProducerEpoch: 1, Partition: 0, Commit: true, TxnEpoch: 0, HasTxnEpoch: true},
+		server.TxnMarker{ProducerEpoch: 2, Partition: 0, Commit: true, TxnEpoch: 1, HasTxnEpoch: true},
 		server.TxnMarker{ProducerEpoch: 2, Partition: 1, Commit: true, TxnEpoch: 1, HasTxnEpoch: true},
 		server.TxnMarker{ProducerEpoch: 2, Partition: 2, Commit: true, TxnEpoch: 1, HasTxnEpoch: true})
 	n.stop()

@@ -277,6 +277,18 @@ func (e *entry) durableLocked(t Txn) {
 	e.undurable = slices.DeleteFunc(e.undurable, t.Has)
 }
 
+// wakeLingerLocked ends a completer's wait for the producer's next
+// request (completionLinger): a request that began the next transaction
+// without parking (ahead of the markers, or quietly) needs no completion
+// record, and the markers of that transaction's end must not wait for
+// the linger. e.mu is held.
+func (e *entry) wakeLingerLocked() {
+	if e.onPark != nil {
+		close(e.onPark)
+		e.onPark = nil
+	}
+}
+
 // notifyLocked wakes the requests waiting for e to change; e.mu is held.
 func (e *entry) notifyLocked() {
 	if e.changed != nil {

@@ -169,6 +169,35 @@
 //     pending commits per producer id and epoch, so the resend decides
 //     the previous transaction's offsets and never the next one's.
 //
+// # Carried partitions (transaction.version 2)
+//
+// A producer looping begin / produce / commit writes to the same
+// partitions transaction after transaction, and each of its leaders'
+// adds cost a replicated write before the data could be appended. An
+// EndTxn v5 therefore records the ended transaction's partitions in its
+// Prepare record as Carried (ferry's tagged field 0x6666, value v1):
+// partitions the next transaction, at the epoch the end bumped to, may
+// hold without a record of its own. A leader's add of carried partitions
+// is answered from memory at once (Outcome.Quiet, applyQuiet): the
+// acknowledged Prepare record already names them for any coordinator
+// that loads the log. An add of any other partition is written as
+// before, and every record of the id keeps the carried set until the
+// next end replaces it. A completion written alone (no request of the
+// next transaction came during the markers and completionLinger:
+// Txn.CompleteIdle) drops it, so an idle producer's state is exact.
+//
+// A coordinator loading a record that carries partitions cannot know
+// whether its predecessor let the next transaction add them
+// (Txn.Loaded): an ongoing transaction takes them as added; a prepared
+// or completed one keeps them as carriedUnknown, and the next
+// transaction's end, a fencing InitProducerId and the timeout abort
+// (timed from the load, or from the completion) treat them as added
+// (begunCarried), while the previous end's retry is still answered as
+// done. Markers sent to a carried partition that got no data append
+// nothing of consequence, and a producer idle across such a failover for
+// longer than its transaction timeout has the transaction it may have
+// begun aborted (it is fenced, as after any timeout).
+//
 // transaction.version 1 (AddPartitionsToTxn v0–v4 from the producer, one
 // epoch across transactions) is unchanged: its adds wait as before, as
 // its markers cannot be told apart from the next transaction's.

@@ -214,6 +214,9 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create bool
 		e.mu.Unlock()
 		return Txn{}, errInvalidProducerMapping
 	}
+	if out.Quiet {
+		return c.applyQuiet(e, out) // e.mu unlocked there
+	}
 	if !out.Write {
 		cur := e.txn
 		e.mu.Unlock()
@@ -286,8 +289,31 @@ func (c *Coordinator) writeAhead(ctx context.Context, e *entry, p, coordinatorEp
 	if !ok {
 		return Txn{}, 0, false
 	}
+	if out.Quiet {
+		t, code := c.applyQuiet(e, out)
+		return t, code, true
+	}
+	e.wakeLingerLocked()
 	t, code := c.writeEarly(ctx, e, p, out, true)
 	return t, code, true
+}
+
+// applyQuiet applies a quiet outcome (an add of carried partitions) in
+// memory and answers it: the acknowledged record that carried them
+// holds them for a coordinator loading the log, so the leader appends at
+// once, with no write on its path. A completer lingering for the
+// producer's next request (completionLinger) is woken: the next
+// transaction has begun, so no completion is written, and the markers
+// of the producer's next end must not wait for the linger. e.mu is held
+// and released here.
+func (c *Coordinator) applyQuiet(e *entry, out Outcome) (Txn, int16) {
+	e.txn = e.settledLocked(out.Next)
+	e.wakeLingerLocked()
+	e.mu.Unlock()
+	if _, _, code := c.serves(out.Next.ID); code != 0 {
+		return Txn{}, code
+	}
+	return out.Next, out.Code
 }
 
 // writeEarly applies out, which adds partitions to e's ongoing

@@ -43,12 +43,15 @@ func stateValue(t *Txn) []byte {
 	v := kmsg.NewTxnMetadataValue()
 	v.Version = 0
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis = t.ProducerID, t.ProducerEpoch, t.TimeoutMs
-	if t.NextProducerID >= 0 || t.ClientTransactionVersion >= 2 || t.Pending != nil {
+	if t.NextProducerID >= 0 || t.ClientTransactionVersion >= 2 || t.Pending != nil || len(t.Carried) > 0 {
 		v.Version, v.PreviousProducerID, v.NextProducerID = 1, t.PrevProducerID, t.NextProducerID
 		v.ClientTransactionVersion = t.ClientTransactionVersion
 	}
 	if t.Pending != nil {
 		v.UnknownTags.Set(pendingMarkersTag, encodePendingMarkers(t.Pending))
+	}
+	if len(t.Carried) > 0 {
+		v.UnknownTags.Set(carriedTag, appendPartitions(nil, t.Carried))
 	}
 	v.State = kmsg.TransactionState(t.State)
 	v.LastUpdateTimestamp, v.StartTimestamp = t.UpdateMs, t.StartMs
@@ -103,17 +106,28 @@ func decodeValue(id string, value []byte) (Txn, error) {
 	}
 	slices.SortFunc(t.Partitions, comparePartitions)
 	t.Partitions = slices.Compact(t.Partitions)
-	var pendingErr error
+	var pendingErr, carriedErr error
 	v.UnknownTags.Each(func(tag uint32, b []byte) {
-		if tag == pendingMarkersTag && v.Version >= 1 {
+		switch {
+		case v.Version < 1:
+		case tag == pendingMarkersTag:
 			t.Pending, pendingErr = decodePendingMarkers(b)
+		case tag == carriedTag:
+			t.Carried, carriedErr = readAllPartitions(b)
 		}
 	})
 	if pendingErr != nil {
 		return Txn{}, fmt.Errorf("%w: value of %q: pending markers: %v", errBadRecord, id, pendingErr)
 	}
+	if carriedErr != nil {
+		return Txn{}, fmt.Errorf("%w: value of %q: carried partitions: %v", errBadRecord, id, carriedErr)
+	}
 	return t, nil
 }
+
+// carriedTag is ferry's tagged field of a value version 1 holding
+// Txn.Carried: appendPartitions' bytes.
+const carriedTag uint32 = 0x6666
 
 // pendingMarkersTag is ferry's tagged field of a value version 1 holding
 // Txn.Pending; far from Kafka's tags (0–2), which Kafka's readers skip
@@ -134,8 +148,15 @@ func encodePendingMarkers(pm *PendingMarkers) []byte {
 	}
 	b = append(b, commit)
 	b = binary.BigEndian.AppendUint32(b, uint32(pm.CoordinatorEpoch))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(pm.Partitions)))
-	for _, tp := range pm.Partitions {
+	return appendPartitions(b, pm.Partitions)
+}
+
+// appendPartitions appends a partition list: its count (4 bytes), then
+// per partition the topic's length (2), the topic and the partition (4);
+// big-endian.
+func appendPartitions(b []byte, tps []TopicPartition) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(tps)))
+	for _, tp := range tps {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(tp.Topic)))
 		b = append(b, tp.Topic...)
 		b = binary.BigEndian.AppendUint32(b, uint32(tp.Partition))
@@ -146,7 +167,7 @@ func encodePendingMarkers(pm *PendingMarkers) []byte {
 // decodePendingMarkers reads encodePendingMarkers' bytes; every count
 // and length is bounded by the bytes there.
 func decodePendingMarkers(b []byte) (*PendingMarkers, error) {
-	const head = 8 + 2 + 2 + 1 + 4 + 4
+	const head = 8 + 2 + 2 + 1 + 4
 	if len(b) < head {
 		return nil, errors.New("short")
 	}
@@ -160,12 +181,27 @@ func decodePendingMarkers(b []byte) (*PendingMarkers, error) {
 	if b[12] > 1 || pm.ProducerID < 0 || pm.ProducerEpoch < 0 || pm.TxnEpoch < 0 {
 		return nil, errors.New("invalid producer, epoch or outcome")
 	}
-	n := binary.BigEndian.Uint32(b[17:])
-	b = b[head:]
+	partitions, err := readAllPartitions(b[head:])
+	if err != nil {
+		return nil, err
+	}
+	pm.Partitions = partitions
+	return pm, nil
+}
+
+// readAllPartitions reads appendPartitions' bytes, all of b, sorted and
+// without duplicates; every count and length is bounded by the bytes
+// there.
+func readAllPartitions(b []byte) ([]TopicPartition, error) {
+	if len(b) < 4 {
+		return nil, errors.New("short partition count")
+	}
+	n := binary.BigEndian.Uint32(b)
+	b = b[4:]
 	if uint64(n) > uint64(len(b))/6 { // each partition takes 6 bytes at least
 		return nil, fmt.Errorf("%d partitions in %d bytes", n, len(b))
 	}
-	pm.Partitions = make([]TopicPartition, 0, n)
+	tps := make([]TopicPartition, 0, n)
 	for range n {
 		if len(b) < 2 {
 			return nil, errors.New("short partition")
@@ -178,15 +214,14 @@ func decodePendingMarkers(b []byte) (*PendingMarkers, error) {
 		if tp.Topic == "" || tp.Partition < 0 {
 			return nil, errors.New("invalid partition")
 		}
-		pm.Partitions = append(pm.Partitions, tp)
+		tps = append(tps, tp)
 		b = b[2+l+4:]
 	}
 	if len(b) != 0 {
 		return nil, fmt.Errorf("%d bytes left over", len(b))
 	}
-	slices.SortFunc(pm.Partitions, comparePartitions)
-	pm.Partitions = slices.Compact(pm.Partitions)
-	return pm, nil
+	slices.SortFunc(tps, comparePartitions)
+	return slices.Compact(tps), nil
 }
 
 // epochBeforeEnd is the epoch a producer sent the version-2 end that left

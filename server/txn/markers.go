@@ -311,7 +311,7 @@ func (c *Coordinator) recordCompletion(t Txn, p int32, term uint64) {
 			if !sameTransaction(cur, &t) {
 				return answer(0) // completed already
 			}
-			return cur.Complete(now)
+			return cur.CompleteIdle(now)
 		})
 		switch {
 		case code == 0:

@@ -51,7 +51,9 @@ func (c *Coordinator) newOwnership() *ownership.Table[map[string]Txn] {
 func (c *Coordinator) install(p int32, o ownership.Owned, table map[string]Txn, took time.Duration) func() {
 	var prepared []*entry
 	c.mu.Lock()
+	now := c.nowMs()
 	for id, t := range table {
+		t = t.Loaded(now)
 		e := &entry{txn: t, written: true}
 		if t.State == PrepareCommit || t.State == PrepareAbort || t.Pending != nil {
 			// Markers to send: the prepared transaction's, and before

@@ -120,6 +120,19 @@ type Txn struct {
 	// prepared after) began ahead of them (AheadOfMarkers). Never
 	// modified: a state without them has Pending nil.
 	Pending *PendingMarkers
+	// Carried are partitions the producer's transaction at ProducerEpoch
+	// may add without a write of its own (transaction.version 2): an
+	// EndTxn v5 records the ended transaction's partitions beside the
+	// epoch it bumps to (ferry's tagged field 0x6666), so the next
+	// transaction's leaders' adds of them are answered from memory
+	// (AddPartitions' quiet outcome): an acknowledged record already
+	// names them for a coordinator loading it. Sorted; never modified.
+	Carried []TopicPartition
+	// carriedUnknown: this state was loaded from a prepared record
+	// carrying partitions, so the coordinator before may have let the
+	// next transaction add them; its completion begins that transaction
+	// with them all (Complete). In memory only.
+	carriedUnknown bool
 }
 
 // PendingMarkers are a completed transaction's markers not yet all
@@ -176,7 +189,7 @@ func (t Txn) AheadOfMarkers(nowMs int64, coordinatorEpoch int32, decide Decision
 	}
 	state := done.Next
 	o := decide(&state)
-	if !o.Write || o.Code != 0 || o.Next.State != Ongoing {
+	if !o.Write && !o.Quiet || o.Code != 0 || o.Next.State != Ongoing {
 		return Outcome{}, false
 	}
 	o.Next.Pending = &PendingMarkers{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch, TxnEpoch: txnEpoch,
@@ -209,6 +222,10 @@ type Outcome struct {
 	Write   bool
 	Code    int16
 	Markers bool
+	// Quiet: Next replaces the metadata in memory, answered at once with
+	// nothing written, as an acknowledged record covers it already (an
+	// add of Carried partitions).
+	Quiet bool
 }
 
 func answer(code int16) Outcome { return Outcome{Code: code} }
@@ -248,6 +265,7 @@ func (t Txn) InitProducerID(timeoutMs int32, expected ProducerIDAndEpoch, nowMs 
 	if haveExpected && !t.validProducer(expected) {
 		return answer(errProducerFenced)
 	}
+	t = t.begunCarried()
 	switch t.State {
 	case PrepareCommit, PrepareAbort:
 		return answer(errConcurrentTransactions)
@@ -261,6 +279,7 @@ func (t Txn) InitProducerID(timeoutMs int32, expected ProducerIDAndEpoch, nowMs 
 	}
 	next := t
 	next.State, next.TimeoutMs, next.Partitions, next.StartMs, next.UpdateMs = Empty, timeoutMs, nil, -1, nowMs
+	next.Carried = nil
 	if t.epochExhausted() && (!haveExpected || expected.Epoch == t.ProducerEpoch) {
 		id, err := newID()
 		if err != nil {
@@ -302,12 +321,14 @@ func (t *Txn) validProducer(p ProducerIDAndEpoch) bool {
 // PrepareAbort, written as one transition. Markers carry the new epoch, so
 // the old producer's late writes are fenced on every partition.
 func (t Txn) fenceAndAbort(nowMs int64, code int16) Outcome {
+	t = t.begunCarried()
 	next := t
 	if !t.epochExhausted() {
 		next.ProducerEpoch, next.LastProducerEpoch = t.ProducerEpoch+1, noEpoch
 	}
-	// The coordinator's own end: no client retries it.
-	next.State, next.UpdateMs, next.ClientTransactionVersion = PrepareAbort, nowMs, 0
+	// The coordinator's own end: no client retries it, and the producer
+	// is fenced, so nothing is carried.
+	next.State, next.UpdateMs, next.ClientTransactionVersion, next.Carried = PrepareAbort, nowMs, 0, nil
 	return t.to(next, code)
 }
 
@@ -334,6 +355,7 @@ func (t Txn) AddPartitions(producerID int64, epoch int16, tps []TopicPartition, 
 	if code := t.checkProducer(producerID, epoch); code != 0 {
 		return answer(code)
 	}
+	t = t.begunCarried()
 	switch t.State {
 	case PrepareCommit, PrepareAbort:
 		return answer(errConcurrentTransactions)
@@ -355,7 +377,28 @@ func (t Txn) AddPartitions(producerID int64, epoch int16, tps []TopicPartition, 
 		next.StartMs = nowMs
 	}
 	next.State, next.UpdateMs = Ongoing, nowMs
+	if t.carriesAdded(tps) && ValidTransition(t.State, Ongoing) {
+		return Outcome{Next: next, Quiet: true}
+	}
 	return t.to(next, 0)
+}
+
+// carriesAdded reports whether every partition of tps that t's
+// transaction does not hold yet is Carried: an acknowledged record of
+// the id names them for this epoch's transaction.
+func (t *Txn) carriesAdded(tps []TopicPartition) bool {
+	if len(t.Carried) == 0 {
+		return false
+	}
+	for _, tp := range tps {
+		if t.State == Ongoing && t.Has(tp) {
+			continue
+		}
+		if _, ok := slices.BinarySearchFunc(t.Carried, tp, comparePartitions); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // VerifyPartition answers KIP-890's question for one partition a leader is
@@ -383,10 +426,13 @@ func (t Txn) EndTxn(producerID int64, epoch int16, commit bool, nowMs int64) Out
 	if code := t.checkProducer(producerID, epoch); code != 0 {
 		return answer(code)
 	}
+	if t.State == CompleteCommit && !commit || t.State == CompleteAbort && commit {
+		t = t.begunCarried() // not the end answered again: a transaction of the carried partitions
+	}
 	switch t.State {
 	case Ongoing:
 		next := t
-		next.State, next.UpdateMs, next.ClientTransactionVersion = PrepareAbort, nowMs, 0
+		next.State, next.UpdateMs, next.ClientTransactionVersion, next.Carried = PrepareAbort, nowMs, 0, nil
 		if commit {
 			next.State = PrepareCommit
 		}
@@ -433,7 +479,71 @@ func (t Txn) Complete(nowMs int64) Outcome {
 	if t.NextProducerID >= 0 {
 		next.PrevProducerID, next.ProducerID, next.ProducerEpoch, next.NextProducerID = t.ProducerID, t.NextProducerID, 0, noID
 	}
+	if t.carriedUnknown {
+		next.StartMs = nowMs // the next transaction may have begun: timed from here
+	}
 	return t.to(next, 0)
+}
+
+// CompleteIdle is Complete written alone, no request of the producer's
+// next transaction having come: the carried partitions are dropped, so
+// that a coordinator loading the record knows no transaction began (an
+// add coming later is written as any first add). Loaded ones stay: the
+// coordinator before may have let the next transaction add them.
+func (t Txn) CompleteIdle(nowMs int64) Outcome {
+	o := t.Complete(nowMs)
+	if o.Write && !o.Next.carriedUnknown {
+		o.Next.Carried = nil
+	}
+	return o
+}
+
+// Loaded is t as a coordinator installs it from the log. The
+// coordinator that wrote a record carrying partitions may have let the
+// next transaction add them without a record since, and their leaders
+// append its data: an ongoing transaction takes them as added, and a
+// prepared or completed one is marked carriedUnknown, so that the next
+// transaction's end, its fencing and its timeout (counted from the load,
+// or the completion) treat them as added (begunCarried).
+func (t Txn) Loaded(nowMs int64) Txn {
+	if len(t.Carried) == 0 {
+		return t
+	}
+	switch t.State {
+	case Ongoing:
+		t.Partitions = union(t.Partitions, t.Carried)
+	case PrepareCommit, PrepareAbort:
+		t.carriedUnknown = true
+	case CompleteCommit, CompleteAbort:
+		t.carriedUnknown, t.StartMs = true, nowMs
+	default:
+		t.Carried = nil
+	}
+	return t
+}
+
+// begunCarried is t with the transaction its carried partitions may have
+// begun made Ongoing with them (a loaded state, carriedUnknown, whose
+// transaction completed), else t: what the next transaction's requests
+// and the coordinator's own aborts are decided on.
+func (t Txn) begunCarried() Txn {
+	if !t.carriedUnknown || t.State != CompleteCommit && t.State != CompleteAbort {
+		return t
+	}
+	t.State, t.Partitions, t.carriedUnknown = Ongoing, slices.Clone(t.Carried), false
+	return t
+}
+
+// CarriedUnknown reports whether the transaction at the producer's
+// current epoch may have begun on carried partitions without this
+// coordinator knowing (a loaded state; see Loaded).
+func (t *Txn) CarriedUnknown() bool { return t.carriedUnknown }
+
+// union is a and b, sorted, without duplicates.
+func union(a, b []TopicPartition) []TopicPartition {
+	out := append(slices.Clone(a), b...)
+	slices.SortFunc(out, comparePartitions)
+	return slices.Compact(out)
 }
 
 // EndTxnV2 decides an EndTxn v5 (KIP-890 part 2, transaction.version 2):
@@ -460,6 +570,7 @@ func (t Txn) EndTxnV2(producerID int64, epoch int16, commit bool, nowMs int64, n
 	if code := t.checkProducer(producerID, epoch); code != 0 {
 		return answer(code)
 	}
+	t = t.begunCarried()
 	switch t.State {
 	case Ongoing:
 	case Empty, CompleteCommit, CompleteAbort:
@@ -479,12 +590,15 @@ func (t Txn) EndTxnV2(producerID int64, epoch int16, commit bool, nowMs int64, n
 	if t.State != Ongoing {
 		next.Partitions, next.StartMs = nil, nowMs
 	}
+	// The next transaction (at the bumped epoch) may add this one's
+	// partitions without a write: this record names them.
+	next.Carried = next.Partitions
 	if t.epochExhausted() {
 		id, err := newID()
 		if err != nil {
 			return answer(errCoordinatorUnavailable)
 		}
-		next.ProducerEpoch, next.NextProducerID = math.MaxInt16, id
+		next.ProducerEpoch, next.NextProducerID, next.Carried = math.MaxInt16, id, nil
 	} else {
 		next.ProducerEpoch = epoch + 1
 	}
@@ -540,10 +654,13 @@ func (t Txn) CompleteThen(nowMs int64, decisions []Decision) (out Outcome, answe
 	answers = make([]Outcome, len(decisions))
 	for i, decide := range decisions {
 		o := decide(&state)
-		if o.Write {
+		if o.Write || o.Quiet {
 			state = o.Next
 		}
 		answers[i] = Outcome{Next: state, Code: o.Code}
+	}
+	if (state.State == CompleteCommit || state.State == CompleteAbort) && !state.carriedUnknown {
+		state.Carried = nil // as CompleteIdle: no next transaction began
 	}
 	return Outcome{Next: state, Write: true,
 		Markers: state.State == PrepareCommit || state.State == PrepareAbort}, answers
@@ -552,7 +669,8 @@ func (t Txn) CompleteThen(nowMs int64, decisions []Decision) (out Outcome, answe
 // TimedOut reports whether an Ongoing transaction outlived its timeout
 // (transaction.timeout.ms of its producer).
 func (t *Txn) TimedOut(nowMs int64) bool {
-	return t.State == Ongoing && t.StartMs >= 0 && nowMs-t.StartMs > int64(t.TimeoutMs)
+	b := t.begunCarried()
+	return b.State == Ongoing && b.StartMs >= 0 && nowMs-b.StartMs > int64(b.TimeoutMs)
 }
 
 // AbortTimedOut decides the coordinator's own abort of a timed-out
@@ -564,7 +682,7 @@ func (t Txn) AbortTimedOut(nowMs int64) Outcome { return t.fenceAndAbort(nowMs, 
 // (transactional.id.expiration.ms after its last change, with no
 // transaction open).
 func (t *Txn) Expired(nowMs int64, expirationMs int64) bool {
-	if t.Pending != nil {
+	if t.Pending != nil || t.carriedUnknown {
 		return false
 	}
 	switch t.State {

@@ -18,6 +18,9 @@ type step struct {
 	state  State
 	epoch  int16
 	marker bool
+	// quiet: answered at once and applied in memory, nothing written
+	// (Outcome.Quiet); state is checked as for a write.
+	quiet bool
 }
 
 // run feeds steps in order to t, applying each written outcome as the
@@ -31,10 +34,10 @@ func run(tb testing.TB, t Txn, steps []step) Txn {
 		if out.Code != s.code {
 			tb.Fatalf("%s: code %v, want %v", s.name, kerr.ErrorForCode(out.Code), kerr.ErrorForCode(s.code))
 		}
-		if out.Write != s.write {
-			tb.Fatalf("%s: write %v, want %v", s.name, out.Write, s.write)
+		if out.Write != s.write || out.Quiet != s.quiet {
+			tb.Fatalf("%s: write %v quiet %v, want %v %v", s.name, out.Write, out.Quiet, s.write, s.quiet)
 		}
-		if !out.Write {
+		if !out.Write && !out.Quiet {
 			continue
 		}
 		if !ValidTransition(t.State, out.Next.State) {
@@ -71,7 +74,9 @@ func end(pid int64, epoch int16, commit bool) func(Txn, int64) Outcome {
 	return func(t Txn, now int64) Outcome { return t.EndTxn(pid, epoch, commit, now) }
 }
 
-func complete(t Txn, now int64) Outcome { return t.Complete(now) }
+// complete is the completion the coordinator writes when no request of
+// the next transaction came meanwhile (recordCompletion).
+func complete(t Txn, now int64) Outcome { return t.CompleteIdle(now) }
 
 var (
 	tpA = TopicPartition{"orders", 0}

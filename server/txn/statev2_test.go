@@ -90,7 +90,7 @@ func reload(tb testing.TB, t Txn) Txn {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return loaded
+	return loaded.Loaded(t.UpdateMs + 1)
 }
 
 // An EndTxn v5 retried after the coordinator failed over (its answer

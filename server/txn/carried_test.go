@@ -1,0 +1,226 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/records"
+)
+
+// transaction.version 2, carried partitions: an EndTxn v5 records the
+// ended transaction's partitions for the producer's next one, whose
+// leaders' adds of them are then answered with nothing written.
+
+func TestCarriedPartitionsAddedQuietly(t *testing.T) {
+	prepared := run(t, NewTxn("tx", 7, 60000, 1000), []step{
+		{name: "init", do: initPID(60000), write: true, state: Empty, epoch: 0},
+		{name: "add", do: add(7, 0, tpA, tpB), write: true, state: Ongoing, epoch: 0},
+		{name: "commit", do: endV2(7, 0, true), write: true, state: PrepareCommit, epoch: 1, marker: true},
+	})
+	if !slices.Equal(prepared.Carried, []TopicPartition{tpA, tpB}) {
+		t.Fatalf("carried %v, want the ended transaction's partitions", prepared.Carried)
+	}
+
+	// Ahead of the markers: the next transaction begins in memory only.
+	out, ok := prepared.AheadOfMarkers(2000, 5, func(tx *Txn) Outcome { return tx.AddPartitions(7, 1, []TopicPartition{tpA}, 2000) })
+	if !ok || !out.Quiet || out.Write || out.Next.State != Ongoing || out.Next.Pending == nil ||
+		!slices.Equal(out.Next.Partitions, []TopicPartition{tpA}) {
+		t.Fatalf("ahead of the markers: %v %+v", ok, out)
+	}
+
+	// After the markers, within the transaction and beyond the carried set.
+	next := run(t, out.Next, []step{
+		{name: "the other carried partition", do: add(7, 1, tpB), quiet: true, state: Ongoing, epoch: 1},
+		{name: "the same again", do: add(7, 1, tpA, tpB)},
+		{name: "a partition not carried", do: add(7, 1, tpC), write: true, state: Ongoing, epoch: 1},
+		{name: "an old epoch", do: add(7, 0, tpA), code: codeFenced},
+		{name: "its commit", do: endV2(7, 1, true), write: true, state: PrepareCommit, epoch: 2, marker: true},
+	})
+	if !slices.Equal(next.Partitions, []TopicPartition{tpC, tpA, tpB}) || !slices.Equal(next.Carried, next.Partitions) {
+		t.Fatalf("prepared %v carrying %v, want audit-3, orders-0, orders-1 both", next.Partitions, next.Carried)
+	}
+
+	// Parked for the completion: one record, the add carried anyway.
+	done, answers := prepared.CompleteThen(2000, []Decision{decision(add(7, 1, tpB), 2000)})
+	if answers[0].Code != 0 || done.Next.State != Ongoing || !slices.Equal(done.Next.Partitions, []TopicPartition{tpB}) {
+		t.Fatalf("completed with the add: %+v %+v", done.Next, answers)
+	}
+
+	// Completed alone: nothing carried, the next add is written.
+	idle := run(t, prepared, []step{
+		{name: "completed alone", do: complete, write: true, state: CompleteCommit, epoch: 1},
+		{name: "the next add, later", do: add(7, 1, tpA), write: true, state: Ongoing, epoch: 1},
+	})
+	if idle.Carried != nil {
+		t.Fatalf("carried %v after an idle completion", idle.Carried)
+	}
+	if again, _ := prepared.CompleteThen(2000, nil); again.Next.Carried != nil {
+		t.Fatalf("carried %v after a completion with no request", again.Next.Carried)
+	}
+}
+
+// Nothing is carried past a fencing, a timeout abort, a version 1 end,
+// an empty abort or a rotation of the producer id.
+func TestCarriedPartitionsDroppedWhereTheEpochMovesOtherwise(t *testing.T) {
+	prepared := run(t, NewTxn("tx", 7, 100, 1000), []step{
+		{name: "init", do: initPID(100), write: true, state: Empty, epoch: 0},
+		{name: "add", do: add(7, 0, tpA), write: true, state: Ongoing, epoch: 0},
+		{name: "commit", do: endV2(7, 0, true), write: true, state: PrepareCommit, epoch: 1, marker: true},
+	})
+	begun, _ := prepared.CompleteThen(2000, []Decision{decision(add(7, 1, tpA), 2000)})
+	for _, c := range []struct {
+		name string
+		out  Outcome
+	}{
+		{"a new producer instance", begun.Next.InitProducerID(100, ProducerIDAndEpoch{ID: -1}, 3000, noIDs)},
+		{"a timeout abort", begun.Next.AbortTimedOut(3000)},
+		{"a version 1 end", begun.Next.EndTxn(7, 1, true, 3000)},
+		{"an empty abort", prepared.CompleteIdle(2000).Next.EndTxnV2(7, 1, false, 3000, noIDs)},
+	} {
+		if !c.out.Write || c.out.Next.Carried != nil {
+			t.Errorf("%s: write %v, carried %v", c.name, c.out.Write, c.out.Next.Carried)
+		}
+	}
+	exhausted := begun.Next
+	exhausted.ProducerEpoch = 32766
+	rotated := exhausted.EndTxnV2(7, 32766, true, 3000, func() (int64, error) { return 8, nil })
+	if rotated.Code != 0 || rotated.Next.NextProducerID != 8 || rotated.Next.Carried != nil {
+		t.Fatalf("rotation: %+v", rotated.Next)
+	}
+}
+
+// A coordinator loading a record that carries partitions cannot know
+// whether the coordinator before let the next transaction add them: it
+// treats them as added for that transaction's end, fencing and timeout,
+// and still answers the end's retry as done.
+func TestCarriedPartitionsAfterFailover(t *testing.T) {
+	prepared := run(t, NewTxn("tx", 7, 100, 1000), []step{
+		{name: "init", do: initPID(100), write: true, state: Empty, epoch: 0},
+		{name: "add", do: add(7, 0, tpA), write: true, state: Ongoing, epoch: 0},
+		{name: "commit", do: endV2(7, 0, true), write: true, state: PrepareCommit, epoch: 1, marker: true},
+	})
+	loaded := reload(t, prepared)
+	if !loaded.CarriedUnknown() || !slices.Equal(loaded.Carried, []TopicPartition{tpA}) {
+		t.Fatalf("loaded %+v", loaded)
+	}
+	completed := run(t, loaded, []step{
+		{name: "the end retried", do: endV2(7, 0, true)},
+		{name: "markers written", do: complete, write: true, state: CompleteCommit, epoch: 1},
+	})
+	if !completed.CarriedUnknown() || completed.Carried == nil {
+		t.Fatalf("the completion dropped the carried partitions: %+v", completed)
+	}
+	for name, tx := range map[string]Txn{"in memory": completed, "loaded again": reload(t, completed)} {
+		run(t, tx, []step{
+			{name: name + ": the end retried after the completion", do: endV2(7, 0, true)},
+			{name: name + ": the abort retried is not the end decided", do: endV2(7, 0, false), code: codeTxnState},
+		})
+		commit := tx.EndTxnV2(7, 1, true, 5000, noIDs)
+		if commit.Code != 0 || commit.Next.State != PrepareCommit || !slices.Equal(commit.Next.Partitions, []TopicPartition{tpA}) {
+			t.Fatalf("%s: the next transaction's commit with no add at this coordinator: %+v", name, commit)
+		}
+		fence := tx.InitProducerID(100, ProducerIDAndEpoch{ID: -1}, 5000, noIDs)
+		if fence.Code != codeConcurrent || fence.Next.State != PrepareAbort || !slices.Equal(fence.Next.Partitions, []TopicPartition{tpA}) {
+			t.Fatalf("%s: a new instance: %+v", name, fence)
+		}
+		if tx.Expired(1<<40, 1) {
+			t.Fatalf("%s: expired while its transaction may be open", name)
+		}
+		if !tx.TimedOut(tx.StartMs + 101) {
+			t.Fatalf("%s: never times out", name)
+		}
+		if abort := tx.AbortTimedOut(9000); abort.Next.State != PrepareAbort || !slices.Equal(abort.Next.Partitions, []TopicPartition{tpA}) {
+			t.Fatalf("%s: timeout abort: %+v", name, abort.Next)
+		}
+		more := tx.AddPartitions(7, 1, []TopicPartition{tpB}, 5000)
+		if !more.Write || !slices.Equal(more.Next.Partitions, []TopicPartition{tpA, tpB}) {
+			t.Fatalf("%s: an add beyond the carried set: %+v", name, more)
+		}
+	}
+
+	// An ongoing transaction's record: its carried partitions count as added.
+	ongoing, _ := prepared.CompleteThen(2000, []Decision{decision(add(7, 1, tpB), 2000)})
+	if back := reload(t, ongoing.Next); !slices.Equal(back.Partitions, []TopicPartition{tpA, tpB}) || back.CarriedUnknown() {
+		t.Fatalf("ongoing reloaded: %+v", back)
+	}
+}
+
+func TestCarriedPartitionsDecoderRefusesBadBytes(t *testing.T) {
+	good := appendPartitions(nil, []TopicPartition{tpA, tpC})
+	if got, err := readAllPartitions(good); err != nil || len(got) != 2 {
+		t.Fatal(got, err)
+	}
+	for name, b := range map[string][]byte{
+		"empty":      nil,
+		"truncated":  good[:len(good)-1],
+		"trailing":   append(slices.Clone(good), 0),
+		"huge count": append([]byte{0xff, 0xff, 0xff, 0xff}, good[4:]...),
+		"no topic":   appendPartitions(nil, []TopicPartition{{"", 1}}),
+		"negative":   appendPartitions(nil, []TopicPartition{{"t", -1}}),
+	} {
+		if _, err := readAllPartitions(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	v := kmsg.NewTxnMetadataValue()
+	v.Version, v.ProducerID, v.TimeoutMillis = 1, 7, 100
+	v.UnknownTags.Set(carriedTag, []byte{0, 0})
+	if _, err := decodeValue("tx", v.AppendTo(nil)); err == nil {
+		t.Fatal("a record with unreadable carried partitions was read")
+	}
+}
+
+// On a coordinator: the next transaction's add of a carried partition
+// writes nothing, and a coordinator loading the log after it marks that
+// partition when the transaction ends.
+func TestCarriedAddWritesNothingAndSurvivesFailover(t *testing.T) {
+	ml := &markerLog{}
+	clk := &clock{now: time.UnixMilli(1_700_000_000_000)}
+	dir := t.TempDir()
+	n := newNode(t, dir, ml, clk)
+	ctx := context.Background()
+	pid, epoch := beginV2(t, n, ml) // orders-0 committed, its markers failing
+	records := stateRecords(t, n)
+	must(t, "the next transaction's add of orders-0", n.c.AddLeaderPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 0}}))
+	if got := stateRecords(t, n); got != records {
+		t.Fatalf("%d state records after a carried add, want %d", got, records)
+	}
+	if tx, _ := n.c.Describe("tx"); tx.State != Ongoing || tx.ProducerEpoch != epoch {
+		t.Fatalf("after the add: %+v", tx)
+	}
+	n.stop()
+
+	ml2 := &markerLog{}
+	n = newNode(t, dir, ml2, clk)
+	tx := n.waitState("tx", CompleteCommit)
+	if !tx.CarriedUnknown() {
+		t.Fatalf("loaded without the carried partition: %+v", tx)
+	}
+	_, _, code := n.c.EndTxnV2(ctx, "tx", pid, epoch, true)
+	must(t, "commit the next transaction at the new coordinator", code)
+	n.waitState("tx", CompleteCommit)
+	got := markersOf(ml2)
+	if !slices.ContainsFunc(got, func(m server.TxnMarker) bool {
+		return m.ProducerEpoch == epoch+1 && m.Partition == 0 && m.Commit && m.TxnEpoch == epoch
+	}) {
+		t.Fatalf("no commit marker of the next transaction on orders-0: %+v", got)
+	}
+}
+
+// stateRecords counts the records of __transaction_state's partitions.
+func stateRecords(t *testing.T, n *node) int {
+	t.Helper()
+	count := 0
+	for p := range int32(4) {
+		if err := n.c.state.ReadRecords(p, func(records.Record) { count++ }); err != nil && !errors.Is(err, server.ErrUnknownTopic) {
+			t.Fatal(err)
+		}
+	}
+	return count
+}
