@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -354,6 +355,31 @@ type ClusterMarkers struct {
 	Local MarkerWriter
 	// Peers reaches other brokers; nil on a single node.
 	Peers PeerRequester
+
+	mu sync.Mutex
+	// toLeader coalesces the markers of transactions completing at once
+	// into one request per leader (remoteQueue).
+	toLeader map[int32]*remoteQueue
+}
+
+// remoteQueue holds the markers for one leader waiting for the request
+// in flight to it. A leader serves a connection's requests one at a time
+// and waits for the in-sync replicas before answering WriteTxnMarkers,
+// so with many producers one request per transaction made each
+// transaction's markers wait for the others' (and the producer's next
+// transaction's data waits at the partition for its marker); the markers
+// queued meanwhile go together in the next request, whose replicated
+// writes are waited for at once (Kafka's TransactionMarkerChannelManager
+// drains its queue per broker the same way).
+type remoteQueue struct {
+	calls    []*markerCall
+	inFlight bool
+}
+
+// markerCall is one caller's markers and where their errors go.
+type markerCall struct {
+	markers []server.TxnMarker
+	done    chan []error
 }
 
 // WriteTxnMarkers implements MarkerWriter.
@@ -410,9 +436,104 @@ func (m *ClusterMarkers) WriteTxnMarkers(ctx context.Context, markers []server.T
 	return errs
 }
 
-// sendRemote sends one WriteTxnMarkers request to leader and reads one
-// error per marker from its answer.
+// sendRemote writes batch on leader, in the next request to it
+// (remoteQueue), and returns one error per marker.
 func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []server.TxnMarker) []error {
+	call := &markerCall{markers: batch, done: make(chan []error, 1)}
+	m.mu.Lock()
+	if m.toLeader == nil {
+		m.toLeader = map[int32]*remoteQueue{}
+	}
+	q := m.toLeader[leader]
+	if q == nil {
+		q = &remoteQueue{}
+		m.toLeader[leader] = q
+	}
+	q.calls = append(q.calls, call)
+	start := !q.inFlight
+	q.inFlight = true
+	m.mu.Unlock()
+	if start {
+		go m.drain(leader, q)
+	}
+	select {
+	case errs := <-call.done:
+		return errs
+	case <-ctx.Done():
+	}
+	// Withdrawn unless a request holds them already: markers sent after
+	// the caller gave up could reach a partition after the ones it sends
+	// next. A request in flight is waited for (drain bounds it).
+	m.mu.Lock()
+	for i, c := range q.calls {
+		if c == call {
+			q.calls = slices.Delete(q.calls, i, i+1)
+			m.mu.Unlock()
+			errs := make([]error, len(batch))
+			for i := range errs {
+				errs[i] = fmt.Errorf("broker %d: %w", leader, ctx.Err())
+			}
+			return errs
+		}
+	}
+	m.mu.Unlock()
+	return <-call.done
+}
+
+// drain sends q's markers to leader, one request at a time, until none
+// are queued. Two markers of one producer and partition never share a
+// request (their answers could not be told apart); the later waits for
+// the next.
+func (m *ClusterMarkers) drain(leader int32, q *remoteQueue) {
+	for {
+		m.mu.Lock()
+		var take, keep []*markerCall
+		seen := map[markerKey]bool{}
+		for _, c := range q.calls {
+			if slices.ContainsFunc(c.markers, func(mk server.TxnMarker) bool { return seen[keyOfMarker(mk)] }) {
+				keep = append(keep, c)
+				continue
+			}
+			for _, mk := range c.markers {
+				seen[keyOfMarker(mk)] = true
+			}
+			take = append(take, c)
+		}
+		q.calls = keep
+		if len(take) == 0 {
+			q.inFlight = false
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
+		var all []server.TxnMarker
+		for _, c := range take {
+			all = append(all, c.markers...)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		errs := m.requestMarkers(ctx, leader, all)
+		cancel()
+		for _, c := range take {
+			c.done <- errs[:len(c.markers)]
+			errs = errs[len(c.markers):]
+		}
+	}
+}
+
+// markerKey names a marker's producer and partition in one request's answer.
+type markerKey struct {
+	pid   int64
+	topic string
+	part  int32
+}
+
+func keyOfMarker(mk server.TxnMarker) markerKey {
+	return markerKey{mk.ProducerID, mk.Topic, mk.Partition}
+}
+
+// requestMarkers sends one WriteTxnMarkers request to leader and reads
+// one error per marker from its answer.
+func (m *ClusterMarkers) requestMarkers(ctx context.Context, leader int32, batch []server.TxnMarker) []error {
 	req := MarkersRequest(batch)
 	errs := make([]error, len(batch))
 	kresp, err := m.Peers.Request(ctx, leader, req)
@@ -422,21 +543,16 @@ func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []s
 		}
 		return errs
 	}
-	type key struct {
-		pid   int64
-		topic string
-		part  int32
-	}
-	codes := map[key]int16{}
+	codes := map[markerKey]int16{}
 	for _, rm := range kresp.(*kmsg.WriteTxnMarkersResponse).Markers {
 		for _, rt := range rm.Topics {
 			for _, rp := range rt.Partitions {
-				codes[key{rm.ProducerID, rt.Topic, rp.Partition}] = rp.ErrorCode
+				codes[markerKey{rm.ProducerID, rt.Topic, rp.Partition}] = rp.ErrorCode
 			}
 		}
 	}
 	for i, mk := range batch {
-		code, ok := codes[key{mk.ProducerID, mk.Topic, mk.Partition}]
+		code, ok := codes[keyOfMarker(mk)]
 		switch {
 		case !ok:
 			errs[i] = fmt.Errorf("broker %d did not answer for %s-%d", leader, mk.Topic, mk.Partition)

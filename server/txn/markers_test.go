@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,5 +185,87 @@ func TestFencedMarkerStopsCompletion(t *testing.T) {
 	}
 	if tx, _ := n.c.Describe("tx"); tx.State != PrepareCommit {
 		t.Fatalf("state %v", tx.State)
+	}
+}
+
+// heldPeer is peer whose first request waits for release, so that the
+// markers sent meanwhile queue behind it.
+type heldPeer struct {
+	peer
+	mu      sync.Mutex
+	first   chan struct{} // closed once the first request arrived
+	release chan struct{}
+	n       int
+}
+
+func (p *heldPeer) Request(ctx context.Context, broker int32, req kmsg.Request) (kmsg.Response, error) {
+	p.mu.Lock()
+	p.n++
+	n := p.n
+	p.mu.Unlock()
+	if n == 1 {
+		close(p.first)
+		<-p.release
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.peer.Request(ctx, broker, req)
+}
+
+// Markers sent to a leader while a request to it is in flight go
+// together in the next one, each caller getting its own markers' answers;
+// two markers of one producer and partition never share a request, and a
+// caller that gives up before its markers are sent withdraws them.
+func TestRemoteMarkersCoalescePerLeader(t *testing.T) {
+	p := &heldPeer{peer: peer{codes: map[int32]int16{0: 0, 1: kerr.NotLeaderForPartition.Code, 2: 0, 3: 0}},
+		first: make(chan struct{}), release: make(chan struct{})}
+	m := &ClusterMarkers{Peers: p}
+	ctx := context.Background()
+	results := make([]chan []error, 5)
+	send := func(i int, ctx context.Context, batch ...server.TxnMarker) {
+		results[i] = make(chan []error, 1)
+		go func() { results[i] <- m.sendRemote(ctx, 2, batch) }()
+	}
+	send(0, ctx, server.TxnMarker{ProducerID: 1, Topic: "a", Partition: 0})
+	<-p.first
+	send(1, ctx, server.TxnMarker{ProducerID: 2, Topic: "a", Partition: 1}, server.TxnMarker{ProducerID: 2, Topic: "a", Partition: 2})
+	send(2, ctx, server.TxnMarker{ProducerID: 3, Topic: "a", Partition: 3})
+	send(3, ctx, server.TxnMarker{ProducerID: 3, Topic: "a", Partition: 3}) // the same producer and partition as 2
+	gone, giveUp := context.WithCancel(ctx)
+	send(4, gone, server.TxnMarker{ProducerID: 4, Topic: "a", Partition: 0})
+	harness.WaitFor(t, "four callers queued behind the first", 5*time.Second, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.toLeader[2].calls) == 4
+	})
+	giveUp()
+	if errs := <-results[4]; !errors.Is(errs[0], context.Canceled) {
+		t.Fatalf("withdrawn caller: %v", errs)
+	}
+	close(p.release)
+	for i, want := range [][]bool{{true}, {false, true}, {true}, {true}} {
+		errs := <-results[i]
+		if len(errs) != len(want) {
+			t.Fatalf("caller %d: %d answers, want %d", i, len(errs), len(want))
+		}
+		for j, ok := range want {
+			if (errs[j] == nil) != ok {
+				t.Fatalf("caller %d marker %d: %v", i, j, errs[j])
+			}
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var producers [][]int64
+	for _, req := range p.got {
+		var ids []int64
+		for _, mk := range req.(*kmsg.WriteTxnMarkersRequest).Markers {
+			ids = append(ids, mk.ProducerID)
+		}
+		producers = append(producers, ids)
+	}
+	if len(producers) != 3 || len(producers[1]) != 2 || producers[1][0] != 2 || producers[1][1] != 3 ||
+		len(producers[2]) != 1 || producers[2][0] != 3 {
+		t.Fatalf("requests by producer: %v, want [1] [2 3] [3]", producers)
 	}
 }
