@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -222,9 +223,19 @@ func TestRemoteMarkersCoalescePerLeader(t *testing.T) {
 	m := &ClusterMarkers{Peers: p}
 	ctx := context.Background()
 	results := make([]chan []error, 5)
+	queued := func(n int) {
+		harness.WaitFor(t, fmt.Sprintf("%d callers queued behind the first", n), 5*time.Second, func() bool {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.toLeader[2] != nil && len(m.toLeader[2].calls) == n
+		})
+	}
 	send := func(i int, ctx context.Context, batch ...server.TxnMarker) {
 		results[i] = make(chan []error, 1)
 		go func() { results[i] <- m.sendRemote(ctx, 2, batch) }()
+		if i > 0 {
+			queued(i) // in order
+		}
 	}
 	send(0, ctx, server.TxnMarker{ProducerID: 1, Topic: "a", Partition: 0})
 	<-p.first
@@ -233,11 +244,6 @@ func TestRemoteMarkersCoalescePerLeader(t *testing.T) {
 	send(3, ctx, server.TxnMarker{ProducerID: 3, Topic: "a", Partition: 3}) // the same producer and partition as 2
 	gone, giveUp := context.WithCancel(ctx)
 	send(4, gone, server.TxnMarker{ProducerID: 4, Topic: "a", Partition: 0})
-	harness.WaitFor(t, "four callers queued behind the first", 5*time.Second, func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return len(m.toLeader[2].calls) == 4
-	})
 	giveUp()
 	if errs := <-results[4]; !errors.Is(errs[0], context.Canceled) {
 		t.Fatalf("withdrawn caller: %v", errs)
