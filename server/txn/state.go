@@ -128,10 +128,12 @@ type Txn struct {
 	// (AddPartitions' quiet outcome): an acknowledged record already
 	// names them for a coordinator loading it. Sorted; never modified.
 	Carried []TopicPartition
-	// carriedUnknown: this state was loaded from a prepared record
-	// carrying partitions, so the coordinator before may have let the
-	// next transaction add them; its completion begins that transaction
-	// with them all (Complete). In memory only.
+	// carriedUnknown: this state was loaded from a record carrying
+	// partitions (Loaded), so the coordinator before may have let the
+	// next transaction add them; once the loaded transaction is
+	// complete, that transaction's requests and the coordinator's own
+	// aborts take it as begun with them all (begunCarried). In memory
+	// only.
 	carriedUnknown bool
 }
 
