@@ -469,11 +469,7 @@ func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []s
 		if c == call {
 			q.calls = slices.Delete(q.calls, i, i+1)
 			m.mu.Unlock()
-			errs := make([]error, len(batch))
-			for i := range errs {
-				errs[i] = fmt.Errorf("broker %d: %w", leader, ctx.Err())
-			}
-			return errs
+			return brokerErrors(leader, len(batch), ctx.Err())
 		}
 	}
 	m.mu.Unlock()
@@ -482,22 +478,25 @@ func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []s
 
 // drain sends q's markers to leader, one request at a time, until none
 // are queued. Two markers of one producer and partition never share a
-// request (their answers could not be told apart); the later waits for
-// the next.
+// request (their answers could not be told apart), and none overtakes
+// another queued before it: a call holding a producer and partition
+// that an earlier call holds waits for the next request, and so does
+// every later call that shares one of its own.
 func (m *ClusterMarkers) drain(leader int32, q *remoteQueue) {
 	for {
 		m.mu.Lock()
 		var take, keep []*markerCall
 		seen := map[markerKey]bool{}
 		for _, c := range q.calls {
-			if slices.ContainsFunc(c.markers, func(mk server.TxnMarker) bool { return seen[keyOfMarker(mk)] }) {
-				keep = append(keep, c)
-				continue
-			}
+			blocked := slices.ContainsFunc(c.markers, func(mk server.TxnMarker) bool { return seen[keyOfMarker(mk)] })
 			for _, mk := range c.markers {
 				seen[keyOfMarker(mk)] = true
 			}
-			take = append(take, c)
+			if blocked {
+				keep = append(keep, c)
+			} else {
+				take = append(take, c)
+			}
 		}
 		q.calls = keep
 		if len(take) == 0 {
@@ -520,6 +519,15 @@ func (m *ClusterMarkers) drain(leader int32, q *remoteQueue) {
 	}
 }
 
+// brokerErrors is err, naming leader, for each of n markers.
+func brokerErrors(leader int32, n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = fmt.Errorf("broker %d: %w", leader, err)
+	}
+	return errs
+}
+
 // markerKey names a marker's producer and partition in one request's answer.
 type markerKey struct {
 	pid   int64
@@ -534,15 +542,11 @@ func keyOfMarker(mk server.TxnMarker) markerKey {
 // requestMarkers sends one WriteTxnMarkers request to leader and reads
 // one error per marker from its answer.
 func (m *ClusterMarkers) requestMarkers(ctx context.Context, leader int32, batch []server.TxnMarker) []error {
-	req := MarkersRequest(batch)
-	errs := make([]error, len(batch))
-	kresp, err := m.Peers.Request(ctx, leader, req)
+	kresp, err := m.Peers.Request(ctx, leader, MarkersRequest(batch))
 	if err != nil {
-		for i := range errs {
-			errs[i] = fmt.Errorf("broker %d: %w", leader, err)
-		}
-		return errs
+		return brokerErrors(leader, len(batch), err)
 	}
+	errs := make([]error, len(batch))
 	codes := map[markerKey]int16{}
 	for _, rm := range kresp.(*kmsg.WriteTxnMarkersResponse).Markers {
 		for _, rt := range rm.Topics {
