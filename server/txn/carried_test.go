@@ -125,6 +125,13 @@ func TestCarriedPartitionsAfterFailover(t *testing.T) {
 		if commit.Code != 0 || commit.Next.State != PrepareCommit || !slices.Equal(commit.Next.Partitions, []TopicPartition{tpA}) {
 			t.Fatalf("%s: the next transaction's commit with no add at this coordinator: %+v", name, commit)
 		}
+		if v1 := tx.EndTxn(7, 1, false, 5000); v1.Code != 0 || v1.Next.State != PrepareAbort ||
+			!slices.Equal(v1.Next.Partitions, []TopicPartition{tpA}) {
+			t.Fatalf("%s: a version 1 abort of the next transaction: %+v", name, v1)
+		}
+		if v1 := tx.EndTxn(7, 1, true, 5000); v1.Code != 0 || v1.Write {
+			t.Fatalf("%s: a version 1 commit is the completed end answered again: %+v", name, v1)
+		}
 		fence := tx.InitProducerID(100, ProducerIDAndEpoch{ID: -1}, 5000, noIDs)
 		if fence.Code != codeConcurrent || fence.Next.State != PrepareAbort || !slices.Equal(fence.Next.Partitions, []TopicPartition{tpA}) {
 			t.Fatalf("%s: a new instance: %+v", name, fence)
@@ -187,6 +194,9 @@ func TestCarriedAddWritesNothingAndSurvivesFailover(t *testing.T) {
 	ctx := context.Background()
 	pid, epoch := beginV2(t, n, ml) // orders-0 committed, its markers failing
 	records := stateRecords(t, n)
+	if records == 0 {
+		t.Fatal("no state records after a committed transaction")
+	}
 	must(t, "the next transaction's add of orders-0", n.c.AddLeaderPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 0}}))
 	if got := stateRecords(t, n); got != records {
 		t.Fatalf("%d state records after a carried add, want %d", got, records)

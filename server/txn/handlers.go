@@ -96,10 +96,7 @@ func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create
 		if e.completing && !e.markersDone && !e.busy {
 			pr := &parkedRequest{decide: decide, done: make(chan parkedAnswer, 1)}
 			e.parked = append(e.parked, pr)
-			if e.onPark != nil {
-				close(e.onPark)
-				e.onPark = nil
-			}
+			e.wakeLingerLocked()
 			e.mu.Unlock()
 			a, answered := c.park(ctx, e, pr, deadline)
 			switch {
@@ -215,7 +212,7 @@ func (c *Coordinator) transitionOnce(ctx context.Context, id string, create bool
 		return Txn{}, errInvalidProducerMapping
 	}
 	if out.Quiet {
-		return c.applyQuiet(e, out) // e.mu unlocked there
+		return e.applyQuiet(out) // e.mu unlocked there
 	}
 	if !out.Write {
 		cur := e.txn
@@ -290,7 +287,7 @@ func (c *Coordinator) writeAhead(ctx context.Context, e *entry, p, coordinatorEp
 		return Txn{}, 0, false
 	}
 	if out.Quiet {
-		t, code := c.applyQuiet(e, out)
+		t, code := e.applyQuiet(out)
 		return t, code, true
 	}
 	e.wakeLingerLocked()
@@ -301,18 +298,15 @@ func (c *Coordinator) writeAhead(ctx context.Context, e *entry, p, coordinatorEp
 // applyQuiet applies a quiet outcome (an add of carried partitions) in
 // memory and answers it: the acknowledged record that carried them
 // holds them for a coordinator loading the log, so the leader appends at
-// once, with no write on its path. A completer lingering for the
-// producer's next request (completionLinger) is woken: the next
-// transaction has begun, so no completion is written, and the markers
-// of the producer's next end must not wait for the linger. e.mu is held
-// and released here.
-func (c *Coordinator) applyQuiet(e *entry, out Outcome) (Txn, int16) {
+// once, with no write on its path, and a coordinator deposed meanwhile
+// changes nothing. A completer lingering for the producer's next
+// request (completionLinger) is woken: the next transaction has begun,
+// so no completion is written, and the markers of the producer's next
+// end must not wait for the linger. e.mu is held and released here.
+func (e *entry) applyQuiet(out Outcome) (Txn, int16) {
 	e.txn = e.settledLocked(out.Next)
 	e.wakeLingerLocked()
 	e.mu.Unlock()
-	if _, _, code := c.serves(out.Next.ID); code != 0 {
-		return Txn{}, code
-	}
 	return out.Next, out.Code
 }
 

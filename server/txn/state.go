@@ -379,7 +379,7 @@ func (t Txn) AddPartitions(producerID int64, epoch int16, tps []TopicPartition, 
 		next.StartMs = nowMs
 	}
 	next.State, next.UpdateMs = Ongoing, nowMs
-	if t.carriesAdded(tps) && ValidTransition(t.State, Ongoing) {
+	if t.carriesAdded(tps) {
 		return Outcome{Next: next, Quiet: true}
 	}
 	return t.to(next, 0)
@@ -494,10 +494,19 @@ func (t Txn) Complete(nowMs int64) Outcome {
 // coordinator before may have let the next transaction add them.
 func (t Txn) CompleteIdle(nowMs int64) Outcome {
 	o := t.Complete(nowMs)
-	if o.Write && !o.Next.carriedUnknown {
-		o.Next.Carried = nil
+	if o.Write {
+		o.Next = o.Next.idle()
 	}
 	return o
+}
+
+// idle is a completed t as written when no next transaction began: its
+// carried partitions dropped, unless loaded ones (carriedUnknown).
+func (t Txn) idle() Txn {
+	if (t.State == CompleteCommit || t.State == CompleteAbort) && !t.carriedUnknown {
+		t.Carried = nil
+	}
+	return t
 }
 
 // Loaded is t as a coordinator installs it from the log. The
@@ -661,9 +670,7 @@ func (t Txn) CompleteThen(nowMs int64, decisions []Decision) (out Outcome, answe
 		}
 		answers[i] = Outcome{Next: state, Code: o.Code}
 	}
-	if (state.State == CompleteCommit || state.State == CompleteAbort) && !state.carriedUnknown {
-		state.Carried = nil // as CompleteIdle: no next transaction began
-	}
+	state = state.idle() // when the decisions began no transaction
 	return Outcome{Next: state, Write: true,
 		Markers: state.State == PrepareCommit || state.State == PrepareAbort}, answers
 }
