@@ -90,9 +90,7 @@ func waitControllerSeesAll(t testing.TB, nodes []*harness.Node) {
 			if err != nil {
 				return false
 			}
-			var c struct {
-				BrokerCount int `json:"broker_count"`
-			}
+			var c clusterSummary
 			err = json.NewDecoder(res.Body).Decode(&c)
 			res.Body.Close()
 			switch {
