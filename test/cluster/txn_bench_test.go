@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ferry-mq/ferry/test/harness"
@@ -29,7 +30,8 @@ func benchWindow() time.Duration {
 // replication factor 3, acks=all), records of 100 bytes and of 1 KiB
 // written by a transactional producer (begin, k records, commit) against
 // the same loop by an idempotent producer (k records, flush) at k = 10,
-// 100 and 1,000, alternating the two within each of three rounds; reports
+// 100 and 1,000, alternating the two within each of three rounds, each
+// measurement on a topic of its own (withFreshTopic); reports
 // the medians in records per second and txn/idempotent ratios (targets:
 // >= 0.85 at 1,000, >= 0.60 at 100).
 func BenchmarkTxnProduce(b *testing.B) { benchTxnProduce(b, 1) }
@@ -68,21 +70,22 @@ func benchTxnProduce(b *testing.B, producers int) {
 		for _, size := range []int{100, 1024} {
 			value := make([]byte, size)
 			for _, k := range []int{10, 100, 1000} {
-				// A topic per measurement, deleted after it: four producers
-				// write several GB a minute, which would fill the disk.
-				topic := fmt.Sprintf("bench-txn-%dx%d", k, size)
-				ctx := context.Background()
-				if _, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil {
-					b.Fatal(err)
-				}
-				harness.WaitFor(b, "leaders", 30*time.Second, func() bool { return leaderOfPartition(adm, topic, 2) > 0 })
 				var idemRates, txnRates []float64
-				for range 3 {
-					idemRates = append(idemRates, produceTogether(b, idem, topic, k, value, false))
-					txnRates = append(txnRates, produceTogether(b, txn, topic, k, value, true))
-				}
-				if _, err := adm.DeleteTopic(ctx, topic); err != nil {
-					b.Fatal(err)
+				for round := range 3 {
+					// A fresh topic for every measurement: on these machines
+					// a broker's writes cost more the more data its disks
+					// hold (about 2.5 times less throughput once each broker
+					// holds 2 GB, back to full once the topic is deleted), so
+					// a side measured on the topic the other had just filled
+					// would be measured slower. Deleted after it, as four
+					// producers write several GB a minute.
+					name := fmt.Sprintf("bench-txn-%dx%d-%d", k, size, round)
+					withFreshTopic(b, adm, name+"-idem", func(topic string) {
+						idemRates = append(idemRates, produceTogether(b, idem, topic, k, value, false))
+					})
+					withFreshTopic(b, adm, name+"-txn", func(topic string) {
+						txnRates = append(txnRates, produceTogether(b, txn, topic, k, value, true))
+					})
 				}
 				im, tm := medianOf(idemRates), medianOf(txnRates)
 				b.ReportMetric(im, fmt.Sprintf("idempotent-rec/s@%dx%dB", k, size))
@@ -95,18 +98,33 @@ func benchTxnProduce(b *testing.B, producers int) {
 	}
 }
 
-// produceLoop writes batches of k records (in a transaction when txn)
-// for benchWindow and returns records per second.
-func produceLoop(b *testing.B, cl *kgo.Client, k int, value []byte, txn bool) float64 {
+// withFreshTopic runs measure on a new topic of three partitions
+// (replication factor 3) named name, and deletes it after.
+func withFreshTopic(b *testing.B, adm *kadm.Client, name string, measure func(topic string)) {
 	b.Helper()
-	rate, err := produceFor(cl, "", k, value, txn)
+	ctx := context.Background()
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, name); err != nil {
+		b.Fatal(err)
+	}
+	harness.WaitFor(b, "leaders of "+name, 30*time.Second, func() bool { return leaderOfPartition(adm, name, 2) > 0 })
+	measure(name)
+	if _, err := adm.DeleteTopic(ctx, name); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// produceOn writes batches of k records to topic (in a transaction when
+// txn) for benchWindow and returns records per second.
+func produceOn(b *testing.B, cl *kgo.Client, topic string, k int, value []byte, txn bool) float64 {
+	b.Helper()
+	rate, err := produceFor(cl, topic, k, value, txn)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return rate
 }
 
-// produceFor is produceLoop's loop, which returns its error so that
+// produceFor is produceOn's loop, which returns its error so that
 // producers on other goroutines can run it; it writes to topic, or to
 // the client's default topic when topic is "".
 func produceFor(cl *kgo.Client, topic string, k int, value []byte, txn bool) (float64, error) {

@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // txnTimeline records, from the client's side, every request a producer
@@ -56,15 +53,10 @@ func (tl *txnTimeline) reset() {
 func BenchmarkTxnTimeline(b *testing.B) {
 	for range b.N {
 		nodes := startTxnBrokers(b)
-		const topic = "bench-txn-timeline"
 		adm := txnAdmin(b, nodes)
-		if _, err := adm.CreateTopic(context.Background(), 3, 3, nil, topic); err != nil {
-			b.Fatal(err)
-		}
-		harness.WaitFor(b, "leaders", 30*time.Second, func() bool { return leaderOfPartition(adm, topic, 2) > 0 })
 		tl := &txnTimeline{}
-		idem := benchClient(b, nodes, topic, kgo.WithHooks(tl))
-		txn := benchClient(b, nodes, topic, kgo.TransactionalID("bench-txn-timeline"), kgo.WithHooks(tl))
+		idem := benchClient(b, nodes, "", kgo.WithHooks(tl))
+		txn := benchClient(b, nodes, "", kgo.TransactionalID("bench-txn-timeline"), kgo.WithHooks(tl))
 		size := 100
 		if n, err := strconv.Atoi(os.Getenv("FERRY_BENCH_SIZE")); err == nil && n > 0 {
 			size = n
@@ -76,14 +68,17 @@ func BenchmarkTxnTimeline(b *testing.B) {
 				if useTxn {
 					cl = txn
 				}
-				produceLoop(b, cl, k, value, useTxn) // warm up: connections, producer id
-				tl.reset()
-				start := time.Now()
-				rate := produceLoop(b, cl, k, value, useTxn)
-				elapsed := time.Since(start)
-				loops := float64(rate) * elapsed.Seconds() / float64(k)
-				b.Logf("k=%d txn=%v: %.0f rec/s, %.3f ms per loop; %s", k, useTxn, rate,
-					elapsed.Seconds()*1000/loops, tl.summary(start, elapsed, loops))
+				// A fresh topic for each (withFreshTopic says why).
+				withFreshTopic(b, adm, fmt.Sprintf("bench-txn-timeline-%d-%v", k, useTxn), func(topic string) {
+					produceOn(b, cl, topic, k, value, useTxn) // warm up: connections, producer id
+					tl.reset()
+					start := time.Now()
+					rate := produceOn(b, cl, topic, k, value, useTxn)
+					elapsed := time.Since(start)
+					loops := float64(rate) * elapsed.Seconds() / float64(k)
+					b.Logf("k=%d txn=%v: %.0f rec/s, %.3f ms per loop; %s", k, useTxn, rate,
+						elapsed.Seconds()*1000/loops, tl.summary(start, elapsed, loops))
+				})
 			}
 		}
 	}
