@@ -117,7 +117,7 @@ func withFreshTopic(b *testing.B, adm *kadm.Client, name string, measure func(to
 // txn) for benchWindow and returns records per second.
 func produceOn(b *testing.B, cl *kgo.Client, topic string, k int, value []byte, txn bool) float64 {
 	b.Helper()
-	rate, err := produceFor(cl, topic, k, value, txn)
+	rate, err := produceFor(cl, topic, k, value, txn, benchWindow())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,11 +127,11 @@ func produceOn(b *testing.B, cl *kgo.Client, topic string, k int, value []byte, 
 // produceFor is produceOn's loop, which returns its error so that
 // producers on other goroutines can run it; it writes to topic, or to
 // the client's default topic when topic is "".
-func produceFor(cl *kgo.Client, topic string, k int, value []byte, txn bool) (float64, error) {
+func produceFor(cl *kgo.Client, topic string, k int, value []byte, txn bool, window time.Duration) (float64, error) {
 	ctx := context.Background()
 	start := time.Now()
 	n := 0
-	for time.Since(start) < benchWindow() {
+	for time.Since(start) < window {
 		if txn {
 			if err := cl.BeginTransaction(); err != nil {
 				return 0, err
@@ -176,7 +176,7 @@ func produceTogether(b *testing.B, clients []*kgo.Client, topic string, k int, v
 	errs := make([]error, len(clients))
 	var wg sync.WaitGroup
 	for i, cl := range clients {
-		wg.Go(func() { rates[i], errs[i] = produceFor(cl, topic, k, value, txn) })
+		wg.Go(func() { rates[i], errs[i] = produceFor(cl, topic, k, value, txn, benchWindow()) })
 	}
 	wg.Wait()
 	total := 0.0
