@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ferry-mq/ferry/test/harness"
+	"github.com/ferry-mq/ferry/test/jepsen"
 )
 
 // TestTxnChainExactlyOnceThroughKills: a consume-transform-produce chain
@@ -49,7 +49,7 @@ func TestTxnChainExactlyOnceThroughKills(t *testing.T) {
 	workers.start("w2")
 
 	produced := make(chan error, 1)
-	go func() { produced <- produceInputPaced(nodes, in, total) }()
+	go func() { produced <- jepsen.ProducePaced(seeds(nodes), in, total, 50, 500*time.Millisecond) }() // over about 30 s: the inputs span the kills
 
 	waitCommitted := func(n int64) {
 		t.Helper()
@@ -189,33 +189,22 @@ func (w *chainWorkers) start(name string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ctx.Err() == nil {
-			fs := s.PollFetches(ctx)
-			if ctx.Err() != nil {
-				break
-			}
-			if err := s.Begin(); err != nil {
-				w.t.Logf("%s: begin: %v", name, err)
-				select { // a backoff before the next poll's transaction, cut short by stop
-				case <-ctx.Done():
-				case <-time.After(100 * time.Millisecond):
-				}
-				continue
-			}
-			n, ok, failed, err := copyTransaction(ctx, s, fs)
-			if len(failed) > 0 {
-				w.t.Logf("%s: %d produces of the transaction failed, so it was aborted: %v", name, len(failed), first(failed, 3))
+		jepsen.Copy(ctx, s, func(o jepsen.CopyOutcome) {
+			if len(o.Failed) > 0 {
+				w.t.Logf("%s: %d produces of the transaction failed, so it was aborted: %v", name, len(o.Failed), first(o.Failed, 3))
 			}
 			switch {
-			case ok:
-				w.committed.Add(n)
-			case err != nil && !errors.Is(err, context.Canceled):
-				w.t.Logf("%s: end: %v", name, err)
+			case !o.Begun:
+				w.t.Logf("%s: %v", name, o.Err)
+			case o.Committed:
+				w.committed.Add(o.Copied)
+			case o.Err != nil:
+				w.t.Logf("%s: %v", name, o.Err)
 				w.aborted.Add(1)
 			default:
 				w.aborted.Add(1)
 			}
-		}
+		})
 	}()
 	w.mu.Lock()
 	if w.running == nil {
@@ -225,65 +214,15 @@ func (w *chainWorkers) start(name string) {
 	w.mu.Unlock()
 }
 
-// newChainSession is a chain worker's GroupTransactSession: transactional
-// id name, read_committed, stable offsets, acks=all, copying in to out.
+// newChainSession is a chain worker's GroupTransactSession
+// (jepsen.CopySession) through nodes.
 func newChainSession(t *testing.T, nodes []*harness.Node, name, group, in, out string, opts ...kgo.Opt) *kgo.GroupTransactSession {
 	t.Helper()
-	s, err := kgo.NewGroupTransactSession(append([]kgo.Opt{
-		kgo.SeedBrokers(seeds(nodes)...),
-		kgo.TransactionalID(name),
-		kgo.TransactionTimeout(20 * time.Second),
-		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(in),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic(out),
-		kgo.RecordRetries(100),
-		kgo.RetryTimeout(60 * time.Second),
-		kgo.SessionTimeout(10 * time.Second),
-		kgo.RebalanceTimeout(30 * time.Second),
-	}, opts...)...)
+	s, err := jepsen.CopySession(seeds(nodes), name, group, in, out, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// copyTransaction produces fs's records (begun in s) and ends the
-// transaction: a commit only when every produce succeeded. franz-go
-// commits what was produced when asked to (unlike the Java client, which
-// refuses once a send failed), and a produce that failed (its context
-// ended while the partition had no reachable leader, its retries ran out,
-// a broker refused it) would otherwise have its input's offset committed
-// without its output: exactly-once lost by the client, whatever the
-// brokers did. It returns how many records were copied, whether they
-// were committed, the failed produces and End's error.
-func copyTransaction(ctx context.Context, s *kgo.GroupTransactSession, fs kgo.Fetches) (n int64, committed bool, failed []string, err error) {
-	var mu sync.Mutex
-	fs.EachRecord(func(r *kgo.Record) {
-		n++
-		s.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, func(r *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				failed = append(failed, fmt.Sprintf("%s (%v)", r.Value, err))
-				mu.Unlock()
-			}
-		})
-	})
-	endCtx, endCancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer endCancel()
-	// End flushes before it decides, but the decision is taken before:
-	// flush here so that every produce's outcome is known.
-	if err := s.Client().Flush(endCtx); err != nil {
-		return n, false, nil, err
-	}
-	mu.Lock()
-	try := kgo.TransactionEndTry(len(failed) == 0)
-	mu.Unlock()
-	committed, err = s.End(endCtx, try)
-	return n, committed, failed, err
 }
 
 func (w *chainWorkers) stop(name string) {
@@ -306,37 +245,6 @@ func (w *chainWorkers) stopAll() {
 	for _, n := range names {
 		w.stop(n)
 	}
-}
-
-// produceInputPaced writes values 0..total-1 to topic over about 30 s
-// (an idempotent acks=all producer retrying through broker kills), so the
-// chain is mid-stream when brokers die.
-func produceInputPaced(nodes []*harness.Node, topic string, total int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds(nodes)...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.DefaultProduceTopic(topic), kgo.RecordRetries(1000), kgo.RetryTimeout(2*time.Minute))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	const step = 50
-	// A batch every 500 ms: the inputs span the kills.
-	pace := time.NewTicker(500 * time.Millisecond)
-	defer pace.Stop()
-	for from := 0; from < total; from += step {
-		var rs []*kgo.Record
-		for n := from; n < min(from+step, total); n++ {
-			v := strconv.Itoa(n)
-			rs = append(rs, &kgo.Record{Key: []byte(v), Value: []byte(v)})
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		err := cl.ProduceSync(ctx, rs...).FirstErr()
-		cancel()
-		if err != nil {
-			return fmt.Errorf("records %d..: %w", from, err)
-		}
-		<-pace.C
-	}
-	return nil
 }
 
 // readCommittedValues reads topic from the start at read_committed until
@@ -498,7 +406,7 @@ func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16) {
 	nodes[leader-1].Kill()
 	produceCtx, stopWorker := context.WithCancel(ctx)
 	time.AfterFunc(100*time.Millisecond, stopWorker)
-	_, committed, failed, err := copyTransaction(produceCtx, s, fs)
+	_, committed, failed, err := jepsen.CopyTransaction(produceCtx, s, fs)
 	t.Logf("with %s-0's leader (broker %d) dead: committed %v, %d produces failed (first %v), end error %v",
 		out, leader, committed, len(failed), first(failed, 3), err)
 	if len(failed) == 0 {
@@ -515,7 +423,7 @@ func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16) {
 			t.Logf("begin: %v", err)
 			return false
 		}
-		_, committed, failed, err := copyTransaction(ctx, s, fs)
+		_, committed, failed, err := jepsen.CopyTransaction(ctx, s, fs)
 		if !committed {
 			t.Logf("not committed: %d produces failed (first %v), end error %v", len(failed), first(failed, 3), err)
 		}
