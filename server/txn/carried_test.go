@@ -208,9 +208,15 @@ func TestCarriedAddWritesNothingAndSurvivesFailover(t *testing.T) {
 
 	ml2 := &markerLog{}
 	n = newNode(t, dir, ml2, clk)
-	tx := n.waitState("tx", CompleteCommit)
-	if !tx.CarriedUnknown() {
-		t.Fatalf("loaded without the carried partition: %+v", tx)
+	// The loaded commit carries orders-0, so the next transaction may
+	// have begun there: described and listed as the coordinator acts on
+	// it, ongoing with it since the load.
+	tx := n.waitState("tx", Ongoing)
+	if !slices.Equal(tx.Partitions, []TopicPartition{{"orders", 0}}) || tx.StartMs != clk.Now().UnixMilli() {
+		t.Fatalf("loaded: described as %+v, want ongoing on orders-0 since the load", tx)
+	}
+	if listed := n.c.List(ListFilter{States: []State{Ongoing}}); len(listed) != 1 || listed[0].ID != "tx" {
+		t.Fatalf("ongoing transactions listed after the load: %+v", listed)
 	}
 	_, _, code := n.c.EndTxnV2(ctx, "tx", pid, epoch, true)
 	must(t, "commit the next transaction at the new coordinator", code)

@@ -421,13 +421,14 @@ func (c *Coordinator) entries() []*entry {
 	return es
 }
 
-// Transactions lists the ids this broker coordinates now, sorted.
+// Transactions lists the ids this broker coordinates now, sorted, as it
+// acts on them (Txn.Reported).
 func (c *Coordinator) Transactions() []Txn {
 	var out []Txn
 	for _, e := range c.entries() {
 		e.mu.Lock()
 		if e.written {
-			out = append(out, e.txn)
+			out = append(out, e.txn.Reported())
 		}
 		e.mu.Unlock()
 	}

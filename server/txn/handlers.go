@@ -637,7 +637,8 @@ func (c *Coordinator) EndTxnV2(ctx context.Context, id string, producerID int64,
 	return pid, e, 0
 }
 
-// Describe is DescribeTransactions for one id.
+// Describe is DescribeTransactions for one id: its state as this
+// coordinator acts on it (Txn.Reported).
 func (c *Coordinator) Describe(id string) (Txn, int16) {
 	if _, _, code := c.serves(id); code != 0 {
 		return Txn{}, code
@@ -651,7 +652,7 @@ func (c *Coordinator) Describe(id string) (Txn, int16) {
 	if !e.written {
 		return Txn{}, errTransactionalIDNotFnd
 	}
-	return e.txn, 0
+	return e.txn.Reported(), 0
 }
 
 // ListFilter selects ListTransactions' answer; empty fields match all.
