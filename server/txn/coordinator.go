@@ -422,13 +422,13 @@ func (c *Coordinator) entries() []*entry {
 }
 
 // Transactions lists the ids this broker coordinates now, sorted, as it
-// acts on them (Txn.Reported).
+// acts on them (as Describe).
 func (c *Coordinator) Transactions() []Txn {
 	var out []Txn
 	for _, e := range c.entries() {
 		e.mu.Lock()
 		if e.written {
-			out = append(out, e.txn.Reported())
+			out = append(out, e.txn.begunCarried())
 		}
 		e.mu.Unlock()
 	}

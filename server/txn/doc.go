@@ -194,8 +194,8 @@
 // (timed from the load, or from the completion) treat them as added
 // (begunCarried), while the previous end's retry is still answered as
 // done; DescribeTransactions, ListTransactions and the admin page show
-// such a state as that transaction, ongoing since the load
-// (Txn.Reported). A carried partition that got no data then gets a marker ending
+// such a state as that transaction, ongoing since the load (Describe).
+// A carried partition that got no data then gets a marker ending
 // nothing, which readers skip as Kafka's; and a producer idle across such a failover for
 // longer than its transaction timeout has the transaction it may have
 // begun aborted (it is fenced, as after any timeout).

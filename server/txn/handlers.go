@@ -638,7 +638,11 @@ func (c *Coordinator) EndTxnV2(ctx context.Context, id string, producerID int64,
 }
 
 // Describe is DescribeTransactions for one id: its state as this
-// coordinator acts on it (Txn.Reported).
+// coordinator acts on it. A completed state loaded with carried
+// partitions is described Ongoing with them since the load
+// (begunCarried): the coordinator marks them at the next end, or aborts
+// them once the timeout passes, so a hanging-transaction check must not
+// take their data for a transaction the coordinator has forgotten.
 func (c *Coordinator) Describe(id string) (Txn, int16) {
 	if _, _, code := c.serves(id); code != 0 {
 		return Txn{}, code
@@ -652,7 +656,7 @@ func (c *Coordinator) Describe(id string) (Txn, int16) {
 	if !e.written {
 		return Txn{}, errTransactionalIDNotFnd
 	}
-	return e.txn.Reported(), 0
+	return e.txn.begunCarried(), 0
 }
 
 // ListFilter selects ListTransactions' answer; empty fields match all.

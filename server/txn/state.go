@@ -545,14 +545,6 @@ func (t Txn) begunCarried() Txn {
 	return t
 }
 
-// Reported is t as DescribeTransactions, ListTransactions and the admin
-// page show it: as the coordinator acts on it. A completed state loaded
-// with carried partitions is shown Ongoing with them, begun at the load
-// (begunCarried): the coordinator will mark them at the next end, and
-// abort them when the timeout passes, so a hanging-transaction check must
-// not take their data for a transaction the coordinator has forgotten.
-func (t Txn) Reported() Txn { return t.begunCarried() }
-
 // CarriedUnknown reports whether the transaction at the producer's
 // current epoch may have begun on carried partitions without this
 // coordinator knowing (a loaded state; see Loaded).
