@@ -72,13 +72,6 @@ func benchTxnProduce(b *testing.B, producers int) {
 			for _, k := range []int{10, 100, 1000} {
 				var idemRates, txnRates []float64
 				for round := range 3 {
-					// A fresh topic for every measurement: on these machines
-					// a broker's writes cost more the more data its disks
-					// hold (about 2.5 times less throughput once each broker
-					// holds 2 GB, back to full once the topic is deleted), so
-					// a side measured on the topic the other had just filled
-					// would be measured slower. Deleted after it, as four
-					// producers write several GB a minute.
 					name := fmt.Sprintf("bench-txn-%dx%d-%d", k, size, round)
 					withFreshTopic(b, adm, name+"-idem", func(topic string) {
 						idemRates = append(idemRates, produceTogether(b, idem, topic, k, value, false))
@@ -99,7 +92,13 @@ func benchTxnProduce(b *testing.B, producers int) {
 }
 
 // withFreshTopic runs measure on a new topic of three partitions
-// (replication factor 3) named name, and deletes it after.
+// (replication factor 3) named name, and deletes it after. Each
+// measurement has a topic of its own: on these machines a broker's writes
+// cost more the more data its disks hold (about 2.5 times less
+// throughput once each broker holds 2 GB, back to full once the topic is
+// deleted), so a side measured on a topic the other had just filled
+// would be measured slower; and four producers write several GB a
+// minute, which would fill the disk.
 func withFreshTopic(b *testing.B, adm *kadm.Client, name string, measure func(topic string)) {
 	b.Helper()
 	ctx := context.Background()
@@ -114,10 +113,10 @@ func withFreshTopic(b *testing.B, adm *kadm.Client, name string, measure func(to
 }
 
 // produceOn writes batches of k records to topic (in a transaction when
-// txn) for benchWindow and returns records per second.
-func produceOn(b *testing.B, cl *kgo.Client, topic string, k int, value []byte, txn bool) float64 {
+// txn) for window and returns records per second.
+func produceOn(b *testing.B, cl *kgo.Client, topic string, k int, value []byte, txn bool, window time.Duration) float64 {
 	b.Helper()
-	rate, err := produceFor(cl, topic, k, value, txn, benchWindow())
+	rate, err := produceFor(cl, topic, k, value, txn, window)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,8 +124,7 @@ func produceOn(b *testing.B, cl *kgo.Client, topic string, k int, value []byte, 
 }
 
 // produceFor is produceOn's loop, which returns its error so that
-// producers on other goroutines can run it; it writes to topic, or to
-// the client's default topic when topic is "".
+// producers on other goroutines can run it.
 func produceFor(cl *kgo.Client, topic string, k int, value []byte, txn bool, window time.Duration) (float64, error) {
 	ctx := context.Background()
 	start := time.Now()

@@ -193,15 +193,13 @@ func (w *chainWorkers) start(name string) {
 			if len(o.Failed) > 0 {
 				w.t.Logf("%s: %d produces of the transaction failed, so it was aborted: %v", name, len(o.Failed), first(o.Failed, 3))
 			}
-			switch {
-			case !o.Begun:
+			if o.Err != nil {
 				w.t.Logf("%s: %v", name, o.Err)
+			}
+			switch {
 			case o.Committed:
 				w.committed.Add(o.Copied)
-			case o.Err != nil:
-				w.t.Logf("%s: %v", name, o.Err)
-				w.aborted.Add(1)
-			default:
+			case o.Begun:
 				w.aborted.Add(1)
 			}
 		})

@@ -68,16 +68,13 @@ func BenchmarkTxnTimeline(b *testing.B) {
 				if useTxn {
 					cl = txn
 				}
-				// A fresh topic for each (withFreshTopic says why).
 				withFreshTopic(b, adm, fmt.Sprintf("bench-txn-timeline-%d-%v", k, useTxn), func(topic string) {
 					// Warm up (connections, producer id) briefly: the more
 					// data the brokers hold the slower they write here.
-					if _, err := produceFor(cl, topic, k, value, useTxn, 300*time.Millisecond); err != nil {
-						b.Fatal(err)
-					}
+					produceOn(b, cl, topic, k, value, useTxn, 300*time.Millisecond)
 					tl.reset()
 					start := time.Now()
-					rate := produceOn(b, cl, topic, k, value, useTxn)
+					rate := produceOn(b, cl, topic, k, value, useTxn, benchWindow())
 					elapsed := time.Since(start)
 					loops := float64(rate) * elapsed.Seconds() / float64(k)
 					b.Logf("k=%d txn=%v: %.0f rec/s, %.3f ms per loop; %s", k, useTxn, rate,
