@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -76,27 +77,47 @@ func startClusterAt(t *testing.T, connect string, n int, extra ...string) []*har
 }
 
 // waitControllerSeesAll waits until the controller has described every
-// node to every node (GET /cluster's broker_count). A node is ready once
-// it serves HTTP, which can be before the controller heard of it: a node
-// the harness restarted on new ports (its first ports were taken) came up
-// last, and a CreateTopic of replication factor 3 sent at once was
-// answered INVALID_REPLICATION_FACTOR (one local CI run). A node whose
-// /cluster needs credentials (--security) is not asked.
+// node, at the address it listens on, to every node (GET /cluster's
+// brokers). A node is ready once it serves HTTP, which can be before the
+// controller heard of it: a node the harness restarted on new ports (its
+// first ports were taken) came up last, and a CreateTopic of replication
+// factor 3 sent at once was answered INVALID_REPLICATION_FACTOR. Counting
+// brokers is not enough: the killed first attempt's registration, at its
+// old address, counted until its ZooKeeper session expired (one local CI
+// run). A node whose /cluster needs credentials (--security) is not asked.
 func waitControllerSeesAll(t testing.TB, nodes []*harness.Node) {
 	t.Helper()
+	want := map[string]bool{}
+	for _, n := range nodes {
+		want[n.KafkaAddr] = true
+	}
 	harness.WaitFor(t, "the controller describing every broker to every broker", 60*time.Second, func() bool {
 		for _, n := range nodes {
 			res, err := http.Get(n.URL + "/cluster")
 			if err != nil {
 				return false
 			}
-			var c clusterSummary
+			var c struct {
+				Brokers []struct {
+					Host string `json:"host"`
+					Port int    `json:"port"`
+				} `json:"brokers"`
+			}
 			err = json.NewDecoder(res.Body).Decode(&c)
 			res.Body.Close()
 			switch {
 			case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden:
 				continue
-			case res.StatusCode != http.StatusOK || err != nil || c.BrokerCount < len(nodes):
+			case res.StatusCode != http.StatusOK || err != nil:
+				return false
+			}
+			seen := 0
+			for _, b := range c.Brokers {
+				if want[net.JoinHostPort(b.Host, strconv.Itoa(b.Port))] {
+					seen++
+				}
+			}
+			if seen < len(want) {
 				return false
 			}
 		}
