@@ -56,6 +56,13 @@ for round in $(seq "$ROUNDS"); do
       | sed -n 's/^RESULT /ferry /p' >>"$results" || { ferry_ok=0; echo "ferry bench e2e failed" >&2; }
   fi
   "$work/kfake-bench" --ops e2e --topic "e2e-$round" "${e2e[@]}" | sed -n 's/^RESULT /kfake /p' >>"$results"
+  # ferry writes slower the more data its disk holds (scripts/bench-cluster.sh):
+  # every round starts empty, as kfake's in-memory log does.
+  if [ "$ferry_ok" = 1 ]; then
+    for t in "bench-$round" "e2e-$round"; do
+      bin/ferry topics delete "$t" --bootstrap "127.0.0.1:$KAFKA_PORT" >/dev/null 2>&1 || true
+    done
+  fi
 done
 
 python3 - "$results" "$RECORDS" "$DURATION" "$RECORD_SIZE" "$PARTITIONS" "$ROUNDS" "$RATE" "$E2E_SECONDS" <<'PY'

@@ -126,12 +126,24 @@ func produceOn(b *testing.B, cl *kgo.Client, topic string, k int, value []byte, 
 // produceFor is produceOn's loop, which returns its error so that
 // producers on other goroutines can run it.
 func produceFor(cl *kgo.Client, topic string, k int, value []byte, txn bool, window time.Duration) (float64, error) {
+	if !txn {
+		return loopFor(cl, topic, k, value, window, nil, nil)
+	}
+	return loopFor(cl, topic, k, value, window, cl.BeginTransaction,
+		func(ctx context.Context) error { return cl.EndTransaction(ctx, kgo.TryCommit) })
+}
+
+// loopFor writes batches of k records to topic for window and returns
+// records per second: begin (when not nil), k records, flush, then end
+// (when not nil) once every record is acknowledged.
+func loopFor(cl *kgo.Client, topic string, k int, value []byte, window time.Duration,
+	begin func() error, end func(context.Context) error) (float64, error) {
 	ctx := context.Background()
 	start := time.Now()
 	n := 0
 	for time.Since(start) < window {
-		if txn {
-			if err := cl.BeginTransaction(); err != nil {
+		if begin != nil {
+			if err := begin(); err != nil {
 				return 0, err
 			}
 		}
@@ -156,8 +168,8 @@ func produceFor(cl *kgo.Client, topic string, k int, value []byte, txn bool, win
 		if failed != nil {
 			return 0, failed
 		}
-		if txn {
-			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		if end != nil {
+			if err := end(ctx); err != nil {
 				return 0, err
 			}
 		}

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -48,8 +49,11 @@ func (tl *txnTimeline) reset() {
 // 1,000) for FERRY_BENCH_WINDOW; for each request kind it logs the mean
 // time per transaction spent in it (client write to answer read) and the
 // mean time per transaction with no request in flight (the client's own
-// work and its waits), beside the same figures for the idempotent loop.
-// Records are 100 bytes, or FERRY_BENCH_SIZE.
+// work and its waits), beside the same figures for the idempotent loop
+// and for the floor: the idempotent loop with one acknowledged write
+// after each flush, the least an EndTxn costs, whose ratio to the
+// idempotent loop bounds what any transaction could reach on these
+// machines. Records are 100 bytes, or FERRY_BENCH_SIZE.
 func BenchmarkTxnTimeline(b *testing.B) {
 	for range b.N {
 		nodes := startTxnBrokers(b)
@@ -62,25 +66,52 @@ func BenchmarkTxnTimeline(b *testing.B) {
 			size = n
 		}
 		value := make([]byte, size)
+		// The floor: the idempotent loop, then one acks=all record to a
+		// topic of one partition, as an EndTxn's own record at the
+		// coordinator at the least; no transaction can be answered
+		// sooner, so idempotent/floor bounds any txn/idempotent ratio
+		// here.
+		if _, err := adm.CreateTopic(context.Background(), 1, 3, nil, "bench-txn-floor-commits"); err != nil {
+			b.Fatal(err)
+		}
+		commitWrite := func(ctx context.Context) error {
+			return idem.ProduceSync(ctx, &kgo.Record{Topic: "bench-txn-floor-commits", Value: []byte("commit")}).FirstErr()
+		}
 		for _, k := range []int{10, 100, 1000} {
-			for _, useTxn := range []bool{false, true} {
-				cl := idem
-				if useTxn {
-					cl = txn
-				}
-				withFreshTopic(b, adm, fmt.Sprintf("bench-txn-timeline-%d-%v", k, useTxn), func(topic string) {
+			perLoop := map[string]float64{}
+			for _, kind := range []string{"idempotent", "floor", "transactional"} {
+				withFreshTopic(b, adm, fmt.Sprintf("bench-txn-timeline-%d-%s", k, kind), func(topic string) {
+					run := func(window time.Duration) float64 {
+						var rate float64
+						var err error
+						switch kind {
+						case "idempotent":
+							rate, err = produceFor(idem, topic, k, value, false, window)
+						case "floor":
+							rate, err = loopFor(idem, topic, k, value, window, nil, commitWrite)
+						default:
+							rate, err = produceFor(txn, topic, k, value, true, window)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						return rate
+					}
 					// Warm up (connections, producer id) briefly: the more
 					// data the brokers hold the slower they write here.
-					produceOn(b, cl, topic, k, value, useTxn, 300*time.Millisecond)
+					run(300 * time.Millisecond)
 					tl.reset()
 					start := time.Now()
-					rate := produceOn(b, cl, topic, k, value, useTxn, benchWindow())
+					rate := run(benchWindow())
 					elapsed := time.Since(start)
 					loops := float64(rate) * elapsed.Seconds() / float64(k)
-					b.Logf("k=%d txn=%v: %.0f rec/s, %.3f ms per loop; %s", k, useTxn, rate,
-						elapsed.Seconds()*1000/loops, tl.summary(start, elapsed, loops))
+					perLoop[kind] = elapsed.Seconds() * 1000 / loops
+					b.Logf("k=%d %s: %.0f rec/s, %.3f ms per loop; %s", k, kind, rate,
+						perLoop[kind], tl.summary(start, elapsed, loops))
 				})
 			}
+			b.Logf("k=%d: idempotent/floor %.2f (the best txn/idempotent ratio here), txn/idempotent %.2f",
+				k, perLoop["idempotent"]/perLoop["floor"], perLoop["idempotent"]/perLoop["transactional"])
 		}
 	}
 }
