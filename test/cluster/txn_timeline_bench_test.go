@@ -53,7 +53,8 @@ func (tl *txnTimeline) reset() {
 // and for the floor: the idempotent loop with one acknowledged write
 // after each flush, the least an EndTxn costs, whose ratio to the
 // idempotent loop bounds what any transaction could reach on these
-// machines. Records are 100 bytes, or FERRY_BENCH_SIZE.
+// machines. Records are 100 bytes, or FERRY_BENCH_SIZE; FERRY_BENCH_K
+// measures one k alone.
 func BenchmarkTxnTimeline(b *testing.B) {
 	for range b.N {
 		nodes := startTxnBrokers(b)
@@ -77,7 +78,11 @@ func BenchmarkTxnTimeline(b *testing.B) {
 		commitWrite := func(ctx context.Context) error {
 			return idem.ProduceSync(ctx, &kgo.Record{Topic: "bench-txn-floor-commits", Value: []byte("commit")}).FirstErr()
 		}
-		for _, k := range []int{10, 100, 1000} {
+		ks := []int{10, 100, 1000}
+		if v, err := strconv.Atoi(os.Getenv("FERRY_BENCH_K")); err == nil && v > 0 {
+			ks = []int{v} // one cell, for a quicker look
+		}
+		for _, k := range ks {
 			perLoop := map[string]float64{}
 			for _, kind := range []string{"idempotent", "floor", "transactional"} {
 				withFreshTopic(b, adm, fmt.Sprintf("bench-txn-timeline-%d-%s", k, kind), func(topic string) {
