@@ -147,6 +147,28 @@ func (p *Replica) AwaitTxnOrder(ctx context.Context, producerID int64, producerE
 	}
 }
 
+// ProbeTxn answers a coordinator that cannot tell whether the producer's
+// next transaction began here (it loaded a record carrying this
+// partition, and the coordinator before it may have let a leader append
+// without a record since): open is whether the producer has a transaction
+// open here. When it has none, every verification already granted to one
+// of its batches is revoked (the guard such a batch carries no longer
+// matches, so its append is refused as INVALID_TXN_STATE, an abortable
+// error): a batch verified before the probe cannot land after it, where
+// the coordinator, told nothing is open, would no longer end it.
+func (p *Replica) ProbeTxn(producerID int64) (open bool) {
+	ps := p.producers
+	ps.ready(p.log)
+	e := ps.entry(producerID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.txnFirst != noTxn {
+		return true
+	}
+	e.markers++
+	return false
+}
+
 // AwaitingTxnOrder reports whether a batch of producerID waits in
 // AwaitTxnOrder for the marker of the producer's open transaction here.
 func (p *Replica) AwaitingTxnOrder(producerID int64) bool {

@@ -184,6 +184,38 @@ func TestTxnVerificationGuard(t *testing.T) {
 	}
 }
 
+// A coordinator's probe (ProbeTxn) finds a producer's open transaction,
+// and, finding none, revokes the verification a batch of it holds: that
+// batch is refused, so it cannot open a transaction the coordinator was
+// just told does not exist. A batch verified after the probe goes in.
+func TestTxnProbeRevokesVerifications(t *testing.T) {
+	p, _ := newTestPartition(t)
+	b := txnBatch(t, 7, 0, 0, 1)
+	need, guard := p.TxnAddition(recordbatch.ReadHeader(b))
+	if !need {
+		t.Fatal("a producer without a transaction here needs no add")
+	}
+	if p.ProbeTxn(7) {
+		t.Fatal("a probe found a transaction open before any batch")
+	}
+	if _, err := produceTxn(t, p, b, guard); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("append verified before a probe that found nothing open: %v", err)
+	}
+	_, guard = p.TxnAddition(recordbatch.ReadHeader(b))
+	if off, err := produceTxn(t, p, b, guard); err != nil || off != 0 {
+		t.Fatalf("append verified after the probe: offset %d, %v", off, err)
+	}
+	if !p.ProbeTxn(7) {
+		t.Fatal("a probe missed the open transaction")
+	}
+	if off, err := produceTxn(t, p, txnBatch(t, 7, 0, 1, 1), TxnGuard{}); err != nil || off != 1 {
+		t.Fatalf("the open transaction's next batch after a probe found it: offset %d, %v", off, err)
+	}
+	if p.ProbeTxn(8) {
+		t.Fatal("a probe of another producer found a transaction")
+	}
+}
+
 // The open transactions and the abort index come back after a clean close
 // (from the snapshot) and after a kill -9 (from the log above the newest
 // snapshot), even when the abort's index entry was lost.

@@ -30,6 +30,12 @@ type TxnMarker struct {
 	// there) is answered as written and appends nothing.
 	TxnEpoch    int16
 	HasTxnEpoch bool
+	// Probe asks, instead of a marker, whether the producer has a
+	// transaction open on the partition (replication.Replica.ProbeTxn):
+	// nothing is appended; the answer is nil when none is open (and any
+	// verification granted to its batches is revoked), ErrTxnOpen when
+	// one is. Between brokers the tagged field TxnProbeTag.
+	Probe bool
 }
 
 // DataEpoch is the producer epoch of the data m ends, when m says it
@@ -92,6 +98,12 @@ type TxnMarkerListener interface {
 // TxnEpoch of its markers. The number is far from Kafka's own tags;
 // Kafka brokers skip tags they do not know.
 const TxnEpochTag uint32 = 0x6665
+
+// TxnProbeTag is the tagged field (WriteTxnMarkers v1+, on each marker
+// entry, empty) by which a ferry coordinator makes an entry a probe
+// (TxnMarker.Probe). A Kafka broker would skip it and write the marker,
+// so a coordinator sends probes only to ferry brokers.
+const TxnProbeTag uint32 = 0x6667
 
 // EncodeTxnEpochTag is TxnEpochTag's value: the epoch, big-endian.
 func EncodeTxnEpochTag(epoch int16) []byte {

@@ -26,6 +26,10 @@ import (
 var (
 	ErrInvalidTxnState      = replication.ErrInvalidTxnState
 	ErrTxnCoordinatorFenced = replication.ErrTxnCoordinatorFenced
+	// ErrTxnOpen answers a probe (TxnMarker.Probe) of a partition where
+	// the producer has a transaction open: CONCURRENT_TRANSACTIONS on the
+	// wire (probeTxn).
+	ErrTxnOpen = errors.New("the producer has a transaction open on the partition")
 )
 
 // TxnCodeError is a refusal whose Kafka error code another party decided:
@@ -86,6 +90,10 @@ func (b *Broker) WriteTxnMarkers(ctx context.Context, markers []TxnMarker) []err
 	appended := make([]Appended, 0, len(markers))
 	which := make([]int, 0, len(markers))
 	for i, m := range markers {
+		if m.Probe {
+			errs[i] = b.probeTxn(m)
+			continue
+		}
 		a, err := b.appendTxnMarker(m)
 		if err != nil {
 			errs[i] = err
@@ -108,17 +116,43 @@ func (b *Broker) WriteTxnMarkers(ctx context.Context, markers []TxnMarker) []err
 	return errs
 }
 
-func (b *Broker) appendTxnMarker(m TxnMarker) (Appended, error) {
+// probeTxn answers m, a probe, as the partition's leader: ErrTxnOpen
+// when the producer has a transaction open there. Only a leader answers:
+// a follower's state may lag its leader's.
+func (b *Broker) probeTxn(m TxnMarker) error {
+	_, p, err := b.ledForMarker(m)
+	if err != nil {
+		return err
+	}
+	if p.ProbeTxn(m.ProducerID) {
+		// The code by TxnCodeError: ErrTxnOpen is no core error a
+		// CONCURRENT_TRANSACTIONS from elsewhere should be read as.
+		return fmt.Errorf("%w: %w", ErrTxnOpen, &TxnCodeError{Code: KafkaConcurrentTransactions,
+			Message: fmt.Sprintf("%s-%d, producer %d", m.Topic, m.Partition, m.ProducerID)})
+	}
+	return nil
+}
+
+// ledForMarker is m's partition, and its topic, when this broker leads it.
+func (b *Broker) ledForMarker(m TxnMarker) (*topic, *replication.Replica, error) {
 	t, err := b.lookup(m.Topic)
 	if err != nil {
-		return Appended{}, b.heldElsewhere(m.Topic, m.Partition, err)
+		return nil, nil, b.heldElsewhere(m.Topic, m.Partition, err)
 	}
 	p, err := t.partition(m.Partition)
 	if err != nil {
-		return Appended{}, err
+		return nil, nil, err
 	}
 	if err := p.CheckLeading(); err != nil {
-		return Appended{}, err // before the epoch checks: a follower's state may lag
+		return nil, nil, err // before the epoch checks: a follower's state may lag
+	}
+	return t, p, nil
+}
+
+func (b *Broker) appendTxnMarker(m TxnMarker) (Appended, error) {
+	t, p, err := b.ledForMarker(m)
+	if err != nil {
+		return Appended{}, err
 	}
 	if err := checkReplicas(p, AcksAll); err != nil {
 		return Appended{}, err

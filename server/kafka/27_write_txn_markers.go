@@ -19,7 +19,10 @@ package kafka
 // A ferry coordinator adds to each marker entry (v1+) the tagged field
 // server.TxnEpochTag: the epoch of the data the markers end, which lets
 // the leader answer a resent marker of a transaction it closed already
-// without ending the producer's next one (Broker.WriteTxnMarkers).
+// without ending the producer's next one (Broker.WriteTxnMarkers); and
+// server.TxnProbeTag, which makes the entry a probe: nothing is written,
+// and each partition answers CONCURRENT_TRANSACTIONS when the producer
+// has a transaction open there, 0 when not (Broker.WriteTxnMarkers).
 
 import (
 	"context"
@@ -37,17 +40,20 @@ func (s *Server) handleWriteTxnMarkers(ctx context.Context, kreq kmsg.Request) k
 	var markers []server.TxnMarker
 	for _, m := range req.Markers {
 		var txnEpoch int16
-		hasTxnEpoch := false
+		hasTxnEpoch, probe := false, false
 		m.UnknownTags.Each(func(tag uint32, v []byte) {
-			if tag == server.TxnEpochTag {
+			switch tag {
+			case server.TxnEpochTag:
 				txnEpoch, hasTxnEpoch = server.DecodeTxnEpochTag(v)
+			case server.TxnProbeTag:
+				probe = true
 			}
 		})
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
 				markers = append(markers, server.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 					Commit: m.Committed, CoordinatorEpoch: m.CoordinatorEpoch, Topic: t.Topic, Partition: p,
-					TxnEpoch: txnEpoch, HasTxnEpoch: hasTxnEpoch})
+					TxnEpoch: txnEpoch, HasTxnEpoch: hasTxnEpoch, Probe: probe})
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
 )
@@ -219,6 +220,46 @@ func TestWriteTxnMarkersErrors(t *testing.T) {
 	b := txnBatchOf(t, 0, 0, 0, "x") // ProducerID 0 writes -1
 	if p := produceTxnBatch(t, c, "t1", "tx", b); p.ErrorCode != kerr.InvalidRecord.Code {
 		t.Fatalf("transactional batch without a producer id: error %d", p.ErrorCode)
+	}
+}
+
+// A WriteTxnMarkers entry with ferry's probe tag writes nothing and
+// answers, per partition, CONCURRENT_TRANSACTIONS while the producer has
+// a transaction open there, 0 when not; a partition not here answers as
+// for a marker.
+func TestWriteTxnMarkersProbe(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	createTopic(t, ts, "tx", 1)
+	probe := func(topic string, id int64) int16 {
+		t.Helper()
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch = id, 3
+		m.UnknownTags.Set(server.TxnProbeTag, []byte{})
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = topic, []int32{0}
+		m.Topics = append(m.Topics, mt)
+		req.Markers = append(req.Markers, m)
+		return do[*kmsg.WriteTxnMarkersResponse](c, req, 1).Markers[0].Topics[0].Partitions[0].ErrorCode
+	}
+	if code := probe("tx", 100); code != 0 {
+		t.Fatalf("probe with nothing open: error %d", code)
+	}
+	if p := produceTxnBatch(t, c, "t1", "tx", txnBatchOf(t, 100, 3, 0, "a")); p.ErrorCode != 0 {
+		t.Fatalf("produce: %d", p.ErrorCode)
+	}
+	if code := probe("tx", 100); code != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("probe of an open transaction: error %d, want CONCURRENT_TRANSACTIONS", code)
+	}
+	if code := probe("tx", 200); code != 0 {
+		t.Fatalf("probe of another producer: error %d", code)
+	}
+	if code := probe("nope", 100); code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("probe of an unknown topic: error %d", code)
+	}
+	if end := listLatest(t, c, "tx", 0); end != 1 {
+		t.Fatalf("log end %d after the probes, want 1 (the batch alone)", end)
 	}
 }
 

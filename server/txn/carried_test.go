@@ -240,3 +240,93 @@ func stateRecords(t *testing.T, n *node) int {
 	}
 	return count
 }
+
+// A coordinator loading a record that carries partitions probes their
+// leaders when the transaction it took as begun on them times out
+// without a request from its producer: nothing open there, the producer
+// never began it, and it goes on at its epoch instead of being fenced;
+// open somewhere, the transaction is aborted as any timed out; a leader
+// not answering is asked again at the next check.
+func TestLoadedCarriedStateOfAnIdleProducerIsProbed(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		open    bool
+		failing bool
+	}{{"nothing open", false, false}, {"open on the carried partition", true, false}, {"leader away, then nothing open", false, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			ml := &markerLog{}
+			clk := &clock{now: time.UnixMilli(1_700_000_000_000)}
+			dir := t.TempDir()
+			n := newNode(t, dir, ml, clk)
+			ctx := context.Background()
+			pid, epoch := beginV2(t, n, ml) // orders-0 committed and carried, its markers failing
+			n.stop()
+
+			ml2 := &markerLog{}
+			if c.open {
+				ml2.open = map[TopicPartition]bool{{"orders", 0}: true}
+			}
+			n = newNode(t, dir, ml2, clk)
+			n.waitState("tx", Ongoing) // loaded, its markers written, taken as begun on orders-0
+			if c.failing {
+				ml2.fail(errors.New("leader away"))
+			}
+			clk.advance(61 * time.Second) // past the producer's 60 s timeout
+			n.c.Tick()
+			ml2.mu.Lock()
+			probes := slices.Clone(ml2.probes)
+			ml2.mu.Unlock()
+			if c.failing {
+				if tx, _ := n.c.Describe("tx"); tx.State != Ongoing || tx.ProducerEpoch != epoch {
+					t.Fatalf("decided with the leader away: %+v", tx)
+				}
+				ml2.fail(nil)
+				n.c.Tick()
+				ml2.mu.Lock()
+				probes = slices.Clone(ml2.probes)
+				ml2.mu.Unlock()
+			}
+			if len(probes) != 1 || probes[0].Topic != "orders" || probes[0].Partition != 0 ||
+				probes[0].ProducerID != pid || probes[0].ProducerEpoch != epoch {
+				t.Fatalf("probes %+v, want one of orders-0 for producer %d at epoch %d", probes, pid, epoch)
+			}
+			if c.open {
+				tx := n.waitState("tx", CompleteAbort)
+				if tx.ProducerEpoch != epoch+1 {
+					t.Fatalf("aborted at epoch %d, want %d (fenced)", tx.ProducerEpoch, epoch+1)
+				}
+				if !slices.ContainsFunc(markersOf(ml2), func(m server.TxnMarker) bool {
+					return !m.Commit && m.Partition == 0 && m.ProducerEpoch == epoch+1
+				}) {
+					t.Fatalf("no abort marker on orders-0: %+v", markersOf(ml2))
+				}
+				return
+			}
+			tx, _ := n.c.Describe("tx")
+			if tx.State != CompleteCommit || tx.ProducerEpoch != epoch || tx.Carried != nil {
+				t.Fatalf("after the probe: %+v, want CompleteCommit at epoch %d carrying nothing", tx, epoch)
+			}
+			for _, m := range markersOf(ml2) {
+				if !m.Commit {
+					t.Fatalf("an abort marker for a transaction never begun: %+v", m)
+				}
+			}
+			// The producer comes back at its epoch; its next add is written.
+			records := stateRecords(t, n)
+			must(t, "the producer's next add", n.c.AddLeaderPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 1}}))
+			if stateRecords(t, n) == records {
+				t.Fatal("an add after the settling wrote nothing: the carried set is still trusted")
+			}
+			_, _, code := n.c.EndTxnV2(ctx, "tx", pid, epoch, true)
+			must(t, "its commit", code)
+			n.waitState("tx", CompleteCommit)
+			n.stop()
+
+			// The settling is in the log: loaded again, nothing is taken as begun.
+			n = newNode(t, dir, &markerLog{}, clk)
+			if tx := n.waitState("tx", CompleteCommit); tx.ProducerEpoch != epoch+1 {
+				t.Fatalf("loaded again: %+v", tx)
+			}
+		})
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/ownership"
 )
@@ -361,16 +363,26 @@ func (c *Coordinator) Tick() {
 }
 
 // AbortTimedOut fences and aborts every Ongoing transaction older than its
-// timeout (Kafka's abortTimedOutTransactions).
+// timeout (Kafka's abortTimedOutTransactions). A loaded state whose next
+// transaction may have begun on its carried partitions without a record
+// (CarriedUnknown) and has heard nothing from its producer since is
+// first probed (settleIfNothingBegan): an idle producer is not fenced for
+// a transaction it never began.
 func (c *Coordinator) AbortTimedOut() {
 	now := c.nowMs()
 	for _, e := range c.entries() {
 		e.mu.Lock()
 		due := e.written && !e.busy && e.txn.TimedOut(now)
-		id := e.txn.ID
+		t := e.txn
 		e.mu.Unlock()
 		if !due {
 			continue
+		}
+		id := t.ID
+		if t.CarriedUnknown() && (t.State == CompleteCommit || t.State == CompleteAbort) {
+			if settled, probed := c.settleIfNothingBegan(t, now); settled || !probed {
+				continue
+			}
 		}
 		_, code := c.transition(context.Background(), id, false, func(t *Txn) Outcome {
 			if !t.TimedOut(now) {
@@ -385,6 +397,64 @@ func (c *Coordinator) AbortTimedOut() {
 		c.logger.Info("aborted a timed-out transaction", "transactional_id", id)
 	}
 }
+
+// settleIfNothingBegan probes the leaders of t's carried partitions (t
+// loaded carrying them, its transaction complete, nothing heard of the
+// next one: CarriedUnknown) for an open transaction of its producer
+// (server.TxnMarker.Probe). When none has one, the next transaction never
+// began, and t is written without its carried partitions (Txn.SettleIdle):
+// settled. A probe also revokes the verifications the leaders granted the
+// producer's batches, so none can land after it unseen. probed is false
+// when some leader did not answer and none had a transaction open: the
+// next tick asks again (that partition's data, if any, is held back from
+// read_committed readers meanwhile, as while its leader is away). Open
+// somewhere: neither, and the transaction is aborted as any timed out.
+func (c *Coordinator) settleIfNothingBegan(t Txn, now int64) (settled, probed bool) {
+	probes := make([]server.TxnMarker, len(t.Carried))
+	for i, tp := range t.Carried {
+		probes[i] = server.TxnMarker{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch,
+			Topic: tp.Topic, Partition: tp.Partition, Probe: true}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	errs := c.cfg.Markers.WriteTxnMarkers(ctx, probes)
+	cancel()
+	var unanswered error
+	for i, m := range probes {
+		err := errors.New("no answer for the probe")
+		if i < len(errs) {
+			err = errs[i]
+		}
+		switch {
+		case err == nil, errors.Is(err, ErrPartitionGone):
+		case errors.Is(err, server.ErrTxnOpen), errors.Is(err, kerr.ConcurrentTransactions):
+			return false, true
+		default:
+			unanswered = fmt.Errorf("%s-%d: %w", m.Topic, m.Partition, err)
+		}
+	}
+	if unanswered != nil {
+		c.logger.Warn("probing a loaded transaction's carried partitions failed; asking again at the next check",
+			"transactional_id", t.ID, "err", unanswered)
+		return false, false
+	}
+	_, code := c.transition(context.Background(), t.ID, false, func(cur *Txn) Outcome {
+		if !sameTransaction(cur, &t) || !cur.CarriedUnknown() {
+			return answer(0) // the producer came back meanwhile
+		}
+		return cur.SettleIdle(now)
+	})
+	if code != 0 {
+		c.logger.Warn("recording that a loaded transaction's successor never began failed", "transactional_id", t.ID, "code", code)
+		return false, false
+	}
+	c.logger.Info("no transaction began on a loaded state's carried partitions; the producer stays at its epoch",
+		"transactional_id", t.ID, "producer_id", t.ProducerID, "producer_epoch", t.ProducerEpoch)
+	return true, true
+}
+
+// probeTimeout bounds one round of probes; a leader not answering within
+// it is asked again at the next check.
+const probeTimeout = 10 * time.Second
 
 // RemoveExpired removes the ids idle for transactional.id.expiration.ms,
 // writing a tombstone for each.

@@ -30,6 +30,11 @@ type markerLog struct {
 	calls   int
 	// tried holds every marker asked for, written or failed.
 	tried []server.TxnMarker
+	// probes holds every probe asked for (server.TxnMarker.Probe), which
+	// writes nothing; open are the partitions where a probe finds the
+	// producer's transaction open.
+	probes []server.TxnMarker
+	open   map[TopicPartition]bool
 }
 
 func (m *markerLog) WriteTxnMarkers(_ context.Context, ms []server.TxnMarker) []error {
@@ -41,6 +46,13 @@ func (m *markerLog) WriteTxnMarkers(_ context.Context, ms []server.TxnMarker) []
 	for i, mk := range ms {
 		if m.failing != nil {
 			errs[i] = m.failing
+			continue
+		}
+		if mk.Probe {
+			m.probes = append(m.probes, mk)
+			if m.open[TopicPartition{mk.Topic, mk.Partition}] {
+				errs[i] = server.ErrTxnOpen
+			}
 			continue
 		}
 		m.written = append(m.written, mk)

@@ -196,9 +196,18 @@
 // done; DescribeTransactions, ListTransactions and the admin page show
 // such a state as that transaction, ongoing since the load (Describe).
 // A carried partition that got no data then gets a marker ending
-// nothing, which readers skip as Kafka's; and a producer idle across such a failover for
-// longer than its transaction timeout has the transaction it may have
-// begun aborted (it is fenced, as after any timeout).
+// nothing, which readers skip as Kafka's. When that transaction times out
+// with no request of its producer since the load, the coordinator first
+// probes the carried partitions' leaders (a WriteTxnMarkers entry with
+// ferry's tagged field server.TxnProbeTag: nothing written; each leader
+// answers CONCURRENT_TRANSACTIONS when the producer has a transaction
+// open there, and otherwise revokes the KIP-890 verifications it granted
+// the producer's batches, so none lands after the answer). Open nowhere:
+// the next transaction never began, the state is written without its
+// carried partitions (Txn.SettleIdle) and the idle producer goes on at
+// its epoch. Open somewhere: it is aborted and the producer fenced, as
+// after any timeout. A leader that does not answer is asked again at the
+// next check.
 //
 // transaction.version 1 (AddPartitionsToTxn v0–v4 from the producer, one
 // epoch across transactions) is unchanged: its adds wait as before, as

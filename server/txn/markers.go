@@ -578,16 +578,20 @@ func MarkersRequest(markers []server.TxnMarker) *kmsg.WriteTxnMarkersRequest {
 		coord       int32
 		txnEpoch    int16
 		hasTxnEpoch bool
+		probe       bool
 	}
 	at := map[group]int{}
 	for _, mk := range markers {
-		g := group{mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch, mk.TxnEpoch, mk.HasTxnEpoch}
+		g := group{mk.ProducerID, mk.ProducerEpoch, mk.Commit, mk.CoordinatorEpoch, mk.TxnEpoch, mk.HasTxnEpoch, mk.Probe}
 		i, ok := at[g]
 		if !ok {
 			rm := kmsg.NewWriteTxnMarkersRequestMarker()
 			rm.ProducerID, rm.ProducerEpoch, rm.Committed, rm.CoordinatorEpoch = g.pid, g.epoch, g.commit, g.coord
 			if g.hasTxnEpoch {
 				rm.UnknownTags.Set(server.TxnEpochTag, server.EncodeTxnEpochTag(g.txnEpoch))
+			}
+			if g.probe {
+				rm.UnknownTags.Set(server.TxnProbeTag, []byte{})
 			}
 			req.Markers = append(req.Markers, rm)
 			i = len(req.Markers) - 1

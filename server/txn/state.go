@@ -545,6 +545,22 @@ func (t Txn) begunCarried() Txn {
 	return t
 }
 
+// SettleIdle is t, a loaded state whose carried partitions' leaders all
+// answered that the producer has no transaction open there (so its next
+// transaction never began: Coordinator.settleIfNothingBegan), written
+// without them, as CompleteIdle would have written it; nothing else
+// changes, so the producer goes on at its epoch. Kafka has no transition
+// from a completed state to itself: this record is ferry's, of the same
+// state. Any other state is left as it is.
+func (t Txn) SettleIdle(nowMs int64) Outcome {
+	if !t.carriedUnknown || t.State != CompleteCommit && t.State != CompleteAbort {
+		return answer(0)
+	}
+	next := t
+	next.Carried, next.carriedUnknown, next.UpdateMs = nil, false, nowMs
+	return Outcome{Next: next, Write: true}
+}
+
 // CarriedUnknown reports whether the transaction at the producer's
 // current epoch may have begun on carried partitions without this
 // coordinator knowing (a loaded state; see Loaded).

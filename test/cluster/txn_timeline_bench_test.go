@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -67,17 +66,12 @@ func BenchmarkTxnTimeline(b *testing.B) {
 			size = n
 		}
 		value := make([]byte, size)
-		// The floor: the idempotent loop, then one acks=all record to a
-		// topic of one partition, as an EndTxn's own record at the
-		// coordinator at the least; no transaction can be answered
-		// sooner, so idempotent/floor bounds any txn/idempotent ratio
-		// here.
-		if _, err := adm.CreateTopic(context.Background(), 1, 3, nil, "bench-txn-floor-commits"); err != nil {
-			b.Fatal(err)
-		}
-		commitWrite := func(ctx context.Context) error {
-			return idem.ProduceSync(ctx, &kgo.Record{Topic: "bench-txn-floor-commits", Value: []byte("commit")}).FirstErr()
-		}
+		// The floor: the idempotent loop, then one acknowledged record
+		// (floorEnd), an EndTxn's own record at the least; no
+		// transaction can be answered sooner, so idempotent/floor bounds
+		// any txn/idempotent ratio here.
+		createFloorTopic(b, adm)
+		commitWrite := floorEnd(idem, 0)
 		ks := []int{10, 100, 1000}
 		if v, err := strconv.Atoi(os.Getenv("FERRY_BENCH_K")); err == nil && v > 0 {
 			ks = []int{v} // one cell, for a quicker look

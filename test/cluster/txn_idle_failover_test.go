@@ -1,0 +1,140 @@
+package cluster_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ferry-mq/ferry/test/harness"
+)
+
+// TestTxnIdleProducerSurvivesCoordinatorKill: a transaction.version 2
+// producer commits, its coordinator is killed (-9) before it records the
+// completion, and the producer stays idle past its transaction timeout.
+// The new coordinator loads a record carrying the committed transaction's
+// partition, so it cannot know whether the producer's next transaction
+// began there; it used to abort that transaction at the timeout and fence
+// the producer. Now it probes the partition's leader, finds nothing open,
+// and the producer commits its next transaction at its epoch.
+func TestTxnIdleProducerSurvivesCoordinatorKill(t *testing.T) {
+	nodes := startCluster(t, 3, "--transaction-state-log-num-partitions", "3",
+		"--transaction-abort-timed-out-transaction-cleanup-interval-ms", "500")
+	const topic, id = "txn-idle-failover", "idle"
+	adm := txnAdmin(t, nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	waitISR(t, adm, topic, 3)
+	cl := txnClient(t, nodes, id, topic, kgo.TransactionTimeout(3*time.Second))
+	// franz-go ends its first transactions at transaction.version 1
+	// (EndTxn v4: no epoch bump, nothing carried) until it has heard the
+	// cluster's finalized level; a few of them first.
+	var committed []string
+	for i := range 5 {
+		v := "warm-" + string(rune('0'+i))
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+		committed = append(committed, v)
+	}
+
+	// The coordinator writes the completion a few milliseconds after the
+	// markers; a kill sent as the commit returns lands before it almost
+	// always. When it did not, the node comes back and the round repeats.
+	for attempt := 1; ; attempt++ {
+		coord := txnCoordinatorOf(t, adm, id)
+		v := "before-kill-" + string(rune('0'+attempt))
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+		nodes[coord-1].Kill()
+		committed = append(committed, v)
+
+		state, sawOngoing := describeUntilSettled(t, nodes, coord, id)
+		switch {
+		case state == "CompleteAbort":
+			t.Fatal("the new coordinator aborted the idle producer's transaction it never began (fenced)")
+		case sawOngoing:
+			t.Logf("attempt %d: the new coordinator took the next transaction as begun, then settled it as %s", attempt, state)
+		case attempt < 3:
+			t.Logf("attempt %d: the completion was recorded before the kill; again", attempt)
+			nodes[coord-1].Restart()
+			waitControllerSeesAll(t, nodes)
+			waitISR(t, adm, topic, 3)
+			continue
+		default:
+			t.Fatal("three kills all came after the completion record")
+		}
+		break
+	}
+	if !anyLogs(nodes, "no transaction began on a loaded state's carried partitions") {
+		t.Fatal("the new coordinator settled the state without probing")
+	}
+
+	// The producer was idle past its timeout; it goes on unfenced.
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("after-idle")).FirstErr(); err != nil {
+		t.Fatalf("the idle producer's next produce: %v (fenced: %v)", err, isFencing(err))
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("the idle producer's next commit: %v (fenced: %v)", err, isFencing(err))
+	}
+	want := append(slices.Clone(committed), "after-idle")
+	slices.Sort(want)
+	if got := readAllAt(t, nodes, topic, kgo.ReadCommitted(), len(want)); !slices.Equal(got, want) {
+		t.Fatalf("read_committed holds %v, want %v", got, want)
+	}
+}
+
+// describeUntilSettled polls the transaction of id, once a broker other
+// than the killed one coordinates it, until it is complete (committed or
+// aborted); sawOngoing reports whether it was described as ongoing on
+// the way, which a completed state is only when loaded from a record
+// carrying partitions (the next transaction may have begun on them).
+func describeUntilSettled(t *testing.T, nodes []*harness.Node, killed int32, id string) (state string, sawOngoing bool) {
+	t.Helper()
+	var live []*harness.Node
+	for i, n := range nodes {
+		if int32(i+1) != killed {
+			live = append(live, n)
+		}
+	}
+	adm := txnAdmin(t, live)
+	harness.WaitFor(t, "the new coordinator to settle "+id, 90*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		r := adm.FindTxnCoordinators(ctx, id)[id]
+		if r.Err != nil || r.NodeID == killed || r.NodeID <= 0 {
+			return false
+		}
+		d, err := adm.DescribeTransactions(ctx, id)
+		if err != nil || d[id].Err != nil {
+			return false
+		}
+		state = d[id].State
+		if state == "Ongoing" {
+			sawOngoing = true
+		}
+		return state == "CompleteCommit" || state == "CompleteAbort"
+	})
+	return state, sawOngoing
+}
