@@ -101,8 +101,10 @@ const TxnEpochTag uint32 = 0x6665
 
 // TxnProbeTag is the tagged field (WriteTxnMarkers v1+, on each marker
 // entry, empty) by which a ferry coordinator makes an entry a probe
-// (TxnMarker.Probe). A Kafka broker would skip it and write the marker,
-// so a coordinator sends probes only to ferry brokers.
+// (TxnMarker.Probe). A broker that does not know it (Kafka's, or a ferry
+// broker older than the tag) reads an abort marker: the coordinator sends
+// probes with producer and coordinator epochs of -1, which such a broker
+// refuses as older than the producer's last marker there.
 const TxnProbeTag uint32 = 0x6667
 
 // EncodeTxnEpochTag is TxnEpochTag's value: the epoch, big-endian.

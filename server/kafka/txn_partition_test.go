@@ -258,6 +258,11 @@ func TestWriteTxnMarkersProbe(t *testing.T) {
 	if code := probe("nope", 100); code != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("probe of an unknown topic: error %d", code)
 	}
+	// A broker that does not know the tag reads the entry as a marker:
+	// at the probe's epochs (-1) it is refused, and ends nothing.
+	if code := writeMarker(t, c, "tx", 100, -1, false, -1); code == 0 {
+		t.Fatal("a marker at epoch -1 (an untagged probe) was written")
+	}
 	if end := listLatest(t, c, "tx", 0); end != 1 {
 		t.Fatalf("log end %d after the probes, want 1 (the batch alone)", end)
 	}

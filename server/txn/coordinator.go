@@ -410,9 +410,13 @@ func (c *Coordinator) AbortTimedOut() {
 // read_committed readers meanwhile, as while its leader is away). Open
 // somewhere: neither, and the transaction is aborted as any timed out.
 func (c *Coordinator) settleIfNothingBegan(t Txn, now int64) (settled, probed bool) {
+	// Epochs of -1: a broker that does not know the probe's tag reads the
+	// entry as an abort marker, and refuses it as older than the one the
+	// partition has from this producer (its previous transaction's), so
+	// nothing is ended; its error reads as no answer here.
 	probes := make([]server.TxnMarker, len(t.Carried))
 	for i, tp := range t.Carried {
-		probes[i] = server.TxnMarker{ProducerID: t.ProducerID, ProducerEpoch: t.ProducerEpoch,
+		probes[i] = server.TxnMarker{ProducerID: t.ProducerID, ProducerEpoch: -1, CoordinatorEpoch: -1,
 			Topic: tp.Topic, Partition: tp.Partition, Probe: true}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
