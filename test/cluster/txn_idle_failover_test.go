@@ -35,18 +35,15 @@ func TestTxnIdleProducerSurvivesCoordinatorKill(t *testing.T) {
 	// (EndTxn v4: no epoch bump, nothing carried) until it has heard the
 	// cluster's finalized level; a few of them first.
 	var committed []string
-	for i := range 5 {
-		v := "warm-" + string(rune('0'+i))
-		if err := cl.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+	commit := func(v string) {
+		t.Helper()
+		if err := commitOne(ctx, cl, v); err != nil {
 			t.Fatal(err)
 		}
 		committed = append(committed, v)
+	}
+	for i := range 5 {
+		commit("warm-" + string(rune('0'+i)))
 	}
 
 	// The coordinator writes the completion a few milliseconds after the
@@ -54,18 +51,8 @@ func TestTxnIdleProducerSurvivesCoordinatorKill(t *testing.T) {
 	// always. When it did not, the node comes back and the round repeats.
 	for attempt := 1; ; attempt++ {
 		coord := txnCoordinatorOf(t, adm, id)
-		v := "before-kill-" + string(rune('0'+attempt))
-		if err := cl.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-			t.Fatal(err)
-		}
+		commit("before-kill-" + string(rune('0'+attempt)))
 		nodes[coord-1].Kill()
-		committed = append(committed, v)
 
 		state, sawOngoing := describeUntilSettled(t, nodes, coord, id)
 		switch {
@@ -89,20 +76,25 @@ func TestTxnIdleProducerSurvivesCoordinatorKill(t *testing.T) {
 	}
 
 	// The producer was idle past its timeout; it goes on unfenced.
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.ProduceSync(ctx, kgo.StringRecord("after-idle")).FirstErr(); err != nil {
-		t.Fatalf("the idle producer's next produce: %v (fenced: %v)", err, isFencing(err))
-	}
-	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatalf("the idle producer's next commit: %v (fenced: %v)", err, isFencing(err))
+	if err := commitOne(ctx, cl, "after-idle"); err != nil {
+		t.Fatalf("the idle producer's next transaction: %v (fenced: %v)", err, isFencing(err))
 	}
 	want := append(slices.Clone(committed), "after-idle")
 	slices.Sort(want)
 	if got := readAllAt(t, nodes, topic, kgo.ReadCommitted(), len(want)); !slices.Equal(got, want) {
 		t.Fatalf("read_committed holds %v, want %v", got, want)
 	}
+}
+
+// commitOne writes v in a transaction of its own and commits it.
+func commitOne(ctx context.Context, cl *kgo.Client, v string) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	if err := cl.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+		return err
+	}
+	return cl.EndTransaction(ctx, kgo.TryCommit)
 }
 
 // describeUntilSettled polls the transaction of id, once a broker other
