@@ -49,8 +49,9 @@ func TestTxnIdleProducerSurvivesCoordinatorKill(t *testing.T) {
 	// The coordinator writes the completion a few milliseconds after the
 	// markers; a kill sent as the commit returns lands before it almost
 	// always. When it did not, the node comes back and the round repeats.
+	var coord int32
 	for attempt := 1; ; attempt++ {
-		coord := txnCoordinatorOf(t, adm, id)
+		coord = txnCoordinatorOf(t, adm, id)
 		commit("before-kill-" + string(rune('0'+attempt)))
 		nodes[coord-1].Kill()
 
@@ -75,7 +76,12 @@ func TestTxnIdleProducerSurvivesCoordinatorKill(t *testing.T) {
 		t.Fatal("the new coordinator settled the state without probing")
 	}
 
-	// The producer was idle past its timeout; it goes on unfenced.
+	// The producer was idle past its timeout; it goes on unfenced. The
+	// killed broker is back first: franz-go may still hold it as the
+	// coordinator, and gives up on an address that refuses connections,
+	// where a live broker's NOT_COORDINATOR sends it to the new one.
+	nodes[coord-1].Restart()
+	waitControllerSeesAll(t, nodes)
 	if err := commitOne(ctx, cl, "after-idle"); err != nil {
 		t.Fatalf("the idle producer's next transaction: %v (fenced: %v)", err, isFencing(err))
 	}
