@@ -57,7 +57,9 @@ bench-compaction:
 
 # Transactions on three brokers: transactional vs idempotent produce at
 # 10, 100 and 1,000 records per transaction (records/s, medians of three
-# rounds, txn/idem ratios; targets >= 0.85 at 1,000, >= 0.60 at 100), one
+# rounds, txn/idem ratios; targets >= 0.85 at 1,000, >= 0.60 at 100, beside
+# floor/idem, the bound of any transaction: the idempotent loop with one
+# acknowledged write per loop, docs/transaction-throughput.md), one
 # producer of each and then four (BenchmarkTxnProduceConcurrent,
 # FERRY_BENCH_PRODUCERS), and produce-to-read_committed-consumer latency
 # p50/p99 (FERRY_BENCH_WINDOW per measurement, default 5s).
