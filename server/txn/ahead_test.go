@@ -374,6 +374,12 @@ func TestMarkersRequestCarriesTheTxnEpoch(t *testing.T) {
 func TestConcurrentLeaderAddsAfterACommitAreAllTaken(t *testing.T) {
 	ml := &markerLog{}
 	n := newNode(t, t.TempDir(), ml, &clock{now: time.UnixMilli(1_700_000_000_000)})
+	// What is tested is that an add is decided again on the state another
+	// add moved on, not how long it may wait: on a loaded machine a state
+	// write (fsynced on a single node) took over the 200 ms an add waits
+	// for it (one CI run: an add refused, so the commit after it was
+	// INVALID_TXN_STATE).
+	n.c.concurrentWait = time.Minute
 	ctx := context.Background()
 	pid, epoch, code := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
 	must(t, "init", code)
