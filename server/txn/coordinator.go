@@ -364,10 +364,9 @@ func (c *Coordinator) Tick() {
 
 // AbortTimedOut fences and aborts every Ongoing transaction older than its
 // timeout (Kafka's abortTimedOutTransactions). A loaded state whose next
-// transaction may have begun on its carried partitions without a record
-// (CarriedUnknown) and has heard nothing from its producer since is
-// first probed (settleIfNothingBegan): an idle producer is not fenced for
-// a transaction it never began.
+// transaction may have begun on its carried partitions unseen
+// (MayHaveBegunUnseen) is first probed (probeBeforeAbort): an idle
+// producer is not fenced for a transaction it never began.
 func (c *Coordinator) AbortTimedOut() {
 	now := c.nowMs()
 	for _, e := range c.entries() {
@@ -378,12 +377,10 @@ func (c *Coordinator) AbortTimedOut() {
 		if !due {
 			continue
 		}
-		id := t.ID
-		if t.CarriedUnknown() && (t.State == CompleteCommit || t.State == CompleteAbort) {
-			if settled, probed := c.settleIfNothingBegan(t, now); settled || !probed {
-				continue
-			}
+		if t.MayHaveBegunUnseen() && !c.probeBeforeAbort(t, now) {
+			continue
 		}
+		id := t.ID
 		_, code := c.transition(context.Background(), id, false, func(t *Txn) Outcome {
 			if !t.TimedOut(now) {
 				return answer(0)
@@ -398,18 +395,18 @@ func (c *Coordinator) AbortTimedOut() {
 	}
 }
 
-// settleIfNothingBegan probes the leaders of t's carried partitions (t
-// loaded carrying them, its transaction complete, nothing heard of the
-// next one: CarriedUnknown) for an open transaction of its producer
-// (server.TxnMarker.Probe). When none has one, the next transaction never
-// began, and t is written without its carried partitions (Txn.SettleIdle):
-// settled. A probe also revokes the verifications the leaders granted the
-// producer's batches, so none can land after it unseen. probed is false
-// when some leader did not answer and none had a transaction open: the
-// next tick asks again (that partition's data, if any, is held back from
-// read_committed readers meanwhile, as while its leader is away). Open
-// somewhere: neither, and the transaction is aborted as any timed out.
-func (c *Coordinator) settleIfNothingBegan(t Txn, now int64) (settled, probed bool) {
+// probeBeforeAbort probes the leaders of t's carried partitions
+// (MayHaveBegunUnseen) for an open transaction of its producer
+// (server.TxnMarker.Probe) and reports whether t's next transaction is to
+// be aborted as timed out: only when some leader has one open. When none
+// has, the next transaction never began, and t is written without its
+// carried partitions (Txn.SettleIdle); a probe also revokes the
+// verifications the leaders granted the producer's batches, so none can
+// land after it unseen. When some leader did not answer, nothing is
+// decided: the next check asks again (that partition's data, if any, is
+// held back from read_committed readers meanwhile, as while its leader is
+// away).
+func (c *Coordinator) probeBeforeAbort(t Txn, now int64) (abort bool) {
 	// Epochs of -1: a broker that does not know the probe's tag reads the
 	// entry as an abort marker, and refuses it as older than the one the
 	// partition has from this producer (its previous transaction's), so
@@ -424,14 +421,14 @@ func (c *Coordinator) settleIfNothingBegan(t Txn, now int64) (settled, probed bo
 	cancel()
 	var unanswered error
 	for i, m := range probes {
-		err := errors.New("no answer for the probe")
+		err := errNoAnswer
 		if i < len(errs) {
 			err = errs[i]
 		}
 		switch {
 		case err == nil, errors.Is(err, ErrPartitionGone):
-		case errors.Is(err, server.ErrTxnOpen), errors.Is(err, kerr.ConcurrentTransactions):
-			return false, true
+		case txnOpenThere(err):
+			return true
 		default:
 			unanswered = fmt.Errorf("%s-%d: %w", m.Topic, m.Partition, err)
 		}
@@ -439,21 +436,28 @@ func (c *Coordinator) settleIfNothingBegan(t Txn, now int64) (settled, probed bo
 	if unanswered != nil {
 		c.logger.Warn("probing a loaded transaction's carried partitions failed; asking again at the next check",
 			"transactional_id", t.ID, "err", unanswered)
-		return false, false
+		return false
 	}
 	_, code := c.transition(context.Background(), t.ID, false, func(cur *Txn) Outcome {
-		if !sameTransaction(cur, &t) || !cur.CarriedUnknown() {
+		if !sameTransaction(cur, &t) {
 			return answer(0) // the producer came back meanwhile
 		}
-		return cur.SettleIdle(now)
+		return cur.SettleIdle(now) // nothing, unless still unseen
 	})
 	if code != 0 {
 		c.logger.Warn("recording that a loaded transaction's successor never began failed", "transactional_id", t.ID, "code", code)
-		return false, false
+		return false
 	}
 	c.logger.Info("no transaction began on a loaded state's carried partitions; the producer stays at its epoch",
 		"transactional_id", t.ID, "producer_id", t.ProducerID, "producer_epoch", t.ProducerEpoch)
-	return true, true
+	return false
+}
+
+// txnOpenThere: a probe's leader has the producer's transaction open
+// (CONCURRENT_TRANSACTIONS from a remote leader, the core's ErrTxnOpen
+// from this broker).
+func txnOpenThere(err error) bool {
+	return errors.Is(err, server.ErrTxnOpen) || errors.Is(err, kerr.ConcurrentTransactions)
 }
 
 // probeTimeout bounds one round of probes; a leader not answering within

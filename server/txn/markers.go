@@ -26,6 +26,9 @@ type MarkerWriter interface {
 // deleted); the coordinator drops the marker, as Kafka does.
 var ErrPartitionGone = errors.New("txn: the partition no longer exists")
 
+// errNoAnswer stands for a marker or probe its writer answered nothing for.
+var errNoAnswer = errors.New("no answer for the marker")
+
 // fencedMarker: a partition leader has seen a newer coordinator epoch or
 // producer epoch (TRANSACTION_COORDINATOR_FENCED, INVALID_PRODUCER_EPOCH,
 // from a remote leader or the core's own errors); this coordinator stops
@@ -277,7 +280,7 @@ func (c *Coordinator) sendMarkers(id string, pending []server.TxnMarker, p int32
 			if i < len(errs) {
 				err = errs[i]
 			} else {
-				err = errors.New("no answer for the marker")
+				err = errNoAnswer
 			}
 			switch {
 			case err == nil:
@@ -427,7 +430,7 @@ func (m *ClusterMarkers) WriteTxnMarkers(ctx context.Context, markers []server.T
 				if j < len(got) {
 					errs[i] = got[j]
 				} else {
-					errs[i] = errors.New("no answer for the marker")
+					errs[i] = errNoAnswer
 				}
 			}
 		})

@@ -538,7 +538,7 @@ func (t Txn) Loaded(nowMs int64) Txn {
 // transaction completed), else t: what the next transaction's requests
 // and the coordinator's own aborts are decided on.
 func (t Txn) begunCarried() Txn {
-	if !t.carriedUnknown || t.State != CompleteCommit && t.State != CompleteAbort {
+	if !t.MayHaveBegunUnseen() {
 		return t
 	}
 	t.State, t.Partitions, t.carriedUnknown = Ongoing, slices.Clone(t.Carried), false
@@ -547,13 +547,13 @@ func (t Txn) begunCarried() Txn {
 
 // SettleIdle is t, a loaded state whose carried partitions' leaders all
 // answered that the producer has no transaction open there (so its next
-// transaction never began: Coordinator.settleIfNothingBegan), written
+// transaction never began: Coordinator.probeBeforeAbort), written
 // without them, as CompleteIdle would have written it; nothing else
 // changes, so the producer goes on at its epoch. Kafka has no transition
 // from a completed state to itself: this record is ferry's, of the same
 // state. Any other state is left as it is.
 func (t Txn) SettleIdle(nowMs int64) Outcome {
-	if !t.carriedUnknown || t.State != CompleteCommit && t.State != CompleteAbort {
+	if !t.MayHaveBegunUnseen() {
 		return answer(0)
 	}
 	next := t
@@ -565,6 +565,13 @@ func (t Txn) SettleIdle(nowMs int64) Outcome {
 // current epoch may have begun on carried partitions without this
 // coordinator knowing (a loaded state; see Loaded).
 func (t *Txn) CarriedUnknown() bool { return t.carriedUnknown }
+
+// MayHaveBegunUnseen reports whether t is such a loaded state whose own
+// transaction is complete, and nothing of the next one has been heard
+// since: the next may have begun on the carried partitions, or never.
+func (t *Txn) MayHaveBegunUnseen() bool {
+	return t.carriedUnknown && (t.State == CompleteCommit || t.State == CompleteAbort)
+}
 
 // union is a and b, sorted, without duplicates.
 func union(a, b []TopicPartition) []TopicPartition {
