@@ -3,10 +3,12 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
@@ -250,9 +252,16 @@ func stateRecords(t *testing.T, n *node) int {
 func TestLoadedCarriedStateOfAnIdleProducerIsProbed(t *testing.T) {
 	for _, c := range []struct {
 		name    string
+		answer  error // the probe's, on orders-0
 		open    bool
 		failing bool
-	}{{"nothing open", false, false}, {"open on the carried partition", true, false}, {"leader away, then nothing open", false, true}} {
+	}{
+		{name: "nothing open"},
+		{name: "open on the carried partition", answer: server.ErrTxnOpen, open: true},
+		{name: "open on a remote leader", answer: fmt.Errorf("broker 2, orders-0: %w", kerr.ConcurrentTransactions), open: true},
+		{name: "the partition deleted", answer: ErrPartitionGone},
+		{name: "leader away, then nothing open", failing: true},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			ml := &markerLog{}
 			clk := &clock{now: time.UnixMilli(1_700_000_000_000)}
@@ -262,10 +271,7 @@ func TestLoadedCarriedStateOfAnIdleProducerIsProbed(t *testing.T) {
 			pid, epoch := beginV2(t, n, ml) // orders-0 committed and carried, its markers failing
 			n.stop()
 
-			ml2 := &markerLog{}
-			if c.open {
-				ml2.open = map[TopicPartition]bool{{"orders", 0}: true}
-			}
+			ml2 := &markerLog{probeAnswers: map[TopicPartition]error{{"orders", 0}: c.answer}}
 			n = newNode(t, dir, ml2, clk)
 			n.waitState("tx", Ongoing) // loaded, its markers written, taken as begun on orders-0
 			if c.failing {

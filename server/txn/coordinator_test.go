@@ -31,10 +31,11 @@ type markerLog struct {
 	// tried holds every marker asked for, written or failed.
 	tried []server.TxnMarker
 	// probes holds every probe asked for (server.TxnMarker.Probe), which
-	// writes nothing; open are the partitions where a probe finds the
-	// producer's transaction open.
-	probes []server.TxnMarker
-	open   map[TopicPartition]bool
+	// writes nothing; probeAnswers are the partitions whose probes are
+	// answered an error (server.ErrTxnOpen: the producer's transaction is
+	// open there), the others nil.
+	probes       []server.TxnMarker
+	probeAnswers map[TopicPartition]error
 }
 
 func (m *markerLog) WriteTxnMarkers(_ context.Context, ms []server.TxnMarker) []error {
@@ -50,9 +51,7 @@ func (m *markerLog) WriteTxnMarkers(_ context.Context, ms []server.TxnMarker) []
 		}
 		if mk.Probe {
 			m.probes = append(m.probes, mk)
-			if m.open[TopicPartition{mk.Topic, mk.Partition}] {
-				errs[i] = server.ErrTxnOpen
-			}
+			errs[i] = m.probeAnswers[TopicPartition{mk.Topic, mk.Partition}]
 			continue
 		}
 		m.written = append(m.written, mk)

@@ -88,6 +88,30 @@ func TestRemoteMarkersMapAnswers(t *testing.T) {
 	}
 }
 
+// A probe goes to a remote leader as its own entry, tagged, and the
+// leader's CONCURRENT_TRANSACTIONS reads as the transaction open there.
+func TestRemoteProbeIsTaggedAndReadsOpen(t *testing.T) {
+	p := &peer{codes: map[int32]int16{0: kerr.ConcurrentTransactions.Code, 1: 0}}
+	m := &ClusterMarkers{Peers: p}
+	errs := m.sendRemote(context.Background(), 2, []server.TxnMarker{
+		{ProducerID: 9, ProducerEpoch: -1, CoordinatorEpoch: -1, Topic: "a", Partition: 0, Probe: true},
+		{ProducerID: 9, ProducerEpoch: 3, Commit: true, Topic: "b", Partition: 1}})
+	if !txnOpenThere(errs[0]) || errs[1] != nil {
+		t.Fatalf("errors %v", errs)
+	}
+	req := p.got[0].(*kmsg.WriteTxnMarkersRequest)
+	if len(req.Markers) != 2 {
+		t.Fatalf("a probe and a marker in %d entries", len(req.Markers))
+	}
+	for _, e := range req.Markers {
+		tagged := false
+		e.UnknownTags.Each(func(tag uint32, _ []byte) { tagged = tagged || tag == server.TxnProbeTag })
+		if probe := e.Topics[0].Topic == "a"; tagged != probe {
+			t.Fatalf("entry of %s: probe tag %v", e.Topics[0].Topic, tagged)
+		}
+	}
+}
+
 // On a single node every marker is written locally, but the markers of a
 // deleted topic are reported gone, so the coordinator drops them.
 func TestClusterMarkersSingleNode(t *testing.T) {
