@@ -97,12 +97,7 @@ func waitControllerSeesAll(t testing.TB, nodes []*harness.Node) {
 			if err != nil {
 				return false
 			}
-			var c struct {
-				Brokers []struct {
-					Host string `json:"host"`
-					Port int    `json:"port"`
-				} `json:"brokers"`
-			}
+			var c clusterSummary
 			err = json.NewDecoder(res.Body).Decode(&c)
 			res.Body.Close()
 			switch {

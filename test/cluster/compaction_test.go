@@ -105,6 +105,16 @@ func waitISR(t *testing.T, adm *kadm.Client, topic string, n int) {
 	})
 }
 
+// createFullISRTopic creates topic, one partition on three replicas, and
+// waits until all three are in sync.
+func createFullISRTopic(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) {
+	t.Helper()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	waitISR(t, adm, topic, 3)
+}
+
 // readPartition0 reads partition 0 from its start to its end offset.
 func readPartition0(t *testing.T, seedAddrs []string, topic string) []*kgo.Record {
 	t.Helper()

@@ -35,10 +35,7 @@ func TestTxnStateReplicatesToFollowers(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-	waitISR(t, adm, topic, 3)
+	createFullISRTopic(ctx, t, adm, topic)
 	leader := leaderOf(t, adm, topic)
 	md, err := adm.Metadata(ctx, topic)
 	if err != nil {

@@ -28,10 +28,7 @@ func TestTxnZombieFencedAcrossCoordinatorKill(t *testing.T) {
 	adm := txnAdmin(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-	waitISR(t, adm, topic, 3)
+	createFullISRTopic(ctx, t, adm, topic)
 
 	zombie := txnClient(t, nodes, id, topic)
 	if err := zombie.BeginTransaction(); err != nil {
@@ -95,10 +92,7 @@ func TestTxnTimeoutAbortOnCluster(t *testing.T) {
 	adm := txnAdmin(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-	waitISR(t, adm, topic, 3)
+	createFullISRTopic(ctx, t, adm, topic)
 
 	quiet := txnClient(t, nodes, "quiet", topic, kgo.TransactionTimeout(2*time.Second))
 	if err := quiet.BeginTransaction(); err != nil {

@@ -27,10 +27,7 @@ func TestTxnIdleProducerSurvivesCoordinatorKill(t *testing.T) {
 	adm := txnAdmin(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-	waitISR(t, adm, topic, 3)
+	createFullISRTopic(ctx, t, adm, topic)
 	// Each attempt has a client of its own, made once every broker
 	// advertises transaction.version 2, with one transaction before the
 	// one the kill follows. franz-go keeps the versions a connection's

@@ -214,10 +214,7 @@ func TestLibrdkafkaFencedProducerIsFatal(t *testing.T) {
 	adm := txnAdmin(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-	waitISR(t, adm, topic, 3)
+	createFullISRTopic(ctx, t, adm, topic)
 
 	script := filepath.Join(t.TempDir(), "fence.py")
 	if err := os.WriteFile(script, []byte(librdkafkaFenceScript), 0o644); err != nil {

@@ -174,7 +174,11 @@ func partitionOf(n *harness.Node, topic string) (topicPartition, bool) {
 }
 
 type clusterSummary struct {
-	BrokerCount     int   `json:"broker_count"`
+	BrokerCount int `json:"broker_count"`
+	Brokers     []struct {
+		Host string `json:"host"`
+		Port int    `json:"port"`
+	} `json:"brokers"`
 	ControllerID    int32 `json:"controller_id"`
 	Partitions      int   `json:"partitions"`
 	UnderReplicated int   `json:"under_replicated_partitions"`
