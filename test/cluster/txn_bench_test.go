@@ -75,25 +75,17 @@ func benchTxnProduce(b *testing.B, producers int) {
 		for _, size := range []int{100, 1024} {
 			value := make([]byte, size)
 			for _, k := range []int{10, 100, 1000} {
-				var idemRates, floorRates, txnRates []float64
+				rates := map[side][]float64{}
 				for round := range 3 {
-					name := fmt.Sprintf("bench-txn-%dx%d-%d", k, size, round)
-					withFreshTopic(b, adm, name+"-idem", func(topic string) {
-						idemRates = append(idemRates, produceTogether(b, producers, func(i int) (float64, error) {
-							return produceFor(idem[i], topic, k, value, false, benchWindow())
-						}))
-					})
-					withFreshTopic(b, adm, name+"-floor", func(topic string) {
-						floorRates = append(floorRates, produceTogether(b, producers, func(i int) (float64, error) {
-							return loopFor(idem[i], topic, k, value, benchWindow(), nil, floorEnd(idem[i], i))
-						}))
-					})
-					withFreshTopic(b, adm, name+"-txn", func(topic string) {
-						txnRates = append(txnRates, produceTogether(b, producers, func(i int) (float64, error) {
-							return produceFor(txn[i], topic, k, value, true, benchWindow())
-						}))
-					})
+					for _, sd := range sides {
+						withFreshTopic(b, adm, fmt.Sprintf("bench-txn-%dx%d-%d-%v", k, size, round, sd), func(topic string) {
+							rates[sd] = append(rates[sd], produceTogether(b, producers, func(i int) (float64, error) {
+								return sd.loop(idem[i], txn[i], i, topic, k, value, benchWindow())
+							}))
+						})
+					}
 				}
+				idemRates, floorRates, txnRates := rates[idempotentSide], rates[floorSide], rates[transactionalSide]
 				im, fm, tm := medianOf(idemRates), medianOf(floorRates), medianOf(txnRates)
 				b.ReportMetric(im, fmt.Sprintf("idempotent-rec/s@%dx%dB", k, size))
 				b.ReportMetric(tm, fmt.Sprintf("txn-rec/s@%dx%dB", k, size))
@@ -149,25 +141,35 @@ func withFreshTopic(b *testing.B, adm *kadm.Client, name string, measure func(to
 	}
 }
 
-// produceOn writes batches of k records to topic (in a transaction when
-// txn) for window and returns records per second.
-func produceOn(b *testing.B, cl *kgo.Client, topic string, k int, value []byte, txn bool, window time.Duration) float64 {
-	b.Helper()
-	rate, err := produceFor(cl, topic, k, value, txn, window)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return rate
-}
+// side is one of the loops every cell compares.
+type side int
 
-// produceFor is produceOn's loop, which returns its error so that
-// producers on other goroutines can run it.
-func produceFor(cl *kgo.Client, topic string, k int, value []byte, txn bool, window time.Duration) (float64, error) {
-	if !txn {
-		return loopFor(cl, topic, k, value, window, nil, nil)
+const (
+	// idempotentSide: k records, flush.
+	idempotentSide side = iota
+	// floorSide: the idempotent loop ending with one acknowledged write
+	// (floorEnd), the least a commit costs.
+	floorSide
+	// transactionalSide: begin, k records, flush, commit.
+	transactionalSide
+)
+
+// sides are measured in this order within each round.
+var sides = []side{idempotentSide, floorSide, transactionalSide}
+
+func (s side) String() string { return [...]string{"idempotent", "floor", "transactional"}[s] }
+
+// loop runs s for window with producer i's clients (idem, txn) on topic
+// and returns records per second.
+func (s side) loop(idem, txn *kgo.Client, i int, topic string, k int, value []byte, window time.Duration) (float64, error) {
+	switch s {
+	case floorSide:
+		return loopFor(idem, topic, k, value, window, nil, floorEnd(idem, i))
+	case transactionalSide:
+		return loopFor(txn, topic, k, value, window, txn.BeginTransaction,
+			func(ctx context.Context) error { return txn.EndTransaction(ctx, kgo.TryCommit) })
 	}
-	return loopFor(cl, topic, k, value, window, cl.BeginTransaction,
-		func(ctx context.Context) error { return cl.EndTransaction(ctx, kgo.TryCommit) })
+	return loopFor(idem, topic, k, value, window, nil, nil)
 }
 
 // loopFor writes batches of k records to topic for window and returns

@@ -66,31 +66,19 @@ func BenchmarkTxnTimeline(b *testing.B) {
 			size = n
 		}
 		value := make([]byte, size)
-		// The floor: the idempotent loop, then one acknowledged record
-		// (floorEnd), an EndTxn's own record at the least; no
-		// transaction can be answered sooner, so idempotent/floor bounds
-		// any txn/idempotent ratio here.
+		// The floor (floorSide): no transaction can be answered sooner,
+		// so idempotent/floor bounds any txn/idempotent ratio here.
 		createFloorTopic(b, adm)
-		commitWrite := floorEnd(idem, 0)
 		ks := []int{10, 100, 1000}
 		if v, err := strconv.Atoi(os.Getenv("FERRY_BENCH_K")); err == nil && v > 0 {
 			ks = []int{v} // one cell, for a quicker look
 		}
 		for _, k := range ks {
-			perLoop := map[string]float64{}
-			for _, kind := range []string{"idempotent", "floor", "transactional"} {
-				withFreshTopic(b, adm, fmt.Sprintf("bench-txn-timeline-%d-%s", k, kind), func(topic string) {
+			perLoop := map[side]float64{}
+			for _, sd := range sides {
+				withFreshTopic(b, adm, fmt.Sprintf("bench-txn-timeline-%d-%v", k, sd), func(topic string) {
 					run := func(window time.Duration) float64 {
-						var rate float64
-						var err error
-						switch kind {
-						case "idempotent":
-							rate, err = produceFor(idem, topic, k, value, false, window)
-						case "floor":
-							rate, err = loopFor(idem, topic, k, value, window, nil, commitWrite)
-						default:
-							rate, err = produceFor(txn, topic, k, value, true, window)
-						}
+						rate, err := sd.loop(idem, txn, 0, topic, k, value, window)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -104,13 +92,13 @@ func BenchmarkTxnTimeline(b *testing.B) {
 					rate := run(benchWindow())
 					elapsed := time.Since(start)
 					loops := float64(rate) * elapsed.Seconds() / float64(k)
-					perLoop[kind] = elapsed.Seconds() * 1000 / loops
-					b.Logf("k=%d %s: %.0f rec/s, %.3f ms per loop; %s", k, kind, rate,
-						perLoop[kind], tl.summary(start, elapsed, loops))
+					perLoop[sd] = elapsed.Seconds() * 1000 / loops
+					b.Logf("k=%d %v: %.0f rec/s, %.3f ms per loop; %s", k, sd, rate,
+						perLoop[sd], tl.summary(start, elapsed, loops))
 				})
 			}
 			b.Logf("k=%d: idempotent/floor %.2f (the best txn/idempotent ratio here), txn/idempotent %.2f",
-				k, perLoop["idempotent"]/perLoop["floor"], perLoop["idempotent"]/perLoop["transactional"])
+				k, perLoop[idempotentSide]/perLoop[floorSide], perLoop[idempotentSide]/perLoop[transactionalSide])
 		}
 	}
 }
