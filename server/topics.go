@@ -220,8 +220,9 @@ func (b *Broker) DeleteTopic(name string) error {
 const clusterDeleteWait = 10 * time.Second
 
 // deleteClusterTopic marks the topic for deletion (/admin/delete_topics)
-// and waits, as Kafka's DeleteTopics does, until the controller has taken
-// it out of this broker's metadata; each replica's files go when the
+// and waits, as Kafka's DeleteTopics does, until this broker's Metadata no
+// longer describes it: the controller has taken it out of the view and
+// deleted the replicas held here. Each other replica's files go when the
 // controller's StopReplica reaches its broker, a dead one's when it
 // returns. A mark the controller has not acted on in time is still acted
 // on later.
@@ -238,8 +239,11 @@ func (b *Broker) deleteClusterTopic(name string) error {
 	}
 	deadline := time.Now().Add(clusterDeleteWait)
 	for time.Now().Before(deadline) {
-		view, _ := b.Cluster()
-		if view.PartitionCount(name) == 0 {
+		// Metadata describes a topic while either this broker's table
+		// (until StopReplica has deleted the last replica here) or the
+		// controller's view holds it; the controller may send its
+		// UpdateMetadata before its StopReplica, so both must have let go.
+		if _, err := b.PartitionCountInCluster(name); errors.Is(err, ErrUnknownTopic) {
 			break
 		}
 		select {
