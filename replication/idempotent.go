@@ -80,9 +80,9 @@ type producerEntry struct {
 	// marker here (-1: none), to fence a deposed coordinator's markers.
 	coordinatorEpoch int32
 	// markers counts the markers applied since the entry was made, and
-	// the probes that found no transaction open (ProbeTxn): KIP-890's
-	// verification guard; not persisted.
-	markers uint64
+	// probes the probes that found no transaction open (ProbeTxn):
+	// KIP-890's verification guard; not persisted.
+	markers, probes uint64
 	// txnClosed, when not nil, is closed by the next marker applied:
 	// AwaitTxnOrder's waiters look again (transactions.go).
 	txnClosed chan struct{}

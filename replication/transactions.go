@@ -72,8 +72,18 @@ type txnSpan struct{ first, marker int64 }
 // tell whether a marker came in between (Kafka's VerificationGuard). The
 // zero value verifies nothing (no coordinator to ask).
 type TxnGuard struct {
-	markers  uint64
-	verified bool
+	markers, probes uint64
+	verified        bool
+}
+
+// AskedAt is g, a guard taken again once the coordinator answered (after
+// AwaitTxnOrder), holding the probes as they stood when asked was taken,
+// before the question went out: a probe since then may have come from a
+// coordinator that took over from the one answering, and settled the
+// producer as having nothing open here, so the answer no longer holds.
+func (g TxnGuard) AskedAt(asked TxnGuard) TxnGuard {
+	g.probes = asked.probes
+	return g
 }
 
 // TxnVerification reports whether a transactional batch h must be verified
@@ -107,7 +117,7 @@ func (p *Replica) txnCheck(h recordbatch.Header, byEpoch bool) (need bool, guard
 	if e.txnFirst != noTxn && (!byEpoch || e.epoch == h.ProducerEpoch) {
 		return false, TxnGuard{}
 	}
-	return true, TxnGuard{markers: e.markers, verified: true}
+	return true, TxnGuard{markers: e.markers, probes: e.probes, verified: true}
 }
 
 // AwaitTxnOrder returns once a transactional batch of producerID at
@@ -165,7 +175,7 @@ func (p *Replica) ProbeTxn(producerID int64) (open bool) {
 	if e.txnFirst != noTxn {
 		return true
 	}
-	e.markers++
+	e.probes++
 	return false
 }
 
@@ -192,6 +202,8 @@ func (e *producerEntry) checkTxn(h recordbatch.Header, guard TxnGuard) error {
 			ErrInvalidTxnState, e.txnFirst)
 	case h.IsTransactional() && e.txnFirst == noTxn && guard.verified && guard.markers != e.markers:
 		return fmt.Errorf("%w: the producer's transaction ended since the batch was verified", ErrInvalidTxnState)
+	case h.IsTransactional() && e.txnFirst == noTxn && guard.verified && guard.probes != e.probes:
+		return fmt.Errorf("%w: the coordinator probed the producer here, finding nothing open, since the batch was verified", ErrInvalidTxnState)
 	}
 	return nil
 }

@@ -201,6 +201,10 @@ func TestTxnProbeRevokesVerifications(t *testing.T) {
 	if _, err := produceTxn(t, p, b, guard); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("append verified before a probe that found nothing open: %v", err)
 	}
+	_, retaken := p.TxnAddition(recordbatch.ReadHeader(b))
+	if _, err := produceTxn(t, p, b, retaken.AskedAt(guard)); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("append with a guard taken again after the probe, for a question asked before it: %v", err)
+	}
 	_, guard = p.TxnAddition(recordbatch.ReadHeader(b))
 	if off, err := produceTxn(t, p, b, guard); err != nil || off != 0 {
 		t.Fatalf("append verified after the probe: offset %d, %v", off, err)

@@ -250,7 +250,9 @@ func (b *Broker) verifyTxnBatch(ctx context.Context, p *replication.Replica, h r
 		if err := b.awaitTxnOrder(ctx, p, h.ProducerID, h.ProducerEpoch, timeout); err != nil {
 			return guard, err
 		}
+		asked := guard
 		_, guard = p.TxnAddition(h)
+		guard = guard.AskedAt(asked)
 	}
 	if code != KafkaNone {
 		return guard, &TxnCodeError{Code: produceCodeOfVerification(code, add), Message: fmt.Sprintf(

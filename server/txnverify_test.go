@@ -152,3 +152,62 @@ func TestTxnVerificationAnswersTheProducerKafkasCode(t *testing.T) {
 		t.Fatalf("log end %d: a refused batch was written", end)
 	}
 }
+
+// probedWhileAnswering is a coordinator deposed while it answers a
+// leader's add: before its yes arrives, its successor's probe reaches
+// the leader (the producer's next transaction not begun here), as when a
+// coordinator's answer is delayed past its successor's load and the
+// transaction's timeout.
+type probedWhileAnswering struct {
+	b     *Broker
+	probe bool
+}
+
+func (v probedWhileAnswering) VerifyTxnPartition(context.Context, string, int64, int16, string, int32) int16 {
+	return KafkaNone
+}
+
+func (v probedWhileAnswering) AddTxnPartition(ctx context.Context, _ string, id int64, _ int16, topic string, partition int32) int16 {
+	if v.probe {
+		errs := v.b.WriteTxnMarkers(ctx, []TxnMarker{{ProducerID: id, ProducerEpoch: -1, CoordinatorEpoch: -1,
+			Topic: topic, Partition: partition, Probe: true}})
+		if errs[0] != nil {
+			panic(errs[0])
+		}
+	}
+	return KafkaNone
+}
+
+// A leader's add answered yes while a probe found nothing open here is
+// refused (INVALID_TXN_STATE, abortable) and writes nothing: the probing
+// coordinator settles the producer as having no transaction here and
+// would never end one its deposed predecessor let begin, which would hang
+// the partition's last stable offset. The same add with no probe goes in.
+func TestTxnAddAnsweredAcrossAProbeIsRefused(t *testing.T) {
+	b := newTestBroker(t)
+	if err := b.CreateTopic(TopicSpec{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetTxnVerifier(probedWhileAnswering{b: b, probe: true})
+	_, err = b.AppendBatch(context.Background(), BatchProduce{Topic: "t", Partition: 0, Batches: batchAt(t, 0, 7, true, 1),
+		Acks: AcksAll, TransactionalID: "tx", AddToTxn: true})
+	if got := KafkaCode(err); got != KafkaInvalidTxnState {
+		t.Fatalf("add answered across a probe: produce answered %v (%v), want INVALID_TXN_STATE", kerr.ErrorForCode(got), err)
+	}
+	if end := p.LogEndOffset(); end != 0 {
+		t.Fatalf("log end %d: the refused batch was written", end)
+	}
+
+	b.SetTxnVerifier(probedWhileAnswering{b: b})
+	if _, err := b.AppendBatch(context.Background(), BatchProduce{Topic: "t", Partition: 0, Batches: batchAt(t, 0, 7, true, 1),
+		Acks: AcksAll, TransactionalID: "tx", AddToTxn: true}); err != nil {
+		t.Fatalf("the add again, no probe: %v", err)
+	}
+	if end := p.LogEndOffset(); end != 1 {
+		t.Fatalf("log end %d after the add with no probe, want 1", end)
+	}
+}

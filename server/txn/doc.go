@@ -202,7 +202,10 @@
 // ferry's tagged field server.TxnProbeTag: nothing written; each leader
 // answers CONCURRENT_TRANSACTIONS when the producer has a transaction
 // open there, and otherwise revokes the KIP-890 verifications it granted
-// the producer's batches, so none lands after the answer). Open nowhere:
+// the producer's batches, so none lands after the answer: neither one
+// verified before the probe, nor one whose add was asked before it and
+// answered after, perhaps by the coordinator this one replaced;
+// replication.TxnGuard.AskedAt). Open nowhere:
 // the next transaction never began, the state is written without its
 // carried partitions (Txn.SettleIdle) and the idle producer goes on at
 // its epoch. Open somewhere: it is aborted and the producer fenced, as
