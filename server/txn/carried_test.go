@@ -67,6 +67,58 @@ func TestCarriedPartitionsAddedQuietly(t *testing.T) {
 	}
 }
 
+// A producer whose partitioner moves over a topic's partitions finds the
+// ones it comes back to carried: an end carries its own partitions and
+// those it could have added quietly, up to maxCarried; past that, its
+// own only.
+func TestCarriedPartitionsAccumulateUpToTheirBound(t *testing.T) {
+	prepared := run(t, NewTxn("tx", 7, 60000, 1000), []step{
+		{name: "init", do: initPID(60000), write: true, state: Empty, epoch: 0},
+		{name: "add", do: add(7, 0, tpA, tpB), write: true, state: Ongoing, epoch: 0},
+		{name: "commit", do: endV2(7, 0, true), write: true, state: PrepareCommit, epoch: 1, marker: true},
+	})
+	begun, answers := prepared.CompleteThen(2000, []Decision{decision(add(7, 1, tpC), 2000)})
+	if answers[0].Code != 0 || begun.Next.State != Ongoing {
+		t.Fatalf("the next transaction's first add: %+v %+v", begun.Next, answers)
+	}
+	moved := run(t, begun.Next, []step{
+		{name: "one of the carried too", do: add(7, 1, tpB), quiet: true, state: Ongoing, epoch: 1},
+		{name: "commit", do: endV2(7, 1, true), write: true, state: PrepareCommit, epoch: 2, marker: true},
+	})
+	if want := []TopicPartition{tpC, tpA, tpB}; !slices.Equal(moved.Carried, want) {
+		t.Fatalf("carried %v after writing to %v, having carried %v; want %v", moved.Carried, moved.Partitions, begun.Next.Carried, want)
+	}
+	if want := []TopicPartition{tpC, tpB}; !slices.Equal(moved.Partitions, want) {
+		t.Fatalf("the markers go to %v, want only the partitions written to, %v", moved.Partitions, want)
+	}
+	back, answers := moved.CompleteThen(3000, []Decision{decision(add(7, 2, tpA), 3000)})
+	if answers[0].Code != 0 || !slices.Equal(back.Next.Partitions, []TopicPartition{tpA}) || !slices.Equal(back.Next.Carried, moved.Carried) {
+		t.Fatalf("back to a partition two transactions later: %+v %+v", back.Next, answers)
+	}
+
+	many := func(from, n int32) []TopicPartition {
+		var tps []TopicPartition
+		for i := range n {
+			tps = append(tps, TopicPartition{"wide", from + i})
+		}
+		return tps
+	}
+	first := many(0, maxCarried/2+1)
+	wide := run(t, NewTxn("wide", 8, 60000, 1000), []step{
+		{name: "init", do: initPID(60000), write: true, state: Empty, epoch: 0},
+		{name: "add", do: add(8, 0, first...), write: true, state: Ongoing, epoch: 0},
+		{name: "commit", do: endV2(8, 0, true), write: true, state: PrepareCommit, epoch: 1, marker: true},
+	})
+	second := many(maxCarried/2+1, maxCarried/2+1)
+	next, _ := wide.CompleteThen(2000, []Decision{decision(add(8, 1, second...), 2000)})
+	over := run(t, next.Next, []step{
+		{name: "commit", do: endV2(8, 1, true), write: true, state: PrepareCommit, epoch: 2, marker: true},
+	})
+	if !slices.Equal(over.Carried, second) {
+		t.Fatalf("carried %d partitions past the bound of %d, want the end's own %d", len(over.Carried), maxCarried, len(second))
+	}
+}
+
 // Nothing is carried past a fencing, a timeout abort, a version 1 end,
 // an empty abort or a rotation of the producer id.
 func TestCarriedPartitionsDroppedWhereTheEpochMovesOtherwise(t *testing.T) {

@@ -574,6 +574,25 @@ func (t *Txn) MayHaveBegunUnseen() bool {
 }
 
 // union is a and b, sorted, without duplicates.
+// maxCarried bounds the partitions an end carries beyond its own: each
+// costs a marker after a coordinator failover (a loading coordinator
+// takes them all as begun, begunCarried) and a probe at an idle
+// producer's timeout.
+const maxCarried = 32
+
+// carriedOn is what an end whose transaction wrote to partitions, and
+// could add carried without a write, carries to the next: both, while
+// they are at most maxCarried, so that a producer whose partitioner
+// moves over a topic's partitions (franz-go's sticky one moves on
+// whenever a batch fills) finds the ones it comes back to carried; past
+// maxCarried, the end's own partitions start the set again.
+func carriedOn(partitions, carried []TopicPartition) []TopicPartition {
+	if u := union(partitions, carried); len(u) <= maxCarried {
+		return u
+	}
+	return partitions
+}
+
 func union(a, b []TopicPartition) []TopicPartition {
 	out := append(slices.Clone(a), b...)
 	slices.SortFunc(out, comparePartitions)
@@ -625,8 +644,12 @@ func (t Txn) EndTxnV2(producerID int64, epoch int16, commit bool, nowMs int64, n
 		next.Partitions, next.StartMs = nil, nowMs
 	}
 	// The next transaction (at the bumped epoch) may add this one's
-	// partitions without a write: this record names them.
+	// partitions, and those this one could, without a write: this record
+	// names them.
 	next.Carried = next.Partitions
+	if t.State == Ongoing {
+		next.Carried = carriedOn(next.Partitions, t.Carried)
+	}
 	if t.epochExhausted() {
 		id, err := newID()
 		if err != nil {
