@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferry-mq/ferry/replication"
 )
@@ -113,5 +114,50 @@ func TestPartitionInfoJSONLeavesOutOffsetsHeldElsewhere(t *testing.T) {
 	}
 	if strings.Contains(string(remote), "offset") || strings.Contains(string(remote), "size_bytes") || !strings.Contains(string(remote), `"local":false`) {
 		t.Errorf("partition held elsewhere: %s", remote)
+	}
+}
+
+// On a cluster, DeleteTopic returns only once this broker's Metadata no
+// longer describes the topic: the controller's view and this broker's
+// table have both let go. A controller may send its UpdateMetadata
+// before its StopReplica (one CI run: the DELETE answered while the
+// replica here was still being deleted, and Metadata still listed it).
+func TestClusterDeleteWaitsForTheReplicasHere(t *testing.T) {
+	b := newTestBroker(t, func(c *Config) { c.BrokerID, c.AwaitRoles = 1, true })
+	if err := b.CreateTopic(TopicSpec{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	setTestRole(t, b, 1, 1)
+	brokers := []ClusterBroker{{ID: 1}, {ID: 2}, {ID: 3}}
+	if err := b.ApplyUpdateMetadata(1, 1, brokers, map[TopicPartition]PartitionView{
+		{Topic: "t", Partition: 0}: {Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}}}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() { deleted <- b.DeleteTopic("t") }()
+	// The controller's UpdateMetadata first (the partition's leader as
+	// Kafka's LeaderDuringDelete): the view lets go, the replica here is
+	// still held.
+	if err := b.ApplyUpdateMetadata(1, 1, brokers, map[TopicPartition]PartitionView{
+		{Topic: "t", Partition: 0}: {Leader: leaderDuringDelete}}); err != nil {
+		t.Fatal(err)
+	}
+	// Time for a wait on the view alone to return (it polls every 20 ms);
+	// the right wait returns only after the StopReplica below, whatever
+	// the timing.
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-deleted:
+		t.Fatalf("DeleteTopic returned (%v) while this broker still held the replica, which Metadata describes", err)
+	default:
+	}
+	if errs, err := b.StopReplicas(1, "t", []int32{0}, true); err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.PartitionCountInCluster("t"); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("after the delete: %v, want the topic unknown", err)
 	}
 }
