@@ -438,15 +438,21 @@ func (c *Coordinator) probeBeforeAbort(t Txn, now int64) (abort bool) {
 			"transactional_id", t.ID, "err", unanswered)
 		return false
 	}
+	settled := false
 	_, code := c.transition(context.Background(), t.ID, false, func(cur *Txn) Outcome {
 		if !sameTransaction(cur, &t) {
 			return answer(0) // the producer came back meanwhile
 		}
-		return cur.SettleIdle(now) // nothing, unless still unseen
+		out := cur.SettleIdle(now) // nothing, unless still unseen
+		settled = out.Write
+		return out
 	})
-	if code != 0 {
+	switch {
+	case code != 0:
 		c.logger.Warn("recording that a loaded transaction's successor never began failed", "transactional_id", t.ID, "code", code)
 		return false
+	case !settled:
+		return false // its producer was heard meanwhile: decided on what it asked
 	}
 	c.logger.Info("no transaction began on a loaded state's carried partitions; the producer stays at its epoch",
 		"transactional_id", t.ID, "producer_id", t.ProducerID, "producer_epoch", t.ProducerEpoch)

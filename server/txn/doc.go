@@ -179,8 +179,9 @@
 // partitions the next transaction, at the epoch the end bumped to, may
 // hold without a record of its own; with them the partitions the ended
 // transaction could itself have added so, up to 32 in all (carriedOn),
-// as a producer's partitioner moves over a topic's partitions and back. A leader's add of carried partitions
-// is answered from memory at once (Outcome.Quiet, applyQuiet): the
+// as a producer's partitioner moves over a topic's partitions and back.
+// A leader's add of carried partitions is answered from memory at once
+// (Outcome.Quiet, applyQuiet): the
 // acknowledged Prepare record already names them for any coordinator
 // that loads the log. An add of any other partition is written as
 // before, and every record of the id keeps the carried set until the

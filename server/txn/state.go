@@ -573,7 +573,6 @@ func (t *Txn) MayHaveBegunUnseen() bool {
 	return t.carriedUnknown && (t.State == CompleteCommit || t.State == CompleteAbort)
 }
 
-// union is a and b, sorted, without duplicates.
 // maxCarried bounds the partitions an end carries beyond its own: each
 // costs a marker after a coordinator failover (a loading coordinator
 // takes them all as begun, begunCarried) and a probe at an idle
@@ -593,6 +592,7 @@ func carriedOn(partitions, carried []TopicPartition) []TopicPartition {
 	return partitions
 }
 
+// union is a and b, sorted, without duplicates.
 func union(a, b []TopicPartition) []TopicPartition {
 	out := append(slices.Clone(a), b...)
 	slices.SortFunc(out, comparePartitions)
