@@ -6,8 +6,9 @@ package kafka
 // Advertises exactly the apis table. The response header is always v0
 // (no tagged fields), even for v3+, as Kafka does, so clients can parse it
 // before they know what the broker speaks. A request for a version above 4
-// gets a v0 answer with UNSUPPORTED_VERSION and the ranges, so the client
-// retries with a version this broker serves. With a transaction
+// gets a v0 answer with UNSUPPORTED_VERSION and ApiVersions' own range
+// alone (KIP-511), so the client retries at a version this broker serves
+// and learns the features from that answer. With a transaction
 // coordinator, v3+ advertise the feature transaction.version (KIP-584):
 // this broker's supported range (from 1 to v3, whose Java and librdkafka
 // readers refuse a minimum of 0, KAFKA-17011), and the cluster's
@@ -62,11 +63,15 @@ func (s *Server) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 }
 
 // unsupportedAPIVersions is the v0 answer to an ApiVersions request of a
-// version outside 0–4.
+// version outside 0–4: ApiVersions' range alone, as Kafka answers since
+// 2.4. A v0 body cannot hold the features, and a client given every range
+// there may take them as its answer: franz-go 1.22, whose first request
+// is v5, did, and never saw transaction.version 2 on that connection.
 func (s *Server) unsupportedAPIVersions() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	resp.ApiKeys = s.apiKeys()
+	a := lookupAPI(apiVersionsKey)
+	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: apiVersionsKey, MinVersion: a.min, MaxVersion: a.max}}
 	return resp
 }

@@ -137,7 +137,7 @@ func TestDowngradeWithOpenTransaction(t *testing.T) {
 	createTopic(t, ts, "txn-out", 2)
 	keys := &keyCounter{}
 	cl := txnClient(t, ts, "open-across", kgo.WithHooks(keys))
-	produceInTxn(t, cl, "warm") // franz-go's first transaction runs as version 1
+	produceInTxn(t, cl, "warm") // a committed transaction before the open one
 	if err := endTxn(cl, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestEndTxnV5RetryAcrossCoordinatorFailover(t *testing.T) {
 	}
 	harness.WaitFor(t, "a leader", 30*time.Second, func() bool { return leaderOfPartition(adm, topic, 0) > 0 })
 	producer := benchClient(t, nodes, topic, kgo.TransactionalID(id))
-	// franz-go's first transaction runs as version 1; it opts in after.
+	// A committed transaction first: the one in doubt is not the producer's first.
 	for _, v := range []string{"warm-up", "in-doubt"} {
 		if err := producer.BeginTransaction(); err != nil {
 			t.Fatal(err)
@@ -128,7 +128,7 @@ func TestDowngradeWithOpenTransactionOnCluster(t *testing.T) {
 			t.Fatalf("produce %s: %v", v, err)
 		}
 	}
-	// franz-go's first transaction runs as version 1; it opts in after.
+	// A committed transaction first: the open one is not the producer's first.
 	if err := open.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ferry-mq/ferry/server/ownership"
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
@@ -20,60 +21,70 @@ import (
 // began there; it used to abort that transaction at the timeout and fence
 // the producer. Now it probes the partition's leader, finds nothing open,
 // and the producer commits its next transaction at its epoch.
+//
+// The kill is made to land before the completion, not raced against it:
+// __transaction_state has two replicas (the coordinator and the one that
+// takes over), the topic's one replica is the third broker, and that
+// broker is frozen across the commit. The coordinator answers EndTxn once
+// its PrepareCommit is acknowledged, and cannot write the completion
+// until the frozen leader has taken the markers.
 func TestTxnIdleProducerSurvivesCoordinatorKill(t *testing.T) {
-	nodes := startCluster(t, 3, "--transaction-state-log-num-partitions", "3",
+	const topic, id, stateParts = "txn-idle-failover", "idle", 3
+	nodes := startCluster(t, 3, "--transaction-state-log-num-partitions", fmt.Sprint(stateParts),
+		"--transaction-state-log-replication-factor", "2", "--transaction-state-log-min-isr", "1",
 		"--transaction-abort-timed-out-transaction-cleanup-interval-ms", "500")
-	const topic, id = "txn-idle-failover", "idle"
 	adm := txnAdmin(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	createFullISRTopic(ctx, t, adm, topic)
-	// Each attempt has a client of its own, made once every broker
-	// advertises transaction.version 2, with one transaction before the
-	// one the kill follows. franz-go keeps the versions a connection's
-	// ApiVersions said, a broker advertises EndTxn v5 only once it has read
-	// the finalized level, and franz-go's first transaction runs before it
-	// has heard any broker: an end at version 1 (EndTxn v4: no epoch bump,
-	// nothing carried) is not what this test is about. The coordinator
-	// writes the completion a few milliseconds after the markers; a kill
-	// sent as the commit returns lands before it. If the new coordinator
-	// still loads no carried partitions, the node comes back and the round
-	// repeats.
-	var committed []string
-	var cl *kgo.Client
-	commit := func(v string) {
-		t.Helper()
-		if err := commitOne(ctx, cl, v); err != nil {
-			t.Fatal(err)
-		}
-		committed = append(committed, v)
-	}
-	var coord int32
-	for attempt := 1; ; attempt++ {
-		waitAllAdvertise(t, nodes, 2)
-		cl = txnClient(t, nodes, id, topic, kgo.TransactionTimeout(3*time.Second))
-		commit(fmt.Sprintf("first-%d", attempt))
-		coord = txnCoordinatorOf(t, adm, id)
-		commit(fmt.Sprintf("before-kill-%d", attempt))
-		nodes[coord-1].Kill()
 
-		state, sawOngoing := describeUntilSettled(t, nodes, coord, id)
-		switch {
-		case state == "CompleteAbort":
-			t.Fatal("the new coordinator aborted the idle producer's transaction it never began (fenced)")
-		case sawOngoing:
-			t.Logf("attempt %d: the new coordinator took the next transaction as begun, then settled it as %s", attempt, state)
-		case attempt < 5:
-			t.Logf("attempt %d: the new coordinator loaded nothing carried; again", attempt)
-			cl.Close()
-			nodes[coord-1].Restart()
-			waitControllerSeesAll(t, nodes)
-			waitISR(t, adm, topic, 3)
-			continue
-		default:
-			t.Fatal("five kills and no carried partitions loaded")
+	coord := txnCoordinatorOf(t, adm, id) // creates __transaction_state
+	stateReplicas := txnStateReplicas(t, nodes, ownership.JavaHashPartition(id, stateParts))
+	if len(stateReplicas) != 2 || !slices.Contains(stateReplicas, coord) {
+		t.Fatalf("%s's __transaction_state partition has replicas %v, coordinator %d", id, stateReplicas, coord)
+	}
+	var leader int32 // the broker holding no replica of id's state
+	for b := int32(1); b <= 3; b++ {
+		if !slices.Contains(stateReplicas, b) {
+			leader = b
 		}
-		break
+	}
+	createOn(t, nodes, topic, leader)
+
+	// Only a transaction.version 2 end (EndTxn v5) carries partitions:
+	// franz-go opts in at BeginTransaction once a broker's ApiVersions
+	// said the finalized level, and that end bumps the epoch.
+	waitAllAdvertise(t, nodes, 2)
+	cl := txnClient(t, nodes, id, topic, kgo.TransactionTimeout(3*time.Second))
+	committed := []string{"first", "before-kill"}
+	if err := commitOne(ctx, cl, committed[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := txnCoordinatorOf(t, adm, id); got != coord {
+		t.Fatalf("the coordinator moved from %d to %d", coord, got)
+	}
+	if d, err := adm.DescribeTransactions(ctx, id); err != nil || d[id].Err != nil || d[id].ProducerEpoch < 1 {
+		t.Fatalf("after one commit: %+v, %v; want an epoch bumped by a version 2 end", d[id], err)
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, kgo.StringRecord(committed[1])).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	nodes[leader-1].Freeze()
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		nodes[leader-1].Thaw()
+		t.Fatalf("commit with the partition's leader frozen: %v", err)
+	}
+	nodes[coord-1].Kill()
+	nodes[leader-1].Thaw()
+
+	state, sawOngoing := describeUntilSettled(t, nodes, coord, id)
+	switch {
+	case state == "CompleteAbort":
+		t.Fatal("the new coordinator aborted the idle producer's transaction it never began (fenced)")
+	case !sawOngoing:
+		t.Fatalf("the new coordinator settled the state as %s without taking the next transaction as begun: it loaded nothing carried", state)
 	}
 	if !anyLogs(nodes, "no transaction began on a loaded state's carried partitions") {
 		t.Fatal("the new coordinator settled the state without probing")
@@ -93,6 +104,23 @@ func TestTxnIdleProducerSurvivesCoordinatorKill(t *testing.T) {
 	if got := readAllAt(t, nodes, topic, kgo.ReadCommitted(), len(want)); !slices.Equal(got, want) {
 		t.Fatalf("read_committed holds %v, want %v", got, want)
 	}
+}
+
+// txnStateReplicas is the replicas of __transaction_state's partition p.
+func txnStateReplicas(t *testing.T, nodes []*harness.Node, p int32) []int32 {
+	t.Helper()
+	const topic = "__transaction_state"
+	var replicas []int32
+	harness.WaitFor(t, "the replicas of "+topic, 30*time.Second, func() bool {
+		md, err := metadataFrom(t, nodes, topic)
+		if err != nil || md.Topics[topic].Err != nil {
+			return false
+		}
+		pd, ok := md.Topics[topic].Partitions[p]
+		replicas = pd.Replicas
+		return ok && len(replicas) > 0
+	})
+	return replicas
 }
 
 // commitOne writes v in a transaction of its own and commits it.
