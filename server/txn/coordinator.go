@@ -176,6 +176,11 @@ type Coordinator struct {
 	// endingCompletion, when not nil, runs as a completion ends
 	// (endCompletion); tests hold it there. Set before the first request.
 	endingCompletion func()
+	// refused, when not nil, runs when a request was refused
+	// CONCURRENT_TRANSACTIONS, before it looks at what to wait for
+	// (transitionAnswering); tests end the write it met there. Set
+	// before the first request.
+	refused func()
 	// appendState appends a group of state records and waits for the
 	// in-sync replicas (the broker's Produce); tests put replication
 	// delays and losses around it. Set before the first request.
@@ -207,8 +212,11 @@ type entry struct {
 	// completer waits for it (completionLinger).
 	onPark chan struct{}
 	// changed, when not nil, is closed when busy or completing clears:
-	// requests waiting out CONCURRENT_TRANSACTIONS try again.
+	// requests waiting out CONCURRENT_TRANSACTIONS try again. changes
+	// counts those wake-ups, so that a request refused before one, and
+	// waiting after it, sees it passed (transitionAnswering).
 	changed chan struct{}
+	changes uint64
 	// preparedLate: a transition prepared a commit or abort while the
 	// previous completion was still ending (completing, its record
 	// written), so it did not start its markers: endCompletion does. At
@@ -293,6 +301,7 @@ func (e *entry) wakeLingerLocked() {
 
 // notifyLocked wakes the requests waiting for e to change; e.mu is held.
 func (e *entry) notifyLocked() {
+	e.changes++
 	if e.changed != nil {
 		close(e.changed)
 		e.changed = nil

@@ -57,9 +57,13 @@ const (
 func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create bool, how answering, decide func(t *Txn) Outcome) (Txn, int16) {
 	deadline := time.Now().Add(c.concurrentWait)
 	for {
+		seen := c.changesOf(id)
 		t, code := c.transitionOnce(ctx, id, create, how, decide)
 		if code != errConcurrentTransactions {
 			return t, code
+		}
+		if c.refused != nil {
+			c.refused()
 		}
 		e, ok := c.lookup(id, false)
 		if !ok {
@@ -73,6 +77,19 @@ func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create
 			}
 		}
 		e.mu.Lock()
+		if e.changes != seen {
+			// The write or completion the request met ended between its
+			// refusal and now: the wake-up it would wait for has passed.
+			// Waiting for the next one hung the completer itself (its
+			// completion's write refused by another write, which ended
+			// before it waited) and, behind it, every request waiting
+			// for the completion to end.
+			e.mu.Unlock()
+			if time.Now().Before(deadline) {
+				continue
+			}
+			return t, code
+		}
 		if !e.busy && !e.completing {
 			// Nothing in flight. When the state the request was decided
 			// on has changed since (another leader's add of the same
@@ -116,6 +133,18 @@ func (c *Coordinator) transitionAnswering(ctx context.Context, id string, create
 			return t, code
 		}
 	}
+}
+
+// changesOf is the count of id's wake-ups so far (entry.changes), 0 for
+// an id with no entry.
+func (c *Coordinator) changesOf(id string) uint64 {
+	e, ok := c.lookup(id, false)
+	if !ok {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changes
 }
 
 // waitUntil waits for changed until deadline; false when it did not come.

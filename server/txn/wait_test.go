@@ -201,3 +201,57 @@ func TestCommitPreparedWhileTheLastCompletionEnds(t *testing.T) {
 		t.Fatalf("markers: %+v, want a commit of orders-0, then one of orders-1", markers)
 	}
 }
+
+// A request refused CONCURRENT_TRANSACTIONS by a write in flight, which
+// ends before the request looks at what to wait for, tries again at
+// once. It used to wait for the next wake-up, which never came while a
+// completion was under way with nothing else in flight: one CI run hung
+// a completer so (its completion's write refused by another write) for
+// concurrentWait, and behind it every leader's add of the producer's
+// next transaction, waiting for that completion to end. Here the
+// completion is the state a completer is in between its markers and its
+// record (completing, markers done), set by hand.
+func TestRefusedByAWriteThatEndsBeforeTheWaitTriesAgain(t *testing.T) {
+	ml := &markerLog{}
+	n := newNode(t, t.TempDir(), ml, &clock{now: time.UnixMilli(1_700_000_000_000)})
+	n.c.concurrentWait = time.Minute
+	ctx := context.Background()
+	pid, epoch, code := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
+	must(t, "init", code)
+	must(t, "the first add", n.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 0}}))
+	e, _ := n.c.lookup("tx", false)
+	setCompleting := func(on bool) {
+		e.mu.Lock()
+		e.completing, e.markersDone = on, on
+		e.mu.Unlock()
+	}
+	setCompleting(true)
+	defer setCompleting(false)
+
+	gate := gateReplication(n.c)
+	release := gate.HoldAcks()
+	inFlight := make(chan int16, 1)
+	var endIt sync.Once
+	n.c.refused = func() {
+		endIt.Do(func() { // the last add met this one's write: end it
+			release()
+			must(t, "the add in flight", <-inFlight)
+		})
+	}
+	go func() { inFlight <- n.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 1}}) }()
+	harness.WaitFor(t, "an add's write in flight", 5*time.Second, func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.busy
+	})
+	last := make(chan int16, 1)
+	go func() { last <- n.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 2}}) }()
+	code, ok := answered(last, 10*time.Second)
+	if !ok {
+		t.Fatal("the last add still waits, 10 s after the write it met ended")
+	}
+	must(t, "the last add", code)
+	if tx, _ := n.c.Describe("tx"); len(tx.Partitions) != 3 {
+		t.Fatalf("the transaction holds %v, want orders-0, 1 and 2", tx.Partitions)
+	}
+}
