@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"slices"
@@ -8,11 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // txnTimeline records, from the client's side, every request a producer
@@ -88,13 +92,16 @@ func BenchmarkTxnTimeline(b *testing.B) {
 					// data the brokers hold the slower they write here.
 					run(300 * time.Millisecond)
 					tl.reset()
+					brokersBefore, clientBefore := brokersCPU(nodes), processCPU()
 					start := time.Now()
 					rate := run(benchWindow())
 					elapsed := time.Since(start)
+					brokers, client := brokersCPU(nodes)-brokersBefore, processCPU()-clientBefore
 					loops := float64(rate) * elapsed.Seconds() / float64(k)
 					perLoop[sd] = elapsed.Seconds() * 1000 / loops
-					b.Logf("k=%d %v: %.0f rec/s, %.3f ms per loop; %s", k, sd, rate,
-						perLoop[sd], tl.summary(start, elapsed, loops))
+					b.Logf("k=%d %v: %.0f rec/s, %.3f ms per loop; CPU per loop: brokers %.3f ms, client %.3f ms (%.2f of 2 cores); %s",
+						k, sd, rate, perLoop[sd], ms(brokers)/loops, ms(client)/loops,
+						(brokers+client).Seconds()/elapsed.Seconds()/2, tl.summary(start, elapsed, loops))
 				})
 			}
 			b.Logf("k=%d: idempotent/floor %.2f (the best txn/idempotent ratio here), txn/idempotent %.2f",
@@ -102,6 +109,41 @@ func BenchmarkTxnTimeline(b *testing.B) {
 		}
 	}
 }
+
+// brokersCPU is the CPU time (user and system) the brokers' processes
+// have used, from /proc: what a loop costs the machine, beside how long
+// it takes (2 cores, shared with the client).
+func brokersCPU(nodes []*harness.Node) time.Duration {
+	var total time.Duration
+	for _, n := range nodes {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.PID()))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: utime and stime are fields 14 and 15,
+		// the 12th and 13th after the state, in clock ticks (100 a second).
+		i := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(utime+stime) * 10 * time.Millisecond
+	}
+	return total
+}
+
+// processCPU is the CPU time this process (the clients) has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func ms(d time.Duration) float64 { return d.Seconds() * 1000 }
 
 // summary is the mean time per loop in each request kind, in ms, and
 // the time no request was in flight.
