@@ -92,15 +92,16 @@ func BenchmarkTxnTimeline(b *testing.B) {
 					// data the brokers hold the slower they write here.
 					run(300 * time.Millisecond)
 					tl.reset()
-					brokersBefore, clientBefore := brokersCPU(nodes), processCPU()
+					brokersBefore, clientBefore, callsBefore := brokersCPU(nodes), processCPU(), brokersSyscalls(nodes)
 					start := time.Now()
 					rate := run(benchWindow())
 					elapsed := time.Since(start)
 					brokers, client := brokersCPU(nodes)-brokersBefore, processCPU()-clientBefore
+					calls := brokersSyscalls(nodes) - callsBefore
 					loops := float64(rate) * elapsed.Seconds() / float64(k)
 					perLoop[sd] = elapsed.Seconds() * 1000 / loops
-					b.Logf("k=%d %v: %.0f rec/s, %.3f ms per loop; CPU per loop: brokers %.3f ms, client %.3f ms (%.2f of 2 cores); %s",
-						k, sd, rate, perLoop[sd], ms(brokers)/loops, ms(client)/loops,
+					b.Logf("k=%d %v: %.0f rec/s, %.3f ms per loop; per loop: brokers' CPU %.3f ms and %.0f reads and writes, client's CPU %.3f ms (%.2f of 2 cores); %s",
+						k, sd, rate, perLoop[sd], ms(brokers)/loops, float64(calls)/loops, ms(client)/loops,
 						(brokers+client).Seconds()/elapsed.Seconds()/2, tl.summary(start, elapsed, loops))
 				})
 			}
@@ -130,6 +131,28 @@ func brokersCPU(nodes []*harness.Node) time.Duration {
 		utime, _ := strconv.ParseInt(f[11], 10, 64)
 		stime, _ := strconv.ParseInt(f[12], 10, 64)
 		total += time.Duration(utime+stime) * 10 * time.Millisecond
+	}
+	return total
+}
+
+// brokersSyscalls counts the read and write system calls (of files and
+// sockets: /proc's syscr and syscw) the brokers' processes have made:
+// each request, response, replica fetch and append between brokers costs
+// some, and their count is what a transaction's extra round trips cost.
+func brokersSyscalls(nodes []*harness.Node) int64 {
+	var total int64
+	for _, n := range nodes {
+		io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", n.PID()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(io), "\n") {
+			name, v, ok := strings.Cut(line, ": ")
+			if ok && (name == "syscr" || name == "syscw") {
+				c, _ := strconv.ParseInt(v, 10, 64)
+				total += c
+			}
+		}
 	}
 	return total
 }
