@@ -23,6 +23,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Markers writes commit and abort markers to the transaction's
 	// partitions (their leaders, here or on other brokers). Required.
+	// Close closes it when it has a Close method (ClusterMarkers).
 	Markers MarkerWriter
 	// StatePartitions is transaction.state.log.num.partitions, used when
 	// creating __transaction_state. Default 50.
@@ -357,6 +358,11 @@ func New(b *server.Broker, cfg Config) (*Coordinator, error) {
 // transactions are completed by the next coordinator (or this one after a
 // restart).
 func (c *Coordinator) Close() error {
+	// The markers first: a completer waiting for a leader that does not
+	// answer gets its error now, not at the request's timeout.
+	if m, ok := c.cfg.Markers.(interface{ Close() }); ok {
+		m.Close()
+	}
 	c.life.Close()
 	return nil
 }

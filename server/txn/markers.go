@@ -363,6 +363,38 @@ type ClusterMarkers struct {
 	// toLeader coalesces the markers of transactions completing at once
 	// into one request per leader (remoteQueue).
 	toLeader map[int32]*remoteQueue
+	// closing ends the requests in flight (stop cancels it) once Close
+	// is called, and closed refuses new ones; drains counts the drain
+	// goroutines, which Close waits for.
+	closing context.Context
+	stop    context.CancelFunc
+	closed  bool
+	drains  sync.WaitGroup
+}
+
+// errMarkersClosed: the coordinator is closing; its completers stop.
+var errMarkersClosed = errors.New("txn: the marker writer is closed")
+
+// Close ends the requests to other leaders in flight, refuses new ones,
+// and returns once no drain goroutine runs: a leader that does not
+// answer holds a request up to its 30 s timeout, which a broker shutting
+// down does not wait out. The Coordinator closes its Markers.
+func (m *ClusterMarkers) Close() {
+	m.mu.Lock()
+	m.closed = true
+	if m.stop != nil {
+		m.stop()
+	}
+	m.mu.Unlock()
+	m.drains.Wait()
+}
+
+// closingLocked is the context Close cancels; m.mu is held.
+func (m *ClusterMarkers) closingLocked() context.Context {
+	if m.closing == nil {
+		m.closing, m.stop = context.WithCancel(context.Background())
+	}
+	return m.closing
 }
 
 // remoteQueue holds the markers for one leader waiting for the request
@@ -444,6 +476,10 @@ func (m *ClusterMarkers) WriteTxnMarkers(ctx context.Context, markers []server.T
 func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []server.TxnMarker) []error {
 	call := &markerCall{markers: batch, done: make(chan []error, 1)}
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return brokerErrors(leader, len(batch), errMarkersClosed)
+	}
 	if m.toLeader == nil {
 		m.toLeader = map[int32]*remoteQueue{}
 	}
@@ -455,9 +491,14 @@ func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []s
 	q.calls = append(q.calls, call)
 	start := !q.inFlight
 	q.inFlight = true
+	var closing context.Context
+	if start {
+		closing = m.closingLocked()
+		m.drains.Add(1)
+	}
 	m.mu.Unlock()
 	if start {
-		go m.drain(leader, q)
+		go m.drain(closing, leader, q)
 	}
 	select {
 	case errs := <-call.done:
@@ -485,7 +526,8 @@ func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []s
 // another queued before it: a call holding a producer and partition
 // that an earlier call holds waits for the next request, and so does
 // every later call that shares one of its own.
-func (m *ClusterMarkers) drain(leader int32, q *remoteQueue) {
+func (m *ClusterMarkers) drain(closing context.Context, leader int32, q *remoteQueue) {
+	defer m.drains.Done()
 	for {
 		m.mu.Lock()
 		var take, keep []*markerCall
@@ -512,7 +554,7 @@ func (m *ClusterMarkers) drain(leader int32, q *remoteQueue) {
 		for _, c := range take {
 			all = append(all, c.markers...)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(closing, 30*time.Second)
 		errs := m.requestMarkers(ctx, leader, all)
 		cancel()
 		for _, c := range take {

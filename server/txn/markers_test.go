@@ -307,3 +307,43 @@ func TestRemoteMarkersCoalescePerLeader(t *testing.T) {
 		t.Fatalf("requests by producer: %s, want [[1] [2 3] [3 5] [5]]", got)
 	}
 }
+
+// hangingPeer never answers: a leader frozen or cut off. Its requests end
+// with their context.
+type hangingPeer struct{ asked chan struct{} }
+
+func (p *hangingPeer) Request(ctx context.Context, _ int32, _ kmsg.Request) (kmsg.Response, error) {
+	p.asked <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// Close ends a request to a leader that does not answer, and the
+// completer waiting for it gets its error at once, not at the request's
+// 30 s timeout; markers sent after Close fail without a request.
+func TestClosedMarkersEndTheRequestInFlight(t *testing.T) {
+	p := &hangingPeer{asked: make(chan struct{}, 1)}
+	m := &ClusterMarkers{Peers: p}
+	batch := []server.TxnMarker{{ProducerID: 9, Commit: true, Topic: "a", Partition: 0}}
+	answer := make(chan []error, 1)
+	go func() { answer <- m.sendRemote(context.Background(), 2, batch) }()
+	<-p.asked
+	closed := make(chan struct{})
+	go func() { m.Close(); close(closed) }()
+	select {
+	case errs := <-answer:
+		if errs[0] == nil {
+			t.Fatal("a marker whose request Close ended succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the marker still waits for its leader 10 s after Close")
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close has not returned: a drain goroutine still runs")
+	}
+	if errs := m.sendRemote(context.Background(), 2, batch); !errors.Is(errs[0], errMarkersClosed) {
+		t.Fatalf("a marker sent after Close: %v, want refused", errs[0])
+	}
+}
