@@ -26,6 +26,11 @@ type Broker struct {
 	cfg    Config
 	logger *slog.Logger
 
+	// deleteChecks counts a cluster delete's checks that found the topic
+	// still described here (deleteClusterTopic): a test waits for them
+	// instead of for time.
+	deleteChecks atomic.Int64
+
 	// adminMu serialises topic changes (create, delete, add partitions,
 	// configs) so the metadata file is written by one at a time; produce and
 	// fetch never take it.

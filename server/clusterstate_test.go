@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferry-mq/ferry/replication"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // bestKnown's rule, scripted: the view describes every partition, except
@@ -142,10 +143,13 @@ func TestClusterDeleteWaitsForTheReplicasHere(t *testing.T) {
 		{Topic: "t", Partition: 0}: {Leader: leaderDuringDelete}}); err != nil {
 		t.Fatal(err)
 	}
-	// Time for a wait on the view alone to return (it polls every 20 ms);
-	// the right wait returns only after the StopReplica below, whatever
-	// the timing.
-	time.Sleep(100 * time.Millisecond)
+	// Two of the delete's checks after the view let go: a wait on the
+	// view alone would have returned at the first; the right wait
+	// returns only after the StopReplica below.
+	checked := b.deleteChecks.Load()
+	harness.WaitFor(t, "two of the delete's checks after the view let go", 10*time.Second, func() bool {
+		return b.deleteChecks.Load() >= checked+2 || len(deleted) > 0
+	})
 	select {
 	case err := <-deleted:
 		t.Fatalf("DeleteTopic returned (%v) while this broker still held the replica, which Metadata describes", err)

@@ -246,6 +246,7 @@ func (b *Broker) deleteClusterTopic(name string) error {
 		if _, err := b.PartitionCountInCluster(name); errors.Is(err, ErrUnknownTopic) {
 			break
 		}
+		b.deleteChecks.Add(1)
 		select {
 		case <-b.stop:
 			return ErrShuttingDown

@@ -87,8 +87,7 @@ func recordsIn(t *testing.T, topic string, accept func(int64) bool, live ...*har
 	t.Helper()
 	agreed := int64(-1)
 	var last []string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	harness.Poll(20*time.Second, func() bool {
 		counts := map[int64]bool{}
 		last = last[:0]
 		var n int64
@@ -106,17 +105,13 @@ func recordsIn(t *testing.T, topic string, accept func(int64) bool, live ...*har
 			counts[c], n = true, c
 			last = append(last, fmt.Sprintf("%s: %d", node.URL, c))
 		}
-		if len(counts) == 1 && n >= 0 {
-			agreed = n
-			if accept(n) {
-				return n, last
-			}
+		if len(counts) != 1 || n < 0 {
+			return false
 		}
-		if time.Now().After(deadline) {
-			return agreed, last
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		agreed = n
+		return accept(n)
+	})
+	return agreed, last
 }
 
 // exactly accepts want alone.
