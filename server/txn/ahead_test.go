@@ -372,17 +372,13 @@ func TestMarkersRequestCarriesTheTxnEpoch(t *testing.T) {
 // 200 ms or more (BenchmarkTxnTimeline's transactions of 1,000 records,
 // over three partitions, took 44 ms instead of 4 in one run of five).
 func TestConcurrentLeaderAddsAfterACommitAreAllTaken(t *testing.T) {
-	ml := &markerLog{}
-	n := newNode(t, t.TempDir(), ml, &clock{now: time.UnixMilli(1_700_000_000_000)})
 	// What is tested is that an add is decided again on the state another
 	// add moved on, not how long it may wait: on a loaded machine a state
 	// write (fsynced on a single node) took over the 200 ms an add waits
 	// for it (one CI run: an add answered CONCURRENT_TRANSACTIONS, and
 	// the commit after it INVALID_TXN_STATE).
-	n.c.concurrentWait = time.Minute
+	n, pid, epoch := patientProducer(t)
 	ctx := context.Background()
-	pid, epoch, code := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
-	must(t, "init", code)
 	for i := range 300 {
 		answers := make(chan int16, 3)
 		for p := range int32(3) {
@@ -391,8 +387,7 @@ func TestConcurrentLeaderAddsAfterACommitAreAllTaken(t *testing.T) {
 		for range 3 {
 			must(t, fmt.Sprintf("transaction %d: a leader's add", i), <-answers)
 		}
-		var next int16
-		_, next, code = n.c.EndTxnV2(ctx, "tx", pid, epoch, i%2 == 0)
+		_, next, code := n.c.EndTxnV2(ctx, "tx", pid, epoch, i%2 == 0)
 		must(t, fmt.Sprintf("transaction %d: end", i), code)
 		epoch = next
 	}

@@ -212,12 +212,8 @@ func TestCommitPreparedWhileTheLastCompletionEnds(t *testing.T) {
 // completion is the state a completer is in between its markers and its
 // record (completing, markers done), set by hand.
 func TestRefusedByAWriteThatEndsBeforeTheWaitTriesAgain(t *testing.T) {
-	ml := &markerLog{}
-	n := newNode(t, t.TempDir(), ml, &clock{now: time.UnixMilli(1_700_000_000_000)})
-	n.c.concurrentWait = time.Minute
+	n, pid, epoch := patientProducer(t)
 	ctx := context.Background()
-	pid, epoch, code := n.c.InitProducerID(ctx, "tx", 60000, ProducerIDAndEpoch{ID: -1})
-	must(t, "init", code)
 	must(t, "the first add", n.c.AddPartitions(ctx, "tx", pid, epoch, []TopicPartition{{"orders", 0}}))
 	e, _ := n.c.lookup("tx", false)
 	setCompleting := func(on bool) {
@@ -254,4 +250,17 @@ func TestRefusedByAWriteThatEndsBeforeTheWaitTriesAgain(t *testing.T) {
 	if tx, _ := n.c.Describe("tx"); len(tx.Partitions) != 3 {
 		t.Fatalf("the transaction holds %v, want orders-0, 1 and 2", tx.Partitions)
 	}
+}
+
+// patientProducer is a node whose requests wait out a transition in
+// flight for a minute (concurrentWait), so that what a test checks is
+// what they decide, not how long a loaded machine makes them wait; and
+// the producer id and epoch of its transactional id "tx".
+func patientProducer(t *testing.T) (*node, int64, int16) {
+	t.Helper()
+	n := newNode(t, t.TempDir(), &markerLog{}, &clock{now: time.UnixMilli(1_700_000_000_000)})
+	n.c.concurrentWait = time.Minute
+	pid, epoch, code := n.c.InitProducerID(context.Background(), "tx", 60000, ProducerIDAndEpoch{ID: -1})
+	must(t, "init", code)
+	return n, pid, epoch
 }
