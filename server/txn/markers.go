@@ -363,12 +363,11 @@ type ClusterMarkers struct {
 	// toLeader coalesces the markers of transactions completing at once
 	// into one request per leader (remoteQueue).
 	toLeader map[int32]*remoteQueue
-	// closing ends the requests in flight (stop cancels it) once Close
-	// is called, and closed refuses new ones; drains counts the drain
-	// goroutines, which Close waits for.
+	// closing, ended by Close (stop), ends the requests in flight and
+	// refuses new ones; drains counts the drain goroutines, which Close
+	// waits for.
 	closing context.Context
 	stop    context.CancelFunc
-	closed  bool
 	drains  sync.WaitGroup
 }
 
@@ -381,10 +380,8 @@ var errMarkersClosed = errors.New("txn: the marker writer is closed")
 // down does not wait out. The Coordinator closes its Markers.
 func (m *ClusterMarkers) Close() {
 	m.mu.Lock()
-	m.closed = true
-	if m.stop != nil {
-		m.stop()
-	}
+	m.closingLocked()
+	m.stop()
 	m.mu.Unlock()
 	m.drains.Wait()
 }
@@ -476,7 +473,8 @@ func (m *ClusterMarkers) WriteTxnMarkers(ctx context.Context, markers []server.T
 func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []server.TxnMarker) []error {
 	call := &markerCall{markers: batch, done: make(chan []error, 1)}
 	m.mu.Lock()
-	if m.closed {
+	closing := m.closingLocked()
+	if closing.Err() != nil {
 		m.mu.Unlock()
 		return brokerErrors(leader, len(batch), errMarkersClosed)
 	}
@@ -491,9 +489,7 @@ func (m *ClusterMarkers) sendRemote(ctx context.Context, leader int32, batch []s
 	q.calls = append(q.calls, call)
 	start := !q.inFlight
 	q.inFlight = true
-	var closing context.Context
 	if start {
-		closing = m.closingLocked()
 		m.drains.Add(1)
 	}
 	m.mu.Unlock()
