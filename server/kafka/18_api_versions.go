@@ -1,11 +1,11 @@
 package kafka
 
-// ApiVersions (key 18), versions 0–4 (v4 is v3 with KAFKA-17011 fixed:
-// a feature's MinVersion may be 0).
+// ApiVersions (key 18), versions 0–5 (v4 is v3 with KAFKA-17011 fixed:
+// a feature's MinVersion may be 0; v5 is KIP-1242's, below).
 //
 // Advertises exactly the apis table. The response header is always v0
 // (no tagged fields), even for v3+, as Kafka does, so clients can parse it
-// before they know what the broker speaks. A request for a version above 4
+// before they know what the broker speaks. A request for a version above 5
 // gets a v0 answer with UNSUPPORTED_VERSION and ApiVersions' own range
 // alone (KIP-511), so the client retries at a version this broker serves
 // and learns the features from that answer. With a transaction
@@ -17,6 +17,15 @@ package kafka
 // (Produce v12, EndTxn v5 and TxnOffsetCommit v5 are advertised at every
 // level, as Kafka 4 does: apis.go's maxVersion). No KIP-848 or telemetry APIs. Kafka checks the v3
 // ClientSoftwareName/Version format; ferry does not.
+//
+// KIP-1242 (v5): a client that knows the cluster names the cluster id and
+// the node id it means to reach. A connection that reached another broker
+// (an address a restarted pod or a moved broker now holds) or another
+// cluster gets REBOOTSTRAP_REQUIRED and no ranges: the client drops its
+// brokers and asks its bootstrap servers again, instead of sending that
+// broker requests meant for another. One of the two without the other is
+// INVALID_REQUEST. franz-go 1.22 opens every connection at v5, so serving
+// it also spares each connection the downgrade's round trip.
 
 import (
 	"context"
@@ -29,11 +38,30 @@ import (
 func (s *Server) handleApiVersions(_ context.Context, kreq kmsg.Request) kmsg.Response {
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if code := s.checkExpectedBroker(req); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
 	resp.ApiKeys = s.apiKeys()
 	if s.cfg.Txns != nil && req.Version >= 3 {
 		s.advertiseFeatures(resp)
 	}
 	return resp
+}
+
+// checkExpectedBroker is KIP-1242's check of the cluster and node a v5
+// client expected to reach (NodeID -1 and no ClusterID: it names none).
+func (s *Server) checkExpectedBroker(req *kmsg.ApiVersionsRequest) int16 {
+	if req.Version < 5 || req.ClusterID == nil && req.NodeID == -1 {
+		return 0
+	}
+	if req.ClusterID == nil || req.NodeID == -1 {
+		return kerr.InvalidRequest.Code
+	}
+	if *req.ClusterID != s.broker.ClusterID() || req.NodeID != s.broker.BrokerID() {
+		return kerr.RebootstrapRequired.Code
+	}
+	return 0
 }
 
 // advertiseFeatures fills the supported and finalized features.
@@ -63,10 +91,11 @@ func (s *Server) apiKeys() []kmsg.ApiVersionsResponseApiKey {
 }
 
 // unsupportedAPIVersions is the v0 answer to an ApiVersions request of a
-// version outside 0–4: ApiVersions' range alone, as Kafka answers since
+// version above 5: ApiVersions' range alone, as Kafka answers since
 // 2.4. A v0 body cannot hold the features, and a client given every range
 // there may take them as its answer: franz-go 1.22, whose first request
-// is v5, did, and never saw transaction.version 2 on that connection.
+// is v5, did while this broker served 0–4, and never saw
+// transaction.version 2 on that connection.
 func (s *Server) unsupportedAPIVersions() kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(0)

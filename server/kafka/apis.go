@@ -64,7 +64,7 @@ func init() { // a var initializer would be a cycle: ApiVersions reads apis
 		{15, 0, 5, (*Server).handleDescribeGroups, false},
 		{16, 0, 5, (*Server).handleListGroups, false},
 		{17, 0, 1, (*Server).handleSaslHandshake, false},
-		{18, 0, 4, (*Server).handleApiVersions, false},
+		{18, 0, 5, (*Server).handleApiVersions, false},
 		{19, 0, 7, (*Server).handleCreateTopics, false},
 		{20, 0, 6, (*Server).handleDeleteTopics, false},
 		{21, 0, 2, (*Server).handleDeleteRecords, false},

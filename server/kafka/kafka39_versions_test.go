@@ -18,10 +18,11 @@ import (
 // clients/src/main/resources/common/message/*Request.json validVersions).
 // Every floor is 0: 4.0 raised those of Fetch, ListOffsets, OffsetCommit,
 // OffsetFetch, CreateTopics, DeleteTopics and DescribeConfigs (KIP-896),
-// which old tools still send.
+// which old tools still send. ApiVersions goes beyond 3.9 to v5
+// (KIP-1242, which franz-go 1.22 opens every connection with).
 var kafka39 = map[int16][2]int16{
 	0: {0, 11}, 1: {0, 17}, 2: {0, 9}, 3: {0, 12}, 8: {0, 9}, 9: {0, 9}, 10: {0, 5}, 11: {0, 9},
-	12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 18: {0, 4}, 19: {0, 7}, 20: {0, 6},
+	12: {0, 4}, 13: {0, 5}, 14: {0, 5}, 15: {0, 5}, 16: {0, 5}, 18: {0, 5}, 19: {0, 7}, 20: {0, 6},
 	21: {0, 2}, 22: {0, 5}, 23: {0, 4}, 27: {0, 1}, 29: {0, 3}, 30: {0, 3}, 31: {0, 3}, 32: {0, 4}, 33: {0, 2}, 35: {0, 4}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 45: {0, 0}, 46: {0, 0},
 	47: {0, 0}, 60: {0, 1}, 61: {0, 0},
 	17: {0, 1}, 36: {0, 2}, 50: {0, 0}, 51: {0, 0}, // SASL and its users

@@ -1,13 +1,17 @@
 package kafka
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
@@ -61,8 +65,8 @@ func checkAdvertised(t *testing.T, keys []kmsg.ApiVersionsResponseApiKey) {
 func TestApiVersionsUnsupportedVersionGetsV0Answer(t *testing.T) {
 	ts := newTestServer(t)
 	c := ts.dial(t)
-	for _, v := range []int16{5, 6, 127} {
-		// Hand-built header: a v5+ request body is not what matters.
+	for _, v := range []int16{6, 7, 127} {
+		// Hand-built header: a v6+ request body is not what matters.
 		frame := binary.BigEndian.AppendUint16(nil, apiVersionsKey)
 		frame = binary.BigEndian.AppendUint16(frame, uint16(v))
 		frame = binary.BigEndian.AppendUint32(frame, uint32(v))
@@ -77,8 +81,48 @@ func TestApiVersionsUnsupportedVersionGetsV0Answer(t *testing.T) {
 		if resp.ErrorCode != kerr.UnsupportedVersion.Code {
 			t.Fatalf("v%d: error %d, want UNSUPPORTED_VERSION", v, resp.ErrorCode)
 		}
-		if k := resp.ApiKeys; len(k) != 1 || k[0].ApiKey != apiVersionsKey || k[0].MinVersion != 0 || k[0].MaxVersion != 4 {
-			t.Fatalf("v%d: keys %+v, want ApiVersions' range 0–4 alone", v, k)
+		if k := resp.ApiKeys; len(k) != 1 || k[0].ApiKey != apiVersionsKey || k[0].MinVersion != 0 || k[0].MaxVersion != 5 {
+			t.Fatalf("v%d: keys %+v, want ApiVersions' range 0–5 alone", v, k)
+		}
+	}
+}
+
+// KIP-1242: a v5 request naming this cluster and broker, or neither, gets
+// the ranges; naming another broker or cluster gets REBOOTSTRAP_REQUIRED
+// and no ranges; naming one of the two, INVALID_REQUEST. The connection
+// stays open after each.
+func TestApiVersionsV5ChecksTheExpectedBroker(t *testing.T) {
+	ts := newTestServer(t)
+	c := ts.dial(t)
+	cluster, node := ts.broker.ClusterID(), ts.broker.BrokerID()
+	other := cluster + "-other"
+	for _, tc := range []struct {
+		name    string
+		cluster *string
+		node    int32
+		want    int16
+	}{
+		{"neither", nil, -1, 0},
+		{"this broker", &cluster, node, 0},
+		{"another node", &cluster, node + 1, kerr.RebootstrapRequired.Code},
+		{"another cluster", &other, node, kerr.RebootstrapRequired.Code},
+		{"cluster alone", &cluster, -1, kerr.InvalidRequest.Code},
+		{"node alone", nil, node, kerr.InvalidRequest.Code},
+	} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
+		req.ClusterID, req.NodeID = tc.cluster, tc.node
+		resp := do[*kmsg.ApiVersionsResponse](c, req, 5)
+		if resp.ErrorCode != tc.want {
+			t.Fatalf("%s: error %d, want %d", tc.name, resp.ErrorCode, tc.want)
+		}
+		if hasKeys := len(resp.ApiKeys) > 0; hasKeys != (tc.want == 0) {
+			t.Fatalf("%s: error %d with %d ranges", tc.name, resp.ErrorCode, len(resp.ApiKeys))
+		}
+		if tc.want == 0 && !slices.ContainsFunc(resp.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool {
+			return k.ApiKey == apiVersionsKey && k.MaxVersion == 5
+		}) {
+			t.Fatalf("%s: ApiVersions' own range is not 0–5: %+v", tc.name, resp.ApiKeys)
 		}
 	}
 }
@@ -464,5 +508,61 @@ func TestAdminRequests(t *testing.T) {
 	}
 	if r := do[*kmsg.InitProducerIDResponse](c, &kmsg.InitProducerIDRequest{TransactionalID: &name}, 4); r.ErrorCode == 0 {
 		t.Fatalf("transactional init producer id accepted: %+v", r)
+	}
+}
+
+// A franz-go client whose connection to the broker its metadata names
+// reaches another cluster's broker at that address (a restarted pod, an
+// address reused) is told so before it sends anything there: the other
+// broker answers its ApiVersions v5 REBOOTSTRAP_REQUIRED, the client
+// goes back to its seeds, and the record lands in the cluster it was
+// meant for. Served at v4, that broker, which has a topic of the same
+// name (staging beside production), would have taken the record.
+func TestApiVersionsV5MisroutedClientRebootstraps(t *testing.T) {
+	meant, other := newTestServer(t), newTestServer(t)
+	if meant.broker.ClusterID() == other.broker.ClusterID() {
+		t.Fatalf("both test clusters have the id %q", meant.broker.ClusterID())
+	}
+	createTopic(t, meant, "routed", 1)
+	createTopic(t, other, "routed", 1)
+	var dials atomic.Int32
+	dialer := func(ctx context.Context, network, host string) (net.Conn, error) {
+		// The first dial is the seed's; the second is the broker's own
+		// connection, which ApiVersions v5 names the cluster and node on.
+		if dials.Add(1) == 2 {
+			host = other.addr
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, host)
+	}
+	logs := &kgoLog{}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(meant.addr), kgo.Dialer(dialer), kgo.WithLogger(logs), kgo.DefaultProduceTopic("routed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v (client log: %v)", err, logs.lines)
+	}
+	if dials.Load() < 3 {
+		t.Fatalf("%d dials: the misrouted connection was never opened, or never left", dials.Load())
+	}
+	if !logs.has("REBOOTSTRAP_REQUIRED") {
+		t.Fatalf("the client was not told to rebootstrap: %v", logs.lines)
+	}
+	end := func(ts *testServer) int64 {
+		p := do[*kmsg.ListOffsetsResponse](ts.dial(t), listOffsetsReq("routed", -1), 1).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("list offsets: error %d", p.ErrorCode)
+		}
+		return p.Offset
+	}
+	if n := end(other); n != 0 {
+		t.Fatalf("the other cluster took %d records of the misrouted client", n)
+	}
+	if n := end(meant); n != 1 {
+		t.Fatalf("the record's cluster has %d records, want 1", n)
 	}
 }
