@@ -50,8 +50,9 @@ func keyedUntilAnswered(t *testing.T, node *harness.Node, topic, key, body strin
 	}
 }
 
-// keyOwner is the broker leading key's partition of the keys topic, as
-// node describes it.
+// mayHaveWritten: a 503 that is the key's answer, replayed to every retry
+// (50303, a forward that failed after it was sent, or offsets of a
+// partial write), not a refusal to try again.
 func mayHaveWritten(a httpAnswer) bool {
 	var e struct {
 		ErrorCode int              `json:"error_code"`
@@ -60,6 +61,8 @@ func mayHaveWritten(a httpAnswer) bool {
 	return json.Unmarshal(a.body, &e) == nil && (e.ErrorCode == 50303 || len(e.Offsets) > 0)
 }
 
+// keyOwner is the broker leading key's partition of the keys topic, as
+// node describes it.
 func keyOwner(t *testing.T, node *harness.Node, key string) int32 {
 	t.Helper()
 	var info topicView
@@ -79,10 +82,13 @@ func keyOwner(t *testing.T, node *harness.Node, key string) int32 {
 // recordsIn is the count of records in topic's partitions (the sum of
 // their high watermarks) once every live node reports the same count and
 // accept holds for it, waiting up to 20 s for that; else the last count
-// the nodes agreed on (-1: none), and each node's last count. A follower's
-// high watermark lags its leader's; one CI run saw all three nodes agree
-// on 6 where 8 were expected, at once after the answers, which this wait
-// lets settle while a count that stays short or goes over still fails.
+// the nodes agreed on (-1: none), and each node's last count. Each node
+// counts its own replicas, and a follower's high watermark lags its
+// leader's until its next fetch answer (the next append, or the fetch's
+// max wait): one CI run saw all three nodes agree on 6 where 8 were
+// expected, at once after the answers (4 records over 3 partitions: each
+// node current on the partition it leads, behind on one it follows). The
+// wait lets that settle; a count that stays short or goes over fails.
 func recordsIn(t *testing.T, topic string, accept func(int64) bool, live ...*harness.Node) (int64, []string) {
 	t.Helper()
 	agreed := int64(-1)
