@@ -3,6 +3,7 @@ package tlsconf
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -78,11 +79,12 @@ type material struct {
 	roots *x509.CertPool   // nil: no truststore
 }
 
-// fileStamp identifies a version of a file without reading it.
-type fileStamp struct {
-	mod  time.Time
-	size int64
-}
+// fileStamp identifies a version of a file by its content: a replacement
+// written within the file system's timestamp granularity and of the same
+// size (a renewed certificate often is) has the old modification time and
+// size, and was missed when those were the stamp (TestReload, 2 in 30).
+// The files are small and read at most every CheckInterval.
+type fileStamp [sha256.Size]byte
 
 // Source is TLS material that follows its files. Safe for concurrent use.
 type Source struct {
@@ -159,11 +161,11 @@ func (s *Source) load() (m material, key, trust fileStamp, err error) {
 }
 
 func stamp(path string) (fileStamp, error) {
-	fi, err := os.Stat(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return fileStamp{}, err
 	}
-	return fileStamp{mod: fi.ModTime(), size: fi.Size()}, nil
+	return sha256.Sum256(data), nil
 }
 
 // current is the material to use now, loaded again first when a file
