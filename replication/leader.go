@@ -127,6 +127,16 @@ func (p *Replica) FollowerFetched(replica, currentEpoch int32, fetchOffset int64
 	return nil
 }
 
+// HighWatermarkSent records that an answer to replica's fetch carries hw
+// and reports whether that is news to it (isr.Leader.HighWatermarkSent);
+// false when this broker does not lead the partition.
+func (p *Replica) HighWatermarkSent(replica int32, hw int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.mu.leader
+	return l != nil && l.HighWatermarkSent(replica, hw)
+}
+
 // ReplicaReadEnd is where a follower's fetch stops: the log end the
 // leader's state has been told of (an append's records count from when
 // they are durable as the topic asks), so a follower never holds more than

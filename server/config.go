@@ -108,6 +108,12 @@ type Config struct {
 	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower that has
 	// not caught up for longer leaves the ISR. Default 30 s.
 	ReplicaLagTimeMax time.Duration
+	// ReplicaFetchWaitMax is replica.fetch.wait.max.ms: how long a
+	// follower's fetch waits at its leader for records (or for a high
+	// watermark it was not told). Default 500 ms (the lag time if that
+	// is shorter); at most ReplicaLagTimeMax, as Kafka requires, or an
+	// idle follower would drop out of the ISR between two fetches.
+	ReplicaFetchWaitMax time.Duration
 	// HighWatermarkCheckpointInterval is
 	// replica.high.watermark.checkpoint.interval.ms: how often every
 	// partition's high watermark is written to the data dir's
@@ -137,6 +143,11 @@ func (c *Config) Defaults() {
 	}
 	if c.ReplicaLagTimeMax == 0 {
 		c.ReplicaLagTimeMax = isr.DefaultReplicaLagTimeMax
+	}
+	if c.ReplicaFetchWaitMax == 0 {
+		// Kafka's 500 ms, or the lag time when that is set shorter: only
+		// an explicit wait above the lag time is refused.
+		c.ReplicaFetchWaitMax = min(500*time.Millisecond, c.ReplicaLagTimeMax)
 	}
 	if c.HighWatermarkCheckpointInterval == 0 {
 		c.HighWatermarkCheckpointInterval = 5 * time.Second
@@ -176,6 +187,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("min.insync.replicas %d: must be >= 1", c.MinInsyncReplicas)
 	case c.ReplicaLagTimeMax < 2*time.Millisecond:
 		return fmt.Errorf("replica.lag.time.max.ms %v: must be at least 2 ms", c.ReplicaLagTimeMax)
+	case c.ReplicaFetchWaitMax < time.Millisecond || c.ReplicaFetchWaitMax > c.ReplicaLagTimeMax:
+		return fmt.Errorf("replica.fetch.wait.max.ms %v: must be at least 1 ms and at most replica.lag.time.max.ms (%v)", c.ReplicaFetchWaitMax, c.ReplicaLagTimeMax)
 	case c.HighWatermarkCheckpointInterval <= 0:
 		return fmt.Errorf("replica.high.watermark.checkpoint.interval.ms: must be > 0")
 	case c.MessageMaxBytes < 64:

@@ -90,7 +90,12 @@ type FetchResult struct {
 	// ReadEnd (ConsumerFetch only) is the offset after the last batch
 	// read, before aborted ones were dropped; -1 when none was.
 	ReadEnd int64
-	size    int // of the batches, in Data or in Chunks
+	// HighWatermarkNews (a follower's fetch): HighWatermark is above every
+	// one the follower's earlier answers carried, so the answer waits for
+	// records no longer than FollowerTellWithin
+	// (replication.Replica.HighWatermarkSent).
+	HighWatermarkNews bool
+	size              int // of the batches, in Data or in Chunks
 }
 
 // sendfileMinBytes is the smallest read of a log's tail that a ChunksOnly
@@ -135,12 +140,23 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 		wait = WaitPoint(p, req.Offset)
 	}
 	res, err := readVisible(p, req, dst)
+	if err == nil && req.Follower {
+		res.HighWatermarkNews = p.HighWatermarkSent(req.ReplicaID, res.HighWatermark)
+		wait.ToldHighWatermark = res.HighWatermark
+	}
 	if err == nil && res.Size() == 0 && req.MaxWait > 0 {
-		switch b.WaitForData(ctx, 1, []delayed.Wait{wait}, req.MaxWait) {
+		maxWait := req.MaxWait
+		if res.HighWatermarkNews {
+			maxWait = min(maxWait, FollowerTellWithin)
+		}
+		switch b.WaitForData(ctx, 1, []delayed.Wait{wait}, maxWait) {
 		case delayed.Cancelled, delayed.Closed:
 			return res, nil // the client went away, or the broker is closing its logs
 		}
 		res, err = readVisible(p, req, dst)
+		if err == nil && req.Follower {
+			res.HighWatermarkNews = p.HighWatermarkSent(req.ReplicaID, res.HighWatermark)
+		}
 	}
 	if n := res.Size(); n > 0 {
 		b.cfg.Metrics.Topic(req.Topic).Out(n)

@@ -50,6 +50,7 @@ var propertySetters = map[string]func(*Config, string) error{
 	"default.replication.factor":        func(c *Config, v string) error { return setInt16(&c.DefaultReplicationFactor, v) },
 	"min.insync.replicas":               func(c *Config, v string) error { return setInt(&c.MinInsyncReplicas, v) },
 	"replica.lag.time.max.ms":           func(c *Config, v string) error { return setDuration(&c.ReplicaLagTimeMax, v, time.Millisecond) },
+	"replica.fetch.wait.max.ms":         func(c *Config, v string) error { return setDuration(&c.ReplicaFetchWaitMax, v, time.Millisecond) },
 	"auto.create.topics.enable":         func(c *Config, v string) error { return setBool(&c.AutoCreateTopics, v) },
 	"message.max.bytes":                 func(c *Config, v string) error { return setInt(&c.MessageMaxBytes, v) },
 	"max.partitions":                    func(c *Config, v string) error { return setInt(&c.MaxPartitions, v) },

@@ -68,3 +68,36 @@ func TestApplyPropertiesRejectsBadValues(t *testing.T) {
 		t.Fatal("a line without = must be an error")
 	}
 }
+
+// replica.fetch.wait.max.ms is read, defaults to Kafka's 500 ms, and may
+// not exceed replica.lag.time.max.ms (an idle follower would leave the
+// ISR between two of its fetches), as Kafka's config check refuses.
+func TestReplicaFetchWaitMax(t *testing.T) {
+	for _, tc := range []struct {
+		props string
+		want  time.Duration
+		bad   bool
+	}{
+		{"", 500 * time.Millisecond, false},
+		{"replica.fetch.wait.max.ms=20000\nreplica.lag.time.max.ms=30000", 20 * time.Second, false},
+		{"replica.fetch.wait.max.ms=40000", 0, true},
+		{"replica.fetch.wait.max.ms=0.5", 0, true},
+	} {
+		props, err := ParseProperties(strings.NewReader(tc.props))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Config{DataDir: t.TempDir()}
+		_, err = c.ApplyProperties(props)
+		if err == nil {
+			c.Defaults()
+			err = c.Validate()
+		}
+		if (err != nil) != tc.bad {
+			t.Fatalf("%q: %v", tc.props, err)
+		}
+		if !tc.bad && c.ReplicaFetchWaitMax != tc.want {
+			t.Fatalf("%q: replica.fetch.wait.max.ms %v, want %v", tc.props, c.ReplicaFetchWaitMax, tc.want)
+		}
+	}
+}

@@ -266,7 +266,7 @@ func (b *Broker) checkControllerEpoch(epoch int32) error {
 }
 
 func newFetcherManager(cfg Config, b *Broker) *fetcher.Manager {
-	return fetcher.NewManager(fetcher.Config{BrokerID: cfg.BrokerID, Logger: b.logger, Throttle: followerThrottle{b}, Dial: cfg.InterBrokerDial})
+	return fetcher.NewManager(fetcher.Config{BrokerID: cfg.BrokerID, Logger: b.logger, MaxWait: cfg.ReplicaFetchWaitMax, Throttle: followerThrottle{b}, Dial: cfg.InterBrokerDial})
 }
 
 // ISRStore records leaders' ISR changes in the cluster metadata

@@ -42,6 +42,15 @@ type Wait struct {
 	// ToLogEnd: a follower's fetch, which counts bytes below the log end
 	// (State.LogEndOffset, AppendedBytes) rather than the high watermark.
 	ToLogEnd bool
+	// ToldHighWatermark, with TellsHighWatermark (a follower's fetch): the
+	// high watermark the follower knows. Once the partition's passes it
+	// the fetch completes within TellWithin, whatever the bytes, so the
+	// follower learns it (Kafka's DelayedFetch, case H, which answers at
+	// once: TellWithin 0). Meanwhile an append completes it as usual, and
+	// its answer carries the high watermark with the records.
+	TellsHighWatermark bool
+	ToldHighWatermark  int64
+	TellWithin         time.Duration
 }
 
 // Outcome says why an Op completed.
@@ -83,6 +92,10 @@ type Op struct {
 		sync.Mutex
 		remaining int // produce: waits whose high watermark is not reached
 		stop      func() bool
+		// tellWithin: a follower's high watermark to tell, within it (-1:
+		// none); tellStop, once its timer is armed, stops that timer.
+		tellWithin time.Duration
+		tellStop   func() bool
 	}
 }
 
@@ -110,6 +123,7 @@ func NewProduce(waits []Wait) *Op {
 
 func newOp(k kind, waits []Wait) *Op {
 	op := &Op{kind: k, done: make(chan struct{}), waits: make([]waitState, len(waits))}
+	op.mu.tellWithin = -1
 	for i, w := range waits {
 		op.waits[i] = waitState{Wait: w, bytes: w.KnownBytes}
 	}
@@ -143,13 +157,40 @@ func (op *Op) complete(o Outcome) bool {
 		return false
 	}
 	op.mu.Lock()
-	stop := op.mu.stop
+	stop, tellStop := op.mu.stop, op.mu.tellStop
 	op.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
+	if tellStop != nil {
+		tellStop()
+	}
 	close(op.done)
 	return true
+}
+
+// armTell starts, once, the timer that completes op within the time its
+// follower's high watermark may wait for records (Wait.TellWithin), when
+// update found one to tell. Called without the shard's lock.
+func (pg *Purgatory) armTell(op *Op) {
+	op.mu.Lock()
+	d, armed := op.mu.tellWithin, op.mu.tellStop != nil
+	op.mu.Unlock()
+	if d < 0 || armed {
+		return
+	}
+	stop := pg.clock.AfterFunc(d, func() { pg.finish(op, Ready) })
+	op.mu.Lock()
+	if op.mu.tellStop != nil { // armed meanwhile by another Notify
+		op.mu.Unlock()
+		stop()
+		return
+	}
+	op.mu.tellStop = stop
+	op.mu.Unlock()
+	if op.Outcome() != Pending { // completed while the timer was being set
+		stop()
+	}
 }
 
 // update applies one partition's state and reports whether the Op is now
@@ -171,6 +212,14 @@ func (op *Op) update(key Key, st State) bool {
 			if st.LogStartOffset > w.Offset {
 				return true // the read answers out of range
 			}
+			if w.TellsHighWatermark && st.HighWatermark > w.ToldHighWatermark {
+				if w.TellWithin <= 0 {
+					return true // news for a follower
+				}
+				if op.mu.tellWithin < 0 || w.TellWithin < op.mu.tellWithin {
+					op.mu.tellWithin = w.TellWithin
+				}
+			}
 			// States only grow; a Notify overtaken by a newer one must not
 			// lower the count.
 			w.bytes = max(w.bytes, fetchBytes(w.Wait, st))
@@ -184,6 +233,14 @@ func (op *Op) update(key Key, st State) bool {
 		}
 	}
 	return satisfied
+}
+
+// tells reports that op has a follower's high watermark to tell and no
+// timer for it yet.
+func (op *Op) tells() bool {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.mu.tellWithin >= 0 && op.mu.tellStop == nil
 }
 
 // fetchBytes is what lies beyond w.Offset: nothing until the high watermark
@@ -303,6 +360,7 @@ func (pg *Purgatory) Register(op *Op, timeout time.Duration, lookup func(Key) (S
 			return op
 		}
 	}
+	pg.armTell(op)
 	if timeout <= 0 {
 		pg.finish(op, Expired)
 		return op
@@ -342,18 +400,26 @@ func (pg *Purgatory) Notify(k Key, st State) {
 	if s.count.Load() == 0 {
 		return
 	}
-	var ready []*Op
+	var ready, tell []*Op
 	s.mu.Lock()
 	if wl := s.watchers[k]; wl != nil {
 		for _, op := range wl.ops {
-			if op.Outcome() == Pending && op.update(k, st) {
+			if op.Outcome() != Pending {
+				continue
+			}
+			if op.update(k, st) {
 				ready = append(ready, op)
+			} else if op.tells() {
+				tell = append(tell, op)
 			}
 		}
 	}
 	s.mu.Unlock()
 	for _, op := range ready {
 		pg.finish(op, Ready)
+	}
+	for _, op := range tell {
+		pg.armTell(op)
 	}
 	if len(ready) > 0 {
 		pg.woken.Add(uint64(len(ready)))

@@ -453,3 +453,70 @@ func TestWokenCountsNotifyCompletions(t *testing.T) {
 		t.Fatalf("woken %d after a short append, a Register, a Cancel and an expiry; want still 2", n)
 	}
 }
+
+// A follower's fetch completes once the high watermark passes the one it
+// was told, with no new bytes (Kafka's DelayedFetch case H); a consumer's
+// fetch of the same partition does not, and a follower's fetch told the
+// current one stays parked.
+func TestFollowerFetchCompletesWhenItsHighWatermarkIsStale(t *testing.T) {
+	clk, ps := &fakeClock{}, partitions{a: {HighWatermark: 4, LogEndOffset: 10, AppendedBytes: 1000, VisibleBytes: 400}}
+	pg := New(clk)
+	follower := func(told int64) *Op {
+		return NewFetch(1, []Wait{{Key: a, Offset: 10, BaseBytes: 1000, ToLogEnd: true, TellsHighWatermark: true, ToldHighWatermark: told}})
+	}
+	stale := pg.Register(follower(2), time.Second, ps.lookup)
+	mustOutcome(t, stale, Ready) // told 2, the high watermark is 4 already
+	told := pg.Register(follower(4), time.Second, ps.lookup)
+	consumer := pg.Register(NewFetch(1, []Wait{{Key: a, Offset: 10, BaseBytes: 400}}), time.Second, ps.lookup)
+	mustOutcome(t, told, Pending)
+	st := ps[a]
+	st.HighWatermark, st.VisibleBytes = 7, 700 // the followers caught up to 7
+	ps[a] = st
+	pg.Notify(a, st)
+	mustOutcome(t, told, Ready)
+	mustOutcome(t, consumer, Pending) // its offset 10 is still above the high watermark
+}
+
+// With TellWithin, a high watermark the follower was not told waits that
+// long for an append to carry it: the timer answers it when none comes,
+// an append within it answers at once (and stops the timer), and a
+// second Notify does not arm a second timer.
+func TestFollowerHighWatermarkWaitsTellWithinForAnAppend(t *testing.T) {
+	clk := &fakeClock{}
+	ps := partitions{a: {HighWatermark: 4, LogEndOffset: 10, AppendedBytes: 1000, VisibleBytes: 400}}
+	pg := New(clk)
+	follower := func() *Op {
+		return NewFetch(1, []Wait{{Key: a, Offset: 10, BaseBytes: 1000, ToLogEnd: true,
+			TellsHighWatermark: true, ToldHighWatermark: 4, TellWithin: 2 * time.Millisecond}})
+	}
+	moveHW := func(hw int64) {
+		st := ps[a]
+		st.HighWatermark = hw
+		ps[a] = st
+		pg.Notify(a, st)
+	}
+	alone := pg.Register(follower(), time.Second, ps.lookup)
+	moveHW(7)
+	moveHW(9)
+	mustOutcome(t, alone, Pending)
+	if n := clk.pending(); n != 2 { // the timeout and one tell timer
+		t.Fatalf("%d timers, want 2", n)
+	}
+	clk.advance(2 * time.Millisecond)
+	mustOutcome(t, alone, Ready)
+	if n := clk.pending(); n != 0 {
+		t.Fatalf("%d timers left", n)
+	}
+
+	ps[a] = State{HighWatermark: 4, LogEndOffset: 10, AppendedBytes: 1000, VisibleBytes: 400}
+	carried := pg.Register(follower(), time.Second, ps.lookup)
+	moveHW(10)
+	st := ps[a]
+	st.LogEndOffset, st.AppendedBytes = 11, 1100
+	ps[a] = st
+	pg.Notify(a, st)
+	mustOutcome(t, carried, Ready)
+	if n := clk.pending(); n != 0 {
+		t.Fatalf("%d timers left after the append answered", n)
+	}
+}

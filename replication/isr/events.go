@@ -52,6 +52,25 @@ func (l *Leader) FollowerFetched(fe Fetch, now time.Time) (Update, error) {
 	return u, nil
 }
 
+// HighWatermarkSent records that an answer to replica's fetch carries hw
+// and reports whether hw is news to it: above every high watermark its
+// earlier answers carried since this leader took over. A follower learns
+// the high watermark only from these answers, and serves reads below it
+// (the HTTP gateway on every node, read_committed readers of its last
+// stable offset), so a fetch whose answer is news answers at once, and a
+// parked one answers once the high watermark passes what it was told
+// (Kafka's DelayedFetch, case H). Otherwise the follower would learn of
+// the records it acknowledged only with the next append, or after
+// replica.fetch.wait.max.ms.
+func (l *Leader) HighWatermarkSent(replica int32, hw int64) bool {
+	f := l.follower(replica)
+	if f == nil || hw <= f.sentHW {
+		return false
+	}
+	f.sentHW = hw
+	return true
+}
+
 // updateFetchState is Kafka's Replica.updateFetchState.
 func updateFetchState(f *follower, fetchOffset, leaderLEO int64, now time.Time) {
 	switch {

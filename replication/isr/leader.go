@@ -130,6 +130,9 @@ type follower struct {
 	// (zero: in it); firstFetch: its first fetch since, for the log line
 	// of its return (Proposal.OutSince).
 	outSince, firstFetch time.Time
+	// sentHW is the highest high watermark an answer to its fetches
+	// carried (UnknownOffset: none yet), Kafka's lastSentHighWatermark.
+	sentHW int64
 }
 
 // Leader is the leader's state of one partition.
@@ -177,7 +180,7 @@ func NewLeader(self int32, replicas []int32, st State, leo, hw int64, cfg Config
 	}
 	for _, id := range replicas {
 		if id != self {
-			l.followers = append(l.followers, follower{id: id, leo: UnknownOffset, lastFetchLEO: UnknownOffset})
+			l.followers = append(l.followers, follower{id: id, leo: UnknownOffset, lastFetchLEO: UnknownOffset, sentHW: UnknownOffset})
 		}
 	}
 	l.startEpoch(st, now)

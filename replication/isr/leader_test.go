@@ -516,3 +516,53 @@ func TestExpandSaysHowLongTheFollowerWasOut(t *testing.T) {
 		t.Fatalf("back in the ISR, still out since %v", f.outSince)
 	}
 }
+
+// What each follower was told of the high watermark, scripted as the
+// answers to an acks=all append: the answer of the fetch that moves the
+// high watermark carries news (it goes at once), a parked fetch's later
+// answer too, and the next fetches nothing new (they may wait). A new
+// leader has told no follower anything.
+func TestHighWatermarkSentIsNewsOnce(t *testing.T) {
+	s := newScript(t, []int32{1, 2, 3}, []int32{1, 2, 3}, 0, 0, 1)
+	for _, f := range []int32{2, 3} {
+		s.fetch(f, 0)
+		if !s.l.HighWatermarkSent(f, 0) {
+			t.Fatalf("follower %d: a new leader's first answer is not news", f)
+		}
+	}
+	s.append(10)
+	// Both read the append; the high watermark has not moved.
+	for _, f := range []int32{2, 3} {
+		s.fetch(f, 0)
+		if s.l.HighWatermarkSent(f, s.l.HighWatermark()) {
+			t.Fatalf("follower %d: high watermark 0 told twice as news", f)
+		}
+	}
+	s.fetch(2, 10) // parks: the high watermark is still 0
+	if s.l.HighWatermarkSent(2, s.l.HighWatermark()) {
+		t.Fatal("follower 2: news before the high watermark moved")
+	}
+	if u := s.fetch(3, 10); !u.HighWatermarkAdvanced {
+		t.Fatal("the last in-sync fetch did not move the high watermark")
+	}
+	if !s.l.HighWatermarkSent(3, s.l.HighWatermark()) {
+		t.Fatal("follower 3: the fetch that moved the high watermark carries no news")
+	}
+	if !s.l.HighWatermarkSent(2, s.l.HighWatermark()) {
+		t.Fatal("follower 2: its parked fetch's answer carries no news")
+	}
+	for _, f := range []int32{2, 3} {
+		s.fetch(f, 10)
+		if s.l.HighWatermarkSent(f, s.l.HighWatermark()) {
+			t.Fatalf("follower %d: high watermark 10 told twice as news", f)
+		}
+	}
+	if s.l.HighWatermarkSent(4, 10) || s.l.HighWatermarkSent(1, 10) {
+		t.Fatal("news for a broker that is not a follower")
+	}
+
+	next := newScript(t, []int32{1, 2, 3}, []int32{1, 2, 3}, 10, 10, 1)
+	if !next.l.HighWatermarkSent(2, 10) {
+		t.Fatal("a new leader's first answer to a follower is not news")
+	}
+}

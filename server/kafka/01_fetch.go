@@ -35,7 +35,10 @@ package kafka
 // rather than exceed the limit. Follower fetches (ReplicaID >= 0, or
 // ReplicaState in v15+) must come from another assigned replica
 // (NOT_LEADER_OR_FOLLOWER otherwise) and read up to the log end rather
-// than the high watermark, waiting on the bytes below it; the follower's
+// than the high watermark, waiting on the bytes below it, and no longer
+// than server.FollowerTellWithin once the high watermark passes the last
+// one the follower was told (Kafka's DelayedFetch case H, which answers
+// at once): a follower serves reads up to it; the follower's
 // offset in every partition of its request is counted (its progress: the
 // high watermark, the ISR) before any partition is read, as Kafka counts
 // each partition of a fetch whether or not the response's bytes reach it;
@@ -82,6 +85,9 @@ func (s *Server) handleFetch(ctx context.Context, kreq kmsg.Request) kmsg.Respon
 		// leaves them out of its byte count.
 		maxWait = min(maxWait, resp.throttleDelay)
 	}
+	if resp.highWatermarkNews {
+		maxWait = min(maxWait, server.FollowerTellWithin)
+	}
 	// Wait in the purgatory for MinBytes across the partitions: no reads
 	// meanwhile; then read once more.
 	parked := quota.Park(ctx)
@@ -107,6 +113,10 @@ type fetchAnswer struct {
 	throttleDelay time.Duration
 	// readCommitted: the consumer's isolation_level is read_committed.
 	readCommitted bool
+	// highWatermarkNews: a follower's partition has a high watermark it
+	// was not told yet, so the answer waits for records no longer than
+	// server.FollowerTellWithin (FetchResult.HighWatermarkNews).
+	highWatermarkNews bool
 }
 
 // fetchOnce reads every requested partition once. done reports that the
@@ -263,6 +273,10 @@ func (s *Server) fetchPartition(ctx context.Context, resp *fetchAnswer, topic st
 		Offset: fp.FetchOffset, MaxBytes: max(limit, 1), ChunksOnly: chunksOnly, Follower: follower, ReplicaID: replica,
 		Counted: counted, ReadCommitted: !follower && resp.readCommitted}, nil)
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+	if follower {
+		wait.ToldHighWatermark = res.HighWatermark
+		resp.highWatermarkNews = resp.highWatermarkNews || res.HighWatermarkNews
+	}
 	if res.AbortedTxns != nil {
 		rp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(res.AbortedTxns))
 		for i, a := range res.AbortedTxns {

@@ -3,6 +3,7 @@ package kafka
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -72,4 +73,84 @@ func highWatermark(t *testing.T, b *server.Broker, topic string) int64 {
 		t.Fatal(err)
 	}
 	return p.HighWatermark()
+}
+
+// A follower learns the high watermark from the leader's answers, and
+// serves reads below it (the gateway on every node): an answer whose high
+// watermark is news goes within server.FollowerTellWithin, records or not,
+// and a parked fetch answers once the high watermark passes what its
+// follower was told (Kafka's DelayedFetch case H). Before, both waited for the next append
+// or replica.fetch.wait.max.ms, however long. Fetches that have nothing
+// new to tell still park. The fetches ask to wait 60 s; the client gives
+// up reading after 10.
+func TestFollowerFetchAnswersWithANewHighWatermark(t *testing.T) {
+	b1 := clusterBroker(t, 1)
+	createTopic(t, b1, "hw", 1)
+	req := leaderAndIsr(1, "hw", 1, 1, []int32{1, 2, 3}, b1)
+	req.TopicStates[0].PartitionStates[0].Replicas = []int32{1, 2, 3}
+	if resp := sendLeaderAndIsr(t, b1, req); resp.ErrorCode != 0 || resp.Partitions[0].ErrorCode != 0 {
+		t.Fatalf("LeaderAndIsr: %+v", resp)
+	}
+	producer, f2, f3 := b1.dial(t), b1.dial(t), b1.dial(t)
+	fetch := func(replica int32, offset int64, maxWait int32) *kmsg.FetchRequest {
+		r := fetchReq("hw", 0, offset, maxWait, 1)
+		r.ReplicaID = replica
+		r.Topics[0].Partitions[0].CurrentLeaderEpoch = 1
+		return r
+	}
+	answer := func(c *client, corr int32) kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		resp := kmsg.NewPtrFetchResponse()
+		resp.SetVersion(12)
+		c.recv(corr, resp)
+		return resp.Topics[0].Partitions[0]
+	}
+	parked := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for b1.broker.WaitingFetches("hw", 0) != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d fetches parked, want %d", b1.broker.WaitingFetches("hw", 0), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	if p := produceOneAcks(producer, "hw", 1, "a"); p.ErrorCode != 0 {
+		t.Fatalf("produce: %d", p.ErrorCode)
+	}
+	for id, c := range map[int32]*client{2: f2, 3: f3} {
+		if p := do[*kmsg.FetchResponse](c, fetch(id, 0, 0), 12).Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) == 0 || p.HighWatermark != 0 {
+			t.Fatalf("a follower's first fetch: error %d, %d bytes, high watermark %d", p.ErrorCode, len(p.RecordBatches), p.HighWatermark)
+		}
+	}
+	// 2 has the record and was told high watermark 0: nothing new, it parks.
+	corr2 := f2.send(setVersion(fetch(2, 1, 60000), 12))
+	parked(1)
+	// 3's fetch moves the high watermark to 1: news, answered without
+	// waiting for another record.
+	if p := do[*kmsg.FetchResponse](f3, fetch(3, 1, 60000), 12).Topics[0].Partitions[0]; p.ErrorCode != 0 || p.HighWatermark != 1 || len(p.RecordBatches) != 0 {
+		t.Fatalf("the fetch that moved the high watermark: error %d, high watermark %d, %d bytes", p.ErrorCode, p.HighWatermark, len(p.RecordBatches))
+	}
+	// 2's parked fetch answers with it.
+	if p := answer(f2, corr2); p.ErrorCode != 0 || p.HighWatermark != 1 {
+		t.Fatalf("the parked fetch: error %d, high watermark %d", p.ErrorCode, p.HighWatermark)
+	}
+	// Told 1 both, they park again until the next record.
+	corr2 = f2.send(setVersion(fetch(2, 1, 60000), 12))
+	corr3 := f3.send(setVersion(fetch(3, 1, 60000), 12))
+	parked(2)
+	if p := produceOneAcks(producer, "hw", 1, "b"); p.ErrorCode != 0 {
+		t.Fatalf("produce: %d", p.ErrorCode)
+	}
+	for c, corr := range map[*client]int32{f2: corr2, f3: corr3} {
+		if p := answer(c, corr); p.ErrorCode != 0 || len(p.RecordBatches) == 0 || p.HighWatermark != 1 {
+			t.Fatalf("the next record: error %d, %d bytes, high watermark %d", p.ErrorCode, len(p.RecordBatches), p.HighWatermark)
+		}
+	}
+}
+
+func setVersion(r kmsg.Request, v int16) kmsg.Request {
+	r.SetVersion(v)
+	return r
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -412,4 +414,33 @@ func equalReads(a, b map[int32][]httpRecord) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// A node that follows a partition serves the records its leader
+// acknowledged as soon as the leader has: the leader answers a follower's
+// fetch as soon as the high watermark moves past what that follower was
+// told (Kafka's DelayedFetch case H). Before, a follower learned the high
+// watermark only with the next append or after replica.fetch.wait.max.ms,
+// here 25 s, so a long poll on the follower at the new offset waited out
+// its own 10 s and answered nothing, after a POST answered 200.
+func TestFollowerNodeServesWhatTheLeaderAcknowledged(t *testing.T) {
+	props := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(props, []byte("replica.fetch.wait.max.ms=25000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nodes := startCluster(t, 3, "--config", props)
+	createAssigned(t, nodes, "tail", [][]int32{{1, 2, 3}}, nil)
+	for i := range 3 {
+		offsets := produceOK(t, nodes[0].URL+"/kafka/tail", "application/json", fmt.Sprintf(`{"records":[{"partition":0,"value":%d}]}`, i))
+		for _, follower := range nodes[1:] {
+			url := fmt.Sprintf("%s/kafka/tail/partitions/0/records?offset=%d&timeout_ms=10000", follower.URL, offsets[0].Offset)
+			var answer struct {
+				Records []httpRecord `json:"records"`
+			}
+			getJSON(t, url, &answer)
+			if len(answer.Records) != 1 || string(answer.Records[0].Value) != strconv.Itoa(i) {
+				t.Fatalf("GET %s after the leader acknowledged record %d: %+v", url, i, answer.Records)
+			}
+		}
+	}
 }

@@ -230,7 +230,7 @@ func metricValue(text, name string) float64 {
 	return -1
 }
 
-func getJSON(t *testing.T, url string, v any) {
+func getJSON(t testing.TB, url string, v any) {
 	t.Helper()
 	if err := getJSONQuiet(url, v); err != nil {
 		t.Fatal(err)
