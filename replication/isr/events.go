@@ -57,11 +57,12 @@ func (l *Leader) FollowerFetched(fe Fetch, now time.Time) (Update, error) {
 // earlier answers carried since this leader took over. A follower learns
 // the high watermark only from these answers, and serves reads below it
 // (the HTTP gateway on every node, read_committed readers of its last
-// stable offset), so a fetch whose answer is news answers at once, and a
-// parked one answers once the high watermark passes what it was told
-// (Kafka's DelayedFetch, case H). Otherwise the follower would learn of
-// the records it acknowledged only with the next append, or after
-// replica.fetch.wait.max.ms.
+// stable offset), so a fetch whose answer is news does not wait for
+// records, and a parked one is answered once the high watermark passes
+// what it was told (Kafka's DelayedFetch, case H; the listener lets each
+// wait a moment for an append to carry it: server.FollowerTellWithin).
+// Otherwise the follower would learn of the records it acknowledged only
+// with the next append, or after replica.fetch.wait.max.ms.
 func (l *Leader) HighWatermarkSent(replica int32, hw int64) bool {
 	f := l.follower(replica)
 	if f == nil || hw <= f.sentHW {
