@@ -118,3 +118,33 @@ func TestStreamWaitReadsNothingUntilData(t *testing.T) {
 		t.Fatalf("%d log reads for one record sent, want 1", n)
 	}
 }
+
+// TestReadCommittedLongPollWaitsForTheCommit: GET …/records with
+// isolation=read_committed at the last stable offset, held back by an
+// open transaction, waits (it was answered at once, empty, while the
+// transaction stayed open, so a client polled in a loop) and answers the
+// records once the transaction commits.
+func TestReadCommittedLongPollWaitsForTheCommit(t *testing.T) {
+	e := newTestEnv(t)
+	if err := e.broker.CreateTopic(server.TopicSpec{Name: "rcw", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	appendTxn(t, e.broker, "rcw", 100, "t1", "t2")
+	got := make(chan answer, 1)
+	go func() {
+		got <- e.do(t, "GET", "/kafka/rcw/partitions/0/records?offset=0&timeout_ms=30000&isolation=read_committed", "", "")
+	}()
+	harness.WaitFor(t, "the read to wait", 10*time.Second, func() bool { return e.broker.WaitingFetches("rcw", 0) == 1 })
+	select {
+	case a := <-got:
+		t.Fatalf("answered before the commit: %d %s", a.status, a.body)
+	default:
+	}
+	endTxn(t, e.broker, "rcw", 100, true)
+	a := <-got
+	var ra readAnswer
+	a.decode(t, &ra)
+	if a.status != 200 || len(ra.Records) != 2 {
+		t.Fatalf("after the commit: %d %s", a.status, a.body)
+	}
+}

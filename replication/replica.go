@@ -264,6 +264,8 @@ func (p *Replica) WaitState() delayed.State {
 	p.mu.Unlock()
 	st.LogStartOffset = p.log.LogStartOffset()
 	st.LogEndOffset = p.log.LogEndOffset()
+	p.producers.ready(p.log)
+	st.LastStableOffset = p.producers.lastStable(st.HighWatermark)
 	return st
 }
 

@@ -284,6 +284,11 @@ func (p *Replica) AppendTxnMarkerEnding(producerID int64, producerEpoch, dataEpo
 	if err != nil || skipped {
 		return res, false, err
 	}
+	// The append told the waiting fetches of the marker before the
+	// transaction was ended here: with no follower to wait for, the high
+	// watermark passed the marker then, and the last stable offset moves
+	// only now, so read_committed fetches are told again.
+	p.notifyWaiters()
 	if indexErr == nil {
 		return res, true, nil
 	}

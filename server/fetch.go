@@ -138,6 +138,7 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest, dst []byte) (Fetch
 		wait = FollowerWaitPoint(p, req.Offset)
 	case req.MaxWait > 0:
 		wait = WaitPoint(p, req.Offset)
+		wait.Committed = req.ReadCommitted
 	}
 	res, err := readVisible(p, req, dst)
 	if err == nil && req.Follower {

@@ -25,6 +25,8 @@ type State struct {
 	// follower fetches read (they copy what consumers cannot see yet).
 	LogEndOffset  int64
 	AppendedBytes int64
+	// LastStableOffset is where read_committed fetches stop (Wait.Committed).
+	LastStableOffset int64
 	// Gone: deleted, or no longer led here.
 	Gone bool
 }
@@ -42,6 +44,11 @@ type Wait struct {
 	// ToLogEnd: a follower's fetch, which counts bytes below the log end
 	// (State.LogEndOffset, AppendedBytes) rather than the high watermark.
 	ToLogEnd bool
+	// Committed: a read_committed fetch, which finds nothing until the
+	// last stable offset passes its offset, however far the high watermark
+	// is (an open transaction holds the last stable offset back). Its
+	// bytes are counted as below the high watermark, at least one.
+	Committed bool
 	// ToldHighWatermark, with TellsHighWatermark (a follower's fetch): the
 	// high watermark the follower knows. Once the partition's passes it
 	// the fetch completes within TellWithin, whatever the bytes, so the
@@ -247,8 +254,11 @@ func (op *Op) tells() bool {
 // passes it, then at least one byte.
 func fetchBytes(w Wait, st State) int64 {
 	end, bytes := st.HighWatermark, st.VisibleBytes
-	if w.ToLogEnd {
+	switch {
+	case w.ToLogEnd:
 		end, bytes = st.LogEndOffset, st.AppendedBytes
+	case w.Committed:
+		end = st.LastStableOffset
 	}
 	if end <= w.Offset {
 		return w.KnownBytes

@@ -520,3 +520,25 @@ func TestFollowerHighWatermarkWaitsTellWithinForAnAppend(t *testing.T) {
 		t.Fatalf("%d timers left after the append answered", n)
 	}
 }
+
+// A read_committed fetch waits for the last stable offset, not the high
+// watermark: records of an open transaction below the high watermark do
+// not complete it; the transaction's end does.
+func TestCommittedFetchWaitsForTheLastStableOffset(t *testing.T) {
+	clk := &fakeClock{}
+	ps := partitions{a: {HighWatermark: 10, LastStableOffset: 10, VisibleBytes: 1000, LogEndOffset: 10, AppendedBytes: 1000}}
+	pg := New(clk)
+	committed := pg.Register(NewFetch(1, []Wait{{Key: a, Offset: 10, BaseBytes: 1000, Committed: true}}), time.Second, ps.lookup)
+	uncommitted := pg.Register(NewFetch(1, []Wait{{Key: a, Offset: 10, BaseBytes: 1000}}), time.Second, ps.lookup)
+	// A transaction's records: the high watermark moves, the last stable
+	// offset stays at their first offset.
+	st := State{HighWatermark: 14, LastStableOffset: 10, VisibleBytes: 1400, LogEndOffset: 14, AppendedBytes: 1400}
+	ps[a] = st
+	pg.Notify(a, st)
+	mustOutcome(t, uncommitted, Ready)
+	mustOutcome(t, committed, Pending)
+	st.HighWatermark, st.LastStableOffset, st.VisibleBytes, st.LogEndOffset, st.AppendedBytes = 15, 15, 1480, 15, 1480 // its commit marker
+	ps[a] = st
+	pg.Notify(a, st)
+	mustOutcome(t, committed, Ready)
+}

@@ -23,7 +23,10 @@ package kafka
 // Only records below the high watermark are returned; with IsolationLevel
 // 1 (read_committed, v4+) only those below the last stable offset, with
 // the aborted transactions that overlap them (AbortedTransactions, null
-// for read_uncommitted as in Kafka), which the client filters out; a
+// for read_uncommitted as in Kafka), which the client filters out, and
+// such a fetch waits for the last stable offset to pass its offset (an
+// open transaction's records below the high watermark do not end its
+// wait, as Kafka's FetchTxnCommitted isolation); a
 // follower always reads up to the log end. The fetch waits up to
 // MaxWaitMillis across all requested partitions until MinBytes are
 // available, as a delayed fetch in the broker's purgatory
@@ -263,6 +266,7 @@ func (s *Server) fetchPartition(ctx context.Context, resp *fetchAnswer, topic st
 			return 0, wait, false, nil
 		}
 		wait = server.WaitPoint(p, fp.FetchOffset)
+		wait.Committed = resp.readCommitted
 	}
 	limit := min(int(fp.PartitionMaxBytes), budget)
 	if limit <= 0 && !first {

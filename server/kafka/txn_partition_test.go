@@ -380,3 +380,40 @@ func TestWriteTxnMarkersToConsumerOffsets(t *testing.T) {
 		t.Fatalf("committed offset after the restart: %+v", got)
 	}
 }
+
+// A read_committed fetch at the last stable offset, held back by an open
+// transaction, waits for the transaction to end, however far the high
+// watermark is: it used to be answered at once, empty, because its wait
+// counted the records below the high watermark, and a consumer asked
+// again at once for as long as the transaction stayed open (each of
+// Flink's checkpoint intervals). On a single node the commit's marker
+// moves the high watermark and the last stable offset in one append, and
+// the parked fetch is answered with the committed records.
+func TestReadCommittedFetchWaitsForTheTransactionToEnd(t *testing.T) {
+	ts := newTestServer(t)
+	c, reader := ts.dial(t), ts.dial(t)
+	createTopic(t, ts, "rc", 1)
+	if p := produceTxnBatch(t, c, "t1", "rc", txnBatchOf(t, 1000, 0, 0, "a", "b")); p.ErrorCode != 0 {
+		t.Fatalf("produce: %d", p.ErrorCode)
+	}
+	req := fetchReq("rc", 0, 0, 60000, 1)
+	req.IsolationLevel = 1
+	corr := reader.send(setVersion(req, 11))
+	deadline := time.Now().Add(10 * time.Second)
+	for ts.broker.WaitingFetches("rc", 0) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the read_committed fetch did not park")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if code := writeMarker(t, c, "rc", 1000, 0, true, 0); code != 0 {
+		t.Fatalf("commit marker: %d", code)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(11)
+	reader.recv(corr, resp)
+	p := resp.Topics[0].Partitions[0]
+	if got := fetchValues(t, p, 0); p.ErrorCode != 0 || p.LastStableOffset != 3 || !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("after the commit: error %d, last stable offset %d, values %q", p.ErrorCode, p.LastStableOffset, got)
+	}
+}
