@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/test/harness"
 	"github.com/ferry-mq/ferry/test/jepsen"
@@ -95,10 +98,13 @@ func runChainNemesis(t *testing.T, n nemesis) {
 	// Every input copied (the workers keep going until then), then the
 	// workers stop and every transaction ends before the final read.
 	var got map[string]int
-	harness.WaitFor(t, "every input in the read_committed output", 3*time.Minute, func() bool {
+	if !harness.Poll(3*time.Minute, func() bool {
 		got = readOutput(t, c, out)
 		return len(got) >= total
-	})
+	}) {
+		t.Fatalf("%s: %d of %d inputs in the read_committed output after 3m; %d records in committed transactions, %d aborted\n%s",
+			n.name, len(got), total, committed.Load(), aborted.Load(), chainState(c, group, in, out))
+	}
 	stopWorkers()
 	workers.Wait()
 	waitNoOpenTransactions(t, c)
@@ -139,4 +145,51 @@ func readOutput(t *testing.T, c *cluster, topic string) map[string]int {
 		got[r.Value]++
 	}
 	return got
+}
+
+// chainState is what a stalled chain is stuck on: each partition's end
+// offsets at both isolation levels, the group's committed offsets, and
+// the transactions not yet ended.
+func chainState(c *cluster, group string, topics ...string) string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
+	if err != nil {
+		return err.Error()
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	fmt.Fprintf(&b, "end offsets (read_uncommitted): %v %v\n", ends, err)
+	committed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)
+	fmt.Fprintf(&b, "end offsets (read_committed): %v %v\n", committed, err)
+	offsets, err := adm.FetchOffsets(ctx, group)
+	fmt.Fprintf(&b, "group %s offsets: %v %v\n", group, offsets, err)
+	// What the workers' OffsetFetch (RequireStable, KIP-447) is answered:
+	// UNSTABLE_OFFSET_COMMIT while a transaction's offsets wait for their
+	// marker.
+	stable := kmsg.NewPtrOffsetFetchRequest()
+	stable.Group, stable.RequireStable = group, true
+	if resp, err := stable.RequestWith(ctx, cl); err != nil {
+		fmt.Fprintf(&b, "stable offset fetch: %v\n", err)
+	} else {
+		fmt.Fprintf(&b, "stable offset fetch: error %d;", resp.ErrorCode)
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				fmt.Fprintf(&b, " %s-%d: %d (error %d)", t.Topic, p.Partition, p.Offset, p.ErrorCode)
+			}
+		}
+		b.WriteString("\n")
+	}
+	ls, err := adm.ListTransactions(ctx, nil, []string{"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
+	fmt.Fprintf(&b, "transactions not ended: %v %v\n", ls, err)
+	if len(ls) > 0 {
+		ds, err := adm.DescribeTransactions(ctx, ls.TransactionalIDs()...)
+		fmt.Fprintf(&b, "described: %+v %v\n", ds, err)
+	}
+	for _, t := range topics {
+		b.WriteString(c.describe(t, partitions) + "\n")
+	}
+	return b.String()
 }
