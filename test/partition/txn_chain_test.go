@@ -170,7 +170,10 @@ func chainState(c *cluster, group string, topics ...string) string {
 	// UNSTABLE_OFFSET_COMMIT while a transaction's offsets wait for their
 	// marker.
 	stable := kmsg.NewPtrOffsetFetchRequest()
-	stable.Group, stable.RequireStable = group, true
+	stable.Group, stable.RequireStable = group, true // v0–v7
+	g := kmsg.NewOffsetFetchRequestGroup()
+	g.Group = group
+	stable.Groups = append(stable.Groups, g) // v8+
 	if resp, err := stable.RequestWith(ctx, cl); err != nil {
 		fmt.Fprintf(&b, "stable offset fetch: %v\n", err)
 	} else {
@@ -178,6 +181,14 @@ func chainState(c *cluster, group string, topics ...string) string {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				fmt.Fprintf(&b, " %s-%d: %d (error %d)", t.Topic, p.Partition, p.Offset, p.ErrorCode)
+			}
+		}
+		for _, rg := range resp.Groups {
+			fmt.Fprintf(&b, " group error %d:", rg.ErrorCode)
+			for _, t := range rg.Topics {
+				for _, p := range t.Partitions {
+					fmt.Fprintf(&b, " %s-%d: %d (error %d)", t.Topic, p.Partition, p.Offset, p.ErrorCode)
+				}
 			}
 		}
 		b.WriteString("\n")
