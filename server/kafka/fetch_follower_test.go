@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // A follower's fetch counts its offset in every partition it asks for,
@@ -107,13 +109,7 @@ func TestFollowerFetchAnswersWithANewHighWatermark(t *testing.T) {
 	}
 	parked := func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for b1.broker.WaitingFetches("hw", 0) != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d fetches parked, want %d", b1.broker.WaitingFetches("hw", 0), n)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		harness.WaitFor(t, fmt.Sprintf("%d fetches parked", n), 10*time.Second, func() bool { return b1.broker.WaitingFetches("hw", 0) == n })
 	}
 
 	if p := produceOneAcks(producer, "hw", 1, "a"); p.ErrorCode != 0 {
@@ -125,7 +121,7 @@ func TestFollowerFetchAnswersWithANewHighWatermark(t *testing.T) {
 		}
 	}
 	// 2 has the record and was told high watermark 0: nothing new, it parks.
-	corr2 := f2.send(setVersion(fetch(2, 1, 60000), 12))
+	corr2 := f2.send(withVersion(fetch(2, 1, 60000), 12))
 	parked(1)
 	// 3's fetch moves the high watermark to 1: news, answered without
 	// waiting for another record.
@@ -137,8 +133,8 @@ func TestFollowerFetchAnswersWithANewHighWatermark(t *testing.T) {
 		t.Fatalf("the parked fetch: error %d, high watermark %d", p.ErrorCode, p.HighWatermark)
 	}
 	// Told 1 both, they park again until the next record.
-	corr2 = f2.send(setVersion(fetch(2, 1, 60000), 12))
-	corr3 := f3.send(setVersion(fetch(3, 1, 60000), 12))
+	corr2 = f2.send(withVersion(fetch(2, 1, 60000), 12))
+	corr3 := f3.send(withVersion(fetch(3, 1, 60000), 12))
 	parked(2)
 	if p := produceOneAcks(producer, "hw", 1, "b"); p.ErrorCode != 0 {
 		t.Fatalf("produce: %d", p.ErrorCode)
@@ -148,9 +144,4 @@ func TestFollowerFetchAnswersWithANewHighWatermark(t *testing.T) {
 			t.Fatalf("the next record: error %d, %d bytes, high watermark %d", p.ErrorCode, len(p.RecordBatches), p.HighWatermark)
 		}
 	}
-}
-
-func setVersion(r kmsg.Request, v int16) kmsg.Request {
-	r.SetVersion(v)
-	return r
 }

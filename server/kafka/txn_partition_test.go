@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
+	"github.com/ferry-mq/ferry/test/harness"
 )
 
 // The partition leaders' side of transactions, driven as the coordinator
@@ -398,14 +399,8 @@ func TestReadCommittedFetchWaitsForTheTransactionToEnd(t *testing.T) {
 	}
 	req := fetchReq("rc", 0, 0, 60000, 1)
 	req.IsolationLevel = 1
-	corr := reader.send(setVersion(req, 11))
-	deadline := time.Now().Add(10 * time.Second)
-	for ts.broker.WaitingFetches("rc", 0) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the read_committed fetch did not park")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	corr := reader.send(withVersion(req, 11))
+	harness.WaitFor(t, "the read_committed fetch to park", 10*time.Second, func() bool { return ts.broker.WaitingFetches("rc", 0) == 1 })
 	if code := writeMarker(t, c, "rc", 1000, 0, true, 0); code != 0 {
 		t.Fatalf("commit marker: %d", code)
 	}
