@@ -110,7 +110,7 @@ func listedPartitions(req *kmsg.FetchRequest) int {
 // (FETCH_SESSION_ID_NOT_FOUND), the Fetcher starts over with a full fetch
 // and goes on copying.
 func TestFetcherFetchesThroughASession(t *testing.T) {
-	// One session slot, which any new session may take once this one is
+	// One session slot, which a larger session may take once this one is
 	// a millisecond old.
 	l := startLeaderWith(t, "127.0.0.1:0", func(c *kafka.Config) {
 		c.FetchSessionCacheSlots, c.FetchSessionEvictionAge = 1, time.Millisecond
@@ -193,14 +193,27 @@ func TestFetcherFetchesThroughASession(t *testing.T) {
 		t.Fatal("no fetch listed partition 7 at its new offset")
 	}
 
-	// Another follower's session takes the leader's only slot.
+	// Another follower's session takes the leader's only slot. It lists
+	// one partition more than the Fetcher's so that it outweighs it
+	// whenever it comes; a smaller one could take the slot only while the
+	// Fetcher's session sat unused for the eviction age, which a Fetcher
+	// asking every 50 ms does only most of the time.
+	if err := l.broker.CreateTopic(server.TopicSpec{Name: "more", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
 	rogue := kmsg.NewPtrFetchRequest()
 	rogue.SetVersion(12)
 	rogue.ReplicaID, rogue.SessionEpoch = 3, 0
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "many"
-	rt.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
-	rogue.Topics = append(rogue.Topics, rt)
+	for topic, partitions := range map[string]int32{"many": n, "more": 1} {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		for p := range partitions {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition = p
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		rogue.Topics = append(rogue.Topics, rt)
+	}
 	wc, err := wire.Dial(context.Background(), l.addr, "rogue", 5*time.Second, 1<<20)
 	if err != nil {
 		t.Fatal(err)
