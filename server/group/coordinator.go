@@ -174,6 +174,11 @@ type Coordinator struct {
 
 	// txnVerifier checks TxnOffsetCommits (txnoffsets.go); nil: none.
 	txnVerifier atomic.Pointer[verifierBox]
+	// markersVsInstall orders a marker's telling (TxnMarkerWritten, read
+	// lock) with a loaded partition's install (write lock), which reads
+	// what was appended since the load and installs the groups: a marker
+	// is either in what the install read or told to installed groups.
+	markersVsInstall sync.RWMutex
 	// lagHistory is each group's lag over time, sampled by tickLoop.
 	lagHistory *lagHistory
 

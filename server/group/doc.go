@@ -59,8 +59,12 @@
 // log: a control batch decides every transactional commit of its
 // producer before it (the partition appends the next transaction's
 // batches only after the previous marker); what is left is pending under
-// its batch's producer id and epoch. OffsetFetch's require_stable answers
-// UNSTABLE_OFFSET_COMMIT for a partition with a pending commit.
+// its batch's producer id and epoch. Markers are appended while the
+// partition loads (its groups refuse requests, the broker does not), so
+// the install reads on from where the load stopped, and a marker told
+// meanwhile waits for the install (markersVsInstall). OffsetFetch's
+// require_stable answers UNSTABLE_OFFSET_COMMIT for a partition with a
+// pending commit.
 //
 // # Membership rules that differ from a first reading of Kafka
 //

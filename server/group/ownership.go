@@ -35,10 +35,18 @@ var ErrNotCoordinator = errors.New("not the group's coordinator")
 type loadedPartition struct {
 	table     map[string]map[topicPartition]offsetEntry
 	instances map[instanceKey]instanceDescriptor
-	pending   loadedTxn
+	replay    txnReplay
+	// next is the offset after the last batch read; the install reads on
+	// from there.
+	next int64
 	// atStart: loaded before New returns, which logs the totals.
 	atStart         bool
 	groups, offsets int
+}
+
+func newLoadedPartition(atStart bool) *loadedPartition {
+	return &loadedPartition{table: map[string]map[topicPartition]offsetEntry{},
+		instances: map[instanceKey]instanceDescriptor{}, next: -1, atStart: atStart}
 }
 
 // newOwnership follows this broker's leadership of __consumer_offsets
@@ -47,10 +55,8 @@ type loadedPartition struct {
 func (c *Coordinator) newOwnership() *ownership.Table[*loadedPartition] {
 	return ownership.New(ownership.Hooks[*loadedPartition]{
 		Load: func(p, _ int32) (*loadedPartition, error) {
-			l := &loadedPartition{table: map[string]map[topicPartition]offsetEntry{}, instances: map[instanceKey]instanceDescriptor{}}
-			pending, err := c.loadPartition(p, l.table, l.instances)
-			l.pending = pending
-			return l, err
+			l := newLoadedPartition(false)
+			return l, c.readPartition(p, l)
 		},
 		Install: c.installLoaded,
 		Drop: func(p int32) {
@@ -66,9 +72,23 @@ func (c *Coordinator) newOwnership() *ownership.Table[*loadedPartition] {
 
 // installLoaded makes a loaded partition's groups served (the Table's lock
 // held); its consumer instances are restored once the partition serves.
+//
+// While the partition loaded, its groups' requests were refused, but the
+// broker appended transaction markers (WriteTxnMarkers) and told them to
+// groups not yet installed. So the install first reads what was appended
+// since the load; a marker appended later is told to the installed groups
+// (markersVsInstall). Without that read a commit whose marker landed in
+// the gap stayed pending, and every stable OffsetFetch of its partition
+// answered UNSTABLE_OFFSET_COMMIT for good.
 func (c *Coordinator) installLoaded(p int32, o ownership.Owned, l *loadedPartition, took time.Duration) func() {
+	c.markersVsInstall.Lock()
+	defer c.markersVsInstall.Unlock()
+	if err := c.readPartition(p, l); err != nil {
+		c.logger.Error("reading what was appended while loading committed offsets failed; serving what was loaded",
+			"partition", p, "from", l.next, "err", err)
+	}
 	l.groups, l.offsets = c.install(p, l.table)
-	producers := c.installTxn(l.pending)
+	producers := c.installTxn(l.replay.pending())
 	if l.atStart {
 		return nil
 	}
@@ -191,28 +211,25 @@ func (c *Coordinator) coordinatorOf(name string) (coordinator, error) {
 	return coordinator{ID: b.ID, Host: b.Host, Port: b.Port}, nil
 }
 
-// loadPartition reads partition p of __consumer_offsets from its log start
-// to its log end into table: the last record per key wins, a tombstone
-// deletes, a transactional batch's records wait for their producer's
-// marker (what is still undecided is returned).
-func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition]offsetEntry, instances map[instanceKey]instanceDescriptor) (loadedTxn, error) {
+// readPartition reads partition p of __consumer_offsets from l.next (its
+// log start at first) to its log end into l: the last record per key
+// wins, a tombstone deletes, a transactional batch's records wait for
+// their producer's marker (l.replay).
+func (c *Coordinator) readPartition(p int32, l *loadedPartition) error {
 	maxDecompressed := c.offsets.MaxDecompressed()
-	var replay txnReplay
-	err := c.offsets.ReadLog(p, func(batch []byte, h recordbatch.Header, from int64) error {
-		done, err := replay.batch(h, batch, from, maxDecompressed, table)
+	next, err := c.offsets.ReadLogFrom(p, l.next, func(batch []byte, h recordbatch.Header, from int64) error {
+		done, err := l.replay.batch(h, batch, from, maxDecompressed, l.table)
 		if err != nil || done {
 			return err
 		}
 		return records.Decode(batch, from, maxDecompressed, func(r records.Record) bool {
-			applyOffsetRecord(table, r)
-			applyInstanceRecord(instances, r)
+			applyOffsetRecord(l.table, r)
+			applyInstanceRecord(l.instances, r)
 			return true
 		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return replay.pending(), nil
+	l.next = max(l.next, next)
+	return err
 }
 
 // loadLedPartitions loads, before New returns, the partitions this broker
@@ -220,12 +237,10 @@ func (c *Coordinator) loadPartition(p int32, table map[string]map[topicPartition
 func (c *Coordinator) loadLedPartitions() (groups, offsets int, err error) {
 	var loaded []*loadedPartition
 	err = c.own.LoadLedPartitions(c.offsets, func(p, _ int32) (*loadedPartition, error) {
-		l := &loadedPartition{table: map[string]map[topicPartition]offsetEntry{}, atStart: true}
+		// A single node keeps no instances (persistInstance): none read.
+		l := newLoadedPartition(true)
 		loaded = append(loaded, l)
-		// A single node keeps no instances (persistInstance): none to read.
-		pending, err := c.loadPartition(p, l.table, map[instanceKey]instanceDescriptor{})
-		l.pending = pending
-		return l, err
+		return l, c.readPartition(p, l)
 	})
 	for _, l := range loaded { // installing counted them
 		groups, offsets = groups+l.groups, offsets+l.offsets

@@ -175,6 +175,8 @@ func (c *Coordinator) TxnMarkerWritten(topic string, partition int32, producerID
 	if topic != OffsetsTopic {
 		return
 	}
+	c.markersVsInstall.RLock()
+	defer c.markersVsInstall.RUnlock()
 	for _, g := range c.groupList() {
 		if c.offsetsPartition(g.name) != partition {
 			continue

@@ -373,3 +373,51 @@ func TestResentMarkerDecidesOnlyItsTransactionsOffsets(t *testing.T) {
 		t.Fatalf("after N+1's abort: committed %d, pending %v; want 10 and none", got, pending)
 	}
 }
+
+// A marker the broker writes while the coordinator loads the group's
+// partition, after the load has read the log and before its groups are
+// installed, is told to no group; the install must still decide the
+// commits it ends. Before, such a commit stayed pending for good: every
+// stable OffsetFetch of its partition answered UNSTABLE_OFFSET_COMMIT, and
+// an exactly-once chain stopped consuming that partition after a leader
+// change.
+func TestMarkerWrittenWhileLoadingDecidesItsCommits(t *testing.T) {
+	e := newTestEnv(t)
+	e.createTopic("orders", 1)
+	e.broker.AddTxnMarkerListener(e.c)
+	const name = "billing"
+	part := e.c.offsetsPartition(name)
+	e.txnCommit(name, 0, 10)
+
+	// A new leader's load: its read of the log ends here, ...
+	e.c.unloadPartition(part)
+	loaded := newLoadedPartition(false)
+	if err := e.c.readPartition(part, loaded); err != nil {
+		t.Fatal(err)
+	}
+	// ... the transaction's commit marker lands, told to no group, ...
+	marker := server.TxnMarker{ProducerID: 7, ProducerEpoch: 1, Commit: true, Topic: OffsetsTopic, Partition: part,
+		TxnEpoch: 0, HasTxnEpoch: true}
+	if errs := e.broker.WriteTxnMarkers(context.Background(), []server.TxnMarker{marker}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if e.c.lockGroup(name, false) != nil {
+		t.Fatal("the group was served before its partition was installed")
+	}
+	// ... and the partition is installed.
+	own, ok := e.c.own.Get(part)
+	if !ok {
+		t.Fatal("the coordinator does not lead the group's partition")
+	}
+	if after := e.c.installLoaded(part, own, loaded, 0); after != nil {
+		after()
+	}
+
+	if got, pending := e.fetchV1(name, "orders", 0)[0], e.c.PendingTxnOffsets(name); got != 10 || len(pending) != 0 {
+		t.Fatalf("committed %d, pending %v; want the marker's 10 committed and nothing pending", got, pending)
+	}
+	code, topics := e.c.fetchOffsets(name, []kmsg.OffsetFetchRequestTopic{{Topic: "orders", Partitions: []int32{0}}}, true)
+	if code != errNone || topics[0].Partitions[0].ErrorCode != errNone || topics[0].Partitions[0].Offset != 10 {
+		t.Fatalf("stable offset fetch: error %d, partition %+v; want offset 10", code, topics[0].Partitions[0])
+	}
+}

@@ -182,16 +182,24 @@ func (t *Topic) Fenced(p int32) error {
 // leader's log holds everything the old one acknowledged, some of it not
 // yet below its high watermark.
 func (t *Topic) ReadLog(p int32, visit func(batch []byte, h recordbatch.Header, from int64) error) error {
+	_, err := t.ReadLogFrom(p, -1, visit)
+	return err
+}
+
+// ReadLogFrom is ReadLog from offset start (from the log start when start
+// is below it); next is the offset after the last batch visited, where a
+// later read of what was appended since goes on.
+func (t *Topic) ReadLogFrom(p int32, start int64, visit func(batch []byte, h recordbatch.Header, from int64) error) (next int64, err error) {
 	part, err := t.Broker.Partition(t.Name, p)
 	if err != nil {
-		return err
+		return start, err
 	}
-	next, end := part.LogStartOffset(), part.LogEndOffset()
+	next, end := max(start, part.LogStartOffset()), part.LogEndOffset()
 	var buf []byte
 	for next < end {
 		data, err := t.Broker.ReadBatches(t.Name, p, next, end, 1<<20, buf[:0])
 		if err != nil {
-			return fmt.Errorf("load %s-%d at %d: %w", t.Name, p, next, err)
+			return next, fmt.Errorf("load %s-%d at %d: %w", t.Name, p, next, err)
 		}
 		if len(data) == 0 {
 			break
@@ -201,7 +209,7 @@ func (t *Topic) ReadLog(p int32, visit func(batch []byte, h recordbatch.Header, 
 		for len(data) > 0 {
 			batch, rest, err := recordbatch.Next(data)
 			if err != nil {
-				return fmt.Errorf("load %s-%d at %d: %w", t.Name, p, next, err)
+				return next, fmt.Errorf("load %s-%d at %d: %w", t.Name, p, next, err)
 			}
 			if batch == nil {
 				break // a truncated last batch: read again from it
@@ -212,7 +220,7 @@ func (t *Topic) ReadLog(p int32, visit func(batch []byte, h recordbatch.Header, 
 				continue
 			}
 			if err := visit(batch, h, next); err != nil {
-				return fmt.Errorf("load %s-%d at %d: %w", t.Name, p, h.BaseOffset, err)
+				return next, fmt.Errorf("load %s-%d at %d: %w", t.Name, p, h.BaseOffset, err)
 			}
 			next = h.LastOffset() + 1
 		}
@@ -220,7 +228,7 @@ func (t *Topic) ReadLog(p int32, visit func(batch []byte, h recordbatch.Header, 
 			break
 		}
 	}
-	return nil
+	return next, nil
 }
 
 // ReadRecords is ReadLog for a topic of plain batches: apply gets each
