@@ -63,8 +63,9 @@ func runChainNemesis(t *testing.T, n nemesis) {
 		name := fmt.Sprintf("chain-w%d", i+1)
 		// A transaction timeout under the nemeses' 15–30 s holds, so a
 		// worker cut off mid-transaction is aborted by its coordinator.
-		s, err := jepsen.CopySession(c.seeds(), name, group, in, out,
-			kgo.TransactionTimeout(10*time.Second), kgo.MetadataMinAge(250*time.Millisecond))
+		opts := append([]kgo.Opt{kgo.TransactionTimeout(10 * time.Second), kgo.MetadataMinAge(250 * time.Millisecond)},
+			clientDebugLog(t, "chain-"+n.name+"-"+name)...)
+		s, err := jepsen.CopySession(c.seeds(), name, group, in, out, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,15 +60,7 @@ func runTxnNemesis(t *testing.T, n nemesis, rounds int) {
 		opts := []kgo.Opt{kgo.SeedBrokers(node.KafkaAddr), kgo.TransactionalID(p.Name),
 			kgo.TransactionTimeout(10 * time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.MetadataMinAge(250 * time.Millisecond), kgo.ProducerLinger(0)}
-		if dir := os.Getenv("FERRY_JEPSEN_DIR"); dir != "" {
-			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("txn-%s-%s.client.log", strings.ReplaceAll(n.name, "|", "_"), p.Name)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { f.Close() })
-			stamp := func() string { return time.Now().Format("15:04:05.000 ") }
-			opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, stamp)))
-		}
+		opts = append(opts, clientDebugLog(t, "txn-"+n.name+"-"+p.Name)...)
 		newClient := func() (*kgo.Client, error) { return kgo.NewClient(opts...) }
 		producers.Go(func() { jepsen.ProduceTxns(ctx, history, newClient, p) })
 		consumers.Go(func() {
@@ -228,4 +220,22 @@ func keepHistory(t *testing.T, c *cluster, name string, txns []jepsen.Txn, reads
 	if err != nil {
 		t.Errorf("keep the history: %v", err)
 	}
+}
+
+// clientDebugLog is, when FERRY_JEPSEN_DIR names a directory, the option
+// that writes a franz-go client's debug log to name.client.log there:
+// what a client asked and was answered, to read against the brokers'
+// logs after a failure.
+func clientDebugLog(t *testing.T, name string) []kgo.Opt {
+	dir := os.Getenv("FERRY_JEPSEN_DIR")
+	if dir == "" {
+		return nil
+	}
+	f, err := os.Create(filepath.Join(dir, strings.ReplaceAll(name, "|", "_")+".client.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	stamp := func() string { return time.Now().Format("15:04:05.000 ") }
+	return []kgo.Opt{kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, stamp))}
 }
