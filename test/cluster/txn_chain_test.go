@@ -184,12 +184,14 @@ func (w *chainWorkers) start(name string) {
 			}
 		})
 	}
-	s := newChainSession(w.t, w.nodes, name, w.group, w.in, w.out, kgo.WithLogger(w.clientLog.logger(name)))
+	open := func() (*kgo.GroupTransactSession, error) {
+		return jepsen.CopySession(seeds(w.nodes), name, w.group, w.in, w.out, kgo.WithLogger(w.clientLog.logger(name)))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		jepsen.Copy(ctx, s, func(o jepsen.CopyOutcome) {
+		jepsen.Copy(ctx, open, func(o jepsen.CopyOutcome) {
 			if len(o.Failed) > 0 {
 				w.t.Logf("%s: %d produces of the transaction failed, so it was aborted: %v", name, len(o.Failed), first(o.Failed, 3))
 			}
@@ -208,7 +210,7 @@ func (w *chainWorkers) start(name string) {
 	if w.running == nil {
 		w.running = map[string]func(){}
 	}
-	w.running[name] = func() { cancel(); <-done; s.Close() }
+	w.running[name] = func() { cancel(); <-done }
 	w.mu.Unlock()
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -21,6 +22,9 @@ type CopyOutcome struct {
 	Committed bool
 	Failed    []string
 	Err       error
+	// Reopened: the Begin that failed found the producer fenced for good,
+	// and the worker goes on in a new session.
+	Reopened bool
 }
 
 // CopySession is a copying worker's GroupTransactSession: transactional
@@ -47,19 +51,47 @@ func CopySession(seeds []string, id, group, in, out string, opts ...kgo.Opt) (*k
 }
 
 // Copy is a consume-transform-produce worker, the shape of a Kafka
-// Streams task or a Flink exactly-once sink: until ctx ends, each poll of
-// s's records is produced again, unchanged, to s's default produce topic
-// in one transaction that also commits the poll's offsets
-// (GroupTransactSession). report hears every transaction's outcome; a
-// Begin that fails is reported with Err and retried after 100 ms.
-func Copy(ctx context.Context, s *kgo.GroupTransactSession, report func(CopyOutcome)) {
+// Streams thread or a Flink exactly-once sink: until ctx ends, each poll
+// of its session's records is produced again, unchanged, to the session's
+// default produce topic in one transaction that also commits the poll's
+// offsets (GroupTransactSession). open makes the session, and a new one
+// when the producer is fenced for good: a transaction that outlived its
+// timeout while the worker was cut off is aborted by its coordinator,
+// which bumps the producer's epoch, and franz-go then refuses every Begin
+// (as Kafka 4 with transaction.version 2 fences it too). A Kafka Streams
+// thread replaces a fenced task producer the same way; a worker that
+// only retried would stay in the group, holding its partitions, and copy
+// nothing. The session in use is closed when Copy returns. report hears
+// every transaction's outcome; a Begin that fails is reported with Err
+// and retried after 100 ms, or, fenced, in a new session.
+func Copy(ctx context.Context, open func() (*kgo.GroupTransactSession, error), report func(CopyOutcome)) {
+	var s *kgo.GroupTransactSession
+	defer func() {
+		if s != nil {
+			s.Close()
+		}
+	}()
 	for ctx.Err() == nil {
+		if s == nil {
+			var err error
+			if s, err = open(); err != nil {
+				report(CopyOutcome{Err: fmt.Errorf("open a session: %w", err)})
+				pause(ctx, 100*time.Millisecond)
+				continue
+			}
+		}
 		fs := s.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if err := s.Begin(); err != nil {
-			report(CopyOutcome{Err: fmt.Errorf("begin: %w", err)})
+			fenced := fencedForGood(err)
+			report(CopyOutcome{Err: fmt.Errorf("begin: %w", err), Reopened: fenced})
+			if fenced {
+				s.Close() // leaves the group: its partitions go to the others, then to the new session
+				s = nil
+				continue
+			}
 			pause(ctx, 100*time.Millisecond)
 			continue
 		}
@@ -69,6 +101,14 @@ func Copy(ctx context.Context, s *kgo.GroupTransactSession, report func(CopyOutc
 		}
 		report(CopyOutcome{Begun: true, Copied: n, Committed: committed, Failed: failed, Err: err})
 	}
+}
+
+// fencedForGood: a Begin error a broker decided (PRODUCER_FENCED,
+// INVALID_PRODUCER_EPOCH and the like), which the client keeps until it is
+// closed; a retriable one, or one of the client's own, may pass.
+func fencedForGood(err error) bool {
+	var ke *kerr.Error
+	return errors.As(err, &ke) && !ke.Retriable
 }
 
 // CopyTransaction produces fs's records (begun in s) and ends the

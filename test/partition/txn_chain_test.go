@@ -56,7 +56,7 @@ func runChainNemesis(t *testing.T, n nemesis) {
 	c.createTopic(in, partitions)
 	c.createTopic(out, partitions)
 
-	var committed, aborted atomic.Int64
+	var committed, aborted, reopened atomic.Int64
 	ctx, stopWorkers := context.WithCancel(context.Background())
 	var workers sync.WaitGroup
 	for i := range c.nodes {
@@ -65,18 +65,19 @@ func runChainNemesis(t *testing.T, n nemesis) {
 		// worker cut off mid-transaction is aborted by its coordinator.
 		opts := append([]kgo.Opt{kgo.TransactionTimeout(10 * time.Second), kgo.MetadataMinAge(250 * time.Millisecond)},
 			clientDebugLog(t, "chain-"+n.name+"-"+name)...)
-		s, err := jepsen.CopySession(c.seeds(), name, group, in, out, opts...)
-		if err != nil {
-			t.Fatal(err)
+		open := func() (*kgo.GroupTransactSession, error) {
+			return jepsen.CopySession(c.seeds(), name, group, in, out, opts...)
 		}
 		workers.Go(func() {
-			defer s.Close()
-			jepsen.Copy(ctx, s, func(o jepsen.CopyOutcome) {
+			jepsen.Copy(ctx, open, func(o jepsen.CopyOutcome) {
 				switch {
 				case o.Committed:
 					committed.Add(o.Copied)
 				case o.Begun:
 					aborted.Add(1)
+				case o.Reopened:
+					reopened.Add(1)
+					t.Logf("%s: fenced (%v); a new session goes on", name, o.Err)
 				}
 			})
 		})
@@ -127,8 +128,8 @@ func runChainNemesis(t *testing.T, n nemesis) {
 			n.name, len(got), total, len(missing), missing[:min(10, len(missing))], len(dups), dups[:min(10, len(dups))],
 			c.describe(out, partitions))
 	}
-	t.Logf("%s: %d inputs each exactly once in the output; %d records in committed transactions, %d transactions aborted; %v",
-		n.name, total, committed.Load(), aborted.Load(), time.Since(began).Round(time.Second))
+	t.Logf("%s: %d inputs each exactly once in the output; %d records in committed transactions, %d transactions aborted, %d sessions fenced and replaced; %v",
+		n.name, total, committed.Load(), aborted.Load(), reopened.Load(), time.Since(began).Round(time.Second))
 }
 
 // readOutput is every value of the output topic below its last stable
