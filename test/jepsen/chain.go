@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -22,8 +21,8 @@ type CopyOutcome struct {
 	Committed bool
 	Failed    []string
 	Err       error
-	// Reopened: the Begin that failed found the producer fenced for good,
-	// and the worker goes on in a new session.
+	// Reopened: the Begin or End failed, and the worker goes on in a new
+	// session.
 	Reopened bool
 }
 
@@ -55,15 +54,17 @@ func CopySession(seeds []string, id, group, in, out string, opts ...kgo.Opt) (*k
 // of its session's records is produced again, unchanged, to the session's
 // default produce topic in one transaction that also commits the poll's
 // offsets (GroupTransactSession). open makes the session, and a new one
-// when the producer is fenced for good: a transaction that outlived its
-// timeout while the worker was cut off is aborted by its coordinator,
-// which bumps the producer's epoch, and franz-go then refuses every Begin
-// (as Kafka 4 with transaction.version 2 fences it too). A Kafka Streams
-// thread replaces a fenced task producer the same way; a worker that
-// only retried would stay in the group, holding its partitions, and copy
+// after a Begin or End failed: franz-go's GroupTransactSession says no End
+// error is retryable, and the usual one under faults is a fenced
+// producer. A transaction that outlived its timeout while the worker was
+// cut off is aborted by its coordinator, which bumps the producer's
+// epoch; the worker's late produce is then answered INVALID_PRODUCER_EPOCH
+// and its abort PRODUCER_FENCED (Kafka 4 with transaction.version 2
+// decides the same), after which every Begin fails. A Kafka Streams
+// thread replaces a fenced task producer the same way; a worker that only
+// retried would stay in the group, holding its partitions, and copy
 // nothing. The session in use is closed when Copy returns. report hears
-// every transaction's outcome; a Begin that fails is reported with Err
-// and retried after 100 ms, or, fenced, in a new session.
+// every transaction's outcome and every Begin that failed.
 func Copy(ctx context.Context, open func() (*kgo.GroupTransactSession, error), report func(CopyOutcome)) {
 	var s *kgo.GroupTransactSession
 	defer func() {
@@ -71,6 +72,10 @@ func Copy(ctx context.Context, open func() (*kgo.GroupTransactSession, error), r
 			s.Close()
 		}
 	}()
+	reopen := func() {
+		s.Close() // leaves the group: its partitions go to the others, then to the new session
+		s = nil
+	}
 	for ctx.Err() == nil {
 		if s == nil {
 			var err error
@@ -85,30 +90,19 @@ func Copy(ctx context.Context, open func() (*kgo.GroupTransactSession, error), r
 			return
 		}
 		if err := s.Begin(); err != nil {
-			fenced := fencedForGood(err)
-			report(CopyOutcome{Err: fmt.Errorf("begin: %w", err), Reopened: fenced})
-			if fenced {
-				s.Close() // leaves the group: its partitions go to the others, then to the new session
-				s = nil
-				continue
-			}
-			pause(ctx, 100*time.Millisecond)
+			report(CopyOutcome{Err: fmt.Errorf("begin: %w", err), Reopened: true})
+			reopen()
 			continue
 		}
 		n, committed, failed, err := CopyTransaction(ctx, s, fs)
 		if errors.Is(err, context.Canceled) {
 			err = nil
 		}
-		report(CopyOutcome{Begun: true, Copied: n, Committed: committed, Failed: failed, Err: err})
+		report(CopyOutcome{Begun: true, Copied: n, Committed: committed, Failed: failed, Err: err, Reopened: err != nil})
+		if err != nil {
+			reopen()
+		}
 	}
-}
-
-// fencedForGood: a Begin error a broker decided (PRODUCER_FENCED,
-// INVALID_PRODUCER_EPOCH and the like), which the client keeps until it is
-// closed; a retriable one, or one of the client's own, may pass.
-func fencedForGood(err error) bool {
-	var ke *kerr.Error
-	return errors.As(err, &ke) && !ke.Retriable
 }
 
 // CopyTransaction produces fs's records (begun in s) and ends the
