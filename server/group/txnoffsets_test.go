@@ -378,9 +378,9 @@ func TestResentMarkerDecidesOnlyItsTransactionsOffsets(t *testing.T) {
 // partition, after the load has read the log and before its groups are
 // installed, is told to no group; the install must still decide the
 // commits it ends. Before, such a commit stayed pending for good: every
-// stable OffsetFetch of its partition answered UNSTABLE_OFFSET_COMMIT, and
-// an exactly-once chain stopped consuming that partition after a leader
-// change.
+// stable OffsetFetch of its partition answered UNSTABLE_OFFSET_COMMIT, so
+// no exactly-once consumer (require_stable, KIP-447) assigned that
+// partition after a rebalance could start on it.
 func TestMarkerWrittenWhileLoadingDecidesItsCommits(t *testing.T) {
 	e := newTestEnv(t)
 	e.createTopic("orders", 1)
