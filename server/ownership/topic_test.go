@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-mq/ferry/replication/fence"
 	"github.com/ferry-mq/ferry/server"
 	"github.com/ferry-mq/ferry/server/records"
+	"github.com/ferry-mq/ferry/storage/recordbatch"
 	"github.com/ferry-mq/ferry/test/harness"
 )
 
@@ -266,5 +267,52 @@ func TestJavaHashPartitionIsKafkas(t *testing.T) {
 		if got := JavaHashPartition(key, 50); got != want {
 			t.Errorf("%q: %d, want %d", key, got, want)
 		}
+	}
+}
+
+// ReadLogFrom reads on from where a previous read stopped: only the
+// batches appended since, and where it stopped again.
+func TestReadLogFromReadsWhatWasAppendedSince(t *testing.T) {
+	b := openBroker(t, server.Config{})
+	topic := testTopic(b)
+	if err := topic.Create(); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(keys ...string) {
+		t.Helper()
+		req := &server.ProduceRequest{Topic: topic.Name, Internal: true}
+		for _, k := range keys {
+			req.Records = append(req.Records, server.ProduceRecord{Partition: 0, Record: records.Record{Key: []byte(k), Value: []byte(k)}})
+		}
+		if _, err := b.Produce(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(from int64) (keys []string, next int64) {
+		t.Helper()
+		next, err := topic.ReadLogFrom(0, from, func(batch []byte, _ recordbatch.Header, from int64) error {
+			return records.Decode(batch, from, 1<<20, func(r records.Record) bool {
+				keys = append(keys, string(r.Key))
+				return true
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys, next
+	}
+
+	produce("a", "b")
+	produce("c")
+	keys, next := read(-1)
+	if fmt.Sprint(keys) != "[a b c]" || next != 3 {
+		t.Fatalf("from the start: %v, next %d; want [a b c] and 3", keys, next)
+	}
+	if keys, again := read(next); len(keys) != 0 || again != next {
+		t.Fatalf("nothing appended: read %v, next %d; want nothing and %d", keys, again, next)
+	}
+	produce("d", "e")
+	if keys, next = read(next); fmt.Sprint(keys) != "[d e]" || next != 5 {
+		t.Fatalf("after two more: %v, next %d; want [d e] and 5", keys, next)
 	}
 }
