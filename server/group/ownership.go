@@ -228,7 +228,7 @@ func (c *Coordinator) readPartition(p int32, l *loadedPartition) error {
 			return true
 		})
 	})
-	l.next = max(l.next, next)
+	l.next = next
 	return err
 }
 

@@ -240,6 +240,25 @@ func (e *testEnv) txnCommitCode(ctx context.Context, version int16, group string
 	return e.c.HandleTxnOffsetCommit(ctx, req).Topics[0].Partitions[0].ErrorCode
 }
 
+// newMarkerEnv is a broker and group coordinator told of the transaction
+// markers written, with the topic "orders" the transactional commits
+// (txnCommitCode) name, the group "billing" and its __consumer_offsets
+// partition.
+func newMarkerEnv(t *testing.T) (e *testEnv, group string, part int32) {
+	t.Helper()
+	e = newTestEnv(t)
+	e.createTopic("orders", 1)
+	e.broker.AddTxnMarkerListener(e.c)
+	return e, "billing", e.c.offsetsPartition("billing")
+}
+
+// offsetsMarker is the marker of producer 7 (txnCommitCode's) at epoch on
+// part, ending the transaction of dataEpoch (transaction.version 2).
+func offsetsMarker(part int32, epoch, dataEpoch int16, commit bool) server.TxnMarker {
+	return server.TxnMarker{ProducerID: 7, ProducerEpoch: epoch, Commit: commit, Topic: OffsetsTopic, Partition: part,
+		TxnEpoch: dataEpoch, HasTxnEpoch: true}
+}
+
 // instantAdder is a transaction.version 2 coordinator answering every
 // add at once, as one answering ahead of the previous markers does.
 type instantAdder struct{}
@@ -259,12 +278,8 @@ func (instantAdder) AddTxnPartition(context.Context, string, int64, int16, strin
 // and a commit of an older epoch than the partition's is refused as a
 // fenced producer's.
 func TestNextTransactionsCommitWaitsForThePreviousMarker(t *testing.T) {
-	e := newTestEnv(t)
-	e.createTopic("orders", 1)
-	e.broker.AddTxnMarkerListener(e.c)
+	e, name, part := newMarkerEnv(t)
 	e.c.SetTxnVerifier(instantAdder{})
-	const name = "billing"
-	part := e.c.offsetsPartition(name)
 	p, err := e.broker.Partition(OffsetsTopic, part)
 	if err != nil {
 		t.Fatal(err)
@@ -282,8 +297,7 @@ func TestNextTransactionsCommitWaitsForThePreviousMarker(t *testing.T) {
 	if p.LogEndOffset() != end {
 		t.Fatalf("log end %d, was %d: N+1's commit written before N's marker", p.LogEndOffset(), end)
 	}
-	n := server.TxnMarker{ProducerID: 7, ProducerEpoch: 1, Commit: true, Topic: OffsetsTopic, Partition: part, TxnEpoch: 0, HasTxnEpoch: true}
-	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{n}); errs[0] != nil {
+	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{offsetsMarker(part, 1, 0, true)}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	if code := e.txnCommitCode(ctx, 5, name, 1, 20); code != errNone {
@@ -311,16 +325,8 @@ func TestNextTransactionsCommitWaitsForThePreviousMarker(t *testing.T) {
 // committed, N+1's 20 stays pending until its own marker (an abort here),
 // and a coordinator loading the log in between sees the same.
 func TestResentMarkerDecidesOnlyItsTransactionsOffsets(t *testing.T) {
-	e := newTestEnv(t)
-	e.createTopic("orders", 1)
-	e.broker.AddTxnMarkerListener(e.c)
-	const name = "billing"
-	part := e.c.offsetsPartition(name)
+	e, name, part := newMarkerEnv(t)
 	ctx := context.Background()
-	marker := func(epoch, dataEpoch int16, commit bool) server.TxnMarker {
-		return server.TxnMarker{ProducerID: 7, ProducerEpoch: epoch, Commit: commit, Topic: OffsetsTopic, Partition: part,
-			TxnEpoch: dataEpoch, HasTxnEpoch: true}
-	}
 	logEnd := func() int64 {
 		p, err := e.broker.Partition(OffsetsTopic, part)
 		if err != nil {
@@ -337,7 +343,7 @@ func TestResentMarkerDecidesOnlyItsTransactionsOffsets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := marker(1, 0, true)
+	n := offsetsMarker(part, 1, 0, true)
 	if _, appended, err := p.(*replication.Replica).AppendTxnMarkerEnding(n.ProducerID, n.ProducerEpoch, n.TxnEpoch,
 		recordbatch.EndTxnMarker{Commit: true}, storage.AppendOptions{}); err != nil || !appended {
 		t.Fatalf("N's marker: appended %v, %v", appended, err)
@@ -366,7 +372,7 @@ func TestResentMarkerDecidesOnlyItsTransactionsOffsets(t *testing.T) {
 	if got, pending := committed(), e.c.PendingTxnOffsets(name); got != 10 || pending[7] != 1 {
 		t.Fatalf("after a reload: committed %d, pending %v; want 10 and one pending", got, pending)
 	}
-	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{marker(2, 1, false)}); errs[0] != nil {
+	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{offsetsMarker(part, 2, 1, false)}); errs[0] != nil {
 		t.Fatalf("N+1's abort: %v", errs[0])
 	}
 	if got, pending := committed(), e.c.PendingTxnOffsets(name); got != 10 || len(pending) != 0 {
@@ -382,11 +388,7 @@ func TestResentMarkerDecidesOnlyItsTransactionsOffsets(t *testing.T) {
 // no exactly-once consumer (require_stable, KIP-447) assigned that
 // partition after a rebalance could start on it.
 func TestMarkerWrittenWhileLoadingDecidesItsCommits(t *testing.T) {
-	e := newTestEnv(t)
-	e.createTopic("orders", 1)
-	e.broker.AddTxnMarkerListener(e.c)
-	const name = "billing"
-	part := e.c.offsetsPartition(name)
+	e, name, part := newMarkerEnv(t)
 	e.txnCommit(name, 0, 10)
 
 	// A new leader's load: its read of the log ends here, ...
@@ -396,9 +398,7 @@ func TestMarkerWrittenWhileLoadingDecidesItsCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ... the transaction's commit marker lands, told to no group, ...
-	marker := server.TxnMarker{ProducerID: 7, ProducerEpoch: 1, Commit: true, Topic: OffsetsTopic, Partition: part,
-		TxnEpoch: 0, HasTxnEpoch: true}
-	if errs := e.broker.WriteTxnMarkers(context.Background(), []server.TxnMarker{marker}); errs[0] != nil {
+	if errs := e.broker.WriteTxnMarkers(context.Background(), []server.TxnMarker{offsetsMarker(part, 1, 0, true)}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
 	if e.c.lockGroup(name, false) != nil {

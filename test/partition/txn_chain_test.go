@@ -165,7 +165,7 @@ func chainState(c *cluster, group string, topics ...string) string {
 	var b strings.Builder
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	fmt.Fprintf(&b, "end offsets (read_uncommitted): %v %v\n", ends, err)
-	committed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)
+	committed, err := adm.ListCommittedOffsets(ctx, topics...)
 	fmt.Fprintf(&b, "end offsets (read_committed): %v %v\n", committed, err)
 	offsets, err := adm.FetchOffsets(ctx, group)
 	fmt.Fprintf(&b, "group %s offsets: %v %v\n", group, offsets, err)
