@@ -79,7 +79,9 @@ func (c *Coordinator) newOwnership() *ownership.Table[*loadedPartition] {
 // since the load; a marker appended later is told to the installed groups
 // (markersVsInstall). Without that read a commit whose marker landed in
 // the gap stayed pending, and every stable OffsetFetch of its partition
-// answered UNSTABLE_OFFSET_COMMIT for good.
+// answered UNSTABLE_OFFSET_COMMIT for good. The read holds both locks, but
+// the load returned just before (same goroutine): there is rarely anything
+// to read, and then no read at all (ReadLogFrom stops at the log end).
 func (c *Coordinator) installLoaded(p int32, o ownership.Owned, l *loadedPartition, took time.Duration) func() {
 	c.markersVsInstall.Lock()
 	defer c.markersVsInstall.Unlock()
