@@ -305,6 +305,37 @@ func txnCoordinatorOf(t *testing.T, adm *kadm.Client, id string) int32 {
 	return coord
 }
 
+// txnIDCoordinatedBy is the first of prefix-0, prefix-1, … whose
+// transaction coordinator satisfies want.
+func txnIDCoordinatedBy(t *testing.T, adm *kadm.Client, prefix string, want func(coordinator int32) bool) string {
+	t.Helper()
+	ids := make([]string, 50)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	found := ""
+	harness.WaitFor(t, "a transactional id coordinated where wanted", 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		coordinators := adm.FindTxnCoordinators(ctx, ids...)
+		for _, id := range ids {
+			r, ok := coordinators[id]
+			if !ok || r.Err != nil || r.NodeID <= 0 {
+				return false // __transaction_state is still being created
+			}
+		}
+		for _, id := range ids {
+			if want(coordinators[id].NodeID) {
+				found = id
+				return true
+			}
+		}
+		t.Fatalf("none of %d transactional ids is coordinated where wanted", len(ids))
+		return false
+	})
+	return found
+}
+
 // leaderOfPartition is the broker leading topic's partition p, or -1.
 func leaderOfPartition(adm *kadm.Client, topic string, p int32) int32 {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -335,12 +366,21 @@ func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 // exactly once. At both transaction.version levels: the client commits
 // the same way at either.
 func TestTxnCopyCommitsOnlyWhatItProduced(t *testing.T) {
-	for _, level := range []int16{2, 1} {
-		t.Run(fmt.Sprintf("transaction.version=%d", level), func(t *testing.T) { testCopyCommitsOnlyWhatItProduced(t, level) })
+	// An output partition's leader dies mid-transaction. Under one
+	// transaction.version the transaction's coordinator dies with it (the
+	// worker's End fails and it replaces its session), under the other
+	// the coordinator lives (the worker's abort is answered).
+	for _, c := range []struct {
+		level           int16
+		coordinatorDies bool
+	}{{2, true}, {1, false}} {
+		t.Run(fmt.Sprintf("transaction.version=%d/coordinator_dies=%v", c.level, c.coordinatorDies), func(t *testing.T) {
+			testCopyCommitsOnlyWhatItProduced(t, c.level, c.coordinatorDies)
+		})
 	}
 }
 
-func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16) {
+func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16, coordinatorDies bool) {
 	nodes := startCluster(t, 3)
 	if level != 2 {
 		if code, msg := setTV(t, nodes, level, 2); code != 0 {
@@ -379,8 +419,19 @@ func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16) {
 	}
 	producer.Close()
 
-	s := newChainSession(t, nodes, "copier", group, in, out)
-	defer s.Close()
+	leader := leaderOfPartition(adm, out, 0)
+	copier := txnIDCoordinatedBy(t, adm, "copier", func(coordinator int32) bool { return (coordinator == leader) == coordinatorDies })
+	s := newChainSession(t, nodes, copier, group, in, out)
+	defer func() { s.Close() }()
+	// franz-go keeps a session whose End failed in its transaction (every
+	// later Begin fails), so the application replaces it, as jepsen.Copy
+	// does.
+	replaceOnError := func(err error) {
+		if err != nil {
+			s.Close()
+			s = newChainSession(t, nodes, copier, group, in, out)
+		}
+	}
 	poll := func() kgo.Fetches {
 		t.Helper()
 		var all kgo.Fetches
@@ -402,7 +453,9 @@ func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16) {
 	// One output partition loses its leader: the copies to the others
 	// are written, those to it wait. The worker is stopped before a new
 	// leader is known, and they end with their context.
-	leader := leaderOfPartition(adm, out, 0)
+	if now := leaderOfPartition(adm, out, 0); now != leader {
+		t.Fatalf("%s-0's leader moved from broker %d to %d before the kill", out, leader, now)
+	}
 	nodes[leader-1].Kill()
 	produceCtx, stopWorker := context.WithCancel(ctx)
 	time.AfterFunc(100*time.Millisecond, stopWorker)
@@ -412,6 +465,10 @@ func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16) {
 	if len(failed) == 0 {
 		t.Fatal("no produce failed: the test did not reach the case it is for")
 	}
+	if committed {
+		t.Fatal("committed although a produce failed")
+	}
+	replaceOnError(err)
 	nodes[leader-1].Restart()
 	nodes[leader-1].WaitKafka()
 	checkCopied(t, adm, nodes, group, in, out, 0)
@@ -421,12 +478,14 @@ func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16) {
 		fs := poll()
 		if err := s.Begin(); err != nil {
 			t.Logf("begin: %v", err)
+			replaceOnError(err)
 			return false
 		}
 		_, committed, failed, err := jepsen.CopyTransaction(ctx, s, fs)
 		if !committed {
 			t.Logf("not committed: %d produces failed (first %v), end error %v", len(failed), first(failed, 3), err)
 		}
+		replaceOnError(err)
 		return committed
 	})
 	checkCopied(t, adm, nodes, group, in, out, total)
