@@ -74,16 +74,34 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// FreePort returns a loopback port that was free a moment ago.
+// FreePort returns a loopback port that was free a moment ago, and that
+// no earlier call in this process returned: the kernel hands a port just
+// released out again, so two nodes started at once were given the same
+// one, and the second's HTTP listener failed (one CI run).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		handedOut.mu.Lock()
+		fresh := !handedOut.ports[port]
+		handedOut.ports[port] = true
+		handedOut.mu.Unlock()
+		if fresh {
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// handedOut is every port FreePort returned in this process.
+var handedOut = struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // Node is one running `ferry serve`.
 type Node struct {
@@ -109,6 +127,7 @@ type Node struct {
 	place                     Place
 	cmd                       *exec.Cmd
 	logs                      *syncBuffer
+	launchedAt                int // the logs' length when this run was launched
 	done                      chan struct{}
 }
 
@@ -267,6 +286,7 @@ func (n *Node) launch() {
 	if n.logs == nil {
 		n.logs = new(syncBuffer) // kept across restarts
 	}
+	n.launchedAt = n.logs.len()
 	n.cmd.Stdout = n.logs
 	n.cmd.Stderr = n.logs
 	n.cmd.Env = append(os.Environ(), "FERRY_LOG_LEVEL=info")
@@ -299,7 +319,10 @@ func (n *Node) waitReady() error {
 		res, err := n.HTTPClient.Get(n.URL + "/healthz")
 		if err == nil {
 			res.Body.Close()
-			if res.StatusCode == 200 {
+			// Another process may answer on the port (one that took it
+			// before this node could): only this node's own log says it
+			// bound its listeners.
+			if res.StatusCode == 200 && n.logs.containsFrom(n.launchedAt, "ferry serving") {
 				return nil
 			}
 		}
@@ -439,6 +462,19 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+// containsFrom reports whether s was written at or after offset from.
+func (b *syncBuffer) containsFrom(from int, s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Contains(b.buf.Bytes()[from:], []byte(s))
 }
 
 func (b *syncBuffer) String() string {
