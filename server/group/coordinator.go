@@ -306,6 +306,25 @@ func (c *Coordinator) groupList() []*group {
 	return gs
 }
 
+// groupsOfPartition is the groups whose offsets partition is p, in no
+// order: a marker on p (once per transaction that commits offsets) and
+// p's unload look only at them, without the sorted copy of every group.
+func (c *Coordinator) groupsOfPartition(p int32) []*group {
+	n := c.offsets.PartitionCount() // asks the broker: not under c.mu
+	if n < 1 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var gs []*group
+	for name, g := range c.mu.groups {
+		if c.offsets.PartitionOf(name, n) == p {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
+
 // lockGroup returns the named group with its mu held, creating it when
 // create is set; nil when it does not exist.
 func (c *Coordinator) lockGroup(name string, create bool) *group {

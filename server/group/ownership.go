@@ -122,10 +122,7 @@ func (c *Coordinator) install(p int32, table map[string]map[topicPartition]offse
 // NOT_COORDINATOR from now on.
 func (c *Coordinator) unloadPartition(p int32) int {
 	n := 0
-	for _, g := range c.groupList() {
-		if c.offsetsPartition(g.name) != p {
-			continue
-		}
+	for _, g := range c.groupsOfPartition(p) {
 		g.mu.Lock()
 		c.removeLocked(g)
 		g.mu.Unlock()

@@ -177,10 +177,7 @@ func (c *Coordinator) TxnMarkerWritten(topic string, partition int32, producerID
 	}
 	c.markersVsInstall.RLock()
 	defer c.markersVsInstall.RUnlock()
-	for _, g := range c.groupList() {
-		if c.offsetsPartition(g.name) != partition {
-			continue
-		}
+	for _, g := range c.groupsOfPartition(partition) {
 		g.mu.Lock()
 		g.decideTxnOffsets(producerID, dataEpoch, dataEpochKnown, commit)
 		g.mu.Unlock()

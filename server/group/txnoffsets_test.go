@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"testing"
 	"time"
@@ -419,5 +420,37 @@ func TestMarkerWrittenWhileLoadingDecidesItsCommits(t *testing.T) {
 	code, topics := e.c.fetchOffsets(name, []kmsg.OffsetFetchRequestTopic{{Topic: "orders", Partitions: []int32{0}}}, true)
 	if code != errNone || topics[0].Partitions[0].ErrorCode != errNone || topics[0].Partitions[0].Offset != 10 {
 		t.Fatalf("stable offset fetch: error %d, partition %+v; want offset 10", code, topics[0].Partitions[0])
+	}
+}
+
+// A marker decides the commits of the groups on its own __consumer_offsets
+// partition only: a transaction that committed for two groups on two
+// partitions has each decided by that partition's marker.
+func TestMarkerDecidesOnlyTheGroupsOfItsPartition(t *testing.T) {
+	e, name, part := newMarkerEnv(t)
+	other := ""
+	for i := 0; other == ""; i++ {
+		if candidate := fmt.Sprintf("audit-%d", i); e.c.offsetsPartition(candidate) != part {
+			other = candidate
+		}
+	}
+	e.txnCommit(name, 0, 10)
+	e.txnCommit(other, 0, 20)
+	ctx := context.Background()
+	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{offsetsMarker(part, 1, 0, true)}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if got, pending := e.fetchV1(name, "orders", 0)[0], e.c.PendingTxnOffsets(name); got != 10 || len(pending) != 0 {
+		t.Fatalf("%s: committed %d, pending %v; want 10 and nothing pending", name, got, pending)
+	}
+	if got, pending := e.fetchV1(other, "orders", 0)[0], e.c.PendingTxnOffsets(other); got != -1 || pending[7] != 1 {
+		t.Fatalf("%s, on another partition: committed %d, pending %v; want -1 and the commit pending", other, got, pending)
+	}
+	otherPart := e.c.offsetsPartition(other)
+	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{offsetsMarker(otherPart, 1, 0, true)}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if got, pending := e.fetchV1(other, "orders", 0)[0], e.c.PendingTxnOffsets(other); got != 20 || len(pending) != 0 {
+		t.Fatalf("%s after its partition's marker: committed %d, pending %v; want 20 and nothing pending", other, got, pending)
 	}
 }
