@@ -80,7 +80,7 @@ func repoRoot() string {
 // one, and the second's HTTP listener failed (one CI run).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	for {
+	for range 1000 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -95,6 +95,8 @@ func FreePort(t testing.TB) int {
 			return port
 		}
 	}
+	t.Fatal("the kernel offered only ports handed out before")
+	return 0
 }
 
 // handedOut is every port FreePort returned in this process.
