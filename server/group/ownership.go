@@ -121,14 +121,13 @@ func (c *Coordinator) install(p int32, table map[string]map[topicPartition]offse
 // waiting joins and syncs end, and every request for them is answered
 // NOT_COORDINATOR from now on.
 func (c *Coordinator) unloadPartition(p int32) int {
-	n := 0
-	for _, g := range c.groupsOfPartition(p) {
+	gs := c.groupsOfPartition(p)
+	for _, g := range gs {
 		g.mu.Lock()
 		c.removeLocked(g)
 		g.mu.Unlock()
-		n++
 	}
-	return n
+	return len(gs)
 }
 
 // serves is the gate every group request passes (Kafka's

@@ -440,17 +440,21 @@ func TestMarkerDecidesOnlyTheGroupsOfItsPartition(t *testing.T) {
 	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{offsetsMarker(part, 1, 0, true)}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
-	if got, pending := e.fetchV1(name, "orders", 0)[0], e.c.PendingTxnOffsets(name); got != 10 || len(pending) != 0 {
-		t.Fatalf("%s: committed %d, pending %v; want 10 and nothing pending", name, got, pending)
-	}
-	if got, pending := e.fetchV1(other, "orders", 0)[0], e.c.PendingTxnOffsets(other); got != -1 || pending[7] != 1 {
-		t.Fatalf("%s, on another partition: committed %d, pending %v; want -1 and the commit pending", other, got, pending)
-	}
-	otherPart := e.c.offsetsPartition(other)
-	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{offsetsMarker(otherPart, 1, 0, true)}); errs[0] != nil {
+	e.checkOffsets("after its partition's marker", name, 10, 0)
+	e.checkOffsets("on another partition", other, -1, 1)
+	if errs := e.broker.WriteTxnMarkers(ctx, []server.TxnMarker{offsetsMarker(e.c.offsetsPartition(other), 1, 0, true)}); errs[0] != nil {
 		t.Fatal(errs[0])
 	}
-	if got, pending := e.fetchV1(other, "orders", 0)[0], e.c.PendingTxnOffsets(other); got != 20 || len(pending) != 0 {
-		t.Fatalf("%s after its partition's marker: committed %d, pending %v; want 20 and nothing pending", other, got, pending)
+	e.checkOffsets("after its partition's marker", other, 20, 0)
+}
+
+// checkOffsets fails the test unless group's committed offset of orders-0
+// is committed, with pending transactions of producer 7 (txnCommitCode's)
+// holding commits, and none of any producer when pending is 0.
+func (e *testEnv) checkOffsets(when, group string, committed int64, pending int) {
+	e.t.Helper()
+	got, held := e.fetchV1(group, "orders", 0)[0], e.c.PendingTxnOffsets(group)
+	if got != committed || held[7] != pending || pending == 0 && len(held) != 0 {
+		e.t.Fatalf("%s, %s: committed %d, pending %v; want %d and %d of producer 7 pending", group, when, got, held, committed, pending)
 	}
 }

@@ -305,35 +305,17 @@ func txnCoordinatorOf(t *testing.T, adm *kadm.Client, id string) int32 {
 	return coord
 }
 
-// txnIDCoordinatedBy is the first of prefix-0, prefix-1, … whose
-// transaction coordinator satisfies want.
+// txnIDCoordinatedBy is the first of prefix-0, prefix-1, … (fifty at most)
+// whose transaction coordinator satisfies want.
 func txnIDCoordinatedBy(t *testing.T, adm *kadm.Client, prefix string, want func(coordinator int32) bool) string {
 	t.Helper()
-	ids := make([]string, 50)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("%s-%d", prefix, i)
+	for i := range 50 {
+		if id := fmt.Sprintf("%s-%d", prefix, i); want(txnCoordinatorOf(t, adm, id)) {
+			return id
+		}
 	}
-	found := ""
-	harness.WaitFor(t, "a transactional id coordinated where wanted", 30*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		coordinators := adm.FindTxnCoordinators(ctx, ids...)
-		for _, id := range ids {
-			r, ok := coordinators[id]
-			if !ok || r.Err != nil || r.NodeID <= 0 {
-				return false // __transaction_state is still being created
-			}
-		}
-		for _, id := range ids {
-			if want(coordinators[id].NodeID) {
-				found = id
-				return true
-			}
-		}
-		t.Fatalf("none of %d transactional ids is coordinated where wanted", len(ids))
-		return false
-	})
-	return found
+	t.Fatalf("none of %s-0…49 is coordinated where wanted", prefix)
+	return ""
 }
 
 // leaderOfPartition is the broker leading topic's partition p, or -1.
@@ -460,8 +442,8 @@ func testCopyCommitsOnlyWhatItProduced(t *testing.T, level int16, coordinatorDie
 	produceCtx, stopWorker := context.WithCancel(ctx)
 	time.AfterFunc(100*time.Millisecond, stopWorker)
 	_, committed, failed, err := jepsen.CopyTransaction(produceCtx, s, fs)
-	t.Logf("with %s-0's leader (broker %d) dead: committed %v, %d produces failed (first %v), end error %v",
-		out, leader, committed, len(failed), first(failed, 3), err)
+	t.Logf("with %s-0's leader (broker %d) dead, %s's coordinator dead too: %v; committed %v, %d produces failed (first %v), end error %v",
+		out, leader, copier, coordinatorDies, committed, len(failed), first(failed, 3), err)
 	if len(failed) == 0 {
 		t.Fatal("no produce failed: the test did not reach the case it is for")
 	}
