@@ -61,8 +61,9 @@
 // batches only after the previous marker); what is left is pending under
 // its batch's producer id and epoch. Markers are appended while the
 // partition loads (its groups refuse requests, the broker does not), so
-// the install reads on from where the load stopped, and a marker told
-// meanwhile waits for the install (markersVsInstall). OffsetFetch's
+// the install reads on from where the load stopped (when that read fails
+// nothing is installed and the partition is loaded again from its start),
+// and a marker told meanwhile waits for the install (markersVsInstall). OffsetFetch's
 // require_stable answers UNSTABLE_OFFSET_COMMIT for a partition with a
 // pending commit.
 //

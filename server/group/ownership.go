@@ -82,23 +82,34 @@ func (c *Coordinator) newOwnership() *ownership.Table[*loadedPartition] {
 // answered UNSTABLE_OFFSET_COMMIT for good. The read holds both locks, but
 // the load returned just before (same goroutine): there is rarely anything
 // to read, and then no read at all (ReadLogFrom stops at the log end).
-func (c *Coordinator) installLoaded(p int32, o ownership.Owned, l *loadedPartition, took time.Duration) func() {
+// When that read fails nothing is installed: serving what the load read
+// could leave a commit pending whose marker is in the part not read, so
+// the partition stays loading and is read again from its start.
+func (c *Coordinator) installLoaded(p int32, o ownership.Owned, l *loadedPartition, took time.Duration) (func(), error) {
 	c.markersVsInstall.Lock()
 	defer c.markersVsInstall.Unlock()
-	if err := c.readPartition(p, l); err != nil {
-		c.logger.Error("reading what was appended while loading committed offsets failed; serving what was loaded",
-			"partition", p, "from", l.next, "err", err)
+	if err := c.readAppendedWhileLoading(p, l); err != nil {
+		return nil, fmt.Errorf("reading what was appended to partition %d while it loaded, from offset %d: %w", p, l.next, err)
 	}
 	l.groups, l.offsets = c.install(p, l.table)
 	producers := c.installTxn(l.replay.pending())
 	if l.atStart {
-		return nil
+		return nil, nil
 	}
 	return func() {
 		restored := c.restoreInstances(l.instances)
 		c.logger.Info("group coordinator serves a partition", "partition", p, "leader_epoch", o.LeaderEpoch,
 			"groups", l.groups, "offsets", l.offsets, "pending_transactional_commits", producers, "consumer_instances", restored, "took", took)
+	}, nil
+}
+
+// readAppendedWhileLoading is installLoaded's read of p from where its
+// load stopped (readPartition, or the test hook readTail).
+func (c *Coordinator) readAppendedWhileLoading(p int32, l *loadedPartition) error {
+	if c.readTail != nil {
+		return c.readTail(p, l)
 	}
+	return c.readPartition(p, l)
 }
 
 // install makes the loaded offsets the groups' committed offsets. Callers

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"testing"
@@ -410,7 +411,9 @@ func TestMarkerWrittenWhileLoadingDecidesItsCommits(t *testing.T) {
 	if !ok {
 		t.Fatal("the coordinator does not lead the group's partition")
 	}
-	if after := e.c.installLoaded(part, own, loaded, 0); after != nil {
+	if after, err := e.c.installLoaded(part, own, loaded, 0); err != nil {
+		t.Fatal(err)
+	} else if after != nil {
 		after()
 	}
 
@@ -421,6 +424,45 @@ func TestMarkerWrittenWhileLoadingDecidesItsCommits(t *testing.T) {
 	if code != errNone || topics[0].Partitions[0].ErrorCode != errNone || topics[0].Partitions[0].Offset != 10 {
 		t.Fatalf("stable offset fetch: error %d, partition %+v; want offset 10", code, topics[0].Partitions[0])
 	}
+}
+
+// When the install cannot read what was appended while its partition
+// loaded, it serves nothing: serving what the load read would leave the
+// commit whose marker landed in the unread part pending for good. The
+// next load, read from the start, decides it.
+func TestInstallThatCannotReadOnServesNothing(t *testing.T) {
+	e, name, part := newMarkerEnv(t)
+	e.txnCommit(name, 0, 10)
+	e.c.unloadPartition(part)
+	loaded := newLoadedPartition(false)
+	if err := e.c.readPartition(part, loaded); err != nil {
+		t.Fatal(err)
+	}
+	if errs := e.broker.WriteTxnMarkers(context.Background(), []server.TxnMarker{offsetsMarker(part, 1, 0, true)}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	own, ok := e.c.own.Get(part)
+	if !ok {
+		t.Fatal("the coordinator does not lead the group's partition")
+	}
+	e.c.readTail = func(int32, *loadedPartition) error { return errors.New("read error") }
+	if after, err := e.c.installLoaded(part, own, loaded, 0); err == nil || after != nil {
+		t.Fatalf("install with its read failing: %v; want an error and nothing to run after", err)
+	}
+	if e.c.lockGroup(name, false) != nil {
+		t.Fatal("the group is served though its partition's install failed")
+	}
+
+	// The Table loads the partition again, from its start.
+	e.c.readTail = nil
+	again := newLoadedPartition(false)
+	if err := e.c.readPartition(part, again); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.installLoaded(part, own, again, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.checkOffsets("installed from a second load", name, 10, 0)
 }
 
 // A marker decides the commits of the groups on its own __consumer_offsets

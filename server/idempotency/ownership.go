@@ -16,13 +16,13 @@ import (
 func (s *Store) newOwnership() *ownership.Table[map[string]storedKey] {
 	return ownership.New(ownership.Hooks[map[string]storedKey]{
 		Load: func(p, _ int32) (map[string]storedKey, error) { return s.loadPartition(p) },
-		Install: func(p int32, o ownership.Owned, loaded map[string]storedKey, took time.Duration) func() {
+		Install: func(p int32, o ownership.Owned, loaded map[string]storedKey, took time.Duration) (func(), error) {
 			s.mu.Lock()
 			s.tab.install(p, loaded)
 			s.mu.Unlock()
 			return func() {
 				s.logger.Info("idempotency keys loaded", "partition", p, "leader_epoch", o.LeaderEpoch, "keys", len(loaded), "took", took)
-			}
+			}, nil
 		},
 		Drop: func(p int32) {
 			s.mu.Lock()

@@ -66,11 +66,13 @@ type Hooks[T any] struct {
 	// p is still loading at the epoch it was read at; p serves once it
 	// returns. took is how long Load read. The func it returns, if any,
 	// runs after the lock is released (work that must not hold it:
-	// starting completions, logging).
-	Install func(p int32, o Owned, loaded T, took time.Duration) (after func())
+	// starting completions, logging). An error leaves p loading, to be
+	// read again from the start as after a failed Load: Install must then
+	// have changed nothing.
+	Install func(p int32, o Owned, loaded T, took time.Duration) (after func(), err error)
 	// Drop forgets p's state once p has left the Table; no lock is held.
 	Drop func(p int32)
-	// LoadFailed is told of a failed Load before it is retried.
+	// LoadFailed is told of a failed Load or Install before it is retried.
 	LoadFailed func(p int32, attempt int, err error)
 }
 
@@ -147,8 +149,9 @@ func (t *Table[T]) load(p, leaderEpoch int32) {
 		start := time.Now()
 		loaded, err := t.hooks.Load(p, leaderEpoch)
 		if err == nil {
-			t.install(p, leaderEpoch, loaded, time.Since(start))
-			return
+			if err = t.install(p, leaderEpoch, loaded, time.Since(start)); err == nil {
+				return
+			}
 		}
 		if t.hooks.LoadFailed != nil {
 			t.hooks.LoadFailed(p, attempt, err)
@@ -166,30 +169,34 @@ func (t *Table[T]) stillLoading(p, leaderEpoch int32) bool {
 	return ok && o.LeaderEpoch == leaderEpoch && o.State == Loading
 }
 
-// install installs loaded unless leadership moved since it was read; it
-// reports whether it did.
-func (t *Table[T]) install(p, leaderEpoch int32, loaded T, took time.Duration) bool {
+// install installs loaded unless leadership moved since it was read (nil:
+// nothing to install any more). p stays loading when Install fails.
+func (t *Table[T]) install(p, leaderEpoch int32, loaded T, took time.Duration) error {
 	t.mu.Lock()
 	cur, ok := t.parts[p]
 	if !ok || cur.LeaderEpoch != leaderEpoch || cur.State != Loading {
 		t.mu.Unlock()
-		return false
+		return nil
 	}
-	after := t.hooks.Install(p, cur, loaded, took)
+	after, err := t.hooks.Install(p, cur, loaded, took)
+	if err != nil {
+		t.mu.Unlock()
+		return err
+	}
 	cur.State = Serving
 	t.parts[p] = cur
 	t.mu.Unlock()
 	if after != nil {
 		after()
 	}
-	return true
+	return nil
 }
 
 // LoadLed loads p, which this broker leads at leaderEpoch, before the
 // caller goes on (at start, or when a single node creates the topic),
 // reading it with load. A partition the Table has already is left to its
-// own load. When load fails p is forgotten, so a later call tries again,
-// and the error is returned.
+// own load. When load or the install fails p is forgotten, so a later
+// call tries again, and the error is returned.
 func (t *Table[T]) LoadLed(p, leaderEpoch int32, load func(p, leaderEpoch int32) (T, error)) error {
 	t.mu.Lock()
 	if _, ok := t.parts[p]; ok {
@@ -201,6 +208,9 @@ func (t *Table[T]) LoadLed(p, leaderEpoch int32, load func(p, leaderEpoch int32)
 	t.mu.Unlock()
 	start := time.Now()
 	loaded, err := load(p, leaderEpoch)
+	if err == nil {
+		err = t.install(p, leaderEpoch, loaded, time.Since(start))
+	}
 	if err != nil {
 		t.mu.Lock()
 		if cur, ok := t.parts[p]; ok && cur.LeaderEpoch == leaderEpoch && cur.State == Loading {
@@ -209,6 +219,5 @@ func (t *Table[T]) LoadLed(p, leaderEpoch int32, load func(p, leaderEpoch int32)
 		t.mu.Unlock()
 		return err
 	}
-	t.install(p, leaderEpoch, loaded, time.Since(start))
 	return nil
 }

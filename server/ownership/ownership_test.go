@@ -17,6 +17,8 @@ type owner struct {
 	installs  []Owned
 	drops     []int32
 	failures  []int
+	// failInstalls is how many installs to refuse from now on.
+	failInstalls int
 
 	loads   chan int32 // a Load started for this partition
 	results chan loadResult
@@ -38,12 +40,16 @@ func (o *owner) hooks() Hooks[string] {
 			r := <-o.results
 			return r.value, r.err
 		},
-		Install: func(p int32, own Owned, v string, _ time.Duration) func() {
+		Install: func(p int32, own Owned, v string, _ time.Duration) (func(), error) {
 			o.mu.Lock()
 			defer o.mu.Unlock()
+			if o.failInstalls > 0 {
+				o.failInstalls--
+				return nil, errors.New("the read after the load failed")
+			}
 			o.installed[p] = v
 			o.installs = append(o.installs, own)
-			return nil
+			return nil, nil
 		},
 		Drop: func(p int32) {
 			o.mu.Lock()
@@ -174,6 +180,47 @@ func TestLoseMidLoadThenRegainWithNewEpoch(t *testing.T) {
 	defer f.o.mu.Unlock()
 	if len(f.o.installs) != 1 || f.o.installs[0].LeaderEpoch != 2 {
 		t.Fatalf("installs %+v, want one at epoch 2", f.o.installs)
+	}
+}
+
+// An install that fails leaves the partition loading, and it is read
+// again from its start: nothing of the refused load is served.
+func TestInstallFailureLoadsAgain(t *testing.T) {
+	f := newFixture(t)
+	f.o.failInstalls = 1
+	f.tab.Leadership(2, true, 1)
+	f.o.nextLoad(t)
+	f.o.results <- loadResult{value: "refused"}
+	f.o.nextLoad(t) // read again after the refused install
+	if o, _ := f.tab.Get(2); o.State != Loading || f.tab.Serving(2, 0) {
+		t.Fatalf("after a refused install: %+v, want still loading", o)
+	}
+	if v, ok := f.o.value(2); ok {
+		t.Fatalf("a refused install left %q installed", v)
+	}
+	f.o.results <- loadResult{value: "read again"}
+	harness.WaitFor(t, "partition 2 serving", 5*time.Second, func() bool { return f.tab.Serving(2, 0) })
+	f.o.mu.Lock()
+	defer f.o.mu.Unlock()
+	if v := f.o.installed[2]; v != "read again" || len(f.o.installs) != 1 || len(f.o.failures) != 1 {
+		t.Fatalf("installed %q (%d installs), failures %v; want the second read, one install, one failure told", v, len(f.o.installs), f.o.failures)
+	}
+}
+
+// LoadLed forgets a partition whose install failed, as one whose load
+// failed, so that a later call reads it again.
+func TestLoadLedInstallFailure(t *testing.T) {
+	f := newFixture(t)
+	f.o.failInstalls = 1
+	read := func(p, _ int32) (string, error) { return "led", nil }
+	if err := f.tab.LoadLed(6, 1, read); err == nil {
+		t.Fatal("LoadLed reported success for a refused install")
+	}
+	if _, ok := f.tab.Get(6); ok {
+		t.Fatal("a partition whose install failed is still owned")
+	}
+	if err := f.tab.LoadLed(6, 1, read); err != nil || !f.tab.Serving(6, 0) {
+		t.Fatalf("second LoadLed: %v, serving %v; want it served", err, f.tab.Serving(6, 0))
 	}
 }
 

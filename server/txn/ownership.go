@@ -48,7 +48,7 @@ func (c *Coordinator) newOwnership() *ownership.Table[map[string]Txn] {
 // install serves the ids of a loaded partition (the Table's lock held) and
 // returns the start of the completions of the prepared ones, which runs
 // once the partition serves.
-func (c *Coordinator) install(p int32, o ownership.Owned, table map[string]Txn, took time.Duration) func() {
+func (c *Coordinator) install(p int32, o ownership.Owned, table map[string]Txn, took time.Duration) (func(), error) {
 	var prepared []*entry
 	c.mu.Lock()
 	now := c.nowMs()
@@ -70,7 +70,7 @@ func (c *Coordinator) install(p int32, o ownership.Owned, table map[string]Txn, 
 		}
 		c.logger.Info("transaction coordinator serves a partition", "partition", p, "leader_epoch", o.LeaderEpoch,
 			"transactional_ids", len(table), "took", took)
-	}
+	}, nil
 }
 
 // unloadPartition drops the ids of partition p.
