@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferry-mq/ferry/replication"
 	"github.com/ferry-mq/ferry/server"
+	"github.com/ferry-mq/ferry/server/ownership"
 	"github.com/ferry-mq/ferry/server/records"
 	"github.com/ferry-mq/ferry/storage"
 	"github.com/ferry-mq/ferry/storage/recordbatch"
@@ -392,25 +393,11 @@ func TestResentMarkerDecidesOnlyItsTransactionsOffsets(t *testing.T) {
 func TestMarkerWrittenWhileLoadingDecidesItsCommits(t *testing.T) {
 	e, name, part := newMarkerEnv(t)
 	e.txnCommit(name, 0, 10)
-
-	// A new leader's load: its read of the log ends here, ...
-	e.c.unloadPartition(part)
-	loaded := newLoadedPartition(false)
-	if err := e.c.readPartition(part, loaded); err != nil {
-		t.Fatal(err)
-	}
-	// ... the transaction's commit marker lands, told to no group, ...
-	if errs := e.broker.WriteTxnMarkers(context.Background(), []server.TxnMarker{offsetsMarker(part, 1, 0, true)}); errs[0] != nil {
-		t.Fatal(errs[0])
-	}
+	loaded, own := e.loadThenMark(part)
 	if e.c.lockGroup(name, false) != nil {
 		t.Fatal("the group was served before its partition was installed")
 	}
 	// ... and the partition is installed.
-	own, ok := e.c.own.Get(part)
-	if !ok {
-		t.Fatal("the coordinator does not lead the group's partition")
-	}
 	if after, err := e.c.installLoaded(part, own, loaded, 0); err != nil {
 		t.Fatal(err)
 	} else if after != nil {
@@ -433,18 +420,7 @@ func TestMarkerWrittenWhileLoadingDecidesItsCommits(t *testing.T) {
 func TestInstallThatCannotReadOnServesNothing(t *testing.T) {
 	e, name, part := newMarkerEnv(t)
 	e.txnCommit(name, 0, 10)
-	e.c.unloadPartition(part)
-	loaded := newLoadedPartition(false)
-	if err := e.c.readPartition(part, loaded); err != nil {
-		t.Fatal(err)
-	}
-	if errs := e.broker.WriteTxnMarkers(context.Background(), []server.TxnMarker{offsetsMarker(part, 1, 0, true)}); errs[0] != nil {
-		t.Fatal(errs[0])
-	}
-	own, ok := e.c.own.Get(part)
-	if !ok {
-		t.Fatal("the coordinator does not lead the group's partition")
-	}
+	loaded, own := e.loadThenMark(part)
 	e.c.readTail = func(int32, *loadedPartition) error { return errors.New("read error") }
 	if after, err := e.c.installLoaded(part, own, loaded, 0); err == nil || after != nil {
 		t.Fatalf("install with its read failing: %v; want an error and nothing to run after", err)
@@ -463,6 +439,27 @@ func TestInstallThatCannotReadOnServesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.checkOffsets("installed from a second load", name, 10, 0)
+}
+
+// loadThenMark is a new leader's load of part whose read of the log ends
+// before producer 7's commit marker lands there, told to no group (the
+// partition is not installed): what the load read, and the partition's
+// ownership to install it with.
+func (e *testEnv) loadThenMark(part int32) (*loadedPartition, ownership.Owned) {
+	e.t.Helper()
+	e.c.unloadPartition(part)
+	loaded := newLoadedPartition(false)
+	if err := e.c.readPartition(part, loaded); err != nil {
+		e.t.Fatal(err)
+	}
+	if errs := e.broker.WriteTxnMarkers(context.Background(), []server.TxnMarker{offsetsMarker(part, 1, 0, true)}); errs[0] != nil {
+		e.t.Fatal(errs[0])
+	}
+	own, ok := e.c.own.Get(part)
+	if !ok {
+		e.t.Fatal("the coordinator does not lead the group's partition")
+	}
+	return loaded, own
 }
 
 // A marker decides the commits of the groups on its own __consumer_offsets
