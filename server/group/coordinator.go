@@ -179,8 +179,8 @@ type Coordinator struct {
 	// what was appended since the load and installs the groups: a marker
 	// is either in what the install read or told to installed groups.
 	markersVsInstall sync.RWMutex
-	// readTail, when not nil, replaces the install's read of what was
-	// appended while a partition loaded (tests: a failing read).
+	// readTail, when not nil, replaces readPartition as the install's read
+	// of what was appended while a partition loaded (tests: a failing read).
 	readTail func(p int32, l *loadedPartition) error
 	// lagHistory is each group's lag over time, sampled by tickLoop.
 	lagHistory *lagHistory

@@ -88,7 +88,11 @@ func (c *Coordinator) newOwnership() *ownership.Table[*loadedPartition] {
 func (c *Coordinator) installLoaded(p int32, o ownership.Owned, l *loadedPartition, took time.Duration) (func(), error) {
 	c.markersVsInstall.Lock()
 	defer c.markersVsInstall.Unlock()
-	if err := c.readAppendedWhileLoading(p, l); err != nil {
+	readTail := c.readPartition
+	if c.readTail != nil {
+		readTail = c.readTail
+	}
+	if err := readTail(p, l); err != nil {
 		return nil, fmt.Errorf("reading what was appended to partition %d while it loaded, from offset %d: %w", p, l.next, err)
 	}
 	l.groups, l.offsets = c.install(p, l.table)
@@ -101,15 +105,6 @@ func (c *Coordinator) installLoaded(p int32, o ownership.Owned, l *loadedPartiti
 		c.logger.Info("group coordinator serves a partition", "partition", p, "leader_epoch", o.LeaderEpoch,
 			"groups", l.groups, "offsets", l.offsets, "pending_transactional_commits", producers, "consumer_instances", restored, "took", took)
 	}, nil
-}
-
-// readAppendedWhileLoading is installLoaded's read of p from where its
-// load stopped (readPartition, or the test hook readTail).
-func (c *Coordinator) readAppendedWhileLoading(p int32, l *loadedPartition) error {
-	if c.readTail != nil {
-		return c.readTail(p, l)
-	}
-	return c.readPartition(p, l)
 }
 
 // install makes the loaded offsets the groups' committed offsets. Callers
